@@ -1,0 +1,132 @@
+//! `/v1/databases`: list (optionally by project) and get; create, rename and delete (owner keys).
+
+use actix_web::{delete, get, patch, post, put, web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use super::{exec, no_content, ok, required};
+use crate::auth::{Principal, Privilege};
+use crate::catalog::model::Database;
+use crate::error::ApiResult;
+use crate::state::AppState;
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DatabaseBody {
+    pub id: String,
+    pub name: String,
+    pub project_id: String,
+}
+
+impl From<&Database> for DatabaseBody {
+    fn from(d: &Database) -> DatabaseBody {
+        DatabaseBody {
+            id: d.id.clone(),
+            name: d.name.clone(),
+            project_id: d.project_id.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectQuery {
+    pub project_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct DatabaseRequest {
+    pub name: String,
+}
+
+#[utoipa::path(tag = "databases", params(ProjectQuery), responses((status = 200, body = [DatabaseBody])))]
+#[get("/v1/databases")]
+async fn list_databases(
+    state: web::Data<AppState>,
+    p: Principal,
+    query: web::Query<ProjectQuery>,
+) -> ApiResult<HttpResponse> {
+    let project = query.into_inner().project_id.filter(|s| !s.is_empty());
+    let dbs = exec(&state, move |s| s.list_databases(&p, project.as_deref())).await??;
+    ok(&dbs.iter().map(DatabaseBody::from).collect::<Vec<_>>())
+}
+
+#[utoipa::path(tag = "databases", responses((status = 200, body = DatabaseBody)))]
+#[get("/v1/databases/{id}")]
+async fn get_database(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let db = exec(&state, move |s| {
+        s.database(&p, &id, Privilege::Read).cloned()
+    })
+    .await??;
+    ok(&DatabaseBody::from(&db))
+}
+
+#[utoipa::path(tag = "databases", params(ProjectQuery), request_body = DatabaseRequest, responses((status = 200, body = DatabaseBody)))]
+#[post("/v1/databases")]
+async fn create_database(
+    state: web::Data<AppState>,
+    p: Principal,
+    query: web::Query<ProjectQuery>,
+    body: web::Json<DatabaseRequest>,
+) -> ApiResult<HttpResponse> {
+    let project = required(&query.project_id, "projectId")?.to_owned();
+    let db = exec(&state, move |s| s.create_database(&p, &project, &body.name)).await??;
+    ok(&DatabaseBody::from(&db))
+}
+
+async fn rename(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: String,
+    name: String,
+) -> ApiResult<HttpResponse> {
+    let db = exec(&state, move |s| s.rename_database(&p, &id, &name)).await??;
+    ok(&DatabaseBody::from(&db))
+}
+
+#[utoipa::path(tag = "databases", request_body = DatabaseRequest, responses((status = 200, body = DatabaseBody)))]
+#[put("/v1/databases/{id}")]
+async fn put_database(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+    body: web::Json<DatabaseRequest>,
+) -> ApiResult<HttpResponse> {
+    rename(state, p, id.into_inner(), body.into_inner().name).await
+}
+
+#[utoipa::path(tag = "databases", request_body = DatabaseRequest, responses((status = 200, body = DatabaseBody)))]
+#[patch("/v1/databases/{id}")]
+async fn patch_database(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+    body: web::Json<DatabaseRequest>,
+) -> ApiResult<HttpResponse> {
+    rename(state, p, id.into_inner(), body.into_inner().name).await
+}
+
+#[utoipa::path(tag = "databases", responses((status = 204)))]
+#[delete("/v1/databases/{id}")]
+async fn delete_database(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    exec(&state, move |s| s.delete_database(&p, &id)).await??;
+    no_content()
+}
+
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(list_databases)
+        .service(get_database)
+        .service(create_database)
+        .service(put_database)
+        .service(patch_database)
+        .service(delete_database);
+}

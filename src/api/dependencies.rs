@@ -1,0 +1,135 @@
+//! `/v1/views/<viewId>/dependencies`: translation dependencies between language columns.
+
+use actix_web::{delete, get, post, put, web, HttpResponse};
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use super::{created, no_content, ok, view_route};
+use crate::auth::{Principal, Privilege, Tier};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::actor::{ChangeSchema, ReadSchema, SchemaChanged};
+use crate::grid::planner::{DependencyRequest, SchemaChange};
+use crate::grid::render::DependencyBody;
+use crate::grid::schema::Schema;
+use crate::state::AppState;
+
+fn render(schema: &Schema, id: &str) -> ApiResult<DependencyBody> {
+    schema
+        .dependencies
+        .iter()
+        .find(|d| d.id == id)
+        .map(DependencyBody::from)
+        .ok_or_else(|| ApiError::not_found(ErrorCode::DependencyIsNotFound, "Dependency", id))
+}
+
+async fn change(
+    state: &AppState,
+    p: &Principal,
+    view_id: &str,
+    change: SchemaChange,
+) -> ApiResult<SchemaChanged> {
+    p.require_tier(Tier::Team)?;
+    let route = view_route(state, p, view_id, Privilege::Manage)?;
+    route
+        .addr
+        .send(ChangeSchema {
+            view_id: view_id.to_owned(),
+            change,
+        })
+        .await?
+}
+
+#[utoipa::path(tag = "dependencies", responses((status = 200, body = [DependencyBody])))]
+#[get("/v1/views/{viewId}/dependencies")]
+async fn list_dependencies(
+    state: web::Data<AppState>,
+    p: Principal,
+    view_id: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let route = view_route(&state, &p, &view_id, Privilege::Read)?;
+    let schema = route.addr.send(ReadSchema).await?;
+    ok(&schema
+        .dependencies
+        .iter()
+        .map(DependencyBody::from)
+        .collect::<Vec<_>>())
+}
+
+#[utoipa::path(tag = "dependencies", responses((status = 200, body = DependencyBody)))]
+#[get("/v1/views/{viewId}/dependencies/{id}")]
+async fn get_dependency(
+    state: web::Data<AppState>,
+    p: Principal,
+    path: web::Path<(String, String)>,
+) -> ApiResult<HttpResponse> {
+    let (view_id, id) = path.into_inner();
+    let route = view_route(&state, &p, &view_id, Privilege::Read)?;
+    let schema = route.addr.send(ReadSchema).await?;
+    ok(&render(&schema, &id)?)
+}
+
+#[utoipa::path(tag = "dependencies", request_body = DependencyRequest, responses((status = 201, body = DependencyBody)))]
+#[post("/v1/views/{viewId}/dependencies")]
+async fn create_dependency(
+    state: web::Data<AppState>,
+    p: Principal,
+    view_id: web::Path<String>,
+    body: web::Json<DependencyRequest>,
+) -> ApiResult<HttpResponse> {
+    let changed = change(
+        &state,
+        &p,
+        &view_id,
+        SchemaChange::CreateDependency(body.into_inner()),
+    )
+    .await?;
+    created(&render(&changed.schema, &changed.subject)?)
+}
+
+#[utoipa::path(tag = "dependencies", request_body = DependencyRequest, responses((status = 200, body = DependencyBody)))]
+#[put("/v1/views/{viewId}/dependencies/{id}")]
+async fn update_dependency(
+    state: web::Data<AppState>,
+    p: Principal,
+    path: web::Path<(String, String)>,
+    body: web::Json<DependencyRequest>,
+) -> ApiResult<HttpResponse> {
+    let (view_id, dependency_id) = path.into_inner();
+    let request = body.into_inner();
+    let changed = change(
+        &state,
+        &p,
+        &view_id,
+        SchemaChange::UpdateDependency {
+            dependency_id,
+            request,
+        },
+    )
+    .await?;
+    ok(&render(&changed.schema, &changed.subject)?)
+}
+
+#[utoipa::path(tag = "dependencies", responses((status = 204)))]
+#[delete("/v1/views/{viewId}/dependencies/{id}")]
+async fn delete_dependency(
+    state: web::Data<AppState>,
+    p: Principal,
+    path: web::Path<(String, String)>,
+) -> ApiResult<HttpResponse> {
+    let (view_id, dependency_id) = path.into_inner();
+    change(
+        &state,
+        &p,
+        &view_id,
+        SchemaChange::DeleteDependency { dependency_id },
+    )
+    .await?;
+    no_content()
+}
+
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(list_dependencies)
+        .service(get_dependency)
+        .service(create_dependency)
+        .service(update_dependency)
+        .service(delete_dependency);
+}

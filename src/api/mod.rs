@@ -1,0 +1,108 @@
+//! The HTTP API: one module per resource, each ending in `configure`, chained here. Handlers
+//! are thin: authenticate, look up the route, send a message, render the reply.
+
+pub mod admin;
+pub mod columns;
+pub mod databases;
+pub mod dependencies;
+pub mod errors;
+pub mod grids;
+pub mod health;
+pub mod projects;
+pub mod tasks;
+pub mod views;
+
+use std::sync::Arc;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, HttpResponseBuilder};
+use serde::Serialize;
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::auth::{Principal, Privilege};
+use crate::catalog::{BranchRoute, Exec, Supervisor};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::state::AppState;
+
+/// Registers every route of the API.
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    health::configure(cfg);
+    projects::configure(cfg);
+    databases::configure(cfg);
+    grids::configure(cfg);
+    views::configure(cfg);
+    columns::configure(cfg);
+    dependencies::configure(cfg);
+    tasks::configure(cfg);
+    admin::configure(cfg);
+}
+
+/// A JSON response with exactly `Content-Type: application/json`.
+pub fn json_response<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> HttpResponse {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => HttpResponseBuilder::new(status)
+            .content_type("application/json")
+            .body(bytes),
+        Err(err) => {
+            tracing::error!(error = %err, "response serialization failed");
+            HttpResponseBuilder::new(StatusCode::INTERNAL_SERVER_ERROR)
+                .content_type("application/json")
+                .body(r#"{"status":500,"code":"internalServerError","message":"response serialization failed"}"#)
+        }
+    }
+}
+
+pub fn ok<T: Serialize + ?Sized>(body: &T) -> ApiResult<HttpResponse> {
+    Ok(json_response(StatusCode::OK, body))
+}
+
+pub fn created<T: Serialize + ?Sized>(body: &T) -> ApiResult<HttpResponse> {
+    Ok(json_response(StatusCode::CREATED, body))
+}
+
+pub fn no_content() -> ApiResult<HttpResponse> {
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Runs `f` on the supervisor with exclusive access to the catalogue.
+pub async fn exec<R: Send + 'static>(
+    state: &AppState,
+    f: impl FnOnce(&mut Supervisor) -> R + Send + 'static,
+) -> ApiResult<R> {
+    Ok(state.supervisor.send(Exec::new(f)).await?)
+}
+
+/// The branch behind a view, checked for this principal: 404 viewIsNotFound when unknown or
+/// another company's, 403 when the key may not act on it with `needed`.
+pub fn view_route(
+    state: &AppState,
+    p: &Principal,
+    view_id: &str,
+    needed: Privilege,
+) -> ApiResult<Arc<BranchRoute>> {
+    let not_found = || ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id);
+    let route = state.routes.view(view_id).ok_or_else(not_found)?;
+    p.authorize(&route.scope(Some(view_id)), needed, not_found)?;
+    Ok(route)
+}
+
+/// The actor of a branch (a grid's id names its master branch), checked for this principal.
+pub fn branch_route(
+    state: &AppState,
+    p: &Principal,
+    branch_id: &str,
+    needed: Privilege,
+    not_found: impl Fn() -> ApiError,
+) -> ApiResult<Arc<BranchRoute>> {
+    let route = state.routes.branch(branch_id).ok_or_else(&not_found)?;
+    p.authorize(&route.scope(None), needed, &not_found)?;
+    Ok(route)
+}
+
+/// A required query parameter, or 400 requestParameterMissing naming it.
+pub fn required<'a>(value: &'a Option<String>, name: &str) -> ApiResult<&'a str> {
+    value
+        .as_deref()
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| ApiError::missing_parameter(name))
+}

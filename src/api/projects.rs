@@ -1,0 +1,135 @@
+//! `/v1/projects`: list and get (every key with read), create, rename and delete (owner keys).
+
+use actix_web::{delete, get, patch, post, put, web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use super::{exec, ok};
+use crate::auth::{Principal, Privilege};
+use crate::catalog::model::Project;
+use crate::error::ApiResult;
+use crate::state::AppState;
+
+/// A project as the API shows it. `description` is a list, as the contract declares it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectBody {
+    pub id: String,
+    pub company_id: String,
+    pub name: String,
+    pub description: Vec<String>,
+}
+
+impl From<&Project> for ProjectBody {
+    fn from(p: &Project) -> ProjectBody {
+        ProjectBody {
+            id: p.id.clone(),
+            company_id: p.company_id.clone(),
+            name: p.name.clone(),
+            description: if p.description.is_empty() {
+                Vec::new()
+            } else {
+                vec![p.description.clone()]
+            },
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ProjectRequest {
+    pub name: String,
+    pub description: Option<String>,
+}
+
+#[utoipa::path(tag = "projects", responses((status = 200, body = [ProjectBody])))]
+#[get("/v1/projects")]
+async fn list_projects(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResponse> {
+    let projects = exec(&state, move |s| s.list_projects(&p)).await??;
+    ok(&projects.iter().map(ProjectBody::from).collect::<Vec<_>>())
+}
+
+#[utoipa::path(tag = "projects", responses((status = 200, body = ProjectBody)))]
+#[get("/v1/projects/{id}")]
+async fn get_project(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let project = exec(&state, move |s| {
+        s.project(&p, &id, Privilege::Read).cloned()
+    })
+    .await??;
+    ok(&ProjectBody::from(&project))
+}
+
+#[utoipa::path(tag = "projects", request_body = ProjectRequest, responses((status = 200, body = ProjectBody)))]
+#[post("/v1/projects")]
+async fn create_project(
+    state: web::Data<AppState>,
+    p: Principal,
+    body: web::Json<ProjectRequest>,
+) -> ApiResult<HttpResponse> {
+    let body = body.into_inner();
+    let project = exec(&state, move |s| {
+        s.create_project(&p, &body.name, body.description)
+    })
+    .await??;
+    ok(&ProjectBody::from(&project))
+}
+
+async fn rename(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: String,
+    body: ProjectRequest,
+) -> ApiResult<HttpResponse> {
+    let project = exec(&state, move |s| {
+        s.rename_project(&p, &id, &body.name, body.description)
+    })
+    .await??;
+    ok(&ProjectBody::from(&project))
+}
+
+#[utoipa::path(tag = "projects", request_body = ProjectRequest, responses((status = 200, body = ProjectBody)))]
+#[put("/v1/projects/{id}")]
+async fn put_project(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+    body: web::Json<ProjectRequest>,
+) -> ApiResult<HttpResponse> {
+    rename(state, p, id.into_inner(), body.into_inner()).await
+}
+
+#[utoipa::path(tag = "projects", request_body = ProjectRequest, responses((status = 200, body = ProjectBody)))]
+#[patch("/v1/projects/{id}")]
+async fn patch_project(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+    body: web::Json<ProjectRequest>,
+) -> ApiResult<HttpResponse> {
+    rename(state, p, id.into_inner(), body.into_inner()).await
+}
+
+/// Deletes a project with its databases and grids: 200 with an empty body (decisions.md 3).
+#[utoipa::path(tag = "projects", responses((status = 200, description = "deleted, empty body")))]
+#[delete("/v1/projects/{id}")]
+async fn delete_project(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    exec(&state, move |s| s.delete_project(&p, &id)).await??;
+    Ok(HttpResponse::Ok().finish())
+}
+
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(list_projects)
+        .service(get_project)
+        .service(create_project)
+        .service(put_project)
+        .service(patch_project)
+        .service(delete_project);
+}

@@ -1,0 +1,199 @@
+//! `/v1/views`: list by grid or branch, get with columns, create with columns and editable
+//! flags, delete.
+
+use std::sync::Arc;
+
+use actix_web::{delete, get, post, web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use super::grids::status_str;
+use super::{branch_route, exec, no_content, ok, view_route};
+use crate::auth::{Principal, Privilege, Tier};
+use crate::catalog::BranchRoute;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::actor::{ChangeSchema, ReadSchema};
+use crate::grid::planner::{SchemaChange, ViewColumnRequest};
+use crate::grid::render::{view_columns, ViewBody};
+use crate::grid::schema::{Schema, ViewDef};
+use crate::ids;
+use crate::state::AppState;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+pub struct ViewListQuery {
+    pub grid_id: Option<String>,
+    pub branch_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateViewRequest {
+    pub name: Option<String>,
+    pub grid_id: Option<String>,
+    #[serde(default)]
+    pub columns: Vec<ViewColumnRequest>,
+}
+
+/// A view in a list.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ViewSummary {
+    pub id: String,
+    pub name: String,
+    pub grid_id: String,
+}
+
+/// The grid status shown with a view.
+pub async fn grid_status(state: &AppState, route: &BranchRoute) -> ApiResult<&'static str> {
+    let branch_id = route.branch_id.clone();
+    let status = exec(state, move |s| {
+        s.branch_record(&branch_id).map(|b| b.status)
+    })
+    .await?;
+    Ok(status_str(status.unwrap_or_default()))
+}
+
+/// Renders a view of `schema` with its columns.
+pub fn view_body(
+    schema: &Schema,
+    view: &ViewDef,
+    route: &BranchRoute,
+    grid_status: &'static str,
+) -> ViewBody {
+    ViewBody {
+        id: view.id.clone(),
+        name: view.name.clone(),
+        grid_id: route.branch_id.clone(),
+        grid_status,
+        columns: view_columns(schema, view),
+    }
+}
+
+fn grid_not_found(id: &str) -> impl Fn() -> ApiError + '_ {
+    move || ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", id)
+}
+
+#[utoipa::path(tag = "views", params(ViewListQuery), responses((status = 200, body = [ViewSummary])))]
+#[get("/v1/views")]
+async fn list_views(
+    state: web::Data<AppState>,
+    p: Principal,
+    query: web::Query<ViewListQuery>,
+) -> ApiResult<HttpResponse> {
+    let query = query.into_inner();
+    let route = match (
+        query.branch_id.filter(|s| !s.is_empty()),
+        query.grid_id.filter(|s| !s.is_empty()),
+    ) {
+        (Some(branch), _) => branch_route(&state, &p, &branch, Privilege::Read, || {
+            ApiError::not_found(ErrorCode::BranchIsNotFound, "Branch", &branch)
+        })?,
+        (None, Some(grid)) => {
+            branch_route(&state, &p, &grid, Privilege::Read, grid_not_found(&grid))?
+        }
+        (None, None) => return Err(ApiError::missing_parameter("gridId")),
+    };
+    let schema = route.addr.send(ReadSchema).await?;
+    let views: Vec<ViewSummary> = schema
+        .views
+        .iter()
+        .map(|v| ViewSummary {
+            id: v.id.clone(),
+            name: v.name.clone(),
+            grid_id: route.branch_id.clone(),
+        })
+        .collect();
+    ok(&views)
+}
+
+#[utoipa::path(tag = "views", responses((status = 200, body = ViewBody)))]
+#[get("/v1/views/{id}")]
+async fn get_view(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let route = view_route(&state, &p, &id, Privilege::Read)?;
+    let schema = route.addr.send(ReadSchema).await?;
+    let view = schema
+        .view(&id)
+        .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &id))?;
+    let status = grid_status(&state, &route).await?;
+    ok(&view_body(&schema, view, &route, status))
+}
+
+#[utoipa::path(tag = "views", request_body = CreateViewRequest, responses((status = 200, body = ViewBody)))]
+#[post("/v1/views")]
+async fn create_view(
+    state: web::Data<AppState>,
+    p: Principal,
+    body: web::Json<CreateViewRequest>,
+) -> ApiResult<HttpResponse> {
+    p.require_tier(Tier::Team)?;
+    let req = body.into_inner();
+    let grid_id = req
+        .grid_id
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ApiError::bad_request("gridId is required."))?;
+    let name = req
+        .name
+        .ok_or_else(|| ApiError::bad_request("The view name is required."))?;
+    let route: Arc<BranchRoute> = branch_route(
+        &state,
+        &p,
+        &grid_id,
+        Privilege::Manage,
+        grid_not_found(&grid_id),
+    )?;
+    let view_id = ids::generate();
+    let change = SchemaChange::CreateView {
+        id: view_id.clone(),
+        name,
+        columns: req.columns,
+    };
+    let changed = route
+        .addr
+        .send(ChangeSchema {
+            view_id: view_id.clone(),
+            change,
+        })
+        .await??;
+    let (branch, vid) = (route.branch_id.clone(), view_id.clone());
+    exec(&state, move |s| s.register_view(&branch, &vid)).await?;
+    let view = changed
+        .schema
+        .view(&view_id)
+        .ok_or_else(|| ApiError::internal("the new view is missing"))?;
+    let status = grid_status(&state, &route).await?;
+    ok(&view_body(&changed.schema, view, &route, status))
+}
+
+#[utoipa::path(tag = "views", responses((status = 204)))]
+#[delete("/v1/views/{id}")]
+async fn delete_view(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    p.require_tier(Tier::Team)?;
+    let id = id.into_inner();
+    let route = view_route(&state, &p, &id, Privilege::Manage)?;
+    route
+        .addr
+        .send(ChangeSchema {
+            view_id: id.clone(),
+            change: SchemaChange::DeleteView,
+        })
+        .await??;
+    exec(&state, move |s| s.unregister_view(&id)).await?;
+    no_content()
+}
+
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(list_views)
+        .service(get_view)
+        .service(create_view)
+        .service(delete_view);
+}

@@ -1,0 +1,11 @@
+//! Who is calling and what they may do: API keys, the `Principal` extractor, privileges,
+//! accesses and plan tiers (decisions.md section 11).
+//!
+//! Owns the in-memory key ring read by handlers. It never changes the catalogue: keys are
+//! created and revoked by the supervisor, which updates the ring.
+
+pub mod keys;
+pub mod principal;
+
+pub use keys::{hash_secret, Access, ApiKey, KeyKind, KeyRing, Privilege, Tier};
+pub use principal::{Principal, Scope};

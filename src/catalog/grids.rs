@@ -1,0 +1,251 @@
+//! Supervisor operations on grids and their branches: create (starting the grid actor), rename,
+//! metadata, delete (stopping actors, dropping routes), and view route registration.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix::Actor;
+use indexmap::IndexMap;
+
+use super::model::{now_timestamp, Branch, Grid, GridStatus, RecordIdentifierType};
+use super::routes::BranchRoute;
+use super::store::{CatalogChange, EntityKind};
+use super::supervisor::Supervisor;
+use crate::auth::{Principal, Privilege};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::actor::Shutdown;
+use crate::grid::ops::GridState;
+use crate::grid::schema::ColumnDef;
+use crate::grid::GridActor;
+use crate::ids;
+
+/// The most metadata keys a grid may carry.
+pub const MAX_METADATA_KEYS: usize = 50;
+
+/// What a new grid starts with.
+#[derive(Debug, Clone, Default)]
+pub struct NewGrid {
+    pub name: String,
+    pub metadata: IndexMap<String, String>,
+    pub record_identifier_type: RecordIdentifierType,
+    pub columns: Vec<ColumnDef>,
+}
+
+fn check_metadata(metadata: &IndexMap<String, String>) -> ApiResult<()> {
+    if metadata.len() > MAX_METADATA_KEYS {
+        return Err(ApiError::new(
+            ErrorCode::MetadataExceedMaximumKey,
+            format!(
+                "A grid has at most {MAX_METADATA_KEYS} metadata keys; this one would have {}.",
+                metadata.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Supervisor {
+    pub fn list_grids(&self, p: &Principal, db_id: &str) -> ApiResult<Vec<Grid>> {
+        self.database(p, db_id, Privilege::Read)?;
+        Ok(self
+            .grids
+            .values()
+            .filter(|g| g.database_id == db_id)
+            .filter(|g| p.sees(&grid_scope(g)))
+            .cloned()
+            .collect())
+    }
+
+    pub fn grid(&self, p: &Principal, id: &str, needed: Privilege) -> ApiResult<&Grid> {
+        let not_found = || ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", id);
+        let grid = self.grids.get(id).ok_or_else(not_found)?;
+        p.authorize(&grid_scope(grid), needed, not_found)?;
+        Ok(grid)
+    }
+
+    pub fn branch_record(&self, id: &str) -> Option<&Branch> {
+        self.branches.get(id)
+    }
+
+    pub fn create_grid(&mut self, p: &Principal, db_id: &str, spec: NewGrid) -> ApiResult<Grid> {
+        let db = self.database(p, db_id, Privilege::Manage)?.clone();
+        check_metadata(&spec.metadata)?;
+        let name = spec.name.trim();
+        if name.chars().count() > 255 {
+            return Err(ApiError::bad_request(
+                "The grid name is longer than 255 characters.",
+            ));
+        }
+        let now = now_timestamp();
+        let id = ids::generate();
+        let grid = Grid {
+            id: id.clone(),
+            company_id: db.company_id.clone(),
+            project_id: db.project_id.clone(),
+            database_id: db.id.clone(),
+            name: if name.is_empty() {
+                "Untitled grid".to_owned()
+            } else {
+                name.to_owned()
+            },
+            metadata: spec.metadata,
+            record_identifier_type: spec.record_identifier_type,
+            default_access_view_id: ids::generate(),
+            created_time: now.clone(),
+            status: GridStatus::Active,
+        };
+        let master = Branch {
+            id: id.clone(),
+            grid_id: id.clone(),
+            name: "master".to_owned(),
+            source_branch_id: None,
+            default_access_view_id: grid.default_access_view_id.clone(),
+            created_time: now,
+            status: GridStatus::Active,
+        };
+        self.commit(&[
+            CatalogChange::put(EntityKind::Grid, &grid.id, &grid),
+            CatalogChange::put(EntityKind::Branch, &master.id, &master),
+        ])?;
+        let state = GridState::new(&master.default_access_view_id, spec.columns);
+        self.start_branch(&grid, &master, state);
+        self.grids.insert(grid.id.clone(), grid.clone());
+        self.branches.insert(master.id.clone(), master);
+        Ok(grid)
+    }
+
+    /// Renames a grid and merges metadata (a `None` value removes that key).
+    pub fn update_grid(
+        &mut self,
+        p: &Principal,
+        id: &str,
+        name: Option<String>,
+        metadata: Option<IndexMap<String, Option<String>>>,
+    ) -> ApiResult<Grid> {
+        let mut grid = self.grid(p, id, Privilege::Manage)?.clone();
+        if let Some(name) = name {
+            let name = name.trim();
+            if name.is_empty() || name.chars().count() > 255 {
+                return Err(ApiError::bad_request(
+                    "The grid name must be 1 to 255 characters.",
+                ));
+            }
+            grid.name = name.to_owned();
+        }
+        if let Some(patch) = metadata {
+            for (key, value) in patch {
+                match value {
+                    Some(value) => {
+                        grid.metadata.insert(key, value);
+                    }
+                    None => {
+                        grid.metadata.shift_remove(&key);
+                    }
+                }
+            }
+            check_metadata(&grid.metadata)?;
+        }
+        self.commit(&[CatalogChange::put(EntityKind::Grid, id, &grid)])?;
+        self.grids.insert(id.to_owned(), grid.clone());
+        Ok(grid)
+    }
+
+    pub fn delete_grid(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
+        self.grid(p, id, Privilege::Manage)?;
+        let changes = self.grid_deletion(id);
+        self.commit(&changes)?;
+        self.forget_grid(id);
+        Ok(())
+    }
+
+    pub(super) fn grid_deletion(&self, id: &str) -> Vec<CatalogChange> {
+        let mut changes = vec![CatalogChange::delete(EntityKind::Grid, id)];
+        for branch in self.branches.values().filter(|b| b.grid_id == id) {
+            changes.push(CatalogChange::delete(EntityKind::Branch, &branch.id));
+        }
+        changes
+    }
+
+    pub(super) fn forget_grid(&mut self, id: &str) {
+        let branch_ids: Vec<String> = self
+            .branches
+            .values()
+            .filter(|b| b.grid_id == id)
+            .map(|b| b.id.clone())
+            .collect();
+        for branch_id in branch_ids {
+            if let Some(route) = self.routes.remove_branch(&branch_id) {
+                route.addr.do_send(Shutdown);
+            }
+            self.branches.shift_remove(&branch_id);
+        }
+        self.grids.shift_remove(id);
+    }
+
+    /// Starts a branch's actor on the next arbiter and routes the branch and its views to it.
+    pub(super) fn start_branch(
+        &mut self,
+        grid: &Grid,
+        branch: &Branch,
+        state: GridState,
+    ) -> Arc<BranchRoute> {
+        let view_ids: Vec<String> = state.schema.views.iter().map(|v| v.id.clone()).collect();
+        let (grid_id, branch_id) = (grid.id.clone(), branch.id.clone());
+        let arbiter = self.next_arbiter();
+        let addr = GridActor::start_in_arbiter(&arbiter, move |_| {
+            GridActor::with_state(&grid_id, &branch_id, state)
+        });
+        let route = Arc::new(BranchRoute {
+            addr,
+            company_id: grid.company_id.clone(),
+            project_id: grid.project_id.clone(),
+            database_id: grid.database_id.clone(),
+            grid_id: grid.id.clone(),
+            branch_id: branch.id.clone(),
+        });
+        self.routes
+            .branches
+            .insert(branch.id.clone(), route.clone());
+        for view_id in view_ids {
+            self.routes.views.insert(view_id, route.clone());
+        }
+        route
+    }
+
+    /// Starts every branch of the catalogue with its recovered state (a branch without one
+    /// starts empty with its default view).
+    pub fn start_branches(&mut self, mut states: HashMap<String, GridState>) {
+        let branches: Vec<Branch> = self.branches.values().cloned().collect();
+        for branch in branches {
+            let Some(grid) = self.grids.get(&branch.grid_id).cloned() else {
+                tracing::warn!(branch = %branch.id, "branch without a grid ignored");
+                continue;
+            };
+            let state = states
+                .remove(&branch.id)
+                .unwrap_or_else(|| GridState::new(&branch.default_access_view_id, Vec::new()));
+            self.start_branch(&grid, &branch, state);
+        }
+    }
+
+    /// Routes a view the branch's actor just created.
+    pub fn register_view(&mut self, branch_id: &str, view_id: &str) {
+        if let Some(route) = self.routes.branch(branch_id) {
+            self.routes.views.insert(view_id.to_owned(), route);
+        }
+    }
+
+    pub fn unregister_view(&mut self, view_id: &str) {
+        self.routes.views.remove(view_id);
+    }
+}
+
+fn grid_scope(grid: &Grid) -> crate::auth::Scope<'_> {
+    crate::auth::Scope {
+        company: &grid.company_id,
+        project: Some(&grid.project_id),
+        database: Some(&grid.database_id),
+        grid: Some(&grid.id),
+        view: None,
+    }
+}

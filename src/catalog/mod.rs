@@ -1,0 +1,12 @@
+//! The catalogue: companies, projects, databases, grids, branches, keys and tasks, owned by the
+//! `Supervisor` actor, which also starts and stops grid actors and keeps the route table.
+
+pub mod grids;
+pub mod model;
+pub mod routes;
+pub mod store;
+pub mod supervisor;
+pub mod tenancy;
+
+pub use routes::{BranchRoute, Routes};
+pub use supervisor::{Exec, Supervisor};

@@ -1,0 +1,136 @@
+//! The catalogue's entities: companies, projects, databases, grids, branches, keys and tasks,
+//! as the supervisor holds them and the catalogue store persists them.
+//!
+//! Plain data and the JSON shapes the API answers with; no I/O, no actors.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use crate::auth::Tier;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Company {
+    pub id: String,
+    pub name: String,
+    pub tier: Tier,
+    pub created_time: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Project {
+    pub id: String,
+    pub company_id: String,
+    pub name: String,
+    pub description: String,
+    pub created_time: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Database {
+    pub id: String,
+    pub company_id: String,
+    pub project_id: String,
+    pub name: String,
+    pub created_time: String,
+}
+
+/// Whether record ids are unique in the grid or per (path, id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RecordIdentifierType {
+    #[default]
+    RecordId,
+    PathTagRecordId,
+}
+
+/// A grid's status as the API reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum GridStatus {
+    #[default]
+    Active,
+    Importing,
+    Merging,
+    Restoring,
+    Branching,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Grid {
+    pub id: String,
+    pub company_id: String,
+    pub project_id: String,
+    pub database_id: String,
+    pub name: String,
+    pub metadata: IndexMap<String, String>,
+    pub record_identifier_type: RecordIdentifierType,
+    pub default_access_view_id: String,
+    pub created_time: String,
+    #[serde(default)]
+    pub status: GridStatus,
+}
+
+/// A branch of a grid. The master branch has the grid's own id and no source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Branch {
+    pub id: String,
+    pub grid_id: String,
+    pub name: String,
+    pub source_branch_id: Option<String>,
+    pub default_access_view_id: String,
+    pub created_time: String,
+    #[serde(default)]
+    pub status: GridStatus,
+}
+
+impl Branch {
+    pub fn is_master(&self) -> bool {
+        self.id == self.grid_id
+    }
+}
+
+/// A task's lifecycle state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TaskStatus {
+    Running,
+    Successful,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskError {
+    pub code: String,
+    pub message: String,
+}
+
+/// A long-running operation (merge, import, history export, restore).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    pub id: String,
+    #[serde(skip_serializing)]
+    pub company_id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub status: TaskStatus,
+    pub progress: u8,
+    pub created_time: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<TaskError>,
+}
+
+/// Current time as the API writes timestamps: ISO 8601, milliseconds, UTC offset.
+pub fn now_timestamp() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3f+00:00")
+        .to_string()
+}

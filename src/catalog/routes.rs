@@ -1,0 +1,61 @@
+//! The route table: branch id -> grid actor, view id -> grid actor, with where each sits in the
+//! tenancy tree. Read lock-free by every handler; written only by the supervisor.
+
+use std::sync::Arc;
+
+use actix::Addr;
+use dashmap::DashMap;
+
+use crate::auth::Scope;
+use crate::grid::GridActor;
+
+/// Where a branch lives: its actor and its place in the tenancy tree.
+#[derive(Debug, Clone)]
+pub struct BranchRoute {
+    pub addr: Addr<GridActor>,
+    pub company_id: String,
+    pub project_id: String,
+    pub database_id: String,
+    pub grid_id: String,
+    pub branch_id: String,
+}
+
+impl BranchRoute {
+    /// The access scope of this branch, seen through `view` when given.
+    pub fn scope<'a>(&'a self, view: Option<&'a str>) -> Scope<'a> {
+        Scope {
+            company: &self.company_id,
+            project: Some(&self.project_id),
+            database: Some(&self.database_id),
+            grid: Some(&self.grid_id),
+            view,
+        }
+    }
+
+    pub fn is_master(&self) -> bool {
+        self.branch_id == self.grid_id
+    }
+}
+
+/// Branch and view routes. The master branch's route is found under the grid's id.
+#[derive(Debug, Default)]
+pub struct Routes {
+    pub branches: DashMap<String, Arc<BranchRoute>>,
+    pub views: DashMap<String, Arc<BranchRoute>>,
+}
+
+impl Routes {
+    pub fn branch(&self, id: &str) -> Option<Arc<BranchRoute>> {
+        self.branches.get(id).map(|r| r.value().clone())
+    }
+
+    pub fn view(&self, id: &str) -> Option<Arc<BranchRoute>> {
+        self.views.get(id).map(|r| r.value().clone())
+    }
+
+    /// Removes a branch and every view routed to it, returning the removed route.
+    pub fn remove_branch(&self, branch_id: &str) -> Option<Arc<BranchRoute>> {
+        self.views.retain(|_, r| r.branch_id != branch_id);
+        self.branches.remove(branch_id).map(|(_, r)| r)
+    }
+}

@@ -1,0 +1,522 @@
+//! Supervisor operations on the tenancy tree above grids: bootstrap, companies, projects,
+//! databases, API keys and task lookup.
+
+use super::model::{now_timestamp, Company, Database, Project, Task};
+use super::store::{CatalogChange, EntityKind};
+use super::supervisor::Supervisor;
+use crate::auth::{hash_secret, Access, ApiKey, KeyKind, Principal, Privilege, Scope, Tier};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::ids;
+
+/// A newly made company with its first project, database and owner key (secret included).
+#[derive(Debug, Clone)]
+pub struct NewCompany {
+    pub company: Company,
+    pub project_id: String,
+    pub database_id: String,
+    pub owner_key: String,
+}
+
+/// A key to create, as the admin API receives it.
+#[derive(Debug, Clone)]
+pub struct KeySpec {
+    pub name: String,
+    pub user: Option<String>,
+    pub kind: KeyKind,
+}
+
+const MAX_NAME_CHARS: usize = 255;
+
+fn check_name(name: &str, what: &str) -> ApiResult<String> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "The {what} name is required."
+        )));
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(ApiError::bad_request(format!(
+            "The {what} name is longer than {MAX_NAME_CHARS} characters."
+        )));
+    }
+    Ok(name.to_owned())
+}
+
+impl Supervisor {
+    /// On an empty catalogue: the default company, project, database and the owner key
+    /// (`secret`, or a random one, returned so the caller can print it once). On a catalogue that
+    /// exists, a given `secret` that matches no key is added as an admin owner key of the first
+    /// company, so an operator can always regain access.
+    pub fn bootstrap(&mut self, secret: Option<&str>) -> ApiResult<Option<String>> {
+        if self.companies.is_empty() {
+            let made =
+                self.create_company_unchecked("Default company", Tier::Enterprise, secret, true)?;
+            tracing::info!(company = %made.company.id, "bootstrapped an empty data directory");
+            return Ok(Some(made.owner_key));
+        }
+        let Some(secret) = secret else {
+            return Ok(None);
+        };
+        if self.keyring.find(secret).is_some() {
+            return Ok(None);
+        }
+        let company_id = self
+            .companies
+            .keys()
+            .next()
+            .cloned()
+            .expect("catalogue is not empty");
+        let key = owner_key(&company_id, secret, true);
+        self.commit(&[CatalogChange::put(EntityKind::Key, &key.id, &key)])?;
+        self.keyring.insert(key.clone());
+        self.keys.insert(key.id.clone(), key);
+        tracing::info!("added the configured API key as an admin key");
+        Ok(None)
+    }
+
+    fn create_company_unchecked(
+        &mut self,
+        name: &str,
+        tier: Tier,
+        secret: Option<&str>,
+        admin: bool,
+    ) -> ApiResult<NewCompany> {
+        let now = now_timestamp();
+        let company = Company {
+            id: ids::generate(),
+            name: check_name(name, "company")?,
+            tier,
+            created_time: now.clone(),
+        };
+        let project = Project {
+            id: ids::generate(),
+            company_id: company.id.clone(),
+            name: "Default project".to_owned(),
+            description: String::new(),
+            created_time: now.clone(),
+        };
+        let database = Database {
+            id: ids::generate(),
+            company_id: company.id.clone(),
+            project_id: project.id.clone(),
+            name: "Default database".to_owned(),
+            created_time: now,
+        };
+        let secret = secret
+            .map(str::to_owned)
+            .unwrap_or_else(ids::generate_secret);
+        let key = owner_key(&company.id, &secret, admin);
+        self.commit(&[
+            CatalogChange::put(EntityKind::Company, &company.id, &company),
+            CatalogChange::put(EntityKind::Project, &project.id, &project),
+            CatalogChange::put(EntityKind::Database, &database.id, &database),
+            CatalogChange::put(EntityKind::Key, &key.id, &key),
+        ])?;
+        self.keyring.set_tier(&company.id, tier);
+        self.keyring.insert(key.clone());
+        self.keys.insert(key.id.clone(), key);
+        let made = NewCompany {
+            company: company.clone(),
+            project_id: project.id.clone(),
+            database_id: database.id.clone(),
+            owner_key: secret,
+        };
+        self.companies.insert(company.id.clone(), company);
+        self.projects.insert(project.id.clone(), project);
+        self.databases.insert(database.id.clone(), database);
+        Ok(made)
+    }
+
+    // ---- companies (server admin only) ----
+
+    pub fn create_company(
+        &mut self,
+        p: &Principal,
+        name: &str,
+        tier: Tier,
+    ) -> ApiResult<NewCompany> {
+        p.require_admin()?;
+        self.create_company_unchecked(name, tier, None, false)
+    }
+
+    pub fn set_company_tier(&mut self, p: &Principal, id: &str, tier: Tier) -> ApiResult<Company> {
+        p.require_admin()?;
+        let mut company = self
+            .companies
+            .get(id)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(ErrorCode::CompanyIsNotFound, "Company", id))?;
+        company.tier = tier;
+        self.commit(&[CatalogChange::put(EntityKind::Company, id, &company)])?;
+        self.keyring.set_tier(id, tier);
+        self.companies.insert(id.to_owned(), company.clone());
+        Ok(company)
+    }
+
+    pub fn delete_company(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
+        p.require_admin()?;
+        if !self.companies.contains_key(id) {
+            return Err(ApiError::not_found(
+                ErrorCode::CompanyIsNotFound,
+                "Company",
+                id,
+            ));
+        }
+        if p.company_id() == id {
+            return Err(ApiError::bad_request(
+                "The admin key's own company cannot be deleted.",
+            ));
+        }
+        let project_ids: Vec<String> = self
+            .projects
+            .values()
+            .filter(|x| x.company_id == id)
+            .map(|x| x.id.clone())
+            .collect();
+        let mut changes = vec![CatalogChange::delete(EntityKind::Company, id)];
+        for project in &project_ids {
+            changes.extend(self.project_deletion(project));
+        }
+        let key_ids: Vec<String> = self
+            .keys
+            .values()
+            .filter(|k| k.company_id == id)
+            .map(|k| k.id.clone())
+            .collect();
+        changes.extend(
+            key_ids
+                .iter()
+                .map(|k| CatalogChange::delete(EntityKind::Key, k)),
+        );
+        let task_ids: Vec<String> = self
+            .tasks
+            .values()
+            .filter(|t| t.company_id == id)
+            .map(|t| t.id.clone())
+            .collect();
+        changes.extend(
+            task_ids
+                .iter()
+                .map(|t| CatalogChange::delete(EntityKind::Task, t)),
+        );
+        self.commit(&changes)?;
+        for project in &project_ids {
+            self.forget_project(project);
+        }
+        for key in &key_ids {
+            self.keys.shift_remove(key);
+        }
+        for task in &task_ids {
+            self.tasks.shift_remove(task);
+        }
+        self.keyring.remove_company(id);
+        self.companies.shift_remove(id);
+        Ok(())
+    }
+
+    // ---- projects ----
+
+    fn project_scope<'a>(project: &'a Project) -> Scope<'a> {
+        Scope {
+            company: &project.company_id,
+            project: Some(&project.id),
+            ..Scope::default()
+        }
+    }
+
+    pub fn list_projects(&self, p: &Principal) -> ApiResult<Vec<Project>> {
+        p.require_company_privilege(Privilege::Read)?;
+        Ok(self
+            .projects
+            .values()
+            .filter(|x| p.sees(&Self::project_scope(x)))
+            .cloned()
+            .collect())
+    }
+
+    pub fn project(&self, p: &Principal, id: &str, needed: Privilege) -> ApiResult<&Project> {
+        let not_found = || ApiError::not_found(ErrorCode::ProjectIsNotFound, "Project", id);
+        let project = self.projects.get(id).ok_or_else(not_found)?;
+        p.require_company_privilege(Privilege::Read)
+            .map_err(|_| not_found())?;
+        p.authorize(&Self::project_scope(project), needed, not_found)?;
+        Ok(project)
+    }
+
+    pub fn create_project(
+        &mut self,
+        p: &Principal,
+        name: &str,
+        description: Option<String>,
+    ) -> ApiResult<Project> {
+        p.require_company_privilege(Privilege::Owner)?;
+        let project = Project {
+            id: ids::generate(),
+            company_id: p.company_id().to_owned(),
+            name: check_name(name, "project")?,
+            description: description.unwrap_or_default(),
+            created_time: now_timestamp(),
+        };
+        self.commit(&[CatalogChange::put(
+            EntityKind::Project,
+            &project.id,
+            &project,
+        )])?;
+        self.projects.insert(project.id.clone(), project.clone());
+        Ok(project)
+    }
+
+    pub fn rename_project(
+        &mut self,
+        p: &Principal,
+        id: &str,
+        name: &str,
+        description: Option<String>,
+    ) -> ApiResult<Project> {
+        let mut project = self.project(p, id, Privilege::Owner)?.clone();
+        project.name = check_name(name, "project")?;
+        if let Some(description) = description {
+            project.description = description;
+        }
+        self.commit(&[CatalogChange::put(EntityKind::Project, id, &project)])?;
+        self.projects.insert(id.to_owned(), project.clone());
+        Ok(project)
+    }
+
+    pub fn delete_project(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
+        self.project(p, id, Privilege::Owner)?;
+        let changes = self.project_deletion(id);
+        self.commit(&changes)?;
+        self.forget_project(id);
+        Ok(())
+    }
+
+    fn project_deletion(&self, id: &str) -> Vec<CatalogChange> {
+        let mut changes = vec![CatalogChange::delete(EntityKind::Project, id)];
+        for db in self.databases.values().filter(|d| d.project_id == id) {
+            changes.extend(self.database_deletion(&db.id));
+        }
+        changes
+    }
+
+    fn forget_project(&mut self, id: &str) {
+        let dbs: Vec<String> = self
+            .databases
+            .values()
+            .filter(|d| d.project_id == id)
+            .map(|d| d.id.clone())
+            .collect();
+        for db in dbs {
+            self.forget_database(&db);
+        }
+        self.projects.shift_remove(id);
+    }
+
+    // ---- databases ----
+
+    fn database_scope<'a>(db: &'a Database) -> Scope<'a> {
+        Scope {
+            company: &db.company_id,
+            project: Some(&db.project_id),
+            database: Some(&db.id),
+            ..Scope::default()
+        }
+    }
+
+    pub fn list_databases(
+        &self,
+        p: &Principal,
+        project_id: Option<&str>,
+    ) -> ApiResult<Vec<Database>> {
+        if let Some(project_id) = project_id {
+            self.project(p, project_id, Privilege::Read)?;
+        }
+        p.require_company_privilege(Privilege::Read)?;
+        Ok(self
+            .databases
+            .values()
+            .filter(|d| project_id.is_none_or(|pid| d.project_id == pid))
+            .filter(|d| p.sees(&Self::database_scope(d)))
+            .cloned()
+            .collect())
+    }
+
+    pub fn database(&self, p: &Principal, id: &str, needed: Privilege) -> ApiResult<&Database> {
+        let not_found = || ApiError::not_found(ErrorCode::DatabaseIsNotFound, "Database", id);
+        let db = self.databases.get(id).ok_or_else(not_found)?;
+        p.require_company_privilege(Privilege::Read)
+            .map_err(|_| not_found())?;
+        p.authorize(&Self::database_scope(db), needed, not_found)?;
+        Ok(db)
+    }
+
+    pub fn create_database(
+        &mut self,
+        p: &Principal,
+        project_id: &str,
+        name: &str,
+    ) -> ApiResult<Database> {
+        let project = self.project(p, project_id, Privilege::Owner)?;
+        let db = Database {
+            id: ids::generate(),
+            company_id: project.company_id.clone(),
+            project_id: project.id.clone(),
+            name: check_name(name, "database")?,
+            created_time: now_timestamp(),
+        };
+        self.commit(&[CatalogChange::put(EntityKind::Database, &db.id, &db)])?;
+        self.databases.insert(db.id.clone(), db.clone());
+        Ok(db)
+    }
+
+    pub fn rename_database(&mut self, p: &Principal, id: &str, name: &str) -> ApiResult<Database> {
+        let mut db = self.database(p, id, Privilege::Owner)?.clone();
+        db.name = check_name(name, "database")?;
+        self.commit(&[CatalogChange::put(EntityKind::Database, id, &db)])?;
+        self.databases.insert(id.to_owned(), db.clone());
+        Ok(db)
+    }
+
+    pub fn delete_database(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
+        self.database(p, id, Privilege::Owner)?;
+        let changes = self.database_deletion(id);
+        self.commit(&changes)?;
+        self.forget_database(id);
+        Ok(())
+    }
+
+    fn database_deletion(&self, id: &str) -> Vec<CatalogChange> {
+        let mut changes = vec![CatalogChange::delete(EntityKind::Database, id)];
+        for grid in self.grids.values().filter(|g| g.database_id == id) {
+            changes.extend(self.grid_deletion(&grid.id));
+        }
+        changes
+    }
+
+    fn forget_database(&mut self, id: &str) {
+        let grids: Vec<String> = self
+            .grids
+            .values()
+            .filter(|g| g.database_id == id)
+            .map(|g| g.id.clone())
+            .collect();
+        for grid in grids {
+            self.forget_grid(&grid);
+        }
+        self.databases.shift_remove(id);
+    }
+
+    // ---- keys ----
+
+    pub fn create_key(&mut self, p: &Principal, spec: KeySpec) -> ApiResult<(ApiKey, String)> {
+        p.require_company_privilege(Privilege::Owner)?;
+        let name = check_name(&spec.name, "key")?;
+        if let KeyKind::View { view_id } = &spec.kind {
+            let route = self
+                .routes
+                .view(view_id)
+                .filter(|r| r.company_id == p.company_id())
+                .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id))?;
+            drop(route);
+        }
+        let secret = ids::generate_secret();
+        let key = ApiKey {
+            id: ids::generate(),
+            company_id: p.company_id().to_owned(),
+            user: spec
+                .user
+                .filter(|u| !u.trim().is_empty())
+                .unwrap_or_else(|| name.clone()),
+            name,
+            kind: spec.kind,
+            hash: hex::encode(hash_secret(&secret)),
+            created_time: now_timestamp(),
+            admin: false,
+        };
+        self.commit(&[CatalogChange::put(EntityKind::Key, &key.id, &key)])?;
+        self.keyring.insert(key.clone());
+        self.keys.insert(key.id.clone(), key.clone());
+        Ok((key, secret))
+    }
+
+    pub fn list_keys(&self, p: &Principal) -> ApiResult<Vec<ApiKey>> {
+        p.require_company_privilege(Privilege::Owner)?;
+        Ok(self
+            .keys
+            .values()
+            .filter(|k| k.company_id == p.company_id())
+            .cloned()
+            .collect())
+    }
+
+    pub fn revoke_key(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
+        p.require_company_privilege(Privilege::Owner)?;
+        let key = self
+            .keys
+            .get(id)
+            .filter(|k| k.company_id == p.company_id())
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(ErrorCode::KeyIsNotFound, "Key", id))?;
+        self.commit(&[CatalogChange::delete(EntityKind::Key, id)])?;
+        self.keyring.remove(&key.hash);
+        self.keys.shift_remove(id);
+        Ok(())
+    }
+
+    // ---- tasks ----
+
+    pub fn task(&self, p: &Principal, id: &str) -> ApiResult<Task> {
+        self.tasks
+            .get(id)
+            .filter(|t| t.company_id == p.company_id())
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(ErrorCode::TaskIsNotFound, "Task", id))
+    }
+}
+
+fn owner_key(company_id: &str, secret: &str, admin: bool) -> ApiKey {
+    ApiKey {
+        id: ids::generate(),
+        company_id: company_id.to_owned(),
+        name: "owner".to_owned(),
+        user: "owner".to_owned(),
+        kind: KeyKind::Company {
+            privileges: vec![Privilege::Owner],
+            access: Access::everything(),
+        },
+        hash: hex::encode(hash_secret(secret)),
+        created_time: now_timestamp(),
+        admin,
+    }
+}
+
+impl Supervisor {
+    /// An owner principal for `company` (default: the admin key's company), for the CLI, which
+    /// acts with the operator's authority on a data directory.
+    pub fn owner_principal(&self, company: Option<&str>) -> ApiResult<Principal> {
+        let admin = self
+            .keys
+            .values()
+            .find(|k| k.admin)
+            .cloned()
+            .ok_or_else(|| ApiError::internal("the data directory has no admin key"))?;
+        let company_id = company.unwrap_or(&admin.company_id).to_owned();
+        let tier = self
+            .companies
+            .get(&company_id)
+            .map(|c| c.tier)
+            .ok_or_else(|| {
+                ApiError::not_found(ErrorCode::CompanyIsNotFound, "Company", &company_id)
+            })?;
+        let admin_flag = company_id == admin.company_id;
+        let key = ApiKey {
+            company_id,
+            admin: admin_flag,
+            ..admin
+        };
+        Ok(Principal {
+            key: std::sync::Arc::new(key),
+            tier,
+        })
+    }
+}

@@ -1,0 +1,58 @@
+//! The one `Config` of the server: command-line flags with `GRIDD_*` environment fallbacks.
+//!
+//! Owns parsing and defaults only; it opens nothing and starts nothing.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// Everything a running server needs to know. Defaults are documented in the README.
+#[derive(Debug, Clone, Args)]
+pub struct Config {
+    /// Address to listen on; port 0 picks a free port (the bound address is logged).
+    #[arg(long, env = "GRIDD_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+
+    /// Directory holding the catalogue, the write-ahead log, snapshots and uploaded files.
+    #[arg(long, env = "GRIDD_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+
+    /// Value of the bootstrap owner key, used on first start of an empty data directory
+    /// (random and printed once when absent).
+    #[arg(long, env = "GRIDD_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+
+    /// Base URL clients reach the server at, used in `Link` headers and share links
+    /// (defaults to `http://<bound address>`).
+    #[arg(long, env = "GRIDD_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
+    /// Log filter, e.g. `info` or `gridd=debug,actix_web=info`.
+    #[arg(long, env = "GRIDD_LOG", default_value = "info")]
+    pub log_level: String,
+
+    /// Largest JSON request body accepted, in bytes.
+    #[arg(long, env = "GRIDD_MAX_JSON_BYTES", default_value_t = 32 * 1024 * 1024)]
+    pub max_json_bytes: usize,
+
+    /// HTTP worker threads (default: one per core).
+    #[arg(long, env = "GRIDD_WORKERS")]
+    pub workers: Option<usize>,
+}
+
+impl Config {
+    /// A configuration for tests and embedding: the given data directory, port 0 on loopback,
+    /// a fixed bootstrap key.
+    pub fn for_data_dir(data_dir: impl Into<PathBuf>, api_key: &str) -> Config {
+        Config {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            data_dir: data_dir.into(),
+            api_key: Some(api_key.to_owned()),
+            public_url: None,
+            log_level: "warn".to_owned(),
+            max_json_bytes: 32 * 1024 * 1024,
+            workers: Some(2),
+        }
+    }
+}

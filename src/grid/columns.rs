@@ -1,0 +1,540 @@
+//! Column requests: the JSON a client sends to create or update a column, checked and turned
+//! into a `ColumnDef` against the branch's schema.
+//!
+//! Pure functions over the schema; the grid actor applies what they return.
+
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::schema::{
+    ColumnDef, ColumnType, DateTimeFormat, FormulaSetting, LocalizationType, NumberFormat,
+    NumberType, ReferenceSetting, ReferenceType, ResultValueType, Schema, SelectionColor,
+    SelectionOption,
+};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::ids;
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NumberFormatRequest {
+    #[serde(rename = "type")]
+    pub number_type: Option<String>,
+    pub decimal_places: Option<u32>,
+    pub currency_symbol: Option<String>,
+    pub use1000_separator: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct SelectionOptionRequest {
+    pub value: String,
+    pub color: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct SelectionRequest {
+    #[serde(default)]
+    pub options: Vec<SelectionOptionRequest>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReferenceRequest {
+    pub grid_id: Option<String>,
+    pub branch_id: Option<String>,
+    pub column_id: Option<String>,
+    #[serde(rename = "type")]
+    pub reference_type: Option<String>,
+    pub selection_type: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FormulaRequest {
+    pub formula_text: Option<String>,
+    pub always_format_result_value_as_list: Option<bool>,
+    pub detect_result_value_type: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DateTimeFormatRequest {
+    pub date_format: Option<String>,
+    pub time_format: Option<String>,
+    pub zone_offset: Option<String>,
+    pub show_time_zone: Option<bool>,
+}
+
+/// Body of column create (name and type required) and update (all optional).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ColumnRequest {
+    pub id: Option<String>,
+    /// On update: the column's new id (`id` is accepted too).
+    pub new_id: Option<String>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    #[serde(rename = "type")]
+    pub column_type: Option<String>,
+    pub editable: Option<bool>,
+    pub language_code: Option<String>,
+    pub localization_type: Option<String>,
+    pub number_format: Option<NumberFormatRequest>,
+    pub selection: Option<SelectionRequest>,
+    /// Deprecated list form of the selection options.
+    pub selection_options: Option<Vec<String>>,
+    pub reference: Option<ReferenceRequest>,
+    pub formula: Option<FormulaRequest>,
+    pub date_time_format: Option<DateTimeFormatRequest>,
+}
+
+const MAX_NAME_CHARS: usize = 255;
+const MAX_OPTIONS: usize = 1000;
+
+/// Builds a new column from a create request, checking it against the schema.
+pub fn build_column(schema: &Schema, req: &ColumnRequest) -> ApiResult<ColumnDef> {
+    let name = req
+        .name
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| ApiError::bad_request("The column name is required."))?;
+    let type_text = req
+        .column_type
+        .as_deref()
+        .ok_or_else(|| ApiError::bad_request("The column type is required."))?;
+    let column_type = parse_column_type(type_text)?;
+    let id = match &req.id {
+        Some(id) => check_new_column_id(schema, id)?,
+        None => unique_generated_id(schema),
+    };
+    let mut column = ColumnDef {
+        id,
+        name: check_name(name)?,
+        description: req.description.clone(),
+        column_type,
+        language_code: None,
+        localization_type: None,
+        number_format: None,
+        selection: None,
+        reference: None,
+        formula: None,
+        date_time_format: None,
+    };
+    apply_settings(schema, &mut column, req, true)?;
+    Ok(column)
+}
+
+/// Applies an update request to a copy of an existing column.
+pub fn update_column(
+    schema: &Schema,
+    current: &ColumnDef,
+    req: &ColumnRequest,
+) -> ApiResult<ColumnDef> {
+    let mut column = current.clone();
+    if let Some(new_id) = req.new_id.as_ref().or(req.id.as_ref()) {
+        if new_id != &current.id {
+            column.id = check_new_column_id(schema, new_id)?;
+        }
+    }
+    if let Some(name) = &req.name {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(ApiError::bad_request("The column name cannot be empty."));
+        }
+        column.name = check_name(name)?;
+    }
+    if let Some(description) = &req.description {
+        column.description = Some(description.clone());
+    }
+    let type_changed = match req.column_type.as_deref() {
+        Some(text) => {
+            let new_type = parse_column_type(text)?;
+            let changed = new_type != column.column_type;
+            column.column_type = new_type;
+            changed
+        }
+        None => false,
+    };
+    apply_settings(schema, &mut column, req, type_changed)?;
+    Ok(column)
+}
+
+fn check_name(name: &str) -> ApiResult<String> {
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(ApiError::bad_request(format!(
+            "The column name is longer than {MAX_NAME_CHARS} characters."
+        )));
+    }
+    Ok(name.to_owned())
+}
+
+fn parse_column_type(text: &str) -> ApiResult<ColumnType> {
+    ColumnType::parse(text).ok_or_else(|| {
+        let known: Vec<&str> = ColumnType::ALL.iter().map(|t| t.as_str()).collect();
+        ApiError::bad_request(format!(
+            "Unknown column type \"{text}\"; expected one of {}.",
+            known.join(", ")
+        ))
+    })
+}
+
+fn check_new_column_id(schema: &Schema, id: &str) -> ApiResult<String> {
+    if !ids::is_valid_column_id(id) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidColumnId,
+            format!(
+                "Column id \"{id}\" is invalid: use letters, digits and '_', not starting with '_', \
+                 at most 100 characters."
+            ),
+        ));
+    }
+    if schema.column(id).is_some() {
+        return Err(ApiError::new(
+            ErrorCode::InvalidColumnId,
+            format!("Column id \"{id}\" already exists in this grid."),
+        ));
+    }
+    Ok(id.to_owned())
+}
+
+fn unique_generated_id(schema: &Schema) -> String {
+    loop {
+        let id = ids::generate();
+        if schema.column(&id).is_none() {
+            return id;
+        }
+    }
+}
+
+/// Sets the type-specific settings from the request. `fresh` means the type is new, so
+/// settings of other types are dropped and required ones must be present.
+fn apply_settings(
+    schema: &Schema,
+    column: &mut ColumnDef,
+    req: &ColumnRequest,
+    fresh: bool,
+) -> ApiResult<()> {
+    if fresh {
+        column.language_code = None;
+        column.localization_type = None;
+        column.number_format = None;
+        column.selection = None;
+        column.reference = None;
+        column.formula = None;
+    }
+    match column.column_type {
+        ColumnType::Language => apply_language(column, req)?,
+        ColumnType::Number => {
+            if let Some(nf) = &req.number_format {
+                column.number_format = Some(parse_number_format(nf)?);
+            }
+        }
+        ColumnType::SingleSelection | ColumnType::MultipleSelections => {
+            if let Some(options) = parse_selection(req)? {
+                column.selection = Some(options);
+            } else if column.selection.is_none() {
+                column.selection = Some(Vec::new());
+            }
+        }
+        ColumnType::Reference => {
+            if let Some(r) = &req.reference {
+                column.reference = Some(parse_reference(r)?);
+            } else if column.reference.is_none() {
+                return Err(ApiError::bad_request(
+                    "A reference column needs reference.gridId and reference.columnId.",
+                ));
+            }
+        }
+        ColumnType::Formula => apply_formula(schema, column, req)?,
+        ColumnType::SingleLine
+        | ColumnType::MultipleLines
+        | ColumnType::RichText
+        | ColumnType::Markdown
+        | ColumnType::Html
+        | ColumnType::Boolean
+        | ColumnType::Datetime
+        | ColumnType::Files
+        | ColumnType::Json
+        | ColumnType::Yaml => {}
+    }
+    if let Some(f) = &req.date_time_format {
+        column.date_time_format = Some(DateTimeFormat {
+            date_format: f.date_format.clone(),
+            time_format: f.time_format.clone(),
+            zone_offset: f.zone_offset.clone(),
+            show_time_zone: f.show_time_zone,
+        });
+    }
+    Ok(())
+}
+
+fn apply_language(column: &mut ColumnDef, req: &ColumnRequest) -> ApiResult<()> {
+    if let Some(code) = &req.language_code {
+        let valid =
+            !code.is_empty() && code.len() <= 16 && code.chars().all(|c| c.is_ascii_alphanumeric());
+        if !valid {
+            return Err(ApiError::bad_request(format!(
+                "languageCode \"{code}\" is invalid: use letters and digits, like enUS."
+            )));
+        }
+        column.language_code = Some(code.clone());
+    }
+    if let Some(text) = &req.localization_type {
+        let parsed = LocalizationType::parse(text).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "localizationType \"{text}\" is invalid; expected sourceLanguage or targetLanguage."
+            ))
+        })?;
+        column.localization_type = Some(parsed);
+    }
+    if column.language_code.is_none() {
+        return Err(ApiError::bad_request(
+            "A language column needs a languageCode.",
+        ));
+    }
+    if column.localization_type.is_none() {
+        column.localization_type = Some(LocalizationType::SourceLanguage);
+    }
+    Ok(())
+}
+
+fn parse_number_format(nf: &NumberFormatRequest) -> ApiResult<NumberFormat> {
+    let number_type = match nf.number_type.as_deref() {
+        None => NumberType::Decimal,
+        Some(text) => NumberType::parse(text).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "numberFormat.type \"{text}\" is invalid; expected decimal or integer."
+            ))
+        })?,
+    };
+    if nf.decimal_places.is_some_and(|p| p > 20) {
+        return Err(ApiError::bad_request(
+            "numberFormat.decimalPlaces must be between 0 and 20.",
+        ));
+    }
+    Ok(NumberFormat {
+        number_type,
+        decimal_places: nf.decimal_places,
+        currency_symbol: nf.currency_symbol.clone(),
+        use_1000_separator: nf.use1000_separator,
+    })
+}
+
+fn parse_selection(req: &ColumnRequest) -> ApiResult<Option<Vec<SelectionOption>>> {
+    let options: Vec<SelectionOption> = match (&req.selection, &req.selection_options) {
+        (Some(selection), _) => selection
+            .options
+            .iter()
+            .map(|o| {
+                let color = match o.color.as_deref() {
+                    None => None,
+                    Some(text) => Some(SelectionColor::parse(text).ok_or_else(|| {
+                        let known: Vec<&str> =
+                            SelectionColor::ALL.iter().map(|c| c.as_str()).collect();
+                        ApiError::bad_request(format!(
+                            "Unknown selection color \"{text}\"; expected one of {}.",
+                            known.join(", ")
+                        ))
+                    })?),
+                };
+                Ok(SelectionOption {
+                    value: o.value.clone(),
+                    color,
+                })
+            })
+            .collect::<ApiResult<_>>()?,
+        (None, Some(values)) => values
+            .iter()
+            .map(|v| SelectionOption {
+                value: v.clone(),
+                color: None,
+            })
+            .collect(),
+        (None, None) => return Ok(None),
+    };
+    if options.len() > MAX_OPTIONS {
+        return Err(ApiError::bad_request(format!(
+            "A selection has at most {MAX_OPTIONS} options."
+        )));
+    }
+    for (i, option) in options.iter().enumerate() {
+        if option.value.chars().count() > 100 {
+            return Err(ApiError::bad_request(
+                "A selection option is at most 100 characters.",
+            ));
+        }
+        if options[..i].iter().any(|o| o.value == option.value) {
+            return Err(ApiError::bad_request(format!(
+                "Selection option \"{}\" is listed twice.",
+                option.value
+            )));
+        }
+    }
+    Ok(Some(options))
+}
+
+fn parse_reference(r: &ReferenceRequest) -> ApiResult<ReferenceSetting> {
+    let grid_id = r
+        .grid_id
+        .clone()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ApiError::bad_request("reference.gridId is required."))?;
+    let column_id = r
+        .column_id
+        .clone()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ApiError::bad_request("reference.columnId is required."))?;
+    let reference_type = match r.reference_type.as_deref() {
+        None => ReferenceType::Row,
+        Some(text) => ReferenceType::parse(text).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "reference.type \"{text}\" is invalid; expected row or cell."
+            ))
+        })?,
+    };
+    let multiple = match r.selection_type.as_deref() {
+        None | Some("multiple") => true,
+        Some("single") => false,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "reference.selectionType \"{other}\" is invalid; expected single or multiple."
+            )))
+        }
+    };
+    Ok(ReferenceSetting {
+        grid_id,
+        branch_id: r.branch_id.clone(),
+        column_id,
+        reference_type,
+        multiple,
+    })
+}
+
+fn apply_formula(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) -> ApiResult<()> {
+    let Some(f) = &req.formula else {
+        if column.formula.is_none() {
+            return Err(ApiError::bad_request(
+                "A formula column needs formula.formulaText.",
+            ));
+        }
+        return Ok(());
+    };
+    let text = f
+        .formula_text
+        .clone()
+        .or_else(|| column.formula.as_ref().map(|f| f.formula_text.clone()))
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| ApiError::bad_request("formula.formulaText is required."))?;
+    for referenced in referenced_columns(&text) {
+        if referenced == column.id {
+            return Err(ApiError::bad_request(format!(
+                "The formula of column \"{}\" refers to itself.",
+                column.id
+            )));
+        }
+        if schema.column(referenced).is_none() {
+            return Err(ApiError::bad_request(format!(
+                "The formula refers to column \"{referenced}\", which does not exist."
+            )));
+        }
+    }
+    let detect = match f.detect_result_value_type.as_deref() {
+        None => column
+            .formula
+            .as_ref()
+            .and_then(|f| f.detect_result_value_type),
+        Some(text) => Some(ResultValueType::parse(text).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "formula.detectResultValueType \"{text}\" is invalid."
+            ))
+        })?),
+    };
+    let as_list = f
+        .always_format_result_value_as_list
+        .or_else(|| {
+            column
+                .formula
+                .as_ref()
+                .map(|f| f.always_format_result_value_as_list)
+        })
+        .unwrap_or(false);
+    column.formula = Some(FormulaSetting {
+        formula_text: text,
+        always_format_result_value_as_list: as_list,
+        detect_result_value_type: detect,
+    });
+    Ok(())
+}
+
+/// Column ids named as `[columnId]` in a formula, outside string literals.
+pub fn referenced_columns(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut in_string = false;
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match c {
+            '"' if start.is_none() => in_string = !in_string,
+            '[' if !in_string => start = Some(i + 1),
+            ']' if !in_string => {
+                if let Some(s) = start.take() {
+                    out.push(&text[s..i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(json: serde_json::Value) -> ColumnRequest {
+        serde_json::from_value(json).expect("valid request")
+    }
+
+    #[test]
+    fn builds_a_language_column() {
+        let schema = Schema::default();
+        let col = build_column(
+            &schema,
+            &req(serde_json::json!({"id":"enUS","name":"English","type":"language","languageCode":"enUS"})),
+        )
+        .expect("valid");
+        assert!(col.is_source());
+        assert_eq!(col.language_code.as_deref(), Some("enUS"));
+    }
+
+    #[test]
+    fn refuses_bad_settings() {
+        let schema = Schema::default();
+        let bad = [
+            serde_json::json!({"name":"x","type":"lookup"}),
+            serde_json::json!({"name":"x","type":"language"}),
+            serde_json::json!({"name":"x","type":"language","languageCode":"enUS","localizationType":"pivot"}),
+            serde_json::json!({"name":"x","type":"singleSelection","selection":{"options":[{"value":"a","color":"pink"}]}}),
+            serde_json::json!({"name":"x","type":"formula","formula":{"formulaText":"[missing] & 1"}}),
+            serde_json::json!({"name":"x","type":"reference","reference":{"gridId":"g"}}),
+            serde_json::json!({"type":"singleLine"}),
+        ];
+        for body in bad {
+            let err = build_column(&schema, &req(body.clone())).expect_err("must be refused");
+            assert_eq!(err.code, ErrorCode::BadRequest, "{body}");
+        }
+        let err = build_column(
+            &schema,
+            &req(serde_json::json!({"id":"_x","name":"x","type":"number"})),
+        )
+        .expect_err("invalid id");
+        assert_eq!(err.code, ErrorCode::InvalidColumnId);
+    }
+
+    #[test]
+    fn finds_formula_references_outside_strings() {
+        assert_eq!(
+            referenced_columns(r#"CONCAT([key], "_[no]", [enUS])"#),
+            vec!["key", "enUS"]
+        );
+    }
+}

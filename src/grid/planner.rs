@@ -1,0 +1,395 @@
+//! Checks a schema change request against a branch's schema and turns it into `GridOp`s.
+//!
+//! Pure: reads the schema, returns ops or the `ApiError` the client gets. Applying is
+//! `GridState::apply`'s job.
+
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::columns::{build_column, update_column, ColumnRequest};
+use super::ops::GridOp;
+use super::schema::{ColumnDef, Dependency, Schema, ViewColumn, ViewDef};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::ids;
+
+/// Body of dependency create (both required) and update (both optional).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyRequest {
+    pub id: Option<String>,
+    pub new_id: Option<String>,
+    pub source_column_id: Option<String>,
+    pub target_column_id: Option<String>,
+}
+
+/// A column to show in a new view.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ViewColumnRequest {
+    pub id: Option<String>,
+    pub editable: Option<bool>,
+}
+
+/// A requested change to a branch's schema, made through a view.
+#[derive(Debug, Clone)]
+pub enum SchemaChange {
+    CreateColumn(ColumnRequest),
+    UpdateColumn {
+        column_id: String,
+        request: ColumnRequest,
+    },
+    DeleteColumn {
+        column_id: String,
+    },
+    AddColumnToView {
+        column_id: String,
+    },
+    RemoveColumnFromView {
+        column_id: String,
+    },
+    CreateView {
+        id: String,
+        name: String,
+        columns: Vec<ViewColumnRequest>,
+    },
+    DeleteView,
+    CreateDependency(DependencyRequest),
+    UpdateDependency {
+        dependency_id: String,
+        request: DependencyRequest,
+    },
+    DeleteDependency {
+        dependency_id: String,
+    },
+}
+
+/// The ops of an accepted change and the id of the thing it is about.
+#[derive(Debug)]
+pub struct Planned {
+    pub ops: Vec<GridOp>,
+    pub subject: String,
+}
+
+/// Plans `change`, made through view `view_id` (or on the branch when creating a view).
+pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> ApiResult<Planned> {
+    if let SchemaChange::CreateView { id, name, columns } = change {
+        return plan_create_view(schema, id, name, &columns);
+    }
+    let view = schema
+        .view(view_id)
+        .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id))?;
+    match change {
+        SchemaChange::CreateView { .. } => unreachable!("handled above"),
+        SchemaChange::CreateColumn(request) => {
+            let column = build_column(schema, &request)?;
+            let subject = column.id.clone();
+            let editable = request.editable.unwrap_or(true);
+            let op = GridOp::CreateColumn {
+                column,
+                view_id: Some(view.id.clone()),
+                editable,
+            };
+            Ok(Planned {
+                ops: vec![op],
+                subject,
+            })
+        }
+        SchemaChange::UpdateColumn { column_id, request } => {
+            let (current, _) = column_in_view(schema, view, &column_id)?;
+            let column = update_column(schema, current, &request)?;
+            check_type_change(schema, current, &column)?;
+            let subject = column.id.clone();
+            let mut ops = vec![GridOp::ReplaceColumn {
+                old_id: column_id.clone(),
+                column,
+            }];
+            if let Some(editable) = request.editable.filter(|_| !view.is_default) {
+                ops.push(GridOp::RemoveViewColumn {
+                    view_id: view.id.clone(),
+                    column_id: subject.clone(),
+                });
+                let vc = ViewColumn {
+                    id: subject.clone(),
+                    editable,
+                };
+                ops.push(GridOp::AddViewColumn {
+                    view_id: view.id.clone(),
+                    column: vc,
+                });
+            }
+            Ok(Planned { ops, subject })
+        }
+        SchemaChange::DeleteColumn { column_id } => {
+            column_in_view(schema, view, &column_id)?;
+            Ok(Planned {
+                ops: vec![GridOp::DeleteColumn {
+                    id: column_id.clone(),
+                }],
+                subject: column_id,
+            })
+        }
+        SchemaChange::AddColumnToView { column_id } => plan_add_to_view(schema, view, column_id),
+        SchemaChange::RemoveColumnFromView { column_id } => {
+            column_in_view(schema, view, &column_id)?;
+            if view.is_default {
+                return Err(ApiError::bad_request(
+                    "The default access view shows every column; delete the column instead.",
+                ));
+            }
+            let op = GridOp::RemoveViewColumn {
+                view_id: view.id.clone(),
+                column_id: column_id.clone(),
+            };
+            Ok(Planned {
+                ops: vec![op],
+                subject: column_id,
+            })
+        }
+        SchemaChange::DeleteView => {
+            if view.is_default {
+                return Err(ApiError::bad_request(
+                    "The default access view of a grid cannot be deleted.",
+                ));
+            }
+            Ok(Planned {
+                ops: vec![GridOp::DeleteView {
+                    id: view.id.clone(),
+                }],
+                subject: view.id.clone(),
+            })
+        }
+        SchemaChange::CreateDependency(request) => plan_create_dependency(schema, request),
+        SchemaChange::UpdateDependency {
+            dependency_id,
+            request,
+        } => plan_update_dependency(schema, dependency_id, request),
+        SchemaChange::DeleteDependency { dependency_id } => {
+            find_dependency(schema, &dependency_id)?;
+            let op = GridOp::DeleteDependency {
+                id: dependency_id.clone(),
+            };
+            Ok(Planned {
+                ops: vec![op],
+                subject: dependency_id,
+            })
+        }
+    }
+}
+
+/// The column with this id if the view shows it, else 404 columnNotFoundInView.
+pub fn column_in_view<'a>(
+    schema: &'a Schema,
+    view: &'a ViewDef,
+    column_id: &str,
+) -> ApiResult<(&'a ColumnDef, bool)> {
+    schema.view_column(view, column_id).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::ColumnNotFoundInView,
+            format!(
+                "Column \"{column_id}\" could not be found in view \"{}\".",
+                view.id
+            ),
+        )
+    })
+}
+
+fn check_type_change(schema: &Schema, before: &ColumnDef, after: &ColumnDef) -> ApiResult<()> {
+    let involved = schema
+        .dependencies
+        .iter()
+        .any(|d| d.source_column_id == before.id || d.target_column_id == before.id);
+    if involved && !after.is_language() {
+        return Err(ApiError::bad_request(format!(
+            "Column \"{}\" is part of a dependency and must stay a language column; delete the \
+             dependency first.",
+            before.id
+        )));
+    }
+    Ok(())
+}
+
+fn plan_create_view(
+    schema: &Schema,
+    id: String,
+    name: String,
+    columns: &[ViewColumnRequest],
+) -> ApiResult<Planned> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(ApiError::bad_request("The view name is required."));
+    }
+    let mut shown: Vec<ViewColumn> = Vec::with_capacity(columns.len());
+    for (i, c) in columns.iter().enumerate() {
+        let column_id =
+            c.id.as_deref()
+                .ok_or_else(|| ApiError::bad_request(format!("columns[{i}].id is required.")))?;
+        if schema.column(column_id).is_none() {
+            return Err(ApiError::bad_request(format!(
+                "columns[{i}]: column \"{column_id}\" does not exist in this grid."
+            )));
+        }
+        if shown.iter().any(|s| s.id == column_id) {
+            return Err(ApiError::bad_request(format!(
+                "columns[{i}]: column \"{column_id}\" is listed twice."
+            )));
+        }
+        shown.push(ViewColumn {
+            id: column_id.to_owned(),
+            editable: c.editable.unwrap_or(true),
+        });
+    }
+    let view = ViewDef {
+        id: id.clone(),
+        name: name.to_owned(),
+        is_default: false,
+        columns: shown,
+    };
+    Ok(Planned {
+        ops: vec![GridOp::CreateView(view)],
+        subject: id,
+    })
+}
+
+fn plan_add_to_view(schema: &Schema, view: &ViewDef, column_id: String) -> ApiResult<Planned> {
+    if schema.column(&column_id).is_none() {
+        return Err(ApiError::new(
+            ErrorCode::ColumnNotFoundInView,
+            format!("Column \"{column_id}\" does not exist in this grid."),
+        ));
+    }
+    if view.is_default || view.columns.iter().any(|c| c.id == column_id) {
+        return Ok(Planned {
+            ops: Vec::new(),
+            subject: column_id,
+        });
+    }
+    let op = GridOp::AddViewColumn {
+        view_id: view.id.clone(),
+        column: ViewColumn {
+            id: column_id.clone(),
+            editable: true,
+        },
+    };
+    Ok(Planned {
+        ops: vec![op],
+        subject: column_id,
+    })
+}
+
+fn find_dependency<'a>(schema: &'a Schema, id: &str) -> ApiResult<&'a Dependency> {
+    schema
+        .dependencies
+        .iter()
+        .find(|d| d.id == id)
+        .ok_or_else(|| ApiError::not_found(ErrorCode::DependencyIsNotFound, "Dependency", id))
+}
+
+fn language_column<'a>(schema: &'a Schema, id: &str, role: &str) -> ApiResult<&'a ColumnDef> {
+    let column = schema.column(id).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::ColumnNotFoundInView,
+            format!("The {role} column \"{id}\" could not be found."),
+        )
+    })?;
+    if !column.is_language() {
+        return Err(ApiError::bad_request(format!(
+            "The {role} column \"{id}\" is not a language column; dependencies link language columns."
+        )));
+    }
+    Ok(column)
+}
+
+/// Checks source -> target against the dependencies other than `ignoring`.
+fn check_dependency(
+    schema: &Schema,
+    source: &str,
+    target: &str,
+    ignoring: Option<&str>,
+) -> ApiResult<()> {
+    language_column(schema, source, "source")?;
+    language_column(schema, target, "target")?;
+    let mut others = schema.clone();
+    others
+        .dependencies
+        .retain(|d| Some(d.id.as_str()) != ignoring);
+    if others.dependency_of_target(target).is_some() {
+        return Err(ApiError::new(
+            ErrorCode::DependencyAlreadyExists,
+            format!("Column \"{target}\" already depends on a source column."),
+        ));
+    }
+    if source == target || others.would_cycle(source, target) {
+        return Err(ApiError::new(
+            ErrorCode::Unprocessable,
+            format!("A dependency from \"{source}\" to \"{target}\" would make a cycle."),
+        ));
+    }
+    Ok(())
+}
+
+fn dependency_id(schema: &Schema, requested: Option<&String>) -> ApiResult<String> {
+    match requested {
+        Some(id) if !ids::is_valid_column_id(id) => Err(ApiError::bad_request(format!(
+            "Dependency id \"{id}\" is invalid."
+        ))),
+        Some(id) if schema.dependencies.iter().any(|d| &d.id == id) => Err(ApiError::bad_request(
+            format!("Dependency id \"{id}\" already exists."),
+        )),
+        Some(id) => Ok(id.clone()),
+        None => Ok(ids::generate()),
+    }
+}
+
+fn plan_create_dependency(schema: &Schema, request: DependencyRequest) -> ApiResult<Planned> {
+    let source = request
+        .source_column_id
+        .as_deref()
+        .ok_or_else(|| ApiError::bad_request("sourceColumnId is required."))?;
+    let target = request
+        .target_column_id
+        .as_deref()
+        .ok_or_else(|| ApiError::bad_request("targetColumnId is required."))?;
+    check_dependency(schema, source, target, None)?;
+    let id = dependency_id(schema, request.id.as_ref())?;
+    let dependency = Dependency {
+        id: id.clone(),
+        source_column_id: source.to_owned(),
+        target_column_id: target.to_owned(),
+    };
+    Ok(Planned {
+        ops: vec![GridOp::CreateDependency(dependency)],
+        subject: id,
+    })
+}
+
+fn plan_update_dependency(
+    schema: &Schema,
+    id: String,
+    request: DependencyRequest,
+) -> ApiResult<Planned> {
+    let current = find_dependency(schema, &id)?;
+    let source = request
+        .source_column_id
+        .as_deref()
+        .unwrap_or(&current.source_column_id);
+    let target = request
+        .target_column_id
+        .as_deref()
+        .unwrap_or(&current.target_column_id);
+    check_dependency(schema, source, target, Some(&id))?;
+    let new_id = match request.new_id.as_ref().filter(|n| **n != id) {
+        Some(n) => dependency_id(schema, Some(n))?,
+        None => id.clone(),
+    };
+    let dependency = Dependency {
+        id: new_id.clone(),
+        source_column_id: source.to_owned(),
+        target_column_id: target.to_owned(),
+    };
+    Ok(Planned {
+        ops: vec![GridOp::ReplaceDependency {
+            old_id: id,
+            dependency,
+        }],
+        subject: new_id,
+    })
+}

@@ -1,0 +1,226 @@
+//! gridd: a self-hosted data grid server that speaks the Gridly REST API.
+//!
+//! `Node::start` opens a data directory and starts the actors (supervisor and one grid actor
+//! per branch); `Application::build` puts the HTTP API in front of a node. Both work with
+//! port 0 and a temporary directory, which is how the tests run them.
+
+pub mod api;
+pub mod auth;
+pub mod catalog;
+pub mod config;
+pub mod error;
+pub mod grid;
+pub mod ids;
+pub mod persist;
+pub mod state;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+
+use actix::{Actor, Addr, Arbiter};
+use actix_web::dev::{ResourceDef, Server, ServerHandle};
+use actix_web::{web, App, HttpServer};
+use utoipa_actix_web::AppExt;
+
+use crate::auth::KeyRing;
+use crate::catalog::store::{SledCatalogStore, StoreError};
+use crate::catalog::{Routes, Supervisor};
+pub use crate::config::Config;
+use crate::state::AppState;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("cannot use data directory {path}: {source}")]
+    DataDir {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot open the catalogue: {0}")]
+    Catalogue(#[from] StoreError),
+    #[error("cannot open the embedded store (is another gridd using this data directory?): {0}")]
+    Sled(#[from] sled::Error),
+    #[error("bootstrap failed: {0}")]
+    Bootstrap(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// The actors of one data directory, without HTTP.
+pub struct Node {
+    pub supervisor: Addr<Supervisor>,
+    pub routes: Arc<Routes>,
+    pub keys: Arc<KeyRing>,
+    /// The bootstrap owner key when this start created it and no key was configured.
+    pub generated_key: Option<String>,
+    arbiters: Vec<Arbiter>,
+}
+
+impl Node {
+    /// Opens (or creates) the data directory, recovers the catalogue and every branch, and starts
+    /// the supervisor and grid actors. Must run inside an actix system.
+    pub fn start(config: &Config) -> Result<Node, StartupError> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|source| StartupError::DataDir {
+            path: config.data_dir.display().to_string(),
+            source,
+        })?;
+        let db = sled::open(config.data_dir.join("db"))?;
+        let store = SledCatalogStore::open(db)?;
+        let keys = Arc::new(KeyRing::default());
+        let routes = Arc::new(Routes::default());
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
+        let arbiters: Vec<Arbiter> = (0..=cores).map(|_| Arbiter::new()).collect();
+        let grid_arbiters = arbiters[1..].iter().map(Arbiter::handle).collect();
+        let mut supervisor =
+            Supervisor::load(Box::new(store), keys.clone(), routes.clone(), grid_arbiters)?;
+        let generated = supervisor
+            .bootstrap(config.api_key.as_deref())
+            .map_err(|e| StartupError::Bootstrap(e.message))?;
+        supervisor.start_branches(HashMap::new());
+        let addr = Supervisor::start_in_arbiter(&arbiters[0].handle(), move |_| supervisor);
+        let generated_key = generated.filter(|_| config.api_key.is_none());
+        Ok(Node {
+            supervisor: addr,
+            routes,
+            keys,
+            generated_key,
+            arbiters,
+        })
+    }
+
+    /// Stops every actor thread.
+    pub fn stop(self) {
+        for arbiter in self.arbiters {
+            arbiter.stop();
+        }
+    }
+}
+
+/// A running HTTP server in front of a node.
+pub struct Application {
+    node: Node,
+    server: Server,
+    addr: SocketAddr,
+}
+
+/// The OpenAPI description of every route `api::configure` registers.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let (_, mut api) = App::new()
+        .into_utoipa_app()
+        .configure(api::configure)
+        .split_for_parts();
+    api.info = utoipa::openapi::InfoBuilder::new()
+        .title("gridd")
+        .version(env!("CARGO_PKG_VERSION"))
+        .description(Some(
+            "A self-hosted data grid server speaking the Gridly REST API.",
+        ))
+        .build();
+    let mut components = api.components.take().unwrap_or_default();
+    components.add_security_scheme(
+        "ApiKey",
+        utoipa::openapi::security::SecurityScheme::ApiKey(
+            utoipa::openapi::security::ApiKey::Header(
+                utoipa::openapi::security::ApiKeyValue::with_description(
+                    "Authorization",
+                    "ApiKey <key>",
+                ),
+            ),
+        ),
+    );
+    api.components = Some(components);
+    api
+}
+
+impl Application {
+    /// Starts the node and serves the API on `config.bind` (port 0 picks a free port).
+    pub async fn build(config: Config) -> Result<Application, StartupError> {
+        let node = Node::start(&config)?;
+        if let Some(key) = &node.generated_key {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "gridd: bootstrap owner API key (shown once): {key}");
+        }
+        let listener = TcpListener::bind(config.bind).map_err(|source| StartupError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+        let addr = listener.local_addr().map_err(|source| StartupError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+        let public_url = config
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}"));
+        let api_doc = openapi();
+        let path_patterns = api_doc
+            .paths
+            .paths
+            .keys()
+            .map(|p| ResourceDef::new(p.as_str()))
+            .collect();
+        let openapi_json = api_doc
+            .to_json()
+            .map_err(|e| StartupError::Bootstrap(e.to_string()))?;
+        let state = AppState {
+            supervisor: node.supervisor.clone(),
+            routes: node.routes.clone(),
+            keys: node.keys.clone(),
+            public_url: public_url.trim_end_matches('/').into(),
+            openapi_json: openapi_json.into(),
+            path_patterns: Arc::new(path_patterns),
+        };
+        let max_json = config.max_json_bytes;
+        let server = HttpServer::new(move || {
+            let (app, _) = App::new()
+                .into_utoipa_app()
+                .configure(api::configure)
+                .split_for_parts();
+            app.app_data(web::Data::new(state.clone()))
+                .app_data(api::errors::json_config(max_json))
+                .app_data(api::errors::query_config())
+                .app_data(api::errors::path_config())
+                .app_data(web::PayloadConfig::new(max_json))
+                .default_service(web::to(api::errors::fallback))
+                .wrap_fn(api::errors::render_errors)
+                .wrap(tracing_actix_web::TracingLogger::default())
+        })
+        .workers(config.workers.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+        }))
+        .listen(listener)
+        .map_err(|source| StartupError::Bind {
+            addr: config.bind,
+            source,
+        })?
+        .run();
+        tracing::info!(%addr, data_dir = %config.data_dir.display(), "gridd listening");
+        Ok(Application { node, server, addr })
+    }
+
+    /// The address the server is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A handle that stops the server gracefully.
+    pub fn handle(&self) -> ServerHandle {
+        self.server.handle()
+    }
+
+    /// Serves until stopped (SIGTERM, Ctrl-C or `handle().stop()`), then stops the actors.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let result = self.server.await;
+        self.node.stop();
+        result
+    }
+}

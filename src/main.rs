@@ -1,0 +1,65 @@
+//! The `gridd` binary: `serve` (the default) runs the server; `keys` and `companies` do what the
+//! admin API does, on a data directory whose server is not running.
+
+use clap::{Parser, Subcommand};
+
+use gridd::Config;
+
+mod cli;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gridd",
+    version,
+    about = "A self-hosted data grid server speaking the Gridly REST API"
+)]
+struct Cli {
+    #[command(flatten)]
+    config: Config,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the API (the default).
+    Serve,
+    /// Manage API keys on the data directory.
+    #[command(subcommand)]
+    Keys(cli::KeysCommand),
+    /// Manage companies on the data directory.
+    #[command(subcommand)]
+    Companies(cli::CompaniesCommand),
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_new(&args.config.log_level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match args.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(args.config),
+        Command::Keys(cmd) => cli::run(args.config, cli::AdminCommand::Keys(cmd)),
+        Command::Companies(cmd) => cli::run(args.config, cli::AdminCommand::Companies(cmd)),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(message) => {
+            tracing::error!("{message}");
+            eprintln!("gridd: {message}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(config: Config) -> Result<(), String> {
+    actix_web::rt::System::new().block_on(async move {
+        let app = gridd::Application::build(config)
+            .await
+            .map_err(|e| e.to_string())?;
+        app.run_until_stopped().await.map_err(|e| e.to_string())
+    })
+}

@@ -1,0 +1,192 @@
+//! Snapshot images: opaque, checksummed byte images of a grid branch, tagged with the WAL LSN they
+//! cover, kept in two generations per key so a damaged newest image still leaves an older one.
+//!
+//! Owns the [`SnapshotStore`] contract, the image header format and the sled implementation
+//! ([`SledSnapshotStore`], one tree of header and chunk entries). It must not interpret the image
+//! bytes (the caller validates them with `rkyv::access`) and must not touch the WAL: deciding which
+//! WAL segments a snapshot makes obsolete is the caller's job, using [`SnapshotStore::generations`].
+//!
+//! Every method blocks on sled I/O: call it from `spawn_blocking` or an actor's own thread, never
+//! from an HTTP worker. At most one `put` per key may run at a time (the grid actor owning the key
+//! is the only writer).
+
+mod header;
+mod sled_store;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+pub use sled_store::SledSnapshotStore;
+
+/// A 16-byte aligned byte buffer, ready for `rkyv::access`.
+pub type AlignedBytes = rkyv::util::AlignedVec<16>;
+
+/// An image to store: opaque bytes plus what the caller needs to interpret and replay from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotImage {
+    /// Version of the caller's image format (bumped on every layout change).
+    pub format_version: u32,
+    /// Highest WAL LSN whose effect the image contains; replay starts after it.
+    pub wal_lsn: u64,
+    /// The image itself.
+    pub bytes: Vec<u8>,
+}
+
+/// Number of one stored image of a key; a newer image has a higher generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Generation(pub u64);
+
+impl fmt::Display for Generation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The decoded, checksum-verified header of one generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageHeader {
+    /// The image's format version.
+    pub format_version: u32,
+    /// The WAL LSN the image covers.
+    pub wal_lsn: u64,
+    /// Payload length in bytes.
+    pub payload_len: u64,
+    /// crc32c of the payload.
+    pub payload_crc: u32,
+}
+
+/// One stored generation as listed by [`SnapshotStore::generations`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenerationInfo {
+    /// Which generation.
+    pub generation: Generation,
+    /// Its header, or `None` when the header fails its checks. A valid header does not prove the
+    /// payload is intact; only a load does.
+    pub header: Option<ImageHeader>,
+}
+
+/// An image that passed every check on load.
+#[derive(Debug)]
+pub struct LoadedSnapshot {
+    /// The image's format version.
+    pub format_version: u32,
+    /// The WAL LSN the image covers; replay WAL records after it.
+    pub wal_lsn: u64,
+    /// Which generation was loaded.
+    pub generation: Generation,
+    /// The payload, starting on a 16-byte boundary.
+    pub bytes: AlignedBytes,
+    /// Newer generations that were skipped because they were damaged (newest first); non-empty
+    /// means this is a fallback and the caller should write a fresh snapshot soon.
+    pub damaged_newer: Vec<Generation>,
+}
+
+/// What is wrong with one stored generation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImageDamage {
+    /// Payload chunks exist but the header entry does not.
+    #[error("header is missing")]
+    MissingHeader,
+    /// The header entry has the wrong size.
+    #[error("header is {found} bytes long")]
+    HeaderLength {
+        /// Its actual size.
+        found: usize,
+    },
+    /// The header does not start with `GRIDDSNP`.
+    #[error("header magic is wrong")]
+    BadMagic,
+    /// The header's own checksum does not match.
+    #[error("header checksum mismatch")]
+    HeaderCrc,
+    /// A payload chunk is missing (chunks must be numbered 0, 1, 2, ...).
+    #[error("payload chunk {index} is missing")]
+    MissingChunk {
+        /// The first missing chunk number.
+        index: u64,
+    },
+    /// The chunks add up to a different length than the header says.
+    #[error("payload is {found} bytes, header says {expected}")]
+    LengthMismatch {
+        /// Length recorded in the header.
+        expected: u64,
+        /// Length found (at least this much, when the chunks run over).
+        found: u64,
+    },
+    /// The payload checksum does not match the header.
+    #[error("payload checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
+    PayloadCrc {
+        /// Checksum recorded in the header.
+        stored: u32,
+        /// Checksum of the bytes read.
+        computed: u32,
+    },
+}
+
+/// Errors of a snapshot store.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// sled failed (I/O or its own corruption check); nothing can be said about the images.
+    #[error("snapshot storage error: {0}")]
+    Storage(#[from] sled::Error),
+    /// Keys must be non-empty.
+    #[error("snapshot key must not be empty")]
+    EmptyKey,
+    /// One generation failed its checks.
+    #[error("snapshot {key} generation {generation} is damaged: {damage}")]
+    Damaged {
+        /// The snapshot key.
+        key: String,
+        /// The damaged generation.
+        generation: Generation,
+        /// What is wrong with it.
+        damage: ImageDamage,
+    },
+    /// A `put` read its image back and got different (yet self-consistent) content.
+    #[error("snapshot {key} generation {generation} read back differently than written")]
+    ReadBackMismatch {
+        /// The snapshot key.
+        key: String,
+        /// The generation just written (it has been removed again).
+        generation: Generation,
+    },
+    /// `load_latest` found generations for the key but every one is damaged.
+    #[error("no intact snapshot of {key}: {}", describe(.damaged))]
+    NoIntactGeneration {
+        /// The snapshot key.
+        key: String,
+        /// Each generation tried, newest first, with its damage.
+        damaged: Vec<(Generation, ImageDamage)>,
+    },
+}
+
+fn describe(damaged: &[(Generation, ImageDamage)]) -> String {
+    let parts: Vec<String> = damaged
+        .iter()
+        .map(|(generation, damage)| format!("generation {generation}: {damage}"))
+        .collect();
+    parts.join("; ")
+}
+
+/// Storage of snapshot images, two generations per key.
+pub trait SnapshotStore: Send + Sync {
+    /// Stores `image` as a new generation of `key`: writes it, flushes, reads it back and verifies
+    /// it, and only then deletes every generation older than the previous one.
+    fn put(&self, key: &str, image: &SnapshotImage) -> Result<Generation, SnapshotError>;
+
+    /// The newest generation of `key` that passes every check, falling back to older ones (with a
+    /// warning). `Ok(None)` when the key has no generation at all;
+    /// [`SnapshotError::NoIntactGeneration`] when it has some but all are damaged.
+    fn load_latest(&self, key: &str) -> Result<Option<LoadedSnapshot>, SnapshotError>;
+
+    /// Generations of `key` that have a header entry, oldest first.
+    fn generations(&self, key: &str) -> Result<Vec<GenerationInfo>, SnapshotError>;
+
+    /// Removes every generation of `key` (durable after the next [`SnapshotStore::flush`]).
+    fn delete(&self, key: &str) -> Result<(), SnapshotError>;
+
+    /// Makes every completed change durable.
+    fn flush(&self) -> Result<(), SnapshotError>;
+}

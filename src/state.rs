@@ -1,0 +1,23 @@
+//! `AppState`: what every handler can reach — the supervisor's address, the route table, the
+//! key ring and the server's own description. Read-only for handlers.
+
+use std::sync::Arc;
+
+use actix::Addr;
+use actix_web::dev::ResourceDef;
+
+use crate::auth::KeyRing;
+use crate::catalog::{Routes, Supervisor};
+
+#[derive(Clone)]
+pub struct AppState {
+    pub supervisor: Addr<Supervisor>,
+    pub routes: Arc<Routes>,
+    pub keys: Arc<KeyRing>,
+    /// Base URL for absolute links (`Link` headers, share links), without a trailing slash.
+    pub public_url: Arc<str>,
+    /// The OpenAPI description, serialized once at start.
+    pub openapi_json: Arc<str>,
+    /// Every registered path pattern, to tell an unknown route (404) from a wrong method (405).
+    pub path_patterns: Arc<Vec<ResourceDef>>,
+}
