@@ -115,12 +115,7 @@ fn operation(
                 name,
                 user,
                 privileges,
-                Access {
-                    all,
-                    projects,
-                    databases,
-                    grids,
-                },
+                Access { all, projects, databases, grids },
                 view_id,
             )?;
             Box::new(move |s| {
@@ -132,12 +127,8 @@ fn operation(
         AdminCommand::Keys(KeysCommand::List { company }) => Box::new(move |s| {
             let p = s.owner_principal(company.as_deref())?;
             let keys = s.list_keys(&p)?;
-            Ok(serde_json::to_value(
-                keys.iter()
-                    .map(|k| KeyBody::new(k, None))
-                    .collect::<Vec<_>>(),
-            )
-            .unwrap_or_default())
+            Ok(serde_json::to_value(keys.iter().map(|k| KeyBody::new(k, None)).collect::<Vec<_>>())
+                .unwrap_or_default())
         }),
         AdminCommand::Keys(KeysCommand::Revoke { id, company }) => Box::new(move |s| {
             let p = s.owner_principal(company.as_deref())?;

@@ -96,11 +96,7 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
-        ApiError {
-            code,
-            message: message.into(),
-            messages: Vec::new(),
-        }
+        ApiError { code, message: message.into(), messages: Vec::new() }
     }
 
     /// An error that lists several problems; `message` summarizes them.
@@ -109,11 +105,7 @@ impl ApiError {
         message: impl Into<String>,
         messages: Vec<String>,
     ) -> Self {
-        ApiError {
-            code,
-            message: message.into(),
-            messages,
-        }
+        ApiError { code, message: message.into(), messages }
     }
 
     pub fn bad_request(message: impl Into<String>) -> ApiError {
@@ -150,15 +142,9 @@ impl ApiError {
             status: self.code.status().as_u16(),
             code: self.code.as_str(),
             message: &self.message,
-            messages: if self.messages.is_empty() {
-                None
-            } else {
-                Some(&self.messages)
-            },
+            messages: if self.messages.is_empty() { None } else { Some(&self.messages) },
             path: path.to_owned(),
-            timestamp: chrono::Utc::now()
-                .format("%Y-%m-%dT%H:%M:%S%.3f+00:00")
-                .to_string(),
+            timestamp: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3f+00:00").to_string(),
         }
     }
 }
@@ -224,17 +210,8 @@ mod tests {
     #[test]
     fn statuses_follow_decisions() {
         assert_eq!(ErrorCode::ViewIsNotFound.status(), StatusCode::NOT_FOUND);
-        assert_eq!(
-            ErrorCode::RecordIdAlreadyExists.status(),
-            StatusCode::CONFLICT
-        );
-        assert_eq!(
-            ErrorCode::Unprocessable.status(),
-            StatusCode::UNPROCESSABLE_ENTITY
-        );
-        assert_eq!(
-            ErrorCode::ColumnIsNotEditableInView.status(),
-            StatusCode::BAD_REQUEST
-        );
+        assert_eq!(ErrorCode::RecordIdAlreadyExists.status(), StatusCode::CONFLICT);
+        assert_eq!(ErrorCode::Unprocessable.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(ErrorCode::ColumnIsNotEditableInView.status(), StatusCode::BAD_REQUEST);
     }
 }

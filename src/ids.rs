@@ -10,17 +10,13 @@ const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 /// A new random id: 14 lowercase alphanumerics (`xpzyv44ym2v49f`).
 pub fn generate() -> String {
     let mut rng = rand::thread_rng();
-    (0..14)
-        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
-        .collect()
+    (0..14).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char).collect()
 }
 
 /// A new random secret for an API key (40 alphanumerics, about 206 bits).
 pub fn generate_secret() -> String {
     let mut rng = rand::thread_rng();
-    (0..40)
-        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
-        .collect()
+    (0..40).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char).collect()
 }
 
 /// A client-given column or dependency id: `^[A-Za-z0-9]\w*$` (so never starting with `_`),
@@ -45,9 +41,7 @@ mod tests {
     fn generated_ids_have_the_documented_shape() {
         let id = generate();
         assert_eq!(id.len(), 14);
-        assert!(id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+        assert!(id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
         assert_ne!(generate(), generate());
     }
 

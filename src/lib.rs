@@ -14,7 +14,6 @@ pub mod ids;
 pub mod persist;
 pub mod state;
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -28,27 +27,25 @@ use crate::auth::KeyRing;
 use crate::catalog::store::{SledCatalogStore, StoreError};
 use crate::catalog::{Routes, Supervisor};
 pub use crate::config::Config;
+use crate::persist::recovery::replay;
+use crate::persist::wal::{Wal, WalError, WalHandle, WalOptions};
 use crate::state::AppState;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
     #[error("cannot use data directory {path}: {source}")]
-    DataDir {
-        path: String,
-        source: std::io::Error,
-    },
+    DataDir { path: String, source: std::io::Error },
     #[error("cannot open the catalogue: {0}")]
     Catalogue(#[from] StoreError),
     #[error("cannot open the embedded store (is another gridd using this data directory?): {0}")]
     Sled(#[from] sled::Error),
+    #[error("cannot open the write-ahead log: {0}")]
+    Wal(#[from] WalError),
     #[error("bootstrap failed: {0}")]
     Bootstrap(String),
     #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
+    Bind { addr: SocketAddr, source: std::io::Error },
 }
 
 /// The actors of one data directory, without HTTP.
@@ -59,6 +56,7 @@ pub struct Node {
     /// The bootstrap owner key when this start created it and no key was configured.
     pub generated_key: Option<String>,
     arbiters: Vec<Arbiter>,
+    wal: WalHandle,
 }
 
 impl Node {
@@ -73,32 +71,42 @@ impl Node {
         let store = SledCatalogStore::open(db)?;
         let keys = Arc::new(KeyRing::default());
         let routes = Arc::new(Routes::default());
-        let cores = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2);
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let arbiters: Vec<Arbiter> = (0..=cores).map(|_| Arbiter::new()).collect();
         let grid_arbiters = arbiters[1..].iter().map(Arbiter::handle).collect();
-        let mut supervisor =
-            Supervisor::load(Box::new(store), keys.clone(), routes.clone(), grid_arbiters)?;
+        let (wal, recovered) = Wal::open(config.data_dir.join("wal"), WalOptions::default())?;
+        if let Some(damage) = &recovered.dropped_tail {
+            tracing::warn!(
+                ?damage,
+                "the WAL had a torn or corrupt tail; it was dropped (never acknowledged)"
+            );
+        }
+        let mut supervisor = Supervisor::load(
+            Box::new(store),
+            keys.clone(),
+            routes.clone(),
+            grid_arbiters,
+            wal.clone(),
+        )?;
         let generated = supervisor
             .bootstrap(config.api_key.as_deref())
             .map_err(|e| StartupError::Bootstrap(e.message))?;
-        supervisor.start_branches(HashMap::new());
+        let states = replay(&supervisor.branch_seeds(), &recovered.records);
+        drop(recovered);
+        supervisor.start_branches(states);
         let addr = Supervisor::start_in_arbiter(&arbiters[0].handle(), move |_| supervisor);
         let generated_key = generated.filter(|_| config.api_key.is_none());
-        Ok(Node {
-            supervisor: addr,
-            routes,
-            keys,
-            generated_key,
-            arbiters,
-        })
+        Ok(Node { supervisor: addr, routes, keys, generated_key, arbiters, wal })
     }
 
-    /// Stops every actor thread.
+    /// Stops every actor thread and closes the WAL (everything appended is made durable).
     pub fn stop(self) {
         for arbiter in self.arbiters {
             arbiter.stop();
+            let _ = arbiter.join();
+        }
+        if let Err(err) = self.wal.shutdown() {
+            tracing::error!(error = %err, "WAL shutdown failed");
         }
     }
 }
@@ -112,16 +120,11 @@ pub struct Application {
 
 /// The OpenAPI description of every route `api::configure` registers.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    let (_, mut api) = App::new()
-        .into_utoipa_app()
-        .configure(api::configure)
-        .split_for_parts();
+    let (_, mut api) = App::new().into_utoipa_app().configure(api::configure).split_for_parts();
     api.info = utoipa::openapi::InfoBuilder::new()
         .title("gridd")
         .version(env!("CARGO_PKG_VERSION"))
-        .description(Some(
-            "A self-hosted data grid server speaking the Gridly REST API.",
-        ))
+        .description(Some("A self-hosted data grid server speaking the Gridly REST API."))
         .build();
     let mut components = api.components.take().unwrap_or_default();
     components.add_security_scheme(
@@ -147,28 +150,16 @@ impl Application {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "gridd: bootstrap owner API key (shown once): {key}");
         }
-        let listener = TcpListener::bind(config.bind).map_err(|source| StartupError::Bind {
-            addr: config.bind,
-            source,
-        })?;
-        let addr = listener.local_addr().map_err(|source| StartupError::Bind {
-            addr: config.bind,
-            source,
-        })?;
-        let public_url = config
-            .public_url
-            .clone()
-            .unwrap_or_else(|| format!("http://{addr}"));
+        let listener = TcpListener::bind(config.bind)
+            .map_err(|source| StartupError::Bind { addr: config.bind, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| StartupError::Bind { addr: config.bind, source })?;
+        let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{addr}"));
         let api_doc = openapi();
-        let path_patterns = api_doc
-            .paths
-            .paths
-            .keys()
-            .map(|p| ResourceDef::new(p.as_str()))
-            .collect();
-        let openapi_json = api_doc
-            .to_json()
-            .map_err(|e| StartupError::Bootstrap(e.to_string()))?;
+        let path_patterns =
+            api_doc.paths.paths.keys().map(|p| ResourceDef::new(p.as_str())).collect();
+        let openapi_json = api_doc.to_json().map_err(|e| StartupError::Bootstrap(e.to_string()))?;
         let state = AppState {
             supervisor: node.supervisor.clone(),
             routes: node.routes.clone(),
@@ -179,10 +170,7 @@ impl Application {
         };
         let max_json = config.max_json_bytes;
         let server = HttpServer::new(move || {
-            let (app, _) = App::new()
-                .into_utoipa_app()
-                .configure(api::configure)
-                .split_for_parts();
+            let (app, _) = App::new().into_utoipa_app().configure(api::configure).split_for_parts();
             app.app_data(web::Data::new(state.clone()))
                 .app_data(api::errors::json_config(max_json))
                 .app_data(api::errors::query_config())
@@ -192,16 +180,13 @@ impl Application {
                 .wrap_fn(api::errors::render_errors)
                 .wrap(tracing_actix_web::TracingLogger::default())
         })
-        .workers(config.workers.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2)
-        }))
+        .workers(
+            config.workers.unwrap_or_else(|| {
+                std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+            }),
+        )
         .listen(listener)
-        .map_err(|source| StartupError::Bind {
-            addr: config.bind,
-            source,
-        })?
+        .map_err(|source| StartupError::Bind { addr: config.bind, source })?
         .run();
         tracing::info!(%addr, data_dir = %config.data_dir.display(), "gridd listening");
         Ok(Application { node, server, addr })

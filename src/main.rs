@@ -36,10 +36,7 @@ fn main() -> std::process::ExitCode {
     let args = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_new(&args.config.log_level)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     let result = match args.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(args.config),
         Command::Keys(cmd) => cli::run(args.config, cli::AdminCommand::Keys(cmd)),
@@ -57,9 +54,7 @@ fn main() -> std::process::ExitCode {
 
 fn serve(config: Config) -> Result<(), String> {
     actix_web::rt::System::new().block_on(async move {
-        let app = gridd::Application::build(config)
-            .await
-            .map_err(|e| e.to_string())?;
+        let app = gridd::Application::build(config).await.map_err(|e| e.to_string())?;
         app.run_until_stopped().await.map_err(|e| e.to_string())
     })
 }

@@ -133,11 +133,7 @@ fn key_spec(req: CreateKeyRequest) -> ApiResult<KeySpec> {
             )))
         }
     };
-    Ok(KeySpec {
-        name,
-        user: req.user,
-        kind,
-    })
+    Ok(KeySpec { name, user: req.user, kind })
 }
 
 #[utoipa::path(tag = "admin", request_body = CreateKeyRequest, responses((status = 201, body = KeyBody)))]
@@ -156,10 +152,7 @@ async fn create_key(
 #[get("/admin/v1/api-keys")]
 async fn list_keys(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResponse> {
     let keys = exec(&state, move |s| s.list_keys(&p)).await??;
-    ok(&keys
-        .iter()
-        .map(|k| KeyBody::new(k, None))
-        .collect::<Vec<_>>())
+    ok(&keys.iter().map(|k| KeyBody::new(k, None)).collect::<Vec<_>>())
 }
 
 #[utoipa::path(tag = "admin", responses((status = 204)))]

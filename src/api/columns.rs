@@ -31,13 +31,7 @@ async fn change(
 ) -> ApiResult<SchemaChanged> {
     p.require_tier(needed_tier)?;
     let route = view_route(state, p, view_id, Privilege::Manage)?;
-    route
-        .addr
-        .send(ChangeSchema {
-            view_id: view_id.to_owned(),
-            change,
-        })
-        .await?
+    route.addr.send(ChangeSchema { view_id: view_id.to_owned(), change }).await?
 }
 
 #[utoipa::path(tag = "columns", responses((status = 200, body = ColumnBody)))]
@@ -61,14 +55,9 @@ async fn create_column(
     view_id: web::Path<String>,
     body: web::Json<ColumnRequest>,
 ) -> ApiResult<HttpResponse> {
-    let changed = change(
-        &state,
-        &p,
-        &view_id,
-        Tier::Team,
-        SchemaChange::CreateColumn(body.into_inner()),
-    )
-    .await?;
+    let changed =
+        change(&state, &p, &view_id, Tier::Team, SchemaChange::CreateColumn(body.into_inner()))
+            .await?;
     created(&render_column(&changed.schema, &view_id, &changed.subject)?)
 }
 
@@ -82,14 +71,9 @@ async fn update_column(
 ) -> ApiResult<HttpResponse> {
     let (view_id, column_id) = path.into_inner();
     let request = body.into_inner();
-    let changed = change(
-        &state,
-        &p,
-        &view_id,
-        Tier::Team,
-        SchemaChange::UpdateColumn { column_id, request },
-    )
-    .await?;
+    let changed =
+        change(&state, &p, &view_id, Tier::Team, SchemaChange::UpdateColumn { column_id, request })
+            .await?;
     ok(&render_column(&changed.schema, &view_id, &changed.subject)?)
 }
 
@@ -101,14 +85,7 @@ async fn delete_column(
     path: web::Path<(String, String)>,
 ) -> ApiResult<HttpResponse> {
     let (view_id, column_id) = path.into_inner();
-    change(
-        &state,
-        &p,
-        &view_id,
-        Tier::Team,
-        SchemaChange::DeleteColumn { column_id },
-    )
-    .await?;
+    change(&state, &p, &view_id, Tier::Team, SchemaChange::DeleteColumn { column_id }).await?;
     no_content()
 }
 
@@ -120,14 +97,9 @@ async fn add_column_to_view(
     path: web::Path<(String, String)>,
 ) -> ApiResult<HttpResponse> {
     let (view_id, column_id) = path.into_inner();
-    let changed = change(
-        &state,
-        &p,
-        &view_id,
-        Tier::Enterprise,
-        SchemaChange::AddColumnToView { column_id },
-    )
-    .await?;
+    let changed =
+        change(&state, &p, &view_id, Tier::Enterprise, SchemaChange::AddColumnToView { column_id })
+            .await?;
     ok(&render_column(&changed.schema, &view_id, &changed.subject)?)
 }
 

@@ -21,11 +21,7 @@ pub struct DatabaseBody {
 
 impl From<&Database> for DatabaseBody {
     fn from(d: &Database) -> DatabaseBody {
-        DatabaseBody {
-            id: d.id.clone(),
-            name: d.name.clone(),
-            project_id: d.project_id.clone(),
-        }
+        DatabaseBody { id: d.id.clone(), name: d.name.clone(), project_id: d.project_id.clone() }
     }
 }
 
@@ -59,10 +55,7 @@ async fn get_database(
     p: Principal,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let db = exec(&state, move |s| {
-        s.database(&p, &id, Privilege::Read).cloned()
-    })
-    .await??;
+    let db = exec(&state, move |s| s.database(&p, &id, Privilege::Read).cloned()).await??;
     ok(&DatabaseBody::from(&db))
 }
 

@@ -29,13 +29,7 @@ async fn change(
 ) -> ApiResult<SchemaChanged> {
     p.require_tier(Tier::Team)?;
     let route = view_route(state, p, view_id, Privilege::Manage)?;
-    route
-        .addr
-        .send(ChangeSchema {
-            view_id: view_id.to_owned(),
-            change,
-        })
-        .await?
+    route.addr.send(ChangeSchema { view_id: view_id.to_owned(), change }).await?
 }
 
 #[utoipa::path(tag = "dependencies", responses((status = 200, body = [DependencyBody])))]
@@ -47,11 +41,7 @@ async fn list_dependencies(
 ) -> ApiResult<HttpResponse> {
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
     let schema = route.addr.send(ReadSchema).await?;
-    ok(&schema
-        .dependencies
-        .iter()
-        .map(DependencyBody::from)
-        .collect::<Vec<_>>())
+    ok(&schema.dependencies.iter().map(DependencyBody::from).collect::<Vec<_>>())
 }
 
 #[utoipa::path(tag = "dependencies", responses((status = 200, body = DependencyBody)))]
@@ -75,13 +65,8 @@ async fn create_dependency(
     view_id: web::Path<String>,
     body: web::Json<DependencyRequest>,
 ) -> ApiResult<HttpResponse> {
-    let changed = change(
-        &state,
-        &p,
-        &view_id,
-        SchemaChange::CreateDependency(body.into_inner()),
-    )
-    .await?;
+    let changed =
+        change(&state, &p, &view_id, SchemaChange::CreateDependency(body.into_inner())).await?;
     created(&render(&changed.schema, &changed.subject)?)
 }
 
@@ -95,16 +80,9 @@ async fn update_dependency(
 ) -> ApiResult<HttpResponse> {
     let (view_id, dependency_id) = path.into_inner();
     let request = body.into_inner();
-    let changed = change(
-        &state,
-        &p,
-        &view_id,
-        SchemaChange::UpdateDependency {
-            dependency_id,
-            request,
-        },
-    )
-    .await?;
+    let changed =
+        change(&state, &p, &view_id, SchemaChange::UpdateDependency { dependency_id, request })
+            .await?;
     ok(&render(&changed.schema, &changed.subject)?)
 }
 
@@ -116,13 +94,7 @@ async fn delete_dependency(
     path: web::Path<(String, String)>,
 ) -> ApiResult<HttpResponse> {
     let (view_id, dependency_id) = path.into_inner();
-    change(
-        &state,
-        &p,
-        &view_id,
-        SchemaChange::DeleteDependency { dependency_id },
-    )
-    .await?;
+    change(&state, &p, &view_id, SchemaChange::DeleteDependency { dependency_id }).await?;
     no_content()
 }
 

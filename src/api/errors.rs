@@ -69,14 +69,8 @@ fn rewrite(res: ServiceResponse<BoxBody>, path: &str) -> ServiceResponse<BoxBody
     };
     let api = to_api_error(err);
     let mut response = error_response(&api, path);
-    if let Some(retry) = res
-        .response()
-        .headers()
-        .get(actix_web::http::header::RETRY_AFTER)
-    {
-        response
-            .headers_mut()
-            .insert(actix_web::http::header::RETRY_AFTER, retry.clone());
+    if let Some(retry) = res.response().headers().get(actix_web::http::header::RETRY_AFTER) {
+        response.headers_mut().insert(actix_web::http::header::RETRY_AFTER, retry.clone());
     }
     res.into_response(response)
 }
@@ -129,10 +123,7 @@ fn json_error(err: &JsonPayloadError) -> ApiError {
             format!("The request body is larger than {limit} bytes."),
         ),
         JsonPayloadError::Deserialize(e) if e.is_eof() && e.line() == 1 && e.column() == 0 => {
-            ApiError::new(
-                ErrorCode::RequestBodyMissing,
-                "The request body is missing.",
-            )
+            ApiError::new(ErrorCode::RequestBodyMissing, "The request body is missing.")
         }
         JsonPayloadError::Deserialize(e) => {
             ApiError::bad_request(format!("The request body is invalid: {e}"))
@@ -143,23 +134,20 @@ fn json_error(err: &JsonPayloadError) -> ApiError {
 
 /// `JsonConfig` error handler: keeps the actix error typed so the middleware maps it.
 pub fn json_config(limit: usize) -> web::JsonConfig {
-    web::JsonConfig::default()
-        .limit(limit)
-        .error_handler(|err, req: &HttpRequest| {
-            let empty = req
-                .headers()
-                .get(actix_web::http::header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .is_none_or(|v| v == "0");
-            let api = match &err {
-                JsonPayloadError::ContentType if empty => ApiError::new(
-                    ErrorCode::RequestBodyMissing,
-                    "The request body is missing.",
-                ),
-                other => json_error(other),
-            };
-            api.into()
-        })
+    web::JsonConfig::default().limit(limit).error_handler(|err, req: &HttpRequest| {
+        let empty = req
+            .headers()
+            .get(actix_web::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_none_or(|v| v == "0");
+        let api = match &err {
+            JsonPayloadError::ContentType if empty => {
+                ApiError::new(ErrorCode::RequestBodyMissing, "The request body is missing.")
+            }
+            other => json_error(other),
+        };
+        api.into()
+    })
 }
 
 pub fn query_config() -> web::QueryConfig {
@@ -182,8 +170,5 @@ pub async fn fallback(req: HttpRequest, state: web::Data<AppState>) -> ApiResult
             format!("Method {} is not allowed on {path}.", req.method()),
         ));
     }
-    Err(ApiError::new(
-        ErrorCode::NotFound,
-        format!("No route matches {path}."),
-    ))
+    Err(ApiError::new(ErrorCode::NotFound, format!("No route matches {path}.")))
 }

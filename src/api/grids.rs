@@ -14,7 +14,6 @@ use crate::catalog::model::{Grid, GridStatus, RecordIdentifierType};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::ReadSchema;
 use crate::grid::columns::{build_column, ColumnRequest};
-use crate::grid::ops::{GridOp, GridState};
 use crate::grid::render::{view_columns, ColumnBody};
 use crate::grid::schema::Schema;
 use crate::state::AppState;
@@ -143,13 +142,7 @@ async fn initial_columns(
     for (i, column) in req.columns.iter().enumerate() {
         let built = build_column(&schema, column)
             .map_err(|e| ApiError::new(e.code, format!("columns[{i}]: {}", e.message)))?;
-        let mut state = GridState { schema };
-        state.apply(&GridOp::CreateColumn {
-            column: built,
-            view_id: None,
-            editable: true,
-        });
-        schema = state.schema;
+        schema.columns.push(built);
     }
     Ok(schema)
 }
@@ -189,7 +182,10 @@ async fn create_grid(
         columns: schema.columns,
     };
     let pc = p.clone();
-    let grid = exec(&state, move |s| s.create_grid(&pc, &db, spec)).await??;
+    let (grid, durable) = exec(&state, move |s| s.create_grid(&pc, &db, spec)).await??;
+    durable.await.map_err(|err| {
+        ApiError::new(ErrorCode::ServiceUnavailable, format!("The new grid was not logged: {err}"))
+    })?;
     let schema = master_schema(&state, &p, &grid.id).await?;
     created(&grid_body(&grid, Some(&schema)))
 }
@@ -206,10 +202,7 @@ async fn update_grid(
     let id = id.into_inner();
     let req = body.into_inner();
     let (pc, idc) = (p.clone(), id.clone());
-    let grid = exec(&state, move |s| {
-        s.update_grid(&pc, &idc, req.name, req.metadata)
-    })
-    .await??;
+    let grid = exec(&state, move |s| s.update_grid(&pc, &idc, req.name, req.metadata)).await??;
     let schema = master_schema(&state, &p, &id).await?;
     ok(&grid_body(&grid, Some(&schema)))
 }

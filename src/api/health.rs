@@ -9,10 +9,7 @@ use crate::state::AppState;
 #[get("/healthz")]
 async fn healthz(state: web::Data<AppState>) -> HttpResponse {
     if state.supervisor.connected() {
-        super::json_response(
-            actix_web::http::StatusCode::OK,
-            &serde_json::json!({"status": "ok"}),
-        )
+        super::json_response(actix_web::http::StatusCode::OK, &serde_json::json!({"status": "ok"}))
     } else {
         super::json_response(
             actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -24,9 +21,7 @@ async fn healthz(state: web::Data<AppState>) -> HttpResponse {
 #[utoipa::path(tag = "server", responses((status = 200, description = "this server's OpenAPI 3 description")))]
 #[get("/v1/openapi.json")]
 async fn openapi(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(state.openapi_json.to_string())
+    HttpResponse::Ok().content_type("application/json").body(state.openapi_json.to_string())
 }
 
 pub fn configure(cfg: &mut ServiceConfig<'_>) {

@@ -9,6 +9,7 @@ pub mod errors;
 pub mod grids;
 pub mod health;
 pub mod projects;
+pub mod records;
 pub mod tasks;
 pub mod views;
 
@@ -33,6 +34,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     views::configure(cfg);
     columns::configure(cfg);
     dependencies::configure(cfg);
+    records::configure(cfg);
     tasks::configure(cfg);
     admin::configure(cfg);
 }
@@ -40,9 +42,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 /// A JSON response with exactly `Content-Type: application/json`.
 pub fn json_response<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> HttpResponse {
     match serde_json::to_vec(body) {
-        Ok(bytes) => HttpResponseBuilder::new(status)
-            .content_type("application/json")
-            .body(bytes),
+        Ok(bytes) => HttpResponseBuilder::new(status).content_type("application/json").body(bytes),
         Err(err) => {
             tracing::error!(error = %err, "response serialization failed");
             HttpResponseBuilder::new(StatusCode::INTERNAL_SERVER_ERROR)
@@ -101,8 +101,5 @@ pub fn branch_route(
 
 /// A required query parameter, or 400 requestParameterMissing naming it.
 pub fn required<'a>(value: &'a Option<String>, name: &str) -> ApiResult<&'a str> {
-    value
-        .as_deref()
-        .filter(|v| !v.is_empty())
-        .ok_or_else(|| ApiError::missing_parameter(name))
+    value.as_deref().filter(|v| !v.is_empty()).ok_or_else(|| ApiError::missing_parameter(name))
 }

@@ -56,10 +56,7 @@ async fn get_project(
     p: Principal,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let project = exec(&state, move |s| {
-        s.project(&p, &id, Privilege::Read).cloned()
-    })
-    .await??;
+    let project = exec(&state, move |s| s.project(&p, &id, Privilege::Read).cloned()).await??;
     ok(&ProjectBody::from(&project))
 }
 
@@ -71,10 +68,8 @@ async fn create_project(
     body: web::Json<ProjectRequest>,
 ) -> ApiResult<HttpResponse> {
     let body = body.into_inner();
-    let project = exec(&state, move |s| {
-        s.create_project(&p, &body.name, body.description)
-    })
-    .await??;
+    let project =
+        exec(&state, move |s| s.create_project(&p, &body.name, body.description)).await??;
     ok(&ProjectBody::from(&project))
 }
 
@@ -84,10 +79,8 @@ async fn rename(
     id: String,
     body: ProjectRequest,
 ) -> ApiResult<HttpResponse> {
-    let project = exec(&state, move |s| {
-        s.rename_project(&p, &id, &body.name, body.description)
-    })
-    .await??;
+    let project =
+        exec(&state, move |s| s.rename_project(&p, &id, &body.name, body.description)).await??;
     ok(&ProjectBody::from(&project))
 }
 

@@ -48,10 +48,7 @@ pub struct ViewSummary {
 /// The grid status shown with a view.
 pub async fn grid_status(state: &AppState, route: &BranchRoute) -> ApiResult<&'static str> {
     let branch_id = route.branch_id.clone();
-    let status = exec(state, move |s| {
-        s.branch_record(&branch_id).map(|b| b.status)
-    })
-    .await?;
+    let status = exec(state, move |s| s.branch_record(&branch_id).map(|b| b.status)).await?;
     Ok(status_str(status.unwrap_or_default()))
 }
 
@@ -137,29 +134,12 @@ async fn create_view(
         .grid_id
         .filter(|s| !s.is_empty())
         .ok_or_else(|| ApiError::bad_request("gridId is required."))?;
-    let name = req
-        .name
-        .ok_or_else(|| ApiError::bad_request("The view name is required."))?;
-    let route: Arc<BranchRoute> = branch_route(
-        &state,
-        &p,
-        &grid_id,
-        Privilege::Manage,
-        grid_not_found(&grid_id),
-    )?;
+    let name = req.name.ok_or_else(|| ApiError::bad_request("The view name is required."))?;
+    let route: Arc<BranchRoute> =
+        branch_route(&state, &p, &grid_id, Privilege::Manage, grid_not_found(&grid_id))?;
     let view_id = ids::generate();
-    let change = SchemaChange::CreateView {
-        id: view_id.clone(),
-        name,
-        columns: req.columns,
-    };
-    let changed = route
-        .addr
-        .send(ChangeSchema {
-            view_id: view_id.clone(),
-            change,
-        })
-        .await??;
+    let change = SchemaChange::CreateView { id: view_id.clone(), name, columns: req.columns };
+    let changed = route.addr.send(ChangeSchema { view_id: view_id.clone(), change }).await??;
     let (branch, vid) = (route.branch_id.clone(), view_id.clone());
     exec(&state, move |s| s.register_view(&branch, &vid)).await?;
     let view = changed
@@ -182,18 +162,12 @@ async fn delete_view(
     let route = view_route(&state, &p, &id, Privilege::Manage)?;
     route
         .addr
-        .send(ChangeSchema {
-            view_id: id.clone(),
-            change: SchemaChange::DeleteView,
-        })
+        .send(ChangeSchema { view_id: id.clone(), change: SchemaChange::DeleteView })
         .await??;
     exec(&state, move |s| s.unregister_view(&id)).await?;
     no_content()
 }
 
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
-    cfg.service(list_views)
-        .service(get_view)
-        .service(create_view)
-        .service(delete_view);
+    cfg.service(list_views).service(get_view).service(create_view).service(delete_view);
 }

@@ -86,12 +86,7 @@ pub struct Access {
 
 impl Access {
     pub fn everything() -> Access {
-        Access {
-            all: true,
-            projects: Vec::new(),
-            databases: Vec::new(),
-            grids: Vec::new(),
-        }
+        Access { all: true, projects: Vec::new(), databases: Vec::new(), grids: Vec::new() }
     }
 
     /// Whether a resource under the given project / database / grid is reachable.
@@ -107,13 +102,8 @@ impl Access {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum KeyKind {
-    Company {
-        privileges: Vec<Privilege>,
-        access: Access,
-    },
-    View {
-        view_id: String,
-    },
+    Company { privileges: Vec<Privilege>, access: Access },
+    View { view_id: String },
 }
 
 /// A key as the catalogue stores it: never the secret, only its SHA-256.
@@ -222,10 +212,7 @@ mod tests {
         let ring = KeyRing::default();
         let k = key("s3cret");
         ring.insert(k.clone());
-        assert_eq!(
-            ring.find("s3cret").map(|k| k.id.clone()),
-            Some("k1".to_owned())
-        );
+        assert_eq!(ring.find("s3cret").map(|k| k.id.clone()), Some("k1".to_owned()));
         assert!(ring.find("other").is_none());
         ring.remove(&k.hash);
         assert!(ring.find("s3cret").is_none());

@@ -58,9 +58,7 @@ impl Principal {
         if self.key.admin {
             Ok(())
         } else {
-            Err(ApiError::access_denied(
-                "Only the server's admin key may manage companies.",
-            ))
+            Err(ApiError::access_denied("Only the server's admin key may manage companies."))
         }
     }
 
@@ -119,9 +117,7 @@ impl Principal {
                 if reachable {
                     Ok(())
                 } else {
-                    Err(ApiError::access_denied(
-                        "This key has no access to this resource.",
-                    ))
+                    Err(ApiError::access_denied("This key has no access to this resource."))
                 }
             }
         }
@@ -153,16 +149,15 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Principal> {
         .get(actix_web::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "Missing Authorization header."))?;
-    let secret = header
-        .strip_prefix("ApiKey ")
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::Unauthorized,
-                "The Authorization header must be 'ApiKey <key>'.",
-            )
-        })?;
+    let secret =
+        header.strip_prefix("ApiKey ").map(str::trim).filter(|s| !s.is_empty()).ok_or_else(
+            || {
+                ApiError::new(
+                    ErrorCode::Unauthorized,
+                    "The Authorization header must be 'ApiKey <key>'.",
+                )
+            },
+        )?;
     let key = state
         .keys
         .find(secret)

@@ -14,10 +14,14 @@ use super::supervisor::Supervisor;
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::Shutdown;
-use crate::grid::ops::GridState;
-use crate::grid::schema::ColumnDef;
+use crate::grid::ops::{GridOp, GridState};
+use crate::grid::schema::{ColumnDef, ViewDef};
+use crate::grid::store::RecordIdentity;
 use crate::grid::GridActor;
 use crate::ids;
+use crate::persist::entry::WalEntry;
+use crate::persist::recovery::BranchSeed;
+use crate::persist::wal::Durable;
 
 /// The most metadata keys a grid may carry.
 pub const MAX_METADATA_KEYS: usize = 50;
@@ -67,14 +71,19 @@ impl Supervisor {
         self.branches.get(id)
     }
 
-    pub fn create_grid(&mut self, p: &Principal, db_id: &str, spec: NewGrid) -> ApiResult<Grid> {
+    /// Creates a grid and its master branch; the returned future resolves when the branch's
+    /// initial state is durable in the WAL.
+    pub fn create_grid(
+        &mut self,
+        p: &Principal,
+        db_id: &str,
+        spec: NewGrid,
+    ) -> ApiResult<(Grid, Durable)> {
         let db = self.database(p, db_id, Privilege::Manage)?.clone();
         check_metadata(&spec.metadata)?;
         let name = spec.name.trim();
         if name.chars().count() > 255 {
-            return Err(ApiError::bad_request(
-                "The grid name is longer than 255 characters.",
-            ));
+            return Err(ApiError::bad_request("The grid name is longer than 255 characters."));
         }
         let now = now_timestamp();
         let id = ids::generate();
@@ -83,11 +92,7 @@ impl Supervisor {
             company_id: db.company_id.clone(),
             project_id: db.project_id.clone(),
             database_id: db.id.clone(),
-            name: if name.is_empty() {
-                "Untitled grid".to_owned()
-            } else {
-                name.to_owned()
-            },
+            name: if name.is_empty() { "Untitled grid".to_owned() } else { name.to_owned() },
             metadata: spec.metadata,
             record_identifier_type: spec.record_identifier_type,
             default_access_view_id: ids::generate(),
@@ -107,11 +112,32 @@ impl Supervisor {
             CatalogChange::put(EntityKind::Grid, &grid.id, &grid),
             CatalogChange::put(EntityKind::Branch, &master.id, &master),
         ])?;
-        let state = GridState::new(&master.default_access_view_id, spec.columns);
+        let mut ops = vec![GridOp::CreateView(ViewDef {
+            id: master.default_access_view_id.clone(),
+            name: "Default view".to_owned(),
+            is_default: true,
+            columns: Vec::new(),
+        })];
+        ops.extend(spec.columns.into_iter().map(|column| GridOp::CreateColumn {
+            column,
+            view_id: None,
+            editable: true,
+        }));
+        let entry = WalEntry { branch_id: master.id.clone(), ops };
+        let appended = self.wal.append(entry.encode()).map_err(|err| {
+            ApiError::new(
+                ErrorCode::ServiceUnavailable,
+                format!("The new grid could not be logged: {err}"),
+            )
+        })?;
+        let mut state = GridState::empty(identity(grid.record_identifier_type));
+        for op in &entry.ops {
+            state.apply(op);
+        }
         self.start_branch(&grid, &master, state);
         self.grids.insert(grid.id.clone(), grid.clone());
         self.branches.insert(master.id.clone(), master);
-        Ok(grid)
+        Ok((grid, appended.durable))
     }
 
     /// Renames a grid and merges metadata (a `None` value removes that key).
@@ -126,9 +152,7 @@ impl Supervisor {
         if let Some(name) = name {
             let name = name.trim();
             if name.is_empty() || name.chars().count() > 255 {
-                return Err(ApiError::bad_request(
-                    "The grid name must be 1 to 255 characters.",
-                ));
+                return Err(ApiError::bad_request("The grid name must be 1 to 255 characters."));
             }
             grid.name = name.to_owned();
         }
@@ -167,12 +191,8 @@ impl Supervisor {
     }
 
     pub(super) fn forget_grid(&mut self, id: &str) {
-        let branch_ids: Vec<String> = self
-            .branches
-            .values()
-            .filter(|b| b.grid_id == id)
-            .map(|b| b.id.clone())
-            .collect();
+        let branch_ids: Vec<String> =
+            self.branches.values().filter(|b| b.grid_id == id).map(|b| b.id.clone()).collect();
         for branch_id in branch_ids {
             if let Some(route) = self.routes.remove_branch(&branch_id) {
                 route.addr.do_send(Shutdown);
@@ -192,8 +212,9 @@ impl Supervisor {
         let view_ids: Vec<String> = state.schema.views.iter().map(|v| v.id.clone()).collect();
         let (grid_id, branch_id) = (grid.id.clone(), branch.id.clone());
         let arbiter = self.next_arbiter();
+        let wal = self.wal.clone();
         let addr = GridActor::start_in_arbiter(&arbiter, move |_| {
-            GridActor::with_state(&grid_id, &branch_id, state)
+            GridActor::with_state(&grid_id, &branch_id, state, wal)
         });
         let route = Arc::new(BranchRoute {
             addr,
@@ -203,9 +224,7 @@ impl Supervisor {
             grid_id: grid.id.clone(),
             branch_id: branch.id.clone(),
         });
-        self.routes
-            .branches
-            .insert(branch.id.clone(), route.clone());
+        self.routes.branches.insert(branch.id.clone(), route.clone());
         for view_id in view_ids {
             self.routes.views.insert(view_id, route.clone());
         }
@@ -221,9 +240,13 @@ impl Supervisor {
                 tracing::warn!(branch = %branch.id, "branch without a grid ignored");
                 continue;
             };
-            let state = states
-                .remove(&branch.id)
-                .unwrap_or_else(|| GridState::new(&branch.default_access_view_id, Vec::new()));
+            let state = states.remove(&branch.id).unwrap_or_else(|| {
+                GridState::new(
+                    &branch.default_access_view_id,
+                    Vec::new(),
+                    identity(grid.record_identifier_type),
+                )
+            });
             self.start_branch(&grid, &branch, state);
         }
     }
@@ -237,6 +260,29 @@ impl Supervisor {
 
     pub fn unregister_view(&mut self, view_id: &str) {
         self.routes.views.remove(view_id);
+    }
+
+    /// What recovery needs to rebuild each branch.
+    pub fn branch_seeds(&self) -> Vec<BranchSeed> {
+        self.branches
+            .values()
+            .filter_map(|b| {
+                let grid = self.grids.get(&b.grid_id)?;
+                Some(BranchSeed {
+                    branch_id: b.id.clone(),
+                    identity: identity(grid.record_identifier_type),
+                    default_view_id: b.default_access_view_id.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// How the store identifies records of a grid of this type.
+pub fn identity(t: RecordIdentifierType) -> RecordIdentity {
+    match t {
+        RecordIdentifierType::RecordId => RecordIdentity::RecordId,
+        RecordIdentifierType::PathTagRecordId => RecordIdentity::PathAndId,
     }
 }
 

@@ -130,7 +130,5 @@ pub struct Task {
 
 /// Current time as the API writes timestamps: ISO 8601, milliseconds, UTC offset.
 pub fn now_timestamp() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.3f+00:00")
-        .to_string()
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3f+00:00").to_string()
 }

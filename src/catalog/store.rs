@@ -35,32 +35,18 @@ impl EntityKind {
 /// One entity written or removed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CatalogChange {
-    Put {
-        kind: EntityKind,
-        id: String,
-        json: Vec<u8>,
-    },
-    Delete {
-        kind: EntityKind,
-        id: String,
-    },
+    Put { kind: EntityKind, id: String, json: Vec<u8> },
+    Delete { kind: EntityKind, id: String },
 }
 
 impl CatalogChange {
     pub fn put<T: Serialize>(kind: EntityKind, id: &str, value: &T) -> CatalogChange {
         let json = serde_json::to_vec(value).expect("catalogue entities always serialize");
-        CatalogChange::Put {
-            kind,
-            id: id.to_owned(),
-            json,
-        }
+        CatalogChange::Put { kind, id: id.to_owned(), json }
     }
 
     pub fn delete(kind: EntityKind, id: &str) -> CatalogChange {
-        CatalogChange::Delete {
-            kind,
-            id: id.to_owned(),
-        }
+        CatalogChange::Delete { kind, id: id.to_owned() }
     }
 }
 
@@ -69,10 +55,7 @@ pub enum StoreError {
     #[error("catalogue storage failed: {0}")]
     Storage(#[from] sled::Error),
     #[error("catalogue entry {key} is unreadable: {source}")]
-    Corrupt {
-        key: String,
-        source: serde_json::Error,
-    },
+    Corrupt { key: String, source: serde_json::Error },
 }
 
 /// Persistence of catalogue entities.
@@ -161,9 +144,7 @@ mod tests {
                 CatalogChange::put(EntityKind::Database, "d1", &"db"),
             ])
             .expect("apply");
-        store
-            .apply(&[CatalogChange::delete(EntityKind::Project, "p1")])
-            .expect("apply");
+        store.apply(&[CatalogChange::delete(EntityKind::Project, "p1")]).expect("apply");
         let projects: Vec<String> = load_all(&store, EntityKind::Project).expect("load");
         assert_eq!(projects, vec!["two".to_owned()]);
         let dbs: Vec<String> = load_all(&store, EntityKind::Database).expect("load");

@@ -15,6 +15,7 @@ use super::routes::Routes;
 use super::store::{load_all, CatalogChange, CatalogStore, EntityKind, StoreError};
 use crate::auth::{ApiKey, KeyRing};
 use crate::error::{ApiError, ApiResult};
+use crate::persist::wal::WalHandle;
 
 /// The catalogue and everything the supervisor needs to change it.
 pub struct Supervisor {
@@ -28,6 +29,7 @@ pub struct Supervisor {
     pub(super) store: Box<dyn CatalogStore>,
     pub(super) keyring: Arc<KeyRing>,
     pub(super) routes: Arc<Routes>,
+    pub(super) wal: WalHandle,
     arbiters: Vec<ArbiterHandle>,
     next_arbiter: usize,
 }
@@ -39,6 +41,7 @@ impl Supervisor {
         keyring: Arc<KeyRing>,
         routes: Arc<Routes>,
         arbiters: Vec<ArbiterHandle>,
+        wal: WalHandle,
     ) -> Result<Supervisor, StoreError> {
         let companies: Vec<Company> = load_all(store.as_ref(), EntityKind::Company)?;
         let projects: Vec<Project> = load_all(store.as_ref(), EntityKind::Project)?;
@@ -64,6 +67,7 @@ impl Supervisor {
             store,
             keyring,
             routes,
+            wal,
             arbiters,
             next_arbiter: 0,
         };
@@ -73,18 +77,12 @@ impl Supervisor {
 
     /// sled scans in key order; the API lists in creation order.
     fn sort_by_creation(&mut self) {
-        self.projects
-            .sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
-        self.databases
-            .sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
-        self.grids
-            .sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
-        self.branches
-            .sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
-        self.keys
-            .sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
-        self.tasks
-            .sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
+        self.projects.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
+        self.databases.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
+        self.grids.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
+        self.branches.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
+        self.keys.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
+        self.tasks.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
     }
 
     /// Persists a change set; memory is changed by the caller only after this succeeds.

@@ -30,9 +30,7 @@ const MAX_NAME_CHARS: usize = 255;
 fn check_name(name: &str, what: &str) -> ApiResult<String> {
     let name = name.trim();
     if name.is_empty() {
-        return Err(ApiError::bad_request(format!(
-            "The {what} name is required."
-        )));
+        return Err(ApiError::bad_request(format!("The {what} name is required.")));
     }
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(ApiError::bad_request(format!(
@@ -60,12 +58,7 @@ impl Supervisor {
         if self.keyring.find(secret).is_some() {
             return Ok(None);
         }
-        let company_id = self
-            .companies
-            .keys()
-            .next()
-            .cloned()
-            .expect("catalogue is not empty");
+        let company_id = self.companies.keys().next().cloned().expect("catalogue is not empty");
         let key = owner_key(&company_id, secret, true);
         self.commit(&[CatalogChange::put(EntityKind::Key, &key.id, &key)])?;
         self.keyring.insert(key.clone());
@@ -102,9 +95,7 @@ impl Supervisor {
             name: "Default database".to_owned(),
             created_time: now,
         };
-        let secret = secret
-            .map(str::to_owned)
-            .unwrap_or_else(ids::generate_secret);
+        let secret = secret.map(str::to_owned).unwrap_or_else(ids::generate_secret);
         let key = owner_key(&company.id, &secret, admin);
         self.commit(&[
             CatalogChange::put(EntityKind::Company, &company.id, &company),
@@ -156,49 +147,23 @@ impl Supervisor {
     pub fn delete_company(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
         p.require_admin()?;
         if !self.companies.contains_key(id) {
-            return Err(ApiError::not_found(
-                ErrorCode::CompanyIsNotFound,
-                "Company",
-                id,
-            ));
+            return Err(ApiError::not_found(ErrorCode::CompanyIsNotFound, "Company", id));
         }
         if p.company_id() == id {
-            return Err(ApiError::bad_request(
-                "The admin key's own company cannot be deleted.",
-            ));
+            return Err(ApiError::bad_request("The admin key's own company cannot be deleted."));
         }
-        let project_ids: Vec<String> = self
-            .projects
-            .values()
-            .filter(|x| x.company_id == id)
-            .map(|x| x.id.clone())
-            .collect();
+        let project_ids: Vec<String> =
+            self.projects.values().filter(|x| x.company_id == id).map(|x| x.id.clone()).collect();
         let mut changes = vec![CatalogChange::delete(EntityKind::Company, id)];
         for project in &project_ids {
             changes.extend(self.project_deletion(project));
         }
-        let key_ids: Vec<String> = self
-            .keys
-            .values()
-            .filter(|k| k.company_id == id)
-            .map(|k| k.id.clone())
-            .collect();
-        changes.extend(
-            key_ids
-                .iter()
-                .map(|k| CatalogChange::delete(EntityKind::Key, k)),
-        );
-        let task_ids: Vec<String> = self
-            .tasks
-            .values()
-            .filter(|t| t.company_id == id)
-            .map(|t| t.id.clone())
-            .collect();
-        changes.extend(
-            task_ids
-                .iter()
-                .map(|t| CatalogChange::delete(EntityKind::Task, t)),
-        );
+        let key_ids: Vec<String> =
+            self.keys.values().filter(|k| k.company_id == id).map(|k| k.id.clone()).collect();
+        changes.extend(key_ids.iter().map(|k| CatalogChange::delete(EntityKind::Key, k)));
+        let task_ids: Vec<String> =
+            self.tasks.values().filter(|t| t.company_id == id).map(|t| t.id.clone()).collect();
+        changes.extend(task_ids.iter().map(|t| CatalogChange::delete(EntityKind::Task, t)));
         self.commit(&changes)?;
         for project in &project_ids {
             self.forget_project(project);
@@ -217,28 +182,18 @@ impl Supervisor {
     // ---- projects ----
 
     fn project_scope<'a>(project: &'a Project) -> Scope<'a> {
-        Scope {
-            company: &project.company_id,
-            project: Some(&project.id),
-            ..Scope::default()
-        }
+        Scope { company: &project.company_id, project: Some(&project.id), ..Scope::default() }
     }
 
     pub fn list_projects(&self, p: &Principal) -> ApiResult<Vec<Project>> {
         p.require_company_privilege(Privilege::Read)?;
-        Ok(self
-            .projects
-            .values()
-            .filter(|x| p.sees(&Self::project_scope(x)))
-            .cloned()
-            .collect())
+        Ok(self.projects.values().filter(|x| p.sees(&Self::project_scope(x))).cloned().collect())
     }
 
     pub fn project(&self, p: &Principal, id: &str, needed: Privilege) -> ApiResult<&Project> {
         let not_found = || ApiError::not_found(ErrorCode::ProjectIsNotFound, "Project", id);
         let project = self.projects.get(id).ok_or_else(not_found)?;
-        p.require_company_privilege(Privilege::Read)
-            .map_err(|_| not_found())?;
+        p.require_company_privilege(Privilege::Read).map_err(|_| not_found())?;
         p.authorize(&Self::project_scope(project), needed, not_found)?;
         Ok(project)
     }
@@ -257,11 +212,7 @@ impl Supervisor {
             description: description.unwrap_or_default(),
             created_time: now_timestamp(),
         };
-        self.commit(&[CatalogChange::put(
-            EntityKind::Project,
-            &project.id,
-            &project,
-        )])?;
+        self.commit(&[CatalogChange::put(EntityKind::Project, &project.id, &project)])?;
         self.projects.insert(project.id.clone(), project.clone());
         Ok(project)
     }
@@ -300,12 +251,8 @@ impl Supervisor {
     }
 
     fn forget_project(&mut self, id: &str) {
-        let dbs: Vec<String> = self
-            .databases
-            .values()
-            .filter(|d| d.project_id == id)
-            .map(|d| d.id.clone())
-            .collect();
+        let dbs: Vec<String> =
+            self.databases.values().filter(|d| d.project_id == id).map(|d| d.id.clone()).collect();
         for db in dbs {
             self.forget_database(&db);
         }
@@ -344,8 +291,7 @@ impl Supervisor {
     pub fn database(&self, p: &Principal, id: &str, needed: Privilege) -> ApiResult<&Database> {
         let not_found = || ApiError::not_found(ErrorCode::DatabaseIsNotFound, "Database", id);
         let db = self.databases.get(id).ok_or_else(not_found)?;
-        p.require_company_privilege(Privilege::Read)
-            .map_err(|_| not_found())?;
+        p.require_company_privilege(Privilege::Read).map_err(|_| not_found())?;
         p.authorize(&Self::database_scope(db), needed, not_found)?;
         Ok(db)
     }
@@ -394,12 +340,8 @@ impl Supervisor {
     }
 
     fn forget_database(&mut self, id: &str) {
-        let grids: Vec<String> = self
-            .grids
-            .values()
-            .filter(|g| g.database_id == id)
-            .map(|g| g.id.clone())
-            .collect();
+        let grids: Vec<String> =
+            self.grids.values().filter(|g| g.database_id == id).map(|g| g.id.clone()).collect();
         for grid in grids {
             self.forget_grid(&grid);
         }
@@ -412,21 +354,17 @@ impl Supervisor {
         p.require_company_privilege(Privilege::Owner)?;
         let name = check_name(&spec.name, "key")?;
         if let KeyKind::View { view_id } = &spec.kind {
-            let route = self
-                .routes
-                .view(view_id)
-                .filter(|r| r.company_id == p.company_id())
-                .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id))?;
+            let route =
+                self.routes.view(view_id).filter(|r| r.company_id == p.company_id()).ok_or_else(
+                    || ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id),
+                )?;
             drop(route);
         }
         let secret = ids::generate_secret();
         let key = ApiKey {
             id: ids::generate(),
             company_id: p.company_id().to_owned(),
-            user: spec
-                .user
-                .filter(|u| !u.trim().is_empty())
-                .unwrap_or_else(|| name.clone()),
+            user: spec.user.filter(|u| !u.trim().is_empty()).unwrap_or_else(|| name.clone()),
             name,
             kind: spec.kind,
             hash: hex::encode(hash_secret(&secret)),
@@ -441,12 +379,7 @@ impl Supervisor {
 
     pub fn list_keys(&self, p: &Principal) -> ApiResult<Vec<ApiKey>> {
         p.require_company_privilege(Privilege::Owner)?;
-        Ok(self
-            .keys
-            .values()
-            .filter(|k| k.company_id == p.company_id())
-            .cloned()
-            .collect())
+        Ok(self.keys.values().filter(|k| k.company_id == p.company_id()).cloned().collect())
     }
 
     pub fn revoke_key(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
@@ -480,10 +413,7 @@ fn owner_key(company_id: &str, secret: &str, admin: bool) -> ApiKey {
         company_id: company_id.to_owned(),
         name: "owner".to_owned(),
         user: "owner".to_owned(),
-        kind: KeyKind::Company {
-            privileges: vec![Privilege::Owner],
-            access: Access::everything(),
-        },
+        kind: KeyKind::Company { privileges: vec![Privilege::Owner], access: Access::everything() },
         hash: hex::encode(hash_secret(secret)),
         created_time: now_timestamp(),
         admin,
@@ -501,22 +431,11 @@ impl Supervisor {
             .cloned()
             .ok_or_else(|| ApiError::internal("the data directory has no admin key"))?;
         let company_id = company.unwrap_or(&admin.company_id).to_owned();
-        let tier = self
-            .companies
-            .get(&company_id)
-            .map(|c| c.tier)
-            .ok_or_else(|| {
-                ApiError::not_found(ErrorCode::CompanyIsNotFound, "Company", &company_id)
-            })?;
+        let tier = self.companies.get(&company_id).map(|c| c.tier).ok_or_else(|| {
+            ApiError::not_found(ErrorCode::CompanyIsNotFound, "Company", &company_id)
+        })?;
         let admin_flag = company_id == admin.company_id;
-        let key = ApiKey {
-            company_id,
-            admin: admin_flag,
-            ..admin
-        };
-        Ok(Principal {
-            key: std::sync::Arc::new(key),
-            tier,
-        })
+        let key = ApiKey { company_id, admin: admin_flag, ..admin };
+        Ok(Principal { key: std::sync::Arc::new(key), tier })
     }
 }

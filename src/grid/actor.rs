@@ -1,37 +1,64 @@
 //! `GridActor`: the one owner of a grid branch's state. Every read and write of the branch's
 //! schema, views and records is a message to it; nothing else touches its data.
 //!
-//! Handlers send messages and render replies on their own threads; the actor validates,
-//! applies ops and answers with plain data.
+//! A write is validated whole, turned into ops, appended to the WAL, applied in memory, and
+//! answered once the WAL says it is durable. Handlers render replies on their own threads.
 
-use actix::{Actor, Context, Handler, Message};
+use actix::{Actor, ActorContext, Context, Handler, Message, ResponseFuture};
 
+use super::history::{history_key, HistoryEntry};
 use super::ops::{GridOp, GridState};
 use super::planner::{plan, SchemaChange};
-use super::schema::Schema;
-use crate::error::ApiResult;
+use super::read::{RecordOut, RecordPage};
+use super::records::{
+    plan_add, plan_delete, plan_update, plan_update_one, DeleteRecordsInput, RecordInput,
+};
+use super::schema::{ColumnDef, Schema, ViewDef};
+use super::store::RecordIdentity;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::persist::entry::WalEntry;
+use crate::persist::wal::{Durable, WalHandle};
 
 /// The actor of one branch (the master branch has the grid's id).
 pub struct GridActor {
     grid_id: String,
     branch_id: String,
     state: GridState,
+    wal: WalHandle,
 }
 
 impl GridActor {
     /// The actor of a branch whose state was created or recovered by the caller.
-    pub fn with_state(grid_id: &str, branch_id: &str, state: GridState) -> Self {
-        GridActor {
-            grid_id: grid_id.to_owned(),
-            branch_id: branch_id.to_owned(),
-            state,
-        }
+    pub fn with_state(grid_id: &str, branch_id: &str, state: GridState, wal: WalHandle) -> Self {
+        GridActor { grid_id: grid_id.to_owned(), branch_id: branch_id.to_owned(), state, wal }
     }
 
-    fn apply_all(&mut self, ops: &[GridOp]) {
-        for op in ops {
+    /// Logs and applies ops; the returned future resolves when they are durable.
+    fn commit(&mut self, ops: Vec<GridOp>) -> ApiResult<Durable> {
+        let entry = WalEntry { branch_id: self.branch_id.clone(), ops };
+        let appended = self.wal.append(entry.encode()).map_err(|err| {
+            tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
+            ApiError::new(
+                ErrorCode::ServiceUnavailable,
+                format!("The write could not be logged: {err}"),
+            )
+        })?;
+        for op in &entry.ops {
             self.state.apply(op);
         }
+        Ok(appended.durable)
+    }
+
+    fn view(&self, view_id: &str) -> ApiResult<ViewDef> {
+        self.state
+            .schema
+            .view(view_id)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id))
+    }
+
+    fn by_path(&self) -> bool {
+        self.state.store.identity() == RecordIdentity::PathAndId
     }
 }
 
@@ -45,6 +72,16 @@ impl Actor for GridActor {
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
         tracing::debug!(grid = %self.grid_id, branch = %self.branch_id, "grid actor stopped");
     }
+}
+
+/// Waits for durability, then answers `reply`.
+fn when_durable<T: Send + 'static>(durable: Durable, reply: T) -> ResponseFuture<ApiResult<T>> {
+    Box::pin(async move {
+        durable.await.map_err(|err| {
+            ApiError::new(ErrorCode::ServiceUnavailable, format!("The write was not logged: {err}"))
+        })?;
+        Ok(reply)
+    })
 }
 
 /// A copy of the branch's schema (columns, dependencies, views).
@@ -76,15 +113,174 @@ pub struct SchemaChanged {
 }
 
 impl Handler<ChangeSchema> for GridActor {
-    type Result = ApiResult<SchemaChanged>;
+    type Result = ResponseFuture<ApiResult<SchemaChanged>>;
 
     fn handle(&mut self, msg: ChangeSchema, _: &mut Context<Self>) -> Self::Result {
-        let planned = plan(&self.state.schema, &msg.view_id, msg.change)?;
-        self.apply_all(&planned.ops);
-        Ok(SchemaChanged {
-            schema: self.state.schema.clone(),
-            subject: planned.subject,
-        })
+        let planned = match plan(&self.state.schema, &msg.view_id, msg.change) {
+            Ok(planned) => planned,
+            Err(err) => return Box::pin(async move { Err(err) }),
+        };
+        let durable = match self.commit(planned.ops) {
+            Ok(durable) => durable,
+            Err(err) => return Box::pin(async move { Err(err) }),
+        };
+        when_durable(
+            durable,
+            SchemaChanged { schema: self.state.schema.clone(), subject: planned.subject },
+        )
+    }
+}
+
+/// A write of records through a view.
+#[derive(Debug)]
+pub enum RecordsWrite {
+    Add(Vec<RecordInput>),
+    Update(Vec<RecordInput>),
+    UpdateOne { record_id: String, input: RecordInput },
+    Delete(DeleteRecordsInput),
+}
+
+#[derive(Debug, Message)]
+#[rtype(result = "ApiResult<Vec<RecordOut>>")]
+pub struct WriteRecords {
+    pub view_id: String,
+    pub user: String,
+    pub write: RecordsWrite,
+}
+
+impl GridActor {
+    /// Plans and commits a records write; returns the written records as the view shows them.
+    fn write_records(&mut self, msg: WriteRecords) -> ApiResult<(Durable, Vec<RecordOut>)> {
+        let view = self.view(&msg.view_id)?;
+        let now = chrono::Utc::now().timestamp_millis();
+        let state = &self.state;
+        let (op, keys): (GridOp, Vec<(String, String)>) = match msg.write {
+            RecordsWrite::Add(inputs) => {
+                let op = plan_add(state, &view, inputs, &msg.user, now)?;
+                let keys = written_keys(&op);
+                (op, keys)
+            }
+            RecordsWrite::Update(inputs) => {
+                let op = plan_update(state, &view, inputs, &msg.user, now)?;
+                let keys = written_keys(&op);
+                (op, keys)
+            }
+            RecordsWrite::UpdateOne { record_id, input } => {
+                let (op, path, id) =
+                    plan_update_one(state, &view, &record_id, input, &msg.user, now)?;
+                (op, vec![(path, id)])
+            }
+            RecordsWrite::Delete(input) => (plan_delete(state, input)?, Vec::new()),
+        };
+        let durable = self.commit(vec![op])?;
+        let columns: Vec<&ColumnDef> =
+            self.state.schema.view_columns(&view).into_iter().map(|(c, _)| c).collect();
+        let rows = keys.iter().filter_map(|(path, id)| self.state.store.find(path, id));
+        let records = self.state.read_rows(&columns, rows);
+        Ok((durable, records))
+    }
+}
+
+/// (path, id) of each record an add or update leaves behind.
+fn written_keys(op: &GridOp) -> Vec<(String, String)> {
+    match op {
+        GridOp::AddRecords { records, .. } | GridOp::UpdateRecords { records, .. } => records
+            .iter()
+            .map(|r| {
+                let id = r.new_id.clone().unwrap_or_else(|| r.id.clone());
+                let path = r.new_path.clone().unwrap_or_else(|| r.path.clone());
+                (path, id)
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+impl Handler<WriteRecords> for GridActor {
+    type Result = ResponseFuture<ApiResult<Vec<RecordOut>>>;
+
+    fn handle(&mut self, msg: WriteRecords, _: &mut Context<Self>) -> Self::Result {
+        match self.write_records(msg) {
+            Ok((durable, records)) => when_durable(durable, records),
+            Err(err) => Box::pin(async move { Err(err) }),
+        }
+    }
+}
+
+/// A page of records in insertion order, with the view's (or the listed) columns.
+#[derive(Debug, Message)]
+#[rtype(result = "ApiResult<RecordPage>")]
+pub struct ReadRecords {
+    pub view_id: String,
+    pub offset: usize,
+    pub limit: usize,
+    pub column_ids: Option<Vec<String>>,
+}
+
+impl Handler<ReadRecords> for GridActor {
+    type Result = ApiResult<RecordPage>;
+
+    fn handle(&mut self, msg: ReadRecords, _: &mut Context<Self>) -> Self::Result {
+        let view = self.view(&msg.view_id)?;
+        let shown = self.state.schema.view_columns(&view);
+        let columns: Vec<&ColumnDef> = match &msg.column_ids {
+            None => shown.into_iter().map(|(c, _)| c).collect(),
+            Some(ids) => {
+                let mut picked = Vec::with_capacity(ids.len());
+                for id in ids {
+                    let column =
+                        shown.iter().find(|(c, _)| &c.id == id).map(|(c, _)| *c).ok_or_else(
+                            || {
+                                ApiError::new(
+                                    ErrorCode::ColumnNotFoundInView,
+                                    format!(
+                                        "Column \"{id}\" could not be found in view \"{}\".",
+                                        view.id
+                                    ),
+                                )
+                            },
+                        )?;
+                    picked.push(column);
+                }
+                picked
+            }
+        };
+        let records = self.state.read_rows(&columns, self.state.store.page(msg.offset, msg.limit));
+        Ok(RecordPage { records, total: self.state.store.len() })
+    }
+}
+
+/// A page of one record's history, newest first, and how many entries it has.
+#[derive(Debug, Message)]
+#[rtype(result = "ApiResult<(Vec<HistoryEntry>, usize)>")]
+pub struct ReadHistory {
+    pub view_id: String,
+    pub record_id: String,
+    pub path: Option<String>,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+impl Handler<ReadHistory> for GridActor {
+    type Result = ApiResult<(Vec<HistoryEntry>, usize)>;
+
+    fn handle(&mut self, msg: ReadHistory, _: &mut Context<Self>) -> Self::Result {
+        let view = self.view(&msg.view_id)?;
+        let path = msg.path.unwrap_or_default();
+        if self.state.store.find(&path, &msg.record_id).is_none() {
+            return Err(ApiError::new(
+                ErrorCode::NonexistentRecordId,
+                format!("Record \"{}\" does not exist.", msg.record_id),
+            ));
+        }
+        let key = history_key(&path, &msg.record_id, self.by_path());
+        let (mut entries, total) = self.state.history.page(&key, msg.offset, msg.limit);
+        let shown: Vec<String> =
+            self.state.schema.view_columns(&view).iter().map(|(c, _)| c.id.clone()).collect();
+        for entry in &mut entries {
+            entry.cells.retain(|c| shown.contains(&c.column_id));
+        }
+        Ok((entries, total))
     }
 }
 
@@ -97,7 +293,6 @@ impl Handler<Shutdown> for GridActor {
     type Result = ();
 
     fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) {
-        use actix::ActorContext;
         ctx.stop();
     }
 }

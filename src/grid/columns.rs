@@ -288,9 +288,7 @@ fn apply_language(column: &mut ColumnDef, req: &ColumnRequest) -> ApiResult<()> 
         column.localization_type = Some(parsed);
     }
     if column.language_code.is_none() {
-        return Err(ApiError::bad_request(
-            "A language column needs a languageCode.",
-        ));
+        return Err(ApiError::bad_request("A language column needs a languageCode."));
     }
     if column.localization_type.is_none() {
         column.localization_type = Some(LocalizationType::SourceLanguage);
@@ -308,9 +306,7 @@ fn parse_number_format(nf: &NumberFormatRequest) -> ApiResult<NumberFormat> {
         })?,
     };
     if nf.decimal_places.is_some_and(|p| p > 20) {
-        return Err(ApiError::bad_request(
-            "numberFormat.decimalPlaces must be between 0 and 20.",
-        ));
+        return Err(ApiError::bad_request("numberFormat.decimalPlaces must be between 0 and 20."));
     }
     Ok(NumberFormat {
         number_type,
@@ -337,19 +333,12 @@ fn parse_selection(req: &ColumnRequest) -> ApiResult<Option<Vec<SelectionOption>
                         ))
                     })?),
                 };
-                Ok(SelectionOption {
-                    value: o.value.clone(),
-                    color,
-                })
+                Ok(SelectionOption { value: o.value.clone(), color })
             })
             .collect::<ApiResult<_>>()?,
-        (None, Some(values)) => values
-            .iter()
-            .map(|v| SelectionOption {
-                value: v.clone(),
-                color: None,
-            })
-            .collect(),
+        (None, Some(values)) => {
+            values.iter().map(|v| SelectionOption { value: v.clone(), color: None }).collect()
+        }
         (None, None) => return Ok(None),
     };
     if options.len() > MAX_OPTIONS {
@@ -359,9 +348,7 @@ fn parse_selection(req: &ColumnRequest) -> ApiResult<Option<Vec<SelectionOption>
     }
     for (i, option) in options.iter().enumerate() {
         if option.value.chars().count() > 100 {
-            return Err(ApiError::bad_request(
-                "A selection option is at most 100 characters.",
-            ));
+            return Err(ApiError::bad_request("A selection option is at most 100 characters."));
         }
         if options[..i].iter().any(|o| o.value == option.value) {
             return Err(ApiError::bad_request(format!(
@@ -413,9 +400,7 @@ fn parse_reference(r: &ReferenceRequest) -> ApiResult<ReferenceSetting> {
 fn apply_formula(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) -> ApiResult<()> {
     let Some(f) = &req.formula else {
         if column.formula.is_none() {
-            return Err(ApiError::bad_request(
-                "A formula column needs formula.formulaText.",
-            ));
+            return Err(ApiError::bad_request("A formula column needs formula.formulaText."));
         }
         return Ok(());
     };
@@ -439,24 +424,14 @@ fn apply_formula(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) -
         }
     }
     let detect = match f.detect_result_value_type.as_deref() {
-        None => column
-            .formula
-            .as_ref()
-            .and_then(|f| f.detect_result_value_type),
+        None => column.formula.as_ref().and_then(|f| f.detect_result_value_type),
         Some(text) => Some(ResultValueType::parse(text).ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "formula.detectResultValueType \"{text}\" is invalid."
-            ))
+            ApiError::bad_request(format!("formula.detectResultValueType \"{text}\" is invalid."))
         })?),
     };
     let as_list = f
         .always_format_result_value_as_list
-        .or_else(|| {
-            column
-                .formula
-                .as_ref()
-                .map(|f| f.always_format_result_value_as_list)
-        })
+        .or_else(|| column.formula.as_ref().map(|f| f.always_format_result_value_as_list))
         .unwrap_or(false);
     column.formula = Some(FormulaSetting {
         formula_text: text,
@@ -522,19 +497,14 @@ mod tests {
             let err = build_column(&schema, &req(body.clone())).expect_err("must be refused");
             assert_eq!(err.code, ErrorCode::BadRequest, "{body}");
         }
-        let err = build_column(
-            &schema,
-            &req(serde_json::json!({"id":"_x","name":"x","type":"number"})),
-        )
-        .expect_err("invalid id");
+        let err =
+            build_column(&schema, &req(serde_json::json!({"id":"_x","name":"x","type":"number"})))
+                .expect_err("invalid id");
         assert_eq!(err.code, ErrorCode::InvalidColumnId);
     }
 
     #[test]
     fn finds_formula_references_outside_strings() {
-        assert_eq!(
-            referenced_columns(r#"CONCAT([key], "_[no]", [enUS])"#),
-            vec!["key", "enUS"]
-        );
+        assert_eq!(referenced_columns(r#"CONCAT([key], "_[no]", [enUS])"#), vec!["key", "enUS"]);
     }
 }

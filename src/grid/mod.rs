@@ -1,12 +1,18 @@
 //! Grid branches: the `GridActor` and everything it owns (schema, views, dependencies,
-//! records), with the pure functions that validate and apply changes to them.
+//! records, history), with the pure functions that validate and apply changes to them.
 
 pub mod actor;
+mod apply;
+pub mod codec;
 pub mod columns;
+pub mod history;
 pub mod ops;
 pub mod planner;
+pub mod read;
+pub mod records;
 pub mod render;
 pub mod schema;
+pub mod store;
 pub mod value;
 
 pub use actor::GridActor;

@@ -4,9 +4,35 @@
 //! The grid actor validates a request, turns it into ops, applies them and logs them; recovery
 //! applies the same ops again. Nothing here validates client input or does I/O.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
+use super::history::History;
 use super::schema::{ColumnDef, Dependency, Schema, ViewColumn, ViewDef};
+use super::store::{ColumnSlot, ColumnStore, RecordIdentity};
+use super::value::{CellValue, DependencyStatus, SourceStatus};
+
+/// One cell of a record write, as validated: `value: None` leaves the value as it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellWrite {
+    pub column_id: String,
+    pub value: Option<CellValue>,
+    pub dependency_status: Option<DependencyStatus>,
+    pub source_status: Option<SourceStatus>,
+}
+
+/// One record of an add or update. On update, `id`/`path` name the record and `new_id` /
+/// `new_path` rename or move it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordWrite {
+    pub id: String,
+    pub path: String,
+    pub new_id: Option<String>,
+    pub new_path: Option<String>,
+    pub cells: Vec<CellWrite>,
+    pub mark_mt: bool,
+}
 
 /// One change to a branch's schema or records.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,18 +71,52 @@ pub enum GridOp {
     DeleteDependency {
         id: String,
     },
+    AddRecords {
+        time_ms: i64,
+        user: String,
+        records: Vec<RecordWrite>,
+    },
+    UpdateRecords {
+        time_ms: i64,
+        user: String,
+        records: Vec<RecordWrite>,
+    },
+    /// Records named by (path, id); the path is ignored in grids with unique ids.
+    DeleteRecords {
+        keys: Vec<(String, String)>,
+    },
 }
 
 /// Everything one branch holds.
-#[derive(Debug, Clone, Default)]
 pub struct GridState {
     pub schema: Schema,
+    pub store: ColumnStore,
+    /// Where each column's cells live in the store.
+    pub slots: HashMap<String, ColumnSlot>,
+    pub history: History,
+    /// Dependency targets whose statuses must be recomputed once the schema op is applied.
+    pending_recompute: Vec<String>,
 }
 
 impl GridState {
+    /// A branch with nothing in it, not even a view.
+    pub fn empty(identity: RecordIdentity) -> GridState {
+        GridState {
+            schema: Schema::default(),
+            store: ColumnStore::new(identity),
+            slots: HashMap::new(),
+            history: History::default(),
+            pending_recompute: Vec::new(),
+        }
+    }
+
     /// A new branch with one default access view and the given columns.
-    pub fn new(default_view_id: &str, columns: Vec<ColumnDef>) -> GridState {
-        let mut state = GridState::default();
+    pub fn new(
+        default_view_id: &str,
+        columns: Vec<ColumnDef>,
+        identity: RecordIdentity,
+    ) -> GridState {
+        let mut state = GridState::empty(identity);
         state.apply(&GridOp::CreateView(ViewDef {
             id: default_view_id.to_owned(),
             name: "Default view".to_owned(),
@@ -64,11 +124,7 @@ impl GridState {
             columns: Vec::new(),
         }));
         for column in columns {
-            state.apply(&GridOp::CreateColumn {
-                column,
-                view_id: None,
-                editable: true,
-            });
+            state.apply(&GridOp::CreateColumn { column, view_id: None, editable: true });
         }
         state
     }
@@ -76,55 +132,88 @@ impl GridState {
     /// Applies one op. Ops are validated before they exist, so applying never fails; an op that
     /// names something absent changes nothing.
     pub fn apply(&mut self, op: &GridOp) {
-        let schema = &mut self.schema;
         match op {
-            GridOp::CreateColumn {
-                column,
-                view_id,
-                editable,
-            } => {
-                schema.columns.push(column.clone());
-                if let Some(view) = view_id.as_ref().and_then(|v| view_mut(schema, v)) {
-                    if !view.is_default {
-                        view.columns.push(ViewColumn {
-                            id: column.id.clone(),
-                            editable: *editable,
-                        });
-                    }
+            GridOp::AddRecords { time_ms, user, records } => {
+                for record in records {
+                    self.add_record(*time_ms, user, record);
                 }
+                return;
             }
-            GridOp::ReplaceColumn { old_id, column } => replace_column(schema, old_id, column),
-            GridOp::DeleteColumn { id } => {
-                schema.columns.retain(|c| &c.id != id);
-                schema
-                    .dependencies
-                    .retain(|d| &d.source_column_id != id && &d.target_column_id != id);
-                for view in &mut schema.views {
-                    view.columns.retain(|c| &c.id != id);
+            GridOp::UpdateRecords { time_ms, user, records } => {
+                for record in records {
+                    self.update_record(*time_ms, user, record);
                 }
+                return;
             }
-            GridOp::AddViewColumn { view_id, column } => {
-                if let Some(view) = view_mut(schema, view_id) {
-                    if !view.columns.iter().any(|c| c.id == column.id) {
-                        view.columns.push(column.clone());
-                    }
-                }
+            GridOp::DeleteRecords { keys } => {
+                self.delete_records(keys);
+                return;
             }
-            GridOp::RemoveViewColumn { view_id, column_id } => {
-                if let Some(view) = view_mut(schema, view_id) {
-                    view.columns.retain(|c| &c.id != column_id);
-                }
+            GridOp::CreateColumn { column, .. } => self.add_column_storage(column),
+            GridOp::ReplaceColumn { old_id, column } => self.replace_column_storage(old_id, column),
+            GridOp::DeleteColumn { id } => self.drop_column_storage(id),
+            GridOp::CreateDependency(dep) => {
+                self.pending_recompute.push(dep.target_column_id.clone())
             }
-            GridOp::CreateView(view) => schema.views.push(view.clone()),
-            GridOp::DeleteView { id } => schema.views.retain(|v| &v.id != id),
-            GridOp::CreateDependency(dep) => schema.dependencies.push(dep.clone()),
             GridOp::ReplaceDependency { old_id, dependency } => {
-                if let Some(d) = schema.dependencies.iter_mut().find(|d| &d.id == old_id) {
-                    *d = dependency.clone();
+                self.clear_dependency_of(old_id);
+                self.pending_recompute.push(dependency.target_column_id.clone());
+            }
+            GridOp::DeleteDependency { id } => self.clear_dependency_of(id),
+            GridOp::AddViewColumn { .. }
+            | GridOp::RemoveViewColumn { .. }
+            | GridOp::CreateView(_)
+            | GridOp::DeleteView { .. } => {}
+        }
+        apply_schema(&mut self.schema, op);
+        for target in std::mem::take(&mut self.pending_recompute) {
+            self.recompute_dependency_statuses(&target);
+        }
+    }
+}
+
+/// The schema part of an op.
+fn apply_schema(schema: &mut Schema, op: &GridOp) {
+    match op {
+        GridOp::AddRecords { .. } | GridOp::UpdateRecords { .. } | GridOp::DeleteRecords { .. } => {
+        }
+        GridOp::CreateColumn { column, view_id, editable } => {
+            schema.columns.push(column.clone());
+            if let Some(view) = view_id.as_ref().and_then(|v| view_mut(schema, v)) {
+                if !view.is_default {
+                    view.columns.push(ViewColumn { id: column.id.clone(), editable: *editable });
                 }
             }
-            GridOp::DeleteDependency { id } => schema.dependencies.retain(|d| &d.id != id),
         }
+        GridOp::ReplaceColumn { old_id, column } => replace_column(schema, old_id, column),
+        GridOp::DeleteColumn { id } => {
+            schema.columns.retain(|c| &c.id != id);
+            schema.dependencies.retain(|d| &d.source_column_id != id && &d.target_column_id != id);
+            for view in &mut schema.views {
+                view.columns.retain(|c| &c.id != id);
+            }
+        }
+        GridOp::AddViewColumn { view_id, column } => {
+            if let Some(view) = view_mut(schema, view_id) {
+                if !view.columns.iter().any(|c| c.id == column.id) {
+                    view.columns.push(column.clone());
+                }
+            }
+        }
+        GridOp::RemoveViewColumn { view_id, column_id } => {
+            if let Some(view) = view_mut(schema, view_id) {
+                view.columns.retain(|c| &c.id != column_id);
+            }
+        }
+        GridOp::CreateView(view) => schema.views.push(view.clone()),
+        GridOp::DeleteView { id } => schema.views.retain(|v| &v.id != id),
+        GridOp::CreateDependency(dep) => schema.dependencies.push(dep.clone()),
+        GridOp::ReplaceDependency { old_id, dependency } => {
+            if let Some(d) = schema.dependencies.iter_mut().find(|d| &d.id == old_id) {
+                *d = dependency.clone();
+            }
+        }
+        GridOp::DeleteDependency { id } => schema.dependencies.retain(|d| &d.id != id),
     }
 }
 

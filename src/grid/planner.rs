@@ -33,33 +33,15 @@ pub struct ViewColumnRequest {
 #[derive(Debug, Clone)]
 pub enum SchemaChange {
     CreateColumn(ColumnRequest),
-    UpdateColumn {
-        column_id: String,
-        request: ColumnRequest,
-    },
-    DeleteColumn {
-        column_id: String,
-    },
-    AddColumnToView {
-        column_id: String,
-    },
-    RemoveColumnFromView {
-        column_id: String,
-    },
-    CreateView {
-        id: String,
-        name: String,
-        columns: Vec<ViewColumnRequest>,
-    },
+    UpdateColumn { column_id: String, request: ColumnRequest },
+    DeleteColumn { column_id: String },
+    AddColumnToView { column_id: String },
+    RemoveColumnFromView { column_id: String },
+    CreateView { id: String, name: String, columns: Vec<ViewColumnRequest> },
     DeleteView,
     CreateDependency(DependencyRequest),
-    UpdateDependency {
-        dependency_id: String,
-        request: DependencyRequest,
-    },
-    DeleteDependency {
-        dependency_id: String,
-    },
+    UpdateDependency { dependency_id: String, request: DependencyRequest },
+    DeleteDependency { dependency_id: String },
 }
 
 /// The ops of an accepted change and the id of the thing it is about.
@@ -83,47 +65,29 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> ApiResult<P
             let column = build_column(schema, &request)?;
             let subject = column.id.clone();
             let editable = request.editable.unwrap_or(true);
-            let op = GridOp::CreateColumn {
-                column,
-                view_id: Some(view.id.clone()),
-                editable,
-            };
-            Ok(Planned {
-                ops: vec![op],
-                subject,
-            })
+            let op = GridOp::CreateColumn { column, view_id: Some(view.id.clone()), editable };
+            Ok(Planned { ops: vec![op], subject })
         }
         SchemaChange::UpdateColumn { column_id, request } => {
             let (current, _) = column_in_view(schema, view, &column_id)?;
             let column = update_column(schema, current, &request)?;
             check_type_change(schema, current, &column)?;
             let subject = column.id.clone();
-            let mut ops = vec![GridOp::ReplaceColumn {
-                old_id: column_id.clone(),
-                column,
-            }];
+            let mut ops = vec![GridOp::ReplaceColumn { old_id: column_id.clone(), column }];
             if let Some(editable) = request.editable.filter(|_| !view.is_default) {
                 ops.push(GridOp::RemoveViewColumn {
                     view_id: view.id.clone(),
                     column_id: subject.clone(),
                 });
-                let vc = ViewColumn {
-                    id: subject.clone(),
-                    editable,
-                };
-                ops.push(GridOp::AddViewColumn {
-                    view_id: view.id.clone(),
-                    column: vc,
-                });
+                let vc = ViewColumn { id: subject.clone(), editable };
+                ops.push(GridOp::AddViewColumn { view_id: view.id.clone(), column: vc });
             }
             Ok(Planned { ops, subject })
         }
         SchemaChange::DeleteColumn { column_id } => {
             column_in_view(schema, view, &column_id)?;
             Ok(Planned {
-                ops: vec![GridOp::DeleteColumn {
-                    id: column_id.clone(),
-                }],
+                ops: vec![GridOp::DeleteColumn { id: column_id.clone() }],
                 subject: column_id,
             })
         }
@@ -135,14 +99,9 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> ApiResult<P
                     "The default access view shows every column; delete the column instead.",
                 ));
             }
-            let op = GridOp::RemoveViewColumn {
-                view_id: view.id.clone(),
-                column_id: column_id.clone(),
-            };
-            Ok(Planned {
-                ops: vec![op],
-                subject: column_id,
-            })
+            let op =
+                GridOp::RemoveViewColumn { view_id: view.id.clone(), column_id: column_id.clone() };
+            Ok(Planned { ops: vec![op], subject: column_id })
         }
         SchemaChange::DeleteView => {
             if view.is_default {
@@ -151,26 +110,18 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> ApiResult<P
                 ));
             }
             Ok(Planned {
-                ops: vec![GridOp::DeleteView {
-                    id: view.id.clone(),
-                }],
+                ops: vec![GridOp::DeleteView { id: view.id.clone() }],
                 subject: view.id.clone(),
             })
         }
         SchemaChange::CreateDependency(request) => plan_create_dependency(schema, request),
-        SchemaChange::UpdateDependency {
-            dependency_id,
-            request,
-        } => plan_update_dependency(schema, dependency_id, request),
+        SchemaChange::UpdateDependency { dependency_id, request } => {
+            plan_update_dependency(schema, dependency_id, request)
+        }
         SchemaChange::DeleteDependency { dependency_id } => {
             find_dependency(schema, &dependency_id)?;
-            let op = GridOp::DeleteDependency {
-                id: dependency_id.clone(),
-            };
-            Ok(Planned {
-                ops: vec![op],
-                subject: dependency_id,
-            })
+            let op = GridOp::DeleteDependency { id: dependency_id.clone() };
+            Ok(Planned { ops: vec![op], subject: dependency_id })
         }
     }
 }
@@ -184,10 +135,7 @@ pub fn column_in_view<'a>(
     schema.view_column(view, column_id).ok_or_else(|| {
         ApiError::new(
             ErrorCode::ColumnNotFoundInView,
-            format!(
-                "Column \"{column_id}\" could not be found in view \"{}\".",
-                view.id
-            ),
+            format!("Column \"{column_id}\" could not be found in view \"{}\".", view.id),
         )
     })
 }
@@ -232,21 +180,10 @@ fn plan_create_view(
                 "columns[{i}]: column \"{column_id}\" is listed twice."
             )));
         }
-        shown.push(ViewColumn {
-            id: column_id.to_owned(),
-            editable: c.editable.unwrap_or(true),
-        });
+        shown.push(ViewColumn { id: column_id.to_owned(), editable: c.editable.unwrap_or(true) });
     }
-    let view = ViewDef {
-        id: id.clone(),
-        name: name.to_owned(),
-        is_default: false,
-        columns: shown,
-    };
-    Ok(Planned {
-        ops: vec![GridOp::CreateView(view)],
-        subject: id,
-    })
+    let view = ViewDef { id: id.clone(), name: name.to_owned(), is_default: false, columns: shown };
+    Ok(Planned { ops: vec![GridOp::CreateView(view)], subject: id })
 }
 
 fn plan_add_to_view(schema: &Schema, view: &ViewDef, column_id: String) -> ApiResult<Planned> {
@@ -257,22 +194,13 @@ fn plan_add_to_view(schema: &Schema, view: &ViewDef, column_id: String) -> ApiRe
         ));
     }
     if view.is_default || view.columns.iter().any(|c| c.id == column_id) {
-        return Ok(Planned {
-            ops: Vec::new(),
-            subject: column_id,
-        });
+        return Ok(Planned { ops: Vec::new(), subject: column_id });
     }
     let op = GridOp::AddViewColumn {
         view_id: view.id.clone(),
-        column: ViewColumn {
-            id: column_id.clone(),
-            editable: true,
-        },
+        column: ViewColumn { id: column_id.clone(), editable: true },
     };
-    Ok(Planned {
-        ops: vec![op],
-        subject: column_id,
-    })
+    Ok(Planned { ops: vec![op], subject: column_id })
 }
 
 fn find_dependency<'a>(schema: &'a Schema, id: &str) -> ApiResult<&'a Dependency> {
@@ -308,9 +236,7 @@ fn check_dependency(
     language_column(schema, source, "source")?;
     language_column(schema, target, "target")?;
     let mut others = schema.clone();
-    others
-        .dependencies
-        .retain(|d| Some(d.id.as_str()) != ignoring);
+    others.dependencies.retain(|d| Some(d.id.as_str()) != ignoring);
     if others.dependency_of_target(target).is_some() {
         return Err(ApiError::new(
             ErrorCode::DependencyAlreadyExists,
@@ -328,12 +254,12 @@ fn check_dependency(
 
 fn dependency_id(schema: &Schema, requested: Option<&String>) -> ApiResult<String> {
     match requested {
-        Some(id) if !ids::is_valid_column_id(id) => Err(ApiError::bad_request(format!(
-            "Dependency id \"{id}\" is invalid."
-        ))),
-        Some(id) if schema.dependencies.iter().any(|d| &d.id == id) => Err(ApiError::bad_request(
-            format!("Dependency id \"{id}\" already exists."),
-        )),
+        Some(id) if !ids::is_valid_column_id(id) => {
+            Err(ApiError::bad_request(format!("Dependency id \"{id}\" is invalid.")))
+        }
+        Some(id) if schema.dependencies.iter().any(|d| &d.id == id) => {
+            Err(ApiError::bad_request(format!("Dependency id \"{id}\" already exists.")))
+        }
         Some(id) => Ok(id.clone()),
         None => Ok(ids::generate()),
     }
@@ -355,10 +281,7 @@ fn plan_create_dependency(schema: &Schema, request: DependencyRequest) -> ApiRes
         source_column_id: source.to_owned(),
         target_column_id: target.to_owned(),
     };
-    Ok(Planned {
-        ops: vec![GridOp::CreateDependency(dependency)],
-        subject: id,
-    })
+    Ok(Planned { ops: vec![GridOp::CreateDependency(dependency)], subject: id })
 }
 
 fn plan_update_dependency(
@@ -367,14 +290,8 @@ fn plan_update_dependency(
     request: DependencyRequest,
 ) -> ApiResult<Planned> {
     let current = find_dependency(schema, &id)?;
-    let source = request
-        .source_column_id
-        .as_deref()
-        .unwrap_or(&current.source_column_id);
-    let target = request
-        .target_column_id
-        .as_deref()
-        .unwrap_or(&current.target_column_id);
+    let source = request.source_column_id.as_deref().unwrap_or(&current.source_column_id);
+    let target = request.target_column_id.as_deref().unwrap_or(&current.target_column_id);
     check_dependency(schema, source, target, Some(&id))?;
     let new_id = match request.new_id.as_ref().filter(|n| **n != id) {
         Some(n) => dependency_id(schema, Some(n))?,
@@ -385,11 +302,5 @@ fn plan_update_dependency(
         source_column_id: source.to_owned(),
         target_column_id: target.to_owned(),
     };
-    Ok(Planned {
-        ops: vec![GridOp::ReplaceDependency {
-            old_id: id,
-            dependency,
-        }],
-        subject: new_id,
-    })
+    Ok(Planned { ops: vec![GridOp::ReplaceDependency { old_id: id, dependency }], subject: new_id })
 }

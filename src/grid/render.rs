@@ -152,9 +152,7 @@ pub fn column_body(schema: &Schema, column: &ColumnDef, editable: bool) -> Colum
         localization_type: column.localization_type.map(|t| t.as_str()),
         is_source: column.is_source(),
         is_target: column.is_target(),
-        depends_on: schema
-            .dependency_of_target(&column.id)
-            .map(|d| d.source_column_id.clone()),
+        depends_on: schema.dependency_of_target(&column.id).map(|d| d.source_column_id.clone()),
         number_format: column.number_format.as_ref().map(|nf| NumberFormatBody {
             number_type: nf.number_type.as_str(),
             decimal_places: nf.decimal_places,
@@ -177,29 +175,20 @@ pub fn column_body(schema: &Schema, column: &ColumnDef, editable: bool) -> Colum
             column_id: r.column_id.clone(),
             reference_type: r.reference_type.as_str(),
             selection_type: if r.multiple { "multiple" } else { "single" },
-            grid: NamedRef {
-                id: r.grid_id.clone(),
-                name: None,
-            },
-            column: NamedRef {
-                id: r.column_id.clone(),
-                name: None,
-            },
+            grid: NamedRef { id: r.grid_id.clone(), name: None },
+            column: NamedRef { id: r.column_id.clone(), name: None },
         }),
         formula: column.formula.as_ref().map(|f| FormulaBody {
             formula_text: f.formula_text.clone(),
             always_format_result_value_as_list: f.always_format_result_value_as_list,
             detect_result_value_type: f.detect_result_value_type.map(|t| t.as_str()),
         }),
-        date_time_format: column
-            .date_time_format
-            .as_ref()
-            .map(|f| DateTimeFormatBody {
-                date_format: f.date_format.clone(),
-                time_format: f.time_format.clone(),
-                zone_offset: f.zone_offset.clone(),
-                show_time_zone: f.show_time_zone,
-            }),
+        date_time_format: column.date_time_format.as_ref().map(|f| DateTimeFormatBody {
+            date_format: f.date_format.clone(),
+            time_format: f.time_format.clone(),
+            zone_offset: f.zone_offset.clone(),
+            show_time_zone: f.show_time_zone,
+        }),
     }
 }
 

@@ -252,10 +252,7 @@ impl Schema {
         }
         view.columns
             .iter()
-            .filter_map(|vc| {
-                self.column(&vc.id)
-                    .map(|c| (c, vc.editable && c.is_writable()))
-            })
+            .filter_map(|vc| self.column(&vc.id).map(|c| (c, vc.editable && c.is_writable())))
             .collect()
     }
 
@@ -271,9 +268,7 @@ impl Schema {
 
     /// The dependency whose target is this column.
     pub fn dependency_of_target(&self, target: &str) -> Option<&Dependency> {
-        self.dependencies
-            .iter()
-            .find(|d| d.target_column_id == target)
+        self.dependencies.iter().find(|d| d.target_column_id == target)
     }
 
     /// Whether adding source -> target would close a cycle.

@@ -1,5 +1,7 @@
-//! Durability: the write-ahead log (source of truth for every acknowledged write) and
-//! snapshot images of grid branches in sled.
+//! Durability: the write-ahead log (source of truth for every acknowledged write), what its
+//! records hold, and snapshot images of grid branches in sled.
 
+pub mod entry;
+pub mod recovery;
 pub mod snapshot;
 pub mod wal;

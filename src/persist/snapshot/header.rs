@@ -59,12 +59,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn sample() -> ImageHeader {
-        ImageHeader {
-            format_version: 3,
-            wal_lsn: 1234,
-            payload_len: 99,
-            payload_crc: 0xDEAD_BEEF,
-        }
+        ImageHeader { format_version: 3, wal_lsn: 1234, payload_len: 99, payload_crc: 0xDEAD_BEEF }
     }
 
     #[test]
@@ -77,10 +72,7 @@ mod tests {
     #[test]
     fn wrong_length_and_magic_are_named() {
         let bytes = encode(&sample());
-        assert_eq!(
-            decode(&bytes[..35]),
-            Err(ImageDamage::HeaderLength { found: 35 })
-        );
+        assert_eq!(decode(&bytes[..35]), Err(ImageDamage::HeaderLength { found: 35 }));
         let mut other = bytes;
         other[0] = b'X';
         assert_eq!(decode(&other), Err(ImageDamage::BadMagic));

@@ -132,41 +132,27 @@ impl SledSnapshotStore {
         let mut next_index = 0;
         for entry in self.tree.scan_prefix(gen_prefix) {
             let (entry_key, chunk) = entry?;
-            let Some(index) = entry_key
-                .get(gen_prefix.len()..)
-                .and_then(parse_chunk_index)
-            else {
+            let Some(index) = entry_key.get(gen_prefix.len()..).and_then(parse_chunk_index) else {
                 continue;
             };
             if index != next_index {
-                return Err(LoadError::Damaged(ImageDamage::MissingChunk {
-                    index: next_index,
-                }));
+                return Err(LoadError::Damaged(ImageDamage::MissingChunk { index: next_index }));
             }
             let found = (bytes.len() + chunk.len()) as u64;
             if found > expected {
-                return Err(LoadError::Damaged(ImageDamage::LengthMismatch {
-                    expected,
-                    found,
-                }));
+                return Err(LoadError::Damaged(ImageDamage::LengthMismatch { expected, found }));
             }
             bytes.extend_from_slice(&chunk);
             next_index += 1;
         }
         let found = bytes.len() as u64;
         if found != expected {
-            return Err(LoadError::Damaged(ImageDamage::LengthMismatch {
-                expected,
-                found,
-            }));
+            return Err(LoadError::Damaged(ImageDamage::LengthMismatch { expected, found }));
         }
         let computed = crc32c::crc32c(&bytes);
         if computed != header.payload_crc {
             let stored = header.payload_crc;
-            return Err(LoadError::Damaged(ImageDamage::PayloadCrc {
-                stored,
-                computed,
-            }));
+            return Err(LoadError::Damaged(ImageDamage::PayloadCrc { stored, computed }));
         }
         Ok(bytes)
     }
@@ -187,16 +173,11 @@ impl SledSnapshotStore {
             {
                 Ok(())
             }
-            Ok(_) => Err(SnapshotError::ReadBackMismatch {
-                key: key.to_owned(),
-                generation,
-            }),
+            Ok(_) => Err(SnapshotError::ReadBackMismatch { key: key.to_owned(), generation }),
             Err(LoadError::Storage(error)) => Err(SnapshotError::Storage(error)),
-            Err(LoadError::Damaged(damage)) => Err(SnapshotError::Damaged {
-                key: key.to_owned(),
-                generation,
-                damage,
-            }),
+            Err(LoadError::Damaged(damage)) => {
+                Err(SnapshotError::Damaged { key: key.to_owned(), generation, damage })
+            }
         }
     }
 
@@ -269,10 +250,7 @@ impl SnapshotStore for SledSnapshotStore {
         if damaged.is_empty() {
             return Ok(None);
         }
-        Err(SnapshotError::NoIntactGeneration {
-            key: key.to_owned(),
-            damaged,
-        })
+        Err(SnapshotError::NoIntactGeneration { key: key.to_owned(), damaged })
     }
 
     fn generations(&self, key: &str) -> Result<Vec<GenerationInfo>, SnapshotError> {
@@ -282,9 +260,7 @@ impl SnapshotStore for SledSnapshotStore {
             if !has_header {
                 continue;
             }
-            let stored = self
-                .tree
-                .get(header_key(&generation_prefix(&prefix, number)))?;
+            let stored = self.tree.get(header_key(&generation_prefix(&prefix, number)))?;
             listed.push(GenerationInfo {
                 generation: Generation(number),
                 header: stored.and_then(|bytes| header::decode(&bytes).ok()),

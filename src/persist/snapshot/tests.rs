@@ -16,25 +16,15 @@ struct Fixture {
 fn fixture(chunk_size: usize) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = sled::open(dir.path().join("db")).expect("open sled");
-    let store = SledSnapshotStore::open(&db)
-        .expect("open store")
-        .with_chunk_size(chunk_size);
-    Fixture {
-        _dir: dir,
-        db,
-        store,
-    }
+    let store = SledSnapshotStore::open(&db).expect("open store").with_chunk_size(chunk_size);
+    Fixture { _dir: dir, db, store }
 }
 
 fn image(wal_lsn: u64, len: usize) -> SnapshotImage {
     let bytes = (0..len)
         .map(|i| (i as u64).wrapping_mul(2_654_435_761).wrapping_add(wal_lsn) as u8)
         .collect();
-    SnapshotImage {
-        format_version: 1,
-        wal_lsn,
-        bytes,
-    }
+    SnapshotImage { format_version: 1, wal_lsn, bytes }
 }
 
 fn tree(db: &sled::Db) -> sled::Tree {
@@ -53,11 +43,7 @@ fn entry_key(key: &str, generation: u64, chunk: Option<u64>) -> Vec<u8> {
 fn edit_entry(db: &sled::Db, generation: u64, chunk: Option<u64>, edit: impl FnOnce(&mut Vec<u8>)) {
     let tree = tree(db);
     let entry = entry_key(KEY, generation, chunk);
-    let mut value = tree
-        .get(&entry)
-        .expect("get")
-        .expect("entry exists")
-        .to_vec();
+    let mut value = tree.get(&entry).expect("get").expect("entry exists").to_vec();
     edit(&mut value);
     tree.insert(entry, value).expect("insert");
 }
@@ -67,18 +53,11 @@ fn assert_loaded(loaded: &LoadedSnapshot, expected: &SnapshotImage, generation: 
     assert_eq!(loaded.format_version, expected.format_version);
     assert_eq!(loaded.wal_lsn, expected.wal_lsn);
     assert_eq!(&loaded.bytes[..], &expected.bytes[..]);
-    assert_eq!(
-        loaded.bytes.as_ptr() as usize % 16,
-        0,
-        "payload must be 16-byte aligned"
-    );
+    assert_eq!(loaded.bytes.as_ptr() as usize % 16, 0, "payload must be 16-byte aligned");
 }
 
 fn load(store: &SledSnapshotStore) -> LoadedSnapshot {
-    store
-        .load_latest(KEY)
-        .expect("load")
-        .expect("a snapshot exists")
+    store.load_latest(KEY).expect("load").expect("a snapshot exists")
 }
 
 /// A store holding generations 1 and 2 of `KEY` (chunks of 16 bytes, 100-byte images).
@@ -118,9 +97,7 @@ fn images_survive_reopening_the_database() {
     let stored = image(5, 3000);
     {
         let db = sled::open(dir.path()).expect("open");
-        let store = SledSnapshotStore::open(&db)
-            .expect("store")
-            .with_chunk_size(1000);
+        let store = SledSnapshotStore::open(&db).expect("store").with_chunk_size(1000);
         store.put(KEY, &stored).expect("put");
     }
     let db = sled::open(dir.path()).expect("reopen");
@@ -158,32 +135,21 @@ fn corrupt_header_of_the_newest_falls_back_to_the_older() {
     assert_loaded(&load(&f.store), &older, 1);
     let listed = f.store.generations(KEY).expect("generations");
     assert!(listed[0].header.is_some());
-    assert_eq!(
-        listed[1].header, None,
-        "damaged header is listed without fields"
-    );
+    assert_eq!(listed[1].header, None, "damaged header is listed without fields");
 }
 
 #[test]
 fn both_generations_damaged_is_an_error_naming_each() {
     let (f, _, _) = two_generations();
     edit_entry(&f.db, 2, Some(5), |chunk| chunk.truncate(10));
-    tree(&f.db)
-        .remove(entry_key(KEY, 1, Some(2)))
-        .expect("remove");
+    tree(&f.db).remove(entry_key(KEY, 1, Some(2))).expect("remove");
     match f.store.load_latest(KEY) {
         Err(SnapshotError::NoIntactGeneration { key, damaged }) => {
             assert_eq!(key, KEY);
             assert_eq!(
                 damaged,
                 vec![
-                    (
-                        Generation(2),
-                        ImageDamage::LengthMismatch {
-                            expected: 100,
-                            found: 94
-                        }
-                    ),
+                    (Generation(2), ImageDamage::LengthMismatch { expected: 100, found: 94 }),
                     (Generation(1), ImageDamage::MissingChunk { index: 2 }),
                 ]
             );
@@ -223,11 +189,7 @@ fn loaded_bytes_feed_rkyv_access() {
     let f = fixture(7);
     let rows: Vec<u64> = (0..1000).map(|i| i * 3).collect();
     let archived = rkyv::to_bytes::<rkyv::rancor::Error>(&rows).expect("archive");
-    let stored = SnapshotImage {
-        format_version: 1,
-        wal_lsn: 1,
-        bytes: archived.to_vec(),
-    };
+    let stored = SnapshotImage { format_version: 1, wal_lsn: 1, bytes: archived.to_vec() };
     f.store.put(KEY, &stored).expect("put");
     let loaded = load(&f.store);
     let view = rkyv::access::<rkyv::Archived<Vec<u64>>, rkyv::rancor::Error>(&loaded.bytes)
@@ -258,14 +220,8 @@ fn keys_that_share_prefixes_do_not_collide() {
 fn unknown_empty_and_deleted_keys() {
     let (f, _, _) = two_generations();
     assert!(f.store.load_latest("other").expect("load").is_none());
-    assert!(matches!(
-        f.store.load_latest(""),
-        Err(SnapshotError::EmptyKey)
-    ));
-    assert!(matches!(
-        f.store.put("", &image(1, 1)),
-        Err(SnapshotError::EmptyKey)
-    ));
+    assert!(matches!(f.store.load_latest(""), Err(SnapshotError::EmptyKey)));
+    assert!(matches!(f.store.put("", &image(1, 1)), Err(SnapshotError::EmptyKey)));
     f.store.delete(KEY).expect("delete");
     f.store.flush().expect("flush");
     assert!(f.store.load_latest(KEY).expect("load").is_none());
@@ -276,26 +232,16 @@ fn unknown_empty_and_deleted_keys() {
 fn an_interrupted_put_is_ignored_then_cleaned_up() {
     let (f, _, newer) = two_generations();
     // A crash after writing chunks of generation 3 but before its header.
-    tree(&f.db)
-        .insert(entry_key(KEY, 3, Some(0)), &b"partial"[..])
-        .expect("insert");
+    tree(&f.db).insert(entry_key(KEY, 3, Some(0)), &b"partial"[..]).expect("insert");
     let loaded = load(&f.store);
     assert_loaded(&loaded, &newer, 2);
     assert!(loaded.damaged_newer.is_empty());
     let next = image(40, 50);
     assert_eq!(f.store.put(KEY, &next).expect("put"), Generation(4));
-    let numbers: Vec<_> = f
-        .store
-        .generations(KEY)
-        .expect("list")
-        .iter()
-        .map(|g| g.generation)
-        .collect();
+    let numbers: Vec<_> =
+        f.store.generations(KEY).expect("list").iter().map(|g| g.generation).collect();
     assert_eq!(numbers, vec![Generation(2), Generation(4)]);
-    assert!(tree(&f.db)
-        .get(entry_key(KEY, 3, Some(0)))
-        .expect("get")
-        .is_none());
+    assert!(tree(&f.db).get(entry_key(KEY, 3, Some(0))).expect("get").is_none());
 }
 
 proptest! {

@@ -71,16 +71,10 @@ impl fmt::Display for DamageReason {
                 write!(f, "record length {len} exceeds the limit {max}")
             }
             Self::LengthBeyondEnd { len, available } => {
-                write!(
-                    f,
-                    "record length {len} runs past end of file ({available} bytes left)"
-                )
+                write!(f, "record length {len} runs past end of file ({available} bytes left)")
             }
             Self::CrcMismatch { stored, computed } => {
-                write!(
-                    f,
-                    "crc mismatch (stored {stored:#010x}, computed {computed:#010x})"
-                )
+                write!(f, "crc mismatch (stored {stored:#010x}, computed {computed:#010x})")
             }
             Self::UnexpectedLsn { expected, found } => {
                 write!(f, "record has LSN {found}, expected {expected}")
@@ -96,11 +90,7 @@ impl fmt::Display for DamageReason {
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Decoded<'a> {
     /// A valid record; the next one starts at `next`.
-    Record {
-        lsn: u64,
-        payload: &'a [u8],
-        next: usize,
-    },
+    Record { lsn: u64, payload: &'a [u8], next: usize },
     /// The offset is exactly the end of the buffer.
     End,
     /// The bytes at the offset are not a valid next record.
@@ -131,9 +121,7 @@ pub(super) fn decode_record(
         return Decoded::End;
     }
     let Some((header, body)) = rest.split_first_chunk::<HEADER_LEN>() else {
-        return Decoded::Damaged(DamageReason::ShortHeader {
-            available: rest.len(),
-        });
+        return Decoded::Damaged(DamageReason::ShortHeader { available: rest.len() });
     };
     let len_bytes = field::<4>(header, 0);
     let len = u32::from_le_bytes(len_bytes);
@@ -152,10 +140,7 @@ pub(super) fn decode_record(
     let lsn = u64::from_le_bytes(field(header, 8));
     if lsn != expected_lsn {
         let expected = expected_lsn;
-        return Decoded::Damaged(DamageReason::UnexpectedLsn {
-            expected,
-            found: lsn,
-        });
+        return Decoded::Damaged(DamageReason::UnexpectedLsn { expected, found: lsn });
     }
     let next = offset + HEADER_LEN + payload.len();
     Decoded::Record { lsn, payload, next }
@@ -174,17 +159,12 @@ fn record_crc(len_bytes: &[u8; 4], payload: &[u8]) -> u32 {
 
 /// `wal-<first lsn, 20 digits>.log`.
 pub(super) fn segment_file_name(first_lsn: u64) -> String {
-    format!(
-        "{SEGMENT_PREFIX}{first_lsn:0width$}{SEGMENT_SUFFIX}",
-        width = SEGMENT_DIGITS
-    )
+    format!("{SEGMENT_PREFIX}{first_lsn:0width$}{SEGMENT_SUFFIX}", width = SEGMENT_DIGITS)
 }
 
 /// The first LSN encoded in a segment file name, or `None` for any other file (LSN 0 is invalid).
 pub(super) fn parse_segment_file_name(name: &str) -> Option<u64> {
-    let digits = name
-        .strip_prefix(SEGMENT_PREFIX)?
-        .strip_suffix(SEGMENT_SUFFIX)?;
+    let digits = name.strip_prefix(SEGMENT_PREFIX)?.strip_suffix(SEGMENT_SUFFIX)?;
     if digits.len() != SEGMENT_DIGITS || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -265,17 +245,11 @@ mod tests {
         ));
         assert!(matches!(
             damaged(decode_record(&buf[..18], 0, 1, 1024)),
-            DamageReason::LengthBeyondEnd {
-                len: 3,
-                available: 2
-            }
+            DamageReason::LengthBeyondEnd { len: 3, available: 2 }
         ));
         assert!(matches!(
             damaged(decode_record(&buf, 0, 2, 1024)),
-            DamageReason::UnexpectedLsn {
-                expected: 2,
-                found: 1
-            }
+            DamageReason::UnexpectedLsn { expected: 2, found: 1 }
         ));
         let mut flipped = buf.clone();
         flipped[HEADER_LEN] ^= 1;

@@ -71,10 +71,7 @@ pub enum WalError {
 
 impl WalError {
     fn io(path: &Path, source: io::Error) -> Self {
-        Self::Io {
-            path: path.to_path_buf(),
-            source,
-        }
+        Self::Io { path: path.to_path_buf(), source }
     }
 }
 
@@ -91,10 +88,7 @@ pub struct WalOptions {
 
 impl Default for WalOptions {
     fn default() -> Self {
-        Self {
-            segment_size: 64 * 1024 * 1024,
-            max_record_len: 256 * 1024 * 1024,
-        }
+        Self { segment_size: 64 * 1024 * 1024, max_record_len: 256 * 1024 * 1024 }
     }
 }
 
@@ -160,9 +154,7 @@ impl Future for Durable {
     type Output = Result<(), WalError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.done)
-            .poll(cx)
-            .map(|done| done.map_err(|_| WalError::Closed))
+        Pin::new(&mut self.done).poll(cx).map(|done| done.map_err(|_| WalError::Closed))
     }
 }
 
@@ -222,10 +214,7 @@ impl Wal {
                 stats,
             }),
         };
-        let recovered = Recovered {
-            records: outcome.records,
-            dropped_tail: outcome.damage,
-        };
+        let recovered = Recovered { records: outcome.records, dropped_tail: outcome.damage };
         Ok((handle, recovered))
     }
 }
@@ -315,23 +304,15 @@ impl WalHandle {
     pub fn append(&self, payload: Vec<u8>) -> Result<Appended, WalError> {
         let max = self.shared.max_record_len;
         if u32::try_from(payload.len()).map_or(true, |len| len > max) {
-            return Err(WalError::RecordTooLarge {
-                len: payload.len(),
-                max,
-            });
+            return Err(WalError::RecordTooLarge { len: payload.len(), max });
         }
         let (done, receiver) = oneshot::channel();
         let mut sequencer = lock(&self.shared.sequencer);
         let lsn = sequencer.next_lsn;
         let sender = sequencer.sender.as_ref().ok_or(WalError::Closed)?;
-        sender
-            .send(Command::Append { lsn, payload, done })
-            .map_err(|_| WalError::Closed)?;
+        sender.send(Command::Append { lsn, payload, done }).map_err(|_| WalError::Closed)?;
         sequencer.next_lsn += 1;
-        Ok(Appended {
-            lsn,
-            durable: Durable { done: receiver },
-        })
+        Ok(Appended { lsn, durable: Durable { done: receiver } })
     }
 
     /// The LSN most recently assigned (0 for an empty log). It may not be durable yet.
@@ -344,9 +325,7 @@ impl WalHandle {
         let (done, receiver) = oneshot::channel();
         let sequencer = lock(&self.shared.sequencer);
         let sender = sequencer.sender.as_ref().ok_or(WalError::Closed)?;
-        sender
-            .send(Command::Barrier { done })
-            .map_err(|_| WalError::Closed)?;
+        sender.send(Command::Barrier { done }).map_err(|_| WalError::Closed)?;
         Ok(Durable { done: receiver })
     }
 

@@ -49,12 +49,7 @@ pub(super) fn recover(dir: &Path, max_record_len: u32) -> Result<RecoveryOutcome
             break;
         }
         let bytes = fs::read(path).map_err(|e| WalError::io(path, e))?;
-        let scan = scan_segment(
-            &bytes,
-            outcome.next_lsn,
-            max_record_len,
-            &mut outcome.records,
-        );
+        let scan = scan_segment(&bytes, outcome.next_lsn, max_record_len, &mut outcome.records);
         outcome.next_lsn = scan.next_lsn;
         let len = scan.valid_len as u64;
         outcome.active = Some(path.clone());
@@ -85,18 +80,10 @@ fn scan_segment(
                 offset = next;
             }
             Decoded::End => {
-                return SegmentScan {
-                    valid_len: offset,
-                    next_lsn: expected,
-                    damage: None,
-                }
+                return SegmentScan { valid_len: offset, next_lsn: expected, damage: None }
             }
             Decoded::Damaged(reason) => {
-                return SegmentScan {
-                    valid_len: offset,
-                    next_lsn: expected,
-                    damage: Some(reason),
-                }
+                return SegmentScan { valid_len: offset, next_lsn: expected, damage: Some(reason) }
             }
         }
     }
@@ -104,10 +91,7 @@ fn scan_segment(
 
 /// Cuts `path` to `len` bytes and makes the new length durable.
 fn truncate(path: &Path, len: u64) -> Result<(), WalError> {
-    let file = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| WalError::io(path, e))?;
+    let file = OpenOptions::new().write(true).open(path).map_err(|e| WalError::io(path, e))?;
     file.set_len(len).map_err(|e| WalError::io(path, e))?;
     file.sync_all().map_err(|e| WalError::io(path, e))
 }
@@ -135,10 +119,5 @@ fn report(path: &Path, offset: u64, reason: DamageReason, deleted: Vec<PathBuf>)
         deleted_segments = deleted.len(),
         "WAL damaged: records from this point on were dropped"
     );
-    TailDamage {
-        segment: path.to_path_buf(),
-        offset,
-        reason,
-        deleted_segments: deleted,
-    }
+    TailDamage { segment: path.to_path_buf(), offset, reason, deleted_segments: deleted }
 }

@@ -19,10 +19,7 @@ fn payload(i: u64) -> Vec<u8> {
 
 /// Options that put `per_segment` test records in each segment.
 fn options(per_segment: u64) -> WalOptions {
-    WalOptions {
-        segment_size: per_segment * RECORD_LEN,
-        ..WalOptions::default()
-    }
+    WalOptions { segment_size: per_segment * RECORD_LEN, ..WalOptions::default() }
 }
 
 fn open(dir: &Path, options: WalOptions) -> (WalHandle, Recovered) {
@@ -31,9 +28,7 @@ fn open(dir: &Path, options: WalOptions) -> (WalHandle, Recovered) {
 
 /// Appends `payload(i)` for every `i` in `range`, waits until all are durable, returns the LSNs.
 fn append_durably(wal: &WalHandle, range: std::ops::RangeInclusive<u64>) -> Vec<u64> {
-    let appended: Vec<Appended> = range
-        .map(|i| wal.append(payload(i)).expect("append"))
-        .collect();
+    let appended: Vec<Appended> = range.map(|i| wal.append(payload(i)).expect("append")).collect();
     appended
         .into_iter()
         .map(|a| {
@@ -46,10 +41,7 @@ fn append_durably(wal: &WalHandle, range: std::ops::RangeInclusive<u64>) -> Vec<
 /// A closed log in `dir` holding records 1..=count.
 fn write_log(dir: &Path, per_segment: u64, count: u64) {
     let (wal, _) = open(dir, options(per_segment));
-    assert_eq!(
-        append_durably(&wal, 1..=count),
-        (1..=count).collect::<Vec<_>>()
-    );
+    assert_eq!(append_durably(&wal, 1..=count), (1..=count).collect::<Vec<_>>());
     wal.shutdown().expect("shutdown");
 }
 
@@ -58,11 +50,7 @@ fn expected_records(range: std::ops::RangeInclusive<u64>) -> Vec<(u64, Vec<u8>)>
 }
 
 fn segments(dir: &Path) -> Vec<PathBuf> {
-    frame::list_segments(dir)
-        .expect("list segments")
-        .into_iter()
-        .map(|(_, path)| path)
-        .collect()
+    frame::list_segments(dir).expect("list segments").into_iter().map(|(_, path)| path).collect()
 }
 
 fn copy_log(from: &Path) -> tempfile::TempDir {
@@ -99,10 +87,7 @@ fn check_recovery(dir: &Path, kept: u64, damaged: bool, segment: &Path, offset: 
         None => assert!(!damaged, "damage was not reported"),
     }
     assert_eq!(wal.last_lsn(), kept);
-    assert_eq!(
-        append_durably(&wal, kept + 1..=kept + 2),
-        vec![kept + 1, kept + 2]
-    );
+    assert_eq!(append_durably(&wal, kept + 1..=kept + 2), vec![kept + 1, kept + 2]);
     wal.shutdown().expect("shutdown");
     let (wal, recovered) = open(dir, options(2));
     assert_eq!(recovered.records, expected_records(1..=kept + 2));
@@ -155,10 +140,7 @@ fn group_commit_batches_concurrent_appends() {
             let wal = wal.clone();
             scope.spawn(move || {
                 let pending: Vec<Appended> = (0..PER_THREAD)
-                    .map(|i| {
-                        wal.append(format!("t{t}-{i}").into_bytes())
-                            .expect("append")
-                    })
+                    .map(|i| wal.append(format!("t{t}-{i}").into_bytes()).expect("append"))
                     .collect();
                 assert!(pending.windows(2).all(|w| w[0].lsn < w[1].lsn));
                 for appended in pending {
@@ -183,19 +165,9 @@ fn group_commit_batches_concurrent_appends() {
         let own: Vec<u64> = recovered
             .records
             .iter()
-            .filter_map(|(_, p)| {
-                std::str::from_utf8(p)
-                    .ok()?
-                    .strip_prefix(&prefix)?
-                    .parse()
-                    .ok()
-            })
+            .filter_map(|(_, p)| std::str::from_utf8(p).ok()?.strip_prefix(&prefix)?.parse().ok())
             .collect();
-        assert_eq!(
-            own,
-            (0..PER_THREAD).collect::<Vec<_>>(),
-            "thread {t} in call order"
-        );
+        assert_eq!(own, (0..PER_THREAD).collect::<Vec<_>>(), "thread {t} in call order");
     }
 }
 
@@ -298,13 +270,7 @@ fn missing_segment_is_reported_and_later_ones_dropped() {
     let (wal, recovered) = open(dir.path(), options(3));
     assert_eq!(recovered.records, expected_records(1..=3));
     let damage = recovered.dropped_tail.expect("damage reported");
-    assert_eq!(
-        damage.reason,
-        DamageReason::SegmentOutOfSequence {
-            expected: 4,
-            found: 7
-        }
-    );
+    assert_eq!(damage.reason, DamageReason::SegmentOutOfSequence { expected: 4, found: 7 });
     assert_eq!(damage.deleted_segments, all[2..].to_vec());
     assert_eq!(append_durably(&wal, 4..=4), vec![4]);
     wal.shutdown().expect("shutdown");
@@ -336,10 +302,7 @@ fn remove_segments_below_keeps_everything_at_or_above() {
 fn second_open_of_the_same_directory_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (wal, _) = open(dir.path(), WalOptions::default());
-    assert!(matches!(
-        Wal::open(dir.path(), WalOptions::default()),
-        Err(WalError::Locked(_))
-    ));
+    assert!(matches!(Wal::open(dir.path(), WalOptions::default()), Err(WalError::Locked(_))));
     wal.shutdown().expect("shutdown");
     let (_wal, _) = open(dir.path(), WalOptions::default());
 }
@@ -347,28 +310,16 @@ fn second_open_of_the_same_directory_is_refused() {
 #[test]
 fn appends_after_shutdown_and_oversized_records_are_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let small = WalOptions {
-        max_record_len: 8,
-        ..WalOptions::default()
-    };
+    let small = WalOptions { max_record_len: 8, ..WalOptions::default() };
     let (wal, _) = open(dir.path(), small);
-    assert!(matches!(
-        wal.append(vec![0; 9]),
-        Err(WalError::RecordTooLarge { len: 9, max: 8 })
-    ));
+    assert!(matches!(wal.append(vec![0; 9]), Err(WalError::RecordTooLarge { len: 9, max: 8 })));
     assert_eq!(wal.append(vec![0; 8]).expect("fits").lsn, 1);
     wal.shutdown().expect("shutdown");
     assert!(matches!(wal.append(vec![1]), Err(WalError::Closed)));
     assert!(matches!(wal.sync_now(), Err(WalError::Closed)));
     wal.shutdown().expect("second shutdown is a no-op");
     assert!(matches!(
-        Wal::open(
-            dir.path(),
-            WalOptions {
-                segment_size: 0,
-                ..WalOptions::default()
-            }
-        ),
+        Wal::open(dir.path(), WalOptions { segment_size: 0, ..WalOptions::default() }),
         Err(WalError::InvalidOptions(_))
     ));
 }

@@ -24,11 +24,7 @@ const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
 /// A message from a `WalHandle` to the writer thread.
 pub(super) enum Command {
     /// Write this record; signal `done` once it is durable.
-    Append {
-        lsn: u64,
-        payload: Vec<u8>,
-        done: oneshot::Sender<()>,
-    },
+    Append { lsn: u64, payload: Vec<u8>, done: oneshot::Sender<()> },
     /// Signal `done` once everything sent before it is durable.
     Barrier { done: oneshot::Sender<()> },
 }
@@ -120,16 +116,7 @@ impl WalWriter {
     ) -> io::Result<Self> {
         let file = OpenOptions::new().append(true).open(&path)?;
         let written = file.metadata()?.len();
-        Ok(Self {
-            dir,
-            segment_size,
-            file,
-            path,
-            written,
-            staged: Vec::new(),
-            stats,
-            _lock: lock,
-        })
+        Ok(Self { dir, segment_size, file, path, written, staged: Vec::new(), stats, _lock: lock })
     }
 
     /// Runs until every handle is gone and the channel is drained; every batch is synced before
@@ -175,12 +162,8 @@ impl WalWriter {
         if let Some(last_lsn) = batch.last_lsn {
             self.write_staged();
             self.sync();
-            self.stats
-                .records
-                .fetch_add(batch.records, Ordering::Relaxed);
-            self.stats
-                .last_batch_records
-                .store(batch.records, Ordering::Relaxed);
+            self.stats.records.fetch_add(batch.records, Ordering::Relaxed);
+            self.stats.last_batch_records.store(batch.records, Ordering::Relaxed);
             self.stats.durable_lsn.store(last_lsn, Ordering::Relaxed);
         }
         for done in batch.waiters {
@@ -225,9 +208,7 @@ impl WalWriter {
 
     fn sync(&mut self) {
         let started = Instant::now();
-        self.file
-            .sync_data()
-            .unwrap_or_else(|e| abort_on_io_failure("fdatasync", &self.path, &e));
+        self.file.sync_data().unwrap_or_else(|e| abort_on_io_failure("fdatasync", &self.path, &e));
         self.stats.record_sync(started);
     }
 }

@@ -1,0 +1,351 @@
+//! `/v1/views/<viewId>/records`: list (paged, `X-Total-Count`, `Link`), add, bulk and single
+//! update, delete, and a record's history.
+
+use actix_web::http::StatusCode;
+use actix_web::{delete, get, patch, post, web, HttpRequest, HttpResponse};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use super::{json_response, no_content, view_route};
+use crate::auth::{Principal, Privilege, Tier};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::actor::{ReadHistory, ReadRecords, RecordsWrite, WriteRecords};
+use crate::grid::codec::{format_timestamp, render_value};
+use crate::grid::history::HistoryEntry;
+use crate::grid::read::{CellOut, RecordOut};
+use crate::grid::records::{DeleteRecordsInput, RecordInput};
+use crate::state::AppState;
+
+/// Default and largest page sizes (decisions.md section 6).
+pub const DEFAULT_LIMIT: usize = 100;
+pub const MAX_LIMIT: usize = 1000;
+
+/// The listing parameters of a request's query string.
+#[derive(Debug, Default)]
+pub struct ListParams {
+    pub offset: usize,
+    pub limit: usize,
+    pub column_ids: Option<Vec<String>>,
+    pub fetch_file_option: Option<String>,
+    /// Every pair except `page`, kept for `Link` URLs.
+    pub others: Vec<(String, String)>,
+}
+
+/// Parses `page` (`{"offset":0,"limit":100}`), `columnIds`, `fetchFileOption`; `query` and
+/// `sort` are refused until the query engine serves them.
+pub fn parse_list_params(query: &str) -> ApiResult<ListParams> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
+        .map_err(|e| ApiError::bad_request(format!("The query string is invalid: {e}")))?;
+    let mut params = ListParams { limit: DEFAULT_LIMIT, ..ListParams::default() };
+    for (key, value) in pairs {
+        match key.as_str() {
+            "page" => (params.offset, params.limit) = parse_page(&value)?,
+            "columnIds" => {
+                let ids = params.column_ids.get_or_insert_with(Vec::new);
+                ids.extend(
+                    value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned),
+                );
+                params.others.push((key, value));
+            }
+            "fetchFileOption" => {
+                if !matches!(value.as_str(), "id" | "name" | "all") {
+                    return Err(ApiError::bad_request(format!(
+                        "fetchFileOption \"{value}\" is invalid; expected id, name or all."
+                    )));
+                }
+                params.fetch_file_option = Some(value.clone());
+                params.others.push((key, value));
+            }
+            "query" | "sort" if !value.trim().is_empty() && value.trim() != "{}" => {
+                return Err(ApiError::bad_request(format!(
+                    "The '{key}' parameter is not supported by this server version yet."
+                )));
+            }
+            _ => params.others.push((key, value)),
+        }
+    }
+    Ok(params)
+}
+
+/// `(offset, limit)` of a `page` parameter; a limit over the maximum is served as the maximum.
+pub fn parse_page(text: &str) -> ApiResult<(usize, usize)> {
+    let invalid = |why: &str| {
+        ApiError::new(ErrorCode::InvalidPaging, format!("page {text} is invalid: {why}"))
+    };
+    if text.trim().is_empty() {
+        return Ok((0, DEFAULT_LIMIT));
+    }
+    let value: Value =
+        serde_json::from_str(text).map_err(|_| invalid("it must be a JSON object"))?;
+    let object = value.as_object().ok_or_else(|| invalid("it must be a JSON object"))?;
+    let offset = match object.get("offset") {
+        None | Some(Value::Null) => 0,
+        Some(v) => v.as_u64().ok_or_else(|| invalid("offset must be an integer >= 0"))? as usize,
+    };
+    let limit = match object.get("limit") {
+        None | Some(Value::Null) => DEFAULT_LIMIT,
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= 1 => (n as usize).min(MAX_LIMIT),
+            _ => return Err(invalid("limit must be an integer >= 1")),
+        },
+    };
+    Ok((offset, limit))
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CellBody {
+    column_id: String,
+    value: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dependency_status: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_status: Option<&'static str>,
+    #[serde(rename = "isMT", skip_serializing_if = "std::ops::Not::not")]
+    is_mt: bool,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RecordBody {
+    id: String,
+    path: String,
+    cells: Vec<CellBody>,
+    last_modified_by: String,
+    last_modified_time: String,
+}
+
+fn cell_body(cell: &CellOut) -> CellBody {
+    let value = render_value(cell.column_type, &cell.value);
+    CellBody {
+        column_id: cell.column_id.clone(),
+        value,
+        dependency_status: cell.statuses.map(|(d, _)| d.as_str()),
+        source_status: cell.statuses.map(|(_, s)| s.as_str()),
+        is_mt: cell.mt,
+    }
+}
+
+fn record_body(record: &RecordOut) -> RecordBody {
+    RecordBody {
+        id: record.id.clone(),
+        path: record.path.clone(),
+        cells: record.cells.iter().map(cell_body).collect(),
+        last_modified_by: record.user.clone(),
+        last_modified_time: format_timestamp(record.time_ms),
+    }
+}
+
+/// `Link` header with absolute `next` / `prev` URLs where such pages exist.
+fn link_header(state: &AppState, path: &str, params: &ListParams, total: usize) -> Option<String> {
+    let page_url = |offset: usize| {
+        let mut pairs = params.others.clone();
+        pairs.push((
+            "page".to_owned(),
+            format!("{{\"offset\":{offset},\"limit\":{}}}", params.limit),
+        ));
+        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+        format!("{}{path}?{query}", state.public_url)
+    };
+    let mut links = Vec::new();
+    if params.offset + params.limit < total {
+        links.push(format!("<{}>; rel=\"next\"", page_url(params.offset + params.limit)));
+    }
+    if params.offset > 0 {
+        links.push(format!(
+            "<{}>; rel=\"prev\"",
+            page_url(params.offset.saturating_sub(params.limit))
+        ));
+    }
+    (!links.is_empty()).then(|| links.join(", "))
+}
+
+#[utoipa::path(tag = "records", params(
+    ("page" = Option<String>, Query, description = "JSON {offset, limit}"),
+    ("columnIds" = Option<String>, Query, description = "comma-separated column ids"),
+    ("fetchFileOption" = Option<String>, Query, description = "id, name or all"),
+), responses((status = 200, description = "records; X-Total-Count and Link headers")))]
+#[get("/v1/views/{viewId}/records")]
+async fn list_records(
+    state: web::Data<AppState>,
+    p: Principal,
+    view_id: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult<HttpResponse> {
+    let params = parse_list_params(req.query_string())?;
+    let route = view_route(&state, &p, &view_id, Privilege::Read)?;
+    let msg = ReadRecords {
+        view_id: view_id.into_inner(),
+        offset: params.offset,
+        limit: params.limit,
+        column_ids: params.column_ids.clone(),
+    };
+    let page = route.addr.send(msg).await??;
+    let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
+    let mut response = json_response(StatusCode::OK, &body);
+    let headers = response.headers_mut();
+    if let Ok(v) = page.total.to_string().parse() {
+        headers.insert(actix_web::http::header::HeaderName::from_static("x-total-count"), v);
+    }
+    if let Some(link) = link_header(&state, req.path(), &params, page.total) {
+        if let Ok(v) = link.parse() {
+            headers.insert(actix_web::http::header::LINK, v);
+        }
+    }
+    Ok(response)
+}
+
+async fn write(
+    state: &AppState,
+    p: &Principal,
+    view_id: String,
+    write: RecordsWrite,
+) -> ApiResult<Vec<RecordOut>> {
+    let route = view_route(state, p, &view_id, Privilege::Write)?;
+    route.addr.send(WriteRecords { view_id, user: p.user().to_owned(), write }).await?
+}
+
+#[utoipa::path(tag = "records", request_body = Vec<RecordInput>, responses((status = 201, description = "the added records")))]
+#[post("/v1/views/{viewId}/records")]
+async fn add_records(
+    state: web::Data<AppState>,
+    p: Principal,
+    view_id: web::Path<String>,
+    body: web::Json<Vec<RecordInput>>,
+) -> ApiResult<HttpResponse> {
+    let records =
+        write(&state, &p, view_id.into_inner(), RecordsWrite::Add(body.into_inner())).await?;
+    Ok(json_response(StatusCode::CREATED, &records.iter().map(record_body).collect::<Vec<_>>()))
+}
+
+#[utoipa::path(tag = "records", request_body = Vec<RecordInput>, responses((status = 200, description = "the updated records")))]
+#[patch("/v1/views/{viewId}/records")]
+async fn update_records(
+    state: web::Data<AppState>,
+    p: Principal,
+    view_id: web::Path<String>,
+    body: web::Json<Vec<RecordInput>>,
+) -> ApiResult<HttpResponse> {
+    let records =
+        write(&state, &p, view_id.into_inner(), RecordsWrite::Update(body.into_inner())).await?;
+    Ok(json_response(StatusCode::OK, &records.iter().map(record_body).collect::<Vec<_>>()))
+}
+
+#[utoipa::path(tag = "records", request_body = RecordInput, responses((status = 200, description = "the updated record")))]
+#[patch("/v1/views/{viewId}/records/{id}")]
+async fn update_record(
+    state: web::Data<AppState>,
+    p: Principal,
+    path: web::Path<(String, String)>,
+    body: web::Json<RecordInput>,
+) -> ApiResult<HttpResponse> {
+    let (view_id, record_id) = path.into_inner();
+    let write_one = RecordsWrite::UpdateOne { record_id, input: body.into_inner() };
+    let records = write(&state, &p, view_id, write_one).await?;
+    let record =
+        records.first().ok_or_else(|| ApiError::internal("the updated record is missing"))?;
+    Ok(json_response(StatusCode::OK, &record_body(record)))
+}
+
+#[utoipa::path(tag = "records", request_body = DeleteRecordsInput, responses((status = 204)))]
+#[delete("/v1/views/{viewId}/records")]
+async fn delete_records(
+    state: web::Data<AppState>,
+    p: Principal,
+    view_id: web::Path<String>,
+    body: web::Json<DeleteRecordsInput>,
+) -> ApiResult<HttpResponse> {
+    write(&state, &p, view_id.into_inner(), RecordsWrite::Delete(body.into_inner())).await?;
+    no_content()
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HistoryBody {
+    last_modified_by: String,
+    last_modified_time: String,
+    path: String,
+    cells: Vec<HistoryCellBody>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HistoryCellBody {
+    column_id: String,
+    value: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dependency_status: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source_status: Option<&'static str>,
+}
+
+fn history_body(
+    entry: &HistoryEntry,
+    types: &std::collections::HashMap<String, crate::grid::schema::ColumnType>,
+) -> HistoryBody {
+    HistoryBody {
+        last_modified_by: entry.user.clone(),
+        last_modified_time: format_timestamp(entry.time_ms),
+        path: entry.path.clone(),
+        cells: entry
+            .cells
+            .iter()
+            .map(|c| HistoryCellBody {
+                column_id: c.column_id.clone(),
+                value: types
+                    .get(&c.column_id)
+                    .map(|t| render_value(*t, &c.value))
+                    .unwrap_or(Value::Null),
+                dependency_status: c.statuses.map(|(d, _)| d.as_str()),
+                source_status: c.statuses.map(|(_, s)| s.as_str()),
+            })
+            .collect(),
+    }
+}
+
+#[utoipa::path(tag = "records", params(("page" = Option<String>, Query, description = "JSON {offset, limit}")),
+    responses((status = 200, description = "history entries, newest first; X-Total-Count")))]
+#[get("/v1/views/{viewId}/records/{recordId}/histories")]
+async fn record_history(
+    state: web::Data<AppState>,
+    p: Principal,
+    path: web::Path<(String, String)>,
+    req: HttpRequest,
+) -> ApiResult<HttpResponse> {
+    p.require_tier(Tier::Enterprise)?;
+    let (view_id, record_id) = path.into_inner();
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
+        .map_err(|e| ApiError::bad_request(format!("The query string is invalid: {e}")))?;
+    let mut page = (0, DEFAULT_LIMIT);
+    let mut record_path = None;
+    for (key, value) in pairs {
+        match key.as_str() {
+            "page" => page = parse_page(&value)?,
+            "path" => record_path = Some(value),
+            _ => {}
+        }
+    }
+    let route = view_route(&state, &p, &view_id, Privilege::Read)?;
+    let schema = route.addr.send(crate::grid::actor::ReadSchema).await?;
+    let types = schema.columns.iter().map(|c| (c.id.clone(), c.column_type)).collect();
+    let msg = ReadHistory { view_id, record_id, path: record_path, offset: page.0, limit: page.1 };
+    let (entries, total) = route.addr.send(msg).await??;
+    let body: Vec<HistoryBody> = entries.iter().map(|e| history_body(e, &types)).collect();
+    let mut response = json_response(StatusCode::OK, &body);
+    if let Ok(v) = total.to_string().parse() {
+        response
+            .headers_mut()
+            .insert(actix_web::http::header::HeaderName::from_static("x-total-count"), v);
+    }
+    Ok(response)
+}
+
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(list_records)
+        .service(add_records)
+        .service(update_records)
+        .service(update_record)
+        .service(delete_records)
+        .service(record_history);
+}

@@ -1,0 +1,248 @@
+//! How ops change a branch's records: column storage, record writes with the localization
+//! rules of decisions.md section 5 (dependency statuses, source statuses, machine-translation
+//! flags), deletes and history.
+//!
+//! Called only from `GridState::apply`; deterministic (times and users come in the op).
+
+use std::collections::HashSet;
+
+use super::codec::convert;
+use super::history::{history_key, HistoryCell, HistoryEntry};
+use super::ops::{CellWrite, GridState, RecordWrite};
+use super::schema::ColumnDef;
+use super::store::{RecordIdentity, RowId};
+use super::value::DependencyStatus;
+
+/// The status of a target cell from its value and its source's (new record, new dependency).
+fn initial_status(target_empty: bool, source_empty: bool) -> DependencyStatus {
+    match (target_empty, source_empty) {
+        (false, _) => DependencyStatus::UpToDate,
+        (true, false) => DependencyStatus::OutOfDate,
+        (true, true) => DependencyStatus::Unset,
+    }
+}
+
+impl GridState {
+    fn by_path(&self) -> bool {
+        self.store.identity() == RecordIdentity::PathAndId
+    }
+
+    pub(super) fn add_column_storage(&mut self, column: &ColumnDef) {
+        let slot = self.store.add_column(column.column_type.storage(), column.is_language());
+        self.slots.insert(column.id.clone(), slot);
+    }
+
+    pub(super) fn replace_column_storage(&mut self, old_id: &str, column: &ColumnDef) {
+        let Some(slot) = self.slots.remove(old_id) else { return };
+        let Some(before) = self.schema.column(old_id).cloned() else { return };
+        if before.column_type.storage() == column.column_type.storage()
+            && before.column_type == column.column_type
+        {
+            self.store.set_localized(slot, column.is_language());
+            self.slots.insert(column.id.clone(), slot);
+            return;
+        }
+        let new_slot = self.store.add_column(column.column_type.storage(), column.is_language());
+        let rows: Vec<RowId> = self.store.live_rows().collect();
+        for row in rows {
+            let converted = convert(&self.store.value(row, slot), column);
+            // Conversion yields the new column's kind, so the store accepts it.
+            let _ = self.store.set_value(row, new_slot, &converted);
+        }
+        self.store.drop_column(slot);
+        self.slots.insert(column.id.clone(), new_slot);
+    }
+
+    pub(super) fn drop_column_storage(&mut self, id: &str) {
+        let orphaned: Vec<String> = self
+            .schema
+            .dependencies
+            .iter()
+            .filter(|d| d.source_column_id == id)
+            .map(|d| d.target_column_id.clone())
+            .collect();
+        for target in orphaned {
+            self.set_all_dependency_statuses(&target, |_, _| DependencyStatus::Unset);
+        }
+        if let Some(slot) = self.slots.remove(id) {
+            self.store.drop_column(slot);
+        }
+    }
+
+    /// Sets the statuses of a dependency's target cells to `unset` (the dependency goes away).
+    pub(super) fn clear_dependency_of(&mut self, dependency_id: &str) {
+        let target = self
+            .schema
+            .dependencies
+            .iter()
+            .find(|d| d.id == dependency_id)
+            .map(|d| d.target_column_id.clone());
+        if let Some(target) = target {
+            self.set_all_dependency_statuses(&target, |_, _| DependencyStatus::Unset);
+        }
+    }
+
+    /// Statuses of every cell of a new dependency's target, from the values.
+    pub(super) fn recompute_dependency_statuses(&mut self, target: &str) {
+        let Some(source) =
+            self.schema.dependency_of_target(target).map(|d| d.source_column_id.clone())
+        else {
+            return;
+        };
+        let Some(&source_slot) = self.slots.get(&source) else { return };
+        let store = &self.store;
+        let source_empty: Vec<bool> = store
+            .live_rows()
+            .map(|r| store.value_ref(r, source_slot).to_value().is_empty())
+            .collect();
+        let mut index = 0;
+        self.set_all_dependency_statuses(target, |target_empty, _| {
+            let status =
+                initial_status(target_empty, source_empty.get(index).copied().unwrap_or(true));
+            index += 1;
+            status
+        });
+    }
+
+    fn set_all_dependency_statuses(
+        &mut self,
+        target: &str,
+        mut status: impl FnMut(bool, RowId) -> DependencyStatus,
+    ) {
+        let Some(&slot) = self.slots.get(target) else { return };
+        let rows: Vec<RowId> = self.store.live_rows().collect();
+        for row in rows {
+            let empty = self.store.value_ref(row, slot).to_value().is_empty();
+            let s = status(empty, row);
+            self.store.set_dependency_status(row, slot, s);
+        }
+    }
+
+    pub(super) fn add_record(&mut self, time_ms: i64, user: &str, record: &RecordWrite) {
+        let row = self.store.insert(&record.id, &record.path, time_ms, user);
+        self.write_cells(row, &record.cells, record.mark_mt);
+        let targets: Vec<(String, String)> = self
+            .schema
+            .dependencies
+            .iter()
+            .map(|d| (d.target_column_id.clone(), d.source_column_id.clone()))
+            .collect();
+        for (target, source) in targets {
+            if explicit_dependency_status(&record.cells, &target).is_some() {
+                continue;
+            }
+            let status = initial_status(self.is_empty(row, &target), self.is_empty(row, &source));
+            self.set_dependency_status(row, &target, status);
+        }
+        self.record_history(row, time_ms, user, &record.cells);
+    }
+
+    pub(super) fn update_record(&mut self, time_ms: i64, user: &str, record: &RecordWrite) {
+        let Some(row) = self.store.find(&record.path, &record.id) else { return };
+        if record.new_id.is_some() || record.new_path.is_some() {
+            let id = record.new_id.clone().unwrap_or_else(|| record.id.clone());
+            let path = record.new_path.clone().unwrap_or_else(|| record.path.clone());
+            let by_path = self.by_path();
+            self.history.rename(
+                &history_key(&record.path, &record.id, by_path),
+                history_key(&path, &id, by_path),
+            );
+            self.store.set_identity(row, &id, &path);
+        }
+        let changed = self.write_cells(row, &record.cells, record.mark_mt);
+        let dependencies: Vec<(String, String)> = self
+            .schema
+            .dependencies
+            .iter()
+            .map(|d| (d.target_column_id.clone(), d.source_column_id.clone()))
+            .collect();
+        for (target, source) in dependencies {
+            if explicit_dependency_status(&record.cells, &target).is_some() {
+                continue;
+            }
+            let target_written =
+                record.cells.iter().any(|c| c.column_id == target && c.value.is_some());
+            if target_written {
+                let status =
+                    initial_status(self.is_empty(row, &target), self.is_empty(row, &source));
+                self.set_dependency_status(row, &target, status);
+            } else if changed.contains(source.as_str()) {
+                self.set_dependency_status(row, &target, DependencyStatus::OutOfDate);
+            }
+        }
+        self.store.touch(row, time_ms, user);
+        self.record_history(row, time_ms, user, &record.cells);
+    }
+
+    pub(super) fn delete_records(&mut self, keys: &[(String, String)]) {
+        for (path, id) in keys {
+            if let Some(row) = self.store.find(path, id) {
+                self.store.delete(row);
+            }
+        }
+        self.store.maybe_compact();
+    }
+
+    /// Writes values and explicit statuses; returns the columns whose value changed.
+    fn write_cells<'a>(
+        &mut self,
+        row: RowId,
+        cells: &'a [CellWrite],
+        mark_mt: bool,
+    ) -> HashSet<&'a str> {
+        let mut changed = HashSet::new();
+        for cell in cells {
+            let Some(&slot) = self.slots.get(&cell.column_id) else { continue };
+            if let Some(value) = &cell.value {
+                if self.store.set_value(row, slot, value).unwrap_or(false) {
+                    changed.insert(cell.column_id.as_str());
+                }
+                let is_target = self.schema.dependency_of_target(&cell.column_id).is_some();
+                self.store.set_mt(row, slot, mark_mt && is_target);
+            }
+            if let Some(status) = cell.source_status {
+                self.store.set_source_status(row, slot, status);
+            }
+            if let Some(status) = cell.dependency_status {
+                self.store.set_dependency_status(row, slot, status);
+            }
+        }
+        changed
+    }
+
+    fn is_empty(&self, row: RowId, column: &str) -> bool {
+        match self.slots.get(column) {
+            Some(&slot) => self.store.value_ref(row, slot).to_value().is_empty(),
+            None => true,
+        }
+    }
+
+    fn set_dependency_status(&mut self, row: RowId, column: &str, status: DependencyStatus) {
+        if let Some(&slot) = self.slots.get(column) {
+            self.store.set_dependency_status(row, slot, status);
+        }
+    }
+
+    fn record_history(&mut self, row: RowId, time_ms: i64, user: &str, cells: &[CellWrite]) {
+        let mut written: Vec<HistoryCell> = Vec::with_capacity(cells.len());
+        for cell in cells {
+            let Some(&slot) = self.slots.get(&cell.column_id) else { continue };
+            let statuses = self.store.is_localized(slot).then(|| {
+                (self.store.dependency_status(row, slot), self.store.source_status(row, slot))
+            });
+            written.push(HistoryCell {
+                column_id: cell.column_id.clone(),
+                value: self.store.value(row, slot),
+                statuses,
+            });
+        }
+        let path = self.store.path(row).to_owned();
+        let key = history_key(&path, self.store.id(row), self.by_path());
+        self.history
+            .push(key, HistoryEntry { time_ms, user: user.to_owned(), path, cells: written });
+    }
+}
+
+fn explicit_dependency_status(cells: &[CellWrite], column: &str) -> Option<DependencyStatus> {
+    cells.iter().find(|c| c.column_id == column).and_then(|c| c.dependency_status)
+}

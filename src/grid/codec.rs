@@ -1,0 +1,297 @@
+//! Cell values on the wire: parsing a request's JSON value for a column type into a
+//! `CellValue`, and rendering a stored value back to JSON (decisions.md section 4).
+//!
+//! Pure functions; the messages they return name the type, and the caller adds the record and
+//! column.
+
+use serde_json::Value;
+
+use super::schema::{ColumnDef, ColumnType, NumberType};
+use super::value::CellValue;
+
+/// Parses a written value for `column`. `null` and `""` empty the cell.
+pub fn parse_value(column: &ColumnDef, value: &Value) -> Result<CellValue, String> {
+    if value.is_null() || value.as_str() == Some("") {
+        return Ok(CellValue::Empty);
+    }
+    match column.column_type {
+        ColumnType::SingleLine
+        | ColumnType::MultipleLines
+        | ColumnType::RichText
+        | ColumnType::Markdown
+        | ColumnType::Html
+        | ColumnType::Language => text(value).map(CellValue::Text),
+        ColumnType::SingleSelection => {
+            let chosen = text(value)?;
+            check_option(column, &chosen)?;
+            Ok(CellValue::Text(chosen))
+        }
+        ColumnType::MultipleSelections => {
+            let chosen = string_list(value, "selection options")?;
+            for option in &chosen {
+                check_option(column, option)?;
+            }
+            Ok(list(chosen))
+        }
+        ColumnType::Files => Ok(list(string_list(value, "file ids")?)),
+        ColumnType::Reference => Ok(list(string_list(value, "record ids")?)),
+        ColumnType::Number => number(column, value).map(CellValue::Number),
+        ColumnType::Boolean => boolean(value).map(CellValue::Boolean),
+        ColumnType::Datetime => {
+            let s = value.as_str().ok_or("value must be an RFC 3339 date-time string")?;
+            parse_datetime(s).map(CellValue::Datetime).ok_or_else(|| {
+                format!("value \"{s}\" is not a date-time (use RFC 3339, e.g. 2026-01-31T10:15:30Z, or 2026-01-31)")
+            })
+        }
+        ColumnType::Json => json_text(value).map(CellValue::Text),
+        ColumnType::Yaml => {
+            let s = value.as_str().ok_or("value must be a string holding YAML")?;
+            yaml_rust2::YamlLoader::load_from_str(s)
+                .map_err(|e| format!("value is not valid YAML: {e}"))?;
+            Ok(CellValue::Text(s.to_owned()))
+        }
+        ColumnType::Formula => Err("formula values are computed and cannot be written".to_owned()),
+    }
+}
+
+fn list(items: Vec<String>) -> CellValue {
+    if items.is_empty() {
+        CellValue::Empty
+    } else {
+        CellValue::List(items)
+    }
+}
+
+fn text(value: &Value) -> Result<String, String> {
+    match value {
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        Value::Null | Value::Array(_) | Value::Object(_) => {
+            Err("value must be a string".to_owned())
+        }
+    }
+}
+
+fn string_list(value: &Value, what: &str) -> Result<Vec<String>, String> {
+    match value {
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("value must be a list of {what} (strings)"))
+            })
+            .collect(),
+        Value::Null | Value::Number(_) | Value::Bool(_) | Value::Object(_) => {
+            Err(format!("value must be a list of {what} (strings)"))
+        }
+    }
+}
+
+fn check_option(column: &ColumnDef, chosen: &str) -> Result<(), String> {
+    let options = column.selection.as_deref().unwrap_or_default();
+    if options.iter().any(|o| o.value == chosen) {
+        Ok(())
+    } else {
+        Err(format!("\"{chosen}\" is not one of the column's selection options"))
+    }
+}
+
+fn number(column: &ColumnDef, value: &Value) -> Result<f64, String> {
+    let n = match value {
+        Value::Number(n) => n.as_f64().ok_or("value must be a number")?,
+        Value::String(s) => {
+            s.trim().parse::<f64>().map_err(|_| format!("value \"{s}\" must be a number"))?
+        }
+        Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_) => {
+            return Err("value must be a number".into())
+        }
+    };
+    if !n.is_finite() {
+        return Err("value must be a finite number".to_owned());
+    }
+    let integer =
+        column.number_format.as_ref().is_some_and(|f| f.number_type == NumberType::Integer);
+    if integer && n.fract() != 0.0 {
+        return Err(format!("value {n} must be an integer"));
+    }
+    Ok(n)
+}
+
+fn boolean(value: &Value) -> Result<bool, String> {
+    match value {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) if s == "true" => Ok(true),
+        Value::String(s) if s == "false" => Ok(false),
+        Value::Null | Value::Number(_) | Value::String(_) | Value::Array(_) | Value::Object(_) => {
+            Err("value must be true or false".to_owned())
+        }
+    }
+}
+
+fn json_text(value: &Value) -> Result<String, String> {
+    match value {
+        Value::String(s) => {
+            serde_json::from_str::<Value>(s)
+                .map_err(|e| format!("value is not valid JSON: {e}"))?;
+            Ok(s.clone())
+        }
+        other => Ok(other.to_string()),
+    }
+}
+
+/// Milliseconds since the epoch from RFC 3339 or a plain `YYYY-MM-DD` date.
+pub fn parse_datetime(s: &str) -> Option<i64> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some(t.timestamp_millis());
+    }
+    let date = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+    Some(date.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis())
+}
+
+/// A datetime cell as written on the wire: UTC with milliseconds and `Z`.
+pub fn format_datetime(ms: i64) -> String {
+    match chrono::DateTime::from_timestamp_millis(ms) {
+        Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        None => String::new(),
+    }
+}
+
+/// A record timestamp (`lastModifiedTime`): UTC with milliseconds and `+00:00`.
+pub fn format_timestamp(ms: i64) -> String {
+    match chrono::DateTime::from_timestamp_millis(ms) {
+        Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3f+00:00").to_string(),
+        None => String::new(),
+    }
+}
+
+/// Renders a stored value for a column of type `column_type`.
+pub fn render_value(column_type: ColumnType, value: &CellValue) -> Value {
+    match value {
+        CellValue::Empty => empty_value(column_type),
+        CellValue::Text(s) => Value::String(s.clone()),
+        CellValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => Value::from(*n as i64),
+        CellValue::Number(n) => serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number),
+        CellValue::Boolean(b) => Value::Bool(*b),
+        CellValue::Datetime(ms) => Value::String(format_datetime(*ms)),
+        CellValue::List(items) => Value::Array(items.iter().cloned().map(Value::String).collect()),
+    }
+}
+
+/// The value an empty cell reads as.
+pub fn empty_value(column_type: ColumnType) -> Value {
+    match column_type {
+        ColumnType::Number | ColumnType::Datetime | ColumnType::Boolean => Value::Null,
+        ColumnType::MultipleSelections | ColumnType::Files | ColumnType::Reference => {
+            Value::Array(Vec::new())
+        }
+        ColumnType::SingleLine
+        | ColumnType::MultipleLines
+        | ColumnType::RichText
+        | ColumnType::Markdown
+        | ColumnType::Html
+        | ColumnType::Language
+        | ColumnType::SingleSelection
+        | ColumnType::Json
+        | ColumnType::Yaml
+        | ColumnType::Formula => Value::String(String::new()),
+    }
+}
+
+/// Converts a stored value to another column type (when a column's type changes); values that
+/// do not convert become empty.
+pub fn convert(value: &CellValue, to: &ColumnDef) -> CellValue {
+    let as_json = match value {
+        CellValue::Empty => return CellValue::Empty,
+        CellValue::Text(s) => Value::String(s.clone()),
+        CellValue::Number(n) => serde_json::Number::from_f64(*n).map_or(Value::Null, Value::Number),
+        CellValue::Boolean(b) => Value::Bool(*b),
+        CellValue::Datetime(ms) => Value::String(format_datetime(*ms)),
+        CellValue::List(items)
+            if items.len() == 1 && to.column_type.storage() != super::value::StorageKind::List =>
+        {
+            Value::String(items[0].clone())
+        }
+        CellValue::List(items) => Value::Array(items.iter().cloned().map(Value::String).collect()),
+    };
+    parse_value(to, &as_json).unwrap_or(CellValue::Empty)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grid::schema::{NumberFormat, SelectionOption};
+    use serde_json::json;
+
+    fn column(t: ColumnType) -> ColumnDef {
+        ColumnDef {
+            id: "c".into(),
+            name: "c".into(),
+            description: None,
+            column_type: t,
+            language_code: None,
+            localization_type: None,
+            number_format: None,
+            selection: Some(vec![SelectionOption { value: "a".into(), color: None }]),
+            reference: None,
+            formula: None,
+            date_time_format: None,
+        }
+    }
+
+    #[test]
+    fn parses_each_type() {
+        assert_eq!(
+            parse_value(&column(ColumnType::Number), &json!("1.5")),
+            Ok(CellValue::Number(1.5))
+        );
+        assert_eq!(
+            parse_value(&column(ColumnType::Boolean), &json!("true")),
+            Ok(CellValue::Boolean(true))
+        );
+        assert_eq!(
+            parse_value(&column(ColumnType::Datetime), &json!("2026-01-31")),
+            Ok(CellValue::Datetime(1_769_817_600_000))
+        );
+        assert_eq!(
+            parse_value(&column(ColumnType::Json), &json!({"a": 1})),
+            Ok(CellValue::Text("{\"a\":1}".into()))
+        );
+        assert!(parse_value(&column(ColumnType::Json), &json!("{bad")).is_err());
+        assert!(parse_value(&column(ColumnType::Yaml), &json!("a: [1, 2")).is_err());
+        assert!(parse_value(&column(ColumnType::SingleSelection), &json!("b")).is_err());
+        assert!(parse_value(&column(ColumnType::Number), &json!("x")).is_err());
+        assert_eq!(
+            parse_value(&column(ColumnType::SingleLine), &json!(null)),
+            Ok(CellValue::Empty)
+        );
+    }
+
+    #[test]
+    fn integer_format_rejects_fractions() {
+        let mut c = column(ColumnType::Number);
+        c.number_format = Some(NumberFormat {
+            number_type: NumberType::Integer,
+            decimal_places: None,
+            currency_symbol: None,
+            use_1000_separator: None,
+        });
+        assert!(parse_value(&c, &json!(1.5)).is_err());
+        assert_eq!(parse_value(&c, &json!(2)), Ok(CellValue::Number(2.0)));
+    }
+
+    #[test]
+    fn datetimes_round_trip_in_utc_with_millis() {
+        let ms = parse_datetime("2026-01-31T11:15:30.123+01:00").expect("valid");
+        assert_eq!(format_datetime(ms), "2026-01-31T10:15:30.123Z");
+    }
+
+    #[test]
+    fn empty_values_by_type() {
+        assert_eq!(empty_value(ColumnType::Language), json!(""));
+        assert_eq!(empty_value(ColumnType::Files), json!([]));
+        assert_eq!(empty_value(ColumnType::Number), json!(null));
+    }
+}

@@ -1,0 +1,75 @@
+//! Record history: every change of a record appends an entry with the cells as they became.
+//! Listed newest first. Owned by the grid actor with the rest of the branch.
+
+use std::collections::HashMap;
+
+use super::value::{CellValue, DependencyStatus, SourceStatus};
+
+/// One cell as a change left it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryCell {
+    pub column_id: String,
+    pub value: CellValue,
+    /// Present for language columns.
+    pub statuses: Option<(DependencyStatus, SourceStatus)>,
+}
+
+/// One change of one record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryEntry {
+    pub time_ms: i64,
+    pub user: String,
+    pub path: String,
+    pub cells: Vec<HistoryCell>,
+}
+
+/// Entries per record key (the id, or path and id in grids identified by both).
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    entries: HashMap<String, Vec<HistoryEntry>>,
+}
+
+/// The key a record's history is kept under.
+pub fn history_key(path: &str, id: &str, by_path: bool) -> String {
+    if by_path {
+        format!("{path}\u{0}{id}")
+    } else {
+        id.to_owned()
+    }
+}
+
+impl History {
+    pub fn push(&mut self, key: String, entry: HistoryEntry) {
+        self.entries.entry(key).or_default().push(entry);
+    }
+
+    /// Moves a record's history when it is renamed or moved.
+    pub fn rename(&mut self, from: &str, to: String) {
+        if let Some(list) = self.entries.remove(from) {
+            self.entries.entry(to).or_default().extend(list);
+        }
+    }
+
+    /// A page of a record's entries, newest first, and how many there are.
+    pub fn page(&self, key: &str, offset: usize, limit: usize) -> (Vec<HistoryEntry>, usize) {
+        match self.entries.get(key) {
+            Some(list) => {
+                (list.iter().rev().skip(offset).take(limit).cloned().collect(), list.len())
+            }
+            None => (Vec::new(), 0),
+        }
+    }
+
+    /// Every entry in time order, with its record key (for export and snapshots).
+    pub fn all(&self) -> impl Iterator<Item = (&str, &HistoryEntry)> {
+        self.entries.iter().flat_map(|(k, list)| list.iter().map(move |e| (k.as_str(), e)))
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.values().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}

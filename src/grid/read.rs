@@ -1,0 +1,78 @@
+//! Reading records out of a branch: owned copies of a page of rows with the requested columns,
+//! which handlers render to JSON on their own threads.
+
+use super::ops::GridState;
+use super::schema::{ColumnDef, ColumnType};
+use super::store::RowId;
+use super::value::{CellValue, DependencyStatus, SourceStatus};
+
+/// One cell of a record read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellOut {
+    pub column_id: String,
+    pub column_type: ColumnType,
+    pub value: CellValue,
+    /// Present for language columns.
+    pub statuses: Option<(DependencyStatus, SourceStatus)>,
+    pub mt: bool,
+}
+
+/// One record read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordOut {
+    pub id: String,
+    pub path: String,
+    pub time_ms: i64,
+    pub user: String,
+    pub cells: Vec<CellOut>,
+}
+
+/// A page of records and how many records match in all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordPage {
+    pub records: Vec<RecordOut>,
+    pub total: usize,
+}
+
+impl GridState {
+    /// Copies the given rows with the given columns.
+    pub fn read_rows(
+        &self,
+        columns: &[&ColumnDef],
+        rows: impl Iterator<Item = RowId>,
+    ) -> Vec<RecordOut> {
+        let slots: Vec<_> = columns.iter().map(|c| self.slots.get(&c.id).copied()).collect();
+        rows.map(|row| RecordOut {
+            id: self.store.id(row).to_owned(),
+            path: self.store.path(row).to_owned(),
+            time_ms: self.store.modified_time(row),
+            user: self.store.modified_by(row).to_owned(),
+            cells: columns
+                .iter()
+                .zip(&slots)
+                .map(|(column, slot)| match slot {
+                    Some(slot) => CellOut {
+                        column_id: column.id.clone(),
+                        column_type: column.column_type,
+                        value: self.store.value(row, *slot),
+                        statuses: column.is_language().then(|| {
+                            (
+                                self.store.dependency_status(row, *slot),
+                                self.store.source_status(row, *slot),
+                            )
+                        }),
+                        mt: self.store.is_mt(row, *slot),
+                    },
+                    None => CellOut {
+                        column_id: column.id.clone(),
+                        column_type: column.column_type,
+                        value: CellValue::Empty,
+                        statuses: None,
+                        mt: false,
+                    },
+                })
+                .collect(),
+        })
+        .collect()
+    }
+}

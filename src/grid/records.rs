@@ -1,0 +1,426 @@
+//! Record requests: the JSON of add, update and delete, checked whole against the branch (view
+//! columns, editable flags, value types, ids, locks) and turned into one `GridOp`. Every
+//! problem of a request is reported at once; a request with any problem changes nothing.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::codec::parse_value;
+use super::ops::{CellWrite, GridOp, GridState, RecordWrite};
+use super::schema::ViewDef;
+use super::store::RecordIdentity;
+use super::value::{DependencyStatus, SourceStatus};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::ids;
+
+/// The most records one add or update may carry.
+pub const MAX_RECORDS_PER_REQUEST: usize = 1000;
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// A cell as written: an absent `value` leaves the value alone; `null` empties it.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CellInput {
+    pub column_id: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Object>)]
+    pub value: Option<Value>,
+    pub dependency_status: Option<String>,
+    pub source_status: Option<String>,
+}
+
+/// A record as written.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordInput {
+    pub id: Option<String>,
+    pub path: Option<String>,
+    #[serde(default)]
+    pub cells: Vec<CellInput>,
+    #[serde(default, rename = "markUpdatedCellsWithMTFlag")]
+    pub mark_mt: Option<bool>,
+}
+
+impl RecordInput {
+    fn mark_mt(&self) -> bool {
+        self.mark_mt.unwrap_or(false)
+    }
+}
+
+/// One problem of a request: its code and where it is.
+struct Problem {
+    code: ErrorCode,
+    message: String,
+}
+
+#[derive(Default)]
+struct Problems(Vec<Problem>);
+
+impl Problems {
+    fn add(&mut self, code: ErrorCode, message: String) {
+        self.0.push(Problem { code, message });
+    }
+
+    /// The error for the request: the first problem's code, every problem in `messages`.
+    fn into_result(self) -> ApiResult<()> {
+        let Some(first) = self.0.first() else { return Ok(()) };
+        if self.0.len() == 1 {
+            return Err(ApiError::new(first.code, first.message.clone()));
+        }
+        let summary = format!("{} problems were found; the request changed nothing.", self.0.len());
+        let code = first.code;
+        Err(ApiError::with_messages(code, summary, self.0.into_iter().map(|p| p.message).collect()))
+    }
+}
+
+/// What kind of write is being checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteKind {
+    Add,
+    Update,
+}
+
+fn check_count(n: usize) -> ApiResult<()> {
+    if n > MAX_RECORDS_PER_REQUEST {
+        return Err(ApiError::new(
+            ErrorCode::RequestRecordsExceedLimitation,
+            format!("A request may add or update at most {MAX_RECORDS_PER_REQUEST} records; this one has {n}."),
+        ));
+    }
+    Ok(())
+}
+
+fn check_id(id: &str, at: &str, problems: &mut Problems) -> bool {
+    if id.is_empty() {
+        problems.add(ErrorCode::InvalidRecordId, format!("{at}: the record id is empty."));
+        return false;
+    }
+    if id.chars().count() > ids::MAX_RECORD_ID_CHARS {
+        problems.add(
+            ErrorCode::InvalidLengthRecordId,
+            format!("{at}: the record id is longer than {} characters.", ids::MAX_RECORD_ID_CHARS),
+        );
+        return false;
+    }
+    true
+}
+
+/// Plans an add of `inputs` through `view`.
+pub fn plan_add(
+    state: &GridState,
+    view: &ViewDef,
+    inputs: Vec<RecordInput>,
+    user: &str,
+    time_ms: i64,
+) -> ApiResult<GridOp> {
+    check_count(inputs.len())?;
+    let by_path = state.store.identity() == RecordIdentity::PathAndId;
+    let mut problems = Problems::default();
+    let mut seen = HashSet::new();
+    let mut records = Vec::with_capacity(inputs.len());
+    for (i, input) in inputs.iter().enumerate() {
+        let at = format!("records[{i}]");
+        let path = input.path.clone().unwrap_or_default();
+        let id = match &input.id {
+            Some(id) => id.clone(),
+            None => loop {
+                let id = ids::generate();
+                if state.store.find(&path, &id).is_none() {
+                    break id;
+                }
+            },
+        };
+        if check_id(&id, &at, &mut problems) {
+            let key = if by_path { format!("{path}\u{0}{id}") } else { id.clone() };
+            if !seen.insert(key) {
+                problems.add(
+                    ErrorCode::DuplicateRecordId,
+                    format!("{at}: record id \"{id}\" appears more than once."),
+                );
+            } else if state.store.find(&path, &id).is_some() {
+                problems.add(
+                    ErrorCode::RecordIdAlreadyExists,
+                    format!("{at}: record \"{id}\" already exists."),
+                );
+            }
+        }
+        let cells = check_cells(state, view, input, None, &at, WriteKind::Add, &mut problems);
+        records.push(RecordWrite {
+            id,
+            path,
+            new_id: None,
+            new_path: None,
+            cells,
+            mark_mt: input.mark_mt(),
+        });
+    }
+    problems.into_result()?;
+    Ok(GridOp::AddRecords { time_ms, user: user.to_owned(), records })
+}
+
+/// Plans a bulk update of `inputs` through `view` (each input names its record by id).
+pub fn plan_update(
+    state: &GridState,
+    view: &ViewDef,
+    inputs: Vec<RecordInput>,
+    user: &str,
+    time_ms: i64,
+) -> ApiResult<GridOp> {
+    check_count(inputs.len())?;
+    let mut problems = Problems::default();
+    let mut seen = HashSet::new();
+    let mut records = Vec::with_capacity(inputs.len());
+    for (i, input) in inputs.iter().enumerate() {
+        let at = format!("records[{i}]");
+        let Some(id) = input.id.clone() else {
+            problems.add(ErrorCode::NullRecordId, format!("{at}: the record id is missing."));
+            continue;
+        };
+        if let Some(write) =
+            check_update(state, view, input, &id, None, &at, &mut seen, &mut problems)
+        {
+            records.push(write);
+        }
+    }
+    problems.into_result()?;
+    Ok(GridOp::UpdateRecords { time_ms, user: user.to_owned(), records })
+}
+
+/// Plans the update of one record named in the path; `input.id` renames it.
+pub fn plan_update_one(
+    state: &GridState,
+    view: &ViewDef,
+    record_id: &str,
+    input: RecordInput,
+    user: &str,
+    time_ms: i64,
+) -> ApiResult<(GridOp, String, String)> {
+    let mut problems = Problems::default();
+    let mut seen = HashSet::new();
+    let write = check_update(
+        state,
+        view,
+        &input,
+        record_id,
+        input.id.as_deref(),
+        "record",
+        &mut seen,
+        &mut problems,
+    );
+    problems.into_result()?;
+    let write = write.ok_or_else(|| ApiError::internal("checked update has no record"))?;
+    let id = write.new_id.clone().unwrap_or_else(|| write.id.clone());
+    let path = write.new_path.clone().unwrap_or_else(|| write.path.clone());
+    Ok((GridOp::UpdateRecords { time_ms, user: user.to_owned(), records: vec![write] }, path, id))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_update(
+    state: &GridState,
+    view: &ViewDef,
+    input: &RecordInput,
+    id: &str,
+    rename_to: Option<&str>,
+    at: &str,
+    seen: &mut HashSet<String>,
+    problems: &mut Problems,
+) -> Option<RecordWrite> {
+    let by_path = state.store.identity() == RecordIdentity::PathAndId;
+    if !check_id(id, at, problems) {
+        return None;
+    }
+    let lookup_path = if by_path { input.path.clone().unwrap_or_default() } else { String::new() };
+    let Some(row) = state.store.find(&lookup_path, id) else {
+        problems
+            .add(ErrorCode::NonexistentRecordId, format!("{at}: record \"{id}\" does not exist."));
+        return None;
+    };
+    let key = if by_path { format!("{lookup_path}\u{0}{id}") } else { id.to_owned() };
+    if !seen.insert(key) {
+        problems.add(
+            ErrorCode::DuplicateRecordId,
+            format!("{at}: record id \"{id}\" appears more than once."),
+        );
+        return None;
+    }
+    let current_path = state.store.path(row).to_owned();
+    let new_id = rename_to.filter(|n| *n != id).map(str::to_owned);
+    if let Some(new_id) = &new_id {
+        if check_id(new_id, at, problems) && state.store.find(&current_path, new_id).is_some() {
+            problems.add(
+                ErrorCode::RecordIdAlreadyExists,
+                format!("{at}: record \"{new_id}\" already exists."),
+            );
+        }
+    }
+    let new_path = if by_path { None } else { input.path.clone().filter(|p| *p != current_path) };
+    let cells = check_cells(state, view, input, Some(row), at, WriteKind::Update, problems);
+    Some(RecordWrite {
+        id: id.to_owned(),
+        path: current_path,
+        new_id,
+        new_path,
+        cells,
+        mark_mt: input.mark_mt(),
+    })
+}
+
+fn check_cells(
+    state: &GridState,
+    view: &ViewDef,
+    input: &RecordInput,
+    row: Option<super::store::RowId>,
+    at: &str,
+    kind: WriteKind,
+    problems: &mut Problems,
+) -> Vec<CellWrite> {
+    let mut cells = Vec::with_capacity(input.cells.len());
+    let mut seen = HashSet::new();
+    for (j, cell) in input.cells.iter().enumerate() {
+        let at = format!("{at}.cells[{j}]");
+        let Some(column_id) = cell.column_id.as_deref() else {
+            problems.add(ErrorCode::BadRequest, format!("{at}: columnId is missing."));
+            continue;
+        };
+        let Some((column, editable)) = state.schema.view_column(view, column_id) else {
+            problems.add(
+                ErrorCode::ColumnNotFoundInView,
+                format!("{at}: column \"{column_id}\" could not be found in view \"{}\".", view.id),
+            );
+            continue;
+        };
+        if !seen.insert(column_id) {
+            problems.add(
+                ErrorCode::BadRequest,
+                format!("{at}: column \"{column_id}\" is written twice."),
+            );
+            continue;
+        }
+        let value = match &cell.value {
+            Some(_) if !editable => {
+                problems.add(
+                    ErrorCode::ColumnIsNotEditableInView,
+                    format!(
+                        "{at}: column \"{column_id}\" is not editable in view \"{}\".",
+                        view.id
+                    ),
+                );
+                continue;
+            }
+            Some(v) => match parse_value(column, v) {
+                Ok(parsed) => Some(parsed),
+                Err(why) => {
+                    problems.add(
+                        ErrorCode::BadRequest,
+                        format!(
+                            "{at}: {why} ({} column \"{column_id}\").",
+                            column.column_type.as_str()
+                        ),
+                    );
+                    continue;
+                }
+            },
+            None => None,
+        };
+        let dependency_status = match cell.dependency_status.as_deref() {
+            None => None,
+            Some(s) => match DependencyStatus::parse(s) {
+                Some(status) => Some(status),
+                None => {
+                    problems.add(
+                        ErrorCode::BadRequest,
+                        format!("{at}: dependencyStatus \"{s}\" is invalid."),
+                    );
+                    continue;
+                }
+            },
+        };
+        let source_status = match cell.source_status.as_deref() {
+            None => None,
+            Some(s) => match SourceStatus::parse(s) {
+                Some(status) => Some(status),
+                None => {
+                    problems.add(
+                        ErrorCode::BadRequest,
+                        format!("{at}: sourceStatus \"{s}\" is invalid."),
+                    );
+                    continue;
+                }
+            },
+        };
+        if let (Some(row), Some(new_value), WriteKind::Update) = (row, &value, kind) {
+            let slot = state.slots.get(column_id).copied();
+            let locked =
+                slot.is_some_and(|s| state.store.source_status(row, s) == SourceStatus::Locked);
+            let unlocking = source_status.is_some_and(|s| s != SourceStatus::Locked);
+            let changes = slot.is_some_and(|s| state.store.value(row, s) != *new_value);
+            if locked && !unlocking && changes {
+                problems.add(
+                    ErrorCode::CellIsLocked,
+                    format!("{at}: the cell of column \"{column_id}\" is locked."),
+                );
+                continue;
+            }
+        }
+        let localized = column.is_language();
+        cells.push(CellWrite {
+            column_id: column_id.to_owned(),
+            value,
+            dependency_status: dependency_status.filter(|_| localized),
+            source_status: source_status.filter(|_| localized),
+        });
+    }
+    cells
+}
+
+/// Records to delete: by id, or by (id, path) in grids identified by both.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct DeleteRecordsInput {
+    pub ids: Option<Vec<String>>,
+    pub identifiers: Option<Vec<RecordIdentifier>>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct RecordIdentifier {
+    pub id: String,
+    #[serde(default)]
+    pub path: String,
+}
+
+/// Plans a delete; every named record must exist.
+pub fn plan_delete(state: &GridState, input: DeleteRecordsInput) -> ApiResult<GridOp> {
+    let by_path = state.store.identity() == RecordIdentity::PathAndId;
+    let keys: Vec<(String, String)> = match (input.ids, input.identifiers) {
+        (_, Some(identifiers)) => identifiers.into_iter().map(|r| (r.path, r.id)).collect(),
+        (Some(_), None) if by_path => {
+            return Err(ApiError::bad_request(
+                "This grid identifies records by path and id: send identifiers [{id, path}] instead of ids.",
+            ))
+        }
+        (Some(ids), None) => ids.into_iter().map(|id| (String::new(), id)).collect(),
+        (None, None) => return Err(ApiError::bad_request("Send the records to delete as ids (or identifiers).")),
+    };
+    let mut problems = Problems::default();
+    let mut seen = HashSet::new();
+    for (i, (path, id)) in keys.iter().enumerate() {
+        if state.store.find(path, id).is_none() {
+            problems.add(
+                ErrorCode::NonexistentRecordId,
+                format!("ids[{i}]: record \"{id}\" does not exist."),
+            );
+        } else if !seen.insert((path.clone(), id.clone())) {
+            problems.add(
+                ErrorCode::DuplicateRecordId,
+                format!("ids[{i}]: record \"{id}\" appears more than once."),
+            );
+        }
+    }
+    problems.into_result()?;
+    Ok(GridOp::DeleteRecords { keys })
+}

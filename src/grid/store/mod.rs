@@ -1,0 +1,449 @@
+//! `ColumnStore`: the records of one grid branch, held column by column in memory.
+//!
+//! Owns record identity (id, path, the key -> row map), record metadata (last modified time and
+//! user), row order (insertion order), liveness (tombstones + compaction) and every cell with its
+//! version and statuses. It stores what it is told: validating values against column types,
+//! enforcing id uniqueness and limits, JSON, indexes, history and persistence live elsewhere.
+//!
+//! Layout: every per-row vector is split in chunks of 64K rows (`chunked`); strings live in
+//! per-chunk arenas (`text`); keys are hashed to `u64` and verified against the stored id, so an
+//! id is stored once (`index`). A `RowId` is a physical row: deleting only tombstones it, and it
+//! stays valid until the next `compact`/`maybe_compact`, which renumbers rows. Callers resolve
+//! rows per message and never keep them across messages.
+
+mod chunked;
+mod column;
+mod index;
+mod text;
+
+#[cfg(test)]
+mod model_tests;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+use roaring::RoaringBitmap;
+
+pub use self::column::{CellRef, KindMismatch};
+pub use self::text::ListRef;
+
+use self::chunked::ChunkedVec;
+use self::column::Column;
+use self::index::{key_hash, HashIndex, Interner};
+use self::text::TextColumn;
+use crate::grid::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
+
+/// Compaction runs (in `maybe_compact`) when more than 1/`COMPACT_FRACTION` of the physical rows
+/// are tombstones and there are more than `COMPACT_MIN_DEAD` of them.
+const COMPACT_FRACTION: u64 = 4;
+const COMPACT_MIN_DEAD: u64 = 1024;
+
+/// A physical row of the store. Valid until the next compaction; never kept across messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RowId(u32);
+
+impl RowId {
+    /// The physical row number.
+    pub fn get(self) -> u32 {
+        self.0
+    }
+
+    fn at(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A column of the store. Handed out by `add_column`; never reused after `drop_column`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ColumnSlot(u32);
+
+impl ColumnSlot {
+    /// The slot number.
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+/// What identifies a record within the grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RecordIdentity {
+    /// The record id alone; paths are ignored by lookups.
+    RecordId,
+    /// The pair (path, record id).
+    PathAndId,
+}
+
+/// The records of one grid branch in typed columns. See the module doc.
+#[derive(Clone)]
+pub struct ColumnStore {
+    identity: RecordIdentity,
+    ids: TextColumn,
+    paths: ChunkedVec<u32>,
+    path_names: Interner,
+    times: ChunkedVec<i64>,
+    editors: ChunkedVec<u32>,
+    user_names: Interner,
+    live: RoaringBitmap,
+    by_key: HashIndex,
+    columns: Vec<Option<Column>>,
+    scratch: String,
+}
+
+impl fmt::Debug for ColumnStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ColumnStore")
+            .field("identity", &self.identity)
+            .field("live", &self.len())
+            .field("rows", &self.ids.len())
+            .field("columns", &self.columns.iter().flatten().count())
+            .finish()
+    }
+}
+
+impl ColumnStore {
+    /// An empty store whose records are identified by `identity`.
+    pub fn new(identity: RecordIdentity) -> Self {
+        ColumnStore {
+            identity,
+            ids: TextColumn::new(),
+            paths: ChunkedVec::new(),
+            path_names: Interner::default(),
+            times: ChunkedVec::new(),
+            editors: ChunkedVec::new(),
+            user_names: Interner::default(),
+            live: RoaringBitmap::new(),
+            by_key: HashIndex::default(),
+            columns: Vec::new(),
+            scratch: String::new(),
+        }
+    }
+
+    /// How records are identified.
+    pub fn identity(&self) -> RecordIdentity {
+        self.identity
+    }
+
+    // ----- columns -----
+
+    /// Adds a column; every existing row gets an empty cell with version 0.
+    pub fn add_column(&mut self, kind: StorageKind, localized: bool) -> ColumnSlot {
+        let slot = u32::try_from(self.columns.len()).expect("fewer than 2^32 columns ever added");
+        self.columns.push(Some(Column::new(kind, localized, self.ids.len())));
+        ColumnSlot(slot)
+    }
+
+    /// Drops a column and frees its cells. The slot is never handed out again.
+    pub fn drop_column(&mut self, slot: ColumnSlot) {
+        if let Some(column) = self.columns.get_mut(slot.0 as usize) {
+            *column = None;
+        }
+    }
+
+    /// Makes a column keep statuses (all unset) or stop keeping them (statuses dropped).
+    pub fn set_localized(&mut self, slot: ColumnSlot, localized: bool) {
+        self.column_mut(slot).set_localized(localized);
+    }
+
+    /// The storage kind of a column.
+    pub fn kind(&self, slot: ColumnSlot) -> StorageKind {
+        self.column(slot).kind()
+    }
+
+    /// True when the column keeps dependency/source statuses and the isMT flag.
+    pub fn is_localized(&self, slot: ColumnSlot) -> bool {
+        self.column(slot).is_localized()
+    }
+
+    fn column(&self, slot: ColumnSlot) -> &Column {
+        let column = self.columns.get(slot.0 as usize).and_then(Option::as_ref);
+        column.expect("column slots come from add_column and are not used after drop_column")
+    }
+
+    fn column_mut(&mut self, slot: ColumnSlot) -> &mut Column {
+        let column = self.columns.get_mut(slot.0 as usize).and_then(Option::as_mut);
+        column.expect("column slots come from add_column and are not used after drop_column")
+    }
+
+    // ----- records -----
+
+    /// Number of live records.
+    pub fn len(&self) -> usize {
+        self.live.len() as usize
+    }
+
+    /// True when there are no live records.
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+
+    fn hash_of(&self, path: &str, id: &str) -> u64 {
+        match self.identity {
+            RecordIdentity::RecordId => key_hash(None, id),
+            RecordIdentity::PathAndId => key_hash(Some(path), id),
+        }
+    }
+
+    fn is_key_of(&self, row: u32, path: &str, id: &str) -> bool {
+        let row = row as usize;
+        self.ids.get(row) == Some(id)
+            && match self.identity {
+                RecordIdentity::RecordId => true,
+                RecordIdentity::PathAndId => self.path_names.name(self.paths.get(row)) == path,
+            }
+    }
+
+    /// The live row of the record `(path, id)`; `path` is ignored for `RecordIdentity::RecordId`.
+    pub fn find(&self, path: &str, id: &str) -> Option<RowId> {
+        let hash = self.hash_of(path, id);
+        let row = self.by_key.find(hash, |row| self.is_key_of(row, path, id))?;
+        Some(RowId(row))
+    }
+
+    /// Appends a record with empty cells. The caller guarantees its key is not in use.
+    pub fn insert(&mut self, id: &str, path: &str, time_ms: i64, user: &str) -> RowId {
+        let row = u32::try_from(self.ids.len())
+            .ok()
+            .filter(|&row| row < u32::MAX)
+            .expect("a grid branch holds fewer than 2^32 - 1 rows");
+        let hash = self.hash_of(path, id);
+        self.ids.push(Some(id));
+        let path = self.path_names.intern(path);
+        self.paths.push(path);
+        self.times.push(time_ms);
+        let user = self.user_names.intern(user);
+        self.editors.push(user);
+        self.live.push(row);
+        self.by_key.insert(hash, row);
+        for column in self.columns.iter_mut().flatten() {
+            column.push_empty();
+        }
+        RowId(row)
+    }
+
+    /// Renames a record and/or moves it to another path. The caller guarantees the new key is
+    /// not in use by another record.
+    pub fn set_identity(&mut self, row: RowId, id: &str, path: &str) {
+        let is_live = self.is_live(row);
+        if is_live {
+            let old = self.hash_of(self.path(row), self.id(row));
+            self.by_key.remove(old, row.0);
+        }
+        self.ids.set(row.at(), Some(id));
+        let path_number = self.path_names.intern(path);
+        self.paths.set(row.at(), path_number);
+        if is_live {
+            let new = self.hash_of(path, id);
+            self.by_key.insert(new, row.0);
+        }
+    }
+
+    /// Records a modification of `row` at `time_ms` by `user`.
+    pub fn touch(&mut self, row: RowId, time_ms: i64, user: &str) {
+        self.times.set(row.at(), time_ms);
+        let user = self.user_names.intern(user);
+        self.editors.set(row.at(), user);
+    }
+
+    /// Tombstones a record: it leaves lookups and pages at once; its row (and every other
+    /// `RowId`) stays valid until the next compaction. Deleting a deleted row does nothing.
+    pub fn delete(&mut self, row: RowId) {
+        if self.live.remove(row.0) {
+            let hash = self.hash_of(self.path(row), self.id(row));
+            self.by_key.remove(hash, row.0);
+        }
+    }
+
+    /// True while the row holds a live (not deleted) record.
+    pub fn is_live(&self, row: RowId) -> bool {
+        self.live.contains(row.0)
+    }
+
+    /// The record id of `row`.
+    pub fn id(&self, row: RowId) -> &str {
+        self.ids.get(row.at()).expect("every row has an id")
+    }
+
+    /// The path of `row` (may be empty).
+    pub fn path(&self, row: RowId) -> &str {
+        self.path_names.name(self.paths.get(row.at()))
+    }
+
+    /// When `row` was last modified, in milliseconds since the Unix epoch.
+    pub fn modified_time(&self, row: RowId) -> i64 {
+        self.times.get(row.at())
+    }
+
+    /// Who last modified `row`.
+    pub fn modified_by(&self, row: RowId) -> &str {
+        self.user_names.name(self.editors.get(row.at()))
+    }
+
+    // ----- cells -----
+
+    /// Writes a cell. The value must be `Empty` or of the column's storage kind. Returns
+    /// `Ok(true)` when the cell changed (its version was then bumped), `Ok(false)` for a write of
+    /// the value already there. `Datetime(i64::MIN)` is the empty datetime and reads back `Empty`.
+    pub fn set_value(
+        &mut self,
+        row: RowId,
+        slot: ColumnSlot,
+        value: &CellValue,
+    ) -> Result<bool, KindMismatch> {
+        let column = self.columns.get_mut(slot.0 as usize).and_then(Option::as_mut);
+        let column = column.expect("column slots are not used after drop_column");
+        column.set(row.at(), value, &mut self.scratch)
+    }
+
+    /// The cell's value, owned.
+    pub fn value(&self, row: RowId, slot: ColumnSlot) -> CellValue {
+        self.value_ref(row, slot).to_value()
+    }
+
+    /// The cell's value, borrowed (no allocation).
+    #[inline]
+    pub fn value_ref(&self, row: RowId, slot: ColumnSlot) -> CellRef<'_> {
+        self.column(slot).get(row.at())
+    }
+
+    /// The cell's version: 0 until first changed, then bumped (wrapping) on every change of its
+    /// value or statuses.
+    pub fn version(&self, row: RowId, slot: ColumnSlot) -> u32 {
+        self.column(slot).version(row.at())
+    }
+
+    /// The cell's dependency status (`Unset` in a column that is not localized).
+    pub fn dependency_status(&self, row: RowId, slot: ColumnSlot) -> DependencyStatus {
+        self.column(slot).dependency_status(row.at())
+    }
+
+    /// Sets the cell's dependency status; true when it changed. Ignored (false) in a column that
+    /// is not localized.
+    pub fn set_dependency_status(
+        &mut self,
+        row: RowId,
+        slot: ColumnSlot,
+        status: DependencyStatus,
+    ) -> bool {
+        self.column_mut(slot).set_dependency_status(row.at(), status)
+    }
+
+    /// The cell's source status (`Unset` in a column that is not localized).
+    pub fn source_status(&self, row: RowId, slot: ColumnSlot) -> SourceStatus {
+        self.column(slot).source_status(row.at())
+    }
+
+    /// Sets the cell's source status; true when it changed. Ignored (false) in a column that is
+    /// not localized.
+    pub fn set_source_status(
+        &mut self,
+        row: RowId,
+        slot: ColumnSlot,
+        status: SourceStatus,
+    ) -> bool {
+        self.column_mut(slot).set_source_status(row.at(), status)
+    }
+
+    /// True when the cell was machine translated (false in a column that is not localized).
+    pub fn is_mt(&self, row: RowId, slot: ColumnSlot) -> bool {
+        self.column(slot).is_mt(row.at())
+    }
+
+    /// Sets the cell's isMT flag; true when it changed. Ignored (false) in a column that is not
+    /// localized.
+    pub fn set_mt(&mut self, row: RowId, slot: ColumnSlot, mt: bool) -> bool {
+        self.column_mut(slot).set_mt(row.at(), mt)
+    }
+
+    // ----- order and paging -----
+
+    /// Up to `limit` live rows in insertion order, skipping the first `offset` live rows.
+    /// Costs O(log n + limit) at any offset.
+    pub fn page(&self, offset: usize, limit: usize) -> impl Iterator<Item = RowId> + '_ {
+        let start = u32::try_from(offset).ok().and_then(|offset| self.live.select(offset));
+        start.map(|start| self.live.range(start..)).into_iter().flatten().take(limit).map(RowId)
+    }
+
+    /// Every live row in insertion order.
+    pub fn live_rows(&self) -> impl Iterator<Item = RowId> + '_ {
+        self.live.iter().map(RowId)
+    }
+
+    /// The rank of `row` among live rows (its offset in `page`). For a deleted row: the number
+    /// of live rows before it.
+    pub fn position(&self, row: RowId) -> usize {
+        let at_or_before = self.live.rank(row.0) as usize;
+        at_or_before - usize::from(self.live.contains(row.0))
+    }
+
+    // ----- compaction and memory -----
+
+    /// Number of tombstoned rows awaiting compaction.
+    pub fn tombstones(&self) -> usize {
+        self.ids.len() - self.len()
+    }
+
+    /// Compacts when tombstones exceed a quarter of the rows and 1024; true when it did.
+    /// The grid actor calls this at the end of each write message, once it no longer holds
+    /// `RowId`s (compaction renumbers rows, so it never runs inside `delete`).
+    pub fn maybe_compact(&mut self) -> bool {
+        let dead = self.tombstones() as u64;
+        let due = dead > COMPACT_MIN_DEAD && dead * COMPACT_FRACTION > self.ids.len() as u64;
+        if due {
+            self.compact();
+        }
+        due
+    }
+
+    /// Drops tombstoned rows and string garbage, keeping insertion order. Invalidates every
+    /// `RowId`; live rows are renumbered 0..len in order.
+    pub fn compact(&mut self) {
+        let live = std::mem::take(&mut self.live);
+        let mut new_row = vec![u32::MAX; self.ids.len()];
+        for (rank, row) in live.iter().enumerate() {
+            new_row[row as usize] = u32::try_from(rank).expect("ranks are below the row count");
+        }
+        self.ids.retain_rows(&live);
+        self.times.retain_rows(&live);
+        self.editors.retain_rows(&live);
+        self.paths.retain_rows(&live);
+        for column in self.columns.iter_mut().flatten() {
+            column.retain_rows(&live);
+        }
+        self.by_key.remap(|row| new_row[row as usize]);
+        let rows = u32::try_from(self.ids.len()).expect("row count fits u32");
+        self.live.insert_range(0..rows);
+        self.path_names = reintern(&mut self.paths, &self.path_names);
+        self.user_names = reintern(&mut self.editors, &self.user_names);
+    }
+
+    /// Approximate bytes held on the heap: vector capacities, arenas, maps and bitmaps.
+    pub fn heap_bytes(&self) -> usize {
+        let columns: usize = self.columns.iter().flatten().map(Column::heap_bytes).sum();
+        self.ids.heap_bytes()
+            + self.paths.heap_bytes()
+            + self.path_names.heap_bytes()
+            + self.times.heap_bytes()
+            + self.editors.heap_bytes()
+            + self.user_names.heap_bytes()
+            + self.live.serialized_size()
+            + self.by_key.heap_bytes()
+            + self.columns.capacity() * std::mem::size_of::<Option<Column>>()
+            + columns
+            + self.scratch.capacity()
+    }
+}
+
+/// Rebuilds an interner with only the names `numbers` still uses, renumbering `numbers`.
+fn reintern(numbers: &mut ChunkedVec<u32>, names: &Interner) -> Interner {
+    let mut kept = Interner::default();
+    let mut renumbered = vec![u32::MAX; names.len()];
+    for row in 0..numbers.len() {
+        let old = numbers.get(row) as usize;
+        if renumbered[old] == u32::MAX {
+            renumbered[old] = kept.intern(names.name(old as u32));
+        }
+        numbers.set(row, renumbered[old]);
+    }
+    kept
+}

@@ -1,0 +1,295 @@
+//! Unit tests of `ColumnStore` operations. The model-based property test lives in `model_tests`.
+//! Tests build with tiny chunks, inline limits and GC thresholds (see `chunked` and `text`), so
+//! chunk boundaries, spilled values and garbage collection are crossed even by small grids.
+
+use super::*;
+
+fn store_with_rows(identity: RecordIdentity, n: usize) -> ColumnStore {
+    let mut store = ColumnStore::new(identity);
+    for i in 0..n {
+        store.insert(&format!("rec.{i:05}"), "folder", i as i64, "alice");
+    }
+    store
+}
+
+fn ids_in_order(store: &ColumnStore) -> Vec<String> {
+    store.page(0, usize::MAX).map(|r| store.id(r).to_owned()).collect()
+}
+
+#[test]
+fn insert_find_and_metadata() {
+    let mut store = ColumnStore::new(RecordIdentity::RecordId);
+    let a = store.insert("a", "p/q", 10, "alice");
+    let b = store.insert("b", "", 20, "bob");
+    assert_eq!(store.len(), 2);
+    assert_eq!(store.find("ignored", "a"), Some(a));
+    assert_eq!(store.find("", "b"), Some(b));
+    assert_eq!(store.find("", "c"), None);
+    assert_eq!((store.id(a), store.path(a)), ("a", "p/q"));
+    assert_eq!((store.modified_time(b), store.modified_by(b)), (20, "bob"));
+    store.touch(a, 30, "bob");
+    assert_eq!((store.modified_time(a), store.modified_by(a)), (30, "bob"));
+    assert_eq!(store.user_names.len(), 2);
+}
+
+#[test]
+fn every_kind_round_trips_and_versions_count_changes() {
+    let mut store = store_with_rows(RecordIdentity::RecordId, 3);
+    let row = RowId(1);
+    let cases = [
+        (StorageKind::Text, CellValue::Text("hello".into())),
+        (StorageKind::Text, CellValue::Text(String::new())),
+        (StorageKind::Number, CellValue::Number(-0.5)),
+        (StorageKind::Number, CellValue::Number(f64::INFINITY)),
+        (StorageKind::Boolean, CellValue::Boolean(false)),
+        (StorageKind::Datetime, CellValue::Datetime(-1)),
+        (StorageKind::List, CellValue::List(vec![])),
+        (StorageKind::List, CellValue::List(vec!["a".into(), "".into()])),
+    ];
+    for (kind, value) in cases {
+        let slot = store.add_column(kind, false);
+        assert_eq!(store.value(row, slot), CellValue::Empty);
+        assert_eq!(store.version(row, slot), 0);
+        assert_eq!(store.set_value(row, slot, &value), Ok(true));
+        assert_eq!(store.value(row, slot), value);
+        assert_eq!(store.set_value(row, slot, &value), Ok(false), "a no-op write");
+        assert_eq!(store.version(row, slot), 1);
+        assert_eq!(store.set_value(row, slot, &CellValue::Empty), Ok(true));
+        assert_eq!(store.value(row, slot), CellValue::Empty);
+        assert_eq!(store.version(row, slot), 2);
+        assert_eq!(store.value(RowId(0), slot), CellValue::Empty);
+    }
+}
+
+#[test]
+fn edge_values_and_kind_mismatch() {
+    let mut store = store_with_rows(RecordIdentity::RecordId, 1);
+    let row = RowId(0);
+    let number = store.add_column(StorageKind::Number, false);
+    store.set_value(row, number, &CellValue::Number(f64::NAN)).ok();
+    assert!(matches!(store.value_ref(row, number), CellRef::Number(n) if n.is_nan()));
+    let when = store.add_column(StorageKind::Datetime, false);
+    store.set_value(row, when, &CellValue::Datetime(i64::MIN)).ok();
+    assert_eq!(store.value(row, when), CellValue::Empty);
+    let err = store.set_value(row, number, &CellValue::Text("1".into()));
+    let expected = KindMismatch { column: StorageKind::Number, value: StorageKind::Text };
+    assert_eq!(err, Err(expected));
+    assert!(expected.to_string().contains("Number"));
+}
+
+#[test]
+fn statuses_pack_independently_and_bump_versions() {
+    let mut store = store_with_rows(RecordIdentity::RecordId, 2);
+    let row = RowId(1);
+    let lang = store.add_column(StorageKind::Text, true);
+    assert!(store.set_dependency_status(row, lang, DependencyStatus::UpToDate));
+    assert!(store.set_source_status(row, lang, SourceStatus::Locked));
+    assert!(store.set_mt(row, lang, true));
+    assert!(!store.set_mt(row, lang, true));
+    assert_eq!(store.version(row, lang), 3);
+    assert_eq!(store.dependency_status(row, lang), DependencyStatus::UpToDate);
+    assert_eq!(store.source_status(row, lang), SourceStatus::Locked);
+    assert!(store.is_mt(row, lang));
+    assert!(store.set_dependency_status(row, lang, DependencyStatus::OutOfDate));
+    assert_eq!(store.source_status(row, lang), SourceStatus::Locked);
+    assert_eq!(store.source_status(RowId(0), lang), SourceStatus::Unset);
+
+    let plain = store.add_column(StorageKind::Text, false);
+    assert!(!store.set_mt(row, plain, true));
+    assert!(!store.is_mt(row, plain));
+    store.set_localized(plain, true);
+    assert!(store.is_localized(plain));
+    assert!(store.set_mt(row, plain, true));
+    store.set_localized(lang, false);
+    assert_eq!(store.dependency_status(row, lang), DependencyStatus::Unset);
+    assert!(!store.is_mt(row, lang));
+}
+
+#[test]
+fn text_updates_leave_bounded_garbage_and_compaction_reclaims_it() {
+    let mut store = store_with_rows(RecordIdentity::RecordId, 64);
+    let text = store.add_column(StorageKind::Text, false);
+    for round in 0..50 {
+        for row in 0..64 {
+            let value = format!("round {round} row {row} ✓");
+            store.set_value(RowId(row), text, &CellValue::Text(value)).ok();
+        }
+    }
+    let live_bytes: usize = (0..64).map(|row| store.value(RowId(row), text).payload_bytes()).sum();
+    let column = store.column(text);
+    assert!(column.heap_bytes() < 4 * live_bytes + 64 * 16 + 4096);
+    let before = store.heap_bytes();
+    store.compact();
+    assert!(store.heap_bytes() <= before);
+    for row in 0..64 {
+        let expected = format!("round 49 row {row} ✓");
+        assert_eq!(store.value(RowId(row), text), CellValue::Text(expected));
+        assert_eq!(store.version(RowId(row), text), 50);
+    }
+}
+
+#[test]
+fn delete_and_compaction_keep_order_and_lookups() {
+    let mut store = store_with_rows(RecordIdentity::RecordId, 5000);
+    let slot = store.add_column(StorageKind::Number, false);
+    for row in 0..5000 {
+        store.set_value(RowId(row), slot, &CellValue::Number(f64::from(row))).ok();
+    }
+    for row in (0..5000).filter(|r| r % 3 != 0) {
+        store.delete(RowId(row));
+    }
+    store.delete(RowId(1));
+    assert_eq!(store.len(), 1667);
+    assert_eq!(store.find("", "rec.00001"), None);
+    assert_eq!(store.find("", "rec.00003"), Some(RowId(3)));
+    assert_eq!(store.position(RowId(3)), 1);
+    assert_eq!(store.position(RowId(4)), 2, "a deleted row counts the live rows before it");
+    assert!(store.maybe_compact());
+    assert!(!store.maybe_compact());
+    assert_eq!(store.tombstones(), 0);
+    let ids = ids_in_order(&store);
+    let expected: Vec<String> = (0..5000).step_by(3).map(|i| format!("rec.{i:05}")).collect();
+    assert_eq!(ids, expected);
+    for (k, id) in expected.iter().enumerate() {
+        let row = store.find("", id).expect("live record is found");
+        assert_eq!(row, RowId(k as u32));
+        assert_eq!(store.value(row, slot), CellValue::Number(3.0 * k as f64));
+        assert_eq!(store.modified_by(row), "alice");
+    }
+    let next = store.insert("new", "", 0, "carol");
+    assert_eq!(next, RowId(1667));
+    assert_eq!(store.modified_by(next), "carol");
+}
+
+#[test]
+fn small_deletes_do_not_compact() {
+    let mut store = store_with_rows(RecordIdentity::RecordId, 2000);
+    (0..1000).for_each(|r| store.delete(RowId(r)));
+    assert!(!store.maybe_compact(), "1000 tombstones is below the minimum");
+    assert_eq!(store.tombstones(), 1000);
+    let ids: Vec<String> = store.page(0, 2).map(|r| store.id(r).to_owned()).collect();
+    assert_eq!(ids, ["rec.01000", "rec.01001"]);
+}
+
+#[test]
+fn drop_column_frees_memory_and_never_reuses_slots() {
+    let mut store = store_with_rows(RecordIdentity::RecordId, 500);
+    let keep = store.add_column(StorageKind::Boolean, false);
+    let drop = store.add_column(StorageKind::Text, true);
+    for row in 0..500 {
+        store.set_value(RowId(row), keep, &CellValue::Boolean(row % 2 == 0)).ok();
+        let text = CellValue::Text("x".repeat(100));
+        store.set_value(RowId(row), drop, &text).ok();
+    }
+    let before = store.heap_bytes();
+    store.drop_column(drop);
+    assert!(store.heap_bytes() + 50_000 < before);
+    let added = store.add_column(StorageKind::Text, false);
+    assert_ne!(added, drop);
+    assert_eq!(store.value(RowId(4), keep), CellValue::Boolean(true));
+    assert_eq!(store.value(RowId(4), added), CellValue::Empty);
+    store.insert("late", "", 0, "bob");
+    store.compact();
+    assert_eq!(store.value(RowId(500), keep), CellValue::Empty);
+}
+
+#[test]
+fn path_and_id_identity_keys_on_both() {
+    let mut store = ColumnStore::new(RecordIdentity::PathAndId);
+    let a = store.insert("same", "de", 1, "u");
+    let b = store.insert("same", "fr", 2, "u");
+    let c = store.insert("other", "", 3, "u");
+    assert_eq!(store.find("de", "same"), Some(a));
+    assert_eq!(store.find("fr", "same"), Some(b));
+    assert_eq!(store.find("", "same"), None);
+    assert_eq!(store.find("", "other"), Some(c));
+    store.set_identity(a, "same", "es");
+    assert_eq!(store.find("de", "same"), None);
+    assert_eq!(store.find("es", "same"), Some(a));
+    store.delete(b);
+    assert_eq!(store.find("fr", "same"), None);
+    assert_eq!(store.find("es", "same"), Some(a));
+    store.compact();
+    assert_eq!(store.find("es", "same"), Some(RowId(0)));
+    assert_eq!(store.find("", "other"), Some(RowId(1)));
+    assert_eq!(store.path_names.len(), 2, "unused paths are dropped by compaction");
+}
+
+#[test]
+fn rename_updates_the_lookup() {
+    let mut store = store_with_rows(RecordIdentity::RecordId, 20);
+    let row = store.find("", "rec.00007").expect("inserted");
+    store.set_identity(row, "renamed", "moved");
+    assert_eq!(store.find("", "rec.00007"), None);
+    assert_eq!(store.find("", "renamed"), Some(row));
+    assert_eq!(store.path(row), "moved");
+    store.delete(row);
+    store.set_identity(row, "ghost", "");
+    assert_eq!(store.find("", "ghost"), None, "a deleted row never returns to lookups");
+}
+
+#[test]
+fn unicode_and_megabyte_values_round_trip_byte_for_byte() {
+    let samples = [
+        "設定を保存しました。変更は次回の起動時に反映されます。",
+        "已保存设置。更改将在下次启动时生效。",
+        "تم حفظ الإعدادات. ستُطبَّق التغييرات عند التشغيل التالي.",
+        "👩‍👩‍👧‍👦 family 🇩🇪🏳️‍🌈 e\u{301} \u{200f}rtl\u{200e}",
+        "Сохранено. Изменения вступят в силу после перезапуска.",
+    ];
+    let mut store = ColumnStore::new(RecordIdentity::PathAndId);
+    let text = store.add_column(StorageKind::Text, true);
+    let list = store.add_column(StorageKind::List, false);
+    let huge = samples.concat().repeat((1 << 20) / samples.concat().len() + 1);
+    assert!(huge.len() >= 1 << 20);
+    let mut values = samples.map(str::to_owned).to_vec();
+    values.push(huge.clone());
+    for (i, value) in values.iter().enumerate() {
+        let prefix: String = samples[i % 5].chars().take(3).collect();
+        let row = store.insert(&format!("{i}:{prefix}"), samples[i % 5], 0, "ユーザー");
+        store.set_value(row, text, &CellValue::Text(value.clone())).ok();
+        let items = vec![value.clone(), samples[i % 5].to_owned()];
+        store.set_value(row, list, &CellValue::List(items)).ok();
+    }
+    store.delete(RowId(0));
+    store.compact();
+    for (k, value) in values.iter().enumerate().skip(1) {
+        let row = RowId(k as u32 - 1);
+        let CellRef::Text(stored) = store.value_ref(row, text) else {
+            panic!("text cell expected");
+        };
+        assert_eq!(stored.as_bytes(), value.as_bytes());
+        let items: Vec<&str> = match store.value_ref(row, list) {
+            CellRef::List(items) => items.collect(),
+            other => panic!("list cell expected, got {other:?}"),
+        };
+        assert_eq!(items, [value.as_str(), samples[k % 5]]);
+        assert_eq!(store.path(row), samples[k % 5]);
+        assert_eq!(store.modified_by(row), "ユーザー");
+        assert_eq!(store.find(samples[k % 5], store.id(row)), Some(row));
+    }
+}
+
+#[test]
+fn pages_skip_tombstones_at_any_offset() {
+    let mut store = store_with_rows(RecordIdentity::RecordId, 100);
+    (0..100).filter(|r| r % 2 == 1).for_each(|r| store.delete(RowId(r)));
+    let page: Vec<RowId> = store.page(10, 3).collect();
+    assert_eq!(page, [RowId(20), RowId(22), RowId(24)]);
+    assert_eq!(store.page(49, 10).collect::<Vec<_>>(), [RowId(98)]);
+    assert_eq!(store.page(50, 10).count(), 0);
+    assert_eq!(store.page(usize::MAX, 10).count(), 0);
+    assert_eq!(store.page(0, 0).count(), 0);
+    assert_eq!(store.position(RowId(98)), 49);
+    assert_eq!(store.live_rows().count(), 50);
+    assert!(format!("{store:?}").contains("live: 50"));
+}
+
+#[test]
+fn heap_bytes_tracks_growth() {
+    let empty = ColumnStore::new(RecordIdentity::RecordId).heap_bytes();
+    let store = store_with_rows(RecordIdentity::RecordId, 1000);
+    assert!(store.heap_bytes() > empty + 1000 * 9);
+    assert!(!store.is_empty());
+    assert_eq!(store.identity(), RecordIdentity::RecordId);
+}

@@ -1,0 +1,375 @@
+//! `TextColumn`: per-row optional strings in chunked arenas, and the list-cell encoding.
+//!
+//! Owns the byte layout of string cells (text and list columns, record ids, interned names): rows
+//! are grouped in chunks of `CHUNK_ROWS`; each chunk keeps one `String` arena plus one
+//! `(offset, len)` span per row. An update appends and leaves the old bytes as garbage, which the
+//! chunk collects itself once garbage outweighs live bytes, so row positions never move here.
+//! Values longer than `INLINE_MAX` live in their own allocation (a spill slot) so that arena
+//! offsets always fit in `u32`. It knows nothing of records, ids or column kinds.
+
+use std::fmt::Write as _;
+
+use roaring::RoaringBitmap;
+
+use super::chunked::{split, CHUNK_ROWS};
+
+/// Longest value kept inline in a chunk arena. With `CHUNK_ROWS` rows per chunk and garbage
+/// collected at 50%, a chunk arena stays far below 4 GiB. Tests use a tiny limit to spill often.
+#[cfg(not(test))]
+const INLINE_MAX: usize = 16 * 1024;
+#[cfg(test)]
+const INLINE_MAX: usize = 24;
+
+/// Garbage below this many bytes is never collected (avoids churning small chunks).
+#[cfg(not(test))]
+const GC_MIN_GARBAGE: usize = 64 * 1024;
+#[cfg(test)]
+const GC_MIN_GARBAGE: usize = 32;
+
+/// `Span::len` of an absent value.
+const EMPTY_LEN: u32 = u32::MAX;
+/// `Span::len` of a spilled value; `Span::off` is then the spill slot.
+const SPILLED_LEN: u32 = u32::MAX - 1;
+/// Garbage charged for a spill slot whose value was released (its header stays until collection).
+const SPILL_SLOT_BYTES: usize = std::mem::size_of::<Box<str>>();
+
+/// Where one row's value lives inside its chunk.
+#[derive(Clone, Copy)]
+struct Span {
+    off: u32,
+    len: u32,
+}
+
+impl Span {
+    const EMPTY: Span = Span { off: 0, len: EMPTY_LEN };
+}
+
+/// Up to `CHUNK_ROWS` rows of strings.
+#[derive(Clone, Default)]
+struct TextChunk {
+    buf: String,
+    spans: Vec<Span>,
+    spill: Vec<Box<str>>,
+    garbage: usize,
+}
+
+impl TextChunk {
+    fn get(&self, at: usize) -> Option<&str> {
+        let span = self.spans[at];
+        match span.len {
+            EMPTY_LEN => None,
+            SPILLED_LEN => Some(&self.spill[span.off as usize]),
+            len => {
+                let start = span.off as usize;
+                let text = self.buf.get(start..start + len as usize);
+                Some(text.expect("inline spans lie on char boundaries of the arena"))
+            }
+        }
+    }
+
+    /// Stores `value` (appending) and returns its span.
+    fn store(&mut self, value: Option<&str>) -> Span {
+        let Some(value) = value else {
+            return Span::EMPTY;
+        };
+        if value.len() > INLINE_MAX {
+            let off = u32::try_from(self.spill.len()).expect("a chunk has fewer than 2^32 rows");
+            self.spill.push(value.into());
+            return Span { off, len: SPILLED_LEN };
+        }
+        self.reserve(value.len());
+        let off = u32::try_from(self.buf.len())
+            .expect("arena stays below 4 GiB: inline values are capped and garbage is collected");
+        self.buf.push_str(value);
+        let len = u32::try_from(value.len()).expect("inline values are at most INLINE_MAX bytes");
+        Span { off, len }
+    }
+
+    /// Grows the arena by doubling while the chunk fills, then by 1/8 (updates only).
+    fn reserve(&mut self, extra: usize) {
+        if self.buf.capacity() - self.buf.len() >= extra {
+            return;
+        }
+        let growth =
+            if self.spans.len() < CHUNK_ROWS { self.buf.len() } else { self.buf.len() / 8 };
+        self.buf.reserve_exact(extra.max(growth).max(64));
+    }
+
+    fn push(&mut self, value: Option<&str>) {
+        let span = self.store(value);
+        self.spans.push(span);
+        if self.spans.len() == CHUNK_ROWS {
+            self.buf.shrink_to_fit();
+        }
+    }
+
+    fn set(&mut self, at: usize, value: Option<&str>) {
+        let old = self.spans[at];
+        if old.len == SPILLED_LEN {
+            if let Some(big) = value.filter(|v| v.len() > INLINE_MAX) {
+                self.spill[old.off as usize] = big.into();
+                return;
+            }
+            self.spill[old.off as usize] = Box::default();
+            self.garbage += SPILL_SLOT_BYTES;
+        } else if old.len != EMPTY_LEN {
+            self.garbage += old.len as usize;
+        }
+        self.spans[at] = self.store(value);
+        let held = self.buf.len() + self.spill.len() * SPILL_SLOT_BYTES;
+        if self.garbage > GC_MIN_GARBAGE && self.garbage * 2 > held {
+            self.collect_garbage();
+        }
+    }
+
+    /// Rewrites the arena and spill slots with live values only; spans keep their rows.
+    fn collect_garbage(&mut self) {
+        let live: usize = self
+            .spans
+            .iter()
+            .filter(|s| s.len != EMPTY_LEN && s.len != SPILLED_LEN)
+            .map(|s| s.len as usize)
+            .sum();
+        let mut buf = String::with_capacity(live);
+        let mut spill = Vec::new();
+        for span in &mut self.spans {
+            match span.len {
+                EMPTY_LEN => {}
+                SPILLED_LEN => {
+                    let value = std::mem::take(&mut self.spill[span.off as usize]);
+                    span.off = u32::try_from(spill.len()).expect("fewer than 2^32 spill slots");
+                    spill.push(value);
+                }
+                len => {
+                    let start = span.off as usize;
+                    span.off = u32::try_from(buf.len()).expect("live bytes fit the arena");
+                    buf.push_str(&self.buf[start..start + len as usize]);
+                }
+            }
+        }
+        self.buf = buf;
+        self.spill = spill;
+        self.garbage = 0;
+    }
+
+    fn heap_bytes(&self) -> usize {
+        let spilled: usize = self.spill.iter().map(|s| s.len()).sum();
+        self.buf.capacity()
+            + self.spans.capacity() * std::mem::size_of::<Span>()
+            + self.spill.capacity() * SPILL_SLOT_BYTES
+            + spilled
+    }
+}
+
+/// Optional strings, one per row, in chunked arenas.
+#[derive(Clone, Default)]
+pub(super) struct TextColumn {
+    chunks: Vec<TextChunk>,
+    len: usize,
+}
+
+impl TextColumn {
+    /// An empty column.
+    pub(super) fn new() -> Self {
+        TextColumn::default()
+    }
+
+    /// `len` absent values.
+    pub(super) fn filled_empty(len: usize) -> Self {
+        let mut chunks = Vec::with_capacity(len.div_ceil(CHUNK_ROWS));
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(CHUNK_ROWS);
+            chunks.push(TextChunk { spans: vec![Span::EMPTY; n], ..TextChunk::default() });
+            left -= n;
+        }
+        TextColumn { chunks, len }
+    }
+
+    /// Number of rows.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Appends a row.
+    pub(super) fn push(&mut self, value: Option<&str>) {
+        let (chunk, _) = split(self.len);
+        if chunk == self.chunks.len() {
+            self.chunks.push(TextChunk::default());
+        }
+        self.chunks[chunk].push(value);
+        self.len += 1;
+    }
+
+    /// The value of `row`; `None` when absent. Panics when `row >= len`.
+    #[inline]
+    pub(super) fn get(&self, row: usize) -> Option<&str> {
+        let (chunk, at) = split(row);
+        self.chunks[chunk].get(at)
+    }
+
+    /// Replaces the value of `row`. The old bytes become garbage of the row's chunk.
+    pub(super) fn set(&mut self, row: usize, value: Option<&str>) {
+        let (chunk, at) = split(row);
+        self.chunks[chunk].set(at, value);
+    }
+
+    /// Keeps only the rows in `live`, in order, into fresh arenas (dropping all garbage).
+    /// Old chunks are freed as soon as they are passed, so the peak is about one column.
+    pub(super) fn retain_rows(&mut self, live: &RoaringBitmap) {
+        let mut old = std::mem::take(&mut self.chunks).into_iter().enumerate();
+        self.len = 0;
+        let mut current: Option<(usize, TextChunk)> = None;
+        for row in live.iter() {
+            let (chunk, at) = split(row as usize);
+            while current.as_ref().is_none_or(|(index, _)| *index < chunk) {
+                current = Some(old.next().expect("live rows lie inside the column"));
+            }
+            let (_, source) = current.as_ref().expect("current chunk was just loaded");
+            let value = source.get(at);
+            let (target, _) = split(self.len);
+            if target == self.chunks.len() {
+                self.chunks.push(TextChunk::default());
+            }
+            self.chunks[target].push(value);
+            self.len += 1;
+        }
+        if let Some(last) = self.chunks.last_mut() {
+            last.buf.shrink_to_fit();
+        }
+    }
+
+    /// Bytes held on the heap.
+    pub(super) fn heap_bytes(&self) -> usize {
+        let chunks: usize = self.chunks.iter().map(TextChunk::heap_bytes).sum();
+        chunks + self.chunks.capacity() * std::mem::size_of::<TextChunk>()
+    }
+}
+
+/// Encodes a list cell into `out` as consecutive netstring-like items `<len>:<item>`.
+/// An empty list encodes as `""`, which stays distinct from an absent value.
+pub(super) fn encode_list(items: &[String], out: &mut String) {
+    out.clear();
+    for item in items {
+        write!(out, "{}:", item.len()).expect("formatting into a String never fails");
+        out.push_str(item);
+    }
+}
+
+/// A borrowed list cell: iterates its items without allocating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListRef<'a> {
+    rest: &'a str,
+}
+
+impl<'a> ListRef<'a> {
+    /// Wraps an encoding produced by `encode_list`.
+    pub(super) fn new(encoded: &'a str) -> Self {
+        ListRef { rest: encoded }
+    }
+
+    /// True when no items remain.
+    pub fn is_empty(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    /// The remaining items as owned strings.
+    pub fn to_vec(self) -> Vec<String> {
+        self.map(str::to_owned).collect()
+    }
+}
+
+impl<'a> Iterator for ListRef<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let colon = self.rest.find(':').expect("encoded list items start with `<len>:`");
+        let len: usize = self.rest[..colon].parse().expect("encoded list item lengths are decimal");
+        let end = colon + 1 + len;
+        let item = self.rest.get(colon + 1..end);
+        let item = item.expect("encoded list items end on a char boundary inside the cell");
+        self.rest = &self.rest[end..];
+        Some(item)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column_of(values: &[Option<&str>]) -> TextColumn {
+        let mut col = TextColumn::new();
+        values.iter().for_each(|v| col.push(*v));
+        col
+    }
+
+    #[test]
+    fn empty_and_empty_string_differ() {
+        let col = column_of(&[None, Some(""), Some("x")]);
+        assert_eq!(col.get(0), None);
+        assert_eq!(col.get(1), Some(""));
+        assert_eq!(col.get(2), Some("x"));
+    }
+
+    #[test]
+    fn updates_leave_garbage_that_the_chunk_collects() {
+        let mut col = column_of(&[Some("a"), Some("b"), None]);
+        for i in 0..200 {
+            col.set(0, Some(&format!("value number {i}")));
+            col.set(2, Some("ζ"));
+        }
+        assert_eq!(col.get(0), Some("value number 199"));
+        assert_eq!(col.get(1), Some("b"));
+        assert_eq!(col.get(2), Some("ζ"));
+        let chunk = &col.chunks[0];
+        assert!(chunk.garbage <= GC_MIN_GARBAGE.max(chunk.buf.len() / 2));
+        assert!(chunk.buf.len() < 200, "arena was collected: {}", chunk.buf.len());
+    }
+
+    #[test]
+    fn spilled_values_round_trip_and_reuse_slots() {
+        let big = "長".repeat(INLINE_MAX);
+        let mut col = column_of(&[Some(&big), Some("small")]);
+        assert_eq!(col.get(0), Some(big.as_str()));
+        let bigger = format!("{big}!");
+        col.set(0, Some(&bigger));
+        assert_eq!(col.chunks[0].spill.len(), 1);
+        assert_eq!(col.get(0), Some(bigger.as_str()));
+        col.set(0, Some("tiny"));
+        col.set(1, Some(&big));
+        assert_eq!(col.get(0), Some("tiny"));
+        assert_eq!(col.get(1), Some(big.as_str()));
+    }
+
+    #[test]
+    fn retain_rows_compacts_in_order() {
+        let values: Vec<String> = (0..50).map(|i| format!("row-{i}")).collect();
+        let mut col = TextColumn::new();
+        values.iter().for_each(|v| col.push(Some(v)));
+        col.set(7, None);
+        let live: RoaringBitmap = (0..50u32).filter(|i| i % 4 != 1).collect();
+        col.retain_rows(&live);
+        assert_eq!(col.len(), live.len() as usize);
+        for (k, row) in live.iter().enumerate() {
+            let expected = (row != 7).then(|| values[row as usize].as_str());
+            assert_eq!(col.get(k), expected);
+        }
+    }
+
+    #[test]
+    fn lists_encode_unambiguously() {
+        let cases: Vec<Vec<String>> = vec![
+            vec![],
+            vec![String::new()],
+            vec!["a:b".into(), "12:".into(), "".into(), "جديد".into()],
+        ];
+        let mut out = String::new();
+        for items in cases {
+            encode_list(&items, &mut out);
+            assert_eq!(ListRef::new(&out).to_vec(), items);
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! `spawn_app()`: the real server on port 0 with its own temporary data directory, and a small
+//! blocking HTTP client for the tests.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use reqwest::blocking::{Client, RequestBuilder};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+pub const OWNER_KEY: &str = "test-owner-key-0123456789";
+
+/// A running server and what a test needs to talk to it.
+pub struct TestApp {
+    pub base: String,
+    pub key: String,
+    pub data_dir: PathBuf,
+    system: Option<actix_web::rt::System>,
+    thread: Option<JoinHandle<()>>,
+    _dir: Option<tempfile::TempDir>,
+    client: Client,
+}
+
+/// A response: status, headers and the body parsed as JSON (Value::Null when empty or not JSON).
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+    pub body: Value,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The error code of an error body.
+    pub fn code(&self) -> &str {
+        self.body["code"].as_str().unwrap_or("")
+    }
+
+    /// Asserts the status and, for errors, the code and the error body's shape.
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, code: &str) {
+        assert_eq!(self.status, status, "unexpected status, body: {}", self.text);
+        assert_eq!(self.code(), code, "unexpected code, body: {}", self.text);
+        assert_eq!(self.body["status"], json!(status));
+        assert!(self.body["message"].is_string(), "{}", self.text);
+        assert!(self.body["path"].as_str().is_some_and(|p| p.starts_with('/')), "{}", self.text);
+        assert!(
+            self.body["timestamp"].as_str().is_some_and(|t| t.ends_with("+00:00")),
+            "{}",
+            self.text
+        );
+        assert_eq!(self.header("content-type"), Some("application/json"));
+    }
+
+    #[track_caller]
+    pub fn assert_status(&self, status: u16) -> &Value {
+        assert_eq!(self.status, status, "unexpected status, body: {}", self.text);
+        &self.body
+    }
+}
+
+/// Starts a server on a fresh temporary data directory.
+pub fn spawn_app() -> TestApp {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().to_path_buf();
+    let mut app = start(&path, OWNER_KEY);
+    app._dir = Some(dir);
+    app
+}
+
+/// Starts a server on an existing data directory (the caller keeps the directory alive).
+pub fn start(data_dir: &Path, key: &str) -> TestApp {
+    let config = gridd::Config::for_data_dir(data_dir, key);
+    let (tx, rx) = mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        let system = actix_web::rt::System::new();
+        let handle = actix_web::rt::System::current();
+        system.block_on(async move {
+            match gridd::Application::build(config).await {
+                Ok(app) => {
+                    tx.send(Ok((app.local_addr(), handle))).expect("test is waiting");
+                    let _ = app.run_until_stopped().await;
+                }
+                Err(err) => tx.send(Err(err.to_string())).expect("test is waiting"),
+            }
+        });
+    });
+    let (addr, system) = rx.recv().expect("server thread answers").expect("server starts");
+    TestApp {
+        base: format!("http://{addr}"),
+        key: key.to_owned(),
+        data_dir: data_dir.to_path_buf(),
+        system: Some(system),
+        thread: Some(thread),
+        _dir: None,
+        client: Client::builder().build().expect("http client"),
+    }
+}
+
+impl TestApp {
+    /// Stops this server and starts a new one on the same data directory and key.
+    pub fn restart(mut self) -> TestApp {
+        let dir = self._dir.take();
+        self.stop();
+        let mut app = start(&self.data_dir, &self.key);
+        app._dir = dir;
+        app
+    }
+
+    fn stop(&mut self) {
+        if let Some(system) = self.system.take() {
+            system.stop();
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+
+    pub fn request(&self, method: Method, path: &str, key: Option<&str>) -> RequestBuilder {
+        let mut req = self.client.request(method, format!("{}{}", self.base, path));
+        if let Some(key) = key {
+            req = req.header("Authorization", format!("ApiKey {key}"));
+        }
+        req
+    }
+
+    pub fn send(&self, req: RequestBuilder) -> Resp {
+        let res = req.send().expect("request is sent");
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let text = res.text().expect("body is read");
+        let body = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Resp { status, headers, text, body }
+    }
+
+    pub fn call(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&Value>,
+    ) -> Resp {
+        let mut req = self.request(method, path, key);
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        self.send(req)
+    }
+
+    pub fn get(&self, path: &str) -> Resp {
+        self.call(Method::GET, path, Some(&self.key), None)
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> Resp {
+        self.call(Method::POST, path, Some(&self.key), Some(body))
+    }
+
+    pub fn patch(&self, path: &str, body: &Value) -> Resp {
+        self.call(Method::PATCH, path, Some(&self.key), Some(body))
+    }
+
+    pub fn put(&self, path: &str, body: &Value) -> Resp {
+        self.call(Method::PUT, path, Some(&self.key), Some(body))
+    }
+
+    pub fn delete(&self, path: &str) -> Resp {
+        self.call(Method::DELETE, path, Some(&self.key), None)
+    }
+
+    pub fn delete_with(&self, path: &str, body: &Value) -> Resp {
+        self.call(Method::DELETE, path, Some(&self.key), Some(body))
+    }
+
+    /// The id of the bootstrap database.
+    pub fn default_db(&self) -> String {
+        let dbs = self.get("/v1/databases");
+        dbs.body[0]["id"].as_str().expect("bootstrap database").to_owned()
+    }
+
+    /// Creates a grid in the bootstrap database: (grid id, default view id).
+    pub fn create_grid(&self, name: &str) -> (String, String) {
+        let db = self.default_db();
+        let res = self.post(&format!("/v1/grids?dbId={db}"), &json!({ "name": name }));
+        let body = res.assert_status(201);
+        (
+            body["id"].as_str().expect("grid id").to_owned(),
+            body["defaultAccessViewId"].as_str().expect("view id").to_owned(),
+        )
+    }
+
+    /// Creates a column through a view and returns its body.
+    pub fn create_column(&self, view: &str, column: Value) -> Value {
+        let res = self.post(&format!("/v1/views/{view}/columns"), &column);
+        res.assert_status(201).clone()
+    }
+
+    /// Creates a company key with the given privileges and access, returning its secret.
+    pub fn create_key(&self, privileges: &[&str], access: Value) -> String {
+        let res = self.post(
+            "/admin/v1/api-keys",
+            &json!({"name": "test", "kind": "company", "privileges": privileges, "access": access}),
+        );
+        res.assert_status(201)["key"].as_str().expect("secret").to_owned()
+    }
+
+    /// Creates a company on the given tier: (owner key, project id, database id).
+    pub fn create_company(&self, tier: &str) -> (String, String, String) {
+        let res =
+            self.post("/admin/v1/companies", &json!({"name": format!("{tier} co"), "tier": tier}));
+        let body = res.assert_status(201);
+        let field = |name: &str| body[name].as_str().expect("company field").to_owned();
+        (field("ownerKey"), field("projectId"), field("databaseId"))
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
