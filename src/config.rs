@@ -36,6 +36,14 @@ pub struct Config {
     #[arg(long, env = "GRIDD_MAX_JSON_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub max_json_bytes: usize,
 
+    /// A branch writes a snapshot after this many WAL records.
+    #[arg(long, env = "GRIDD_SNAPSHOT_EVERY_RECORDS", default_value_t = 50_000)]
+    pub snapshot_every_records: u64,
+
+    /// ...and at least this often (seconds) while it has changes.
+    #[arg(long, env = "GRIDD_SNAPSHOT_INTERVAL_SECS", default_value_t = 300)]
+    pub snapshot_interval_secs: u64,
+
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "GRIDD_WORKERS")]
     pub workers: Option<usize>,
@@ -52,6 +60,8 @@ impl Config {
             public_url: None,
             log_level: "warn".to_owned(),
             max_json_bytes: 32 * 1024 * 1024,
+            snapshot_every_records: 50_000,
+            snapshot_interval_secs: 300,
             workers: Some(2),
         }
     }

@@ -17,6 +17,7 @@ pub mod state;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::{Actor, Addr, Arbiter};
 use actix_web::dev::{ResourceDef, Server, ServerHandle};
@@ -27,7 +28,9 @@ use crate::auth::KeyRing;
 use crate::catalog::store::{SledCatalogStore, StoreError};
 use crate::catalog::{Routes, Supervisor};
 pub use crate::config::Config;
-use crate::persist::recovery::replay;
+use crate::persist::durability::{Durability, SnapshotPolicy};
+use crate::persist::recovery::recover;
+use crate::persist::snapshot::{SledSnapshotStore, SnapshotError};
 use crate::persist::wal::{Wal, WalError, WalHandle, WalOptions};
 use crate::state::AppState;
 
@@ -42,6 +45,8 @@ pub enum StartupError {
     Sled(#[from] sled::Error),
     #[error("cannot open the write-ahead log: {0}")]
     Wal(#[from] WalError),
+    #[error("cannot open the snapshot store: {0}")]
+    Snapshots(#[from] SnapshotError),
     #[error("bootstrap failed: {0}")]
     Bootstrap(String),
     #[error("cannot listen on {addr}: {source}")]
@@ -68,7 +73,8 @@ impl Node {
             source,
         })?;
         let db = sled::open(config.data_dir.join("db"))?;
-        let store = SledCatalogStore::open(db)?;
+        let store = SledCatalogStore::open(db.clone())?;
+        let snapshots = SledSnapshotStore::open(&db)?;
         let keys = Arc::new(KeyRing::default());
         let routes = Arc::new(Routes::default());
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
@@ -81,22 +87,43 @@ impl Node {
                 "the WAL had a torn or corrupt tail; it was dropped (never acknowledged)"
             );
         }
+        let policy = SnapshotPolicy {
+            every_records: config.snapshot_every_records.max(1),
+            every: Duration::from_secs(config.snapshot_interval_secs.max(1)),
+        };
+        let durability = Arc::new(Durability::new(wal.clone(), Arc::new(snapshots), policy));
         let mut supervisor = Supervisor::load(
             Box::new(store),
             keys.clone(),
             routes.clone(),
             grid_arbiters,
-            wal.clone(),
+            durability.clone(),
         )?;
         let generated = supervisor
             .bootstrap(config.api_key.as_deref())
             .map_err(|e| StartupError::Bootstrap(e.message))?;
-        let states = replay(&supervisor.branch_seeds(), &recovered.records);
+        let states = recover(&supervisor.branch_seeds(), &durability, &recovered.records);
         drop(recovered);
         supervisor.start_branches(states);
         let addr = Supervisor::start_in_arbiter(&arbiters[0].handle(), move |_| supervisor);
         let generated_key = generated.filter(|_| config.api_key.is_none());
         Ok(Node { supervisor: addr, routes, keys, generated_key, arbiters, wal })
+    }
+
+    /// Writes a snapshot of every branch (graceful shutdown), so the next start replays little.
+    pub async fn snapshot_all(&self) {
+        let routes: Vec<_> = self.routes.branches.iter().map(|r| r.value().clone()).collect();
+        for route in routes {
+            match route.addr.send(crate::grid::actor::TakeSnapshot).await {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => {
+                    tracing::error!(branch = %route.branch_id, error = %err, "shutdown snapshot failed")
+                }
+                Err(err) => {
+                    tracing::warn!(branch = %route.branch_id, error = %err, "branch gone before its snapshot")
+                }
+            }
+        }
     }
 
     /// Stops every actor thread and closes the WAL (everything appended is made durable).
@@ -185,6 +212,7 @@ impl Application {
                 std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
             }),
         )
+        .disable_signals()
         .listen(listener)
         .map_err(|source| StartupError::Bind { addr: config.bind, source })?
         .run();
@@ -202,10 +230,44 @@ impl Application {
         self.server.handle()
     }
 
-    /// Serves until stopped (SIGTERM, Ctrl-C or `handle().stop()`), then stops the actors.
+    /// Serves until stopped (SIGTERM, Ctrl-C or `handle().stop()`); on a signal, stops taking
+    /// requests, finishes those in flight, writes a snapshot of every branch and stops.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let handle = self.server.handle();
+        actix_web::rt::spawn(async move {
+            shutdown_signal().await;
+            tracing::info!("shutdown requested");
+            handle.stop(true).await;
+        });
         let result = self.server.await;
+        tracing::info!("server stopped; writing snapshots");
+        self.node.snapshot_all().await;
         self.node.stop();
+        tracing::info!("gridd stopped");
         result
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C (SIGINT).
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {},
+                    _ = term.recv() => {},
+                }
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot listen for SIGTERM; only Ctrl-C stops gracefully");
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
     }
 }

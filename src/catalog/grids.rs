@@ -124,7 +124,7 @@ impl Supervisor {
             editable: true,
         }));
         let entry = WalEntry { branch_id: master.id.clone(), ops };
-        let appended = self.wal.append(entry.encode()).map_err(|err| {
+        let appended = self.durability.wal.append(entry.encode()).map_err(|err| {
             ApiError::new(
                 ErrorCode::ServiceUnavailable,
                 format!("The new grid could not be logged: {err}"),
@@ -134,6 +134,7 @@ impl Supervisor {
         for op in &entry.ops {
             state.apply(op);
         }
+        self.durability.track(&master.id);
         self.start_branch(&grid, &master, state);
         self.grids.insert(grid.id.clone(), grid.clone());
         self.branches.insert(master.id.clone(), master);
@@ -197,6 +198,7 @@ impl Supervisor {
             if let Some(route) = self.routes.remove_branch(&branch_id) {
                 route.addr.do_send(Shutdown);
             }
+            self.durability.forget(&branch_id);
             self.branches.shift_remove(&branch_id);
         }
         self.grids.shift_remove(id);
@@ -212,9 +214,9 @@ impl Supervisor {
         let view_ids: Vec<String> = state.schema.views.iter().map(|v| v.id.clone()).collect();
         let (grid_id, branch_id) = (grid.id.clone(), branch.id.clone());
         let arbiter = self.next_arbiter();
-        let wal = self.wal.clone();
+        let durability = self.durability.clone();
         let addr = GridActor::start_in_arbiter(&arbiter, move |_| {
-            GridActor::with_state(&grid_id, &branch_id, state, wal)
+            GridActor::with_state(&grid_id, &branch_id, state, durability)
         });
         let route = Arc::new(BranchRoute {
             addr,

@@ -15,7 +15,7 @@ use super::routes::Routes;
 use super::store::{load_all, CatalogChange, CatalogStore, EntityKind, StoreError};
 use crate::auth::{ApiKey, KeyRing};
 use crate::error::{ApiError, ApiResult};
-use crate::persist::wal::WalHandle;
+use crate::persist::durability::Durability;
 
 /// The catalogue and everything the supervisor needs to change it.
 pub struct Supervisor {
@@ -29,7 +29,7 @@ pub struct Supervisor {
     pub(super) store: Box<dyn CatalogStore>,
     pub(super) keyring: Arc<KeyRing>,
     pub(super) routes: Arc<Routes>,
-    pub(super) wal: WalHandle,
+    pub(super) durability: Arc<Durability>,
     arbiters: Vec<ArbiterHandle>,
     next_arbiter: usize,
 }
@@ -41,7 +41,7 @@ impl Supervisor {
         keyring: Arc<KeyRing>,
         routes: Arc<Routes>,
         arbiters: Vec<ArbiterHandle>,
-        wal: WalHandle,
+        durability: Arc<Durability>,
     ) -> Result<Supervisor, StoreError> {
         let companies: Vec<Company> = load_all(store.as_ref(), EntityKind::Company)?;
         let projects: Vec<Project> = load_all(store.as_ref(), EntityKind::Project)?;
@@ -67,7 +67,7 @@ impl Supervisor {
             store,
             keyring,
             routes,
-            wal,
+            durability,
             arbiters,
             next_arbiter: 0,
         };

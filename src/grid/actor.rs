@@ -4,7 +4,13 @@
 //! A write is validated whole, turned into ops, appended to the WAL, applied in memory, and
 //! answered once the WAL says it is durable. Handlers render replies on their own threads.
 
-use actix::{Actor, ActorContext, Context, Handler, Message, ResponseFuture};
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::{
+    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Message, ResponseFuture,
+    WrapFuture,
+};
 
 use super::history::{history_key, HistoryEntry};
 use super::ops::{GridOp, GridState};
@@ -16,27 +22,45 @@ use super::records::{
 use super::schema::{ColumnDef, Schema, ViewDef};
 use super::store::RecordIdentity;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::persist::durability::Durability;
 use crate::persist::entry::WalEntry;
-use crate::persist::wal::{Durable, WalHandle};
+use crate::persist::wal::Durable;
 
 /// The actor of one branch (the master branch has the grid's id).
 pub struct GridActor {
     grid_id: String,
     branch_id: String,
     state: GridState,
-    wal: WalHandle,
+    durability: Arc<Durability>,
+    /// WAL records appended since the last snapshot started.
+    since_snapshot: u64,
+    last_snapshot: Instant,
+    snapshot_running: bool,
 }
 
 impl GridActor {
     /// The actor of a branch whose state was created or recovered by the caller.
-    pub fn with_state(grid_id: &str, branch_id: &str, state: GridState, wal: WalHandle) -> Self {
-        GridActor { grid_id: grid_id.to_owned(), branch_id: branch_id.to_owned(), state, wal }
+    pub fn with_state(
+        grid_id: &str,
+        branch_id: &str,
+        state: GridState,
+        durability: Arc<Durability>,
+    ) -> Self {
+        GridActor {
+            grid_id: grid_id.to_owned(),
+            branch_id: branch_id.to_owned(),
+            state,
+            durability,
+            since_snapshot: 0,
+            last_snapshot: Instant::now(),
+            snapshot_running: false,
+        }
     }
 
     /// Logs and applies ops; the returned future resolves when they are durable.
     fn commit(&mut self, ops: Vec<GridOp>) -> ApiResult<Durable> {
         let entry = WalEntry { branch_id: self.branch_id.clone(), ops };
-        let appended = self.wal.append(entry.encode()).map_err(|err| {
+        let appended = self.durability.wal.append(entry.encode()).map_err(|err| {
             tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
             ApiError::new(
                 ErrorCode::ServiceUnavailable,
@@ -46,7 +70,56 @@ impl GridActor {
         for op in &entry.ops {
             self.state.apply(op);
         }
+        self.since_snapshot += 1;
         Ok(appended.durable)
+    }
+
+    /// Starts a snapshot when one is due: enough records, or time passed with changes or a
+    /// lagging WAL floor.
+    fn maybe_snapshot(&mut self, ctx: &mut Context<Self>) {
+        let policy = self.durability.policy;
+        let lagging =
+            self.durability.wal.last_lsn().saturating_sub(self.durability.floor(&self.branch_id))
+                > policy.every_records;
+        let timely =
+            self.last_snapshot.elapsed() >= policy.every && (self.since_snapshot > 0 || lagging);
+        if !self.snapshot_running && (self.since_snapshot >= policy.every_records || timely) {
+            let fut = self.snapshot_future();
+            ctx.spawn(fut.into_actor(self).map(|_, act, _| act.snapshot_running = false));
+        }
+    }
+
+    /// Copies the state and writes it as a snapshot on a blocking thread. The copy is the only
+    /// part that holds up this actor's writers.
+    fn snapshot_future(
+        &mut self,
+    ) -> impl std::future::Future<Output = Result<(), String>> + 'static {
+        self.snapshot_running = true;
+        self.since_snapshot = 0;
+        self.last_snapshot = Instant::now();
+        let lsn = self.durability.wal.last_lsn();
+        let copied = Instant::now();
+        let state = self.state.clone();
+        tracing::debug!(branch = %self.branch_id, copy_ms = copied.elapsed().as_millis() as u64, "snapshot copy taken");
+        let durability = self.durability.clone();
+        let branch = self.branch_id.clone();
+        async move {
+            let started = Instant::now();
+            let written = tokio::task::spawn_blocking(move || {
+                durability.write_snapshot(&branch, lsn, &state)
+            })
+            .await
+            .map_err(|e| format!("snapshot task failed: {e}"))?;
+            match &written {
+                Ok(()) => tracing::info!(
+                    lsn,
+                    ms = started.elapsed().as_millis() as u64,
+                    "snapshot written"
+                ),
+                Err(err) => tracing::error!(lsn, error = %err, "snapshot failed"),
+            }
+            written
+        }
     }
 
     fn view(&self, view_id: &str) -> ApiResult<ViewDef> {
@@ -65,8 +138,10 @@ impl GridActor {
 impl Actor for GridActor {
     type Context = Context<Self>;
 
-    fn started(&mut self, _ctx: &mut Context<Self>) {
+    fn started(&mut self, ctx: &mut Context<Self>) {
         tracing::debug!(grid = %self.grid_id, branch = %self.branch_id, "grid actor started");
+        let check = (self.durability.policy.every / 4).max(std::time::Duration::from_millis(100));
+        ctx.run_interval(check, |act, ctx| act.maybe_snapshot(ctx));
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
@@ -199,11 +274,28 @@ fn written_keys(op: &GridOp) -> Vec<(String, String)> {
 impl Handler<WriteRecords> for GridActor {
     type Result = ResponseFuture<ApiResult<Vec<RecordOut>>>;
 
-    fn handle(&mut self, msg: WriteRecords, _: &mut Context<Self>) -> Self::Result {
-        match self.write_records(msg) {
+    fn handle(&mut self, msg: WriteRecords, ctx: &mut Context<Self>) -> Self::Result {
+        let result = self.write_records(msg);
+        if self.since_snapshot >= self.durability.policy.every_records {
+            self.maybe_snapshot(ctx);
+        }
+        match result {
             Ok((durable, records)) => when_durable(durable, records),
             Err(err) => Box::pin(async move { Err(err) }),
         }
+    }
+}
+
+/// Writes a snapshot now (graceful shutdown); resolves when it is stored.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), String>")]
+pub struct TakeSnapshot;
+
+impl Handler<TakeSnapshot> for GridActor {
+    type Result = ResponseFuture<Result<(), String>>;
+
+    fn handle(&mut self, _: TakeSnapshot, _: &mut Context<Self>) -> Self::Result {
+        Box::pin(self.snapshot_future())
     }
 }
 

@@ -6,6 +6,7 @@ mod apply;
 pub mod codec;
 pub mod columns;
 pub mod history;
+pub mod image;
 pub mod ops;
 pub mod planner;
 pub mod read;

@@ -88,6 +88,7 @@ pub enum GridOp {
 }
 
 /// Everything one branch holds.
+#[derive(Clone)]
 pub struct GridState {
     pub schema: Schema,
     pub store: ColumnStore,

@@ -1,6 +1,7 @@
 //! Durability: the write-ahead log (source of truth for every acknowledged write), what its
 //! records hold, and snapshot images of grid branches in sled.
 
+pub mod durability;
 pub mod entry;
 pub mod recovery;
 pub mod snapshot;

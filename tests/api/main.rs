@@ -3,4 +3,5 @@
 
 mod helpers;
 
+mod crash;
 mod smoke;

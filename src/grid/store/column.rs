@@ -249,6 +249,10 @@ impl Column {
         self.versions.get(row)
     }
 
+    pub(super) fn restore_version(&mut self, row: usize, version: u32) {
+        self.versions.set(row, version);
+    }
+
     fn status_byte(&self, row: usize) -> u8 {
         self.status.as_ref().map_or(0, |s| s.get(row))
     }

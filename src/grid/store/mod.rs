@@ -312,6 +312,11 @@ impl ColumnStore {
         self.column(slot).version(row.at())
     }
 
+    /// Restores a cell's version (loading a snapshot); nothing else sets versions directly.
+    pub fn restore_version(&mut self, row: RowId, slot: ColumnSlot, version: u32) {
+        self.column_mut(slot).restore_version(row.at(), version);
+    }
+
     /// The cell's dependency status (`Unset` in a column that is not localized).
     pub fn dependency_status(&self, row: RowId, slot: ColumnSlot) -> DependencyStatus {
         self.column(slot).dependency_status(row.at())

@@ -1,0 +1,218 @@
+//! The snapshot image of a branch: an rkyv-archivable copy of its schema, records (with
+//! statuses, machine-translation flags and cell versions) and history, and the conversions
+//! between it and a live `GridState`.
+//!
+//! Format version 1. A change to these types is a new format version: bump
+//! `IMAGE_FORMAT_VERSION`, keep a reader for the old one, and add a fixture under `snapshots/`.
+
+use rkyv::{Archive, Deserialize, Serialize};
+
+use super::history::{HistoryCell, HistoryEntry};
+use super::ops::GridState;
+use super::schema::Schema;
+use super::store::{RecordIdentity, RowId};
+use super::value::{CellValue, DependencyStatus, SourceStatus};
+
+/// The image format this build writes.
+pub const IMAGE_FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub enum CellImage {
+    Empty,
+    Text(String),
+    Number(f64),
+    Boolean(bool),
+    Datetime(i64),
+    List(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct ColumnImage {
+    pub id: String,
+    pub values: Vec<CellImage>,
+    /// Per row: dependency status | source status << 2 | machine-translated << 5.
+    pub statuses: Vec<u8>,
+    pub versions: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct HistoryCellImage {
+    pub column_id: String,
+    pub value: CellImage,
+    /// Packed like `ColumnImage::statuses`; 255 when the column is not a language column.
+    pub statuses: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct HistoryImage {
+    pub key: String,
+    pub time_ms: i64,
+    pub user: String,
+    pub path: String,
+    pub cells: Vec<HistoryCellImage>,
+}
+
+/// Everything a branch holds, in insertion order of its live records.
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct BranchImage {
+    /// The schema as JSON (small; keeps the image independent of schema type layout).
+    pub schema_json: String,
+    pub by_path: bool,
+    pub ids: Vec<String>,
+    pub paths: Vec<String>,
+    pub times: Vec<i64>,
+    pub users: Vec<String>,
+    pub columns: Vec<ColumnImage>,
+    pub history: Vec<HistoryImage>,
+}
+
+fn to_cell(value: CellValue) -> CellImage {
+    match value {
+        CellValue::Empty => CellImage::Empty,
+        CellValue::Text(s) => CellImage::Text(s),
+        CellValue::Number(n) => CellImage::Number(n),
+        CellValue::Boolean(b) => CellImage::Boolean(b),
+        CellValue::Datetime(ms) => CellImage::Datetime(ms),
+        CellValue::List(items) => CellImage::List(items),
+    }
+}
+
+fn from_cell(cell: CellImage) -> CellValue {
+    match cell {
+        CellImage::Empty => CellValue::Empty,
+        CellImage::Text(s) => CellValue::Text(s),
+        CellImage::Number(n) => CellValue::Number(n),
+        CellImage::Boolean(b) => CellValue::Boolean(b),
+        CellImage::Datetime(ms) => CellValue::Datetime(ms),
+        CellImage::List(items) => CellValue::List(items),
+    }
+}
+
+fn pack(dependency: DependencyStatus, source: SourceStatus, mt: bool) -> u8 {
+    dependency as u8 | (source as u8) << 2 | u8::from(mt) << 5
+}
+
+fn unpack(byte: u8) -> (DependencyStatus, SourceStatus, bool) {
+    (
+        DependencyStatus::from_u8(byte & 0b11),
+        SourceStatus::from_u8((byte >> 2) & 0b111),
+        byte & 0b10_0000 != 0,
+    )
+}
+
+impl GridState {
+    /// Copies the branch into an image.
+    pub fn to_image(&self) -> BranchImage {
+        let rows: Vec<RowId> = self.store.live_rows().collect();
+        let columns = self
+            .schema
+            .columns
+            .iter()
+            .filter_map(|c| self.slots.get(&c.id).map(|slot| (c, *slot)))
+            .map(|(c, slot)| ColumnImage {
+                id: c.id.clone(),
+                values: rows.iter().map(|r| to_cell(self.store.value(*r, slot))).collect(),
+                statuses: rows
+                    .iter()
+                    .map(|r| {
+                        let s = &self.store;
+                        pack(
+                            s.dependency_status(*r, slot),
+                            s.source_status(*r, slot),
+                            s.is_mt(*r, slot),
+                        )
+                    })
+                    .collect(),
+                versions: rows.iter().map(|r| self.store.version(*r, slot)).collect(),
+            })
+            .collect();
+        let history = self
+            .history
+            .all()
+            .map(|(key, e)| HistoryImage {
+                key: key.to_owned(),
+                time_ms: e.time_ms,
+                user: e.user.clone(),
+                path: e.path.clone(),
+                cells: e
+                    .cells
+                    .iter()
+                    .map(|c| HistoryCellImage {
+                        column_id: c.column_id.clone(),
+                        value: to_cell(c.value.clone()),
+                        statuses: c.statuses.map_or(255, |(d, s)| pack(d, s, false)),
+                    })
+                    .collect(),
+            })
+            .collect();
+        BranchImage {
+            schema_json: serde_json::to_string(&self.schema).expect("schemas always serialize"),
+            by_path: self.store.identity() == RecordIdentity::PathAndId,
+            ids: rows.iter().map(|r| self.store.id(*r).to_owned()).collect(),
+            paths: rows.iter().map(|r| self.store.path(*r).to_owned()).collect(),
+            times: rows.iter().map(|r| self.store.modified_time(*r)).collect(),
+            users: rows.iter().map(|r| self.store.modified_by(*r).to_owned()).collect(),
+            columns,
+            history,
+        }
+    }
+
+    /// Rebuilds a branch from an image; an inconsistent image is an error, never a panic.
+    pub fn from_image(image: BranchImage) -> Result<GridState, String> {
+        let schema: Schema =
+            serde_json::from_str(&image.schema_json).map_err(|e| format!("schema: {e}"))?;
+        let n = image.ids.len();
+        if image.paths.len() != n || image.times.len() != n || image.users.len() != n {
+            return Err("record columns have different lengths".to_owned());
+        }
+        let identity =
+            if image.by_path { RecordIdentity::PathAndId } else { RecordIdentity::RecordId };
+        let mut state = GridState::empty(identity);
+        for column in &schema.columns {
+            state.add_column_storage(column);
+        }
+        state.schema = schema;
+        let rows: Vec<RowId> = (0..n)
+            .map(|i| {
+                state.store.insert(&image.ids[i], &image.paths[i], image.times[i], &image.users[i])
+            })
+            .collect();
+        for column in image.columns {
+            let Some(&slot) = state.slots.get(&column.id) else { continue };
+            if column.values.len() != n || column.statuses.len() != n || column.versions.len() != n
+            {
+                return Err(format!("column {} has the wrong number of cells", column.id));
+            }
+            for (i, value) in column.values.into_iter().enumerate() {
+                state
+                    .store
+                    .set_value(rows[i], slot, &from_cell(value))
+                    .map_err(|e| format!("column {}: {e}", column.id))?;
+                let (d, s, mt) = unpack(column.statuses[i]);
+                state.store.set_dependency_status(rows[i], slot, d);
+                state.store.set_source_status(rows[i], slot, s);
+                state.store.set_mt(rows[i], slot, mt);
+                state.store.restore_version(rows[i], slot, column.versions[i]);
+            }
+        }
+        for h in image.history {
+            let cells = h
+                .cells
+                .into_iter()
+                .map(|c| HistoryCell {
+                    column_id: c.column_id,
+                    value: from_cell(c.value),
+                    statuses: (c.statuses != 255).then(|| {
+                        let (d, s, _) = unpack(c.statuses);
+                        (d, s)
+                    }),
+                })
+                .collect();
+            state.history.push(
+                h.key,
+                HistoryEntry { time_ms: h.time_ms, user: h.user, path: h.path, cells },
+            );
+        }
+        Ok(state)
+    }
+}

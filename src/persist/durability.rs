@@ -1,0 +1,156 @@
+//! `Durability`: what grid actors share to make their state durable — the WAL, the snapshot
+//! store, the snapshot policy, and each branch's WAL floor (the LSN below which its records are
+//! covered by both snapshot generations), from which old WAL segments are deleted.
+//!
+//! Snapshot writing (image, rkyv, sled) is blocking work: callers run it off the actor thread.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+
+use super::snapshot::{SnapshotImage, SnapshotStore};
+use super::wal::WalHandle;
+use crate::grid::image::{ArchivedBranchImage, BranchImage, IMAGE_FORMAT_VERSION};
+use crate::grid::ops::GridState;
+
+/// When branches write snapshots.
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotPolicy {
+    /// After this many WAL records of a branch.
+    pub every_records: u64,
+    /// And at least this often while a branch has changes (or its WAL floor lags).
+    pub every: Duration,
+}
+
+/// The WAL, the snapshot store and the floors.
+pub struct Durability {
+    pub wal: WalHandle,
+    pub snapshots: Arc<dyn SnapshotStore>,
+    pub policy: SnapshotPolicy,
+    floors: DashMap<String, u64>,
+}
+
+/// A branch state loaded from its newest intact snapshot, and the LSN the snapshot covers.
+pub struct LoadedBranch {
+    pub state: GridState,
+    pub wal_lsn: u64,
+}
+
+impl Durability {
+    pub fn new(
+        wal: WalHandle,
+        snapshots: Arc<dyn SnapshotStore>,
+        policy: SnapshotPolicy,
+    ) -> Durability {
+        Durability { wal, snapshots, policy, floors: DashMap::new() }
+    }
+
+    /// Registers a live branch (at recovery or creation) with its current floor.
+    pub fn track(&self, branch_id: &str) {
+        let floor = self.floor_from_store(branch_id);
+        self.floors.insert(branch_id.to_owned(), floor);
+    }
+
+    /// Forgets a deleted branch and its snapshots.
+    pub fn forget(&self, branch_id: &str) {
+        self.floors.remove(branch_id);
+        if let Err(err) = self.snapshots.delete(branch_id) {
+            tracing::warn!(branch = branch_id, error = %err, "deleting snapshots of a deleted branch failed");
+        }
+    }
+
+    /// The floor of a branch: the older generation's LSN when both generations are intact.
+    fn floor_from_store(&self, branch_id: &str) -> u64 {
+        match self.snapshots.generations(branch_id) {
+            Ok(gens) if gens.len() >= 2 && gens.iter().all(|g| g.header.is_some()) => {
+                gens.iter().filter_map(|g| g.header.as_ref().map(|h| h.wal_lsn)).min().unwrap_or(0)
+            }
+            Ok(_) => 0,
+            Err(err) => {
+                tracing::warn!(branch = branch_id, error = %err, "reading snapshot generations failed");
+                0
+            }
+        }
+    }
+
+    pub fn floor(&self, branch_id: &str) -> u64 {
+        self.floors.get(branch_id).map_or(0, |f| *f)
+    }
+
+    /// Writes a snapshot of `state` covering the WAL up to `wal_lsn`, then deletes the WAL
+    /// segments every branch's snapshots cover. Blocking.
+    pub fn write_snapshot(
+        &self,
+        branch_id: &str,
+        wal_lsn: u64,
+        state: &GridState,
+    ) -> Result<(), String> {
+        let image = state.to_image();
+        let bytes =
+            rkyv::to_bytes::<rkyv::rancor::Error>(&image).map_err(|e| format!("encoding: {e}"))?;
+        let image =
+            SnapshotImage { format_version: IMAGE_FORMAT_VERSION, wal_lsn, bytes: bytes.to_vec() };
+        self.snapshots.put(branch_id, &image).map_err(|e| format!("storing: {e}"))?;
+        self.snapshots.flush().map_err(|e| format!("flushing: {e}"))?;
+        let floor = self.floor_from_store(branch_id);
+        if self.floors.contains_key(branch_id) {
+            self.floors.insert(branch_id.to_owned(), floor);
+        }
+        self.truncate_wal();
+        Ok(())
+    }
+
+    /// Deletes the WAL segments below the lowest floor of all live branches.
+    fn truncate_wal(&self) {
+        let Some(lowest) = self.floors.iter().map(|f| *f.value()).min() else { return };
+        if lowest == 0 {
+            return;
+        }
+        match self.wal.remove_segments_below(lowest) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                segments = n,
+                below = lowest,
+                "deleted WAL segments covered by snapshots"
+            ),
+            Err(err) => tracing::warn!(error = %err, "deleting old WAL segments failed"),
+        }
+    }
+
+    /// The newest intact snapshot of a branch, decoded (validated rkyv access), if any.
+    pub fn load(&self, branch_id: &str) -> Option<LoadedBranch> {
+        let loaded = match self.snapshots.load_latest(branch_id) {
+            Ok(Some(loaded)) => loaded,
+            Ok(None) => return None,
+            Err(err) => {
+                tracing::error!(branch = branch_id, error = %err, "no intact snapshot; replaying the whole WAL");
+                return None;
+            }
+        };
+        if loaded.format_version != IMAGE_FORMAT_VERSION {
+            tracing::error!(
+                branch = branch_id,
+                version = loaded.format_version,
+                "unknown snapshot format"
+            );
+            return None;
+        }
+        match decode_image(&loaded.bytes) {
+            Ok(state) => Some(LoadedBranch { state, wal_lsn: loaded.wal_lsn }),
+            Err(err) => {
+                tracing::error!(branch = branch_id, error = %err, "snapshot does not decode; replaying the whole WAL");
+                None
+            }
+        }
+    }
+}
+
+/// Decodes an image of the current format from an aligned buffer.
+pub fn decode_image(bytes: &[u8]) -> Result<GridState, String> {
+    let archived = rkyv::access::<ArchivedBranchImage, rkyv::rancor::Error>(bytes)
+        .map_err(|e| format!("validation: {e}"))?;
+    let image: BranchImage = rkyv::deserialize::<BranchImage, rkyv::rancor::Error>(archived)
+        .map_err(|e| format!("decoding: {e}"))?;
+    GridState::from_image(image)
+}
