@@ -1,7 +1,7 @@
 //! Record history: every change of a record appends an entry with the cells as they became.
 //! Listed newest first. Owned by the grid actor with the rest of the branch.
 
-use std::collections::HashMap;
+use indexmap::IndexMap;
 
 use super::value::{CellValue, DependencyStatus, SourceStatus};
 
@@ -26,7 +26,7 @@ pub struct HistoryEntry {
 /// Entries per record key (the id, or path and id in grids identified by both).
 #[derive(Debug, Clone, Default)]
 pub struct History {
-    entries: HashMap<String, Vec<HistoryEntry>>,
+    entries: IndexMap<String, Vec<HistoryEntry>>,
 }
 
 /// The key a record's history is kept under.
@@ -45,7 +45,7 @@ impl History {
 
     /// Moves a record's history when it is renamed or moved.
     pub fn rename(&mut self, from: &str, to: String) {
-        if let Some(list) = self.entries.remove(from) {
+        if let Some(list) = self.entries.shift_remove(from) {
             self.entries.entry(to).or_default().extend(list);
         }
     }

@@ -154,3 +154,117 @@ pub fn decode_image(bytes: &[u8]) -> Result<GridState, String> {
         .map_err(|e| format!("decoding: {e}"))?;
     GridState::from_image(image)
 }
+
+#[cfg(test)]
+mod fixture_tests {
+    //! `snapshots/` holds one image per format version; each must still load. Regenerate the
+    //! current one with `GRIDD_WRITE_SNAPSHOT_FIXTURE=1 cargo test --lib fixture`.
+
+    use super::decode_image;
+    use crate::grid::columns::{build_column, ColumnRequest};
+    use crate::grid::image::IMAGE_FORMAT_VERSION;
+    use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
+    use crate::grid::schema::Dependency;
+    use crate::grid::store::RecordIdentity;
+    use crate::grid::value::{CellValue, SourceStatus};
+
+    fn fixture_state() -> GridState {
+        let mut state = GridState::new("view1", Vec::new(), RecordIdentity::RecordId);
+        for body in [
+            serde_json::json!({"id":"enUS","name":"English","type":"language","languageCode":"enUS"}),
+            serde_json::json!({"id":"jaJP","name":"Japanese","type":"language","languageCode":"jaJP","localizationType":"targetLanguage"}),
+            serde_json::json!({"id":"n","name":"Count","type":"number"}),
+            serde_json::json!({"id":"tags","name":"Tags","type":"multipleSelections","selection":{"options":[{"value":"ui"},{"value":"legal"}]}}),
+        ] {
+            let req: ColumnRequest = serde_json::from_value(body).expect("valid column");
+            let column = build_column(&state.schema, &req).expect("valid column");
+            state.apply(&GridOp::CreateColumn { column, view_id: None, editable: true });
+        }
+        state.apply(&GridOp::CreateDependency(Dependency {
+            id: "dep1".into(),
+            source_column_id: "enUS".into(),
+            target_column_id: "jaJP".into(),
+        }));
+        let cell = |c: &str, v: CellValue| CellWrite {
+            column_id: c.into(),
+            value: Some(v),
+            dependency_status: None,
+            source_status: None,
+        };
+        let records = vec![
+            RecordWrite {
+                id: "menu.start".into(),
+                path: "ui/menu".into(),
+                new_id: None,
+                new_path: None,
+                cells: vec![
+                    cell("enUS", CellValue::Text("Start game".into())),
+                    cell("jaJP", CellValue::Text("ゲームを開始".into())),
+                    cell("n", CellValue::Number(3.0)),
+                    cell("tags", CellValue::List(vec!["ui".into()])),
+                ],
+                mark_mt: true,
+            },
+            RecordWrite {
+                id: "legal.tos".into(),
+                path: String::new(),
+                new_id: None,
+                new_path: None,
+                cells: vec![CellWrite {
+                    column_id: "enUS".into(),
+                    value: Some(CellValue::Text("Terms 🌍 مرحبا".into())),
+                    dependency_status: None,
+                    source_status: Some(SourceStatus::Locked),
+                }],
+                mark_mt: false,
+            },
+        ];
+        state.apply(&GridOp::AddRecords {
+            time_ms: 1_769_854_530_000,
+            user: "fixture".into(),
+            records,
+        });
+        state
+    }
+
+    fn fixture_path(version: u32) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("snapshots")
+            .join(format!("v{version}.img"))
+    }
+
+    #[test]
+    fn every_fixture_format_still_loads() {
+        let path = fixture_path(IMAGE_FORMAT_VERSION);
+        if std::env::var_os("GRIDD_WRITE_SNAPSHOT_FIXTURE").is_some() {
+            let bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&fixture_state().to_image())
+                .expect("encodes");
+            std::fs::write(&path, bytes.as_slice()).expect("fixture written");
+        }
+        let raw = std::fs::read(&path).expect("the fixture of the current format exists");
+        let mut aligned = rkyv::util::AlignedVec::<16>::new();
+        aligned.extend_from_slice(&raw);
+        let state = decode_image(&aligned).expect("the fixture decodes");
+        let expected = fixture_state();
+        assert_eq!(state.schema, expected.schema);
+        assert_eq!(state.to_image(), expected.to_image());
+        let row = state.store.find("", "legal.tos").expect("record present");
+        let slot = state.slots["enUS"];
+        assert_eq!(state.store.source_status(row, slot), SourceStatus::Locked);
+    }
+
+    #[test]
+    fn a_damaged_image_is_an_error_not_a_panic() {
+        let bytes =
+            rkyv::to_bytes::<rkyv::rancor::Error>(&fixture_state().to_image()).expect("encodes");
+        for i in (0..bytes.len()).step_by(7) {
+            let mut damaged = rkyv::util::AlignedVec::<16>::new();
+            damaged.extend_from_slice(&bytes);
+            damaged[i] ^= 0x5a;
+            let _ = decode_image(&damaged);
+        }
+        let mut short = rkyv::util::AlignedVec::<16>::new();
+        short.extend_from_slice(&bytes[..bytes.len() / 2]);
+        assert!(decode_image(&short).is_err());
+    }
+}

@@ -73,9 +73,25 @@ pub fn spawn_app() -> TestApp {
     app
 }
 
+/// Starts a server on a fresh temporary data directory with a changed configuration.
+pub fn spawn_app_with(change: impl FnOnce(&mut gridd::Config)) -> TestApp {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = gridd::Config::for_data_dir(dir.path(), OWNER_KEY);
+    change(&mut config);
+    let mut app = start_with(config);
+    app._dir = Some(dir);
+    app
+}
+
 /// Starts a server on an existing data directory (the caller keeps the directory alive).
 pub fn start(data_dir: &Path, key: &str) -> TestApp {
-    let config = gridd::Config::for_data_dir(data_dir, key);
+    start_with(gridd::Config::for_data_dir(data_dir, key))
+}
+
+/// Starts a server with this configuration (the caller keeps the data directory alive).
+pub fn start_with(config: gridd::Config) -> TestApp {
+    let data_dir = config.data_dir.clone();
+    let key = config.api_key.clone().unwrap_or_default();
     let (tx, rx) = mpsc::channel();
     let thread = std::thread::spawn(move || {
         let system = actix_web::rt::System::new();
@@ -93,8 +109,8 @@ pub fn start(data_dir: &Path, key: &str) -> TestApp {
     let (addr, system) = rx.recv().expect("server thread answers").expect("server starts");
     TestApp {
         base: format!("http://{addr}"),
-        key: key.to_owned(),
-        data_dir: data_dir.to_path_buf(),
+        key,
+        data_dir,
         system: Some(system),
         thread: Some(thread),
         _dir: None,
@@ -215,6 +231,68 @@ impl TestApp {
         let body = res.assert_status(201);
         let field = |name: &str| body[name].as_str().expect("company field").to_owned();
         (field("ownerKey"), field("projectId"), field("databaseId"))
+    }
+}
+
+/// Calls made with another key than the app's own, and state checks after refused writes.
+impl TestApp {
+    pub fn get_as(&self, key: &str, path: &str) -> Resp {
+        self.call(Method::GET, path, Some(key), None)
+    }
+
+    pub fn post_as(&self, key: &str, path: &str, body: &Value) -> Resp {
+        self.call(Method::POST, path, Some(key), Some(body))
+    }
+
+    pub fn patch_as(&self, key: &str, path: &str, body: &Value) -> Resp {
+        self.call(Method::PATCH, path, Some(key), Some(body))
+    }
+
+    pub fn put_as(&self, key: &str, path: &str, body: &Value) -> Resp {
+        self.call(Method::PUT, path, Some(key), Some(body))
+    }
+
+    pub fn delete_as(&self, key: &str, path: &str) -> Resp {
+        self.call(Method::DELETE, path, Some(key), None)
+    }
+
+    /// Sends a raw body with the given content type (no JSON encoding).
+    pub fn raw(&self, method: Method, path: &str, content_type: &str, body: Vec<u8>) -> Resp {
+        let req = self
+            .request(method, path, Some(&self.key))
+            .header("Content-Type", content_type)
+            .body(body);
+        self.send(req)
+    }
+
+    /// Creates a view key bound to `view`, returning its secret.
+    pub fn create_view_key(&self, view: &str) -> String {
+        let res = self.post(
+            "/admin/v1/api-keys",
+            &json!({"name": "view key", "kind": "view", "viewId": view}),
+        );
+        res.assert_status(201)["key"].as_str().expect("secret").to_owned()
+    }
+
+    /// Creates a company on the given tier and returns the whole answer (id, tier, projectId,
+    /// databaseId, ownerKey).
+    pub fn create_company_body(&self, tier: &str) -> Value {
+        let res =
+            self.post("/admin/v1/companies", &json!({"name": format!("{tier} co"), "tier": tier}));
+        res.assert_status(201).clone()
+    }
+
+    /// The body of a GET that must succeed, to compare before and after a refused write.
+    #[track_caller]
+    pub fn snapshot(&self, path: &str) -> Value {
+        self.get(path).assert_status(200).clone()
+    }
+
+    /// Asserts that GET `path` still answers exactly `before`.
+    #[track_caller]
+    pub fn assert_unchanged(&self, path: &str, before: &Value) {
+        let now = self.snapshot(path);
+        assert_eq!(&now, before, "{path} changed after a refused request");
     }
 }
 

@@ -3,5 +3,16 @@
 
 mod helpers;
 
+mod cli;
+mod columns;
 mod crash;
+mod databases;
+mod dependencies;
+mod errors;
+mod grids;
+mod keys;
+mod openapi;
+mod projects;
+mod restart;
 mod smoke;
+mod views;

@@ -1,0 +1,216 @@
+//! Every failure is the JSON error body of decisions.md section 3 with `Content-Type:
+//! application/json` exactly, including actix's own errors: unknown route, wrong method, bad
+//! JSON, wrong content type, body too large, missing body.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::{spawn_app, spawn_app_with, Resp};
+
+/// The whole error body: status, code, message, path (the request's) and an ISO 8601 UTC
+/// timestamp with milliseconds.
+#[track_caller]
+fn assert_error_body(res: &Resp, status: u16, code: &str, path: &str) {
+    res.assert_error(status, code);
+    assert_eq!(res.header("content-type"), Some("application/json"));
+    assert_eq!(res.body["path"], json!(path), "{}", res.text);
+    let message = res.body["message"].as_str().expect("message");
+    assert!(!message.is_empty());
+    let timestamp = res.body["timestamp"].as_str().expect("timestamp");
+    let parsed = chrono::DateTime::parse_from_rfc3339(timestamp);
+    assert!(parsed.is_ok(), "timestamp {timestamp} is ISO 8601");
+    assert_eq!(timestamp.len(), "2026-01-31T14:25:13.293+00:00".len(), "{timestamp}");
+    let fields = res.body.as_object().expect("an object");
+    for name in fields.keys() {
+        assert!(
+            ["status", "code", "message", "messages", "path", "timestamp"].contains(&name.as_str()),
+            "unexpected field {name}"
+        );
+    }
+    if let Some(messages) = fields.get("messages") {
+        assert!(messages.as_array().is_some_and(|m| m.iter().all(|s| s.is_string())));
+    }
+}
+
+#[test]
+fn an_unknown_route_is_404_not_found() {
+    let app = spawn_app();
+    for path in ["/", "/v1", "/v1/nothing", "/v2/projects", "/v1/grids/a/b/c", "/admin/v1/other"] {
+        assert_error_body(&app.get(path), 404, "notFound", path);
+        let res = app.call(Method::GET, path, None, None);
+        assert_error_body(&res, 404, "notFound", path);
+    }
+    let res = app.post("/v1/nothing", &json!({}));
+    assert_error_body(&res, 404, "notFound", "/v1/nothing");
+}
+
+#[test]
+fn a_wrong_method_is_405_method_not_allowed() {
+    let app = spawn_app();
+    for (method, path) in [
+        (Method::PUT, "/v1/grids/abc"),
+        (Method::DELETE, "/v1/projects"),
+        (Method::PATCH, "/v1/views"),
+        (Method::PUT, "/v1/views/abc/columns/x"),
+        (Method::GET, "/v1/views/abc/columns"),
+        (Method::PATCH, "/v1/views/abc/dependencies/x"),
+        (Method::GET, "/v1/views/abc/columns/x/add"),
+        (Method::POST, "/healthz"),
+        (Method::DELETE, "/v1/openapi.json"),
+        (Method::PUT, "/admin/v1/api-keys"),
+        (Method::POST, "/v1/tasks/x"),
+    ] {
+        let res = app.call(method.clone(), path, Some(&app.key), Some(&json!({})));
+        assert_error_body(&res, 405, "methodNotAllowed", path);
+        let res = app.call(method, path, None, None);
+        assert_error_body(&res, 405, "methodNotAllowed", path);
+    }
+}
+
+#[test]
+fn malformed_json_is_400_bad_request() {
+    let app = spawn_app();
+    let before = app.snapshot("/v1/projects");
+    for body in ["{", "{\"name\": }", "[1, 2", "nul", "{\"name\": \"x\"} trailing", "\u{0}"] {
+        let res =
+            app.raw(Method::POST, "/v1/projects", "application/json", body.as_bytes().to_vec());
+        assert_error_body(&res, 400, "badRequest", "/v1/projects");
+    }
+    let res = app.raw(Method::POST, "/v1/projects", "application/json", vec![0xff, 0xfe, 0x7b]);
+    assert_error_body(&res, 400, "badRequest", "/v1/projects");
+    app.assert_unchanged("/v1/projects", &before);
+}
+
+#[test]
+fn json_of_the_wrong_shape_is_400_bad_request() {
+    let app = spawn_app();
+    let before = app.snapshot("/v1/projects");
+    for body in [json!([]), json!("name"), json!({"name": ["x"]}), json!(12)] {
+        let res = app.post("/v1/projects", &body);
+        assert_error_body(&res, 400, "badRequest", "/v1/projects");
+    }
+    app.assert_unchanged("/v1/projects", &before);
+}
+
+#[test]
+fn a_wrong_content_type_is_415() {
+    let app = spawn_app();
+    let before = app.snapshot("/v1/projects");
+    for content_type in ["text/plain", "application/xml", "multipart/form-data; boundary=x"] {
+        let res = app.raw(Method::POST, "/v1/projects", content_type, br#"{"name": "x"}"#.to_vec());
+        assert_error_body(&res, 415, "unsupportedMediaType", "/v1/projects");
+    }
+    app.assert_unchanged("/v1/projects", &before);
+}
+
+#[test]
+fn json_with_a_charset_is_accepted() {
+    let app = spawn_app();
+    let res = app.raw(
+        Method::POST,
+        "/v1/projects",
+        "application/json; charset=utf-8",
+        br#"{"name": "x"}"#.to_vec(),
+    );
+    res.assert_status(200);
+}
+
+#[test]
+fn a_body_over_the_limit_is_413() {
+    let app = spawn_app_with(|config| config.max_json_bytes = 1024);
+    let before = app.snapshot("/v1/projects");
+    let big = json!({"name": "x", "description": "y".repeat(4096)});
+    let res = app.post("/v1/projects", &big);
+    assert_error_body(&res, 413, "payloadTooLarge", "/v1/projects");
+    let db = app.default_db();
+    let res =
+        app.post(&format!("/v1/grids?dbId={db}"), &json!({"metadata": {"k": "v".repeat(2000)}}));
+    assert_error_body(&res, 413, "payloadTooLarge", "/v1/grids");
+    app.assert_unchanged("/v1/projects", &before);
+    app.post("/v1/projects", &json!({"name": "small"})).assert_status(200);
+}
+
+#[test]
+fn a_missing_body_is_400_request_body_missing() {
+    let app = spawn_app();
+    let before = app.snapshot("/v1/projects");
+    let res = app.call(Method::POST, "/v1/projects", Some(&app.key), None);
+    assert_error_body(&res, 400, "requestBodyMissing", "/v1/projects");
+    let res = app.raw(Method::POST, "/v1/projects", "application/json", Vec::new());
+    assert_error_body(&res, 400, "requestBodyMissing", "/v1/projects");
+    app.assert_unchanged("/v1/projects", &before);
+}
+
+#[test]
+fn missing_or_unknown_keys_are_401_with_the_error_body() {
+    let app = spawn_app();
+    let res = app.call(Method::GET, "/v1/projects", None, None);
+    assert_error_body(&res, 401, "unauthorized", "/v1/projects");
+    let res = app.call(Method::GET, "/v1/projects", Some("nope"), None);
+    assert_error_body(&res, 401, "unauthorized", "/v1/projects");
+    let almost = format!("{}x", app.key);
+    let res = app.call(Method::GET, "/v1/projects", Some(&almost), None);
+    assert_error_body(&res, 401, "unauthorized", "/v1/projects");
+    let res = app.send(
+        app.request(Method::GET, "/v1/projects", None).header("Authorization", app.key.clone()),
+    );
+    assert_error_body(&res, 401, "unauthorized", "/v1/projects");
+}
+
+#[test]
+fn error_paths_are_the_request_paths() {
+    let app = spawn_app();
+    let path = "/v1/views/nosuchview0001/columns/abc";
+    assert_error_body(&app.get(path), 404, "viewIsNotFound", path);
+    let res = app.get("/v1/grids?dbId=nosuchdatabase");
+    assert_error_body(&res, 404, "databaseIsNotFound", "/v1/grids");
+    let res = app.get("/v1/tasks/nosuchtask00001");
+    assert_error_body(&res, 404, "taskIsNotFound", "/v1/tasks/nosuchtask00001");
+}
+
+#[test]
+fn odd_paths_and_ids_never_fail_the_server() {
+    let app = spawn_app();
+    for path in [
+        "/v1/views/%FF%FE/columns/x",
+        "/v1/grids/%00",
+        "/v1/grids/..%2F..%2Fetc",
+        "/v1/views/%E2%9C%93/dependencies",
+        "/v1/projects/\u{00e9}t\u{00e9}",
+    ] {
+        let res = app.get(path);
+        assert!(res.status == 404 || res.status == 400, "{path}: {} {}", res.status, res.text);
+        assert_eq!(res.header("content-type"), Some("application/json"), "{path}");
+        assert!(res.body["code"].is_string(), "{path}: {}", res.text);
+    }
+    let long = format!("/v1/grids/{}", "a".repeat(4000));
+    app.get(&long).assert_error(404, "gridIsNotFound");
+}
+
+#[test]
+fn success_answers_carry_exactly_application_json() {
+    let app = spawn_app();
+    let (grid, view) = app.create_grid("g");
+    for path in [
+        "/healthz".to_owned(),
+        "/v1/projects".to_owned(),
+        "/v1/databases".to_owned(),
+        format!("/v1/grids/{grid}"),
+        format!("/v1/views/{view}"),
+        format!("/v1/views/{view}/dependencies"),
+        "/admin/v1/api-keys".to_owned(),
+        "/v1/openapi.json".to_owned(),
+    ] {
+        let res = app.get(&path);
+        res.assert_status(200);
+        assert_eq!(res.header("content-type"), Some("application/json"), "{path}");
+    }
+}
+
+#[test]
+fn healthz_needs_no_key() {
+    let app = spawn_app();
+    let res = app.call(Method::GET, "/healthz", None, None);
+    res.assert_status(200);
+    assert_eq!(res.header("content-type"), Some("application/json"));
+}

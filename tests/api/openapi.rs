@@ -1,0 +1,162 @@
+//! `GET /v1/openapi.json`: a valid OpenAPI 3 description that lists every endpoint the server
+//! serves, and only routes that exist.
+
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::helpers::spawn_app;
+
+/// Every endpoint of the contract this server serves, as the OpenAPI document names them.
+const ENDPOINTS: &[(&str, &str)] = &[
+    ("get", "/healthz"),
+    ("get", "/v1/openapi.json"),
+    ("get", "/v1/projects"),
+    ("post", "/v1/projects"),
+    ("get", "/v1/projects/{id}"),
+    ("put", "/v1/projects/{id}"),
+    ("patch", "/v1/projects/{id}"),
+    ("delete", "/v1/projects/{id}"),
+    ("get", "/v1/databases"),
+    ("post", "/v1/databases"),
+    ("get", "/v1/databases/{id}"),
+    ("put", "/v1/databases/{id}"),
+    ("patch", "/v1/databases/{id}"),
+    ("delete", "/v1/databases/{id}"),
+    ("get", "/v1/grids"),
+    ("post", "/v1/grids"),
+    ("get", "/v1/grids/{id}"),
+    ("patch", "/v1/grids/{id}"),
+    ("delete", "/v1/grids/{id}"),
+    ("get", "/v1/views"),
+    ("post", "/v1/views"),
+    ("get", "/v1/views/{id}"),
+    ("delete", "/v1/views/{id}"),
+    ("post", "/v1/views/{viewId}/columns"),
+    ("get", "/v1/views/{viewId}/columns/{id}"),
+    ("patch", "/v1/views/{viewId}/columns/{id}"),
+    ("delete", "/v1/views/{viewId}/columns/{id}"),
+    ("post", "/v1/views/{viewId}/columns/{id}/add"),
+    ("post", "/v1/views/{viewId}/columns/{id}/remove"),
+    ("get", "/v1/views/{viewId}/dependencies"),
+    ("post", "/v1/views/{viewId}/dependencies"),
+    ("get", "/v1/views/{viewId}/dependencies/{id}"),
+    ("put", "/v1/views/{viewId}/dependencies/{id}"),
+    ("delete", "/v1/views/{viewId}/dependencies/{id}"),
+    ("get", "/v1/views/{viewId}/records"),
+    ("post", "/v1/views/{viewId}/records"),
+    ("patch", "/v1/views/{viewId}/records"),
+    ("delete", "/v1/views/{viewId}/records"),
+    ("patch", "/v1/views/{viewId}/records/{id}"),
+    ("get", "/v1/views/{viewId}/records/{recordId}/histories"),
+    ("get", "/v1/tasks/{id}"),
+    ("post", "/admin/v1/api-keys"),
+    ("get", "/admin/v1/api-keys"),
+    ("delete", "/admin/v1/api-keys/{id}"),
+    ("post", "/admin/v1/companies"),
+    ("patch", "/admin/v1/companies/{id}"),
+    ("delete", "/admin/v1/companies/{id}"),
+];
+
+const METHODS: &[&str] = &["get", "post", "put", "patch", "delete", "head", "options", "trace"];
+
+fn document() -> Value {
+    let app = spawn_app();
+    let res = app.call(Method::GET, "/v1/openapi.json", None, None);
+    res.assert_status(200).clone()
+}
+
+/// The (method, path) pairs a document lists.
+fn operations(doc: &Value) -> Vec<(String, String)> {
+    let paths = doc["paths"].as_object().expect("paths is an object");
+    let mut out = Vec::new();
+    for (path, item) in paths {
+        let item = item.as_object().expect("a path item is an object");
+        for method in METHODS {
+            if item.contains_key(*method) {
+                out.push(((*method).to_owned(), path.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// A concrete path for a templated one: every `{param}` becomes a value no resource has.
+fn concrete(path: &str) -> String {
+    let mut out = String::new();
+    let mut in_param = false;
+    for c in path.chars() {
+        match c {
+            '{' => {
+                in_param = true;
+                out.push_str("nosuchid000001");
+            }
+            '}' => in_param = false,
+            c if !in_param => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn the_description_is_openapi_3_and_needs_no_key() {
+    let app = spawn_app();
+    let res = app.call(Method::GET, "/v1/openapi.json", None, None);
+    let doc = res.assert_status(200);
+    assert_eq!(res.header("content-type"), Some("application/json"));
+    assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.")), "{}", doc["openapi"]);
+    assert_eq!(doc["info"]["title"], "gridd");
+    assert!(doc["info"]["version"].is_string());
+    assert!(doc["paths"].as_object().is_some_and(|p| !p.is_empty()));
+    let schemes = &doc["components"]["securitySchemes"];
+    assert_eq!(schemes["ApiKey"]["type"], "apiKey");
+    assert_eq!(schemes["ApiKey"]["in"], "header");
+    assert_eq!(schemes["ApiKey"]["name"], "Authorization");
+    for (method, path) in operations(doc) {
+        let op = &doc["paths"][&path][&method];
+        assert!(op["responses"].as_object().is_some_and(|r| !r.is_empty()), "{method} {path}");
+        let params: Vec<&str> = path
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .collect();
+        for name in params {
+            let declared = op["parameters"]
+                .as_array()
+                .is_some_and(|ps| ps.iter().any(|p| p["name"] == name && p["in"] == "path"));
+            assert!(declared, "{method} {path} declares path parameter {name}");
+        }
+    }
+}
+
+#[test]
+fn every_endpoint_we_serve_is_described() {
+    let doc = document();
+    let listed = operations(&doc);
+    let missing: Vec<String> = ENDPOINTS
+        .iter()
+        .filter(|(m, p)| !listed.iter().any(|(lm, lp)| lm == m && lp == p))
+        .map(|(m, p)| format!("{} {p}", m.to_uppercase()))
+        .collect();
+    assert!(missing.is_empty(), "not in the OpenAPI description: {missing:?}");
+}
+
+#[test]
+fn every_described_operation_is_routed() {
+    let app = spawn_app();
+    let doc = document();
+    let ops = operations(&doc);
+    assert!(ops.len() >= ENDPOINTS.len(), "{} operations", ops.len());
+    for (method, path) in ops {
+        let url = concrete(&path);
+        let http = Method::from_bytes(method.to_uppercase().as_bytes()).expect("a method");
+        let body = serde_json::json!({});
+        let res = app.call(http, &url, Some(&app.key), Some(&body));
+        let code = res.body["code"].as_str().unwrap_or_default();
+        assert!(
+            code != "notFound" && code != "methodNotAllowed" && res.status != 500,
+            "{method} {path} ({url}) is described but answers {} {}",
+            res.status,
+            res.text
+        );
+    }
+}

@@ -1,0 +1,189 @@
+//! `/v1/projects`: list and get for every company key, create, rename and delete for owner keys;
+//! another company's projects are invisible (404).
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app, TestApp};
+
+fn project_ids(app: &TestApp, key: &str) -> Vec<String> {
+    let res = app.get_as(key, "/v1/projects");
+    res.assert_status(200)
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|p| p["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+#[test]
+fn list_shows_the_bootstrap_project() {
+    let app = spawn_app();
+    let res = app.get("/v1/projects");
+    let body = res.assert_status(200);
+    assert_eq!(res.header("content-type"), Some("application/json"));
+    let projects = body.as_array().expect("a list");
+    assert_eq!(projects.len(), 1);
+    let project = &projects[0];
+    assert_eq!(project["name"], json!("Default project"));
+    assert_eq!(project["id"].as_str().map(str::len), Some(14));
+    assert!(project["description"].is_array(), "description is a list: {project}");
+}
+
+#[test]
+fn get_answers_the_project_and_404_for_unknown_ids() {
+    let app = spawn_app();
+    let listed = app.get("/v1/projects").body[0].clone();
+    let id = listed["id"].as_str().expect("id");
+    let res = app.get(&format!("/v1/projects/{id}"));
+    assert_eq!(res.assert_status(200), &listed);
+    assert_eq!(res.header("content-type"), Some("application/json"));
+    app.get("/v1/projects/nosuchproject1").assert_error(404, "projectIsNotFound");
+}
+
+#[test]
+fn create_rename_and_delete_a_project() {
+    let app = spawn_app();
+    let res = app.post("/v1/projects", &json!({"name": "Games", "description": "All games"}));
+    let created = res.assert_status(200).clone();
+    assert_eq!(res.header("content-type"), Some("application/json"));
+    assert_eq!(created["name"], json!("Games"));
+    assert_eq!(created["description"], json!(["All games"]));
+    let id = created["id"].as_str().expect("id").to_owned();
+    assert_eq!(app.snapshot(&format!("/v1/projects/{id}")), created);
+    assert_eq!(project_ids(&app, &app.key).len(), 2);
+
+    let put = app.put(&format!("/v1/projects/{id}"), &json!({"name": "Apps"}));
+    assert_eq!(put.assert_status(200)["name"], json!("Apps"));
+    assert_eq!(put.body["description"], json!(["All games"]), "PUT without description keeps it");
+    let patch = app.patch(&format!("/v1/projects/{id}"), &json!({"name": "Tools"}));
+    assert_eq!(patch.assert_status(200)["name"], json!("Tools"));
+    assert_eq!(app.snapshot(&format!("/v1/projects/{id}"))["name"], json!("Tools"));
+
+    let del = app.delete(&format!("/v1/projects/{id}"));
+    del.assert_status(200);
+    assert_eq!(del.text, "", "DELETE project answers an empty body");
+    app.get(&format!("/v1/projects/{id}")).assert_error(404, "projectIsNotFound");
+    assert_eq!(project_ids(&app, &app.key).len(), 1);
+    app.delete(&format!("/v1/projects/{id}")).assert_error(404, "projectIsNotFound");
+}
+
+#[test]
+fn deleting_a_project_deletes_its_databases_and_grids() {
+    let app = spawn_app();
+    let project = app.post("/v1/projects", &json!({"name": "Doomed"})).body["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let db = app.post(&format!("/v1/databases?projectId={project}"), &json!({"name": "db"}));
+    let db = db.assert_status(200)["id"].as_str().expect("id").to_owned();
+    let grid = app.post(&format!("/v1/grids?dbId={db}"), &json!({"name": "g"}));
+    let grid = grid.assert_status(201).clone();
+    let (grid_id, view_id) = (grid["id"].as_str().expect("id"), &grid["defaultAccessViewId"]);
+    app.delete(&format!("/v1/projects/{project}")).assert_status(200);
+    app.get(&format!("/v1/databases/{db}")).assert_error(404, "databaseIsNotFound");
+    app.get(&format!("/v1/grids/{grid_id}")).assert_error(404, "gridIsNotFound");
+    let view_id = view_id.as_str().expect("view id");
+    app.get(&format!("/v1/views/{view_id}")).assert_error(404, "viewIsNotFound");
+}
+
+#[test]
+fn project_writes_need_an_owner_key() {
+    let app = spawn_app();
+    let before = app.snapshot("/v1/projects");
+    let id = before[0]["id"].as_str().expect("id").to_owned();
+    for privileges in [&["read"][..], &["read", "write"], &["manage"]] {
+        let key = app.create_key(privileges, json!({"all": true}));
+        assert_eq!(project_ids(&app, &key), vec![id.clone()], "{privileges:?} keys read");
+        app.get_as(&key, &format!("/v1/projects/{id}")).assert_status(200);
+        app.post_as(&key, "/v1/projects", &json!({"name": "x"})).assert_error(403, "accessDenied");
+        app.put_as(&key, &format!("/v1/projects/{id}"), &json!({"name": "x"}))
+            .assert_error(403, "accessDenied");
+        app.patch_as(&key, &format!("/v1/projects/{id}"), &json!({"name": "x"}))
+            .assert_error(403, "accessDenied");
+        app.delete_as(&key, &format!("/v1/projects/{id}")).assert_error(403, "accessDenied");
+        app.assert_unchanged("/v1/projects", &before);
+    }
+}
+
+#[test]
+fn project_calls_need_a_valid_key() {
+    let app = spawn_app();
+    let before = app.snapshot("/v1/projects");
+    let id = before[0]["id"].as_str().expect("id").to_owned();
+    for key in [None, Some("not-a-key"), Some("")] {
+        app.call(Method::GET, "/v1/projects", key, None).assert_error(401, "unauthorized");
+        app.call(Method::GET, &format!("/v1/projects/{id}"), key, None)
+            .assert_error(401, "unauthorized");
+        app.call(Method::POST, "/v1/projects", key, Some(&json!({"name": "x"})))
+            .assert_error(401, "unauthorized");
+        app.call(Method::DELETE, &format!("/v1/projects/{id}"), key, None)
+            .assert_error(401, "unauthorized");
+    }
+    let bearer = app.request(Method::GET, "/v1/projects", None).bearer_auth(&app.key);
+    app.send(bearer).assert_error(401, "unauthorized");
+    app.assert_unchanged("/v1/projects", &before);
+}
+
+#[test]
+fn bad_project_bodies_are_refused_and_change_nothing() {
+    let app = spawn_app();
+    let before = app.snapshot("/v1/projects");
+    let id = before[0]["id"].as_str().expect("id").to_owned();
+    app.post("/v1/projects", &json!({})).assert_error(400, "badRequest");
+    app.post("/v1/projects", &json!({"name": ""})).assert_error(400, "badRequest");
+    app.post("/v1/projects", &json!({"name": "   "})).assert_error(400, "badRequest");
+    app.post("/v1/projects", &json!({"name": "x".repeat(256)})).assert_error(400, "badRequest");
+    app.post("/v1/projects", &json!({"name": 42})).assert_error(400, "badRequest");
+    app.raw(Method::POST, "/v1/projects", "application/json", b"{\"name\": ".to_vec())
+        .assert_error(400, "badRequest");
+    app.call(Method::POST, "/v1/projects", Some(&app.key), None)
+        .assert_error(400, "requestBodyMissing");
+    app.put(&format!("/v1/projects/{id}"), &json!({"name": ""})).assert_error(400, "badRequest");
+    app.put(&format!("/v1/projects/{id}"), &json!({})).assert_error(400, "badRequest");
+    app.put("/v1/projects/nosuchproject1", &json!({"name": "x"}))
+        .assert_error(404, "projectIsNotFound");
+    app.assert_unchanged("/v1/projects", &before);
+}
+
+#[test]
+fn another_company_cannot_see_or_touch_our_projects() {
+    let app = spawn_app();
+    let before = app.snapshot("/v1/projects");
+    let ours = before[0]["id"].as_str().expect("id").to_owned();
+    let (other, their_project, _) = app.create_company("enterprise");
+    assert_eq!(project_ids(&app, &other), vec![their_project.clone()]);
+    assert_eq!(project_ids(&app, &app.key), vec![ours.clone()]);
+    let path = format!("/v1/projects/{ours}");
+    app.get_as(&other, &path).assert_error(404, "projectIsNotFound");
+    app.put_as(&other, &path, &json!({"name": "x"})).assert_error(404, "projectIsNotFound");
+    app.delete_as(&other, &path).assert_error(404, "projectIsNotFound");
+    app.get(&format!("/v1/projects/{their_project}")).assert_error(404, "projectIsNotFound");
+    app.assert_unchanged("/v1/projects", &before);
+}
+
+#[test]
+fn a_view_key_cannot_reach_projects() {
+    let app = spawn_app();
+    let (_, view) = app.create_grid("g");
+    let key = app.create_view_key(&view);
+    let id = app.get("/v1/projects").body[0]["id"].as_str().expect("id").to_owned();
+    app.get_as(&key, "/v1/projects").assert_error(403, "accessDenied");
+    app.get_as(&key, &format!("/v1/projects/{id}")).assert_error(403, "accessDenied");
+    app.post_as(&key, "/v1/projects", &json!({"name": "x"})).assert_error(403, "accessDenied");
+}
+
+#[test]
+fn a_key_limited_to_one_project_sees_only_that_project() {
+    let app = spawn_app();
+    let default: Value = app.get("/v1/projects").body[0].clone();
+    let default_id = default["id"].as_str().expect("id");
+    let other = app.post("/v1/projects", &json!({"name": "Other"})).body["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let key = app.create_key(&["read"], json!({"projects": [other]}));
+    assert_eq!(project_ids(&app, &key), vec![other.clone()]);
+    app.get_as(&key, &format!("/v1/projects/{other}")).assert_status(200);
+    app.get_as(&key, &format!("/v1/projects/{default_id}")).assert_error(403, "accessDenied");
+}
