@@ -102,7 +102,10 @@ impl Node {
         let generated = supervisor
             .bootstrap(config.api_key.as_deref())
             .map_err(|e| StartupError::Bootstrap(e.message))?;
-        let states = recover(&supervisor.branch_seeds(), &durability, &recovered.records);
+        let seeds = supervisor.branch_seeds();
+        let states = recover(&seeds, &durability, &recovered.records);
+        let branch_ids: Vec<String> = seeds.iter().map(|s| s.branch_id.clone()).collect();
+        durability.pad_wal_past_snapshots(&branch_ids).map_err(StartupError::Bootstrap)?;
         drop(recovered);
         supervisor.start_branches(states);
         let addr = Supervisor::start_in_arbiter(&arbiters[0].handle(), move |_| supervisor);

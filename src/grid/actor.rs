@@ -105,6 +105,10 @@ impl GridActor {
         let branch = self.branch_id.clone();
         async move {
             let started = Instant::now();
+            // Only what is durable in the WAL may be covered by a snapshot: otherwise a crash
+            // could leave the WAL shorter than the snapshot's position and LSNs be reused.
+            let synced = durability.wal.sync_now().map_err(|e| format!("WAL sync: {e}"))?;
+            synced.await.map_err(|e| format!("WAL sync: {e}"))?;
             let written = tokio::task::spawn_blocking(move || {
                 durability.write_snapshot(&branch, lsn, &state)
             })

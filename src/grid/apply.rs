@@ -137,11 +137,14 @@ impl GridState {
         self.record_history(row, time_ms, user, &record.cells);
     }
 
+    /// Applies an update. A write that changes nothing (same values, statuses and flags, same id
+    /// and path) leaves the record's modification time and history alone.
     pub(super) fn update_record(&mut self, time_ms: i64, user: &str, record: &RecordWrite) {
         let Some(row) = self.store.find(&record.path, &record.id) else { return };
-        if record.new_id.is_some() || record.new_path.is_some() {
-            let id = record.new_id.clone().unwrap_or_else(|| record.id.clone());
-            let path = record.new_path.clone().unwrap_or_else(|| record.path.clone());
+        let id = record.new_id.clone().unwrap_or_else(|| record.id.clone());
+        let path = record.new_path.clone().unwrap_or_else(|| record.path.clone());
+        let moved = id != record.id || path != record.path;
+        if moved {
             let by_path = self.by_path();
             self.history.rename(
                 &history_key(&record.path, &record.id, by_path),
@@ -149,7 +152,8 @@ impl GridState {
             );
             self.store.set_identity(row, &id, &path);
         }
-        let changed = self.write_cells(row, &record.cells, record.mark_mt);
+        let written = self.write_cells(row, &record.cells, record.mark_mt);
+        let mut changed = moved || written.any;
         let dependencies: Vec<(String, String)> = self
             .schema
             .dependencies
@@ -165,49 +169,55 @@ impl GridState {
             if target_written {
                 let status =
                     initial_status(self.is_empty(row, &target), self.is_empty(row, &source));
-                self.set_dependency_status(row, &target, status);
-            } else if changed.contains(source.as_str()) {
-                self.set_dependency_status(row, &target, DependencyStatus::OutOfDate);
+                changed |= self.set_dependency_status(row, &target, status);
+            } else if written.values.contains(source.as_str()) {
+                changed |= self.set_dependency_status(row, &target, DependencyStatus::OutOfDate);
             }
         }
-        self.store.touch(row, time_ms, user);
-        self.record_history(row, time_ms, user, &record.cells);
+        if changed {
+            self.store.touch(row, time_ms, user);
+            self.record_history(row, time_ms, user, &record.cells);
+        }
     }
 
     pub(super) fn delete_records(&mut self, keys: &[(String, String)]) {
+        let by_path = self.by_path();
         for (path, id) in keys {
             if let Some(row) = self.store.find(path, id) {
+                let key = history_key(self.store.path(row), self.store.id(row), by_path);
+                self.history.retire(&key);
                 self.store.delete(row);
             }
         }
         self.store.maybe_compact();
     }
 
-    /// Writes values and explicit statuses; returns the columns whose value changed.
+    /// Writes values, explicit statuses and machine-translation flags.
     fn write_cells<'a>(
         &mut self,
         row: RowId,
         cells: &'a [CellWrite],
         mark_mt: bool,
-    ) -> HashSet<&'a str> {
-        let mut changed = HashSet::new();
+    ) -> WrittenCells<'a> {
+        let mut written = WrittenCells { values: HashSet::new(), any: false };
         for cell in cells {
             let Some(&slot) = self.slots.get(&cell.column_id) else { continue };
             if let Some(value) = &cell.value {
                 if self.store.set_value(row, slot, value).unwrap_or(false) {
-                    changed.insert(cell.column_id.as_str());
+                    written.values.insert(cell.column_id.as_str());
+                    written.any = true;
                 }
                 let is_target = self.schema.dependency_of_target(&cell.column_id).is_some();
-                self.store.set_mt(row, slot, mark_mt && is_target);
+                written.any |= self.store.set_mt(row, slot, mark_mt && is_target);
             }
             if let Some(status) = cell.source_status {
-                self.store.set_source_status(row, slot, status);
+                written.any |= self.store.set_source_status(row, slot, status);
             }
             if let Some(status) = cell.dependency_status {
-                self.store.set_dependency_status(row, slot, status);
+                written.any |= self.store.set_dependency_status(row, slot, status);
             }
         }
-        changed
+        written
     }
 
     fn is_empty(&self, row: RowId, column: &str) -> bool {
@@ -217,9 +227,16 @@ impl GridState {
         }
     }
 
-    fn set_dependency_status(&mut self, row: RowId, column: &str, status: DependencyStatus) {
-        if let Some(&slot) = self.slots.get(column) {
-            self.store.set_dependency_status(row, slot, status);
+    /// Sets a cell's dependency status; true when it changed.
+    fn set_dependency_status(
+        &mut self,
+        row: RowId,
+        column: &str,
+        status: DependencyStatus,
+    ) -> bool {
+        match self.slots.get(column) {
+            Some(&slot) => self.store.set_dependency_status(row, slot, status),
+            None => false,
         }
     }
 
@@ -241,6 +258,14 @@ impl GridState {
         self.history
             .push(key, HistoryEntry { time_ms, user: user.to_owned(), path, cells: written });
     }
+}
+
+/// What a write did to a record's cells.
+struct WrittenCells<'a> {
+    /// The columns whose value changed.
+    values: HashSet<&'a str>,
+    /// Whether any value, status or flag changed.
+    any: bool,
 }
 
 fn explicit_dependency_status(cells: &[CellWrite], column: &str) -> Option<DependencyStatus> {

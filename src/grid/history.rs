@@ -1,5 +1,9 @@
 //! Record history: every change of a record appends an entry with the cells as they became.
 //! Listed newest first. Owned by the grid actor with the rest of the branch.
+//!
+//! The entries of a deleted record are kept (for exports) under a retired key,
+//! `\u{1}<n>\u{1}<key>`, so a record later added or renamed to the same id starts a new
+//! history. Retired keys are plain keys to snapshots, which therefore keep them unchanged.
 
 use indexmap::IndexMap;
 
@@ -29,6 +33,9 @@ pub struct History {
     entries: IndexMap<String, Vec<HistoryEntry>>,
 }
 
+/// Marks the key of a deleted record's entries.
+const RETIRED: char = '\u{1}';
+
 /// The key a record's history is kept under.
 pub fn history_key(path: &str, id: &str, by_path: bool) -> String {
     if by_path {
@@ -48,6 +55,18 @@ impl History {
         if let Some(list) = self.entries.shift_remove(from) {
             self.entries.entry(to).or_default().extend(list);
         }
+    }
+
+    /// Moves a deleted record's entries out of the way of a later record with the same key.
+    /// The retired key depends only on the entries held, so replaying the same ops (or loading
+    /// a snapshot and replaying the rest) retires to the same key.
+    pub fn retire(&mut self, key: &str) {
+        let Some(list) = self.entries.shift_remove(key) else { return };
+        let retired = (0u64..)
+            .map(|n| format!("{RETIRED}{n}{RETIRED}{key}"))
+            .find(|k| !self.entries.contains_key(k))
+            .expect("some retired key is free");
+        self.entries.insert(retired, list);
     }
 
     /// A page of a record's entries, newest first, and how many there are.

@@ -74,6 +74,33 @@ impl Durability {
         }
     }
 
+    /// Makes sure the WAL's next LSN is above every LSN a snapshot covers. A snapshot is written
+    /// only after the WAL is durable up to its position, so this pads only after damage to
+    /// durable WAL records; without it, new records could reuse LSNs that recovery skips.
+    pub fn pad_wal_past_snapshots(&self, branch_ids: &[String]) -> Result<(), String> {
+        let highest = branch_ids
+            .iter()
+            .filter_map(|b| self.snapshots.generations(b).ok())
+            .flatten()
+            .filter_map(|g| g.header.map(|h| h.wal_lsn))
+            .max()
+            .unwrap_or(0);
+        let last = self.wal.last_lsn();
+        if highest <= last {
+            return Ok(());
+        }
+        tracing::warn!(
+            wal_last = last,
+            snapshot_lsn = highest,
+            "the WAL ends before a snapshot's position; padding"
+        );
+        let filler = super::entry::WalEntry { branch_id: String::new(), ops: Vec::new() }.encode();
+        while self.wal.last_lsn() < highest {
+            self.wal.append(filler.clone()).map_err(|e| e.to_string())?;
+        }
+        self.wal.sync_now().map_err(|e| e.to_string())?.wait().map_err(|e| e.to_string())
+    }
+
     pub fn floor(&self, branch_id: &str) -> u64 {
         self.floors.get(branch_id).map_or(0, |f| *f)
     }

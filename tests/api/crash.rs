@@ -492,6 +492,7 @@ fn acknowledged_writes_survive_sigkill() {
     let mut stats = Stats::default();
     let mut problems = Vec::new();
     let mut cycles_run = 0;
+    let (mut restart_time, mut verify_time) = (Duration::ZERO, Duration::ZERO);
     for cycle in 0..cycles {
         let threads = rng.gen_range(2..=MAX_THREADS);
         let stop = Arc::new(AtomicBool::new(false));
@@ -527,8 +528,12 @@ fn acknowledged_writes_survive_sigkill() {
             &mut stats,
         );
         let killed_log = server.log_text();
+        let restart = Instant::now();
         server = Server::start(dir.path());
+        let check = Instant::now();
+        restart_time += check - restart;
         let found = verify(&server, &view, &mut model, unknown_adds, unknown_updates, &mut stats);
+        verify_time += check.elapsed();
         cycles_run += 1;
         if !found.is_empty() {
             eprintln!("crash: cycle {cycle}: {} problem(s):", found.len());
@@ -547,7 +552,7 @@ fn acknowledged_writes_survive_sigkill() {
         "crash: {cycles_run} cycles, {acked} acknowledged writes ({} bulk adds of {} records, {} \
          updates), {} records at the end; writes lost: {}; half-applied bulk adds: {}; phantom \
          records: {}; unknown bulk adds applied {} / not applied {}; unknown updates applied {} \
-         / not applied {}; non-2xx answers: {}; {:.1} s",
+         / not applied {}; non-2xx answers: {}; {:.1} s ({:.1} s restarting, {:.1} s reading back)",
         stats.acked_adds,
         stats.acked_add_records,
         stats.acked_updates,
@@ -561,6 +566,8 @@ fn acknowledged_writes_survive_sigkill() {
         stats.unknown_updates_not_applied,
         stats.non_2xx,
         started.elapsed().as_secs_f64(),
+        restart_time.as_secs_f64(),
+        verify_time.as_secs_f64(),
     );
     assert!(acked > 0, "no write was acknowledged");
     assert_eq!(stats.lost, 0, "acknowledged writes were lost");

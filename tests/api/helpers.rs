@@ -17,6 +17,8 @@ pub struct TestApp {
     pub key: String,
     pub data_dir: PathBuf,
     system: Option<actix_web::rt::System>,
+    server: Option<actix_web::dev::ServerHandle>,
+    kill: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
     _dir: Option<tempfile::TempDir>,
     client: Client,
@@ -93,25 +95,32 @@ pub fn start_with(config: gridd::Config) -> TestApp {
     let data_dir = config.data_dir.clone();
     let key = config.api_key.clone().unwrap_or_default();
     let (tx, rx) = mpsc::channel();
+    let (kill_tx, kill_rx) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::spawn(move || {
         let system = actix_web::rt::System::new();
         let handle = actix_web::rt::System::current();
         system.block_on(async move {
             match gridd::Application::build(config).await {
                 Ok(app) => {
-                    tx.send(Ok((app.local_addr(), handle))).expect("test is waiting");
-                    let _ = app.run_until_stopped().await;
+                    tx.send(Ok((app.local_addr(), handle, app.handle()))).expect("test is waiting");
+                    // A kill drops the server without its graceful shutdown (no snapshot).
+                    tokio::select! {
+                        _ = app.run_until_stopped() => {}
+                        _ = kill_rx => actix_web::rt::System::current().stop(),
+                    }
                 }
                 Err(err) => tx.send(Err(err.to_string())).expect("test is waiting"),
             }
         });
     });
-    let (addr, system) = rx.recv().expect("server thread answers").expect("server starts");
+    let (addr, system, server) = rx.recv().expect("server thread answers").expect("server starts");
     TestApp {
         base: format!("http://{addr}"),
         key,
         data_dir,
         system: Some(system),
+        server: Some(server),
+        kill: Some(kill_tx),
         thread: Some(thread),
         _dir: None,
         client: Client::builder().build().expect("http client"),
@@ -128,9 +137,10 @@ impl TestApp {
         app
     }
 
+    /// Stops the server gracefully (the node closes its WAL and store) and waits for it.
     fn stop(&mut self) {
-        if let Some(system) = self.system.take() {
-            system.stop();
+        if let (Some(system), Some(server)) = (self.system.take(), self.server.take()) {
+            system.arbiter().spawn(async move { server.stop(true).await });
         }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -299,5 +309,75 @@ impl TestApp {
 impl Drop for TestApp {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// The `page` query parameter, URL-encoded: `?page={"offset":..,"limit":..}`.
+pub fn page_query(offset: usize, limit: usize) -> String {
+    let page = format!("{{\"offset\":{offset},\"limit\":{limit}}}");
+    serde_urlencoded::to_string([("page", page)]).expect("a page encodes")
+}
+
+impl TestApp {
+    /// Every record of a view (up to 1000) as the listing shows them.
+    pub fn records(&self, view: &str) -> Vec<Value> {
+        let res = self.get(&format!("/v1/views/{view}/records?{}", page_query(0, 1000)));
+        res.assert_status(200).as_array().expect("a list of records").clone()
+    }
+
+    /// Adds records through a view, asserting 201, and returns the added records.
+    pub fn add_records(&self, view: &str, records: Value) -> Vec<Value> {
+        let res = self.post(&format!("/v1/views/{view}/records"), &records);
+        res.assert_status(201).as_array().expect("a list of records").clone()
+    }
+
+    /// Creates a company key with read and write for the user `user`, returning its secret.
+    pub fn create_user_key(&self, user: &str) -> String {
+        let res = self.post(
+            "/admin/v1/api-keys",
+            &json!({"name": user, "user": user, "kind": "company",
+                    "privileges": ["read", "write"], "access": {"all": true}}),
+        );
+        res.assert_status(201)["key"].as_str().expect("secret").to_owned()
+    }
+}
+
+/// The cell of `column` in a record body (panics when the record has none).
+#[track_caller]
+pub fn cell<'a>(record: &'a Value, column: &str) -> &'a Value {
+    record["cells"]
+        .as_array()
+        .and_then(|cells| cells.iter().find(|c| c["columnId"] == column))
+        .unwrap_or_else(|| panic!("record has no cell {column}: {record}"))
+}
+
+impl TestApp {
+    /// Stops the server abruptly (no shutdown snapshot, like a crash after the last
+    /// acknowledged write) and hands back its data directory.
+    pub fn kill(mut self) -> (PathBuf, Option<tempfile::TempDir>) {
+        let dir = self._dir.take();
+        self.server.take();
+        self.system.take();
+        if let Some(kill) = self.kill.take() {
+            let _ = kill.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        (self.data_dir.clone(), dir)
+    }
+}
+
+/// Copies a data directory (for tests that damage files and restart on the copy).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("target dir");
+    for entry in std::fs::read_dir(from).expect("readable dir") {
+        let entry = entry.expect("dir entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("file copied");
+        }
     }
 }

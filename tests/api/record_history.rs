@@ -1,0 +1,217 @@
+//! Who changed a record and when: `lastModifiedBy` (the key's user) and `lastModifiedTime` on
+//! every record, and the record history (`GET .../records/<id>/histories`: newest first, paged,
+//! one entry per change, Enterprise only).
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::{cell, page_query, spawn_app, Resp, TestApp};
+use crate::records::simple_grid;
+
+fn millis(time: &Value) -> i64 {
+    let text = time.as_str().expect("a timestamp");
+    chrono::DateTime::parse_from_rfc3339(text)
+        .unwrap_or_else(|e| panic!("{text} is not RFC 3339: {e}"))
+        .timestamp_millis()
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+fn histories(app: &TestApp, view: &str, id: &str, query: &str) -> Resp {
+    app.get(&format!("/v1/views/{view}/records/{id}/histories?{query}"))
+}
+
+fn entries(res: &Resp) -> Vec<Value> {
+    res.assert_status(200).as_array().expect("a list of entries").clone()
+}
+
+/// The title each entry wrote (null where an entry did not write it).
+fn titles(entries: &[Value]) -> Vec<Value> {
+    entries
+        .iter()
+        .map(|e| {
+            let cells = e["cells"].as_array().expect("cells");
+            cells
+                .iter()
+                .find(|c| c["columnId"] == "title")
+                .map_or(Value::Null, |c| c["value"].clone())
+        })
+        .collect()
+}
+
+fn set_title(app: &TestApp, view: &str, key: &str, id: &str, title: &str) -> Value {
+    let res = app.call(
+        Method::PATCH,
+        &format!("/v1/views/{view}/records"),
+        Some(key),
+        Some(&json!([{"id": id, "cells": [{"columnId": "title", "value": title}]}])),
+    );
+    res.assert_status(200)[0].clone()
+}
+
+#[test]
+fn last_modified_by_is_the_key_user_and_the_time_is_set() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    let bot = app.create_user_key("ci-bot");
+    let start = now_ms();
+    let res = app.call(
+        Method::POST,
+        &format!("/v1/views/{view}/records"),
+        Some(&bot),
+        Some(&json!([{"id": "r1"}, {"id": "r2"}])),
+    );
+    let added = res.assert_status(201).as_array().expect("a list").clone();
+    let end = now_ms();
+    for record in &added {
+        assert_eq!(record["lastModifiedBy"], "ci-bot");
+        let t = millis(&record["lastModifiedTime"]);
+        assert!(start <= t && t <= end, "{start} <= {t} <= {end}");
+    }
+    assert_eq!(app.records(&view), added);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let updated = set_title(&app, &view, &app.key, "r2", "by owner");
+    let owner = updated["lastModifiedBy"].as_str().expect("a user").to_owned();
+    assert!(!owner.is_empty() && owner != "ci-bot", "{owner}");
+    assert!(millis(&updated["lastModifiedTime"]) > millis(&added[1]["lastModifiedTime"]));
+    let listed = app.records(&view);
+    assert_eq!(listed[0], added[0], "an update of r2 touched r1");
+    assert_eq!(listed[1], updated);
+}
+
+#[test]
+fn history_has_one_entry_per_change_newest_first() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    app.create_column(&view, json!({"id": "count", "name": "Count", "type": "number"}));
+    let bot = app.create_user_key("ci-bot");
+    app.add_records(
+        &view,
+        json!([{"id": "r1", "cells": [{"columnId": "title", "value": "v1"}]},
+               {"id": "other", "cells": [{"columnId": "title", "value": "o"}]}]),
+    );
+    set_title(&app, &view, &app.key, "r1", "v2");
+    set_title(&app, &view, &app.key, "other", "o2");
+    app.patch(
+        &format!("/v1/views/{view}/records"),
+        &json!([{"id": "r1", "cells": [{"columnId": "count", "value": 5}]}]),
+    )
+    .assert_status(200);
+    set_title(&app, &view, &bot, "r1", "v3");
+    let res = histories(&app, &view, "r1", "");
+    let all = entries(&res);
+    assert_eq!(res.header("x-total-count"), Some("4"));
+    assert_eq!(all.len(), 4);
+    assert_eq!(titles(&all), [json!("v3"), Value::Null, json!("v2"), json!("v1")]);
+    assert_eq!(cell(&all[1], "count")["value"], 5);
+    assert_eq!(all[0]["lastModifiedBy"], "ci-bot");
+    assert_ne!(all[1]["lastModifiedBy"], "ci-bot");
+    let times: Vec<i64> = all.iter().map(|e| millis(&e["lastModifiedTime"])).collect();
+    assert!(times.windows(2).all(|w| w[0] >= w[1]), "{times:?}");
+    for entry in &all {
+        assert_eq!(entry["path"], "");
+        assert!(entry["cells"].is_array(), "{entry}");
+    }
+    let res = histories(&app, &view, "r1", &page_query(1, 2));
+    let page = entries(&res);
+    assert_eq!(page, all[1..3]);
+    assert_eq!(res.header("x-total-count"), Some("4"));
+    let other = entries(&histories(&app, &view, "other", ""));
+    assert_eq!(titles(&other), ["o2", "o"]);
+}
+
+#[test]
+fn history_follows_a_renamed_record_and_refuses_bad_requests() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    app.add_records(&view, json!([{"id": "r1", "cells": [{"columnId": "title", "value": "a"}]}]));
+    let res = app.patch(
+        &format!("/v1/views/{view}/records/r1"),
+        &json!({"id": "r9", "path": "moved", "cells": [{"columnId": "title", "value": "b"}]}),
+    );
+    res.assert_status(200);
+    let all = entries(&histories(&app, &view, "r9", ""));
+    assert_eq!(titles(&all), ["b", "a"]);
+    assert_eq!(all[0]["path"], "moved");
+    assert_eq!(all[1]["path"], "");
+    histories(&app, &view, "r1", "").assert_error(404, "nonexistentRecordId");
+    let bad = serde_urlencoded::to_string([("page", "{\"offset\":-1}")]).expect("encodes");
+    histories(&app, &view, "r9", &bad).assert_error(400, "invalidPaging");
+    histories(&app, "nosuchview", "r9", "").assert_error(404, "viewIsNotFound");
+}
+
+#[test]
+fn history_is_an_enterprise_feature() {
+    let app = spawn_app();
+    let (team_key, _, db) = app.create_company("team");
+    let call = |method: Method, path: &str, body: Option<&Value>| {
+        app.call(method, path, Some(&team_key), body)
+    };
+    let res = call(Method::POST, &format!("/v1/grids?dbId={db}"), Some(&json!({"name": "T"})));
+    let view = res.assert_status(201)["defaultAccessViewId"].as_str().expect("view").to_owned();
+    call(
+        Method::POST,
+        &format!("/v1/views/{view}/columns"),
+        Some(&json!({"id": "title", "name": "Title", "type": "singleLine"})),
+    )
+    .assert_status(201);
+    call(Method::POST, &format!("/v1/views/{view}/records"), Some(&json!([{"id": "r1"}])))
+        .assert_status(201);
+    let res = call(Method::GET, &format!("/v1/views/{view}/records/r1/histories"), None);
+    res.assert_error(403, "accessDenied");
+    let message = res.body["message"].as_str().expect("a message");
+    assert!(message.contains("Enterprise"), "{message}");
+}
+
+#[test]
+fn history_survives_a_restart() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    app.add_records(&view, json!([{"id": "r1", "cells": [{"columnId": "title", "value": "a"}]}]));
+    set_title(&app, &view, &app.key, "r1", "b");
+    let before = entries(&histories(&app, &view, "r1", ""));
+    assert_eq!(titles(&before), ["b", "a"]);
+    let app = app.restart();
+    assert_eq!(entries(&histories(&app, &view, "r1", "")), before);
+}
+
+#[test]
+fn a_write_that_changes_nothing_adds_no_entry() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    app.add_records(&view, json!([{"id": "r1", "cells": [{"columnId": "title", "value": "a"}]}]));
+    set_title(&app, &view, &app.key, "r1", "b");
+    set_title(&app, &view, &app.key, "r1", "b");
+    app.patch(&format!("/v1/views/{view}/records/r1"), &json!({"id": "r1", "cells": []}))
+        .assert_status(200);
+    let res = histories(&app, &view, "r1", "");
+    assert_eq!(titles(&entries(&res)), ["b", "a"]);
+    assert_eq!(res.header("x-total-count"), Some("2"));
+}
+
+#[test]
+fn a_deleted_and_re_added_record_starts_a_new_history() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    app.add_records(
+        &view,
+        json!([{"id": "r1", "cells": [{"columnId": "title", "value": "old"}]},
+                                  {"id": "r2", "cells": [{"columnId": "title", "value": "two"}]}]),
+    );
+    set_title(&app, &view, &app.key, "r1", "older");
+    app.delete_with(&format!("/v1/views/{view}/records"), &json!({"ids": ["r1"]}))
+        .assert_status(204);
+    histories(&app, &view, "r1", "").assert_error(404, "nonexistentRecordId");
+    app.add_records(&view, json!([{"id": "r1", "cells": [{"columnId": "title", "value": "new"}]}]));
+    assert_eq!(titles(&entries(&histories(&app, &view, "r1", ""))), ["new"]);
+    app.patch(&format!("/v1/views/{view}/records/r2"), &json!({"id": "r3"})).assert_status(200);
+    app.delete_with(&format!("/v1/views/{view}/records"), &json!({"ids": ["r3"]}))
+        .assert_status(204);
+    app.patch(&format!("/v1/views/{view}/records/r1"), &json!({"id": "r3"})).assert_status(200);
+    let renamed = entries(&histories(&app, &view, "r3", ""));
+    assert_eq!(titles(&renamed), [Value::Null, json!("new")]);
+    let app = app.restart();
+    assert_eq!(entries(&histories(&app, &view, "r3", "")), renamed);
+}
