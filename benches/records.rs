@@ -4,12 +4,14 @@
 //! selection, boolean, multiple selections) is built once per process from small per-language
 //! word lists with a seeded RNG, so every run sees the same data. Cases: insert 1000 records
 //! (12 cells each), update 1000 records (3 cells each), read a page of 100 at offsets 0 and
-//! 900000. The store's heap bytes against the raw payload bytes are printed once.
+//! 900000, clone the whole store (`clone_1m`, the snapshot stall; the clone is dropped untimed).
+//! The store's heap bytes against the raw payload bytes are printed once, and so is the time of
+//! the first update batch after a clone (the copy-on-write cost paid by the next writes).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::Criterion;
+use criterion::{BatchSize, Criterion};
 
 mod common;
 use common::{record, sentence, Record, LANGUAGES, USERS};
@@ -177,11 +179,52 @@ fn bench_pages(c: &mut Criterion, grid: &Grid) {
     }
 }
 
+fn bench_clone(c: &mut Criterion, grid: &Grid) {
+    let mut group = c.benchmark_group("clone_1m");
+    group.sample_size(10);
+    group.bench_function("clone of 1M records x 12 columns", |b| {
+        b.iter_batched(|| (), |()| grid.store.clone(), BatchSize::PerIteration)
+    });
+    group.finish();
+}
+
+/// Prints how long one update batch takes while a clone is alive (chunks copied on write).
+fn report_write_after_clone(grid: &mut Grid) {
+    let writes: Vec<(RowId, [CellValue; 3])> = (0..BATCH)
+        .filter_map(|k| grid.store.page(k * (RECORDS / BATCH) + 3, 1).next())
+        .map(|row| {
+            let text = CellValue::Text(format!("after clone {}", row.get()));
+            (row, [text.clone(), text, CellValue::Number(-1.0)])
+        })
+        .collect();
+    let slots = [grid.columns.slots[1], grid.columns.slots[3], grid.columns.slots[7]];
+    let image = grid.store.clone();
+    let started = Instant::now();
+    for (row, cells) in &writes {
+        for (&slot, value) in slots.iter().zip(cells) {
+            grid.store.set_value(*row, slot, value).expect("kinds match");
+        }
+        grid.store.touch(*row, -1, "after-clone");
+    }
+    let first = started.elapsed();
+    let started = Instant::now();
+    for (row, _) in &writes {
+        grid.store.touch(*row, -2, "after-clone");
+    }
+    eprintln!(
+        "first update batch (1000 x 3 cells) after a clone: {first:?}; a second touch batch: {:?}",
+        started.elapsed()
+    );
+    drop(image);
+}
+
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     let mut grid = build_grid();
     report_memory(&grid);
     bench_pages(&mut c, &grid);
+    bench_clone(&mut c, &grid);
+    report_write_after_clone(&mut grid);
     bench_insert(&mut c, &mut grid);
     bench_update(&mut c, &mut grid);
     report_memory(&grid);

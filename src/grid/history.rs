@@ -5,7 +5,7 @@
 //! `\u{1}<n>\u{1}<key>`, so a record later added or renamed to the same id starts a new
 //! history. Retired keys are plain keys to snapshots, which therefore keep them unchanged.
 
-use indexmap::IndexMap;
+use std::sync::Arc;
 
 use super::value::{CellValue, DependencyStatus, SourceStatus};
 
@@ -27,14 +27,16 @@ pub struct HistoryEntry {
     pub cells: Vec<HistoryCell>,
 }
 
-/// Entries per record key (the id, or path and id in grids identified by both).
-#[derive(Debug, Clone, Default)]
-pub struct History {
-    entries: IndexMap<String, Vec<HistoryEntry>>,
-}
-
 /// Marks the key of a deleted record's entries.
 const RETIRED: char = '\u{1}';
+
+/// Entries per record key (the id, or path and id in grids identified by both), in persistent
+/// structures: a clone (taken for each snapshot) shares everything and costs O(1).
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    entries: imbl::OrdMap<String, imbl::Vector<Arc<HistoryEntry>>>,
+    count: usize,
+}
 
 /// The key a record's history is kept under.
 pub fn history_key(path: &str, id: &str, by_path: bool) -> String {
@@ -47,13 +49,18 @@ pub fn history_key(path: &str, id: &str, by_path: bool) -> String {
 
 impl History {
     pub fn push(&mut self, key: String, entry: HistoryEntry) {
-        self.entries.entry(key).or_default().push(entry);
+        let mut list = self.entries.get(&key).cloned().unwrap_or_default();
+        list.push_back(Arc::new(entry));
+        self.entries.insert(key, list);
+        self.count += 1;
     }
 
     /// Moves a record's history when it is renamed or moved.
     pub fn rename(&mut self, from: &str, to: String) {
-        if let Some(list) = self.entries.shift_remove(from) {
-            self.entries.entry(to).or_default().extend(list);
+        if let Some(moved) = self.entries.remove(from) {
+            let mut list = self.entries.get(&to).cloned().unwrap_or_default();
+            list.append(moved);
+            self.entries.insert(to, list);
         }
     }
 
@@ -61,7 +68,7 @@ impl History {
     /// The retired key depends only on the entries held, so replaying the same ops (or loading
     /// a snapshot and replaying the rest) retires to the same key.
     pub fn retire(&mut self, key: &str) {
-        let Some(list) = self.entries.shift_remove(key) else { return };
+        let Some(list) = self.entries.remove(key) else { return };
         let retired = (0u64..)
             .map(|n| format!("{RETIRED}{n}{RETIRED}{key}"))
             .find(|k| !self.entries.contains_key(k))
@@ -72,23 +79,24 @@ impl History {
     /// A page of a record's entries, newest first, and how many there are.
     pub fn page(&self, key: &str, offset: usize, limit: usize) -> (Vec<HistoryEntry>, usize) {
         match self.entries.get(key) {
-            Some(list) => {
-                (list.iter().rev().skip(offset).take(limit).cloned().collect(), list.len())
-            }
+            Some(list) => (
+                list.iter().rev().skip(offset).take(limit).map(|e| (**e).clone()).collect(),
+                list.len(),
+            ),
             None => (Vec::new(), 0),
         }
     }
 
-    /// Every entry in time order, with its record key (for export and snapshots).
+    /// Every entry with its record key: keys in order, each key's entries oldest first.
     pub fn all(&self) -> impl Iterator<Item = (&str, &HistoryEntry)> {
-        self.entries.iter().flat_map(|(k, list)| list.iter().map(move |e| (k.as_str(), e)))
+        self.entries.iter().flat_map(|(k, list)| list.iter().map(move |e| (k.as_str(), e.as_ref())))
     }
 
     pub fn len(&self) -> usize {
-        self.entries.values().map(Vec::len).sum()
+        self.count
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.count == 0
     }
 }
