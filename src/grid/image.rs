@@ -10,8 +10,8 @@ use rkyv::{Archive, Deserialize, Serialize};
 use super::history::{HistoryCell, HistoryEntry};
 use super::ops::GridState;
 use super::schema::Schema;
-use super::store::{RecordIdentity, RowId};
-use super::value::{CellValue, DependencyStatus, SourceStatus};
+use super::store::{CellRef, ColumnSlot, ColumnStore, RecordIdentity, RowId};
+use super::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
 /// The image format this build writes.
 pub const IMAGE_FORMAT_VERSION: u32 = 1;
@@ -26,10 +26,30 @@ pub enum CellImage {
     List(Vec<String>),
 }
 
+/// A column's values, laid out by type: text and lists as one string with end offsets (an
+/// empty cell has no bytes), numbers as f64 (NaN = empty), booleans as bytes (2 = empty),
+/// datetimes as milliseconds (i64::MIN = empty).
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub enum ColumnCells {
+    Text {
+        data: String,
+        ends: Vec<u64>,
+    },
+    Number(Vec<f64>),
+    Boolean(Vec<u8>),
+    Datetime(Vec<i64>),
+    /// Items of every cell, then per cell the end index of its items.
+    List {
+        data: String,
+        item_ends: Vec<u64>,
+        cell_ends: Vec<u64>,
+    },
+}
+
 #[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
 pub struct ColumnImage {
     pub id: String,
-    pub values: Vec<CellImage>,
+    pub cells: ColumnCells,
     /// Per row: dependency status | source status << 2 | machine-translated << 5.
     pub statuses: Vec<u8>,
     pub versions: Vec<u32>,
@@ -111,7 +131,7 @@ impl GridState {
             .filter_map(|c| self.slots.get(&c.id).map(|slot| (c, *slot)))
             .map(|(c, slot)| ColumnImage {
                 id: c.id.clone(),
-                values: rows.iter().map(|r| to_cell(self.store.value(*r, slot))).collect(),
+                cells: column_cells(&self.store, slot, &rows),
                 statuses: rows
                     .iter()
                     .map(|r| {
@@ -179,14 +199,15 @@ impl GridState {
             .collect();
         for column in image.columns {
             let Some(&slot) = state.slots.get(&column.id) else { continue };
-            if column.values.len() != n || column.statuses.len() != n || column.versions.len() != n
-            {
+            let values =
+                cell_values(column.cells, n).map_err(|e| format!("column {}: {e}", column.id))?;
+            if column.statuses.len() != n || column.versions.len() != n {
                 return Err(format!("column {} has the wrong number of cells", column.id));
             }
-            for (i, value) in column.values.into_iter().enumerate() {
+            for (i, value) in values.into_iter().enumerate() {
                 state
                     .store
-                    .set_value(rows[i], slot, &from_cell(value))
+                    .set_value(rows[i], slot, &value)
                     .map_err(|e| format!("column {}: {e}", column.id))?;
                 let (d, s, mt) = unpack(column.statuses[i]);
                 state.store.set_dependency_status(rows[i], slot, d);
@@ -215,4 +236,131 @@ impl GridState {
         }
         Ok(state)
     }
+}
+
+/// Lays out a column's cells for the image.
+fn column_cells(store: &ColumnStore, slot: ColumnSlot, rows: &[RowId]) -> ColumnCells {
+    match store.kind(slot) {
+        StorageKind::Text => {
+            let (mut data, mut ends) = (String::new(), Vec::with_capacity(rows.len()));
+            for row in rows {
+                if let CellRef::Text(s) = store.value_ref(*row, slot) {
+                    data.push_str(s);
+                }
+                ends.push(data.len() as u64);
+            }
+            ColumnCells::Text { data, ends }
+        }
+        StorageKind::Number => {
+            ColumnCells::Number(
+                rows.iter()
+                    .map(|r| {
+                        if let CellRef::Number(n) = store.value_ref(*r, slot) {
+                            n
+                        } else {
+                            f64::NAN
+                        }
+                    })
+                    .collect(),
+            )
+        }
+        StorageKind::Boolean => ColumnCells::Boolean(
+            rows.iter()
+                .map(|r| {
+                    if let CellRef::Boolean(b) = store.value_ref(*r, slot) {
+                        u8::from(b)
+                    } else {
+                        2
+                    }
+                })
+                .collect(),
+        ),
+        StorageKind::Datetime => ColumnCells::Datetime(
+            rows.iter()
+                .map(|r| {
+                    if let CellRef::Datetime(ms) = store.value_ref(*r, slot) {
+                        ms
+                    } else {
+                        i64::MIN
+                    }
+                })
+                .collect(),
+        ),
+        StorageKind::List => {
+            let (mut data, mut item_ends, mut cell_ends) =
+                (String::new(), Vec::new(), Vec::with_capacity(rows.len()));
+            for row in rows {
+                if let CellRef::List(items) = store.value_ref(*row, slot) {
+                    for item in items {
+                        data.push_str(item);
+                        item_ends.push(data.len() as u64);
+                    }
+                }
+                cell_ends.push(item_ends.len() as u64);
+            }
+            ColumnCells::List { data, item_ends, cell_ends }
+        }
+    }
+}
+
+/// Slices of `data` ending at each of `ends`, checked.
+fn slices<'a>(data: &'a str, ends: &[u64]) -> Result<Vec<&'a str>, String> {
+    let mut start = 0usize;
+    ends.iter()
+        .map(|&end| {
+            let end = usize::try_from(end).map_err(|_| "offset out of range".to_owned())?;
+            let s =
+                data.get(start..end).ok_or_else(|| format!("bad text offsets {start}..{end}"))?;
+            start = end;
+            Ok(s)
+        })
+        .collect()
+}
+
+/// The `n` cell values of a column image.
+fn cell_values(cells: ColumnCells, n: usize) -> Result<Vec<CellValue>, String> {
+    let values: Vec<CellValue> = match cells {
+        ColumnCells::Text { data, ends } => slices(&data, &ends)?
+            .into_iter()
+            .map(|s| if s.is_empty() { CellValue::Empty } else { CellValue::Text(s.to_owned()) })
+            .collect(),
+        ColumnCells::Number(v) => v
+            .into_iter()
+            .map(|x| if x.is_nan() { CellValue::Empty } else { CellValue::Number(x) })
+            .collect(),
+        ColumnCells::Boolean(v) => v
+            .into_iter()
+            .map(|b| match b {
+                0 => CellValue::Boolean(false),
+                1 => CellValue::Boolean(true),
+                _ => CellValue::Empty,
+            })
+            .collect(),
+        ColumnCells::Datetime(v) => v
+            .into_iter()
+            .map(|ms| if ms == i64::MIN { CellValue::Empty } else { CellValue::Datetime(ms) })
+            .collect(),
+        ColumnCells::List { data, item_ends, cell_ends } => {
+            let items = slices(&data, &item_ends)?;
+            let mut start = 0usize;
+            let mut out = Vec::with_capacity(cell_ends.len());
+            for &end in &cell_ends {
+                let end = usize::try_from(end).map_err(|_| "offset out of range".to_owned())?;
+                let cell = items
+                    .get(start..end)
+                    .ok_or_else(|| format!("bad list offsets {start}..{end}"))?;
+                start = end;
+                out.push(if cell.is_empty() {
+                    CellValue::Empty
+                } else {
+                    CellValue::List(cell.iter().map(|s| (*s).to_owned()).collect())
+                });
+            }
+            out
+        }
+    };
+    if values.len() != n {
+        return Err(format!("{} cells for {n} records", values.len()));
+    }
+    Ok(values)
 }

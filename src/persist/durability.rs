@@ -274,7 +274,15 @@ mod fixture_tests {
         let state = decode_image(&aligned).expect("the fixture decodes");
         let expected = fixture_state();
         assert_eq!(state.schema, expected.schema);
-        assert_eq!(state.to_image(), expected.to_image());
+        let encode = |s: &GridState| {
+            rkyv::to_bytes::<rkyv::rancor::Error>(&s.to_image()).expect("encodes").to_vec()
+        };
+        assert_eq!(
+            encode(&state),
+            encode(&expected),
+            "the fixture holds what the fixture state holds"
+        );
+        assert_eq!(encode(&state), raw, "this build writes the fixture's format byte for byte");
         let row = state.store.find("", "legal.tos").expect("record present");
         let slot = state.slots["enUS"];
         assert_eq!(state.store.source_status(row, slot), SourceStatus::Locked);

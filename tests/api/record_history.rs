@@ -215,3 +215,23 @@ fn a_deleted_and_re_added_record_starts_a_new_history() {
     let app = app.restart();
     assert_eq!(entries(&histories(&app, &view, "r3", "")), renamed);
 }
+
+#[test]
+fn history_through_a_view_shows_only_its_columns() {
+    let app = spawn_app();
+    let (grid, view) = simple_grid(&app);
+    app.create_column(&view, json!({"id": "count", "name": "Count", "type": "number"}));
+    app.add_records(
+        &view,
+        json!([{"id": "r1", "cells": [{"columnId": "title", "value": "a"},
+                                      {"columnId": "count", "value": 1}]}]),
+    );
+    let res = app.post(
+        "/v1/views",
+        &json!({"name": "Counts", "gridId": grid, "columns": [{"id": "count"}]}),
+    );
+    let counts = res.assert_status(200)["id"].as_str().expect("view id").to_owned();
+    let all = entries(&histories(&app, &counts, "r1", ""));
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0]["cells"], json!([{"columnId": "count", "value": 1}]));
+}

@@ -237,6 +237,8 @@ fn delete_by_ids_answers_204_with_an_empty_body() {
     assert_eq!(ids_of(&before), ["r1", "r3"]);
     let res = app.delete_with(&format!("/v1/views/{view}/records"), &json!({"ids": ["r1", "r2"]}));
     assert_refused(&app, &view, &res, 404, "nonexistentRecordId", &before);
+    let res = app.delete_with(&format!("/v1/views/{view}/records"), &json!({"ids": ["r1", "r1"]}));
+    assert_refused(&app, &view, &res, 400, "duplicateRecordId", &before);
     let res = app.delete_with(&format!("/v1/views/{view}/records"), &json!({}));
     assert_refused(&app, &view, &res, 400, "badRequest", &before);
 }
@@ -378,6 +380,16 @@ fn column_ids_limit_the_cells_returned() {
     assert_eq!(
         records[0]["cells"],
         json!([{"columnId": "count", "value": 4}, {"columnId": "title", "value": "t"}])
+    );
+    app.add_records(&view, json!([{"id": "r2", "cells": [{"columnId": "count", "value": 5}]}]));
+    let res = list(&app, &view, &format!("columnIds=count&{}", page_query(0, 1)));
+    let next = link(&res, "next").expect("a next link");
+    let res = follow(&app, &next);
+    let records = res.assert_status(200).as_array().expect("a list").clone();
+    assert_eq!(
+        records,
+        [json!({"id": "r2", "path": "", "cells": [{"columnId": "count", "value": 5}],
+        "lastModifiedBy": records[0]["lastModifiedBy"], "lastModifiedTime": records[0]["lastModifiedTime"]})]
     );
     list(&app, &view, "columnIds=title,nope").assert_error(404, "columnNotFoundInView");
 }
