@@ -10,8 +10,18 @@ use super::codec::convert;
 use super::history::{history_key, HistoryCell, HistoryEntry};
 use super::ops::{CellWrite, GridState, RecordWrite};
 use super::schema::ColumnDef;
-use super::store::{RecordIdentity, RowId};
+use super::store::{CellRef, RecordIdentity, RowId};
 use super::value::DependencyStatus;
+
+/// Whether a stored cell is empty, without copying it.
+fn empty_cell(cell: CellRef<'_>) -> bool {
+    match cell {
+        CellRef::Empty => true,
+        CellRef::Text(s) => s.is_empty(),
+        CellRef::List(items) => items.is_empty(),
+        CellRef::Number(_) | CellRef::Boolean(_) | CellRef::Datetime(_) => false,
+    }
+}
 
 /// The status of a target cell from its value and its source's (new record, new dependency).
 fn initial_status(target_empty: bool, source_empty: bool) -> DependencyStatus {
@@ -91,10 +101,8 @@ impl GridState {
         };
         let Some(&source_slot) = self.slots.get(&source) else { return };
         let store = &self.store;
-        let source_empty: Vec<bool> = store
-            .live_rows()
-            .map(|r| store.value_ref(r, source_slot).to_value().is_empty())
-            .collect();
+        let source_empty: Vec<bool> =
+            store.live_rows().map(|r| empty_cell(store.value_ref(r, source_slot))).collect();
         let mut index = 0;
         self.set_all_dependency_statuses(target, |target_empty, _| {
             let status =
@@ -112,7 +120,7 @@ impl GridState {
         let Some(&slot) = self.slots.get(target) else { return };
         let rows: Vec<RowId> = self.store.live_rows().collect();
         for row in rows {
-            let empty = self.store.value_ref(row, slot).to_value().is_empty();
+            let empty = empty_cell(self.store.value_ref(row, slot));
             let s = status(empty, row);
             self.store.set_dependency_status(row, slot, s);
         }
@@ -222,7 +230,7 @@ impl GridState {
 
     fn is_empty(&self, row: RowId, column: &str) -> bool {
         match self.slots.get(column) {
-            Some(&slot) => self.store.value_ref(row, slot).to_value().is_empty(),
+            Some(&slot) => empty_cell(self.store.value_ref(row, slot)),
             None => true,
         }
     }
