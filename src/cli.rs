@@ -95,10 +95,11 @@ fn key_spec(
     Ok(KeySpec { name, user, kind })
 }
 
-/// What a command does on the supervisor, as the JSON it prints.
-fn operation(
-    cmd: AdminCommand,
-) -> Result<Box<dyn FnOnce(&mut Supervisor) -> ApiResult<serde_json::Value> + Send>, String> {
+/// A command's work on the supervisor, answering the JSON it prints.
+type Operation = Box<dyn FnOnce(&mut Supervisor) -> ApiResult<serde_json::Value> + Send>;
+
+/// What a command does on the supervisor.
+fn operation(cmd: AdminCommand) -> Result<Operation, String> {
     Ok(match cmd {
         AdminCommand::Keys(KeysCommand::Create {
             name,

@@ -1,27 +1,90 @@
 //! `/v1/views/<viewId>/columns`: get, create (added to the grid and the view), update, delete,
-//! and add to or remove from a view.
+//! and add to or remove from a view. Also what reference columns point at: checked when a
+//! column is written, looked up (names and types) when one is shown.
 
 use actix_web::{delete, get, patch, post, web, HttpResponse};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::{created, no_content, ok, view_route};
+use super::{created, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ChangeSchema, ReadSchema, SchemaChanged};
-use crate::grid::columns::ColumnRequest;
+use crate::grid::columns::{ColumnRequest, ReferenceRequest};
 use crate::grid::planner::{column_in_view, SchemaChange};
-use crate::grid::render::{column_body, ColumnBody};
-use crate::grid::schema::Schema;
+use crate::grid::render::{column_body, ColumnBody, ReferenceTarget, ReferenceTargets};
+use crate::grid::schema::{ColumnDef, Schema};
 use crate::state::AppState;
 
-fn render_column(schema: &Schema, view_id: &str, column_id: &str) -> ApiResult<ColumnBody> {
+/// Looks up the branches the reference columns among `columns` point at, so their bodies can
+/// name the grid, branch and column. Only the caller's company's grids are named.
+pub async fn reference_targets<'a>(
+    state: &AppState,
+    p: &Principal,
+    columns: impl IntoIterator<Item = &'a ColumnDef>,
+) -> ApiResult<ReferenceTargets> {
+    let mut targets = ReferenceTargets::default();
+    for reference in columns.into_iter().filter_map(|c| c.reference.as_ref()) {
+        let branch_id = ReferenceTargets::branch_of(reference).to_owned();
+        if targets.contains(&branch_id) {
+            continue;
+        }
+        let Some(route) = state.routes.branch(&branch_id) else { continue };
+        if route.company_id != p.company_id() || route.grid_id != reference.grid_id {
+            continue;
+        }
+        let (pc, grid_id, bid) = (p.clone(), route.grid_id.clone(), branch_id.clone());
+        let names = exec(state, move |s| s.reference_names(&pc, &grid_id, &bid)).await?;
+        let Some((grid_name, branch_name)) = names else { continue };
+        let columns = route.addr.send(ReadSchema).await?.columns;
+        targets.insert(branch_id, ReferenceTarget { grid_name, branch_name, columns });
+    }
+    Ok(targets)
+}
+
+/// Refuses (400) a reference to a grid, branch or column the caller's company does not have.
+/// Missing fields are left to the column checks, which name them.
+pub async fn check_reference(
+    state: &AppState,
+    p: &Principal,
+    reference: Option<&ReferenceRequest>,
+) -> ApiResult<()> {
+    let Some(r) = reference else { return Ok(()) };
+    let non_empty = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
+    let (Some(grid_id), Some(column_id)) = (non_empty(&r.grid_id), non_empty(&r.column_id)) else {
+        return Ok(());
+    };
+    let branch_id = non_empty(&r.branch_id).unwrap_or_else(|| grid_id.clone());
+    let missing = || {
+        ApiError::bad_request(format!(
+            "reference: column \"{column_id}\" of grid \"{grid_id}\" (branch \"{branch_id}\") \
+             could not be found."
+        ))
+    };
+    let route = state
+        .routes
+        .branch(&branch_id)
+        .filter(|r| r.company_id == p.company_id() && r.grid_id == grid_id)
+        .ok_or_else(missing)?;
+    let schema = route.addr.send(ReadSchema).await?;
+    schema.column(&column_id).map(|_| ()).ok_or_else(missing)
+}
+
+async fn render_column(
+    state: &AppState,
+    p: &Principal,
+    schema: &Schema,
+    view_id: &str,
+    column_id: &str,
+) -> ApiResult<ColumnBody> {
     let view = schema
         .view(view_id)
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id))?;
     let (column, editable) = column_in_view(schema, view, column_id)?;
-    Ok(column_body(schema, column, editable))
+    let targets = reference_targets(state, p, [column]).await?;
+    Ok(column_body(schema, column, editable, &targets))
 }
 
+/// Checks the plan and the key, then any reference the request names, then makes the change.
 async fn change(
     state: &AppState,
     p: &Principal,
@@ -31,6 +94,11 @@ async fn change(
 ) -> ApiResult<SchemaChanged> {
     p.require_tier(needed_tier)?;
     let route = view_route(state, p, view_id, Privilege::Manage)?;
+    if let SchemaChange::CreateColumn(request) | SchemaChange::UpdateColumn { request, .. } =
+        &change
+    {
+        check_reference(state, p, request.reference.as_ref()).await?;
+    }
     route.addr.send(ChangeSchema { view_id: view_id.to_owned(), change }).await?
 }
 
@@ -44,7 +112,7 @@ async fn get_column(
     let (view_id, column_id) = path.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
     let schema = route.addr.send(ReadSchema).await?;
-    ok(&render_column(&schema, &view_id, &column_id)?)
+    ok(&render_column(&state, &p, &schema, &view_id, &column_id).await?)
 }
 
 #[utoipa::path(tag = "columns", request_body = ColumnRequest, responses((status = 201, body = ColumnBody)))]
@@ -58,7 +126,7 @@ async fn create_column(
     let changed =
         change(&state, &p, &view_id, Tier::Team, SchemaChange::CreateColumn(body.into_inner()))
             .await?;
-    created(&render_column(&changed.schema, &view_id, &changed.subject)?)
+    created(&render_column(&state, &p, &changed.schema, &view_id, &changed.subject).await?)
 }
 
 #[utoipa::path(tag = "columns", request_body = ColumnRequest, responses((status = 200, body = ColumnBody)))]
@@ -74,7 +142,7 @@ async fn update_column(
     let changed =
         change(&state, &p, &view_id, Tier::Team, SchemaChange::UpdateColumn { column_id, request })
             .await?;
-    ok(&render_column(&changed.schema, &view_id, &changed.subject)?)
+    ok(&render_column(&state, &p, &changed.schema, &view_id, &changed.subject).await?)
 }
 
 #[utoipa::path(tag = "columns", responses((status = 204)))]
@@ -100,7 +168,7 @@ async fn add_column_to_view(
     let changed =
         change(&state, &p, &view_id, Tier::Enterprise, SchemaChange::AddColumnToView { column_id })
             .await?;
-    ok(&render_column(&changed.schema, &view_id, &changed.subject)?)
+    ok(&render_column(&state, &p, &changed.schema, &view_id, &changed.subject).await?)
 }
 
 #[utoipa::path(tag = "columns", responses((status = 200, description = "removed from the view, empty body")))]

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::columns::{check_reference, reference_targets};
 use super::{branch_route, created, exec, no_content, ok, required};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::grids::NewGrid;
@@ -50,11 +51,19 @@ fn identifier_str(t: RecordIdentifierType) -> &'static str {
     }
 }
 
-fn grid_body(grid: &Grid, schema: Option<&Schema>) -> GridBody {
-    let columns = schema.map(|schema| match schema.view(&grid.default_access_view_id) {
-        Some(view) => view_columns(schema, view),
-        None => Vec::new(),
-    });
+/// The columns of a grid (its default access view), with what reference columns point at.
+async fn grid_columns(
+    state: &AppState,
+    p: &Principal,
+    grid: &Grid,
+    schema: &Schema,
+) -> ApiResult<Vec<ColumnBody>> {
+    let Some(view) = schema.view(&grid.default_access_view_id) else { return Ok(Vec::new()) };
+    let targets = reference_targets(state, p, &schema.columns).await?;
+    Ok(view_columns(schema, view, &targets))
+}
+
+fn grid_body(grid: &Grid, columns: Option<Vec<ColumnBody>>) -> GridBody {
     GridBody {
         id: grid.id.clone(),
         name: grid.name.clone(),
@@ -121,7 +130,7 @@ async fn get_grid(
     let (pc, idc) = (p.clone(), id.clone());
     let grid = exec(&state, move |s| s.grid(&pc, &idc, Privilege::Read).cloned()).await??;
     let schema = master_schema(&state, &p, &id).await?;
-    ok(&grid_body(&grid, Some(&schema)))
+    ok(&grid_body(&grid, Some(grid_columns(&state, &p, &grid, &schema).await?)))
 }
 
 /// The columns a new grid starts with: the template's, then the request's own.
@@ -140,8 +149,10 @@ async fn initial_columns(
         None => Schema::default(),
     };
     for (i, column) in req.columns.iter().enumerate() {
-        let built = build_column(&schema, column)
-            .map_err(|e| ApiError::new(e.code, format!("columns[{i}]: {}", e.message)))?;
+        let in_request =
+            |e: ApiError| ApiError::new(e.code, format!("columns[{i}]: {}", e.message));
+        check_reference(state, p, column.reference.as_ref()).await.map_err(in_request)?;
+        let built = build_column(&schema, column).map_err(in_request)?;
         schema.columns.push(built);
     }
     Ok(schema)
@@ -187,7 +198,7 @@ async fn create_grid(
         ApiError::new(ErrorCode::ServiceUnavailable, format!("The new grid was not logged: {err}"))
     })?;
     let schema = master_schema(&state, &p, &grid.id).await?;
-    created(&grid_body(&grid, Some(&schema)))
+    created(&grid_body(&grid, Some(grid_columns(&state, &p, &grid, &schema).await?)))
 }
 
 #[utoipa::path(tag = "grids", request_body = UpdateGridRequest, responses((status = 200, body = GridBody)))]
@@ -204,7 +215,7 @@ async fn update_grid(
     let (pc, idc) = (p.clone(), id.clone());
     let grid = exec(&state, move |s| s.update_grid(&pc, &idc, req.name, req.metadata)).await??;
     let schema = master_schema(&state, &p, &id).await?;
-    ok(&grid_body(&grid, Some(&schema)))
+    ok(&grid_body(&grid, Some(grid_columns(&state, &p, &grid, &schema).await?)))
 }
 
 #[utoipa::path(tag = "grids", responses((status = 204)))]

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::columns::reference_targets;
 use super::grids::status_str;
 use super::{branch_route, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
@@ -52,20 +53,24 @@ pub async fn grid_status(state: &AppState, route: &BranchRoute) -> ApiResult<&'s
     Ok(status_str(status.unwrap_or_default()))
 }
 
-/// Renders a view of `schema` with its columns.
-pub fn view_body(
+/// Renders a view of `schema` with its columns (naming what reference columns point at) and
+/// the grid's status.
+pub async fn view_body(
+    state: &AppState,
+    p: &Principal,
     schema: &Schema,
     view: &ViewDef,
     route: &BranchRoute,
-    grid_status: &'static str,
-) -> ViewBody {
-    ViewBody {
+) -> ApiResult<ViewBody> {
+    let shown = schema.view_columns(view).into_iter().map(|(c, _)| c);
+    let targets = reference_targets(state, p, shown).await?;
+    Ok(ViewBody {
         id: view.id.clone(),
         name: view.name.clone(),
         grid_id: route.branch_id.clone(),
-        grid_status,
-        columns: view_columns(schema, view),
-    }
+        grid_status: grid_status(state, route).await?,
+        columns: view_columns(schema, view, &targets),
+    })
 }
 
 fn grid_not_found(id: &str) -> impl Fn() -> ApiError + '_ {
@@ -117,8 +122,7 @@ async fn get_view(
     let view = schema
         .view(&id)
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &id))?;
-    let status = grid_status(&state, &route).await?;
-    ok(&view_body(&schema, view, &route, status))
+    ok(&view_body(&state, &p, &schema, view, &route).await?)
 }
 
 #[utoipa::path(tag = "views", request_body = CreateViewRequest, responses((status = 200, body = ViewBody)))]
@@ -146,8 +150,7 @@ async fn create_view(
         .schema
         .view(&view_id)
         .ok_or_else(|| ApiError::internal("the new view is missing"))?;
-    let status = grid_status(&state, &route).await?;
-    ok(&view_body(&changed.schema, view, &route, status))
+    ok(&view_body(&state, &p, &changed.schema, view, &route).await?)
 }
 
 #[utoipa::path(tag = "views", responses((status = 204)))]

@@ -140,6 +140,13 @@ impl Principal {
     }
 }
 
+/// The secret of an `ApiKey <key>` header value; the scheme is case-insensitive (RFC 9110).
+fn api_key_secret(header: &str) -> Option<&str> {
+    let (scheme, secret) = header.trim_start().split_once(' ')?;
+    let secret = secret.trim();
+    (scheme.eq_ignore_ascii_case("ApiKey") && !secret.is_empty()).then_some(secret)
+}
+
 fn authenticate(req: &HttpRequest) -> ApiResult<Principal> {
     let state = req
         .app_data::<web::Data<AppState>>()
@@ -149,15 +156,9 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Principal> {
         .get(actix_web::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "Missing Authorization header."))?;
-    let secret =
-        header.strip_prefix("ApiKey ").map(str::trim).filter(|s| !s.is_empty()).ok_or_else(
-            || {
-                ApiError::new(
-                    ErrorCode::Unauthorized,
-                    "The Authorization header must be 'ApiKey <key>'.",
-                )
-            },
-        )?;
+    let secret = api_key_secret(header).ok_or_else(|| {
+        ApiError::new(ErrorCode::Unauthorized, "The Authorization header must be 'ApiKey <key>'.")
+    })?;
     let key = state
         .keys
         .find(secret)

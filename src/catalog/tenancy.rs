@@ -1,5 +1,5 @@
 //! Supervisor operations on the tenancy tree above grids: bootstrap, companies, projects,
-//! databases, API keys and task lookup.
+//! databases, API keys, task lookup, and the names reference columns show.
 
 use super::model::{now_timestamp, Company, Database, Project, Task};
 use super::store::{CatalogChange, EntityKind};
@@ -190,10 +190,11 @@ impl Supervisor {
         Ok(self.projects.values().filter(|x| p.sees(&Self::project_scope(x))).cloned().collect())
     }
 
+    /// A project this key may act on with `needed`: another company's is not found (404); a key
+    /// of this company without the privilege or access, or a view key, is refused (403).
     pub fn project(&self, p: &Principal, id: &str, needed: Privilege) -> ApiResult<&Project> {
         let not_found = || ApiError::not_found(ErrorCode::ProjectIsNotFound, "Project", id);
         let project = self.projects.get(id).ok_or_else(not_found)?;
-        p.require_company_privilege(Privilege::Read).map_err(|_| not_found())?;
         p.authorize(&Self::project_scope(project), needed, not_found)?;
         Ok(project)
     }
@@ -288,10 +289,11 @@ impl Supervisor {
             .collect())
     }
 
+    /// A database this key may act on with `needed` (404 for another company's, 403 for a key of
+    /// this company that may not).
     pub fn database(&self, p: &Principal, id: &str, needed: Privilege) -> ApiResult<&Database> {
         let not_found = || ApiError::not_found(ErrorCode::DatabaseIsNotFound, "Database", id);
         let db = self.databases.get(id).ok_or_else(not_found)?;
-        p.require_company_privilege(Privilege::Read).map_err(|_| not_found())?;
         p.authorize(&Self::database_scope(db), needed, not_found)?;
         Ok(db)
     }
@@ -394,6 +396,21 @@ impl Supervisor {
         self.keyring.remove(&key.hash);
         self.keys.shift_remove(id);
         Ok(())
+    }
+
+    // ---- names ----
+
+    /// The names of a grid and one of its branches when they belong to the caller's company,
+    /// for reference columns that point at them (`None` hides another company's grid).
+    pub fn reference_names(
+        &self,
+        p: &Principal,
+        grid_id: &str,
+        branch_id: &str,
+    ) -> Option<(String, String)> {
+        let grid = self.grids.get(grid_id).filter(|g| g.company_id == p.company_id())?;
+        let branch = self.branches.get(branch_id).filter(|b| b.grid_id == grid.id)?;
+        Some((grid.name.clone(), branch.name.clone()))
     }
 
     // ---- tasks ----

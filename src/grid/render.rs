@@ -1,12 +1,15 @@
 //! JSON shapes of the schema as the API answers them: columns (full and as listed in grids and
 //! views), views and dependencies. Field names and types follow the hosted service's OpenAPI.
 //!
-//! Pure conversions; no validation, no state.
+//! Pure conversions; no validation, no state. What reference columns point at lives in other
+//! branches and the catalogue: the caller looks it up first (`ReferenceTargets`).
+
+use std::collections::HashMap;
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::schema::{ColumnDef, Dependency, Schema, ViewDef};
+use super::schema::{ColumnDef, Dependency, ReferenceSetting, Schema, ViewDef};
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -40,6 +43,48 @@ pub struct NamedRef {
     pub name: Option<String>,
 }
 
+/// The referenced column: its id, and its name and type when the target could be looked up.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ColumnRef {
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub column_type: Option<&'static str>,
+}
+
+/// One branch that reference columns point at: the names of its grid and itself, and its
+/// columns.
+#[derive(Debug, Clone)]
+pub struct ReferenceTarget {
+    pub grid_name: String,
+    pub branch_name: String,
+    pub columns: Vec<ColumnDef>,
+}
+
+/// The branches reference columns point at, by branch id (a grid's id for its master branch).
+#[derive(Debug, Clone, Default)]
+pub struct ReferenceTargets(HashMap<String, ReferenceTarget>);
+
+impl ReferenceTargets {
+    /// The id of the branch a reference points at.
+    pub fn branch_of(r: &ReferenceSetting) -> &str {
+        r.branch_id.as_deref().unwrap_or(&r.grid_id)
+    }
+
+    pub fn contains(&self, branch_id: &str) -> bool {
+        self.0.contains_key(branch_id)
+    }
+
+    pub fn insert(&mut self, branch_id: String, target: ReferenceTarget) {
+        self.0.insert(branch_id, target);
+    }
+
+    fn get(&self, r: &ReferenceSetting) -> Option<&ReferenceTarget> {
+        self.0.get(Self::branch_of(r))
+    }
+}
+
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReferenceBody {
@@ -51,7 +96,8 @@ pub struct ReferenceBody {
     pub reference_type: &'static str,
     pub selection_type: &'static str,
     pub grid: NamedRef,
-    pub column: NamedRef,
+    pub branch: NamedRef,
+    pub column: ColumnRef,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -139,8 +185,14 @@ impl From<&Dependency> for DependencyBody {
     }
 }
 
-/// Renders a column of `schema` with the given editable flag.
-pub fn column_body(schema: &Schema, column: &ColumnDef, editable: bool) -> ColumnBody {
+/// Renders a column of `schema` with the given editable flag; a reference column names its
+/// target when `targets` has it.
+pub fn column_body(
+    schema: &Schema,
+    column: &ColumnDef,
+    editable: bool,
+    targets: &ReferenceTargets,
+) -> ColumnBody {
     let options = column.selection.as_ref();
     ColumnBody {
         id: column.id.clone(),
@@ -169,15 +221,7 @@ pub fn column_body(schema: &Schema, column: &ColumnDef, editable: bool) -> Colum
                 .collect(),
         }),
         selection_options: options.map(|opts| opts.iter().map(|o| o.value.clone()).collect()),
-        reference: column.reference.as_ref().map(|r| ReferenceBody {
-            grid_id: r.grid_id.clone(),
-            branch_id: r.branch_id.clone(),
-            column_id: r.column_id.clone(),
-            reference_type: r.reference_type.as_str(),
-            selection_type: if r.multiple { "multiple" } else { "single" },
-            grid: NamedRef { id: r.grid_id.clone(), name: None },
-            column: NamedRef { id: r.column_id.clone(), name: None },
-        }),
+        reference: column.reference.as_ref().map(|r| reference_body(r, targets)),
         formula: column.formula.as_ref().map(|f| FormulaBody {
             formula_text: f.formula_text.clone(),
             always_format_result_value_as_list: f.always_format_result_value_as_list,
@@ -192,11 +236,37 @@ pub fn column_body(schema: &Schema, column: &ColumnDef, editable: bool) -> Colum
     }
 }
 
+fn reference_body(r: &ReferenceSetting, targets: &ReferenceTargets) -> ReferenceBody {
+    let target = targets.get(r);
+    let column = target.and_then(|t| t.columns.iter().find(|c| c.id == r.column_id));
+    ReferenceBody {
+        grid_id: r.grid_id.clone(),
+        branch_id: r.branch_id.clone(),
+        column_id: r.column_id.clone(),
+        reference_type: r.reference_type.as_str(),
+        selection_type: if r.multiple { "multiple" } else { "single" },
+        grid: NamedRef { id: r.grid_id.clone(), name: target.map(|t| t.grid_name.clone()) },
+        branch: NamedRef {
+            id: ReferenceTargets::branch_of(r).to_owned(),
+            name: target.map(|t| t.branch_name.clone()),
+        },
+        column: ColumnRef {
+            id: r.column_id.clone(),
+            name: column.map(|c| c.name.clone()),
+            column_type: column.map(|c| c.column_type.as_str()),
+        },
+    }
+}
+
 /// The columns a view shows, rendered.
-pub fn view_columns(schema: &Schema, view: &ViewDef) -> Vec<ColumnBody> {
+pub fn view_columns(
+    schema: &Schema,
+    view: &ViewDef,
+    targets: &ReferenceTargets,
+) -> Vec<ColumnBody> {
     schema
         .view_columns(view)
         .into_iter()
-        .map(|(c, editable)| column_body(schema, c, editable))
+        .map(|(c, editable)| column_body(schema, c, editable, targets))
         .collect()
 }

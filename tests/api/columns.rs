@@ -173,6 +173,78 @@ fn a_reference_column_names_its_target() {
 }
 
 #[test]
+fn reference_names_are_shown_in_grids_and_views() {
+    let app = spawn_app();
+    let (target, target_view) = app.create_grid("Glossary");
+    app.create_column(&target_view, json!({"id": "term", "name": "Term", "type": "markdown"}));
+    let (grid, view) = app.create_grid("Strings");
+    app.create_column(
+        &view,
+        json!({"id": "link", "name": "Link", "type": "reference",
+               "reference": {"gridId": target, "columnId": "term"}}),
+    );
+    let from_grid = app.snapshot(&format!("/v1/grids/{grid}"))["columns"][0]["reference"].clone();
+    let from_view = app.snapshot(&format!("/v1/views/{view}"))["columns"][0]["reference"].clone();
+    for reference in [&from_grid, &from_view] {
+        assert_eq!(reference["gridId"], json!(target));
+        assert_eq!(reference["type"], json!("row"), "row is the default reference type");
+        assert_eq!(reference["grid"]["name"], json!("Glossary"));
+        assert_eq!(reference["column"]["name"], json!("Term"));
+        assert_eq!(reference["column"]["type"], json!("markdown"));
+    }
+    app.patch(&format!("/v1/grids/{target}"), &json!({"name": "Terms"})).assert_status(200);
+    let renamed = app.snapshot(&column_path(&view, "link"));
+    assert_eq!(renamed["reference"]["grid"]["name"], json!("Terms"), "names are looked up live");
+}
+
+#[test]
+fn a_reference_to_a_missing_or_foreign_target_is_refused() {
+    let app = spawn_app();
+    let db = app.default_db();
+    let (target, target_view) = app.create_grid("Glossary");
+    app.create_column(&target_view, json!({"id": "term", "name": "Term", "type": "singleLine"}));
+    let (other, _, their_db) = app.create_company("enterprise");
+    let res = app.post_as(&other, &format!("/v1/grids?dbId={their_db}"), &json!({"name": "t"}));
+    let theirs = res.assert_status(201).clone();
+    let their_view = theirs["defaultAccessViewId"].as_str().expect("view");
+    app.post_as(
+        &other,
+        &format!("/v1/views/{their_view}/columns"),
+        &json!({"id": "term", "name": "T", "type": "singleLine"}),
+    )
+    .assert_status(201);
+    let (grid, view) = app.create_grid("Strings");
+    let before = app.snapshot(&format!("/v1/grids/{grid}"));
+    for reference in [
+        json!({"gridId": "nosuchgrid0001", "columnId": "term"}),
+        json!({"gridId": target, "columnId": "nosuchcolumn"}),
+        json!({"gridId": target, "branchId": grid, "columnId": "term"}),
+        json!({"gridId": theirs["id"], "columnId": "term"}),
+    ] {
+        let body =
+            json!({"id": "link", "name": "Link", "type": "reference", "reference": reference});
+        app.post(&format!("/v1/views/{view}/columns"), &body).assert_error(400, "badRequest");
+        let create = json!({"name": "with a bad reference", "columns": [body]});
+        app.post(&format!("/v1/grids?dbId={db}"), &create).assert_error(400, "badRequest");
+    }
+    app.assert_unchanged(&format!("/v1/grids/{grid}"), &before);
+    assert_eq!(app.snapshot(&format!("/v1/grids?dbId={db}")).as_array().map(Vec::len), Some(2));
+    app.create_column(&view, json!({"id": "line", "name": "Line", "type": "singleLine"}));
+    let before = app.snapshot(&format!("/v1/grids/{grid}"));
+    app.patch(
+        &column_path(&view, "line"),
+        &json!({"type": "reference", "reference": {"gridId": target, "columnId": "nosuchcolumn"}}),
+    )
+    .assert_error(400, "badRequest");
+    app.assert_unchanged(&format!("/v1/grids/{grid}"), &before);
+    let res = app.patch(
+        &column_path(&view, "line"),
+        &json!({"type": "reference", "reference": {"gridId": target, "columnId": "term"}}),
+    );
+    assert_eq!(res.assert_status(200)["reference"]["column"]["name"], json!("Term"));
+}
+
+#[test]
 fn generated_and_given_column_ids() {
     let app = spawn_app();
     let (_, view) = app.create_grid("g");

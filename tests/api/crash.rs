@@ -590,7 +590,8 @@ fn acknowledged_writes_survive_sigkill() {
         "crash: {cycles_run} cycles, {acked} acknowledged writes ({} bulk adds of {} records, {} \
          updates), {} records at the end; writes lost: {}; half-applied bulk adds: {}; phantom \
          records: {}; unknown bulk adds applied {} / not applied {}; unknown updates applied {} \
-         / not applied {}; non-2xx answers: {}; refused (never sent): {}; {:.1} s ({:.1} s restarting, {:.1} s reading back)",
+         / not applied {}; non-2xx answers: {}; refused (never sent): {}; {:.1} s ({:.1} s \
+         restarting, {:.1} s reading back)",
         stats.acked_adds,
         stats.acked_add_records,
         stats.acked_updates,

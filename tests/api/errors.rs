@@ -158,6 +158,19 @@ fn missing_or_unknown_keys_are_401_with_the_error_body() {
 }
 
 #[test]
+fn the_key_scheme_is_case_insensitive_and_required() {
+    let app = spawn_app();
+    let with = |value: String| {
+        app.send(app.request(Method::GET, "/v1/projects", None).header("Authorization", value))
+    };
+    with(format!("apikey {}", app.key)).assert_status(200);
+    with(format!("APIKEY  {} ", app.key)).assert_status(200);
+    for value in [format!("Bearer {}", app.key), "ApiKey".to_owned(), "ApiKey    ".to_owned()] {
+        with(value).assert_error(401, "unauthorized");
+    }
+}
+
+#[test]
 fn error_paths_are_the_request_paths() {
     let app = spawn_app();
     let path = "/v1/views/nosuchview0001/columns/abc";

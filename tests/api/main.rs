@@ -19,4 +19,5 @@ mod record_history;
 mod records;
 mod restart;
 mod smoke;
+mod tasks;
 mod views;

@@ -95,6 +95,13 @@ fn columns_views_and_dependencies_survive_a_restart() {
         &json!({"name": "v", "gridId": grid, "columns": [{"id": "frFR", "editable": false}]}),
     );
     let view = res.assert_status(200)["id"].as_str().expect("id").to_owned();
+    app.create_column(&view, json!({"id": "gone", "name": "Gone", "type": "number"}));
+    app.patch(&format!("/v1/views/{default}/columns/state"), &json!({"name": "Status"}))
+        .assert_status(200);
+    app.delete(&format!("/v1/views/{view}/columns/gone")).assert_status(204);
+    let res = app.post("/v1/views", &json!({"name": "doomed", "gridId": grid}));
+    let doomed = res.assert_status(200)["id"].as_str().expect("id").to_owned();
+    app.delete(&format!("/v1/views/{doomed}")).assert_status(204);
     let grid_body = app.snapshot(&format!("/v1/grids/{grid}"));
     let view_body = app.snapshot(&format!("/v1/views/{view}"));
     let deps = app.snapshot(&format!("/v1/views/{default}/dependencies"));
@@ -105,4 +112,6 @@ fn columns_views_and_dependencies_survive_a_restart() {
     app.assert_unchanged(&format!("/v1/views/{view}"), &view_body);
     app.assert_unchanged(&format!("/v1/views/{default}/dependencies"), &deps);
     app.assert_unchanged(&format!("/v1/views?gridId={grid}"), &views);
+    app.get(&format!("/v1/views/{doomed}")).assert_error(404, "viewIsNotFound");
+    assert_eq!(grid_body["columns"].as_array().map(Vec::len), Some(3));
 }
