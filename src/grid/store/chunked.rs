@@ -1,9 +1,16 @@
-//! `ChunkedVec`: a growable vector of fixed-width values split into chunks of `CHUNK_ROWS`.
+//! `Chunked`: rows split into chunks of `CHUNK_ROWS`, each chunk shared copy-on-write.
 //!
-//! Owns only the chunk layout shared by every per-row vector of the store (row metadata, number,
-//! boolean and datetime cells, versions, statuses). Chunks keep appends free of whole-column
-//! reallocations and leave no capacity slack once full (`CHUNK_ROWS` is a power of two). It knows
-//! nothing of records, columns or liveness beyond the row set handed to `retain_rows`.
+//! Owns only the chunk layout shared by every per-row structure of the store: `Chunked<C>` keeps
+//! its chunks behind `Arc`s, so cloning costs one reference count per chunk and a clone shares
+//! every chunk until one side writes to it (`Arc::make_mut` then copies that chunk alone). Callers
+//! group what one write touches into one chunk type (a column chunk holds cells, versions and
+//! statuses), so a write pays one copy-on-write check. `ChunkedVec<T>` is the plain vector of
+//! fixed-width values (row metadata). Chunks keep appends free of whole-column reallocations and
+//! leave no capacity slack once full (`CHUNK_ROWS` is a power of two). It knows nothing of
+//! records, columns or liveness beyond the row set handed to `retain_with`.
+
+use std::ops::Index;
+use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
@@ -23,91 +30,209 @@ pub(super) fn split(row: usize) -> (usize, usize) {
     (row >> CHUNK_BITS, row & CHUNK_MASK)
 }
 
-/// A vector of `Copy` values stored in chunks of `CHUNK_ROWS`.
-#[derive(Clone, Default)]
-pub(super) struct ChunkedVec<T> {
-    chunks: Vec<Vec<T>>,
+/// Makes room for one more row in a per-chunk vector: doubling, but never past `CHUNK_ROWS` (a
+/// chunk copied on write has an exact capacity, from which plain doubling would overshoot).
+#[inline]
+pub(super) fn reserve_row<T>(rows: &mut Vec<T>) {
+    let len = rows.len();
+    if len == rows.capacity() {
+        rows.reserve_exact((len * 2).clamp(4, CHUNK_ROWS).max(len + 1) - len);
+    }
+}
+
+/// Bytes of the `Arc` allocation holding a `C`, beyond what `C` itself points to.
+pub(super) const fn arc_bytes<C>() -> usize {
+    std::mem::size_of::<C>() + 2 * std::mem::size_of::<usize>()
+}
+
+/// The contents of one chunk.
+pub(super) trait Chunk: Clone {
+    /// Bytes held on the heap by the chunk's contents.
+    fn heap_bytes(&self) -> usize;
+
+    /// Releases spare capacity (called on the last chunk a `retain_with` builds).
+    fn shrink(&mut self) {}
+}
+
+/// Rows in shared copy-on-write chunks of `CHUNK_ROWS`; chunk `i` holds rows
+/// `i * CHUNK_ROWS ..`.
+#[derive(Clone)]
+pub(super) struct Chunked<C> {
+    chunks: Vec<Arc<C>>,
     len: usize,
 }
 
-impl<T: Copy> ChunkedVec<T> {
-    /// An empty vector.
+impl<C> Default for Chunked<C> {
+    fn default() -> Self {
+        Chunked { chunks: Vec::new(), len: 0 }
+    }
+}
+
+/// The chunk numbered `index` (not a row).
+impl<C> Index<usize> for Chunked<C> {
+    type Output = C;
+
+    fn index(&self, index: usize) -> &C {
+        &self.chunks[index]
+    }
+}
+
+impl<C: Chunk> Chunked<C> {
+    /// No rows.
     pub(super) fn new() -> Self {
-        ChunkedVec { chunks: Vec::new(), len: 0 }
+        Chunked::default()
     }
 
-    /// A vector of `len` copies of `value`, each chunk allocated exactly.
-    pub(super) fn filled(len: usize, value: T) -> Self {
+    /// `len` rows, in chunks made by `make(rows of the chunk)`.
+    pub(super) fn from_fn(len: usize, make: impl Fn(usize) -> C) -> Self {
         let mut chunks = Vec::with_capacity(len.div_ceil(CHUNK_ROWS));
         let mut left = len;
         while left > 0 {
             let n = left.min(CHUNK_ROWS);
-            chunks.push(vec![value; n]);
+            chunks.push(Arc::new(make(n)));
             left -= n;
         }
-        ChunkedVec { chunks, len }
+        Chunked { chunks, len }
     }
 
-    /// Number of values.
+    /// Number of rows.
+    #[inline]
     pub(super) fn len(&self) -> usize {
         self.len
     }
 
-    /// Appends a value.
-    pub(super) fn push(&mut self, value: T) {
+    /// The chunk of `row` and the row's index in it. Panics when `row >= len` (a stale `RowId`).
+    #[inline]
+    pub(super) fn chunk(&self, row: usize) -> (&C, usize) {
+        let (chunk, at) = split(row);
+        (&self.chunks[chunk], at)
+    }
+
+    /// The chunk of `row`, writable (copied first when shared), and the row's index in it.
+    #[inline]
+    pub(super) fn chunk_mut(&mut self, row: usize) -> (&mut C, usize) {
+        let (chunk, at) = split(row);
+        (Arc::make_mut(&mut self.chunks[chunk]), at)
+    }
+
+    /// Appends a row: `push` adds it to the last chunk, which `new_chunk` starts when full.
+    #[inline]
+    pub(super) fn push_with(&mut self, new_chunk: impl FnOnce() -> C, push: impl FnOnce(&mut C)) {
         let (chunk, _) = split(self.len);
         if chunk == self.chunks.len() {
-            self.chunks.push(Vec::new());
+            self.chunks.push(Arc::new(new_chunk()));
         }
-        self.chunks[chunk].push(value);
+        push(Arc::make_mut(&mut self.chunks[chunk]));
         self.len += 1;
+    }
+
+    /// Every chunk, writable (shared chunks are copied).
+    pub(super) fn chunks_mut(&mut self) -> impl Iterator<Item = &mut C> + '_ {
+        self.chunks.iter_mut().map(Arc::make_mut)
+    }
+
+    /// Keeps only the rows in `live`, in order, into fresh chunks: `new_chunk(rows it will
+    /// hold)` starts one, `copy(target, source chunk, index in source)` appends a row. Old
+    /// chunks are released as soon as they are passed (one shared with a clone stays with the
+    /// clone), so the peak is about one chunk above the structure.
+    pub(super) fn retain_with(
+        &mut self,
+        live: &RoaringBitmap,
+        new_chunk: impl Fn(usize) -> C,
+        mut copy: impl FnMut(&mut C, &C, usize),
+    ) {
+        let mut left = live.len() as usize;
+        let mut chunks = Vec::with_capacity(left.div_ceil(CHUNK_ROWS));
+        let mut old = std::mem::take(&mut self.chunks).into_iter().enumerate();
+        let mut current: Option<(usize, Arc<C>)> = None;
+        let mut tail: Option<(C, usize)> = None;
+        for row in live.iter() {
+            let (chunk, at) = split(row as usize);
+            while current.as_ref().is_none_or(|(index, _)| *index < chunk) {
+                current = Some(old.next().expect("live rows lie inside the structure"));
+            }
+            let (_, source) = current.as_ref().expect("current chunk was just loaded");
+            let (target, rows) = tail.get_or_insert_with(|| (new_chunk(left.min(CHUNK_ROWS)), 0));
+            copy(target, source, at);
+            *rows += 1;
+            left -= 1;
+            if *rows == CHUNK_ROWS || left == 0 {
+                let (mut full, _) = tail.take().expect("the tail chunk was just filled");
+                if left == 0 {
+                    full.shrink();
+                }
+                chunks.push(Arc::new(full));
+            }
+        }
+        self.len = live.len() as usize;
+        self.chunks = chunks;
+    }
+
+    /// Bytes held on the heap, counting chunks shared with a clone in full.
+    pub(super) fn heap_bytes(&self) -> usize {
+        let contents: usize = self.chunks.iter().map(|chunk| chunk.heap_bytes()).sum();
+        contents
+            + self.chunks.len() * arc_bytes::<C>()
+            + self.chunks.capacity() * std::mem::size_of::<Arc<C>>()
+    }
+
+    /// For each chunk of both, whether `self` and `other` share it.
+    #[cfg(test)]
+    pub(super) fn shared_with(&self, other: &Self) -> Vec<bool> {
+        self.chunks.iter().zip(&other.chunks).map(|(a, b)| Arc::ptr_eq(a, b)).collect()
+    }
+}
+
+impl<T: Copy> Chunk for Vec<T> {
+    fn heap_bytes(&self) -> usize {
+        self.capacity() * std::mem::size_of::<T>()
+    }
+}
+
+/// A vector of `Copy` values in shared copy-on-write chunks.
+pub(super) type ChunkedVec<T> = Chunked<Vec<T>>;
+
+impl<T: Copy> Chunked<Vec<T>> {
+    /// A vector of `len` copies of `value`, each chunk allocated exactly.
+    #[cfg(test)]
+    pub(super) fn filled(len: usize, value: T) -> Self {
+        Chunked::from_fn(len, |n| vec![value; n])
+    }
+
+    /// Appends a value.
+    #[inline]
+    pub(super) fn push(&mut self, value: T) {
+        self.push_with(Vec::new, |chunk| {
+            reserve_row(chunk);
+            chunk.push(value);
+        });
     }
 
     /// The value at `row`. Panics when `row >= len` (a stale `RowId`).
     #[inline]
     pub(super) fn get(&self, row: usize) -> T {
-        let (chunk, at) = split(row);
-        self.chunks[chunk][at]
+        let (chunk, at) = self.chunk(row);
+        chunk[at]
     }
 
-    /// Overwrites the value at `row`. Panics when `row >= len`.
+    /// Overwrites the value at `row`, copying its chunk first when shared. Panics when
+    /// `row >= len`.
     #[inline]
     pub(super) fn set(&mut self, row: usize, value: T) {
-        let (chunk, at) = split(row);
-        self.chunks[chunk][at] = value;
+        let (chunk, at) = self.chunk_mut(row);
+        chunk[at] = value;
     }
 
-    /// Keeps only the rows in `live`, in order, moving values down in place.
+    /// Rewrites every value through `map`, in row order (one copy-on-write check per chunk).
+    pub(super) fn update_each(&mut self, mut map: impl FnMut(T) -> T) {
+        for chunk in self.chunks_mut() {
+            chunk.iter_mut().for_each(|v| *v = map(*v));
+        }
+    }
+
+    /// Keeps only the rows in `live`, in order.
     pub(super) fn retain_rows(&mut self, live: &RoaringBitmap) {
-        let mut kept = 0;
-        for row in live.iter() {
-            let row = row as usize;
-            if row != kept {
-                let value = self.get(row);
-                self.set(kept, value);
-            }
-            kept += 1;
-        }
-        self.truncate(kept);
-    }
-
-    /// Shortens the vector to `len` values, freeing whole chunks past the end.
-    fn truncate(&mut self, len: usize) {
-        if len >= self.len {
-            return;
-        }
-        let chunks = len.div_ceil(CHUNK_ROWS);
-        self.chunks.truncate(chunks);
-        if let Some(last) = self.chunks.last_mut() {
-            last.truncate(len - (chunks - 1) * CHUNK_ROWS);
-        }
-        self.len = len;
-    }
-
-    /// Bytes held on the heap (capacity, not length).
-    pub(super) fn heap_bytes(&self) -> usize {
-        let values: usize = self.chunks.iter().map(Vec::capacity).sum();
-        values * std::mem::size_of::<T>() + self.chunks.capacity() * std::mem::size_of::<Vec<T>>()
+        self.retain_with(live, Vec::with_capacity, |target, source, at| target.push(source[at]));
     }
 }
 
@@ -150,5 +275,35 @@ mod tests {
         assert_eq!(v.len(), 2 * CHUNK_ROWS + 1);
         assert_eq!(v.get(2 * CHUNK_ROWS), 9);
         assert_eq!(ChunkedVec::filled(0, 1u8).len(), 0);
+    }
+
+    #[test]
+    fn clones_share_chunks_until_written() {
+        let mut a = ChunkedVec::new();
+        (0..3 * CHUNK_ROWS as u32 + 2).for_each(|i| a.push(i));
+        let mut b = a.clone();
+        assert_eq!(a.shared_with(&b), [true; 4]);
+        b.set(CHUNK_ROWS + 1, 99);
+        assert_eq!(a.shared_with(&b), [true, false, true, true]);
+        assert_eq!((a.get(CHUNK_ROWS + 1), b.get(CHUNK_ROWS + 1)), (CHUNK_ROWS as u32 + 1, 99));
+        a.update_each(|v| v + 1000);
+        assert_eq!(a.shared_with(&b), [false; 4]);
+        assert_eq!((a.get(0), b.get(0)), (1000, 0));
+        let before: Vec<u32> = (0..b.len()).map(|row| b.get(row)).collect();
+        a.retain_rows(&(0..a.len() as u32).filter(|i| i % 2 == 0).collect());
+        assert_eq!((0..b.len()).map(|row| b.get(row)).collect::<Vec<_>>(), before);
+    }
+
+    #[test]
+    fn a_tail_chunk_copied_on_write_fills_without_slack() {
+        let mut a = ChunkedVec::new();
+        (0..CHUNK_ROWS as u32 + 3).for_each(|i| a.push(i));
+        let mut b = a.clone();
+        (0..CHUNK_ROWS as u32).for_each(|i| b.push(i));
+        assert_eq!(a.len(), CHUNK_ROWS + 3);
+        assert_eq!(b.len(), 2 * CHUNK_ROWS + 3);
+        assert!(b.chunks.iter().all(|chunk| chunk.capacity() <= CHUNK_ROWS));
+        assert_eq!(a.shared_with(&b), [true, false]);
+        assert_eq!(b.get(CHUNK_ROWS + 3), 0);
     }
 }

@@ -1,15 +1,18 @@
 //! One column of the store: typed cells, per-cell versions and, for language columns, statuses.
 //!
 //! Owns the per-kind cell layouts and their empty markers, the packed status byte and the version
-//! bump rule (a version changes exactly when the cell's value or statuses change). Row numbering,
-//! liveness and record identity belong to `ColumnStore`; this module never decides which rows live.
+//! bump rule (a version changes exactly when the cell's value or statuses change). A column is a
+//! `Chunked` of column chunks, each holding the cells, versions and status bytes of its rows, so
+//! that a write makes one copy-on-write check, a clone shares every chunk, and a write that
+//! changes nothing copies nothing. Row numbering, liveness and record identity belong to
+//! `ColumnStore`; this module never decides which rows live.
 
 use std::fmt;
 
 use roaring::RoaringBitmap;
 
-use super::chunked::ChunkedVec;
-use super::text::{encode_list, ListRef, TextColumn};
+use super::chunked::{reserve_row, Chunk, Chunked};
+use super::text::{encode_list, ListRef, TextChunk};
 use crate::grid::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
 /// Stored bits of an empty number cell: a signalling NaN that writes never produce, because
@@ -74,22 +77,13 @@ impl fmt::Display for KindMismatch {
 
 impl std::error::Error for KindMismatch {}
 
-/// Cell values laid out by storage kind.
-#[derive(Clone)]
-enum Cells {
-    Text(TextColumn),
-    Number(ChunkedVec<u64>),
-    Boolean(ChunkedVec<u8>),
-    Datetime(ChunkedVec<i64>),
-    List(TextColumn),
-}
-
-/// One column's cells, versions and (when localized) status bytes.
-#[derive(Clone)]
-pub(super) struct Column {
-    cells: Cells,
-    versions: ChunkedVec<u32>,
-    status: Option<ChunkedVec<u8>>,
+/// A value in its stored form, ready to compare with or write over a cell.
+#[derive(Clone, Copy, PartialEq)]
+enum Stored<'a> {
+    Text(Option<&'a str>),
+    Number(u64),
+    Boolean(u8),
+    Datetime(i64),
 }
 
 fn kind_of(value: &CellValue) -> Option<StorageKind> {
@@ -103,173 +97,308 @@ fn kind_of(value: &CellValue) -> Option<StorageKind> {
     }
 }
 
-/// Overwrites a fixed-width cell; true when it changed.
-fn replace<T: Copy + PartialEq>(cells: &mut ChunkedVec<T>, row: usize, value: T) -> bool {
-    let changed = cells.get(row) != value;
-    if changed {
-        cells.set(row, value);
-    }
-    changed
+/// The stored form of `value` in a column of `kind`; lists are encoded into `scratch`.
+fn stored<'a>(
+    kind: StorageKind,
+    value: &'a CellValue,
+    scratch: &'a mut String,
+) -> Result<Stored<'a>, KindMismatch> {
+    let stored = match (kind, value) {
+        (StorageKind::Text | StorageKind::List, CellValue::Empty) => Stored::Text(None),
+        (StorageKind::Number, CellValue::Empty) => Stored::Number(NUMBER_EMPTY),
+        (StorageKind::Boolean, CellValue::Empty) => Stored::Boolean(BOOLEAN_EMPTY),
+        (StorageKind::Datetime, CellValue::Empty) => Stored::Datetime(DATETIME_EMPTY),
+        (StorageKind::Text, CellValue::Text(s)) => Stored::Text(Some(s)),
+        (StorageKind::Number, CellValue::Number(n)) => {
+            Stored::Number(if n.is_nan() { f64::NAN } else { *n }.to_bits())
+        }
+        (StorageKind::Boolean, CellValue::Boolean(b)) => Stored::Boolean(u8::from(*b)),
+        (StorageKind::Datetime, CellValue::Datetime(t)) => Stored::Datetime(*t),
+        (StorageKind::List, CellValue::List(items)) => {
+            encode_list(items, scratch);
+            Stored::Text(Some(scratch))
+        }
+        (column, value) => {
+            let value = kind_of(value).expect("empty values match every column");
+            return Err(KindMismatch { column, value });
+        }
+    };
+    Ok(stored)
 }
 
-/// Overwrites a string cell; true when it changed (an unchanged write leaves no garbage).
-fn replace_text(cells: &mut TextColumn, row: usize, value: Option<&str>) -> bool {
-    let changed = cells.get(row) != value;
-    if changed {
-        cells.set(row, value);
+/// The stored form of an empty cell of `kind`.
+fn empty_of(kind: StorageKind) -> Stored<'static> {
+    match kind {
+        StorageKind::Text | StorageKind::List => Stored::Text(None),
+        StorageKind::Number => Stored::Number(NUMBER_EMPTY),
+        StorageKind::Boolean => Stored::Boolean(BOOLEAN_EMPTY),
+        StorageKind::Datetime => Stored::Datetime(DATETIME_EMPTY),
     }
-    changed
+}
+
+/// Cell values of one chunk, laid out by storage kind (every chunk of a column has its kind).
+#[derive(Clone)]
+enum Cells {
+    Text(TextChunk),
+    Number(Vec<u64>),
+    Boolean(Vec<u8>),
+    Datetime(Vec<i64>),
+    List(TextChunk),
+}
+
+/// Panics on a stored value of another kind than the chunk's: writes are checked against the
+/// column kind first, and every chunk of a column has the column's kind.
+fn other_kind() -> ! {
+    panic!("a chunk's cells always have its column's storage kind")
+}
+
+impl Cells {
+    /// `rows` empty cells of `kind`, allocated exactly.
+    fn filled_empty(kind: StorageKind, rows: usize) -> Self {
+        match kind {
+            StorageKind::Text => Cells::Text(TextChunk::filled_empty(rows)),
+            StorageKind::Number => Cells::Number(vec![NUMBER_EMPTY; rows]),
+            StorageKind::Boolean => Cells::Boolean(vec![BOOLEAN_EMPTY; rows]),
+            StorageKind::Datetime => Cells::Datetime(vec![DATETIME_EMPTY; rows]),
+            StorageKind::List => Cells::List(TextChunk::filled_empty(rows)),
+        }
+    }
+
+    /// No cells, with room for `rows` fixed-width ones.
+    fn with_capacity(kind: StorageKind, rows: usize) -> Self {
+        match kind {
+            StorageKind::Text => Cells::Text(TextChunk::default()),
+            StorageKind::Number => Cells::Number(Vec::with_capacity(rows)),
+            StorageKind::Boolean => Cells::Boolean(Vec::with_capacity(rows)),
+            StorageKind::Datetime => Cells::Datetime(Vec::with_capacity(rows)),
+            StorageKind::List => Cells::List(TextChunk::default()),
+        }
+    }
+
+    #[inline]
+    fn stored_at(&self, at: usize) -> Stored<'_> {
+        match self {
+            Cells::Text(cells) | Cells::List(cells) => Stored::Text(cells.get(at)),
+            Cells::Number(cells) => Stored::Number(cells[at]),
+            Cells::Boolean(cells) => Stored::Boolean(cells[at]),
+            Cells::Datetime(cells) => Stored::Datetime(cells[at]),
+        }
+    }
+
+    fn write(&mut self, at: usize, value: Stored<'_>) {
+        match (self, value) {
+            (Cells::Text(cells) | Cells::List(cells), Stored::Text(v)) => cells.set(at, v),
+            (Cells::Number(cells), Stored::Number(v)) => cells[at] = v,
+            (Cells::Boolean(cells), Stored::Boolean(v)) => cells[at] = v,
+            (Cells::Datetime(cells), Stored::Datetime(v)) => cells[at] = v,
+            _ => other_kind(),
+        }
+    }
+
+    fn push(&mut self, value: Stored<'_>) {
+        match (self, value) {
+            (Cells::Text(cells) | Cells::List(cells), Stored::Text(v)) => cells.push(v),
+            (Cells::Number(cells), Stored::Number(v)) => push_row(cells, v),
+            (Cells::Boolean(cells), Stored::Boolean(v)) => push_row(cells, v),
+            (Cells::Datetime(cells), Stored::Datetime(v)) => push_row(cells, v),
+            _ => other_kind(),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Cells::Text(cells) | Cells::List(cells) => cells.heap_bytes(),
+            Cells::Number(cells) => cells.heap_bytes(),
+            Cells::Boolean(cells) => cells.heap_bytes(),
+            Cells::Datetime(cells) => cells.heap_bytes(),
+        }
+    }
+}
+
+#[inline]
+fn push_row<T>(rows: &mut Vec<T>, value: T) {
+    reserve_row(rows);
+    rows.push(value);
+}
+
+/// Up to `CHUNK_ROWS` rows of one column: cells, versions and (when localized) status bytes.
+/// One write touches one chunk, so it pays one copy-on-write check.
+#[derive(Clone)]
+struct ColumnChunk {
+    cells: Cells,
+    versions: Vec<u32>,
+    status: Option<Vec<u8>>,
+}
+
+impl ColumnChunk {
+    fn filled_empty(kind: StorageKind, localized: bool, rows: usize) -> Self {
+        ColumnChunk {
+            cells: Cells::filled_empty(kind, rows),
+            versions: vec![0; rows],
+            status: localized.then(|| vec![0; rows]),
+        }
+    }
+
+    fn with_capacity(kind: StorageKind, localized: bool, rows: usize) -> Self {
+        ColumnChunk {
+            cells: Cells::with_capacity(kind, rows),
+            versions: Vec::with_capacity(rows),
+            status: localized.then(|| Vec::with_capacity(rows)),
+        }
+    }
+
+    fn push(&mut self, value: Stored<'_>, version: u32, status: u8) {
+        self.cells.push(value);
+        push_row(&mut self.versions, version);
+        if let Some(statuses) = &mut self.status {
+            push_row(statuses, status);
+        }
+    }
+
+    /// Appends a copy of row `at` of `source`.
+    fn push_from(&mut self, source: &ColumnChunk, at: usize) {
+        let status = source.status.as_ref().map_or(0, |s| s[at]);
+        self.push(source.cells.stored_at(at), source.versions[at], status);
+    }
+
+    fn bump(&mut self, at: usize) {
+        self.versions[at] = self.versions[at].wrapping_add(1);
+    }
+}
+
+impl Chunk for ColumnChunk {
+    fn heap_bytes(&self) -> usize {
+        let status = self.status.as_ref().map_or(0, Chunk::heap_bytes);
+        self.cells.heap_bytes() + self.versions.heap_bytes() + status
+    }
+
+    fn shrink(&mut self) {
+        if let Cells::Text(cells) | Cells::List(cells) = &mut self.cells {
+            cells.shrink();
+        }
+    }
+}
+
+/// One column's cells, versions and (when localized) status bytes, in shared chunks.
+#[derive(Clone)]
+pub(super) struct Column {
+    kind: StorageKind,
+    localized: bool,
+    chunks: Chunked<ColumnChunk>,
 }
 
 impl Column {
     /// A column of `rows` empty cells.
     pub(super) fn new(kind: StorageKind, localized: bool, rows: usize) -> Self {
-        let cells = match kind {
-            StorageKind::Text => Cells::Text(TextColumn::filled_empty(rows)),
-            StorageKind::Number => Cells::Number(ChunkedVec::filled(rows, NUMBER_EMPTY)),
-            StorageKind::Boolean => Cells::Boolean(ChunkedVec::filled(rows, BOOLEAN_EMPTY)),
-            StorageKind::Datetime => Cells::Datetime(ChunkedVec::filled(rows, DATETIME_EMPTY)),
-            StorageKind::List => Cells::List(TextColumn::filled_empty(rows)),
-        };
-        Column {
-            cells,
-            versions: ChunkedVec::filled(rows, 0),
-            status: localized.then(|| ChunkedVec::filled(rows, 0)),
-        }
+        let chunks = Chunked::from_fn(rows, |n| ColumnChunk::filled_empty(kind, localized, n));
+        Column { kind, localized, chunks }
     }
 
     /// The storage kind.
     pub(super) fn kind(&self) -> StorageKind {
-        match self.cells {
-            Cells::Text(_) => StorageKind::Text,
-            Cells::Number(_) => StorageKind::Number,
-            Cells::Boolean(_) => StorageKind::Boolean,
-            Cells::Datetime(_) => StorageKind::Datetime,
-            Cells::List(_) => StorageKind::List,
-        }
+        self.kind
     }
 
     /// True when the column keeps statuses.
     pub(super) fn is_localized(&self) -> bool {
-        self.status.is_some()
+        self.localized
     }
 
     /// Starts (all statuses unset) or stops (statuses dropped) keeping statuses.
     pub(super) fn set_localized(&mut self, localized: bool) {
-        match (localized, self.status.is_some()) {
-            (true, false) => self.status = Some(ChunkedVec::filled(self.versions.len(), 0)),
-            (false, true) => self.status = None,
-            (true, true) | (false, false) => {}
+        if localized == self.localized {
+            return;
+        }
+        self.localized = localized;
+        for chunk in self.chunks.chunks_mut() {
+            chunk.status = localized.then(|| vec![0; chunk.versions.len()]);
         }
     }
 
     /// Appends an empty cell (version 0, statuses unset).
     pub(super) fn push_empty(&mut self) {
-        match &mut self.cells {
-            Cells::Text(cells) | Cells::List(cells) => cells.push(None),
-            Cells::Number(cells) => cells.push(NUMBER_EMPTY),
-            Cells::Boolean(cells) => cells.push(BOOLEAN_EMPTY),
-            Cells::Datetime(cells) => cells.push(DATETIME_EMPTY),
-        }
-        self.versions.push(0);
-        if let Some(status) = &mut self.status {
-            status.push(0);
-        }
+        let (kind, localized) = (self.kind, self.localized);
+        let new_chunk = || ColumnChunk::with_capacity(kind, localized, 0);
+        self.chunks.push_with(new_chunk, |chunk| chunk.push(empty_of(kind), 0, 0));
     }
 
     /// The cell of `row`.
     #[inline]
     pub(super) fn get(&self, row: usize) -> CellRef<'_> {
-        match &self.cells {
-            Cells::Text(cells) => cells.get(row).map_or(CellRef::Empty, CellRef::Text),
+        let (chunk, at) = self.chunks.chunk(row);
+        match &chunk.cells {
+            Cells::Text(cells) => cells.get(at).map_or(CellRef::Empty, CellRef::Text),
             Cells::List(cells) => {
-                cells.get(row).map_or(CellRef::Empty, |s| CellRef::List(ListRef::new(s)))
+                cells.get(at).map_or(CellRef::Empty, |s| CellRef::List(ListRef::new(s)))
             }
-            Cells::Number(cells) => match cells.get(row) {
+            Cells::Number(cells) => match cells[at] {
                 NUMBER_EMPTY => CellRef::Empty,
                 bits => CellRef::Number(f64::from_bits(bits)),
             },
-            Cells::Boolean(cells) => match cells.get(row) {
+            Cells::Boolean(cells) => match cells[at] {
                 BOOLEAN_EMPTY => CellRef::Empty,
                 b => CellRef::Boolean(b == 1),
             },
-            Cells::Datetime(cells) => match cells.get(row) {
+            Cells::Datetime(cells) => match cells[at] {
                 DATETIME_EMPTY => CellRef::Empty,
                 t => CellRef::Datetime(t),
             },
         }
     }
 
-    /// Writes a cell; `Ok(true)` when it changed (its version was then bumped).
-    /// `scratch` is reused to encode lists.
+    /// Writes a cell; `Ok(true)` when it changed (its version was then bumped). A write of the
+    /// value already there changes (and copies) nothing. `scratch` is reused to encode lists.
     pub(super) fn set(
         &mut self,
         row: usize,
         value: &CellValue,
         scratch: &mut String,
     ) -> Result<bool, KindMismatch> {
-        let changed = match (&mut self.cells, value) {
-            (Cells::Text(cells) | Cells::List(cells), CellValue::Empty) => {
-                replace_text(cells, row, None)
-            }
-            (Cells::Number(cells), CellValue::Empty) => replace(cells, row, NUMBER_EMPTY),
-            (Cells::Boolean(cells), CellValue::Empty) => replace(cells, row, BOOLEAN_EMPTY),
-            (Cells::Datetime(cells), CellValue::Empty) => replace(cells, row, DATETIME_EMPTY),
-            (Cells::Text(cells), CellValue::Text(s)) => replace_text(cells, row, Some(s)),
-            (Cells::Number(cells), CellValue::Number(n)) => {
-                let bits = if n.is_nan() { f64::NAN } else { *n }.to_bits();
-                replace(cells, row, bits)
-            }
-            (Cells::Boolean(cells), CellValue::Boolean(b)) => replace(cells, row, u8::from(*b)),
-            (Cells::Datetime(cells), CellValue::Datetime(t)) => replace(cells, row, *t),
-            (Cells::List(cells), CellValue::List(items)) => {
-                encode_list(items, scratch);
-                replace_text(cells, row, Some(scratch))
-            }
-            (_, value) => {
-                return Err(KindMismatch {
-                    column: self.kind(),
-                    value: kind_of(value).expect("empty values match every column"),
-                })
-            }
-        };
-        if changed {
-            self.bump(row);
+        let value = stored(self.kind, value, scratch)?;
+        let (chunk, at) = self.chunks.chunk(row);
+        if chunk.cells.stored_at(at) == value {
+            return Ok(false);
         }
-        Ok(changed)
-    }
-
-    fn bump(&mut self, row: usize) {
-        let version = self.versions.get(row);
-        self.versions.set(row, version.wrapping_add(1));
+        let (chunk, at) = self.chunks.chunk_mut(row);
+        chunk.cells.write(at, value);
+        chunk.bump(at);
+        Ok(true)
     }
 
     /// The cell's version: 0 for a never-written cell, +1 (wrapping) per change.
     pub(super) fn version(&self, row: usize) -> u32 {
-        self.versions.get(row)
+        let (chunk, at) = self.chunks.chunk(row);
+        chunk.versions[at]
     }
 
     pub(super) fn restore_version(&mut self, row: usize, version: u32) {
-        self.versions.set(row, version);
+        if self.version(row) != version {
+            let (chunk, at) = self.chunks.chunk_mut(row);
+            chunk.versions[at] = version;
+        }
     }
 
     fn status_byte(&self, row: usize) -> u8 {
-        self.status.as_ref().map_or(0, |s| s.get(row))
+        let (chunk, at) = self.chunks.chunk(row);
+        chunk.status.as_ref().map_or(0, |s| s[at])
     }
 
     /// Rewrites the status bits under `mask`; true (and a version bump) when they changed.
     /// A column that is not localized keeps no statuses and ignores the write.
     fn set_status_bits(&mut self, row: usize, mask: u8, bits: u8) -> bool {
-        let Some(status) = &mut self.status else {
+        if !self.localized {
             return false;
-        };
-        let old = status.get(row);
+        }
+        let old = self.status_byte(row);
         let new = (old & !mask) | (bits & mask);
         if new == old {
             return false;
         }
-        status.set(row, new);
-        self.bump(row);
+        let (chunk, at) = self.chunks.chunk_mut(row);
+        if let Some(status) = &mut chunk.status {
+            status[at] = new;
+        }
+        chunk.bump(at);
         true
     }
 
@@ -297,29 +426,21 @@ impl Column {
         self.set_status_bits(row, MT_BIT, if mt { MT_BIT } else { 0 })
     }
 
-    /// Keeps only the rows in `live`, in order.
+    /// Keeps only the rows in `live`, in order (text arenas are rebuilt without garbage).
     pub(super) fn retain_rows(&mut self, live: &RoaringBitmap) {
-        match &mut self.cells {
-            Cells::Text(cells) | Cells::List(cells) => cells.retain_rows(live),
-            Cells::Number(cells) => cells.retain_rows(live),
-            Cells::Boolean(cells) => cells.retain_rows(live),
-            Cells::Datetime(cells) => cells.retain_rows(live),
-        }
-        self.versions.retain_rows(live);
-        if let Some(status) = &mut self.status {
-            status.retain_rows(live);
-        }
+        let (kind, localized) = (self.kind, self.localized);
+        let new_chunk = |rows| ColumnChunk::with_capacity(kind, localized, rows);
+        self.chunks.retain_with(live, new_chunk, |target, source, at| target.push_from(source, at));
     }
 
-    /// Bytes held on the heap.
+    /// Bytes held on the heap, counting chunks shared with a clone in full.
     pub(super) fn heap_bytes(&self) -> usize {
-        let cells = match &self.cells {
-            Cells::Text(cells) | Cells::List(cells) => cells.heap_bytes(),
-            Cells::Number(cells) => cells.heap_bytes(),
-            Cells::Boolean(cells) => cells.heap_bytes(),
-            Cells::Datetime(cells) => cells.heap_bytes(),
-        };
-        let status = self.status.as_ref().map_or(0, ChunkedVec::heap_bytes);
-        cells + self.versions.heap_bytes() + status
+        self.chunks.heap_bytes()
+    }
+
+    /// For each chunk of both, whether the two columns share it.
+    #[cfg(test)]
+    pub(super) fn shared_with(&self, other: &Column) -> Vec<bool> {
+        self.chunks.shared_with(&other.chunks)
     }
 }

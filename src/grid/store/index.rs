@@ -1,14 +1,23 @@
 //! Hash lookups of the store: record keys to rows, and interned names (paths, user names).
 //!
 //! Owns `HashIndex` (a 64-bit key hash to one or more `u32` values, verified by the caller against
-//! the stored strings, so no key string is kept twice) and `Interner`. Hashing is deterministic
-//! (SipHash with fixed keys); nothing here knows about columns or liveness.
+//! the stored strings, so no key string is kept twice) and `Interner`. Maps are split by hash into
+//! `SHARDS` shards behind `Arc`s, so a clone costs one reference count per shard and copies a
+//! shard only when one side writes to it. Hashing is deterministic (SipHash with fixed keys);
+//! nothing here knows about columns or liveness.
 
 use std::collections::hash_map::{DefaultHasher, Entry};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
+use super::chunked::arc_bytes;
 use super::text::TextColumn;
+
+/// Shards per map. Chosen by hash bits 32.. (hashbrown uses the low bits for buckets and the top
+/// 7 for tags, so these leave both uniform within a shard).
+const SHARDS: usize = 256;
+const SHARD_SHIFT: u32 = 32;
 
 /// Hashes a record key (or a name, with `path = None`). `0xFF` never occurs in UTF-8, so
 /// separating path and id with it keeps `(path, id)` pairs unambiguous.
@@ -44,23 +53,101 @@ impl Hasher for Prehashed {
 
 type PrehashedMap<V> = HashMap<u64, V, BuildHasherDefault<Prehashed>>;
 
+/// A hash -> value map in `SHARDS` copy-on-write shards. No shard exists before the first
+/// write; then every shard starts as one shared empty map and gets its own on its first write.
+#[derive(Clone)]
+struct ShardedMap<V> {
+    shards: Vec<Arc<PrehashedMap<V>>>,
+}
+
+impl<V> Default for ShardedMap<V> {
+    fn default() -> Self {
+        ShardedMap { shards: Vec::new() }
+    }
+}
+
+#[inline]
+fn shard_of(hash: u64) -> usize {
+    (hash >> SHARD_SHIFT) as usize % SHARDS
+}
+
+impl<V: Clone> ShardedMap<V> {
+    #[inline]
+    fn get(&self, hash: u64) -> Option<&V> {
+        self.shards.get(shard_of(hash))?.get(&hash)
+    }
+
+    /// The value under `hash`, made writable (its shard copied when shared). A missing hash
+    /// copies nothing.
+    fn get_mut(&mut self, hash: u64) -> Option<&mut V> {
+        self.get(hash)?;
+        Arc::make_mut(&mut self.shards[shard_of(hash)]).get_mut(&hash)
+    }
+
+    /// The writable shard of `hash`, creating the shards on first use.
+    fn shard_mut(&mut self, hash: u64) -> &mut PrehashedMap<V> {
+        if self.shards.is_empty() {
+            self.shards = vec![Arc::default(); SHARDS];
+        }
+        Arc::make_mut(&mut self.shards[shard_of(hash)])
+    }
+
+    fn entry(&mut self, hash: u64) -> Entry<'_, u64, V> {
+        self.shard_mut(hash).entry(hash)
+    }
+
+    fn remove(&mut self, hash: u64) {
+        if self.get(hash).is_some() {
+            self.shard_mut(hash).remove(&hash);
+        }
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.shards.iter().all(|shard| shard.is_empty())
+    }
+
+    /// Every value, writable (copies every shared non-empty shard).
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut V> + '_ {
+        let shards = self.shards.iter_mut().filter(|shard| !shard.is_empty());
+        shards.flat_map(|shard| Arc::make_mut(shard).values_mut())
+    }
+
+    /// Every value.
+    fn values(&self) -> impl Iterator<Item = &V> {
+        self.shards.iter().flat_map(|shard| shard.values())
+    }
+
+    /// Approximate bytes held on the heap (buckets at 7/8 load, one control byte each), counting
+    /// shared shards in full but the shared empty shard once.
+    fn heap_bytes(&self) -> usize {
+        let entry = std::mem::size_of::<(u64, V)>() + 1;
+        let buckets: usize = self.shards.iter().map(|shard| shard.capacity() * 8 / 7).sum();
+        let own = self.shards.iter().filter(|shard| shard.capacity() > 0).count() + 1;
+        let arcs = own.min(self.shards.len()) * arc_bytes::<PrehashedMap<V>>();
+        buckets * entry
+            + arcs
+            + self.shards.capacity() * std::mem::size_of::<Arc<PrehashedMap<V>>>()
+    }
+}
+
 /// Key hash -> values. Almost every hash has one value (16 bytes per entry); the rare hashes
 /// shared by several keys keep the extra values in `more`.
 #[derive(Clone, Default)]
 pub(super) struct HashIndex {
-    first: PrehashedMap<u32>,
-    more: PrehashedMap<Vec<u32>>,
+    first: ShardedMap<u32>,
+    more: ShardedMap<Vec<u32>>,
 }
 
 impl HashIndex {
     /// The value under `hash` that `is_match` accepts.
     #[inline]
     pub(super) fn find(&self, hash: u64, mut is_match: impl FnMut(u32) -> bool) -> Option<u32> {
-        let first = *self.first.get(&hash)?;
+        let first = *self.first.get(hash)?;
         if is_match(first) {
             return Some(first);
         }
-        self.more.get(&hash)?.iter().copied().find(|&v| is_match(v))
+        self.more.get(hash)?.iter().copied().find(|&v| is_match(v))
     }
 
     /// Adds `value` under `hash`.
@@ -75,22 +162,23 @@ impl HashIndex {
 
     /// Removes `value` from under `hash` (no-op when absent).
     pub(super) fn remove(&mut self, hash: u64, value: u32) {
-        let Some(first) = self.first.get_mut(&hash) else {
+        let Some(&first) = self.first.get(hash) else {
             return;
         };
-        let Entry::Occupied(mut more) = self.more.entry(hash) else {
-            if *first == value {
-                self.first.remove(&hash);
+        let Some(more) = self.more.get_mut(hash) else {
+            if first == value {
+                self.first.remove(hash);
             }
             return;
         };
-        if *first == value {
-            *first = more.get_mut().pop().expect("`more` lists are never empty");
+        if first == value {
+            let last = more.pop().expect("`more` lists are never empty");
+            *self.first.get_mut(hash).expect("`first` holds every hash of `more`") = last;
         } else {
-            more.get_mut().retain(|&v| v != value);
+            more.retain(|&v| v != value);
         }
-        if more.get().is_empty() {
-            more.remove();
+        if more.is_empty() {
+            self.more.remove(hash);
         }
     }
 
@@ -100,12 +188,10 @@ impl HashIndex {
         self.more.values_mut().flatten().for_each(|v| *v = map(*v));
     }
 
-    /// Approximate bytes held on the heap (buckets at 7/8 load, one control byte each).
+    /// Approximate bytes held on the heap.
     pub(super) fn heap_bytes(&self) -> usize {
-        let first = self.first.capacity() * 8 / 7 * (std::mem::size_of::<(u64, u32)>() + 1);
         let lists: usize = self.more.values().map(|v| v.capacity() * 4).sum();
-        let more = self.more.capacity() * 8 / 7 * (std::mem::size_of::<(u64, Vec<u32>)>() + 1);
-        first + more + lists
+        self.first.heap_bytes() + self.more.heap_bytes() + lists
     }
 }
 
@@ -189,5 +275,43 @@ mod tests {
         assert_eq!(names.intern(""), 2);
         assert_eq!(names.name(1), "bob");
         assert_eq!(names.len(), 3);
+    }
+
+    #[test]
+    fn clones_share_shards_until_written() {
+        let mut a = HashIndex::default();
+        let hashes: Vec<u64> = (0..2000u32).map(|v| key_hash(None, &v.to_string())).collect();
+        for (v, &hash) in hashes.iter().enumerate() {
+            a.insert(hash, v as u32);
+        }
+        a.insert(hashes[5], 7000);
+        let mut b = a.clone();
+        let distinct = |x: &HashIndex, y: &HashIndex| {
+            x.first.shards.iter().zip(&y.first.shards).filter(|(p, q)| !Arc::ptr_eq(p, q)).count()
+        };
+        assert_eq!(distinct(&a, &b), 0);
+        b.insert(hashes[1], 9000);
+        b.remove(hashes[2], 2);
+        assert_eq!(distinct(&a, &b), 1 + usize::from(shard_of(hashes[1]) != shard_of(hashes[2])));
+        b.remove(hashes[5], 5);
+        assert_eq!(a.find(hashes[1], |v| v == 9000), None);
+        assert_eq!(a.find(hashes[2], |v| v == 2), Some(2));
+        assert_eq!(a.find(hashes[5], |v| v == 5), Some(5));
+        assert_eq!(b.find(hashes[5], |v| v == 7000), Some(7000));
+        assert_eq!(b.find(hashes[1], |v| v == 9000), Some(9000));
+        a.remap(|v| v + 1);
+        assert_eq!(b.find(hashes[3], |v| v == 3), Some(3));
+        assert_eq!(a.find(hashes[3], |v| v == 4), Some(4));
+        assert!(a.heap_bytes() > 2000 * 12);
+    }
+
+    #[test]
+    fn an_empty_index_allocates_no_shards() {
+        let mut index = HashIndex::default();
+        assert!(index.first.shards.is_empty() && index.heap_bytes() == 0);
+        index.remove(1, 1);
+        assert!(index.first.shards.is_empty());
+        index.insert(1, 1);
+        assert!(index.more.shards.is_empty(), "`more` stays unallocated without collisions");
     }
 }

@@ -10,6 +10,11 @@
 //! id is stored once (`index`). A `RowId` is a physical row: deleting only tombstones it, and it
 //! stays valid until the next `compact`/`maybe_compact`, which renumbers rows. Callers resolve
 //! rows per message and never keep them across messages.
+//!
+//! Cloning is cheap (the grid actor clones a branch to write its snapshot on another thread, and
+//! branches start as clones): chunks, arena chunks and hash-index shards sit behind `Arc`s and
+//! are copied on write, so a clone costs O(chunks + shards), plus the liveness bitmap (about
+//! 8 KiB per 64K rows), and the two stores share memory until they diverge.
 
 mod chunked;
 mod column;
@@ -443,12 +448,12 @@ impl ColumnStore {
 fn reintern(numbers: &mut ChunkedVec<u32>, names: &Interner) -> Interner {
     let mut kept = Interner::default();
     let mut renumbered = vec![u32::MAX; names.len()];
-    for row in 0..numbers.len() {
-        let old = numbers.get(row) as usize;
-        if renumbered[old] == u32::MAX {
-            renumbered[old] = kept.intern(names.name(old as u32));
+    numbers.update_each(|old| {
+        let new = &mut renumbered[old as usize];
+        if *new == u32::MAX {
+            *new = kept.intern(names.name(old));
         }
-        numbers.set(row, renumbered[old]);
-    }
+        *new
+    });
     kept
 }

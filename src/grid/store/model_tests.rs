@@ -1,6 +1,8 @@
 //! Model-based property test: random operation sequences applied to `ColumnStore` and to a naive
 //! model (a `Vec` of records with `HashMap` cells) must agree after every step on order, ids,
-//! metadata, values, statuses, versions, lookups and pages.
+//! metadata, values, statuses, versions, lookups and pages. A second property test interleaves
+//! operations on a store and its clones against two models: copy-on-write sharing must never let
+//! a write on one side show on the other.
 
 use std::collections::HashMap;
 
@@ -365,5 +367,68 @@ proptest! {
         }
         store.compact();
         model.check(&store);
+    }
+}
+
+/// One step of the clone property test.
+#[derive(Debug, Clone)]
+enum Step {
+    /// An operation on the original store.
+    Original(Op),
+    /// An operation on the clone.
+    Clone(Op),
+    /// Replaces the clone with a fresh clone of the original (the old clone is dropped).
+    CloneOriginal,
+    /// Replaces the original with a clone of the clone.
+    CloneBack,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        10 => op().prop_map(Step::Original),
+        10 => op().prop_map(Step::Clone),
+        1 => Just(Step::CloneOriginal),
+        1 => Just(Step::CloneBack),
+    ]
+}
+
+impl Model {
+    fn fork(&self) -> Model {
+        Model {
+            identity: self.identity,
+            records: self.records.clone(),
+            columns: self.columns.clone(),
+            gone: self.gone.clone(),
+            bulk: self.bulk,
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn clones_diverge_like_two_models(
+        identity in identity(),
+        setup in prop::collection::vec(op(), 0..40),
+        steps in prop::collection::vec(step(), 1..80),
+    ) {
+        let mut store = ColumnStore::new(identity);
+        let mut model = Model { identity, records: Vec::new(), columns: Vec::new(), gone: Vec::new(), bulk: 0 };
+        setup.into_iter().for_each(|op| model.apply(&mut store, op));
+        let (mut clone, mut clone_model) = (store.clone(), model.fork());
+        for step in steps {
+            match step {
+                Step::Original(op) => model.apply(&mut store, op),
+                Step::Clone(op) => clone_model.apply(&mut clone, op),
+                Step::CloneOriginal => (clone, clone_model) = (store.clone(), model.fork()),
+                Step::CloneBack => (store, model) = (clone.clone(), clone_model.fork()),
+            }
+            model.check(&store);
+            clone_model.check(&clone);
+        }
+        store.compact();
+        model.check(&store);
+        clone_model.check(&clone);
     }
 }

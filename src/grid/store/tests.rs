@@ -293,3 +293,159 @@ fn heap_bytes_tracks_growth() {
     assert!(!store.is_empty());
     assert_eq!(store.identity(), RecordIdentity::RecordId);
 }
+
+// ----- clones (copy-on-write sharing) -----
+
+/// Every live record with its metadata and every cell of `slots` (value, version, statuses).
+fn dump(store: &ColumnStore, slots: &[ColumnSlot]) -> Vec<String> {
+    let rows: Vec<RowId> = store.live_rows().collect();
+    let records = rows.iter().map(|&row| {
+        let cells: Vec<String> = slots
+            .iter()
+            .map(|&slot| {
+                let value = store.value(row, slot);
+                let version = store.version(row, slot);
+                let statuses = (store.dependency_status(row, slot), store.source_status(row, slot));
+                format!("{value:?} v{version} {statuses:?} mt={}", store.is_mt(row, slot))
+            })
+            .collect();
+        let meta = (store.id(row), store.path(row), store.modified_time(row));
+        format!("{row:?} {meta:?} {} {cells:?}", store.modified_by(row))
+    });
+    records.collect()
+}
+
+/// A store of `n` records with one column of every kind (text localized), every cell written.
+fn full_store(n: usize) -> (ColumnStore, Vec<ColumnSlot>) {
+    let mut store = store_with_rows(RecordIdentity::PathAndId, n);
+    let slots = vec![
+        store.add_column(StorageKind::Text, true),
+        store.add_column(StorageKind::Number, false),
+        store.add_column(StorageKind::Boolean, false),
+        store.add_column(StorageKind::Datetime, false),
+        store.add_column(StorageKind::List, false),
+    ];
+    for row in 0..n as u32 {
+        write_row(&mut store, &slots, RowId(row), &format!("original {row}"));
+    }
+    (store, slots)
+}
+
+fn write_row(store: &mut ColumnStore, slots: &[ColumnSlot], row: RowId, text: &str) {
+    let number = f64::from(row.get()) + text.len() as f64;
+    let values = [
+        CellValue::Text(text.to_owned()),
+        CellValue::Number(number),
+        CellValue::Boolean(text.len() % 2 == 0),
+        CellValue::Datetime(-(text.len() as i64)),
+        CellValue::List(vec![text.to_owned(), String::new()]),
+    ];
+    for (&slot, value) in slots.iter().zip(&values) {
+        store.set_value(row, slot, value).expect("kinds match");
+    }
+    store.set_source_status(row, slots[0], SourceStatus::from_u8(text.len() as u8 % 5));
+    store.set_mt(row, slots[0], text.len() % 3 == 0);
+}
+
+#[test]
+fn a_clone_shares_every_chunk_until_one_side_changes_it() {
+    let (original, slots) = full_store(40);
+    let mut clone = original.clone();
+    let shared =
+        |a: &ColumnStore, b: &ColumnStore, slot| a.column(slot).shared_with(b.column(slot));
+    assert!(slots.iter().all(|&slot| shared(&original, &clone, slot) == [true; 5]));
+    let same = CellValue::Text("original 9".into());
+    assert_eq!(clone.set_value(RowId(9), slots[0], &same), Ok(false));
+    assert!(!clone.set_dependency_status(RowId(9), slots[0], DependencyStatus::Unset));
+    clone.restore_version(RowId(9), slots[0], original.version(RowId(9), slots[0]));
+    assert_eq!(shared(&original, &clone, slots[0]), [true; 5], "no-op writes copy nothing");
+    clone.set_value(RowId(9), slots[0], &CellValue::Text("changed".into())).ok();
+    assert!(clone.set_mt(RowId(17), slots[0], true));
+    assert_eq!(shared(&original, &clone, slots[0]), [true, false, false, true, true]);
+    assert!(slots[1..].iter().all(|&slot| shared(&original, &clone, slot) == [true; 5]));
+    assert_eq!(original.value(RowId(9), slots[0]), CellValue::Text("original 9".into()));
+    assert!(!original.is_mt(RowId(17), slots[0]));
+}
+
+#[test]
+fn writes_to_a_clone_leave_the_original_intact() {
+    let (original, slots) = full_store(50);
+    let before = dump(&original, &slots);
+    let mut clone = original.clone();
+    assert_eq!(dump(&clone, &slots), before);
+    for row in [0, 7, 8, 15, 16, 31, 49] {
+        write_row(&mut clone, &slots, RowId(row), &format!("clone {row} ✓"));
+        clone.touch(RowId(row), -5, "zoe");
+    }
+    clone.set_identity(RowId(9), "renamed", "elsewhere");
+    clone.delete(RowId(10));
+    let added = clone.insert("new", "new/path", 1, "new user");
+    clone.restore_version(added, slots[1], 77);
+    clone.add_column(StorageKind::Number, true);
+    clone.set_localized(slots[0], false);
+    assert_eq!(dump(&original, &slots), before);
+    assert_eq!(original.find("folder", "rec.00009"), Some(RowId(9)));
+    assert_eq!(original.find("folder", "rec.00010"), Some(RowId(10)));
+    assert_eq!(
+        (original.find("elsewhere", "renamed"), original.find("new/path", "new")),
+        (None, None)
+    );
+    assert_eq!((original.path_names.len(), original.user_names.len()), (1, 1));
+    assert!(original.is_localized(slots[0]));
+    assert_eq!(clone.find("elsewhere", "renamed"), Some(RowId(9)));
+    assert_eq!(clone.find("folder", "rec.00010"), None);
+    assert_eq!(clone.version(added, slots[1]), 77);
+    assert_eq!(clone.modified_by(RowId(16)), "zoe");
+    assert_eq!(clone.value(RowId(49), slots[0]), CellValue::Text("clone 49 ✓".into()));
+}
+
+#[test]
+fn writes_and_compaction_of_the_original_leave_a_clone_intact() {
+    let (mut original, slots) = full_store(60);
+    let clone = original.clone();
+    let before = dump(&clone, &slots);
+    for row in (0..60).step_by(5) {
+        write_row(&mut original, &slots, RowId(row), "changed after the clone");
+    }
+    (20..45).for_each(|row| original.delete(RowId(row)));
+    original.drop_column(slots[2]);
+    original.compact();
+    original.insert("rec.00030", "folder", 9, "late");
+    assert_eq!(original.len(), 36);
+    assert_eq!(dump(&clone, &slots), before);
+    for row in 0..60u32 {
+        let id = format!("rec.{row:05}");
+        assert_eq!(clone.find("folder", &id), Some(RowId(row)));
+        let expected = CellValue::Boolean(format!("original {row}").len() % 2 == 0);
+        assert_eq!(clone.value(RowId(row), slots[2]), expected);
+    }
+    assert_eq!(clone.modified_by(RowId(30)), "alice");
+}
+
+#[test]
+fn text_garbage_collected_on_one_side_stays_out_of_the_other() {
+    let (original, slots) = full_store(40);
+    let before = dump(&original, &slots);
+    let mut clone = original.clone();
+    for round in 0..40 {
+        for row in 6..18 {
+            let text = CellValue::Text(format!("round {round} row {row} of the clone ✓"));
+            clone.set_value(RowId(row), slots[0], &text).expect("text column");
+        }
+    }
+    assert_eq!(dump(&original, &slots), before);
+    let mut again = clone.clone();
+    (0..12).for_each(|row| again.delete(RowId(row)));
+    again.compact();
+    for row in 6..18u32 {
+        let expected = CellValue::Text(format!("round 39 row {row} of the clone ✓"));
+        assert_eq!(clone.value(RowId(row), slots[0]), expected);
+        let written = original.version(RowId(row), slots[0]) + 40;
+        assert_eq!(clone.version(RowId(row), slots[0]), written);
+        let moved = again.find("folder", &format!("rec.{row:05}"));
+        let expected = (row >= 12).then(|| RowId(row - 12));
+        assert_eq!(moved, expected);
+    }
+    assert_eq!(again.value(RowId(0), slots[0]), clone.value(RowId(12), slots[0]));
+    assert_eq!(dump(&original, &slots), before);
+}

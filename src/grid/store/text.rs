@@ -1,17 +1,19 @@
-//! `TextColumn`: per-row optional strings in chunked arenas, and the list-cell encoding.
+//! `TextChunk`/`TextColumn`: per-row optional strings in chunked arenas, and the list encoding.
 //!
 //! Owns the byte layout of string cells (text and list columns, record ids, interned names): rows
-//! are grouped in chunks of `CHUNK_ROWS`; each chunk keeps one `String` arena plus one
+//! are grouped in chunks of `CHUNK_ROWS`; each `TextChunk` keeps one `String` arena plus one
 //! `(offset, len)` span per row. An update appends and leaves the old bytes as garbage, which the
 //! chunk collects itself once garbage outweighs live bytes, so row positions never move here.
 //! Values longer than `INLINE_MAX` live in their own allocation (a spill slot) so that arena
-//! offsets always fit in `u32`. It knows nothing of records, ids or column kinds.
+//! offsets always fit in `u32`. `TextColumn` (record ids, interned names) is a `Chunked` of text
+//! chunks, shared copy-on-write with its clones; text and list columns keep a `TextChunk` inside
+//! their own column chunks. It knows nothing of records, ids or column kinds.
 
 use std::fmt::Write as _;
 
 use roaring::RoaringBitmap;
 
-use super::chunked::{split, CHUNK_ROWS};
+use super::chunked::{reserve_row, Chunk, Chunked, CHUNK_ROWS};
 
 /// Longest value kept inline in a chunk arena. With `CHUNK_ROWS` rows per chunk and garbage
 /// collected at 50%, a chunk arena stays far below 4 GiB. Tests use a tiny limit to spill often.
@@ -46,7 +48,7 @@ impl Span {
 
 /// Up to `CHUNK_ROWS` rows of strings.
 #[derive(Clone, Default)]
-struct TextChunk {
+pub(super) struct TextChunk {
     buf: String,
     spans: Vec<Span>,
     spill: Vec<Box<str>>,
@@ -54,7 +56,14 @@ struct TextChunk {
 }
 
 impl TextChunk {
-    fn get(&self, at: usize) -> Option<&str> {
+    /// `rows` absent values.
+    pub(super) fn filled_empty(rows: usize) -> Self {
+        TextChunk { spans: vec![Span::EMPTY; rows], ..TextChunk::default() }
+    }
+
+    /// The value at `at`; `None` when absent.
+    #[inline]
+    pub(super) fn get(&self, at: usize) -> Option<&str> {
         let span = self.spans[at];
         match span.len {
             EMPTY_LEN => None,
@@ -95,15 +104,18 @@ impl TextChunk {
         self.buf.reserve_exact(extra.max(growth).max(64));
     }
 
-    fn push(&mut self, value: Option<&str>) {
+    /// Appends a row.
+    pub(super) fn push(&mut self, value: Option<&str>) {
         let span = self.store(value);
+        reserve_row(&mut self.spans);
         self.spans.push(span);
         if self.spans.len() == CHUNK_ROWS {
             self.buf.shrink_to_fit();
         }
     }
 
-    fn set(&mut self, at: usize, value: Option<&str>) {
+    /// Replaces the value at `at`; the old bytes become garbage, collected past a threshold.
+    pub(super) fn set(&mut self, at: usize, value: Option<&str>) {
         let old = self.spans[at];
         if old.len == SPILLED_LEN {
             if let Some(big) = value.filter(|v| v.len() > INLINE_MAX) {
@@ -151,7 +163,9 @@ impl TextChunk {
         self.spill = spill;
         self.garbage = 0;
     }
+}
 
+impl Chunk for TextChunk {
     fn heap_bytes(&self) -> usize {
         let spilled: usize = self.spill.iter().map(|s| s.len()).sum();
         self.buf.capacity()
@@ -159,13 +173,16 @@ impl TextChunk {
             + self.spill.capacity() * SPILL_SLOT_BYTES
             + spilled
     }
+
+    fn shrink(&mut self) {
+        self.buf.shrink_to_fit();
+    }
 }
 
-/// Optional strings, one per row, in chunked arenas.
+/// Optional strings, one per row, in shared copy-on-write chunked arenas.
 #[derive(Clone, Default)]
 pub(super) struct TextColumn {
-    chunks: Vec<TextChunk>,
-    len: usize,
+    chunks: Chunked<TextChunk>,
 }
 
 impl TextColumn {
@@ -174,75 +191,40 @@ impl TextColumn {
         TextColumn::default()
     }
 
-    /// `len` absent values.
-    pub(super) fn filled_empty(len: usize) -> Self {
-        let mut chunks = Vec::with_capacity(len.div_ceil(CHUNK_ROWS));
-        let mut left = len;
-        while left > 0 {
-            let n = left.min(CHUNK_ROWS);
-            chunks.push(TextChunk { spans: vec![Span::EMPTY; n], ..TextChunk::default() });
-            left -= n;
-        }
-        TextColumn { chunks, len }
-    }
-
     /// Number of rows.
     pub(super) fn len(&self) -> usize {
-        self.len
+        self.chunks.len()
     }
 
     /// Appends a row.
     pub(super) fn push(&mut self, value: Option<&str>) {
-        let (chunk, _) = split(self.len);
-        if chunk == self.chunks.len() {
-            self.chunks.push(TextChunk::default());
-        }
-        self.chunks[chunk].push(value);
-        self.len += 1;
+        self.chunks.push_with(TextChunk::default, |chunk| chunk.push(value));
     }
 
     /// The value of `row`; `None` when absent. Panics when `row >= len`.
     #[inline]
     pub(super) fn get(&self, row: usize) -> Option<&str> {
-        let (chunk, at) = split(row);
-        self.chunks[chunk].get(at)
+        let (chunk, at) = self.chunks.chunk(row);
+        chunk.get(at)
     }
 
-    /// Replaces the value of `row`. The old bytes become garbage of the row's chunk.
+    /// Replaces the value of `row`, copying its chunk first when shared. The old bytes become
+    /// garbage of the row's chunk.
     pub(super) fn set(&mut self, row: usize, value: Option<&str>) {
-        let (chunk, at) = split(row);
-        self.chunks[chunk].set(at, value);
+        let (chunk, at) = self.chunks.chunk_mut(row);
+        chunk.set(at, value);
     }
 
     /// Keeps only the rows in `live`, in order, into fresh arenas (dropping all garbage).
-    /// Old chunks are freed as soon as they are passed, so the peak is about one column.
+    /// Old chunks are released as soon as they are passed, so the peak is about one column.
     pub(super) fn retain_rows(&mut self, live: &RoaringBitmap) {
-        let mut old = std::mem::take(&mut self.chunks).into_iter().enumerate();
-        self.len = 0;
-        let mut current: Option<(usize, TextChunk)> = None;
-        for row in live.iter() {
-            let (chunk, at) = split(row as usize);
-            while current.as_ref().is_none_or(|(index, _)| *index < chunk) {
-                current = Some(old.next().expect("live rows lie inside the column"));
-            }
-            let (_, source) = current.as_ref().expect("current chunk was just loaded");
-            let value = source.get(at);
-            let (target, _) = split(self.len);
-            if target == self.chunks.len() {
-                self.chunks.push(TextChunk::default());
-            }
-            self.chunks[target].push(value);
-            self.len += 1;
-        }
-        if let Some(last) = self.chunks.last_mut() {
-            last.buf.shrink_to_fit();
-        }
+        let new_chunk = |_| TextChunk::default();
+        self.chunks.retain_with(live, new_chunk, |target, source, at| target.push(source.get(at)));
     }
 
-    /// Bytes held on the heap.
+    /// Bytes held on the heap, counting chunks shared with a clone in full.
     pub(super) fn heap_bytes(&self) -> usize {
-        let chunks: usize = self.chunks.iter().map(TextChunk::heap_bytes).sum();
-        chunks + self.chunks.capacity() * std::mem::size_of::<TextChunk>()
+        self.chunks.heap_bytes()
     }
 }
 
@@ -371,5 +353,31 @@ mod tests {
             encode_list(&items, &mut out);
             assert_eq!(ListRef::new(&out).to_vec(), items);
         }
+    }
+
+    #[test]
+    fn clones_share_arenas_and_collect_garbage_apart() {
+        let values: Vec<String> = (0..3 * CHUNK_ROWS).map(|i| format!("v{i}")).collect();
+        let original = column_of(&values.iter().map(|v| Some(v.as_str())).collect::<Vec<_>>());
+        let mut clone = original.clone();
+        let row = CHUNK_ROWS + 2;
+        for i in 0..200 {
+            clone.set(row, Some(&format!("clone value number {i}")));
+        }
+        assert_eq!(original.chunks.shared_with(&clone.chunks), [true, false, true]);
+        assert!(clone.chunks[1].buf.len() < 200, "the clone collected its own garbage");
+        assert_eq!(original.chunks[1].garbage, 0);
+        assert_eq!(clone.get(row), Some("clone value number 199"));
+        for (i, value) in values.iter().enumerate() {
+            assert_eq!(original.get(i), Some(value.as_str()));
+        }
+        let mut retained = clone.clone();
+        retained.retain_rows(&(0..3 * CHUNK_ROWS as u32).filter(|i| i % 3 == 0).collect());
+        assert_eq!(clone.len(), 3 * CHUNK_ROWS);
+        assert_eq!(retained.get(0), Some("v0"));
+        assert_eq!(clone.get(row), Some("clone value number 199"));
+        clone.push(Some("tail"));
+        assert_eq!((clone.len(), original.len()), (3 * CHUNK_ROWS + 1, 3 * CHUNK_ROWS));
+        assert!((0..4).all(|chunk| clone.chunks[chunk].spans.capacity() <= CHUNK_ROWS));
     }
 }
