@@ -336,7 +336,7 @@ fn write_row(store: &mut ColumnStore, slots: &[ColumnSlot], row: RowId, text: &s
     let values = [
         CellValue::Text(text.to_owned()),
         CellValue::Number(number),
-        CellValue::Boolean(text.len() % 2 == 0),
+        CellValue::Boolean(text.len().is_multiple_of(2)),
         CellValue::Datetime(-(text.len() as i64)),
         CellValue::List(vec![text.to_owned(), String::new()]),
     ];
@@ -344,7 +344,7 @@ fn write_row(store: &mut ColumnStore, slots: &[ColumnSlot], row: RowId, text: &s
         store.set_value(row, slot, value).expect("kinds match");
     }
     store.set_source_status(row, slots[0], SourceStatus::from_u8(text.len() as u8 % 5));
-    store.set_mt(row, slots[0], text.len() % 3 == 0);
+    store.set_mt(row, slots[0], text.len().is_multiple_of(3));
 }
 
 #[test]
