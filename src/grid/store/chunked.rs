@@ -83,6 +83,18 @@ impl<C: Chunk> Chunked<C> {
         Chunked::default()
     }
 
+    /// `len` rows, in chunks made by `make(rows of the chunk)`.
+    pub(super) fn from_fn(len: usize, make: impl Fn(usize) -> C) -> Self {
+        let mut chunks = Vec::with_capacity(len.div_ceil(CHUNK_ROWS));
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(CHUNK_ROWS);
+            chunks.push(Arc::new(make(n)));
+            left -= n;
+        }
+        Chunked { chunks, len }
+    }
+
     /// Number of rows.
     #[inline]
     pub(super) fn len(&self) -> usize {
@@ -114,57 +126,30 @@ impl<C: Chunk> Chunked<C> {
         self.len += 1;
     }
 
-    /// Appends rows until there are `len` (more than now): `fill(chunk, n)` appends `n` rows to
-    /// a chunk, which `new_chunk` starts when full. Returns the last row's chunk, writable, and
-    /// the row's index in it; one copy-on-write check per chunk touched.
-    pub(super) fn grow_to(
-        &mut self,
-        len: usize,
-        new_chunk: impl Fn() -> C,
-        mut fill: impl FnMut(&mut C, usize),
-    ) -> (&mut C, usize) {
-        assert!(len > self.len, "grow_to appends at least one row");
-        loop {
-            let (chunk, at) = split(self.len);
-            if chunk == self.chunks.len() {
-                self.chunks.push(Arc::new(new_chunk()));
-            }
-            let n = (CHUNK_ROWS - at).min(len - self.len);
-            self.len += n;
-            if self.len == len {
-                let target = Arc::make_mut(&mut self.chunks[chunk]);
-                fill(target, n);
-                return (target, at + n - 1);
-            }
-            fill(Arc::make_mut(&mut self.chunks[chunk]), n);
-        }
-    }
-
     /// Every chunk, writable (shared chunks are copied).
     pub(super) fn chunks_mut(&mut self) -> impl Iterator<Item = &mut C> + '_ {
         self.chunks.iter_mut().map(Arc::make_mut)
     }
 
-    /// Keeps only `rows` (ascending, `kept` of them), in order, into fresh chunks:
-    /// `new_chunk(rows it will hold)` starts one, `copy(target, source chunk, index in source)`
-    /// appends a row. Old chunks are released as soon as they are passed (one shared with a clone
-    /// stays with the clone), so the peak is about one chunk above the structure.
+    /// Keeps only the rows in `live`, in order, into fresh chunks: `new_chunk(rows it will
+    /// hold)` starts one, `copy(target, source chunk, index in source)` appends a row. Old
+    /// chunks are released as soon as they are passed (one shared with a clone stays with the
+    /// clone), so the peak is about one chunk above the structure.
     pub(super) fn retain_with(
         &mut self,
-        rows: impl Iterator<Item = u32>,
-        kept: usize,
+        live: &RoaringBitmap,
         new_chunk: impl Fn(usize) -> C,
         mut copy: impl FnMut(&mut C, &C, usize),
     ) {
-        let mut left = kept;
+        let mut left = live.len() as usize;
         let mut chunks = Vec::with_capacity(left.div_ceil(CHUNK_ROWS));
         let mut old = std::mem::take(&mut self.chunks).into_iter().enumerate();
         let mut current: Option<(usize, Arc<C>)> = None;
         let mut tail: Option<(C, usize)> = None;
-        for row in rows {
+        for row in live.iter() {
             let (chunk, at) = split(row as usize);
             while current.as_ref().is_none_or(|(index, _)| *index < chunk) {
-                current = Some(old.next().expect("kept rows lie inside the structure"));
+                current = Some(old.next().expect("live rows lie inside the structure"));
             }
             let (_, source) = current.as_ref().expect("current chunk was just loaded");
             let (target, rows) = tail.get_or_insert_with(|| (new_chunk(left.min(CHUNK_ROWS)), 0));
@@ -179,8 +164,7 @@ impl<C: Chunk> Chunked<C> {
                 chunks.push(Arc::new(full));
             }
         }
-        assert_eq!(left, 0, "`kept` counts the rows kept");
-        self.len = kept;
+        self.len = live.len() as usize;
         self.chunks = chunks;
     }
 
@@ -212,10 +196,7 @@ impl<T: Copy> Chunked<Vec<T>> {
     /// A vector of `len` copies of `value`, each chunk allocated exactly.
     #[cfg(test)]
     pub(super) fn filled(len: usize, value: T) -> Self {
-        let chunks: Vec<_> = (0..len).step_by(CHUNK_ROWS).map(|start| {
-            Arc::new(vec![value; (len - start).min(CHUNK_ROWS)])
-        }).collect();
-        Chunked { chunks, len }
+        Chunked::from_fn(len, |n| vec![value; n])
     }
 
     /// Appends a value.
@@ -251,9 +232,7 @@ impl<T: Copy> Chunked<Vec<T>> {
 
     /// Keeps only the rows in `live`, in order.
     pub(super) fn retain_rows(&mut self, live: &RoaringBitmap) {
-        let kept = live.len() as usize;
-        let copy = |target: &mut Vec<T>, source: &Vec<T>, at| target.push(source[at]);
-        self.retain_with(live.iter(), kept, Vec::with_capacity, copy);
+        self.retain_with(live, Vec::with_capacity, |target, source, at| target.push(source[at]));
     }
 }
 

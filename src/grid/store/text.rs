@@ -56,6 +56,11 @@ pub(super) struct TextChunk {
 }
 
 impl TextChunk {
+    /// `rows` absent values.
+    pub(super) fn filled_empty(rows: usize) -> Self {
+        TextChunk { spans: vec![Span::EMPTY; rows], ..TextChunk::default() }
+    }
+
     /// The value at `at`; `None` when absent.
     #[inline]
     pub(super) fn get(&self, at: usize) -> Option<&str> {
@@ -213,9 +218,8 @@ impl TextColumn {
     /// Keeps only the rows in `live`, in order, into fresh arenas (dropping all garbage).
     /// Old chunks are released as soon as they are passed, so the peak is about one column.
     pub(super) fn retain_rows(&mut self, live: &RoaringBitmap) {
-        let kept = live.len() as usize;
-        let copy = |target: &mut TextChunk, source: &TextChunk, at| target.push(source.get(at));
-        self.chunks.retain_with(live.iter(), kept, |_| TextChunk::default(), copy);
+        let new_chunk = |_| TextChunk::default();
+        self.chunks.retain_with(live, new_chunk, |target, source, at| target.push(source.get(at)));
     }
 
     /// Bytes held on the heap, counting chunks shared with a clone in full.
