@@ -53,6 +53,23 @@ pub enum StartupError {
     Bind { addr: SocketAddr, source: std::io::Error },
 }
 
+/// Opens the embedded store, waiting up to 5 s for a previous node of this process or a
+/// stopping server to release its lock (sled releases it from a background thread).
+fn open_sled(path: &std::path::Path) -> Result<sled::Db, sled::Error> {
+    let mut attempts = 0;
+    loop {
+        match sled::open(path) {
+            Err(sled::Error::Io(err))
+                if err.kind() == std::io::ErrorKind::WouldBlock && attempts < 100 =>
+            {
+                attempts += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The actors of one data directory, without HTTP.
 pub struct Node {
     pub supervisor: Addr<Supervisor>,
@@ -72,7 +89,7 @@ impl Node {
             path: config.data_dir.display().to_string(),
             source,
         })?;
-        let db = sled::open(config.data_dir.join("db"))?;
+        let db = open_sled(&config.data_dir.join("db"))?;
         let store = SledCatalogStore::open(db.clone())?;
         let snapshots = SledSnapshotStore::open(&db)?;
         let keys = Arc::new(KeyRing::default());
