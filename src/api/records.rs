@@ -13,6 +13,7 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ReadHistory, ReadRecords, RecordsWrite, WriteRecords};
 use crate::grid::codec::{format_timestamp, render_value};
 use crate::grid::history::HistoryEntry;
+use crate::grid::query::{parse_query, parse_sort, RawFilter, RawSort};
 use crate::grid::read::{CellOut, RecordOut};
 use crate::grid::records::{DeleteRecordsInput, RecordInput};
 use crate::state::AppState;
@@ -28,12 +29,16 @@ pub struct ListParams {
     pub limit: usize,
     pub column_ids: Option<Vec<String>>,
     pub fetch_file_option: Option<String>,
+    /// Conditions of `query`.
+    pub filters: Vec<RawFilter>,
+    /// Keys of `sort`.
+    pub sort: Vec<RawSort>,
     /// Every pair except `page`, kept for `Link` URLs.
     pub others: Vec<(String, String)>,
 }
 
-/// Parses `page` (`{"offset":0,"limit":100}`), `columnIds`, `fetchFileOption`; `query` and
-/// `sort` are refused until the query engine serves them.
+/// Parses `page` (`{"offset":0,"limit":100}`), `columnIds`, `fetchFileOption`, `query` and
+/// `sort` (their columns are checked by the grid actor).
 pub fn parse_list_params(query: &str) -> ApiResult<ListParams> {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
         .map_err(|e| ApiError::bad_request(format!("The query string is invalid: {e}")))?;
@@ -57,10 +62,13 @@ pub fn parse_list_params(query: &str) -> ApiResult<ListParams> {
                 params.fetch_file_option = Some(value.clone());
                 params.others.push((key, value));
             }
-            "query" | "sort" if !value.trim().is_empty() && value.trim() != "{}" => {
-                return Err(ApiError::bad_request(format!(
-                    "The '{key}' parameter is not supported by this server version yet."
-                )));
+            "query" => {
+                params.filters = parse_query(&value)?;
+                params.others.push((key, value));
+            }
+            "sort" => {
+                params.sort = parse_sort(&value)?;
+                params.others.push((key, value));
             }
             _ => params.others.push((key, value)),
         }
@@ -165,6 +173,8 @@ fn link_header(state: &AppState, path: &str, params: &ListParams, total: usize) 
     ("page" = Option<String>, Query, description = "JSON {offset, limit}"),
     ("columnIds" = Option<String>, Query, description = "comma-separated column ids"),
     ("fetchFileOption" = Option<String>, Query, description = "id, name or all"),
+    ("query" = Option<String>, Query, description = "JSON {columnId: {operator: value}}, ANDed"),
+    ("sort" = Option<String>, Query, description = "JSON {columnId: \"asc\"|\"desc\"}, in order"),
 ), responses((status = 200, description = "records; X-Total-Count and Link headers")))]
 #[get("/v1/views/{viewId}/records")]
 async fn list_records(
@@ -180,6 +190,8 @@ async fn list_records(
         offset: params.offset,
         limit: params.limit,
         column_ids: params.column_ids.clone(),
+        filters: params.filters.clone(),
+        sort: params.sort.clone(),
     };
     let page = route.addr.send(msg).await??;
     let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();

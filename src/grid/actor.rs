@@ -15,6 +15,7 @@ use actix::{
 use super::history::{history_key, HistoryEntry};
 use super::ops::{GridOp, GridState};
 use super::planner::{plan, SchemaChange};
+use super::query::{bind_filters, bind_sort, QueryEngine, RawFilter, RawSort};
 use super::read::{RecordOut, RecordPage};
 use super::records::{
     plan_add, plan_delete, plan_update, plan_update_one, DeleteRecordsInput, RecordInput,
@@ -31,6 +32,8 @@ pub struct GridActor {
     grid_id: String,
     branch_id: String,
     state: GridState,
+    /// Query indexes over `state.store`, built on first use.
+    query: QueryEngine,
     durability: Arc<Durability>,
     /// WAL records appended since the last snapshot started.
     since_snapshot: u64,
@@ -50,6 +53,7 @@ impl GridActor {
             grid_id: grid_id.to_owned(),
             branch_id: branch_id.to_owned(),
             state,
+            query: QueryEngine::default(),
             durability,
             since_snapshot: 0,
             last_snapshot: Instant::now(),
@@ -311,6 +315,10 @@ pub struct ReadRecords {
     pub offset: usize,
     pub limit: usize,
     pub column_ids: Option<Vec<String>>,
+    /// Conditions of the `query` parameter, ANDed.
+    pub filters: Vec<RawFilter>,
+    /// Keys of the `sort` parameter, in order.
+    pub sort: Vec<RawSort>,
 }
 
 impl Handler<ReadRecords> for GridActor {
@@ -341,8 +349,11 @@ impl Handler<ReadRecords> for GridActor {
                 picked
             }
         };
-        let records = self.state.read_rows(&columns, self.state.store.page(msg.offset, msg.limit));
-        Ok(RecordPage { records, total: self.state.store.len() })
+        let filters = bind_filters(&self.state, &view, &msg.filters)?;
+        let sort = bind_sort(&self.state, &view, &msg.sort)?;
+        let page = self.query.run(&mut self.state.store, &filters, &sort, msg.offset, msg.limit);
+        let records = self.state.read_rows(&columns, page.rows.into_iter());
+        Ok(RecordPage { records, total: page.total })
     }
 }
 

@@ -9,6 +9,7 @@ pub mod history;
 pub mod image;
 pub mod ops;
 pub mod planner;
+pub mod query;
 pub mod read;
 pub mod records;
 pub mod render;

@@ -395,20 +395,6 @@ fn column_ids_limit_the_cells_returned() {
 }
 
 #[test]
-fn query_and_sort_are_refused_until_the_query_engine_lands() {
-    let app = spawn_app();
-    let (_, view) = simple_grid(&app);
-    app.add_records(&view, titled(["r1".to_owned()]));
-    for (name, value) in [("query", "{\"title\":{\"=\":\"x\"}}"), ("sort", "{\"title\":\"asc\"}")] {
-        let query = serde_urlencoded::to_string([(name, value)]).expect("encodes");
-        let res = list(&app, &view, &query);
-        res.assert_error(400, "badRequest");
-        let message = res.body["message"].as_str().expect("a message");
-        assert!(message.contains(name), "{message}");
-    }
-}
-
-#[test]
 fn default_order_is_insertion_order() {
     let app = spawn_app();
     let (_, view) = simple_grid(&app);

@@ -126,6 +126,11 @@ impl<C: Chunk> Chunked<C> {
         self.len += 1;
     }
 
+    /// Every chunk, in row order.
+    pub(super) fn iter_chunks(&self) -> impl Iterator<Item = &C> + '_ {
+        self.chunks.iter().map(|chunk| &**chunk)
+    }
+
     /// Every chunk, writable (shared chunks are copied).
     pub(super) fn chunks_mut(&mut self) -> impl Iterator<Item = &mut C> + '_ {
         self.chunks.iter_mut().map(Arc::make_mut)

@@ -12,6 +12,7 @@ use std::fmt;
 use roaring::RoaringBitmap;
 
 use super::chunked::{reserve_row, Chunk, Chunked};
+use super::scan::RowBits;
 use super::text::{encode_list, ListRef, TextChunk};
 use crate::grid::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
@@ -24,9 +25,9 @@ const BOOLEAN_EMPTY: u8 = 2;
 const DATETIME_EMPTY: i64 = i64::MIN;
 
 /// Status byte layout: bits 0-1 dependency status, bits 2-4 source status, bit 5 isMT.
-const DEPENDENCY_MASK: u8 = 0b11;
-const SOURCE_SHIFT: u8 = 2;
-const SOURCE_MASK: u8 = 0b111 << SOURCE_SHIFT;
+pub(super) const DEPENDENCY_MASK: u8 = 0b11;
+pub(super) const SOURCE_SHIFT: u8 = 2;
+pub(super) const SOURCE_MASK: u8 = 0b111 << SOURCE_SHIFT;
 const MT_BIT: u8 = 1 << 5;
 
 /// A borrowed cell value: reading one allocates nothing.
@@ -172,6 +173,29 @@ impl Cells {
             StorageKind::Boolean => Cells::Boolean(Vec::with_capacity(rows)),
             StorageKind::Datetime => Cells::Datetime(Vec::with_capacity(rows)),
             StorageKind::List => Cells::List(TextChunk::default()),
+        }
+    }
+
+    /// The cell at `at`.
+    #[inline]
+    fn get(&self, at: usize) -> CellRef<'_> {
+        match self {
+            Cells::Text(cells) => cells.get(at).map_or(CellRef::Empty, CellRef::Text),
+            Cells::List(cells) => {
+                cells.get(at).map_or(CellRef::Empty, |s| CellRef::List(ListRef::new(s)))
+            }
+            Cells::Number(cells) => match cells[at] {
+                NUMBER_EMPTY => CellRef::Empty,
+                bits => CellRef::Number(f64::from_bits(bits)),
+            },
+            Cells::Boolean(cells) => match cells[at] {
+                BOOLEAN_EMPTY => CellRef::Empty,
+                b => CellRef::Boolean(b == 1),
+            },
+            Cells::Datetime(cells) => match cells[at] {
+                DATETIME_EMPTY => CellRef::Empty,
+                t => CellRef::Datetime(t),
+            },
         }
     }
 
@@ -326,24 +350,45 @@ impl Column {
     #[inline]
     pub(super) fn get(&self, row: usize) -> CellRef<'_> {
         let (chunk, at) = self.chunks.chunk(row);
-        match &chunk.cells {
-            Cells::Text(cells) => cells.get(at).map_or(CellRef::Empty, CellRef::Text),
-            Cells::List(cells) => {
-                cells.get(at).map_or(CellRef::Empty, |s| CellRef::List(ListRef::new(s)))
+        chunk.cells.get(at)
+    }
+
+    /// The physical rows (live or not) whose cell satisfies `keep`, chunk by chunk.
+    pub(super) fn scan(&self, mut keep: impl FnMut(CellRef<'_>) -> bool) -> RoaringBitmap {
+        let mut bits = RowBits::default();
+        let mut row = 0u32;
+        for chunk in self.chunks.iter_chunks() {
+            for at in 0..chunk.versions.len() {
+                if keep(chunk.cells.get(at)) {
+                    bits.insert(row);
+                }
+                row += 1;
             }
-            Cells::Number(cells) => match cells[at] {
-                NUMBER_EMPTY => CellRef::Empty,
-                bits => CellRef::Number(f64::from_bits(bits)),
-            },
-            Cells::Boolean(cells) => match cells[at] {
-                BOOLEAN_EMPTY => CellRef::Empty,
-                b => CellRef::Boolean(b == 1),
-            },
-            Cells::Datetime(cells) => match cells[at] {
-                DATETIME_EMPTY => CellRef::Empty,
-                t => CellRef::Datetime(t),
-            },
         }
+        bits.finish()
+    }
+
+    /// The physical rows whose status byte satisfies `keep` (none when not localized).
+    pub(super) fn scan_status(&self, mut keep: impl FnMut(u8) -> bool) -> RoaringBitmap {
+        let mut bits = RowBits::default();
+        let mut row = 0u32;
+        for chunk in self.chunks.iter_chunks() {
+            if let Some(statuses) = &chunk.status {
+                for (at, &status) in statuses.iter().enumerate() {
+                    if keep(status) {
+                        bits.insert(row + at as u32);
+                    }
+                }
+            }
+            row += chunk.versions.len() as u32;
+        }
+        bits.finish()
+    }
+
+    /// The cells of chunk number `index` (rows `index * CHUNK_ROWS ..`), in row order.
+    pub(super) fn chunk_cells(&self, index: usize) -> impl Iterator<Item = CellRef<'_>> + '_ {
+        let chunk = &self.chunks[index];
+        (0..chunk.versions.len()).map(move |at| chunk.cells.get(at))
     }
 
     /// Writes a cell; `Ok(true)` when it changed (its version was then bumped). A write of the

@@ -19,6 +19,7 @@
 mod chunked;
 mod column;
 mod index;
+mod scan;
 mod text;
 
 #[cfg(test)]
@@ -31,9 +32,10 @@ use std::fmt;
 use roaring::RoaringBitmap;
 
 pub use self::column::{CellRef, KindMismatch};
+pub use self::scan::{Changes, RowBits};
 pub use self::text::ListRef;
 
-use self::chunked::ChunkedVec;
+use self::chunked::{ChunkedVec, CHUNK_ROWS};
 use self::column::Column;
 use self::index::{key_hash, HashIndex, Interner};
 use self::text::TextColumn;
@@ -52,6 +54,12 @@ impl RowId {
     /// The physical row number.
     pub fn get(self) -> u32 {
         self.0
+    }
+
+    /// The row numbered `row`, for indexes that keep row numbers; only valid while the store's
+    /// `epoch` is the one the number was taken in.
+    pub fn from_raw(row: u32) -> RowId {
+        RowId(row)
     }
 
     fn at(self) -> usize {
@@ -93,6 +101,11 @@ pub struct ColumnStore {
     by_key: HashIndex,
     columns: Vec<Option<Column>>,
     scratch: String,
+    /// Whether changes are journaled (the query engine holds indexes that follow them).
+    tracking: bool,
+    changes: Changes,
+    /// Bumped by every compaction (which renumbers rows).
+    epoch: u64,
 }
 
 impl fmt::Debug for ColumnStore {
@@ -121,6 +134,9 @@ impl ColumnStore {
             by_key: HashIndex::default(),
             columns: Vec::new(),
             scratch: String::new(),
+            tracking: false,
+            changes: Changes::default(),
+            epoch: 0,
         }
     }
 
@@ -223,6 +239,7 @@ impl ColumnStore {
         for column in self.columns.iter_mut().flatten() {
             column.push_empty();
         }
+        self.note_row(row);
         RowId(row)
     }
 
@@ -241,6 +258,7 @@ impl ColumnStore {
             let new = self.hash_of(path, id);
             self.by_key.insert(new, row.0);
         }
+        self.note_row(row.0);
     }
 
     /// Records a modification of `row` at `time_ms` by `user`.
@@ -248,6 +266,7 @@ impl ColumnStore {
         self.times.set(row.at(), time_ms);
         let user = self.user_names.intern(user);
         self.editors.set(row.at(), user);
+        self.note_row(row.0);
     }
 
     /// Tombstones a record: it leaves lookups and pages at once; its row (and every other
@@ -256,6 +275,7 @@ impl ColumnStore {
         if self.live.remove(row.0) {
             let hash = self.hash_of(self.path(row), self.id(row));
             self.by_key.remove(hash, row.0);
+            self.note_row(row.0);
         }
     }
 
@@ -297,7 +317,12 @@ impl ColumnStore {
     ) -> Result<bool, KindMismatch> {
         let column = self.columns.get_mut(slot.0 as usize).and_then(Option::as_mut);
         let column = column.expect("column slots are not used after drop_column");
-        column.set(row.at(), value, &mut self.scratch)
+        let changed = column.set(row.at(), value, &mut self.scratch)?;
+        if changed && self.tracking {
+            let limit = self.journal_limit();
+            self.changes.note_cell(row.0, slot.0, limit);
+        }
+        Ok(changed)
     }
 
     /// The cell's value, owned.
@@ -386,6 +411,131 @@ impl ColumnStore {
         at_or_before - usize::from(self.live.contains(row.0))
     }
 
+    /// Number of physical rows (live and tombstoned): every `RowId` is below it.
+    pub fn rows(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The live rows as a set.
+    pub fn live(&self) -> &RoaringBitmap {
+        &self.live
+    }
+
+    // ----- scans (for the query engine) -----
+
+    /// True while `slot` names a column (it was added and not dropped).
+    pub fn has_column(&self, slot: ColumnSlot) -> bool {
+        self.columns.get(slot.0 as usize).is_some_and(Option::is_some)
+    }
+
+    /// Rows per storage chunk: chunk `i` holds rows `i * chunk_rows() ..`.
+    pub fn chunk_rows() -> usize {
+        CHUNK_ROWS
+    }
+
+    /// The cells of one storage chunk of a column, in row order.
+    pub fn chunk_cells(
+        &self,
+        slot: ColumnSlot,
+        chunk: usize,
+    ) -> impl Iterator<Item = CellRef<'_>> + '_ {
+        self.column(slot).chunk_cells(chunk)
+    }
+
+    /// The live rows whose cell satisfies `keep`.
+    pub fn scan(&self, slot: ColumnSlot, keep: impl FnMut(CellRef<'_>) -> bool) -> RoaringBitmap {
+        self.column(slot).scan(keep) & &self.live
+    }
+
+    /// The live rows whose dependency and source statuses satisfy `keep` (none in a column
+    /// that is not localized).
+    pub fn scan_statuses(
+        &self,
+        slot: ColumnSlot,
+        mut keep: impl FnMut(DependencyStatus, SourceStatus) -> bool,
+    ) -> RoaringBitmap {
+        let mut table = [false; 256];
+        for (byte, entry) in table.iter_mut().enumerate() {
+            let byte = byte as u8;
+            *entry = keep(
+                DependencyStatus::from_u8(byte & column::DEPENDENCY_MASK),
+                SourceStatus::from_u8((byte & column::SOURCE_MASK) >> column::SOURCE_SHIFT),
+            );
+        }
+        self.column(slot).scan_status(|byte| table[byte as usize]) & &self.live
+    }
+
+    /// The live rows whose record id satisfies `keep`.
+    pub fn scan_ids(&self, mut keep: impl FnMut(&str) -> bool) -> RoaringBitmap {
+        let mut bits = RowBits::default();
+        for row in 0..self.ids.len() {
+            if keep(self.ids.get(row).unwrap_or_default()) {
+                bits.insert(row as u32);
+            }
+        }
+        bits.finish() & &self.live
+    }
+
+    /// The live rows whose path satisfies `keep` (called once per distinct path).
+    pub fn scan_paths(&self, keep: impl FnMut(&str) -> bool) -> RoaringBitmap {
+        scan_interned(&self.paths, &self.path_names, keep) & &self.live
+    }
+
+    /// The live rows whose last editor satisfies `keep` (called once per distinct name).
+    pub fn scan_editors(&self, keep: impl FnMut(&str) -> bool) -> RoaringBitmap {
+        scan_interned(&self.editors, &self.user_names, keep) & &self.live
+    }
+
+    /// The live rows whose last modified time satisfies `keep`.
+    pub fn scan_times(&self, mut keep: impl FnMut(i64) -> bool) -> RoaringBitmap {
+        let mut bits = RowBits::default();
+        let mut row = 0u32;
+        for chunk in self.times.iter_chunks() {
+            for &time in chunk {
+                if keep(time) {
+                    bits.insert(row);
+                }
+                row += 1;
+            }
+        }
+        bits.finish() & &self.live
+    }
+
+    // ----- change journal (for the query engine's indexes) -----
+
+    /// Starts or stops journaling changes; either way the journal starts empty.
+    pub fn set_tracking(&mut self, on: bool) {
+        self.tracking = on;
+        self.changes = Changes::default();
+    }
+
+    /// Whether changes are journaled.
+    pub fn is_tracking(&self) -> bool {
+        self.tracking
+    }
+
+    /// The changes since the last call (or since tracking started), leaving the journal empty.
+    pub fn take_changes(&mut self) -> Changes {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// Bumped by every compaction, which renumbers rows: indexes of an older epoch are stale.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Journal entries kept before it overflows (indexes are then rebuilt rather than patched).
+    fn journal_limit(&self) -> usize {
+        (self.ids.len() / 4).max(65_536)
+    }
+
+    fn note_row(&mut self, row: u32) {
+        if self.tracking {
+            let limit = self.journal_limit();
+            self.changes.note_row(row, limit);
+        }
+    }
+
     // ----- compaction and memory -----
 
     /// Number of tombstoned rows awaiting compaction.
@@ -408,6 +558,7 @@ impl ColumnStore {
     /// Drops tombstoned rows and string garbage, keeping insertion order. Invalidates every
     /// `RowId`; live rows are renumbered 0..len in order.
     pub fn compact(&mut self) {
+        self.epoch += 1;
         let live = std::mem::take(&mut self.live);
         let mut new_row = vec![u32::MAX; self.ids.len()];
         for (rank, row) in live.iter().enumerate() {
@@ -442,6 +593,26 @@ impl ColumnStore {
             + columns
             + self.scratch.capacity()
     }
+}
+
+/// The physical rows whose interned name satisfies `keep`, deciding once per name.
+fn scan_interned(
+    numbers: &ChunkedVec<u32>,
+    names: &Interner,
+    mut keep: impl FnMut(&str) -> bool,
+) -> RoaringBitmap {
+    let table: Vec<bool> = (0..names.len()).map(|n| keep(names.name(n as u32))).collect();
+    let mut bits = RowBits::default();
+    let mut row = 0u32;
+    for chunk in numbers.iter_chunks() {
+        for &number in chunk {
+            if table[number as usize] {
+                bits.insert(row);
+            }
+            row += 1;
+        }
+    }
+    bits.finish()
 }
 
 /// Rebuilds an interner with only the names `numbers` still uses, renumbering `numbers`.

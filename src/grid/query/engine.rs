@@ -1,0 +1,431 @@
+//! `QueryEngine`: runs bound filters and sort keys over one branch's store, keeping the indexes
+//! of `index` in step with the store's change journal.
+//!
+//! Filters run cheapest first into row sets; once the candidates are few (under 1/32 of the
+//! records) the remaining filters test those rows one by one instead of scanning. A sorted page
+//! either walks the ordered index of the first key (skipping rows that do not match), or, when
+//! walking would visit far more rows than match, selects the top `offset + limit` matching rows
+//! directly. Ties on the first key are ordered by the remaining keys group by group, and rows
+//! with an empty first key come last.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use roaring::RoaringBitmap;
+
+use super::filter::{cmp_key, Filter, Kind, Operand, Pred, SortKey, Target, Val};
+use super::index::{DictIndex, OrderedIndex, Shadow};
+use crate::grid::store::{ColumnSlot, ColumnStore, RowId};
+
+/// The state of a column's hash index.
+enum Dict {
+    Built(DictIndex),
+    /// The column had too many distinct values; equality scans instead.
+    TooManyValues,
+}
+
+/// Indexes of one branch and the code that uses them; owned by the grid actor.
+#[derive(Default)]
+pub struct QueryEngine {
+    epoch: u64,
+    ordered: HashMap<SortKey, OrderedIndex>,
+    dicts: HashMap<ColumnSlot, Dict>,
+    shadows: HashMap<ColumnSlot, Shadow>,
+}
+
+impl std::fmt::Debug for QueryEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryEngine")
+            .field("ordered", &self.ordered.len())
+            .field("dicts", &self.dicts.len())
+            .field("shadows", &self.shadows.len())
+            .finish()
+    }
+}
+
+/// A page of matching rows and how many rows match in all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryPage {
+    pub rows: Vec<RowId>,
+    pub total: usize,
+}
+
+impl QueryEngine {
+    fn is_empty(&self) -> bool {
+        self.ordered.is_empty() && self.dicts.is_empty() && self.shadows.is_empty()
+    }
+
+    /// Drops every index (they are rebuilt on next use).
+    pub fn clear(&mut self) {
+        self.ordered.clear();
+        self.dicts.clear();
+        self.shadows.clear();
+    }
+
+    /// Bytes held by the indexes (approximate).
+    pub fn heap_bytes(&self) -> usize {
+        self.ordered.values().map(OrderedIndex::heap_bytes).sum::<usize>()
+            + self.shadows.values().map(Shadow::heap_bytes).sum::<usize>()
+    }
+
+    /// Brings every index up to date with the store's journal.
+    pub fn sync(&mut self, store: &mut ColumnStore) {
+        let changes = store.take_changes();
+        if store.epoch() != self.epoch || changes.overflowed {
+            self.clear();
+            self.epoch = store.epoch();
+        }
+        if self.is_empty() {
+            store.set_tracking(false);
+            return;
+        }
+        self.ordered.retain(|key, _| target_exists(store, key.target));
+        self.dicts.retain(|slot, _| store.has_column(*slot));
+        self.shadows.retain(|slot, _| store.has_column(*slot));
+        if changes.is_empty() {
+            return;
+        }
+        let mut rows = changes.rows;
+        rows.sort_unstable();
+        rows.dedup();
+        let mut by_slot: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (row, slot) in changes.cells {
+            by_slot.entry(slot).or_default().push(row);
+        }
+        let touched = |slot: Option<ColumnSlot>| -> Vec<u32> {
+            let mut all = rows.clone();
+            if let Some(cells) = slot.and_then(|s| by_slot.get(&s.get())) {
+                all.extend_from_slice(cells);
+                all.sort_unstable();
+                all.dedup();
+            }
+            all
+        };
+        let store = &*store;
+        for (key, index) in &mut self.ordered {
+            let slot = match key.target {
+                Target::Cell(slot, _) => Some(slot),
+                _ => None,
+            };
+            index.update(store, &touched(slot));
+        }
+        self.dicts.retain(|slot, dict| match dict {
+            Dict::Built(index) => index.update(store, &touched(Some(*slot))),
+            Dict::TooManyValues => true,
+        });
+        for (slot, shadow) in &mut self.shadows {
+            for row in touched(Some(*slot)) {
+                shadow.mark(row);
+            }
+        }
+    }
+
+    /// Runs a query: the rows at `offset..offset + limit` of the records matching every filter,
+    /// in sort order (insertion order when there are no keys), and the number of matches.
+    pub fn run(
+        &mut self,
+        store: &mut ColumnStore,
+        filters: &[Filter],
+        sort: &[SortKey],
+        offset: usize,
+        limit: usize,
+    ) -> QueryPage {
+        self.sync(store);
+        let page = {
+            let store = &*store;
+            let matches = if filters.is_empty() { None } else { Some(self.filter(store, filters)) };
+            let total = matches.as_ref().map_or(store.len(), |m| m.len() as usize);
+            let rows = if sort.is_empty() {
+                unsorted_page(store, matches.as_ref(), offset, limit)
+            } else {
+                self.sorted_page(store, matches.as_ref(), total, sort, offset, limit)
+            };
+            QueryPage { rows, total }
+        };
+        if !self.is_empty() && !store.is_tracking() {
+            store.set_tracking(true);
+        }
+        page
+    }
+
+    /// The live rows passing every filter.
+    fn filter(&mut self, store: &ColumnStore, filters: &[Filter]) -> RoaringBitmap {
+        let mut ordered: Vec<&Filter> = filters.iter().collect();
+        ordered.sort_by_key(|f| f.cost());
+        let few = (store.len() / 32).max(64) as u64;
+        let mut matches: Option<RoaringBitmap> = None;
+        for filter in ordered {
+            matches = Some(match matches {
+                None => self.eval(store, filter),
+                Some(current) if current.is_empty() => return current,
+                Some(current) if current.len() <= few => RoaringBitmap::from_sorted_iter(
+                    current.iter().filter(|&row| filter.test(store, RowId::from_raw(row))),
+                )
+                .expect("a bitmap iterates in order"),
+                Some(current) => current & self.eval(store, filter),
+            });
+        }
+        matches.unwrap_or_else(|| store.live().clone())
+    }
+
+    /// The live rows passing one filter.
+    fn eval(&mut self, store: &ColumnStore, filter: &Filter) -> RoaringBitmap {
+        let positive = self.eval_positive(store, filter.target, &filter.pred);
+        if filter.negate {
+            store.live() - positive
+        } else {
+            positive
+        }
+    }
+
+    fn eval_positive(&mut self, store: &ColumnStore, target: Target, pred: &Pred) -> RoaringBitmap {
+        if let Target::Cell(slot, Kind::Text) = target {
+            if let Some(rows) = self.text_fast_path(store, slot, pred) {
+                return rows & store.live();
+            }
+        }
+        match target {
+            Target::Cell(slot, _) => store.scan(slot, |cell| pred.matches(Val::from_cell(cell))),
+            Target::RecordId => store.scan_ids(|id| pred.matches(Val::Text(id))),
+            Target::Path => store.scan_paths(|path| pred.matches(Val::Text(path))),
+            Target::ModifiedBy => store.scan_editors(|user| pred.matches(Val::Text(user))),
+            Target::ModifiedTime => store.scan_times(|time| pred.matches(Val::Time(time))),
+            Target::DependencyStatus(slot) => {
+                store.scan_statuses(slot, |dep, _| pred.matches(Val::Status(dep as u8)))
+            }
+            Target::SourceStatus(slot) => {
+                store.scan_statuses(slot, |_, src| pred.matches(Val::Status(src as u8)))
+            }
+        }
+    }
+
+    /// Index-backed evaluation on a text column, when one applies (physical rows).
+    fn text_fast_path(
+        &mut self,
+        store: &ColumnStore,
+        slot: ColumnSlot,
+        pred: &Pred,
+    ) -> Option<RoaringBitmap> {
+        match pred {
+            Pred::Eq(Operand::Text(value)) => {
+                let dict = self.dict(store, slot)?;
+                Some(dict.rows_of(value).cloned().unwrap_or_default())
+            }
+            Pred::In(values) => {
+                let dict = self.dict(store, slot)?;
+                let mut rows = RoaringBitmap::new();
+                for value in values {
+                    match value {
+                        Operand::Text(v) if v.is_empty() => {
+                            rows |= store.scan(slot, |cell| Val::from_cell(cell).is_empty());
+                        }
+                        Operand::Text(v) => {
+                            if let Some(set) = dict.rows_of(v) {
+                                rows |= set;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Some(rows)
+            }
+            Pred::Contains(needle) => Some(self.shadow(store, slot).contains(needle)),
+            Pred::StartsWith(needle) => {
+                Some(self.shadow(store, slot).matching(|text| text.starts_with(needle.as_bytes())))
+            }
+            Pred::EndsWith(needle) => {
+                Some(self.shadow(store, slot).matching(|text| text.ends_with(needle.as_bytes())))
+            }
+            _ => None,
+        }
+    }
+
+    fn dict(&mut self, store: &ColumnStore, slot: ColumnSlot) -> Option<&DictIndex> {
+        let dict = self.dicts.entry(slot).or_insert_with(|| match DictIndex::build(store, slot) {
+            Some(index) => Dict::Built(index),
+            None => Dict::TooManyValues,
+        });
+        match dict {
+            Dict::Built(index) => Some(index),
+            Dict::TooManyValues => None,
+        }
+    }
+
+    fn shadow(&mut self, store: &ColumnStore, slot: ColumnSlot) -> &Shadow {
+        let shadow = self.shadows.entry(slot).or_insert_with(|| Shadow::new(slot));
+        shadow.refresh(store);
+        shadow
+    }
+
+    fn ordered(&mut self, store: &ColumnStore, key: SortKey) -> &OrderedIndex {
+        self.ordered.entry(key).or_insert_with(|| OrderedIndex::build(store, key))
+    }
+
+    /// A page of matching rows in sort order.
+    fn sorted_page(
+        &mut self,
+        store: &ColumnStore,
+        matches: Option<&RoaringBitmap>,
+        total: usize,
+        sort: &[SortKey],
+        offset: usize,
+        limit: usize,
+    ) -> Vec<RowId> {
+        if offset >= total || limit == 0 {
+            return Vec::new();
+        }
+        let wanted = (offset + limit).min(total);
+        if let Some(matches) = matches {
+            // Walking the index visits about wanted * records / total rows; selecting touches
+            // every match. Prefer the walk only when it is clearly cheaper.
+            let walk = wanted as u128 * store.len() as u128;
+            if walk >= 6 * (total as u128) * (total as u128) {
+                return top_rows(store, matches.iter().collect(), sort, offset, limit);
+            }
+        }
+        let first = sort[0];
+        let rest = &sort[1..];
+        let index = self.ordered(store, first);
+        let mut out = Vec::with_capacity(limit);
+        // Where the walk starts, how many matching rows it skips, and how many rows with an
+        // empty first key are skipped beyond what the walk leaves over.
+        let (start, mut skip_in_walk, skip_empties) = match matches {
+            Some(_) => (0, offset, 0),
+            None if offset >= index.len() => (index.len(), 0, offset - index.len()),
+            None if rest.is_empty() => (offset, 0, 0),
+            None => {
+                let start = index.group_start(store, offset);
+                (start, offset - start, 0)
+            }
+        };
+        // Non-empty first keys, from the index, group by group when there are more keys.
+        let mut group: Vec<u32> = Vec::new();
+        let mut group_value: Option<u32> = None;
+        let flush = |group: &mut Vec<u32>, out: &mut Vec<RowId>, skip_in_walk: &mut usize| {
+            if group.len() > 1 && !rest.is_empty() {
+                group.sort_by(|&a, &b| cmp_rows_by(store, rest, a, b));
+            }
+            for &row in group.iter() {
+                if *skip_in_walk > 0 {
+                    *skip_in_walk -= 1;
+                } else if out.len() < limit {
+                    out.push(RowId::from_raw(row));
+                }
+            }
+            group.clear();
+        };
+        if start < index.len() {
+            for row in index.iter_from(start) {
+                if matches.is_some_and(|m| !m.contains(row)) {
+                    continue;
+                }
+                if rest.is_empty() {
+                    if skip_in_walk > 0 {
+                        skip_in_walk -= 1;
+                        continue;
+                    }
+                    out.push(RowId::from_raw(row));
+                    if out.len() == limit {
+                        return out;
+                    }
+                    continue;
+                }
+                let same = group_value.is_some_and(|g| {
+                    cmp_key(
+                        first.target.value(store, RowId::from_raw(g)),
+                        first.target.value(store, RowId::from_raw(row)),
+                        first.descending,
+                    ) == Ordering::Equal
+                });
+                if !same {
+                    flush(&mut group, &mut out, &mut skip_in_walk);
+                    if out.len() == limit {
+                        return out;
+                    }
+                    group_value = Some(row);
+                }
+                group.push(row);
+            }
+            flush(&mut group, &mut out, &mut skip_in_walk);
+            if out.len() == limit {
+                return out;
+            }
+        }
+        // Empty first keys last, ordered by the remaining keys.
+        let live_or_matches = matches.unwrap_or_else(|| store.live());
+        let empties = live_or_matches - index.members();
+        let skip = skip_empties + skip_in_walk;
+        let left = limit - out.len();
+        if rest.is_empty() {
+            let page = unsorted_page_of(&empties, skip, left);
+            out.extend(page);
+        } else {
+            out.extend(top_rows(store, empties.iter().collect(), rest, skip, left));
+        }
+        out
+    }
+}
+
+/// Whether an index's key still names something in the store.
+fn target_exists(store: &ColumnStore, target: Target) -> bool {
+    match target {
+        Target::Cell(slot, _) | Target::DependencyStatus(slot) | Target::SourceStatus(slot) => {
+            store.has_column(slot)
+        }
+        Target::RecordId | Target::Path | Target::ModifiedTime | Target::ModifiedBy => true,
+    }
+}
+
+/// Compares rows by every key, then by row.
+fn cmp_rows_by(store: &ColumnStore, keys: &[SortKey], a: u32, b: u32) -> Ordering {
+    let (ra, rb) = (RowId::from_raw(a), RowId::from_raw(b));
+    for key in keys {
+        let ord = cmp_key(key.target.value(store, ra), key.target.value(store, rb), key.descending);
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    a.cmp(&b)
+}
+
+/// The rows at `offset..offset + limit` of `rows` in sort order, selecting before sorting.
+fn top_rows(
+    store: &ColumnStore,
+    mut rows: Vec<u32>,
+    keys: &[SortKey],
+    offset: usize,
+    limit: usize,
+) -> Vec<RowId> {
+    let wanted = offset.saturating_add(limit).min(rows.len());
+    if wanted == 0 || offset >= rows.len() {
+        return Vec::new();
+    }
+    let cmp = |a: &u32, b: &u32| cmp_rows_by(store, keys, *a, *b);
+    if wanted < rows.len() {
+        rows.select_nth_unstable_by(wanted - 1, cmp);
+        rows.truncate(wanted);
+    }
+    rows.sort_unstable_by(cmp);
+    rows[offset..].iter().map(|&r| RowId::from_raw(r)).collect()
+}
+
+/// `limit` rows of a set in row order, skipping `offset`.
+fn unsorted_page_of(rows: &RoaringBitmap, offset: usize, limit: usize) -> Vec<RowId> {
+    let Some(start) = u32::try_from(offset).ok().and_then(|o| rows.select(o)) else {
+        return Vec::new();
+    };
+    rows.range(start..).take(limit).map(RowId::from_raw).collect()
+}
+
+/// A page in insertion order of the matches (or of every record).
+fn unsorted_page(
+    store: &ColumnStore,
+    matches: Option<&RoaringBitmap>,
+    offset: usize,
+    limit: usize,
+) -> Vec<RowId> {
+    match matches {
+        Some(rows) => unsorted_page_of(rows, offset, limit),
+        None => store.page(offset, limit).collect(),
+    }
+}

@@ -1,0 +1,477 @@
+//! Query indexes over one branch's store, built on first use and patched from the store's
+//! change journal:
+//!
+//! - `OrderedIndex`: the live rows with a non-empty key, sorted by (key in the sort direction,
+//!   row), in blocks of at most `BLOCK_MAX` rows with a row-to-block map, so that a changed row is
+//!   removed without knowing its old key, inserted by binary search, and any position is reached
+//!   in O(log n) through block start positions.
+//! - `DictIndex`: a text column's distinct values to their row sets, for `=` and `in`, kept only
+//!   while the column has few distinct values.
+//! - `Shadow`: a text column lowercased into one contiguous buffer per storage chunk, for
+//!   case-insensitive `contains`/`startsWith`/`endsWith` with a SIMD substring search.
+//!
+//! Row numbers are physical store rows; the engine drops every index when the store compacts.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use memchr::memmem;
+use roaring::RoaringBitmap;
+
+use super::filter::{cmp_key, SortKey, Val};
+use crate::grid::store::{CellRef, ColumnSlot, ColumnStore, RowBits, RowId};
+
+/// Largest block; a block past it splits in two.
+const BLOCK_MAX: usize = 1024;
+/// Block size when building from scratch.
+const BLOCK_BUILD: usize = 512;
+/// `block_of` entry of a row not in the index.
+const NONE: u32 = u32::MAX;
+
+/// Compares two rows by a sort key, then by row (insertion order).
+#[inline]
+fn cmp_rows(store: &ColumnStore, key: SortKey, a: u32, b: u32) -> Ordering {
+    let va = key.target.value(store, RowId::from_raw(a));
+    let vb = key.target.value(store, RowId::from_raw(b));
+    cmp_key(va, vb, key.descending).then(a.cmp(&b))
+}
+
+/// An order-preserving 64-bit image of a value: exact for numbers, times and booleans, the first
+/// eight bytes for text (equal images then need a full comparison).
+fn image(value: Val<'_>) -> Option<(u64, bool)> {
+    let exact = |bits: u64| Some((bits, true));
+    match value {
+        Val::Number(n) => {
+            let bits = n.to_bits();
+            exact(if bits >> 63 == 1 { !bits } else { bits | (1 << 63) })
+        }
+        Val::Time(t) => exact((t as u64) ^ (1 << 63)),
+        Val::Bool(b) => exact(u64::from(b)),
+        Val::Text(s) => {
+            let mut prefix = [0u8; 8];
+            let n = s.len().min(8);
+            prefix[..n].copy_from_slice(&s.as_bytes()[..n]);
+            Some((u64::from_be_bytes(prefix), false))
+        }
+        _ => None,
+    }
+}
+
+/// Sorts rows (all with a non-empty key) by `(key, row)`.
+fn sort_rows(store: &ColumnStore, key: SortKey, rows: &mut Vec<u32>) {
+    let first = rows.first().map(|&r| key.target.value(store, RowId::from_raw(r)));
+    if first.and_then(image).is_none() {
+        rows.sort_unstable_by(|&a, &b| cmp_rows(store, key, a, b));
+        return;
+    }
+    let mut keyed: Vec<(u64, u32)> = rows
+        .iter()
+        .map(|&r| {
+            let (bits, _) =
+                image(key.target.value(store, RowId::from_raw(r))).expect("one kind per key");
+            (if key.descending { !bits } else { bits }, r)
+        })
+        .collect();
+    let exact = first.and_then(image).is_some_and(|(_, exact)| exact);
+    if exact {
+        keyed.sort_unstable();
+    } else {
+        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp_rows(store, key, a.1, b.1)));
+    }
+    rows.clear();
+    rows.extend(keyed.into_iter().map(|(_, r)| r));
+}
+
+/// Live rows with a non-empty key, sorted; see the module doc.
+pub struct OrderedIndex {
+    key: SortKey,
+    blocks: Vec<Vec<u32>>,
+    /// Block ids in key order.
+    order: Vec<u32>,
+    /// Position of the first row of each block of `order`, plus the total at the end.
+    starts: Vec<usize>,
+    block_of: Vec<u32>,
+    members: RoaringBitmap,
+    free: Vec<u32>,
+}
+
+impl OrderedIndex {
+    /// Sorts every live row with a non-empty key.
+    pub fn build(store: &ColumnStore, key: SortKey) -> Self {
+        let mut bits = RowBits::default();
+        let mut rows = Vec::with_capacity(store.len());
+        for row in store.live_rows() {
+            if !key.target.value(store, row).is_empty() {
+                bits.insert(row.get());
+                rows.push(row.get());
+            }
+        }
+        sort_rows(store, key, &mut rows);
+        let mut index = OrderedIndex {
+            key,
+            blocks: Vec::new(),
+            order: Vec::new(),
+            starts: Vec::new(),
+            block_of: vec![NONE; store.rows()],
+            members: bits.finish(),
+            free: Vec::new(),
+        };
+        for chunk in rows.chunks(BLOCK_BUILD) {
+            let id = index.blocks.len() as u32;
+            for &row in chunk {
+                index.block_of[row as usize] = id;
+            }
+            index.blocks.push(chunk.to_vec());
+            index.order.push(id);
+        }
+        index.recount();
+        index
+    }
+
+    /// Number of rows in the index (live rows with a non-empty key).
+    pub fn len(&self) -> usize {
+        *self.starts.last().unwrap_or(&0)
+    }
+
+    /// The rows in the index.
+    pub fn members(&self) -> &RoaringBitmap {
+        &self.members
+    }
+
+    fn recount(&mut self) {
+        self.starts.clear();
+        let mut at = 0;
+        for &id in &self.order {
+            self.starts.push(at);
+            at += self.blocks[id as usize].len();
+        }
+        self.starts.push(at);
+    }
+
+    /// Re-sorts the given rows (ascending, deduplicated): each is taken out wherever it was and
+    /// put back by its current key if it is live and non-empty. Past a large share of the index
+    /// it rebuilds instead.
+    pub fn update(&mut self, store: &ColumnStore, touched: &[u32]) {
+        if touched.len() > self.len() / 8 + 1024 {
+            *self = OrderedIndex::build(store, self.key);
+            return;
+        }
+        if self.block_of.len() < store.rows() {
+            self.block_of.resize(store.rows(), NONE);
+        }
+        for &row in touched {
+            let id = self.block_of.get(row as usize).copied().unwrap_or(NONE);
+            if id == NONE {
+                continue;
+            }
+            let block = &mut self.blocks[id as usize];
+            if let Some(at) = block.iter().position(|&r| r == row) {
+                block.remove(at);
+            }
+            self.block_of[row as usize] = NONE;
+            self.members.remove(row);
+        }
+        let blocks = &self.blocks;
+        let emptied: Vec<u32> =
+            self.order.iter().copied().filter(|&id| blocks[id as usize].is_empty()).collect();
+        self.order.retain(|&id| !blocks[id as usize].is_empty());
+        self.free.extend(emptied);
+        for &row in touched {
+            let id = RowId::from_raw(row);
+            if (row as usize) < store.rows()
+                && store.is_live(id)
+                && !self.key.target.value(store, id).is_empty()
+            {
+                self.insert(store, row);
+            }
+        }
+        self.recount();
+    }
+
+    fn insert(&mut self, store: &ColumnStore, row: u32) {
+        let key = self.key;
+        if self.order.is_empty() {
+            let id = self.new_block(vec![row]);
+            self.order.push(id);
+            self.block_of[row as usize] = id;
+            self.members.insert(row);
+            return;
+        }
+        let blocks = &self.blocks;
+        let after = self
+            .order
+            .partition_point(|&id| cmp_rows(store, key, blocks[id as usize][0], row).is_lt());
+        let at_order = after.saturating_sub(1);
+        let id = self.order[at_order];
+        let block = &mut self.blocks[id as usize];
+        let at = block.partition_point(|&r| cmp_rows(store, key, r, row).is_lt());
+        block.insert(at, row);
+        self.block_of[row as usize] = id;
+        self.members.insert(row);
+        if block.len() > BLOCK_MAX {
+            let upper = block.split_off(block.len() / 2);
+            let new_id = self.new_block(upper);
+            for &moved in &self.blocks[new_id as usize] {
+                self.block_of[moved as usize] = new_id;
+            }
+            self.order.insert(at_order + 1, new_id);
+        }
+    }
+
+    fn new_block(&mut self, rows: Vec<u32>) -> u32 {
+        match self.free.pop() {
+            Some(id) => {
+                self.blocks[id as usize] = rows;
+                id
+            }
+            None => {
+                self.blocks.push(rows);
+                (self.blocks.len() - 1) as u32
+            }
+        }
+    }
+
+    /// The rows from position `pos` on, in order.
+    pub fn iter_from(&self, pos: usize) -> impl Iterator<Item = u32> + '_ {
+        let block = self.starts.partition_point(|&s| s <= pos).saturating_sub(1);
+        let skip = pos.saturating_sub(self.starts.get(block).copied().unwrap_or(0));
+        self.order
+            .get(block..)
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|&id| self.blocks[id as usize].iter().copied())
+            .skip(skip)
+    }
+
+    /// The row at position `pos` (< `len`).
+    fn at(&self, pos: usize) -> u32 {
+        let block = self.starts.partition_point(|&s| s <= pos) - 1;
+        self.blocks[self.order[block] as usize][pos - self.starts[block]]
+    }
+
+    /// The first position whose row does not satisfy `before` (which holds for a prefix).
+    fn partition_point(&self, mut before: impl FnMut(u32) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(self.at(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The first position of the group of rows whose key equals that of the row at `pos`.
+    pub fn group_start(&self, store: &ColumnStore, pos: usize) -> usize {
+        let key = self.key;
+        let value = key.target.value(store, RowId::from_raw(self.at(pos)));
+        self.partition_point(|row| {
+            cmp_key(key.target.value(store, RowId::from_raw(row)), value, key.descending).is_lt()
+        })
+    }
+
+    /// Bytes held on the heap (approximate).
+    pub fn heap_bytes(&self) -> usize {
+        self.blocks.iter().map(|b| b.capacity() * 4).sum::<usize>()
+            + self.block_of.capacity() * 4
+            + self.members.serialized_size()
+    }
+}
+
+/// Distinct values of a text column to their rows; see the module doc.
+pub struct DictIndex {
+    slot: ColumnSlot,
+    ids: HashMap<Box<str>, u32>,
+    sets: Vec<RoaringBitmap>,
+    row_value: Vec<u32>,
+}
+
+impl DictIndex {
+    /// Most distinct values kept for `live` records.
+    fn limit(live: usize) -> usize {
+        (live / 16).max(1024)
+    }
+
+    /// Indexes the column, or `None` when it has too many distinct values to be worth it.
+    pub fn build(store: &ColumnStore, slot: ColumnSlot) -> Option<Self> {
+        let mut index = DictIndex {
+            slot,
+            ids: HashMap::new(),
+            sets: Vec::new(),
+            row_value: vec![NONE; store.rows()],
+        };
+        let limit = DictIndex::limit(store.len());
+        let live = store.live();
+        let chunk_rows = ColumnStore::chunk_rows();
+        for chunk in 0..store.rows().div_ceil(chunk_rows) {
+            for (at, cell) in store.chunk_cells(slot, chunk).enumerate() {
+                let row = (chunk * chunk_rows + at) as u32;
+                if let CellRef::Text(s) = cell {
+                    if !s.is_empty() && live.contains(row) {
+                        index.add(row, s);
+                        if index.sets.len() > limit {
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
+        Some(index)
+    }
+
+    fn add(&mut self, row: u32, value: &str) {
+        let id = match self.ids.get(value) {
+            Some(&id) => id,
+            None => {
+                let id = self.sets.len() as u32;
+                self.ids.insert(value.into(), id);
+                self.sets.push(RoaringBitmap::new());
+                id
+            }
+        };
+        self.sets[id as usize].insert(row);
+        self.row_value[row as usize] = id;
+    }
+
+    /// Re-files the given rows under their current values. False when the column now has too
+    /// many distinct values (the index should be dropped).
+    pub fn update(&mut self, store: &ColumnStore, touched: &[u32]) -> bool {
+        if self.row_value.len() < store.rows() {
+            self.row_value.resize(store.rows(), NONE);
+        }
+        for &row in touched {
+            let Some(&old) = self.row_value.get(row as usize) else { continue };
+            if old != NONE {
+                self.sets[old as usize].remove(row);
+                self.row_value[row as usize] = NONE;
+            }
+            let id = RowId::from_raw(row);
+            if (row as usize) < store.rows() && store.is_live(id) {
+                if let CellRef::Text(s) = store.value_ref(id, self.slot) {
+                    if !s.is_empty() {
+                        self.add(row, s);
+                    }
+                }
+            }
+        }
+        self.sets.len() <= DictIndex::limit(store.len()) * 2
+    }
+
+    /// The rows holding exactly `value` (none for an unknown value).
+    pub fn rows_of(&self, value: &str) -> Option<&RoaringBitmap> {
+        self.ids.get(value).map(|&id| &self.sets[id as usize])
+    }
+}
+
+/// One storage chunk of a lowercased text column.
+#[derive(Default)]
+struct ShadowChunk {
+    buf: Vec<u8>,
+    /// End offset in `buf` of each row (rows are back to back; an empty cell is zero bytes).
+    ends: Vec<u32>,
+    fresh: bool,
+}
+
+impl ShadowChunk {
+    fn row_span(&self, at: usize) -> (usize, usize) {
+        let start = if at == 0 { 0 } else { self.ends[at - 1] as usize };
+        (start, self.ends[at] as usize)
+    }
+}
+
+/// A text column lowercased; see the module doc.
+pub struct Shadow {
+    slot: ColumnSlot,
+    chunks: Vec<ShadowChunk>,
+}
+
+impl Shadow {
+    /// A shadow of a text column, filled on the first `refresh`.
+    pub fn new(slot: ColumnSlot) -> Self {
+        Shadow { slot, chunks: Vec::new() }
+    }
+
+    /// Marks the chunk of a changed row for rebuilding.
+    pub fn mark(&mut self, row: u32) {
+        let chunk = row as usize / ColumnStore::chunk_rows();
+        if let Some(chunk) = self.chunks.get_mut(chunk) {
+            chunk.fresh = false;
+        }
+    }
+
+    /// Rebuilds marked or grown chunks.
+    pub fn refresh(&mut self, store: &ColumnStore) {
+        let chunk_rows = ColumnStore::chunk_rows();
+        let count = store.rows().div_ceil(chunk_rows);
+        self.chunks.resize_with(count, ShadowChunk::default);
+        for (i, chunk) in self.chunks.iter_mut().enumerate() {
+            let rows = (store.rows() - i * chunk_rows).min(chunk_rows);
+            if chunk.fresh && chunk.ends.len() == rows {
+                continue;
+            }
+            chunk.buf.clear();
+            chunk.ends.clear();
+            for cell in store.chunk_cells(self.slot, i) {
+                if let CellRef::Text(s) = cell {
+                    if s.is_ascii() {
+                        chunk.buf.extend(s.bytes().map(|b| b.to_ascii_lowercase()));
+                    } else {
+                        chunk.buf.extend_from_slice(s.to_lowercase().as_bytes());
+                    }
+                }
+                let end = u32::try_from(chunk.buf.len()).unwrap_or(u32::MAX);
+                chunk.ends.push(end);
+            }
+            chunk.fresh = true;
+        }
+    }
+
+    /// Physical rows whose lowercased text contains `needle` (already lowercased).
+    pub fn contains(&self, needle: &str) -> RoaringBitmap {
+        if needle.is_empty() {
+            return self.matching(|_| true);
+        }
+        let finder = memmem::Finder::new(needle.as_bytes());
+        let chunk_rows = ColumnStore::chunk_rows();
+        let mut bits = RowBits::default();
+        for (i, chunk) in self.chunks.iter().enumerate() {
+            let base = (i * chunk_rows) as u32;
+            let mut from = 0;
+            while let Some(found) = finder.find(&chunk.buf[from..]) {
+                let hit = from + found;
+                let at = chunk.ends.partition_point(|&end| (end as usize) <= hit);
+                let (_, end) = chunk.row_span(at);
+                if hit + needle.len() <= end {
+                    bits.insert(base + at as u32);
+                    from = end;
+                } else {
+                    from = hit + 1;
+                }
+            }
+        }
+        bits.finish()
+    }
+
+    /// Physical rows whose lowercased text satisfies `test`.
+    pub fn matching(&self, mut test: impl FnMut(&[u8]) -> bool) -> RoaringBitmap {
+        let chunk_rows = ColumnStore::chunk_rows();
+        let mut bits = RowBits::default();
+        for (i, chunk) in self.chunks.iter().enumerate() {
+            let base = (i * chunk_rows) as u32;
+            for at in 0..chunk.ends.len() {
+                let (start, end) = chunk.row_span(at);
+                if test(&chunk.buf[start..end]) {
+                    bits.insert(base + at as u32);
+                }
+            }
+        }
+        bits.finish()
+    }
+
+    /// Bytes held on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        self.chunks.iter().map(|c| c.buf.capacity() + c.ends.capacity() * 4).sum()
+    }
+}
