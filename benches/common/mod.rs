@@ -4,10 +4,17 @@
 
 #![allow(dead_code)]
 
+use std::time::Instant;
+
+use gridd::grid::columns::{build_column, ColumnRequest};
+use gridd::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
+use gridd::grid::schema::Dependency;
+use gridd::grid::store::RecordIdentity;
 use gridd::grid::value::CellValue;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::Rng;
+use rand::SeedableRng;
 
 pub const EN: &[&str] = &[
     "the",
@@ -282,4 +289,65 @@ pub fn column_requests() -> Vec<serde_json::Value> {
         TAGS.iter().map(|s| serde_json::json!({"value": s})).collect();
     columns.push(serde_json::json!({"id": "tags", "name": "Tags", "type": "multipleSelections", "selection": {"options": tags}}));
     columns
+}
+
+/// Records per `AddRecords` op while building.
+pub const BATCH: usize = 1000;
+
+/// `BATCH` records from number `start` on, as writes of the columns `ids`.
+pub fn batch(rng: &mut StdRng, start: usize, ids: &[String], prefix: &str) -> Vec<RecordWrite> {
+    (start..start + BATCH)
+        .map(|n| {
+            let rec = record(rng, n, prefix);
+            RecordWrite {
+                id: rec.id,
+                path: rec.path,
+                new_id: None,
+                new_path: None,
+                cells: ids
+                    .iter()
+                    .zip(rec.values)
+                    .map(|(id, value)| CellWrite {
+                        column_id: id.clone(),
+                        value: Some(value),
+                        dependency_status: None,
+                        source_status: None,
+                    })
+                    .collect(),
+                mark_mt: false,
+            }
+        })
+        .collect()
+}
+
+/// A branch with the 12 columns of `column_requests` (English the source of the six other
+/// languages) and `records` records, built through `AddRecords` ops; returns the column ids.
+pub fn build_state(records: usize) -> (GridState, Vec<String>) {
+    let started = Instant::now();
+    let mut state = GridState::new("view", Vec::new(), RecordIdentity::RecordId);
+    let mut ids = Vec::new();
+    for body in column_requests() {
+        let req: ColumnRequest = serde_json::from_value(body).expect("valid column");
+        let column = build_column(&state.schema, &req).expect("valid column");
+        ids.push(column.id.clone());
+        state.apply(&GridOp::CreateColumn { column, view_id: None, editable: true });
+    }
+    for (i, target) in ids[1..7].iter().enumerate() {
+        state.apply(&GridOp::CreateDependency(Dependency {
+            id: format!("dep{i}"),
+            source_column_id: ids[0].clone(),
+            target_column_id: target.clone(),
+        }));
+    }
+    let mut rng = StdRng::seed_from_u64(0x6772_6964);
+    for start in (0..records).step_by(BATCH) {
+        let records = batch(&mut rng, start, &ids, "");
+        state.apply(&GridOp::AddRecords {
+            time_ms: start as i64,
+            user: USERS[0].to_owned(),
+            records,
+        });
+    }
+    eprintln!("built a {records}-record branch through AddRecords ops in {:?}", started.elapsed());
+    (state, ids)
 }

@@ -30,7 +30,8 @@ pub struct QueryEngine {
     epoch: u64,
     ordered: HashMap<SortKey, OrderedIndex>,
     dicts: HashMap<ColumnSlot, Dict>,
-    shadows: HashMap<ColumnSlot, Shadow>,
+    /// Joined text per (column, lowercased).
+    shadows: HashMap<(ColumnSlot, bool), Shadow>,
 }
 
 impl std::fmt::Debug for QueryEngine {
@@ -81,7 +82,7 @@ impl QueryEngine {
         }
         self.ordered.retain(|key, _| target_exists(store, key.target));
         self.dicts.retain(|slot, _| store.has_column(*slot));
-        self.shadows.retain(|slot, _| store.has_column(*slot));
+        self.shadows.retain(|(slot, _), _| store.has_column(*slot));
         if changes.is_empty() {
             return;
         }
@@ -113,7 +114,7 @@ impl QueryEngine {
             Dict::Built(index) => index.update(store, &touched(Some(*slot))),
             Dict::TooManyValues => true,
         });
-        for (slot, shadow) in &mut self.shadows {
+        for ((slot, _), shadow) in &mut self.shadows {
             for row in touched(Some(*slot)) {
                 shadow.mark(row);
             }
@@ -179,6 +180,9 @@ impl QueryEngine {
     }
 
     fn eval_positive(&mut self, store: &ColumnStore, target: Target, pred: &Pred) -> RoaringBitmap {
+        if let (Target::Cell(slot, _), Pred::Empty) = (target, pred) {
+            return store.scan_empty(slot);
+        }
         if let Target::Cell(slot, Kind::Text) = target {
             if let Some(rows) = self.text_fast_path(store, slot, pred) {
                 return rows & store.live();
@@ -217,7 +221,7 @@ impl QueryEngine {
                 for value in values {
                     match value {
                         Operand::Text(v) if v.is_empty() => {
-                            rows |= store.scan(slot, |cell| Val::from_cell(cell).is_empty());
+                            rows |= store.scan_empty(slot);
                         }
                         Operand::Text(v) => {
                             if let Some(set) = dict.rows_of(v) {
@@ -229,12 +233,16 @@ impl QueryEngine {
                 }
                 Some(rows)
             }
-            Pred::Contains(needle) => Some(self.shadow(store, slot).contains(needle)),
-            Pred::StartsWith(needle) => {
-                Some(self.shadow(store, slot).matching(|text| text.starts_with(needle.as_bytes())))
-            }
-            Pred::EndsWith(needle) => {
-                Some(self.shadow(store, slot).matching(|text| text.ends_with(needle.as_bytes())))
+            Pred::Contains(needle) => Some(self.shadow(store, slot, true).contains(needle)),
+            Pred::StartsWith(needle) => Some(
+                self.shadow(store, slot, true).matching(|text| text.starts_with(needle.as_str())),
+            ),
+            Pred::EndsWith(needle) => Some(
+                self.shadow(store, slot, true).matching(|text| text.ends_with(needle.as_str())),
+            ),
+            Pred::Regex(pattern) => {
+                let joined = pattern.joined.as_ref()?;
+                Some(self.shadow(store, slot, false).regex_rows(&pattern.regex, joined))
             }
             _ => None,
         }
@@ -251,8 +259,9 @@ impl QueryEngine {
         }
     }
 
-    fn shadow(&mut self, store: &ColumnStore, slot: ColumnSlot) -> &Shadow {
-        let shadow = self.shadows.entry(slot).or_insert_with(|| Shadow::new(slot));
+    fn shadow(&mut self, store: &ColumnStore, slot: ColumnSlot, lowercase: bool) -> &Shadow {
+        let shadow =
+            self.shadows.entry((slot, lowercase)).or_insert_with(|| Shadow::new(slot, lowercase));
         shadow.refresh(store);
         shadow
     }

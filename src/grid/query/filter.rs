@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 
 use regex::{Regex, RegexBuilder};
+use regex_syntax::hir::Look;
 use serde_json::Value;
 
 use super::parse::{Op, RawFilter, RawSort};
@@ -164,7 +165,19 @@ pub enum Pred {
     Contains(String),
     StartsWith(String),
     EndsWith(String),
-    Regex(Regex),
+    Regex(Box<Pattern>),
+}
+
+/// A compiled `regexp` operand.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    /// The pattern as written, matched against one value.
+    pub regex: Regex,
+    /// The same pattern in multi-line mode, for a search over many values joined by `\n`: it
+    /// finds a match in every value that has one (plus some that have not, which `regex`
+    /// rejects). `None` when the pattern uses `\A` or `\z`, which only hold at the ends of
+    /// the joined text.
+    pub joined: Option<Regex>,
 }
 
 impl Pred {
@@ -178,7 +191,7 @@ impl Pred {
             Pred::Contains(needle) => any_text(value, |s| lower(s).contains(needle.as_str())),
             Pred::StartsWith(needle) => any_text(value, |s| lower(s).starts_with(needle.as_str())),
             Pred::EndsWith(needle) => any_text(value, |s| lower(s).ends_with(needle.as_str())),
-            Pred::Regex(regex) => any_text(value, |s| regex.is_match(s)),
+            Pred::Regex(pattern) => any_text(value, |s| pattern.regex.is_match(s)),
         }
     }
 }
@@ -478,7 +491,7 @@ fn bind_filter(state: &GridState, view: &ViewDef, raw: &RawFilter) -> ApiResult<
             let Value::String(pattern) = &raw.value else {
                 return Err(invalid_value(op, &label, &raw.value, "a regular expression string"));
             };
-            (Pred::Regex(compile_regex(pattern, &label)?), op == Op::NotRegexp)
+            (Pred::Regex(Box::new(compile_regex(pattern, &label)?)), op == Op::NotRegexp)
         }
     };
     Ok(Filter { target, pred, negate })
@@ -504,7 +517,7 @@ fn needle(op: Op, label: &str, value: &Value) -> ApiResult<String> {
 }
 
 /// Compiles a pattern with size limits; a pattern too long or too large is refused.
-fn compile_regex(pattern: &str, label: &str) -> ApiResult<Regex> {
+fn compile_regex(pattern: &str, label: &str) -> ApiResult<Pattern> {
     let refuse = |why: String| {
         ApiError::new(
             ErrorCode::InvalidFilterValue,
@@ -514,12 +527,23 @@ fn compile_regex(pattern: &str, label: &str) -> ApiResult<Regex> {
     if pattern.len() > REGEX_MAX_LEN {
         return Err(refuse(format!("it is longer than {REGEX_MAX_LEN} bytes")));
     }
-    RegexBuilder::new(pattern)
-        .size_limit(REGEX_SIZE_LIMIT)
-        .dfa_size_limit(REGEX_SIZE_LIMIT)
-        .nest_limit(64)
-        .build()
-        .map_err(|e| refuse(e.to_string().lines().last().unwrap_or_default().trim().to_owned()))
+    let build = |multi_line: bool| {
+        RegexBuilder::new(pattern)
+            .multi_line(multi_line)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_SIZE_LIMIT)
+            .nest_limit(64)
+            .build()
+            .map_err(|e| refuse(e.to_string().lines().last().unwrap_or_default().trim().to_owned()))
+    };
+    let regex = build(false)?;
+    let hir = regex_syntax::ParserBuilder::new().multi_line(true).build().parse(pattern);
+    let absolute = hir.map_or(true, |hir| {
+        let looks = hir.properties().look_set();
+        looks.contains(Look::Start) || looks.contains(Look::End)
+    });
+    let joined = if absolute { None } else { Some(build(true)?) };
+    Ok(Pattern { regex, joined })
 }
 
 /// Parses one scalar operand for the target's kind.

@@ -7,8 +7,10 @@
 //!   in O(log n) through block start positions.
 //! - `DictIndex`: a text column's distinct values to their row sets, for `=` and `in`, kept only
 //!   while the column has few distinct values.
-//! - `Shadow`: a text column lowercased into one contiguous buffer per storage chunk, for
-//!   case-insensitive `contains`/`startsWith`/`endsWith` with a SIMD substring search.
+//! - `Shadow`: a text column's values joined by `\n` into one buffer per storage chunk,
+//!   lowercased for case-insensitive `contains`/`startsWith`/`endsWith` (a SIMD substring
+//!   search over the buffer) or as written for `regexp` (one regex search over the buffer,
+//!   confirmed per row found).
 //!
 //! Row numbers are physical store rows; the engine drops every index when the store compacts.
 
@@ -16,6 +18,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use memchr::memmem;
+use regex::Regex;
 use roaring::RoaringBitmap;
 
 use super::filter::{cmp_key, SortKey, Val};
@@ -36,10 +39,10 @@ fn cmp_rows(store: &ColumnStore, key: SortKey, a: u32, b: u32) -> Ordering {
     cmp_key(va, vb, key.descending).then(a.cmp(&b))
 }
 
-/// An order-preserving 64-bit image of a value: exact for numbers, times and booleans, the first
-/// eight bytes for text (equal images then need a full comparison).
-fn image(value: Val<'_>) -> Option<(u64, bool)> {
-    let exact = |bits: u64| Some((bits, true));
+/// An order-preserving 128-bit image of a value: exact for numbers, times and booleans, the
+/// first sixteen bytes for text (equal images then need a full comparison).
+fn image(value: Val<'_>) -> Option<(u128, bool)> {
+    let exact = |bits: u64| Some((u128::from(bits), true));
     match value {
         Val::Number(n) => {
             let bits = n.to_bits();
@@ -48,10 +51,10 @@ fn image(value: Val<'_>) -> Option<(u64, bool)> {
         Val::Time(t) => exact((t as u64) ^ (1 << 63)),
         Val::Bool(b) => exact(u64::from(b)),
         Val::Text(s) => {
-            let mut prefix = [0u8; 8];
-            let n = s.len().min(8);
+            let mut prefix = [0u8; 16];
+            let n = s.len().min(16);
             prefix[..n].copy_from_slice(&s.as_bytes()[..n]);
-            Some((u64::from_be_bytes(prefix), false))
+            Some((u128::from_be_bytes(prefix), false))
         }
         _ => None,
     }
@@ -64,7 +67,7 @@ fn sort_rows(store: &ColumnStore, key: SortKey, rows: &mut Vec<u32>) {
         rows.sort_unstable_by(|&a, &b| cmp_rows(store, key, a, b));
         return;
     }
-    let mut keyed: Vec<(u64, u32)> = rows
+    let mut keyed: Vec<(u128, u32)> = rows
         .iter()
         .map(|&r| {
             let (bits, _) =
@@ -365,32 +368,52 @@ impl DictIndex {
     }
 }
 
-/// One storage chunk of a lowercased text column.
+/// One storage chunk of a text column's shadow.
 #[derive(Default)]
 struct ShadowChunk {
-    buf: Vec<u8>,
-    /// End offset in `buf` of each row (rows are back to back; an empty cell is zero bytes).
+    /// Every row's text followed by `\n`.
+    buf: String,
+    /// End offset in `buf` of each row's text (its `\n` is at that offset).
     ends: Vec<u32>,
     fresh: bool,
 }
 
 impl ShadowChunk {
     fn row_span(&self, at: usize) -> (usize, usize) {
-        let start = if at == 0 { 0 } else { self.ends[at - 1] as usize };
+        let start = if at == 0 { 0 } else { self.ends[at - 1] as usize + 1 };
         (start, self.ends[at] as usize)
+    }
+
+    /// The row whose text or separator holds byte `offset`.
+    fn row_at(&self, offset: usize) -> usize {
+        self.ends.partition_point(|&end| (end as usize) < offset)
     }
 }
 
-/// A text column lowercased; see the module doc.
+/// Appends `s` lowercased as `str::to_lowercase` would (char by char unless a capital sigma
+/// needs its word-final rule).
+fn push_lowercase(buf: &mut String, s: &str) {
+    if s.is_ascii() {
+        buf.extend(s.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+    } else if s.contains('Σ') {
+        buf.push_str(&s.to_lowercase());
+    } else {
+        buf.extend(s.chars().flat_map(char::to_lowercase));
+    }
+}
+
+/// A text column's values joined per storage chunk, as written or lowercased; see the module
+/// doc.
 pub struct Shadow {
     slot: ColumnSlot,
+    lowercase: bool,
     chunks: Vec<ShadowChunk>,
 }
 
 impl Shadow {
     /// A shadow of a text column, filled on the first `refresh`.
-    pub fn new(slot: ColumnSlot) -> Self {
-        Shadow { slot, chunks: Vec::new() }
+    pub fn new(slot: ColumnSlot, lowercase: bool) -> Self {
+        Shadow { slot, lowercase, chunks: Vec::new() }
     }
 
     /// Marks the chunk of a changed row for rebuilding.
@@ -415,20 +438,20 @@ impl Shadow {
             chunk.ends.clear();
             for cell in store.chunk_cells(self.slot, i) {
                 if let CellRef::Text(s) = cell {
-                    if s.is_ascii() {
-                        chunk.buf.extend(s.bytes().map(|b| b.to_ascii_lowercase()));
+                    if self.lowercase {
+                        push_lowercase(&mut chunk.buf, s);
                     } else {
-                        chunk.buf.extend_from_slice(s.to_lowercase().as_bytes());
+                        chunk.buf.push_str(s);
                     }
                 }
-                let end = u32::try_from(chunk.buf.len()).unwrap_or(u32::MAX);
-                chunk.ends.push(end);
+                chunk.ends.push(u32::try_from(chunk.buf.len()).unwrap_or(u32::MAX));
+                chunk.buf.push('\n');
             }
             chunk.fresh = true;
         }
     }
 
-    /// Physical rows whose lowercased text contains `needle` (already lowercased).
+    /// Physical rows whose text contains `needle` (lowercased when the shadow is).
     pub fn contains(&self, needle: &str) -> RoaringBitmap {
         if needle.is_empty() {
             return self.matching(|_| true);
@@ -438,14 +461,15 @@ impl Shadow {
         let mut bits = RowBits::default();
         for (i, chunk) in self.chunks.iter().enumerate() {
             let base = (i * chunk_rows) as u32;
+            let buf = chunk.buf.as_bytes();
             let mut from = 0;
-            while let Some(found) = finder.find(&chunk.buf[from..]) {
+            while let Some(found) = finder.find(&buf[from..]) {
                 let hit = from + found;
-                let at = chunk.ends.partition_point(|&end| (end as usize) <= hit);
+                let at = chunk.row_at(hit);
                 let (_, end) = chunk.row_span(at);
                 if hit + needle.len() <= end {
                     bits.insert(base + at as u32);
-                    from = end;
+                    from = end + 1;
                 } else {
                     from = hit + 1;
                 }
@@ -454,8 +478,32 @@ impl Shadow {
         bits.finish()
     }
 
-    /// Physical rows whose lowercased text satisfies `test`.
-    pub fn matching(&self, mut test: impl FnMut(&[u8]) -> bool) -> RoaringBitmap {
+    /// Physical rows whose text matches `regex` (as written), searching each chunk's joined
+    /// text with `joined` (the multi-line form) and confirming each row found with `regex`.
+    pub fn regex_rows(&self, regex: &Regex, joined: &Regex) -> RoaringBitmap {
+        let chunk_rows = ColumnStore::chunk_rows();
+        let mut bits = RowBits::default();
+        for (i, chunk) in self.chunks.iter().enumerate() {
+            let base = (i * chunk_rows) as u32;
+            let mut from = 0;
+            while from <= chunk.buf.len() {
+                let Some(found) = joined.find_at(&chunk.buf, from) else { break };
+                let at = chunk.row_at(found.start());
+                if at >= chunk.ends.len() {
+                    break;
+                }
+                let (start, end) = chunk.row_span(at);
+                if regex.is_match(&chunk.buf[start..end]) {
+                    bits.insert(base + at as u32);
+                }
+                from = end + 1;
+            }
+        }
+        bits.finish()
+    }
+
+    /// Physical rows whose text satisfies `test`.
+    pub fn matching(&self, mut test: impl FnMut(&str) -> bool) -> RoaringBitmap {
         let chunk_rows = ColumnStore::chunk_rows();
         let mut bits = RowBits::default();
         for (i, chunk) in self.chunks.iter().enumerate() {

@@ -15,14 +15,26 @@ use crate::grid::store::RecordIdentity;
 use crate::grid::value::CellValue;
 
 const VIEW: &str = "view";
-const TEXTS: [&str; 10] =
-    ["", "apple", "Apple pie", "APPLE", "Ärger über", "ΟΔΟΣ", "straße", "x1", "pie", "zeta 9"];
+const TEXTS: [&str; 11] = [
+    "",
+    "apple",
+    "Apple pie",
+    "APPLE",
+    "Ärger über",
+    "ΟΔΟΣ",
+    "straße",
+    "x1",
+    "pie",
+    "zeta 9",
+    "two\nlines a",
+];
 const OPTIONS: [&str; 4] = ["Draft", "Review", "Done", "draft"];
 const NUMBERS: [f64; 6] = [-2.5, 0.0, 1.0, 1.0, 7.25, 1e6];
 const DATES: [&str; 5] = ["2025-01-01", "2025-06-30", "2026-01-31", "2026-01-31", "2027-12-24"];
 const USERS: [&str; 3] = ["alice", "Bob", "carol"];
 const PATHS: [&str; 3] = ["", "ui/menu", "UI/hud"];
-const PATTERNS: [&str; 5] = ["^a", "(?i)APPLE", "e$", "[0-9]", "ß|Σ"];
+const PATTERNS: [&str; 9] =
+    ["^a", "(?i)APPLE", "e$", "[0-9]", "ß|Σ", r"\Aa", r"e\z", "(?s)o.*a", r"\ba\b|^l"];
 
 fn column(id: &str, column_type: ColumnType) -> ColumnDef {
     ColumnDef {

@@ -239,6 +239,16 @@ impl Cells {
     }
 }
 
+/// Inserts `base + at` for each `at < rows` that satisfies `keep`.
+#[inline]
+fn insert_where(bits: &mut RowBits, base: u32, rows: usize, keep: impl Fn(usize) -> bool) {
+    for at in 0..rows {
+        if keep(at) {
+            bits.insert(base + at as u32);
+        }
+    }
+}
+
 #[inline]
 fn push_row<T>(rows: &mut Vec<T>, value: T) {
     reserve_row(rows);
@@ -364,6 +374,33 @@ impl Column {
                 }
                 row += 1;
             }
+        }
+        bits.finish()
+    }
+
+    /// The physical rows (live or not) whose cell is empty (absent, `""` or an empty list),
+    /// reading only lengths and markers.
+    pub(super) fn scan_empty(&self) -> RoaringBitmap {
+        let mut bits = RowBits::default();
+        let mut row = 0u32;
+        for chunk in self.chunks.iter_chunks() {
+            let rows = chunk.versions.len();
+            let base = row;
+            match &chunk.cells {
+                Cells::Text(cells) | Cells::List(cells) => {
+                    insert_where(&mut bits, base, rows, |at| cells.is_blank(at))
+                }
+                Cells::Number(cells) => {
+                    insert_where(&mut bits, base, rows, |at| cells[at] == NUMBER_EMPTY)
+                }
+                Cells::Boolean(cells) => {
+                    insert_where(&mut bits, base, rows, |at| cells[at] == BOOLEAN_EMPTY)
+                }
+                Cells::Datetime(cells) => {
+                    insert_where(&mut bits, base, rows, |at| cells[at] == DATETIME_EMPTY)
+                }
+            }
+            row += rows as u32;
         }
         bits.finish()
     }

@@ -447,6 +447,11 @@ impl ColumnStore {
         self.column(slot).scan(keep) & &self.live
     }
 
+    /// The live rows whose cell is empty (absent, `""` or an empty list).
+    pub fn scan_empty(&self, slot: ColumnSlot) -> RoaringBitmap {
+        self.column(slot).scan_empty() & &self.live
+    }
+
     /// The live rows whose dependency and source statuses satisfy `keep` (none in a column
     /// that is not localized).
     pub fn scan_statuses(

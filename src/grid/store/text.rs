@@ -61,6 +61,12 @@ impl TextChunk {
         TextChunk { spans: vec![Span::EMPTY; rows], ..TextChunk::default() }
     }
 
+    /// True when the value at `at` is absent or `""` (no bytes are read).
+    #[inline]
+    pub(super) fn is_blank(&self, at: usize) -> bool {
+        matches!(self.spans[at].len, EMPTY_LEN | 0)
+    }
+
     /// The value at `at`; `None` when absent.
     #[inline]
     pub(super) fn get(&self, at: usize) -> Option<&str> {

@@ -1,0 +1,144 @@
+//! Criterion bench of the query engine on a 1M-record, 12-column localization branch (seven
+//! languages in Latin, Japanese, Chinese, Arabic and Cyrillic scripts, a number, a datetime, a
+//! workflow selection, a flag and tags), timing parse + bind + run of each case of issue 5 in
+//! the engine (no JSON rendering or HTTP: `examples/query_http.rs` measures those end to end).
+//! First-use index builds are timed once and printed; the cases then run with indexes built.
+//! A 256 MiB memcpy gives this machine's single-thread memory bandwidth for comparison.
+//!
+//! `cargo bench --bench query` (add a case name to run one, e.g. `-- contains`).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use gridd::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
+use gridd::grid::query::{bind_filters, bind_sort, parse_query, parse_sort, QueryEngine};
+use gridd::grid::store::CellRef;
+use gridd::grid::value::CellValue;
+
+mod common;
+use common::build_state;
+
+const RECORDS: usize = 1_000_000;
+
+/// One query: parse, bind against the default view, run; returns the page size and total.
+fn run(
+    engine: &mut QueryEngine,
+    state: &mut GridState,
+    query: &str,
+    sort: &str,
+    offset: usize,
+    limit: usize,
+) -> (usize, usize) {
+    let view = state.schema.view("view").expect("the default view").clone();
+    let filters = bind_filters(state, &view, &parse_query(query).expect("query parses"))
+        .expect("query binds");
+    let keys =
+        bind_sort(state, &view, &parse_sort(sort).expect("sort parses")).expect("sort binds");
+    let page = engine.run(&mut state.store, &filters, &keys, offset, limit);
+    (page.rows.len(), page.total)
+}
+
+/// The cases of issue 5: name, query, sort, offset.
+const CASES: &[(&str, &str, &str, usize)] = &[
+    ("eq_selection_page100", r#"{"state": {"=": "approved"}}"#, "", 0),
+    (
+        "in5_paths_sort_number_offset10000",
+        r#"{"_path": {"in": ["ui/menu", "web/dialog", "mobile/toast", "email/settings", "legal/onboarding"]}}"#,
+        r#"{"count": "asc"}"#,
+        10_000,
+    ),
+    ("contains_ci_frequent_word", r#"{"enUS": {"contains": "Network"}}"#, "", 0),
+    ("contains_ci_rare_phrase", r#"{"enUS": {"contains": "PASSWORD UPDATED"}}"#, "", 0),
+    ("contains_ci_cyrillic", r#"{"ruRU": {"contains": "НАСТРОЙКИ"}}"#, "", 0),
+    ("regexp_anchored", r#"{"enUS": {"regexp": "^please .* again$"}}"#, "", 0),
+    ("regexp_unanchored", r#"{"deDE": {"regexp": "Datei.+nicht"}}"#, "", 0),
+    (
+        "datetime_range_and_target_not_empty",
+        r#"{"due": {"between": ["2024-01-01", "2024-01-31"]}, "deDE": {"isNotEmpty": null}}"#,
+        "",
+        0,
+    ),
+    ("sort_text_offset0", "", r#"{"enUS": "asc"}"#, 0),
+    ("sort_text_offset500000", "", r#"{"enUS": "asc"}"#, 500_000),
+    ("sort_text_desc_offset500000", "", r#"{"enUS": "desc"}"#, 500_000),
+];
+
+fn text_bytes(state: &GridState, column: &str) -> usize {
+    let slot = state.slots[column];
+    state
+        .store
+        .live_rows()
+        .map(|row| match state.store.value_ref(row, slot) {
+            CellRef::Text(s) => s.len(),
+            _ => 0,
+        })
+        .sum()
+}
+
+fn main() {
+    let (mut state, _) = build_state(RECORDS);
+    let mut engine = QueryEngine::default();
+    let mut c = Criterion::default()
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(5))
+        .configure_from_args();
+
+    let source = vec![0u8; 256 << 20];
+    let mut target = vec![1u8; 256 << 20];
+    c.bench_function("memcpy_256mib", |b| {
+        b.iter(|| {
+            target.copy_from_slice(black_box(&source));
+            black_box(&target);
+        })
+    });
+    drop((source, target));
+
+    eprintln!(
+        "text scanned by contains: enUS {} MiB, ruRU {} MiB",
+        text_bytes(&state, "enUS") >> 20,
+        text_bytes(&state, "ruRU") >> 20
+    );
+    for &(name, query, sort, offset) in CASES {
+        let started = Instant::now();
+        let (rows, total) = run(&mut engine, &mut state, query, sort, offset, 100);
+        eprintln!(
+            "{name}: first run (builds its indexes) {:?}, {rows} rows of {total}",
+            started.elapsed()
+        );
+        c.bench_function(name, |b| {
+            b.iter(|| black_box(run(&mut engine, &mut state, query, sort, offset, 100)))
+        });
+    }
+
+    // One record update (its English source changes: the six targets turn outOfDate, history
+    // grows) then the same sorted page: the ordered index is patched, not rebuilt.
+    let mut flip = 0u64;
+    c.bench_function("update_one_then_sort_text_offset0", |b| {
+        b.iter(|| {
+            flip += 1;
+            let write = RecordWrite {
+                id: "web.menu.settings.000001".to_owned(),
+                path: String::new(),
+                new_id: None,
+                new_path: None,
+                cells: vec![CellWrite {
+                    column_id: "enUS".to_owned(),
+                    value: Some(CellValue::Text(format!("after restart {flip}"))),
+                    dependency_status: None,
+                    source_status: None,
+                }],
+                mark_mt: false,
+            };
+            let op = GridOp::UpdateRecords {
+                time_ms: 1_800_000_000_000,
+                user: "alice".to_owned(),
+                records: vec![write],
+            };
+            state.apply(&op);
+            black_box(run(&mut engine, &mut state, "", r#"{"enUS": "asc"}"#, 0, 100))
+        })
+    });
+    eprintln!("query indexes hold about {} MiB", engine.heap_bytes() >> 20);
+    c.final_summary();
+}
