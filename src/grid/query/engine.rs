@@ -10,6 +10,7 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::ops::Bound;
 
 use roaring::RoaringBitmap;
 
@@ -183,6 +184,18 @@ impl QueryEngine {
         if let (Target::Cell(slot, _), Pred::Empty) = (target, pred) {
             return store.scan_empty(slot);
         }
+        match (target, time_bounds(pred), number_bounds(pred)) {
+            (Target::Cell(slot, Kind::Time), Some((lo, hi)), _) => {
+                return store.scan_datetimes(slot, |t| lo <= t && t <= hi)
+            }
+            (Target::ModifiedTime, Some((lo, hi)), _) => {
+                return store.scan_times(|t| lo <= t && t <= hi)
+            }
+            (Target::Cell(slot, Kind::Number), _, Some(range)) => {
+                return store.scan_numbers(slot, |x| range.contains(x))
+            }
+            _ => {}
+        }
         if let Target::Cell(slot, Kind::Text) = target {
             if let Some(rows) = self.text_fast_path(store, slot, pred) {
                 return rows & store.live();
@@ -324,8 +337,10 @@ impl QueryEngine {
             group.clear();
         };
         if start < index.len() {
+            // The walk tests many rows against the matches: a flat bit array answers faster.
+            let dense = matches.map(|m| DenseRows::new(m, store.rows()));
             for row in index.iter_from(start) {
-                if matches.is_some_and(|m| !m.contains(row)) {
+                if dense.as_ref().is_some_and(|d| !d.contains(row)) {
                     continue;
                 }
                 if rest.is_empty() {
@@ -373,6 +388,71 @@ impl QueryEngine {
         }
         out
     }
+}
+
+/// A row set as a flat bit array, for many membership tests.
+struct DenseRows(Vec<u64>);
+
+impl DenseRows {
+    fn new(rows: &RoaringBitmap, len: usize) -> Self {
+        let mut words = vec![0u64; len.div_ceil(64)];
+        for row in rows {
+            words[row as usize / 64] |= 1 << (row % 64);
+        }
+        DenseRows(words)
+    }
+
+    #[inline]
+    fn contains(&self, row: u32) -> bool {
+        self.0.get(row as usize / 64).is_some_and(|w| w & (1 << (row % 64)) != 0)
+    }
+}
+
+/// Inclusive bounds of a datetime `=` or range.
+fn time_bounds(pred: &Pred) -> Option<(i64, i64)> {
+    let bound = |b: &Bound<Operand>, unbounded: i64, step: i64| match b {
+        Bound::Unbounded => Some(unbounded),
+        Bound::Included(Operand::Time(t)) => Some(*t),
+        Bound::Excluded(Operand::Time(t)) => Some(t.saturating_add(step)),
+        _ => None,
+    };
+    match pred {
+        Pred::Eq(Operand::Time(t)) => Some((*t, *t)),
+        Pred::Range(lo, hi) => Some((bound(lo, i64::MIN, 1)?, bound(hi, i64::MAX, -1)?)),
+        _ => None,
+    }
+}
+
+/// Bounds of a number `=` or range, each with whether it is included.
+#[derive(Debug, Clone, Copy)]
+struct NumberRange {
+    lo: f64,
+    lo_included: bool,
+    hi: f64,
+    hi_included: bool,
+}
+
+impl NumberRange {
+    #[inline]
+    fn contains(self, x: f64) -> bool {
+        (x > self.lo || (self.lo_included && x == self.lo))
+            && (x < self.hi || (self.hi_included && x == self.hi))
+    }
+}
+
+fn number_bounds(pred: &Pred) -> Option<NumberRange> {
+    let bound = |b: &Bound<Operand>, unbounded: f64| match b {
+        Bound::Unbounded => Some((unbounded, true)),
+        Bound::Included(Operand::Number(n)) => Some((*n, true)),
+        Bound::Excluded(Operand::Number(n)) => Some((*n, false)),
+        _ => None,
+    };
+    let ((lo, lo_included), (hi, hi_included)) = match pred {
+        Pred::Eq(Operand::Number(n)) => ((*n, true), (*n, true)),
+        Pred::Range(lo, hi) => (bound(lo, f64::NEG_INFINITY)?, bound(hi, f64::INFINITY)?),
+        _ => return None,
+    };
+    Some(NumberRange { lo, lo_included, hi, hi_included })
 }
 
 /// Whether an index's key still names something in the store.

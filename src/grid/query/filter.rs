@@ -93,7 +93,9 @@ impl<'a> Val<'a> {
         match cell {
             CellRef::Empty => Val::Empty,
             CellRef::Text(s) => Val::Text(s),
-            CellRef::Number(n) => Val::Number(n),
+            // -0 reads as 0 (filters already take them as equal): sorts then tie them too,
+            // keeping insertion order, instead of ordering -0 before 0.
+            CellRef::Number(n) => Val::Number(if n == 0.0 { 0.0 } else { n }),
             CellRef::Boolean(b) => Val::Bool(b),
             CellRef::Datetime(t) => Val::Time(t),
             CellRef::List(items) => Val::List(items),

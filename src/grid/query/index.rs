@@ -463,15 +463,23 @@ impl Shadow {
             let base = (i * chunk_rows) as u32;
             let buf = chunk.buf.as_bytes();
             let mut from = 0;
+            // Hits come in order, so the row cursor only moves forward (one pass over `ends`).
+            let mut at = 0;
             while let Some(found) = finder.find(&buf[from..]) {
                 let hit = from + found;
-                let at = chunk.row_at(hit);
+                while (chunk.ends[at] as usize) < hit {
+                    at += 1;
+                }
                 let (_, end) = chunk.row_span(at);
                 if hit + needle.len() <= end {
                     bits.insert(base + at as u32);
                     from = end + 1;
+                    at += 1;
                 } else {
                     from = hit + 1;
+                }
+                if at >= chunk.ends.len() {
+                    break;
                 }
             }
         }
@@ -486,9 +494,11 @@ impl Shadow {
         for (i, chunk) in self.chunks.iter().enumerate() {
             let base = (i * chunk_rows) as u32;
             let mut from = 0;
-            while from <= chunk.buf.len() {
-                let Some(found) = joined.find_at(&chunk.buf, from) else { break };
-                let at = chunk.row_at(found.start());
+            while from < chunk.buf.len() {
+                // The earliest end of any match at or after `from` lies in a row no later than
+                // any row with a match of its own, so no such row is skipped.
+                let Some(end) = joined.shortest_match_at(&chunk.buf, from) else { break };
+                let at = chunk.row_at(end.saturating_sub(1)).max(chunk.row_at(from));
                 if at >= chunk.ends.len() {
                     break;
                 }

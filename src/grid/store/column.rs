@@ -378,6 +378,39 @@ impl Column {
         bits.finish()
     }
 
+    /// The physical rows (live or not) of a number column whose non-empty value satisfies `keep`.
+    pub(super) fn scan_numbers(&self, mut keep: impl FnMut(f64) -> bool) -> RoaringBitmap {
+        let mut bits = RowBits::default();
+        let mut row = 0u32;
+        for chunk in self.chunks.iter_chunks() {
+            let Cells::Number(cells) = &chunk.cells else { other_kind() };
+            for (at, &stored) in cells.iter().enumerate() {
+                if stored != NUMBER_EMPTY && keep(f64::from_bits(stored)) {
+                    bits.insert(row + at as u32);
+                }
+            }
+            row += cells.len() as u32;
+        }
+        bits.finish()
+    }
+
+    /// The physical rows (live or not) of a datetime column whose non-empty value satisfies
+    /// `keep`.
+    pub(super) fn scan_datetimes(&self, mut keep: impl FnMut(i64) -> bool) -> RoaringBitmap {
+        let mut bits = RowBits::default();
+        let mut row = 0u32;
+        for chunk in self.chunks.iter_chunks() {
+            let Cells::Datetime(cells) = &chunk.cells else { other_kind() };
+            for (at, &stored) in cells.iter().enumerate() {
+                if stored != DATETIME_EMPTY && keep(stored) {
+                    bits.insert(row + at as u32);
+                }
+            }
+            row += cells.len() as u32;
+        }
+        bits.finish()
+    }
+
     /// The physical rows (live or not) whose cell is empty (absent, `""` or an empty list),
     /// reading only lengths and markers.
     pub(super) fn scan_empty(&self) -> RoaringBitmap {

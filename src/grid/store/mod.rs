@@ -447,6 +447,18 @@ impl ColumnStore {
         self.column(slot).scan(keep) & &self.live
     }
 
+    /// The live rows of a number column whose non-empty value satisfies `keep`. Panics on a
+    /// column of another kind.
+    pub fn scan_numbers(&self, slot: ColumnSlot, keep: impl FnMut(f64) -> bool) -> RoaringBitmap {
+        self.column(slot).scan_numbers(keep) & &self.live
+    }
+
+    /// The live rows of a datetime column whose non-empty value satisfies `keep`. Panics on a
+    /// column of another kind.
+    pub fn scan_datetimes(&self, slot: ColumnSlot, keep: impl FnMut(i64) -> bool) -> RoaringBitmap {
+        self.column(slot).scan_datetimes(keep) & &self.live
+    }
+
     /// The live rows whose cell is empty (absent, `""` or an empty list).
     pub fn scan_empty(&self, slot: ColumnSlot) -> RoaringBitmap {
         self.column(slot).scan_empty() & &self.live
