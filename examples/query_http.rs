@@ -6,6 +6,8 @@
 //!
 //! `cargo run --release --example query_http -- [records]` (default 1000000).
 
+#![allow(clippy::print_stdout)] // the report is the program's output
+
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
