@@ -15,6 +15,7 @@ mod keys;
 mod localization;
 mod openapi;
 mod projects;
+mod query;
 mod record_history;
 mod records;
 mod restart;

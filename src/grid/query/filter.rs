@@ -2,6 +2,7 @@
 //! parsed per column type, and the reference meaning of every predicate (`Pred::matches`), which
 //! the engine's fast paths must agree with.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::ops::Bound;
 
@@ -190,23 +191,40 @@ impl Pred {
             Pred::Eq(operand) => equals(value, operand),
             Pred::In(operands) => operands.iter().any(|o| equals(value, o)),
             Pred::Range(lo, hi) => in_range(value, lo, hi),
-            Pred::Contains(needle) => any_text(value, |s| lower(s).contains(needle.as_str())),
-            Pred::StartsWith(needle) => any_text(value, |s| lower(s).starts_with(needle.as_str())),
-            Pred::EndsWith(needle) => any_text(value, |s| lower(s).ends_with(needle.as_str())),
+            Pred::Contains(needle) => any_text(value, |s| fold_case(s).contains(needle.as_str())),
+            Pred::StartsWith(needle) => {
+                any_text(value, |s| fold_case(s).starts_with(needle.as_str()))
+            }
+            Pred::EndsWith(needle) => any_text(value, |s| fold_case(s).ends_with(needle.as_str())),
             Pred::Regex(pattern) => any_text(value, |s| pattern.regex.is_match(s)),
         }
     }
 }
 
-/// `s` lowercased, borrowing when it has no uppercase ASCII and is all ASCII.
-pub fn lower(s: &str) -> std::borrow::Cow<'_, str> {
+/// `s` with case folded for case-insensitive matching: lowercased char by char, with the
+/// word-final sigma `ς` read as `σ` (so "ΟΣ" is found in "ΟΣΑ" and in "ΟΔΟΣ"). Borrows ASCII text
+/// without capitals.
+pub fn fold_case(s: &str) -> Cow<'_, str> {
     if s.is_ascii() {
         if s.bytes().any(|b| b.is_ascii_uppercase()) {
-            return std::borrow::Cow::Owned(s.to_ascii_lowercase());
+            return Cow::Owned(s.to_ascii_lowercase());
         }
-        return std::borrow::Cow::Borrowed(s);
+        return Cow::Borrowed(s);
     }
-    std::borrow::Cow::Owned(s.to_lowercase())
+    let mut out = String::with_capacity(s.len());
+    push_folded(&mut out, s);
+    Cow::Owned(out)
+}
+
+/// Appends `s` case-folded as `fold_case` does.
+pub fn push_folded(out: &mut String, s: &str) {
+    if s.is_ascii() {
+        out.extend(s.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+        return;
+    }
+    for c in s.chars().flat_map(char::to_lowercase) {
+        out.push(if c == 'ς' { 'σ' } else { c });
+    }
 }
 
 /// Applies a text test to a text value (an empty value is `""`) or to each item of a list.
@@ -509,10 +527,10 @@ fn invalid_value(op: Op, label: &str, value: &Value, want: &str) -> ApiError {
     )
 }
 
-/// The lowercased needle of a case-insensitive operator (numbers are taken as their text).
+/// The case-folded needle of a case-insensitive operator (numbers are taken as their text).
 fn needle(op: Op, label: &str, value: &Value) -> ApiResult<String> {
     match value {
-        Value::String(s) => Ok(s.to_lowercase()),
+        Value::String(s) => Ok(fold_case(s).into_owned()),
         Value::Number(n) => Ok(n.to_string()),
         other => Err(invalid_value(op, label, other, "a string")),
     }

@@ -21,7 +21,7 @@ use memchr::memmem;
 use regex::Regex;
 use roaring::RoaringBitmap;
 
-use super::filter::{cmp_key, SortKey, Val};
+use super::filter::{cmp_key, push_folded, SortKey, Val};
 use crate::grid::store::{CellRef, ColumnSlot, ColumnStore, RowBits, RowId};
 
 /// Largest block; a block past it splits in two.
@@ -390,18 +390,6 @@ impl ShadowChunk {
     }
 }
 
-/// Appends `s` lowercased as `str::to_lowercase` would (char by char unless a capital sigma
-/// needs its word-final rule).
-fn push_lowercase(buf: &mut String, s: &str) {
-    if s.is_ascii() {
-        buf.extend(s.bytes().map(|b| char::from(b.to_ascii_lowercase())));
-    } else if s.contains('Σ') {
-        buf.push_str(&s.to_lowercase());
-    } else {
-        buf.extend(s.chars().flat_map(char::to_lowercase));
-    }
-}
-
 /// A text column's values joined per storage chunk, as written or lowercased; see the module
 /// doc.
 pub struct Shadow {
@@ -439,7 +427,7 @@ impl Shadow {
             for cell in store.chunk_cells(self.slot, i) {
                 if let CellRef::Text(s) = cell {
                     if self.lowercase {
-                        push_lowercase(&mut chunk.buf, s);
+                        push_folded(&mut chunk.buf, s);
                     } else {
                         chunk.buf.push_str(s);
                     }

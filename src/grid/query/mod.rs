@@ -39,8 +39,8 @@
 //!
 //! # Semantics
 //!
-//! - `contains`, `startsWith`, `endsWith` are case-insensitive: both sides are lowercased with
-//!   `str::to_lowercase`. `=`, `in` and `regexp` are exact (`(?i)` makes a pattern
+//! - `contains`, `startsWith`, `endsWith` are case-insensitive: both sides are lowercased char
+//!   by char (`char::to_lowercase`) with the word-final sigma `ς` read as `σ`. `=`, `in` and `regexp` are exact (`(?i)` makes a pattern
 //!   case-insensitive); `regexp` matches anywhere unless anchored. Patterns are compiled with
 //!   size limits, so a pathological pattern is refused (`invalidFilterValue`), never run.
 //! - An empty cell is `""` to text operators, so `= ""` selects empty cells. `isNull` is

@@ -277,7 +277,8 @@ fn plain_match(field: &str, op: Op, operand: &Value, value: &Plain) -> bool {
             _ => None,
         }
     };
-    let lower_operand = || operand.as_str().expect("a string").to_lowercase();
+    let fold = |s: &str| s.to_lowercase().replace('ς', "σ");
+    let lower_operand = || fold(operand.as_str().expect("a string"));
     let any_text = |test: &dyn Fn(&str) -> bool| text_of(value).iter().any(|s| test(s));
     let empty = *value == Plain::Empty;
     match op {
@@ -297,12 +298,12 @@ fn plain_match(field: &str, op: Op, operand: &Value, value: &Plain) -> bool {
                 && matches!(cmp(&bounds[1]), Some(Ordering::Less | Ordering::Equal));
             inside == (op == Op::Between)
         }
-        Op::Contains => any_text(&|s| s.to_lowercase().contains(&lower_operand())),
-        Op::NotContains => !any_text(&|s| s.to_lowercase().contains(&lower_operand())),
-        Op::StartsWith => any_text(&|s| s.to_lowercase().starts_with(&lower_operand())),
-        Op::NotStartsWith => !any_text(&|s| s.to_lowercase().starts_with(&lower_operand())),
-        Op::EndsWith => any_text(&|s| s.to_lowercase().ends_with(&lower_operand())),
-        Op::NotEndsWith => !any_text(&|s| s.to_lowercase().ends_with(&lower_operand())),
+        Op::Contains => any_text(&|s| fold(s).contains(&lower_operand())),
+        Op::NotContains => !any_text(&|s| fold(s).contains(&lower_operand())),
+        Op::StartsWith => any_text(&|s| fold(s).starts_with(&lower_operand())),
+        Op::NotStartsWith => !any_text(&|s| fold(s).starts_with(&lower_operand())),
+        Op::EndsWith => any_text(&|s| fold(s).ends_with(&lower_operand())),
+        Op::NotEndsWith => !any_text(&|s| fold(s).ends_with(&lower_operand())),
         Op::Regexp | Op::NotRegexp => {
             let re = regex::Regex::new(operand.as_str().expect("a pattern")).expect("valid");
             any_text(&|s| re.is_match(s)) == (op == Op::Regexp)
