@@ -16,7 +16,7 @@ use roaring::RoaringBitmap;
 
 use super::filter::{cmp_key, Filter, Kind, Operand, Pred, SortKey, Target, Val};
 use super::index::{DictIndex, OrderedIndex, Shadow};
-use crate::grid::store::{ColumnSlot, ColumnStore, RowId};
+use crate::grid::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId};
 
 /// The state of a column's hash index.
 enum Dict {
@@ -30,7 +30,7 @@ enum Dict {
 pub struct QueryEngine {
     epoch: u64,
     ordered: HashMap<SortKey, OrderedIndex>,
-    dicts: HashMap<ColumnSlot, Dict>,
+    dicts: HashMap<Target, Dict>,
     /// Joined text per (column, lowercased).
     shadows: HashMap<(ColumnSlot, bool), Shadow>,
 }
@@ -82,7 +82,7 @@ impl QueryEngine {
             return;
         }
         self.ordered.retain(|key, _| target_exists(store, key.target));
-        self.dicts.retain(|slot, _| store.has_column(*slot));
+        self.dicts.retain(|target, _| target_exists(store, *target));
         self.shadows.retain(|(slot, _), _| store.has_column(*slot));
         if changes.is_empty() {
             return;
@@ -105,14 +105,10 @@ impl QueryEngine {
         };
         let store = &*store;
         for (key, index) in &mut self.ordered {
-            let slot = match key.target {
-                Target::Cell(slot, _) => Some(slot),
-                _ => None,
-            };
-            index.update(store, &touched(slot));
+            index.update(store, &touched(slot_of(key.target)));
         }
-        self.dicts.retain(|slot, dict| match dict {
-            Dict::Built(index) => index.update(store, &touched(Some(*slot))),
+        self.dicts.retain(|target, dict| match dict {
+            Dict::Built(index) => index.update(store, &touched(slot_of(*target))),
             Dict::TooManyValues => true,
         });
         for ((slot, _), shadow) in &mut self.shadows {
@@ -153,7 +149,9 @@ impl QueryEngine {
     /// The live rows passing every filter.
     fn filter(&mut self, store: &ColumnStore, filters: &[Filter]) -> RoaringBitmap {
         let mut ordered: Vec<&Filter> = filters.iter().collect();
-        ordered.sort_by_key(|f| f.cost());
+        // Positive filters first (they narrow by intersection), cheapest first; a negated one
+        // then subtracts its positive rows instead of building their complement.
+        ordered.sort_by_key(|f| (f.negate, f.cost()));
         let few = (store.len() / 32).max(64) as u64;
         let mut matches: Option<RoaringBitmap> = None;
         for filter in ordered {
@@ -164,6 +162,9 @@ impl QueryEngine {
                     current.iter().filter(|&row| filter.test(store, RowId::from_raw(row))),
                 )
                 .expect("a bitmap iterates in order"),
+                Some(current) if filter.negate => {
+                    current - self.eval_positive(store, filter.target, &filter.pred)
+                }
                 Some(current) => current & self.eval(store, filter),
             });
         }
@@ -196,6 +197,9 @@ impl QueryEngine {
             }
             _ => {}
         }
+        if let Some(rows) = self.equality_fast_path(store, target, pred) {
+            return rows & store.live();
+        }
         if let Target::Cell(slot, Kind::Text) = target {
             if let Some(rows) = self.text_fast_path(store, slot, pred) {
                 return rows & store.live();
@@ -216,6 +220,46 @@ impl QueryEngine {
         }
     }
 
+    /// `=` and `in` on text through an index: the store's key index for record ids, else a
+    /// hash index of the target's values when it has few distinct ones (physical rows).
+    fn equality_fast_path(
+        &mut self,
+        store: &ColumnStore,
+        target: Target,
+        pred: &Pred,
+    ) -> Option<RoaringBitmap> {
+        let values: Vec<&str> = match pred {
+            Pred::Eq(Operand::Text(value)) => vec![value.as_str()],
+            Pred::In(values) => values
+                .iter()
+                .map(|v| match v {
+                    Operand::Text(v) => Some(v.as_str()),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?,
+            _ => return None,
+        };
+        let mut rows = RoaringBitmap::new();
+        if values.iter().any(|v| v.is_empty()) {
+            rows |= self.eval_positive(store, target, &Pred::Empty);
+        }
+        match target {
+            Target::RecordId if store.identity() == RecordIdentity::RecordId => {
+                rows.extend(values.iter().filter_map(|id| store.find("", id)).map(RowId::get));
+            }
+            Target::Cell(_, Kind::Text) | Target::Path | Target::ModifiedBy => {
+                let dict = self.dict(store, target)?;
+                for value in values {
+                    if let Some(set) = dict.rows_of(value) {
+                        rows |= set;
+                    }
+                }
+            }
+            _ => return None,
+        }
+        Some(rows)
+    }
+
     /// Index-backed evaluation on a text column, when one applies (physical rows).
     fn text_fast_path(
         &mut self,
@@ -224,28 +268,6 @@ impl QueryEngine {
         pred: &Pred,
     ) -> Option<RoaringBitmap> {
         match pred {
-            Pred::Eq(Operand::Text(value)) => {
-                let dict = self.dict(store, slot)?;
-                Some(dict.rows_of(value).cloned().unwrap_or_default())
-            }
-            Pred::In(values) => {
-                let dict = self.dict(store, slot)?;
-                let mut rows = RoaringBitmap::new();
-                for value in values {
-                    match value {
-                        Operand::Text(v) if v.is_empty() => {
-                            rows |= store.scan_empty(slot);
-                        }
-                        Operand::Text(v) => {
-                            if let Some(set) = dict.rows_of(v) {
-                                rows |= set;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                Some(rows)
-            }
             Pred::Contains(needle) => Some(self.shadow(store, slot, true).contains(needle)),
             Pred::StartsWith(needle) => Some(
                 self.shadow(store, slot, true).matching(|text| text.starts_with(needle.as_str())),
@@ -261,11 +283,12 @@ impl QueryEngine {
         }
     }
 
-    fn dict(&mut self, store: &ColumnStore, slot: ColumnSlot) -> Option<&DictIndex> {
-        let dict = self.dicts.entry(slot).or_insert_with(|| match DictIndex::build(store, slot) {
-            Some(index) => Dict::Built(index),
-            None => Dict::TooManyValues,
-        });
+    fn dict(&mut self, store: &ColumnStore, target: Target) -> Option<&DictIndex> {
+        let dict =
+            self.dicts.entry(target).or_insert_with(|| match DictIndex::build(store, target) {
+                Some(index) => Dict::Built(index),
+                None => Dict::TooManyValues,
+            });
         match dict {
             Dict::Built(index) => Some(index),
             Dict::TooManyValues => None,
@@ -453,6 +476,16 @@ fn number_bounds(pred: &Pred) -> Option<NumberRange> {
         _ => return None,
     };
     Some(NumberRange { lo, lo_included, hi, hi_included })
+}
+
+/// The column a target reads, if it reads one.
+fn slot_of(target: Target) -> Option<ColumnSlot> {
+    match target {
+        Target::Cell(slot, _) | Target::DependencyStatus(slot) | Target::SourceStatus(slot) => {
+            Some(slot)
+        }
+        Target::RecordId | Target::Path | Target::ModifiedTime | Target::ModifiedBy => None,
+    }
 }
 
 /// Whether an index's key still names something in the store.

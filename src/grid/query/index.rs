@@ -21,7 +21,7 @@ use memchr::memmem;
 use regex::Regex;
 use roaring::RoaringBitmap;
 
-use super::filter::{cmp_key, push_folded, SortKey, Val};
+use super::filter::{cmp_key, push_folded, SortKey, Target, Val};
 use crate::grid::store::{CellRef, ColumnSlot, ColumnStore, RowBits, RowId};
 
 /// Largest block; a block past it splits in two.
@@ -283,9 +283,9 @@ impl OrderedIndex {
     }
 }
 
-/// Distinct values of a text column to their rows; see the module doc.
+/// Distinct values of a text target to their rows; see the module doc.
 pub struct DictIndex {
-    slot: ColumnSlot,
+    target: Target,
     ids: HashMap<Box<str>, u32>,
     sets: Vec<RoaringBitmap>,
     row_value: Vec<u32>,
@@ -297,26 +297,21 @@ impl DictIndex {
         (live / 16).max(1024)
     }
 
-    /// Indexes the column, or `None` when it has too many distinct values to be worth it.
-    pub fn build(store: &ColumnStore, slot: ColumnSlot) -> Option<Self> {
+    /// Indexes a text target, or `None` when it has too many distinct values to be worth it.
+    pub fn build(store: &ColumnStore, target: Target) -> Option<Self> {
         let mut index = DictIndex {
-            slot,
+            target,
             ids: HashMap::new(),
             sets: Vec::new(),
             row_value: vec![NONE; store.rows()],
         };
         let limit = DictIndex::limit(store.len());
-        let live = store.live();
-        let chunk_rows = ColumnStore::chunk_rows();
-        for chunk in 0..store.rows().div_ceil(chunk_rows) {
-            for (at, cell) in store.chunk_cells(slot, chunk).enumerate() {
-                let row = (chunk * chunk_rows + at) as u32;
-                if let CellRef::Text(s) = cell {
-                    if !s.is_empty() && live.contains(row) {
-                        index.add(row, s);
-                        if index.sets.len() > limit {
-                            return None;
-                        }
+        for row in store.live_rows() {
+            if let Val::Text(s) = target.value(store, row) {
+                if !s.is_empty() {
+                    index.add(row.get(), s);
+                    if index.sets.len() > limit {
+                        return None;
                     }
                 }
             }
@@ -338,7 +333,7 @@ impl DictIndex {
         self.row_value[row as usize] = id;
     }
 
-    /// Re-files the given rows under their current values. False when the column now has too
+    /// Re-files the given rows under their current values. False when the target now has too
     /// many distinct values (the index should be dropped).
     pub fn update(&mut self, store: &ColumnStore, touched: &[u32]) -> bool {
         if self.row_value.len() < store.rows() {
@@ -352,7 +347,7 @@ impl DictIndex {
             }
             let id = RowId::from_raw(row);
             if (row as usize) < store.rows() && store.is_live(id) {
-                if let CellRef::Text(s) = store.value_ref(id, self.slot) {
+                if let Val::Text(s) = self.target.value(store, id) {
                     if !s.is_empty() {
                         self.add(row, s);
                     }
