@@ -3,7 +3,10 @@
 //! Owns record identity (id, path, the key -> row map), record metadata (last modified time and
 //! user), row order (insertion order), liveness (tombstones + compaction) and every cell with its
 //! version and statuses. It stores what it is told: validating values against column types,
-//! enforcing id uniqueness and limits, JSON, indexes, history and persistence live elsewhere.
+//! enforcing id uniqueness and limits, JSON, query indexes, history and persistence live
+//! elsewhere. For the query engine it offers whole-column scans into row bitmaps (`scan_*`) and
+//! a change journal (`set_tracking`/`take_changes`, `epoch` bumped by compaction) that its
+//! indexes follow.
 //!
 //! Layout: every per-row vector is split in chunks of 64K rows (`chunked`); strings live in
 //! per-chunk arenas (`text`); keys are hashed to `u64` and verified against the stored id, so an
