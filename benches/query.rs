@@ -17,7 +17,7 @@ use gridd::grid::store::CellRef;
 use gridd::grid::value::CellValue;
 
 mod common;
-use common::build_state;
+use common::{build_state, QUERY_CASES};
 
 const RECORDS: usize = 1_000_000;
 
@@ -38,31 +38,6 @@ fn run(
     let page = engine.run(&mut state.store, &filters, &keys, offset, limit);
     (page.rows.len(), page.total)
 }
-
-/// The cases of issue 5: name, query, sort, offset.
-const CASES: &[(&str, &str, &str, usize)] = &[
-    ("eq_selection_page100", r#"{"state": {"=": "approved"}}"#, "", 0),
-    (
-        "in5_paths_sort_number_offset10000",
-        r#"{"_path": {"in": ["ui/menu", "web/dialog", "mobile/toast", "email/settings", "legal/onboarding"]}}"#,
-        r#"{"count": "asc"}"#,
-        10_000,
-    ),
-    ("contains_ci_frequent_word", r#"{"enUS": {"contains": "Network"}}"#, "", 0),
-    ("contains_ci_rare_phrase", r#"{"enUS": {"contains": "PASSWORD UPDATED"}}"#, "", 0),
-    ("contains_ci_cyrillic", r#"{"ruRU": {"contains": "НАСТРОЙКИ"}}"#, "", 0),
-    ("regexp_anchored", r#"{"enUS": {"regexp": "^please .* again$"}}"#, "", 0),
-    ("regexp_unanchored", r#"{"deDE": {"regexp": "Datei.+nicht"}}"#, "", 0),
-    (
-        "datetime_range_and_target_not_empty",
-        r#"{"due": {"between": ["2024-01-01", "2024-01-31"]}, "deDE": {"isNotEmpty": null}}"#,
-        "",
-        0,
-    ),
-    ("sort_text_offset0", "", r#"{"enUS": "asc"}"#, 0),
-    ("sort_text_offset500000", "", r#"{"enUS": "asc"}"#, 500_000),
-    ("sort_text_desc_offset500000", "", r#"{"enUS": "desc"}"#, 500_000),
-];
 
 fn text_bytes(state: &GridState, column: &str) -> usize {
     let slot = state.slots[column];
@@ -99,7 +74,7 @@ fn main() {
         text_bytes(&state, "enUS") >> 20,
         text_bytes(&state, "ruRU") >> 20
     );
-    for &(name, query, sort, offset) in CASES {
+    for &(name, query, sort, offset) in QUERY_CASES {
         let started = Instant::now();
         let (rows, total) = run(&mut engine, &mut state, query, sort, offset, 100);
         eprintln!(

@@ -351,3 +351,29 @@ pub fn build_state(records: usize) -> (GridState, Vec<String>) {
     eprintln!("built a {records}-record branch through AddRecords ops in {:?}", started.elapsed());
     (state, ids)
 }
+
+/// The query cases of issue 5 (`benches/query.rs`, `examples/query_http.rs`): name, query,
+/// sort, offset; pages of 100.
+pub const QUERY_CASES: &[(&str, &str, &str, usize)] = &[
+    ("eq_selection_page100", r#"{"state": {"=": "approved"}}"#, "", 0),
+    (
+        "in5_paths_sort_number_offset10000",
+        r#"{"_path": {"in": ["ui/menu", "web/dialog", "mobile/toast", "email/settings", "legal/onboarding"]}}"#,
+        r#"{"count": "asc"}"#,
+        10_000,
+    ),
+    ("contains_ci_frequent_word", r#"{"enUS": {"contains": "Network"}}"#, "", 0),
+    ("contains_ci_rare_phrase", r#"{"enUS": {"contains": "PASSWORD UPDATED"}}"#, "", 0),
+    ("contains_ci_cyrillic", r#"{"ruRU": {"contains": "НАСТРОЙКИ"}}"#, "", 0),
+    ("regexp_anchored", r#"{"enUS": {"regexp": "^please .* again$"}}"#, "", 0),
+    ("regexp_unanchored", r#"{"deDE": {"regexp": "Datei.+nicht"}}"#, "", 0),
+    (
+        "datetime_range_and_target_not_empty",
+        r#"{"due": {"between": ["2024-01-01", "2024-01-31"]}, "deDE": {"isNotEmpty": null}}"#,
+        "",
+        0,
+    ),
+    ("sort_text_offset0", "", r#"{"enUS": "asc"}"#, 0),
+    ("sort_text_offset500000", "", r#"{"enUS": "asc"}"#, 500_000),
+    ("sort_text_desc_offset500000", "", r#"{"enUS": "desc"}"#, 500_000),
+];

@@ -381,3 +381,26 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The `<url>; rel="..."` entries of a `Link` header as (rel, url).
+pub fn links(res: &Resp) -> Vec<(String, String)> {
+    let Some(header) = res.header("link") else { return Vec::new() };
+    header
+        .split(", <")
+        .map(|part| {
+            let part = part.trim_start_matches('<');
+            let (url, rel) = part.split_once(">; rel=\"").expect("a Link entry");
+            (rel.trim_end_matches('"').to_owned(), url.to_owned())
+        })
+        .collect()
+}
+
+pub fn link(res: &Resp, rel: &str) -> Option<String> {
+    links(res).into_iter().find(|(r, _)| r == rel).map(|(_, url)| url)
+}
+
+/// GETs an absolute URL of this server (as found in a `Link` header).
+pub fn follow(app: &TestApp, url: &str) -> Resp {
+    let path = url.strip_prefix(&app.base).unwrap_or_else(|| panic!("{url} is not absolute"));
+    app.get(path)
+}

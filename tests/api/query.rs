@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::helpers::{cell, spawn_app, Resp, TestApp};
+use crate::helpers::{cell, follow, link, links, spawn_app, Resp, TestApp};
 
 // ----- helpers -----
 
@@ -102,29 +102,6 @@ fn check_sorts(app: &TestApp, view: &str, sorts: &[(&str, &[&str])]) {
     for (sort, expected) in sorts {
         assert_all(&sorted(app, view, sort), expected, sort);
     }
-}
-
-/// The `<url>; rel="..."` entries of a `Link` header as (rel, url).
-fn links(res: &Resp) -> Vec<(String, String)> {
-    let Some(header) = res.header("link") else { return Vec::new() };
-    header
-        .split(", <")
-        .map(|part| {
-            let part = part.trim_start_matches('<');
-            let (url, rel) = part.split_once(">; rel=\"").expect("a Link entry");
-            (rel.trim_end_matches('"').to_owned(), url.to_owned())
-        })
-        .collect()
-}
-
-fn link(res: &Resp, rel: &str) -> Option<String> {
-    links(res).into_iter().find(|(r, _)| r == rel).map(|(_, url)| url)
-}
-
-/// GETs an absolute URL of this server (as found in a `Link` header).
-fn follow(app: &TestApp, url: &str) -> Resp {
-    let path = url.strip_prefix(&app.base).unwrap_or_else(|| panic!("{url} is not absolute"));
-    app.get(path)
 }
 
 /// The decoded query-string parameters of a URL.

@@ -8,7 +8,7 @@ mod values;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{cell, page_query, spawn_app, Resp, TestApp};
+use crate::helpers::{cell, follow, link, links, page_query, spawn_app, Resp, TestApp};
 
 /// The columns of `typed_grid`, in view order.
 pub const TYPED_COLUMNS: [&str; 15] = [
@@ -76,29 +76,6 @@ pub fn assert_refused(
 ) {
     res.assert_error(status, code);
     assert_eq!(app.records(view), before, "a refused write changed the records: {}", res.text);
-}
-
-/// The `<url>; rel="..."` entries of a `Link` header as (rel, url).
-fn links(res: &Resp) -> Vec<(String, String)> {
-    let Some(header) = res.header("link") else { return Vec::new() };
-    header
-        .split(", <")
-        .map(|part| {
-            let part = part.trim_start_matches('<');
-            let (url, rel) = part.split_once(">; rel=\"").expect("a Link entry");
-            (rel.trim_end_matches('"').to_owned(), url.to_owned())
-        })
-        .collect()
-}
-
-fn link(res: &Resp, rel: &str) -> Option<String> {
-    links(res).into_iter().find(|(r, _)| r == rel).map(|(_, url)| url)
-}
-
-/// GETs an absolute URL of this server (as found in a `Link` header).
-fn follow(app: &TestApp, url: &str) -> Resp {
-    let path = url.strip_prefix(&app.base).unwrap_or_else(|| panic!("{url} is not absolute"));
-    app.get(path)
 }
 
 fn total(res: &Resp) -> usize {
