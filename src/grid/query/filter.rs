@@ -452,7 +452,7 @@ fn bind_filter(state: &GridState, view: &ViewDef, raw: &RawFilter) -> ApiResult<
             format!("operator \"{}\" is not supported on {label}.", op.name()),
         ));
     }
-    let operand = |value: &Value| parse_operand(target, column_type, value, op, &label);
+    let operand = |value: &Value| parse_operand(target, value, op, &label);
     let items = |value: &Value, want: Option<usize>| -> ApiResult<Vec<Operand>> {
         let Value::Array(items) = value else {
             return Err(invalid_value(op, &label, value, "an array"));
@@ -567,13 +567,7 @@ fn compile_regex(pattern: &str, label: &str) -> ApiResult<Pattern> {
 }
 
 /// Parses one scalar operand for the target's kind.
-fn parse_operand(
-    target: Target,
-    column_type: Option<ColumnType>,
-    value: &Value,
-    op: Op,
-    label: &str,
-) -> ApiResult<Operand> {
+fn parse_operand(target: Target, value: &Value, op: Op, label: &str) -> ApiResult<Operand> {
     let bad = |want: &str| invalid_value(op, label, value, want);
     let operand = match target.kind() {
         Kind::Text | Kind::List => match value {
@@ -615,7 +609,6 @@ fn parse_operand(
             Operand::Status(status.ok_or_else(|| bad("a status name"))?)
         }
     };
-    let _ = column_type;
     Ok(operand)
 }
 

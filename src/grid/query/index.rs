@@ -28,6 +28,9 @@ use crate::grid::store::{CellRef, ColumnSlot, ColumnStore, RowBits, RowId};
 const BLOCK_MAX: usize = 1024;
 /// Block size when building from scratch.
 const BLOCK_BUILD: usize = 512;
+/// Storage chunks (64K rows each) a scan thread takes at least: smaller columns are scanned on
+/// the calling thread alone.
+const SCAN_CHUNKS_PER_THREAD: usize = 2;
 /// `block_of` entry of a row not in the index.
 const NONE: u32 = u32::MAX;
 
@@ -266,6 +269,37 @@ impl OrderedIndex {
         lo
     }
 
+    /// The positions `[start, end)` of the rows whose key values `v` have `below(v)` false and
+    /// `not_above(v)` true; both must hold for a prefix of the order (a range of keys).
+    pub fn span(
+        &self,
+        store: &ColumnStore,
+        mut below: impl FnMut(Val<'_>) -> bool,
+        mut not_above: impl FnMut(Val<'_>) -> bool,
+    ) -> (usize, usize) {
+        let target = self.key.target;
+        let start = self.partition_point(|row| below(target.value(store, RowId::from_raw(row))));
+        let end = self.partition_point(|row| not_above(target.value(store, RowId::from_raw(row))));
+        (start, end.max(start))
+    }
+
+    /// The rows at positions `[start, end)` as a set.
+    pub fn rows_between(&self, start: usize, end: usize, rows: usize) -> RoaringBitmap {
+        let mut words = vec![0u64; rows.div_ceil(64)];
+        for row in self.iter_from(start).take(end - start) {
+            words[row as usize / 64] |= 1 << (row % 64);
+        }
+        let mut bits = RowBits::default();
+        for (i, &word) in words.iter().enumerate() {
+            let mut word = word;
+            while word != 0 {
+                bits.insert(i as u32 * 64 + word.trailing_zeros());
+                word &= word - 1;
+            }
+        }
+        bits.finish()
+    }
+
     /// The first position of the group of rows whose key equals that of the row at `pos`.
     pub fn group_start(&self, store: &ColumnStore, pos: usize) -> usize {
         let key = self.key;
@@ -434,48 +468,82 @@ impl Shadow {
         }
     }
 
+    /// Runs `scan(chunk, first row of the chunk, out)` over every chunk and gathers the rows
+    /// it inserts. Columns of several chunks are split between up to one thread per core
+    /// (scoped threads; the calling thread takes the first share), so a scan of a large column
+    /// uses the machine's memory bandwidth rather than one core's.
+    fn scan_chunks(&self, scan: impl Fn(&ShadowChunk, u32, &mut RowBits) + Sync) -> RoaringBitmap {
+        let chunk_rows = ColumnStore::chunk_rows();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let workers = cores.min(self.chunks.len() / SCAN_CHUNKS_PER_THREAD).max(1);
+        let per = self.chunks.len().div_ceil(workers).max(1);
+        let run = |group: usize| {
+            let mut bits = RowBits::default();
+            let first = group * per;
+            for (i, chunk) in self.chunks.iter().enumerate().skip(first).take(per) {
+                scan(chunk, (i * chunk_rows) as u32, &mut bits);
+            }
+            bits.finish()
+        };
+        if workers == 1 {
+            return run(0);
+        }
+        std::thread::scope(|scope| {
+            let others: Vec<_> = (1..workers).map(|g| scope.spawn(move || run(g))).collect();
+            let mut rows = run(0);
+            for other in others {
+                rows |= other.join().expect("a scan thread does not panic");
+            }
+            rows
+        })
+    }
+
     /// Physical rows whose text contains `needle` (lowercased when the shadow is).
     pub fn contains(&self, needle: &str) -> RoaringBitmap {
         if needle.is_empty() {
             return self.matching(|_| true);
         }
         let finder = memmem::Finder::new(needle.as_bytes());
-        let chunk_rows = ColumnStore::chunk_rows();
-        let mut bits = RowBits::default();
-        for (i, chunk) in self.chunks.iter().enumerate() {
-            let base = (i * chunk_rows) as u32;
-            let buf = chunk.buf.as_bytes();
-            let mut from = 0;
-            // Hits come in order, so the row cursor only moves forward (one pass over `ends`).
+        let len = needle.len();
+        if needle.contains('\n') {
+            // A hit may run across rows: restart after each one rather than skip past it.
+            return self.scan_chunks(|chunk, base, bits| {
+                let buf = chunk.buf.as_bytes();
+                let mut from = 0;
+                while let Some(found) = finder.find(&buf[from..]) {
+                    let hit = from + found;
+                    let at = chunk.row_at(hit);
+                    let (_, end) = chunk.row_span(at);
+                    if hit + len <= end {
+                        bits.insert(base + at as u32);
+                        from = end + 1;
+                    } else {
+                        from = hit + 1;
+                    }
+                }
+            });
+        }
+        // Without a newline in the needle no hit crosses a row, and one pass over the buffer
+        // finds every row with a hit; hits come in order, so the row cursor only moves forward.
+        self.scan_chunks(|chunk, base, bits| {
             let mut at = 0;
-            while let Some(found) = finder.find(&buf[from..]) {
-                let hit = from + found;
+            let mut last = usize::MAX;
+            for hit in finder.find_iter(chunk.buf.as_bytes()) {
                 while (chunk.ends[at] as usize) < hit {
                     at += 1;
                 }
-                let (_, end) = chunk.row_span(at);
-                if hit + needle.len() <= end {
+                if at != last {
                     bits.insert(base + at as u32);
-                    from = end + 1;
-                    at += 1;
-                } else {
-                    from = hit + 1;
-                }
-                if at >= chunk.ends.len() {
-                    break;
+                    last = at;
                 }
             }
-        }
-        bits.finish()
+        })
     }
 
     /// Physical rows whose text matches `regex` (as written), searching each chunk's joined
     /// text with `joined` (the multi-line form) and confirming each row found with `regex`.
     pub fn regex_rows(&self, regex: &Regex, joined: &Regex) -> RoaringBitmap {
-        let chunk_rows = ColumnStore::chunk_rows();
-        let mut bits = RowBits::default();
-        for (i, chunk) in self.chunks.iter().enumerate() {
-            let base = (i * chunk_rows) as u32;
+        self.scan_chunks(|chunk, base, bits| {
             let mut from = 0;
             while from < chunk.buf.len() {
                 // The earliest end of any match at or after `from` lies in a row no later than
@@ -491,24 +559,19 @@ impl Shadow {
                 }
                 from = end + 1;
             }
-        }
-        bits.finish()
+        })
     }
 
     /// Physical rows whose text satisfies `test`.
-    pub fn matching(&self, mut test: impl FnMut(&str) -> bool) -> RoaringBitmap {
-        let chunk_rows = ColumnStore::chunk_rows();
-        let mut bits = RowBits::default();
-        for (i, chunk) in self.chunks.iter().enumerate() {
-            let base = (i * chunk_rows) as u32;
+    pub fn matching(&self, test: impl Fn(&str) -> bool + Sync) -> RoaringBitmap {
+        self.scan_chunks(|chunk, base, bits| {
             for at in 0..chunk.ends.len() {
                 let (start, end) = chunk.row_span(at);
                 if test(&chunk.buf[start..end]) {
                     bits.insert(base + at as u32);
                 }
             }
-        }
-        bits.finish()
+        })
     }
 
     /// Bytes held on the heap.
