@@ -405,11 +405,7 @@ fn add_and_remove_a_column_from_a_view() {
 #[test]
 fn adding_and_removing_view_columns_needs_the_enterprise_plan() {
     let app = spawn_app();
-    let company = app.create_company_body("team");
-    let owner = company["ownerKey"].as_str().expect("key").to_owned();
-    let db = company["databaseId"].as_str().expect("db");
-    let res = app.post_as(&owner, &format!("/v1/grids?dbId={db}"), &json!({"name": "g"}));
-    let grid = res.assert_status(201).clone();
+    let (company, owner, grid) = app.tier_grid("team");
     let (grid_id, default) =
         (grid["id"].as_str().expect("id"), grid["defaultAccessViewId"].as_str().expect("view"));
     for id in ["a", "b"] {
@@ -452,11 +448,8 @@ fn adding_and_removing_view_columns_needs_the_enterprise_plan() {
 #[test]
 fn column_writes_need_the_team_plan() {
     let app = spawn_app();
-    let company = app.create_company_body("team");
-    let owner = company["ownerKey"].as_str().expect("key").to_owned();
-    let db = company["databaseId"].as_str().expect("db");
-    let res = app.post_as(&owner, &format!("/v1/grids?dbId={db}"), &json!({"name": "g"}));
-    let view = res.assert_status(201)["defaultAccessViewId"].as_str().expect("view").to_owned();
+    let (company, owner, grid) = app.tier_grid("team");
+    let view = grid["defaultAccessViewId"].as_str().expect("view").to_owned();
     app.post_as(
         &owner,
         &format!("/v1/views/{view}/columns"),

@@ -181,11 +181,8 @@ fn a_language_column_in_a_dependency_cannot_change_type() {
 #[test]
 fn dependency_writes_need_the_team_plan() {
     let app = spawn_app();
-    let company = app.create_company_body("team");
-    let owner = company["ownerKey"].as_str().expect("key").to_owned();
-    let db = company["databaseId"].as_str().expect("db");
-    let res = app.post_as(&owner, &format!("/v1/grids?dbId={db}"), &json!({"name": "g"}));
-    let view = res.assert_status(201)["defaultAccessViewId"].as_str().expect("view").to_owned();
+    let (company, owner, grid) = app.tier_grid("team");
+    let view = grid["defaultAccessViewId"].as_str().expect("view").to_owned();
     let columns = format!("/v1/views/{view}/columns");
     for (id, kind) in [("en", "sourceLanguage"), ("fr", "targetLanguage"), ("de", "targetLanguage")]
     {

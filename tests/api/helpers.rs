@@ -292,6 +292,17 @@ impl TestApp {
         res.assert_status(201).clone()
     }
 
+    /// A company on `tier` and a grid created by its owner key: (company body, owner key, grid
+    /// body with id and defaultAccessViewId).
+    pub fn tier_grid(&self, tier: &str) -> (Value, String, Value) {
+        let company = self.create_company_body(tier);
+        let owner = company["ownerKey"].as_str().expect("key").to_owned();
+        let db = company["databaseId"].as_str().expect("db");
+        let res = self.post_as(&owner, &format!("/v1/grids?dbId={db}"), &json!({"name": "g"}));
+        let grid = res.assert_status(201).clone();
+        (company, owner, grid)
+    }
+
     /// The body of a GET that must succeed, to compare before and after a refused write.
     #[track_caller]
     pub fn snapshot(&self, path: &str) -> Value {

@@ -145,11 +145,8 @@ fn delete_a_view() {
 #[test]
 fn view_writes_need_the_team_plan() {
     let app = spawn_app();
-    let company = app.create_company_body("team");
-    let owner = company["ownerKey"].as_str().expect("key").to_owned();
-    let db = company["databaseId"].as_str().expect("db");
-    let res = app.post_as(&owner, &format!("/v1/grids?dbId={db}"), &json!({"name": "g"}));
-    let grid = res.assert_status(201)["id"].as_str().expect("id").to_owned();
+    let (company, owner, grid) = app.tier_grid("team");
+    let grid = grid["id"].as_str().expect("id").to_owned();
     let res = app.post_as(&owner, "/v1/views", &json!({"name": "v", "gridId": grid}));
     let view = res.assert_status(200)["id"].as_str().expect("id").to_owned();
     let company_id = company["id"].as_str().expect("id");

@@ -5,7 +5,16 @@
 use serde_json::{json, Value};
 
 use super::{assert_refused, ids_of, simple_grid, titled, typed_grid};
-use crate::helpers::{cell, spawn_app};
+use crate::helpers::{cell, spawn_app, TestApp};
+
+/// A server with a one-column grid holding record "r1": (app, view id, records before).
+fn one_record() -> (TestApp, String, Vec<Value>) {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    app.add_records(&view, titled(["r1".to_owned()]));
+    let before = app.records(&view);
+    (app, view, before)
+}
 
 fn many(prefix: &str, n: usize) -> Value {
     titled((0..n).map(|i| format!("{prefix}{i:04}")))
@@ -49,10 +58,7 @@ fn a_record_id_is_at_most_500_characters() {
 
 #[test]
 fn a_record_id_twice_in_one_request_is_refused() {
-    let app = spawn_app();
-    let (_, view) = simple_grid(&app);
-    app.add_records(&view, titled(["r1".to_owned()]));
-    let before = app.records(&view);
+    let (app, view, before) = one_record();
     let res =
         app.post(&format!("/v1/views/{view}/records"), &titled(["n", "m", "n"].map(String::from)));
     assert_refused(&app, &view, &res, 400, "duplicateRecordId", &before);
@@ -66,10 +72,7 @@ fn a_record_id_twice_in_one_request_is_refused() {
 
 #[test]
 fn adding_an_existing_id_is_a_conflict() {
-    let app = spawn_app();
-    let (_, view) = simple_grid(&app);
-    app.add_records(&view, titled(["r1".to_owned()]));
-    let before = app.records(&view);
+    let (app, view, before) = one_record();
     let res = app.post(&format!("/v1/views/{view}/records"), &titled(["r1".to_owned()]));
     assert_refused(&app, &view, &res, 409, "recordIdAlreadyExists", &before);
     let res =
@@ -79,10 +82,7 @@ fn adding_an_existing_id_is_a_conflict() {
 
 #[test]
 fn patch_without_an_id_is_refused() {
-    let app = spawn_app();
-    let (_, view) = simple_grid(&app);
-    app.add_records(&view, titled(["r1".to_owned()]));
-    let before = app.records(&view);
+    let (app, view, before) = one_record();
     let res = app.patch(
         &format!("/v1/views/{view}/records"),
         &json!([{"cells": [{"columnId": "title", "value": "x"}]}]),
@@ -97,10 +97,7 @@ fn patch_without_an_id_is_refused() {
 
 #[test]
 fn an_unknown_record_is_not_found() {
-    let app = spawn_app();
-    let (_, view) = simple_grid(&app);
-    app.add_records(&view, titled(["r1".to_owned()]));
-    let before = app.records(&view);
+    let (app, view, before) = one_record();
     let res = app.patch(
         &format!("/v1/views/{view}/records"),
         &json!([{"id": "r1", "cells": [{"columnId": "title", "value": "x"}]},
@@ -117,10 +114,7 @@ fn an_unknown_record_is_not_found() {
 
 #[test]
 fn an_unknown_column_is_not_found_in_the_view() {
-    let app = spawn_app();
-    let (_, view) = simple_grid(&app);
-    app.add_records(&view, titled(["r1".to_owned()]));
-    let before = app.records(&view);
+    let (app, view, before) = one_record();
     let body = json!([{"id": "r2", "cells": [{"columnId": "nope", "value": "x"}]}]);
     let res = app.post(&format!("/v1/views/{view}/records"), &body);
     assert_refused(&app, &view, &res, 404, "columnNotFoundInView", &before);
@@ -221,10 +215,7 @@ fn a_request_with_several_bad_records_lists_every_problem_and_changes_nothing() 
 
 #[test]
 fn malformed_records_are_refused() {
-    let app = spawn_app();
-    let (_, view) = simple_grid(&app);
-    app.add_records(&view, titled(["r1".to_owned()]));
-    let before = app.records(&view);
+    let (app, view, before) = one_record();
     let path = format!("/v1/views/{view}/records");
     let res = app.post(&path, &json!([{"id": ""}]));
     assert_refused(&app, &view, &res, 400, "invalidRecordId", &before);
