@@ -11,7 +11,7 @@ use super::{json_response, no_content, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ReadHistory, ReadRecords, RecordsWrite, WriteRecords};
-use crate::grid::codec::{format_timestamp, render_value};
+use crate::grid::codec::{format_timestamp, render_value, Rendered};
 use crate::grid::history::HistoryEntry;
 use crate::grid::query::{parse_query, parse_sort, RawFilter, RawSort};
 use crate::grid::read::{CellOut, RecordOut};
@@ -101,11 +101,12 @@ pub fn parse_page(text: &str) -> ApiResult<(usize, usize)> {
     Ok((offset, limit))
 }
 
+/// A cell as answered, borrowing from the record read (no copies before serialization).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct CellBody {
-    column_id: String,
-    value: Value,
+struct CellBody<'a> {
+    column_id: &'a str,
+    value: Rendered<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dependency_status: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -114,33 +115,33 @@ struct CellBody {
     is_mt: bool,
 }
 
+/// A record as answered, borrowing from the record read.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct RecordBody {
-    id: String,
-    path: String,
-    cells: Vec<CellBody>,
-    last_modified_by: String,
+struct RecordBody<'a> {
+    id: &'a str,
+    path: &'a str,
+    cells: Vec<CellBody<'a>>,
+    last_modified_by: &'a str,
     last_modified_time: String,
 }
 
-fn cell_body(cell: &CellOut) -> CellBody {
-    let value = render_value(cell.column_type, &cell.value);
+fn cell_body(cell: &CellOut) -> CellBody<'_> {
     CellBody {
-        column_id: cell.column_id.clone(),
-        value,
+        column_id: &cell.column_id,
+        value: Rendered { column_type: cell.column_type, value: &cell.value },
         dependency_status: cell.statuses.map(|(d, _)| d.as_str()),
         source_status: cell.statuses.map(|(_, s)| s.as_str()),
         is_mt: cell.mt,
     }
 }
 
-fn record_body(record: &RecordOut) -> RecordBody {
+fn record_body(record: &RecordOut) -> RecordBody<'_> {
     RecordBody {
-        id: record.id.clone(),
-        path: record.path.clone(),
+        id: &record.id,
+        path: &record.path,
         cells: record.cells.iter().map(cell_body).collect(),
-        last_modified_by: record.user.clone(),
+        last_modified_by: &record.user,
         last_modified_time: format_timestamp(record.time_ms),
     }
 }

@@ -4,6 +4,8 @@
 //! Pure functions; the messages they return name the type, and the caller adds the record and
 //! column.
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use super::schema::{ColumnDef, ColumnType, NumberType};
@@ -153,17 +155,69 @@ pub fn parse_datetime(s: &str) -> Option<i64> {
 
 /// A datetime cell as written on the wire: UTC with milliseconds and `Z`.
 pub fn format_datetime(ms: i64) -> String {
-    match chrono::DateTime::from_timestamp_millis(ms) {
-        Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
-        None => String::new(),
-    }
+    format_utc(ms, "Z")
 }
 
 /// A record timestamp (`lastModifiedTime`): UTC with milliseconds and `+00:00`.
 pub fn format_timestamp(ms: i64) -> String {
-    match chrono::DateTime::from_timestamp_millis(ms) {
-        Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3f+00:00").to_string(),
-        None => String::new(),
+    format_utc(ms, "+00:00")
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmm` then `zone`, written field by field for years 0..=9999 (no format
+/// string to parse per value), through chrono's formatter otherwise.
+fn format_utc(ms: i64, zone: &str) -> String {
+    use chrono::{Datelike, Timelike};
+    let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
+        return String::new();
+    };
+    if !(0..=9999).contains(&t.year()) {
+        return format!("{}{zone}", t.format("%Y-%m-%dT%H:%M:%S%.3f"));
+    }
+    let mut out = String::with_capacity(23 + zone.len());
+    let _ = write!(
+        out,
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}{zone}",
+        t.year(),
+        t.month(),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.timestamp_subsec_millis()
+    );
+    out
+}
+
+/// A stored value rendered for a column type, serialized straight from the value (the same JSON
+/// as `render_value`, without building a `Value` first).
+#[derive(Debug, Clone, Copy)]
+pub struct Rendered<'a> {
+    pub column_type: ColumnType,
+    pub value: &'a CellValue,
+}
+
+impl serde::Serialize for Rendered<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.value {
+            CellValue::Empty => match self.column_type {
+                ColumnType::Number | ColumnType::Datetime | ColumnType::Boolean => {
+                    serializer.serialize_none()
+                }
+                ColumnType::MultipleSelections | ColumnType::Files | ColumnType::Reference => {
+                    serializer.collect_seq(std::iter::empty::<&str>())
+                }
+                _ => serializer.serialize_str(""),
+            },
+            CellValue::Text(s) => serializer.serialize_str(s),
+            CellValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => {
+                serializer.serialize_i64(*n as i64)
+            }
+            CellValue::Number(n) if n.is_finite() => serializer.serialize_f64(*n),
+            CellValue::Number(_) => serializer.serialize_none(),
+            CellValue::Boolean(b) => serializer.serialize_bool(*b),
+            CellValue::Datetime(ms) => serializer.serialize_str(&format_datetime(*ms)),
+            CellValue::List(items) => serializer.collect_seq(items),
+        }
     }
 }
 
@@ -293,5 +347,59 @@ mod tests {
         assert_eq!(empty_value(ColumnType::Language), json!(""));
         assert_eq!(empty_value(ColumnType::Files), json!([]));
         assert_eq!(empty_value(ColumnType::Number), json!(null));
+    }
+
+    #[test]
+    fn timestamps_match_chrono_formatting() {
+        let chrono_format = |ms: i64, pattern: &str| {
+            chrono::DateTime::from_timestamp_millis(ms)
+                .map_or_else(String::new, |t| t.format(pattern).to_string())
+        };
+        let samples = [
+            0,
+            1,
+            -1,
+            999,
+            1_769_854_530_123,
+            -62_135_596_800_000,
+            -62_135_596_800_001,
+            253_402_300_799_999,
+            253_402_300_800_000,
+            i64::MAX,
+            i64::MIN,
+        ];
+        for ms in
+            samples.into_iter().chain((0..2000).map(|i| i * 7_919_993_417 - 5_000_000_000_000))
+        {
+            assert_eq!(format_datetime(ms), chrono_format(ms, "%Y-%m-%dT%H:%M:%S%.3fZ"), "{ms}");
+            assert_eq!(
+                format_timestamp(ms),
+                chrono_format(ms, "%Y-%m-%dT%H:%M:%S%.3f+00:00"),
+                "{ms}"
+            );
+        }
+    }
+
+    #[test]
+    fn rendered_values_serialize_as_render_value() {
+        let values = [
+            CellValue::Empty,
+            CellValue::Text(String::new()),
+            CellValue::Text("Grüße \"quoted\"\n".into()),
+            CellValue::Number(3.0),
+            CellValue::Number(-0.5),
+            CellValue::Number(1e16),
+            CellValue::Number(f64::NAN),
+            CellValue::Boolean(true),
+            CellValue::Datetime(1_769_854_530_123),
+            CellValue::List(vec![]),
+            CellValue::List(vec!["a".into(), "b\"c".into()]),
+        ];
+        for column_type in ColumnType::ALL.iter().copied() {
+            for value in &values {
+                let rendered = serde_json::to_value(Rendered { column_type, value }).expect("ok");
+                assert_eq!(rendered, render_value(column_type, value), "{column_type:?} {value:?}");
+            }
+        }
     }
 }
