@@ -113,8 +113,10 @@ impl QueryEngine {
             Dict::Built(index) => index.update(store, &touched(slot_of(*target))),
             Dict::TooManyValues => true,
         });
+        // A shadow holds every physical row's text, live or not, and catches up with appended
+        // rows by itself: only changed cells make its chunks stale.
         for ((slot, _), shadow) in &mut self.shadows {
-            for row in touched(Some(*slot)) {
+            for &row in by_slot.get(&slot.get()).into_iter().flatten() {
                 shadow.mark(row);
             }
         }
