@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod grid;
 pub mod ids;
+pub mod metrics;
 pub mod persist;
 pub mod state;
 
@@ -77,6 +78,8 @@ pub struct Node {
     pub keys: Arc<KeyRing>,
     /// The bootstrap owner key when this start created it and no key was configured.
     pub generated_key: Option<String>,
+    /// The WAL, snapshot store and policy every grid actor shares.
+    pub durability: Arc<Durability>,
     arbiters: Vec<Arbiter>,
     wal: WalHandle,
 }
@@ -127,7 +130,7 @@ impl Node {
         supervisor.start_branches(states);
         let addr = Supervisor::start_in_arbiter(&arbiters[0].handle(), move |_| supervisor);
         let generated_key = generated.filter(|_| config.api_key.is_none());
-        Ok(Node { supervisor: addr, routes, keys, generated_key, arbiters, wal })
+        Ok(Node { supervisor: addr, routes, keys, generated_key, durability, arbiters, wal })
     }
 
     /// Writes a snapshot of every branch (graceful shutdown), so the next start replays little.
@@ -214,6 +217,8 @@ impl Application {
             public_url: public_url.trim_end_matches('/').into(),
             openapi_json: openapi_json.into(),
             path_patterns: Arc::new(path_patterns),
+            durability: node.durability.clone(),
+            requests: Arc::default(),
         };
         let max_json = config.max_json_bytes;
         let server = HttpServer::new(move || {
@@ -225,6 +230,7 @@ impl Application {
                 .app_data(web::PayloadConfig::new(max_json))
                 .default_service(web::to(api::errors::fallback))
                 .wrap_fn(api::errors::render_errors)
+                .wrap_fn(metrics::track)
                 .wrap(tracing_actix_web::TracingLogger::default())
         })
         .workers(

@@ -8,6 +8,8 @@ use actix_web::dev::ResourceDef;
 
 use crate::auth::KeyRing;
 use crate::catalog::{Routes, Supervisor};
+use crate::metrics::RequestMetrics;
+use crate::persist::durability::Durability;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -20,4 +22,8 @@ pub struct AppState {
     pub openapi_json: Arc<str>,
     /// Every registered path pattern, to tell an unknown route (404) from a wrong method (405).
     pub path_patterns: Arc<Vec<ResourceDef>>,
+    /// The WAL and snapshot store (read here for their metrics).
+    pub durability: Arc<Durability>,
+    /// Request latency by route, method and status (`GET /metrics`).
+    pub requests: Arc<RequestMetrics>,
 }

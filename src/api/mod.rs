@@ -8,6 +8,7 @@ pub mod dependencies;
 pub mod errors;
 pub mod grids;
 pub mod health;
+pub mod metrics;
 pub mod projects;
 pub mod records;
 pub mod tasks;
@@ -28,6 +29,7 @@ use crate::state::AppState;
 /// Registers every route of the API.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
     health::configure(cfg);
+    metrics::configure(cfg);
     projects::configure(cfg);
     databases::configure(cfg);
     grids::configure(cfg);

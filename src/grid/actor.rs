@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::{
-    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Message, ResponseFuture,
-    WrapFuture,
+    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult,
+    ResponseFuture, WrapFuture,
 };
 
 use super::history::{history_key, HistoryEntry};
@@ -354,6 +354,32 @@ impl Handler<ReadRecords> for GridActor {
         let page = self.query.run(&mut self.state.store, &filters, &sort, msg.offset, msg.limit);
         let records = self.state.read_rows(&columns, page.rows.into_iter());
         Ok(RecordPage { records, total: page.total })
+    }
+}
+
+/// How many records a branch holds and the bytes its records and query indexes take (for
+/// `GET /metrics`).
+#[derive(Debug, Message)]
+#[rtype(result = "BranchStats")]
+pub struct ReadStats;
+
+/// The answer to `ReadStats`.
+#[derive(Debug, Clone, Copy)]
+pub struct BranchStats {
+    pub records: usize,
+    pub store_bytes: usize,
+    pub index_bytes: usize,
+}
+
+impl Handler<ReadStats> for GridActor {
+    type Result = MessageResult<ReadStats>;
+
+    fn handle(&mut self, _: ReadStats, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(BranchStats {
+            records: self.state.store.len(),
+            store_bytes: self.state.store.heap_bytes(),
+            index_bytes: self.query.heap_bytes(),
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 //!
 //! Snapshot writing (image, rkyv, sled) is blocking work: callers run it off the actor thread.
 
+use crate::metrics::{Histogram, LATENCY_BOUNDS};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +30,8 @@ pub struct Durability {
     pub snapshots: Arc<dyn SnapshotStore>,
     pub policy: SnapshotPolicy,
     floors: DashMap<String, u64>,
+    /// Time to encode and store one snapshot, in seconds.
+    pub snapshot_seconds: Histogram,
 }
 
 /// A branch state loaded from its newest intact snapshot, and the LSN the snapshot covers.
@@ -43,7 +46,13 @@ impl Durability {
         snapshots: Arc<dyn SnapshotStore>,
         policy: SnapshotPolicy,
     ) -> Durability {
-        Durability { wal, snapshots, policy, floors: DashMap::new() }
+        Durability {
+            wal,
+            snapshots,
+            policy,
+            floors: DashMap::new(),
+            snapshot_seconds: Histogram::new(LATENCY_BOUNDS),
+        }
     }
 
     /// Registers a live branch (at recovery or creation) with its current floor.
@@ -113,6 +122,7 @@ impl Durability {
         wal_lsn: u64,
         state: &GridState,
     ) -> Result<(), String> {
+        let started = std::time::Instant::now();
         let image = state.to_image();
         let bytes =
             rkyv::to_bytes::<rkyv::rancor::Error>(&image).map_err(|e| format!("encoding: {e}"))?;
@@ -125,6 +135,7 @@ impl Durability {
             self.floors.insert(branch_id.to_owned(), floor);
         }
         self.truncate_wal();
+        self.snapshot_seconds.observe_duration(started.elapsed());
         Ok(())
     }
 

@@ -13,6 +13,7 @@ mod errors;
 mod grids;
 mod keys;
 mod localization;
+mod metrics;
 mod openapi;
 mod projects;
 mod query;

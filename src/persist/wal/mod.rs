@@ -16,6 +16,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+use crate::metrics::Histogram;
 use std::fs::{self, File, OpenOptions};
 use std::future::Future;
 use std::io;
@@ -354,6 +355,11 @@ impl WalHandle {
     /// Current counters.
     pub fn stats(&self) -> WalStats {
         self.shared.stats.read()
+    }
+
+    /// Histograms of `fdatasync` latency (seconds) and of records per group commit.
+    pub fn histograms(&self) -> (&Histogram, &Histogram) {
+        (&self.shared.stats.sync_seconds, &self.shared.stats.batch_records)
     }
 
     /// Stops accepting appends, waits until the writer has written and synced everything queued,

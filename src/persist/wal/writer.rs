@@ -5,6 +5,7 @@
 //! assign LSNs (the handle does, in call order) and must never report a record durable before the
 //! sync that covers it. Any write or sync failure ends the process through `abort_on_io_failure`.
 
+use crate::metrics::{Histogram, COUNT_BOUNDS, LATENCY_BOUNDS};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -40,7 +41,7 @@ pub fn abort_on_io_failure(action: &str, path: &Path, error: &io::Error) -> ! {
 }
 
 /// Counters shared between the writer thread and every handle.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct StatsCells {
     syncs: AtomicU64,
     records: AtomicU64,
@@ -49,6 +50,26 @@ pub(super) struct StatsCells {
     max_sync_micros: AtomicU64,
     total_sync_micros: AtomicU64,
     durable_lsn: AtomicU64,
+    /// `fdatasync` latency, in seconds.
+    pub(super) sync_seconds: Histogram,
+    /// Records per group commit.
+    pub(super) batch_records: Histogram,
+}
+
+impl Default for StatsCells {
+    fn default() -> Self {
+        StatsCells {
+            syncs: AtomicU64::new(0),
+            records: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            last_batch_records: AtomicU64::new(0),
+            max_sync_micros: AtomicU64::new(0),
+            total_sync_micros: AtomicU64::new(0),
+            durable_lsn: AtomicU64::new(0),
+            sync_seconds: Histogram::new(LATENCY_BOUNDS),
+            batch_records: Histogram::new(COUNT_BOUNDS),
+        }
+    }
 }
 
 impl StatsCells {
@@ -75,7 +96,9 @@ impl StatsCells {
     }
 
     fn record_sync(&self, started: Instant) {
-        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let elapsed = started.elapsed();
+        self.sync_seconds.observe_duration(elapsed);
+        let micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
         self.syncs.fetch_add(1, Ordering::Relaxed);
         self.total_sync_micros.fetch_add(micros, Ordering::Relaxed);
         self.max_sync_micros.fetch_max(micros, Ordering::Relaxed);
@@ -164,6 +187,7 @@ impl WalWriter {
             self.sync();
             self.stats.records.fetch_add(batch.records, Ordering::Relaxed);
             self.stats.last_batch_records.store(batch.records, Ordering::Relaxed);
+            self.stats.batch_records.observe(batch.records as f64);
             self.stats.durable_lsn.store(last_lsn, Ordering::Relaxed);
         }
         for done in batch.waiters {

@@ -1,0 +1,85 @@
+//! `GET /metrics`: the operators' view of a running server in the Prometheus text format
+//! (version 0.0.4). Needs an admin key (`Authorization: ApiKey <key>`, which Prometheus sends
+//! with `authorization: {type: ApiKey, credentials: ...}` in its scrape config), since the
+//! series name grids and routes.
+//!
+//! Series: `gridd_http_requests_total` and `gridd_http_request_duration_seconds` by route
+//! pattern, method and status; `gridd_wal_fsync_seconds`, `gridd_wal_batch_records`,
+//! `gridd_wal_records_total`, `gridd_wal_bytes_total`; `gridd_snapshot_seconds`;
+//! `gridd_branch_records`, `gridd_branch_store_bytes`, `gridd_branch_index_bytes` by grid and
+//! branch; `gridd_process_resident_bytes`.
+
+use std::fmt::Write as _;
+
+use actix_web::{get, web, HttpResponse};
+use futures_util::future::join_all;
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::auth::Principal;
+use crate::error::ApiResult;
+use crate::grid::actor::ReadStats;
+use crate::metrics::{escape, header};
+use crate::state::AppState;
+
+/// The exposition format's content type.
+const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+#[utoipa::path(tag = "server", responses((status = 200, description = "Prometheus metrics (admin key)")))]
+#[get("/metrics")]
+async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResponse> {
+    p.require_admin()?;
+    let mut out = String::with_capacity(16 * 1024);
+    state.requests.render(&mut out);
+
+    let wal = &state.durability.wal;
+    let stats = wal.stats();
+    let (fsync, batches) = wal.histograms();
+    header(&mut out, "gridd_wal_fsync_seconds", "histogram", "WAL fdatasync latency.");
+    fsync.render(&mut out, "gridd_wal_fsync_seconds", "");
+    header(&mut out, "gridd_wal_batch_records", "histogram", "Records per WAL group commit.");
+    batches.render(&mut out, "gridd_wal_batch_records", "");
+    header(&mut out, "gridd_wal_records_total", "counter", "WAL records made durable.");
+    let _ = writeln!(out, "gridd_wal_records_total {}", stats.records);
+    header(&mut out, "gridd_wal_bytes_total", "counter", "WAL bytes written.");
+    let _ = writeln!(out, "gridd_wal_bytes_total {}", stats.bytes_written);
+    header(&mut out, "gridd_snapshot_seconds", "histogram", "Time to encode and store a snapshot.");
+    state.durability.snapshot_seconds.render(&mut out, "gridd_snapshot_seconds", "");
+
+    let branches: Vec<_> = state.routes.branches.iter().map(|e| e.value().clone()).collect();
+    let answers = join_all(branches.iter().map(|route| route.addr.send(ReadStats))).await;
+    let series = [
+        ("gridd_branch_records", "Live records of a grid branch."),
+        ("gridd_branch_store_bytes", "Heap bytes of a branch's records (shared chunks counted)."),
+        ("gridd_branch_index_bytes", "Heap bytes of a branch's query indexes."),
+    ];
+    for (i, (name, help)) in series.iter().enumerate() {
+        header(&mut out, name, "gauge", help);
+        for (route, answer) in branches.iter().zip(&answers) {
+            let Ok(stats) = answer else { continue };
+            let value = [stats.records, stats.store_bytes, stats.index_bytes][i];
+            let _ = writeln!(
+                out,
+                "{name}{{grid=\"{}\",branch=\"{}\"}} {value}",
+                escape(&route.grid_id),
+                escape(&route.branch_id)
+            );
+        }
+    }
+    if let Some(bytes) = resident_bytes() {
+        header(&mut out, "gridd_process_resident_bytes", "gauge", "Resident memory of gridd.");
+        let _ = writeln!(out, "gridd_process_resident_bytes {bytes}");
+    }
+    Ok(HttpResponse::Ok().content_type(CONTENT_TYPE).body(out))
+}
+
+/// Resident set size from `/proc/self/status` (Linux); `None` elsewhere.
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(metrics);
+}

@@ -1,0 +1,57 @@
+//! `GET /metrics`: Prometheus text for operators, behind an admin key.
+
+use serde_json::json;
+
+use crate::helpers::spawn_app;
+
+/// The value of the series line that starts with `series` (name and labels), if present.
+fn value_of(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series).and_then(|rest| rest.trim().parse().ok()))
+}
+
+#[test]
+fn metrics_need_an_admin_key() {
+    let app = spawn_app();
+    let res = app.call(reqwest::Method::GET, "/metrics", None, None);
+    res.assert_error(401, "unauthorized");
+    let reader = app.create_key(&["read"], json!({"all": true}));
+    app.get_as(&reader, "/metrics").assert_error(403, "accessDenied");
+}
+
+#[test]
+fn metrics_count_requests_by_route_and_status_and_show_records_per_branch() {
+    let app = spawn_app();
+    let (grid, view) = app.create_grid("g");
+    app.create_column(&view, json!({"id": "t", "name": "T", "type": "singleLine"}));
+    app.add_records(&view, json!([{"id": "a"}, {"id": "b"}, {"id": "c"}]));
+    for _ in 0..3 {
+        app.get(&format!("/v1/views/{view}/records")).assert_status(200);
+    }
+    app.get("/v1/views/nosuchview0001/records").assert_error(404, "viewIsNotFound");
+    app.get("/no/such/route").assert_error(404, "notFound");
+
+    let res = app.get("/metrics");
+    assert_eq!(res.status, 200, "{}", res.text);
+    assert_eq!(res.header("content-type"), Some("text/plain; version=0.0.4; charset=utf-8"));
+    let text = &res.text;
+    let route = r#"route="/v1/views/{viewId}/records",method="GET""#;
+    let ok = value_of(text, &format!("gridd_http_requests_total{{{route},status=\"200\"}}"));
+    assert_eq!(ok, Some(3.0), "{text}");
+    let missing = value_of(text, &format!("gridd_http_requests_total{{{route},status=\"404\"}}"));
+    assert_eq!(missing, Some(1.0), "{text}");
+    let unmatched = r#"gridd_http_requests_total{route="unmatched",method="GET",status="404"}"#;
+    assert_eq!(value_of(text, unmatched), Some(1.0), "{text}");
+    let count = format!("gridd_http_request_duration_seconds_count{{{route},status=\"200\"}}");
+    assert_eq!(value_of(text, &count), Some(3.0), "{text}");
+    let inf =
+        format!("gridd_http_request_duration_seconds_bucket{{{route},status=\"200\",le=\"+Inf\"}}");
+    assert_eq!(value_of(text, &inf), Some(3.0), "{text}");
+
+    let records = format!("gridd_branch_records{{grid=\"{grid}\",branch=\"{grid}\"}}");
+    assert_eq!(value_of(text, &records), Some(3.0), "{text}");
+    assert!(value_of(text, "gridd_wal_fsync_seconds_count").is_some_and(|n| n >= 1.0), "{text}");
+    assert!(value_of(text, "gridd_wal_records_total").is_some_and(|n| n >= 1.0), "{text}");
+    assert!(text.contains("# TYPE gridd_snapshot_seconds histogram"), "{text}");
+    assert!(value_of(text, "gridd_process_resident_bytes").is_some_and(|n| n > 0.0), "{text}");
+}
