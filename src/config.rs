@@ -47,6 +47,20 @@ pub struct Config {
     /// HTTP worker threads (default: one per core).
     #[arg(long, env = "GRIDD_WORKERS")]
     pub workers: Option<usize>,
+
+    /// Requests per second each API key may make on average (0: no limit). Over it: 429 with
+    /// Retry-After.
+    #[arg(long, env = "GRIDD_RATE_LIMIT", default_value_t = 0.0)]
+    pub rate_limit: f64,
+
+    /// Requests a key may make at once before the rate limit applies.
+    #[arg(long, env = "GRIDD_RATE_BURST", default_value_t = 50)]
+    pub rate_burst: u32,
+
+    /// Milliseconds a client has to send a request's head (line and headers) once connected;
+    /// 0 disables the timeout.
+    #[arg(long, env = "GRIDD_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
+    pub request_timeout_ms: u64,
 }
 
 impl Config {
@@ -63,6 +77,9 @@ impl Config {
             snapshot_every_records: 50_000,
             snapshot_interval_secs: 300,
             workers: Some(2),
+            rate_limit: 0.0,
+            rate_burst: 50,
+            request_timeout_ms: 10_000,
         }
     }
 }

@@ -92,11 +92,13 @@ pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
     pub messages: Vec<String>,
+    /// Seconds to wait before retrying (sent as `Retry-After`, with `tooManyRequests`).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
-        ApiError { code, message: message.into(), messages: Vec::new() }
+        ApiError { code, message: message.into(), messages: Vec::new(), retry_after: None }
     }
 
     /// An error that lists several problems; `message` summarizes them.
@@ -105,7 +107,7 @@ impl ApiError {
         message: impl Into<String>,
         messages: Vec<String>,
     ) -> Self {
-        ApiError { code, message: message.into(), messages }
+        ApiError { code, message: message.into(), messages, retry_after: None }
     }
 
     pub fn bad_request(message: impl Into<String>) -> ApiError {
@@ -177,7 +179,14 @@ impl actix_web::ResponseError for ApiError {
     /// Rendered without the request path; `api::errors::render_errors` replaces this body with
     /// the full one (it knows the path). Kept complete so the error is valid JSON either way.
     fn error_response(&self) -> actix_web::HttpResponse {
-        crate::api::json_response(self.code.status(), &self.body(""))
+        let mut response = crate::api::json_response(self.code.status(), &self.body(""));
+        if let Some(seconds) = self.retry_after {
+            response.headers_mut().insert(
+                actix_web::http::header::RETRY_AFTER,
+                actix_web::http::header::HeaderValue::from(seconds),
+            );
+        }
+        response
     }
 }
 

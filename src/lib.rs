@@ -32,7 +32,7 @@ pub use crate::config::Config;
 use crate::persist::durability::{Durability, SnapshotPolicy};
 use crate::persist::recovery::recover;
 use crate::persist::snapshot::{SledSnapshotStore, SnapshotError};
-use crate::persist::wal::{Wal, WalError, WalHandle, WalOptions};
+use crate::persist::wal::{Recovered, Wal, WalError, WalHandle, WalOptions};
 use crate::state::AppState;
 
 /// Why the server could not start.
@@ -52,6 +52,21 @@ pub enum StartupError {
     Bootstrap(String),
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
+}
+
+/// Opens the WAL, waiting up to 5 s for a stopping node of this process or a stopping server
+/// to release its lock (the WAL writer thread drains its queue before it lets go).
+fn open_wal(dir: &std::path::Path) -> Result<(WalHandle, Recovered), WalError> {
+    let mut attempts = 0;
+    loop {
+        match Wal::open(dir, WalOptions::default()) {
+            Err(WalError::Locked(_)) if attempts < 100 => {
+                attempts += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Opens the embedded store, waiting up to 5 s for a previous node of this process or a
@@ -100,7 +115,7 @@ impl Node {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let arbiters: Vec<Arbiter> = (0..=cores).map(|_| Arbiter::new()).collect();
         let grid_arbiters = arbiters[1..].iter().map(Arbiter::handle).collect();
-        let (wal, recovered) = Wal::open(config.data_dir.join("wal"), WalOptions::default())?;
+        let (wal, recovered) = open_wal(&config.data_dir.join("wal"))?;
         if let Some(damage) = &recovered.dropped_tail {
             tracing::warn!(
                 ?damage,
@@ -217,8 +232,9 @@ impl Application {
             public_url: public_url.trim_end_matches('/').into(),
             openapi_json: openapi_json.into(),
             path_patterns: Arc::new(path_patterns),
-            durability: node.durability.clone(),
+            durability: Arc::downgrade(&node.durability),
             requests: Arc::default(),
+            limiter: Arc::new(auth::RateLimiter::new(config.rate_limit, config.rate_burst)),
         };
         let max_json = config.max_json_bytes;
         let server = HttpServer::new(move || {
@@ -238,6 +254,7 @@ impl Application {
                 std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
             }),
         )
+        .client_request_timeout(Duration::from_millis(config.request_timeout_ms))
         .disable_signals()
         .listen(listener)
         .map_err(|source| StartupError::Bind { addr: config.bind, source })?

@@ -1,12 +1,12 @@
 //! `AppState`: what every handler can reach — the supervisor's address, the route table, the
 //! key ring and the server's own description. Read-only for handlers.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use actix::Addr;
 use actix_web::dev::ResourceDef;
 
-use crate::auth::KeyRing;
+use crate::auth::{KeyRing, RateLimiter};
 use crate::catalog::{Routes, Supervisor};
 use crate::metrics::RequestMetrics;
 use crate::persist::durability::Durability;
@@ -22,8 +22,11 @@ pub struct AppState {
     pub openapi_json: Arc<str>,
     /// Every registered path pattern, to tell an unknown route (404) from a wrong method (405).
     pub path_patterns: Arc<Vec<ResourceDef>>,
-    /// The WAL and snapshot store (read here for their metrics).
-    pub durability: Arc<Durability>,
+    /// The WAL and snapshot store, read for their metrics. Weak: handler state outlives a
+    /// stopping node in actix's workers, and must not keep the data directory's locks.
+    pub durability: Weak<Durability>,
     /// Request latency by route, method and status (`GET /metrics`).
     pub requests: Arc<RequestMetrics>,
+    /// The per-key request rate limit (off unless configured).
+    pub limiter: Arc<RateLimiter>,
 }

@@ -80,7 +80,14 @@ pub fn error_response(err: &ApiError, path: &str) -> HttpResponse {
     if err.code == ErrorCode::InternalServerError {
         tracing::error!(%path, message = %err.message, "internal server error");
     }
-    super::json_response(err.status(), &err.body(path))
+    let mut response = super::json_response(err.status(), &err.body(path));
+    if let Some(seconds) = err.retry_after {
+        response.headers_mut().insert(
+            actix_web::http::header::RETRY_AFTER,
+            actix_web::http::header::HeaderValue::from(seconds),
+        );
+    }
+    response
 }
 
 fn to_api_error(err: &actix_web::Error) -> ApiError {

@@ -16,7 +16,7 @@ use futures_util::future::join_all;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::auth::Principal;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::ReadStats;
 use crate::metrics::{escape, header};
 use crate::state::AppState;
@@ -31,7 +31,11 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
     let mut out = String::with_capacity(16 * 1024);
     state.requests.render(&mut out);
 
-    let wal = &state.durability.wal;
+    let durability = state
+        .durability
+        .upgrade()
+        .ok_or_else(|| ApiError::new(ErrorCode::ServiceUnavailable, "The server is stopping."))?;
+    let wal = &durability.wal;
     let stats = wal.stats();
     let (fsync, batches) = wal.histograms();
     header(&mut out, "gridd_wal_fsync_seconds", "histogram", "WAL fdatasync latency.");
@@ -43,7 +47,8 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
     header(&mut out, "gridd_wal_bytes_total", "counter", "WAL bytes written.");
     let _ = writeln!(out, "gridd_wal_bytes_total {}", stats.bytes_written);
     header(&mut out, "gridd_snapshot_seconds", "histogram", "Time to encode and store a snapshot.");
-    state.durability.snapshot_seconds.render(&mut out, "gridd_snapshot_seconds", "");
+    durability.snapshot_seconds.render(&mut out, "gridd_snapshot_seconds", "");
+    drop(durability);
 
     let branches: Vec<_> = state.routes.branches.iter().map(|e| e.value().clone()).collect();
     let answers = join_all(branches.iter().map(|route| route.addr.send(ReadStats))).await;

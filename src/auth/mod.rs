@@ -5,7 +5,9 @@
 //! created and revoked by the supervisor, which updates the ring.
 
 pub mod keys;
+pub mod limit;
 pub mod principal;
 
 pub use keys::{hash_secret, Access, ApiKey, KeyKind, KeyRing, Privilege, Tier};
+pub use limit::RateLimiter;
 pub use principal::{Principal, Scope};

@@ -163,6 +163,7 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Principal> {
         .keys
         .find(secret)
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "The API key is invalid."))?;
+    state.limiter.check(&key.id)?;
     let tier = state.keys.tier(&key.company_id);
     Ok(Principal { key, tier })
 }

@@ -227,3 +227,43 @@ fn healthz_needs_no_key() {
     res.assert_status(200);
     assert_eq!(res.header("content-type"), Some("application/json"));
 }
+
+#[test]
+fn a_key_over_its_rate_limit_gets_429_with_retry_after() {
+    let app = crate::helpers::spawn_app_with(|config| {
+        config.rate_limit = 0.5;
+        config.rate_burst = 2;
+    });
+    let other = app.create_key(&["read"], serde_json::json!({"all": true}));
+    // The key creation above took one of the owner key's two tokens.
+    app.get("/v1/projects").assert_status(200);
+    let res = app.get("/v1/projects");
+    res.assert_error(429, "tooManyRequests");
+    let retry: u64 = res.header("retry-after").expect("Retry-After").parse().expect("seconds");
+    assert!((1..=2).contains(&retry), "{retry}");
+    app.get_as(&other, "/v1/projects").assert_status(200);
+    assert_eq!(app.call(reqwest::Method::GET, "/healthz", None, None).status, 200);
+}
+
+#[test]
+fn without_a_configured_limit_requests_are_not_limited() {
+    let app = crate::helpers::spawn_app();
+    for _ in 0..120 {
+        app.get("/v1/projects").assert_status(200);
+    }
+}
+
+#[test]
+fn a_client_that_never_finishes_its_request_head_is_dropped() {
+    use std::io::{Read, Write};
+    let app = crate::helpers::spawn_app_with(|config| config.request_timeout_ms = 300);
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let mut stream = std::net::TcpStream::connect(addr).expect("connects");
+    stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").expect("writes");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
+    let mut answer = Vec::new();
+    let read = stream.read_to_end(&mut answer);
+    assert!(read.is_ok(), "the server kept the half-sent request open: {read:?}");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.is_empty() || text.starts_with("HTTP/1.1 408"), "{text}");
+}
