@@ -17,7 +17,8 @@ use gridd::grid::store::CellRef;
 use gridd::grid::value::CellValue;
 
 mod common;
-use common::{build_state, QUERY_CASES};
+use common::build_state;
+use loadtest::data::QUERY_CASES;
 
 const RECORDS: usize = 1_000_000;
 

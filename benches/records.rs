@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, Criterion};
 
 mod common;
-use common::{record, sentence, Record, LANGUAGES, USERS};
+use common::{record, Record};
 use gridd::grid::store::{CellRef, ColumnSlot, ColumnStore, RecordIdentity, RowId};
 use gridd::grid::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
+use loadtest::data::{sentence, LANGUAGES, USERS};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 

@@ -20,7 +20,8 @@ use serde_json::{json, Value};
 
 #[path = "../benches/common/mod.rs"]
 mod common;
-use common::{column_requests, record, QUERY_CASES};
+use common::{column_requests, record};
+use loadtest::data::QUERY_CASES;
 
 const KEY: &str = "query-http-bench-key";
 const REQUESTS: usize = 200;
