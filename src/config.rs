@@ -61,6 +61,11 @@ pub struct Config {
     /// 0 disables the timeout.
     #[arg(long, env = "GRIDD_REQUEST_TIMEOUT_MS", default_value_t = 10_000)]
     pub request_timeout_ms: u64,
+
+    /// Milliseconds a client has, after the head, to send the whole request body; then 408
+    /// `requestTimeout`. 0 disables the timeout.
+    #[arg(long, env = "GRIDD_BODY_TIMEOUT_MS", default_value_t = 60_000)]
+    pub body_timeout_ms: u64,
 }
 
 impl Config {
@@ -80,6 +85,7 @@ impl Config {
             rate_limit: 0.0,
             rate_burst: 50,
             request_timeout_ms: 10_000,
+            body_timeout_ms: 60_000,
         }
     }
 }

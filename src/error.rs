@@ -73,6 +73,7 @@ error_codes! {
     KeyIsNotFound => ("keyIsNotFound", StatusCode::NOT_FOUND),
     BackupIsNotFound => ("backupIsNotFound", StatusCode::NOT_FOUND),
     MethodNotAllowed => ("methodNotAllowed", StatusCode::METHOD_NOT_ALLOWED),
+    RequestTimeout => ("requestTimeout", StatusCode::REQUEST_TIMEOUT),
     RecordIdAlreadyExists => ("recordIdAlreadyExists", StatusCode::CONFLICT),
     CellIsLocked => ("cellIsLocked", StatusCode::CONFLICT),
     DependencyAlreadyExists => ("dependencyAlreadyExists", StatusCode::CONFLICT),

@@ -237,6 +237,7 @@ impl Application {
             limiter: Arc::new(auth::RateLimiter::new(config.rate_limit, config.rate_burst)),
         };
         let max_json = config.max_json_bytes;
+        let body_timeout = Duration::from_millis(config.body_timeout_ms);
         let server = HttpServer::new(move || {
             let (app, _) = App::new().into_utoipa_app().configure(api::configure).split_for_parts();
             app.app_data(web::Data::new(state.clone()))
@@ -246,6 +247,7 @@ impl Application {
                 .app_data(web::PayloadConfig::new(max_json))
                 .default_service(web::to(api::errors::fallback))
                 .wrap_fn(api::errors::render_errors)
+                .wrap_fn(api::body_deadline::body_deadline(body_timeout))
                 .wrap_fn(metrics::track)
                 .wrap(tracing_actix_web::TracingLogger::default())
         })

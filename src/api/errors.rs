@@ -7,7 +7,7 @@ use std::panic::AssertUnwindSafe;
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::error::{JsonPayloadError, PathError as BadPath, QueryPayloadError};
+use actix_web::error::{JsonPayloadError, PathError as BadPath, PayloadError, QueryPayloadError};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::FutureExt;
@@ -134,6 +134,11 @@ fn json_error(err: &JsonPayloadError) -> ApiError {
         }
         JsonPayloadError::Deserialize(e) => {
             ApiError::bad_request(format!("The request body is invalid: {e}"))
+        }
+        JsonPayloadError::Payload(PayloadError::Io(e))
+            if e.kind() == std::io::ErrorKind::TimedOut =>
+        {
+            ApiError::new(ErrorCode::RequestTimeout, "The request body was not received in time.")
         }
         other => ApiError::bad_request(format!("The request body could not be read: {other}")),
     }

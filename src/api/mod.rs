@@ -2,6 +2,7 @@
 //! are thin: authenticate, look up the route, send a message, render the reply.
 
 pub mod admin;
+pub mod body_deadline;
 pub mod columns;
 pub mod databases;
 pub mod dependencies;

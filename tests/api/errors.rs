@@ -267,3 +267,36 @@ fn a_client_that_never_finishes_its_request_head_is_dropped() {
     let text = String::from_utf8_lossy(&answer);
     assert!(text.is_empty() || text.starts_with("HTTP/1.1 408"), "{text}");
 }
+
+#[test]
+fn a_body_that_does_not_arrive_in_time_is_answered_408_and_changes_nothing() {
+    use std::io::{Read, Write};
+    let app = crate::helpers::spawn_app_with(|config| config.body_timeout_ms = 300);
+    let before = app.snapshot("/v1/projects");
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let mut stream = std::net::TcpStream::connect(addr).expect("connects");
+    let body = br#"{"name": "never finished"}"#;
+    let head = format!(
+        "POST /v1/projects HTTP/1.1\r\nHost: x\r\nAuthorization: ApiKey {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        app.key,
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).expect("writes the head");
+    stream.write_all(&body[..10]).expect("writes part of the body");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !String::from_utf8_lossy(&answer).contains("}") {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("\"requestTimeout\""), "{text}");
+    app.assert_unchanged("/v1/projects", &before);
+    // A body sent in time still works.
+    app.post("/v1/projects", &serde_json::json!({"name": "in time"})).assert_status(200);
+}

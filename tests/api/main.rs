@@ -12,6 +12,7 @@ mod durability;
 mod errors;
 mod grids;
 mod keys;
+mod loadtest;
 mod localization;
 mod metrics;
 mod openapi;
