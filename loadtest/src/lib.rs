@@ -76,7 +76,7 @@ pub async fn run(options: &Options) -> Result<Report, LoadError> {
         Some(view) => api.attach(view, options).await?,
         None => api.seed(options).await?,
     };
-    let report = load(options, &api, &target, server.is_some()).await;
+    let report = load(options, &api, &target, server.as_ref().and_then(Server::pid)).await;
     if let (Some(grid), false, None) = (&target.seeded_grid, options.keep_grid, &server) {
         api.delete_grid(grid).await?;
     }
@@ -102,7 +102,7 @@ async fn load(
     options: &Options,
     api: &Api,
     target: &api::Target,
-    started_server: bool,
+    server_pid: Option<u32>,
 ) -> Result<Report, LoadError> {
     let origin = Instant::now();
     let runner = Arc::new(Runner {
@@ -112,6 +112,7 @@ async fn load(
         timeout: options.timeout,
         max_in_flight: options.max_in_flight,
         origin,
+        server_pid,
     });
     let (watch, unobserved) = if options.no_metrics {
         (None, Some("--no-metrics".to_owned()))
@@ -153,8 +154,18 @@ async fn load(
         Some(watch) => watch.finish().await,
         None => Vec::new(),
     };
-    let mut phases: Vec<PhaseReport> =
-        runs.iter().map(|(name, run)| PhaseReport::of(name.clone(), run, &windows)).collect();
+    let mut phases: Vec<PhaseReport> = runs
+        .iter()
+        .map(|(name, run)| {
+            let mut phase = PhaseReport::of(name.clone(), run, &windows);
+            let per_request = |seconds: Option<f64>| {
+                seconds.filter(|_| phase.sent > 0).map(|s| s * 1000.0 / phase.sent as f64)
+            };
+            phase.server_cpu_ms_per_request = per_request(run.cpu_s.0);
+            phase.client_cpu_ms_per_request = per_request(run.cpu_s.1);
+            phase
+        })
+        .collect();
     for (index, passed) in &verdicts {
         phases[*index].sustained = Some(*passed);
     }
@@ -166,7 +177,7 @@ async fn load(
     let only_runs: Vec<PhaseRun> = runs.into_iter().map(|(_, run)| run).collect();
     Ok(Report {
         target: api.base.clone(),
-        started_server,
+        started_server: server_pid.is_some(),
         view_id: target.workload.view.clone(),
         records: target.workload.ids.len(),
         columns: target.columns,

@@ -72,6 +72,10 @@ pub struct PhaseReport {
     pub snapshots: usize,
     /// Step mode: whether the phase met the p99 threshold with no errors and kept up.
     pub sustained: Option<bool>,
+    /// CPU time per request sent of a server loadtest started (user + system).
+    pub server_cpu_ms_per_request: Option<f64>,
+    /// The same for loadtest itself.
+    pub client_cpu_ms_per_request: Option<f64>,
 }
 
 impl PhaseReport {
@@ -112,6 +116,8 @@ impl PhaseReport {
             during_snapshots,
             snapshots: in_phase.len(),
             sustained: None,
+            server_cpu_ms_per_request: None,
+            client_cpu_ms_per_request: None,
         }
     }
 
@@ -244,6 +250,14 @@ impl Report {
                     phase.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
                 let _ = writeln!(out, "  errors: {}", errors.join(", "));
             }
+            if let (Some(server), Some(client)) =
+                (phase.server_cpu_ms_per_request, phase.client_cpu_ms_per_request)
+            {
+                let _ = writeln!(
+                    out,
+                    "  CPU per request: server {server:.3} ms, loadtest {client:.3} ms"
+                );
+            }
             if phase.snapshots > 0 {
                 let _ = writeln!(out, "  snapshots during the phase: {}", phase.snapshots);
             }
@@ -291,6 +305,7 @@ mod tests {
             samples,
             start_us: 0,
             end_us: 1_000_000,
+            cpu_s: (None, None),
         };
         let window = Window { start_us: 450_000, end_us: 550_000 };
         let report = PhaseReport::of("run".into(), &run, &[window]);
@@ -317,6 +332,7 @@ mod tests {
             ],
             start_us: 0,
             end_us: 2_000_000,
+            cpu_s: (None, None),
         };
         let points = timeline(&[run], 1_000_000);
         assert_eq!(points.len(), 4, "page and all, two intervals");

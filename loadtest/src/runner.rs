@@ -14,6 +14,7 @@ use tokio::task::JoinSet;
 use crate::api::{metric_sum, Api};
 use crate::options::Mix;
 use crate::scenario::{Prepared, Scenario, Workload};
+use crate::server::cpu_seconds;
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -67,6 +68,8 @@ pub struct PhaseRun {
     pub start_us: u64,
     /// When the last answer came (or the schedule ended, if later).
     pub end_us: u64,
+    /// CPU seconds the server (when loadtest started it) and loadtest used during the phase.
+    pub cpu_s: (Option<f64>, Option<f64>),
 }
 
 /// Everything the requests share.
@@ -79,6 +82,8 @@ pub struct Runner {
     pub max_in_flight: usize,
     /// The run's time origin.
     pub origin: Instant,
+    /// The server's process, when loadtest started it (for its CPU time).
+    pub server_pid: Option<u32>,
 }
 
 impl Runner {
@@ -87,6 +92,7 @@ impl Runner {
     pub async fn run_phase(self: &Arc<Self>, spec: PhaseSpec, rng: &mut StdRng) -> PhaseRun {
         let samples = Arc::new(Mutex::new(Vec::new()));
         let mut in_flight = JoinSet::new();
+        let cpu_before = self.cpu();
         let start = Instant::now();
         let total = (spec.rate * spec.duration.as_secs_f64()).round() as u64;
         let weights: u32 = self.mix.0.iter().map(|(_, w)| w).sum();
@@ -114,7 +120,15 @@ impl Runner {
         while in_flight.join_next().await.is_some() {}
         let end = Instant::now().max(scheduled_end);
         let samples = std::mem::take(&mut *lock(&samples));
-        PhaseRun { spec, samples, start_us: self.micros(start), end_us: self.micros(end) }
+        let cpu_after = self.cpu();
+        let used = |before: Option<f64>, after: Option<f64>| Some(after? - before?);
+        let cpu_s = (used(cpu_before.0, cpu_after.0), used(cpu_before.1, cpu_after.1));
+        PhaseRun { spec, samples, start_us: self.micros(start), end_us: self.micros(end), cpu_s }
+    }
+
+    /// CPU seconds used so far by the server (if loadtest started it) and by loadtest.
+    fn cpu(&self) -> (Option<f64>, Option<f64>) {
+        (self.server_pid.and_then(|pid| cpu_seconds(Some(pid))), cpu_seconds(None))
     }
 
     fn pick(&self, mut ticket: u32) -> Scenario {

@@ -86,6 +86,11 @@ impl Server {
         Ok(server)
     }
 
+    /// The server's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Where the server's data and log are.
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -153,4 +158,20 @@ fn default_binary() -> Result<PathBuf, LoadError> {
         )));
     }
     Ok(bin)
+}
+
+/// CPU time (user + system, seconds) a process has used so far, from `/proc/<pid>/stat`; `None`
+/// where there is no such file.
+pub fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/stat"),
+        None => "/proc/self/stat".to_owned(),
+    };
+    let stat = std::fs::read_to_string(path).ok()?;
+    // Fields after the parenthesized command name start at field 3; utime and stime are 14, 15.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    let per_second =
+        nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100);
+    Some(ticks / per_second as f64)
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::{json_response, no_content, view_route};
+use super::{json_response, json_response_sized, no_content, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ReadHistory, ReadRecords, RecordsWrite, WriteRecords};
@@ -16,6 +16,7 @@ use crate::grid::history::HistoryEntry;
 use crate::grid::query::{parse_query, parse_sort, RawFilter, RawSort};
 use crate::grid::read::{CellOut, RecordOut};
 use crate::grid::records::{DeleteRecordsInput, RecordInput};
+use crate::grid::value::CellValue;
 use crate::state::AppState;
 
 /// Default and largest page sizes (decisions.md section 6).
@@ -146,6 +147,23 @@ fn record_body(record: &RecordOut) -> RecordBody<'_> {
     }
 }
 
+/// About the length of a record's JSON (a little over, so the buffer rarely grows).
+fn json_size_guess(record: &RecordOut) -> usize {
+    let cells: usize = record
+        .cells
+        .iter()
+        .map(|cell| {
+            let value = match &cell.value {
+                CellValue::Text(text) => text.len() + text.len() / 16 + 2,
+                CellValue::List(items) => items.iter().map(|i| i.len() + 4).sum::<usize>() + 2,
+                _ => 26,
+            };
+            cell.column_id.len() + value + 80
+        })
+        .sum();
+    record.id.len() + record.path.len() + record.user.len() + cells + 120
+}
+
 /// `Link` header with absolute `next` / `prev` URLs where such pages exist.
 fn link_header(state: &AppState, path: &str, params: &ListParams, total: usize) -> Option<String> {
     let page_url = |offset: usize| {
@@ -196,7 +214,8 @@ async fn list_records(
     };
     let page = route.addr.send(msg).await??;
     let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
-    let mut response = json_response(StatusCode::OK, &body);
+    let capacity = page.records.iter().map(json_size_guess).sum::<usize>() + 2;
+    let mut response = json_response_sized(StatusCode::OK, &body, capacity);
     let headers = response.headers_mut();
     if let Ok(v) = page.total.to_string().parse() {
         headers.insert(actix_web::http::header::HeaderName::from_static("x-total-count"), v);

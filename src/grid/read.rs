@@ -1,6 +1,8 @@
 //! Reading records out of a branch: owned copies of a page of rows with the requested columns,
 //! which handlers render to JSON on their own threads.
 
+use std::sync::Arc;
+
 use super::ops::GridState;
 use super::schema::{ColumnDef, ColumnType};
 use super::store::RowId;
@@ -9,7 +11,8 @@ use super::value::{CellValue, DependencyStatus, SourceStatus};
 /// One cell of a record read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellOut {
-    pub column_id: String,
+    /// Shared by the cells of one column in a read (no copy per cell).
+    pub column_id: Arc<str>,
     pub column_type: ColumnType,
     pub value: CellValue,
     /// Present for language columns.
@@ -42,6 +45,7 @@ impl GridState {
         rows: impl Iterator<Item = RowId>,
     ) -> Vec<RecordOut> {
         let slots: Vec<_> = columns.iter().map(|c| self.slots.get(&c.id).copied()).collect();
+        let ids: Vec<Arc<str>> = columns.iter().map(|c| Arc::from(c.id.as_str())).collect();
         rows.map(|row| RecordOut {
             id: self.store.id(row).to_owned(),
             path: self.store.path(row).to_owned(),
@@ -50,9 +54,10 @@ impl GridState {
             cells: columns
                 .iter()
                 .zip(&slots)
-                .map(|(column, slot)| match slot {
+                .zip(&ids)
+                .map(|((column, slot), id)| match slot {
                     Some(slot) => CellOut {
-                        column_id: column.id.clone(),
+                        column_id: Arc::clone(id),
                         column_type: column.column_type,
                         value: self.store.value(row, *slot),
                         statuses: column.is_language().then(|| {
@@ -64,7 +69,7 @@ impl GridState {
                         mt: self.store.is_mt(row, *slot),
                     },
                     None => CellOut {
-                        column_id: column.id.clone(),
+                        column_id: Arc::clone(id),
                         column_type: column.column_type,
                         value: CellValue::Empty,
                         statuses: None,
