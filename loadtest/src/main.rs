@@ -1,6 +1,6 @@
 //! `cargo run --release -p loadtest -- --help`: runs a load test and prints its table; exits 2
 //! when requests failed outside step mode (where failing is how a step ends), 1 when the run
-//! could not be made.
+//! could not be made, 130 when interrupted (Ctrl-C or SIGTERM; a started server is stopped).
 
 #![allow(clippy::print_stdout)]
 
@@ -20,7 +20,17 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(1);
         }
     };
-    match runtime.block_on(loadtest::run(&options)) {
+    let outcome = runtime.block_on(async {
+        tokio::select! {
+            result = loadtest::run(&options) => Some(result),
+            () = interrupted() => None,
+        }
+    });
+    let Some(outcome) = outcome else {
+        eprintln!("loadtest: interrupted");
+        return std::process::ExitCode::from(130);
+    };
+    match outcome {
         Ok(report) => {
             println!("{}", report.table());
             if !options.step && report.total_errors() > 0 {
@@ -31,6 +41,22 @@ fn main() -> std::process::ExitCode {
         Err(e) => {
             eprintln!("loadtest: {e}");
             std::process::ExitCode::from(1)
+        }
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM. The run is then dropped, which kills a server it started.
+async fn interrupted() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = ctrl_c.await;
         }
     }
 }

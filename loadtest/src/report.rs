@@ -63,6 +63,8 @@ pub struct PhaseReport {
     pub duration_s: f64,
     pub sent: u64,
     pub succeeded: u64,
+    /// Mean body bytes per answer.
+    pub mean_body_bytes: f64,
     /// Failed requests by status (or `timeout`, `transport`, `not sent`).
     pub errors: BTreeMap<String, u64>,
     pub all: Option<Stats>,
@@ -103,8 +105,11 @@ impl PhaseReport {
                 during_snapshots.insert(scenario.name().to_owned(), stats);
             }
         }
+        let bytes: u64 = samples.iter().map(|s| u64::from(s.bytes)).sum();
+        let answered = samples.iter().filter(|s| matches!(s.outcome, Outcome::Status(_))).count();
         PhaseReport {
             name,
+            mean_body_bytes: if answered > 0 { bytes as f64 / answered as f64 } else { 0.0 },
             asked_rate: run.spec.rate,
             achieved_rate: if duration_s > 0.0 { succeeded as f64 / duration_s } else { 0.0 },
             duration_s,
@@ -219,13 +224,15 @@ impl Report {
             };
             let _ = writeln!(
                 out,
-                "\n{}: asked {:.0}/s, achieved {:.1}/s over {:.1} s · {} sent, {} ok{verdict}",
+                "\n{}: asked {:.0}/s, achieved {:.1}/s over {:.1} s · {} sent, {} ok · {:.1} KiB \
+                 per answer{verdict}",
                 phase.name,
                 phase.asked_rate,
                 phase.achieved_rate,
                 phase.duration_s,
                 phase.sent,
-                phase.succeeded
+                phase.succeeded,
+                phase.mean_body_bytes / 1024.0
             );
             let _ = writeln!(
                 out,
@@ -289,7 +296,7 @@ mod tests {
     use std::time::Duration;
 
     fn sample(scenario: Scenario, due_us: u64, latency_us: u64, outcome: Outcome) -> Sample {
-        Sample { scenario, due_us, latency_us, outcome }
+        Sample { scenario, due_us, latency_us, outcome, bytes: 100 }
     }
 
     #[test]

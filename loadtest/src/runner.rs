@@ -51,6 +51,8 @@ pub struct Sample {
     pub due_us: u64,
     pub latency_us: u64,
     pub outcome: Outcome,
+    /// Bytes of the answer's body.
+    pub bytes: u32,
 }
 
 /// One stretch of load at one rate.
@@ -103,7 +105,8 @@ impl Runner {
             let scenario = self.pick(rng.gen_range(0..weights));
             let due_us = self.micros(due);
             if in_flight.len() >= self.max_in_flight {
-                let sample = Sample { scenario, due_us, latency_us: 0, outcome: Outcome::NotSent };
+                let outcome = Outcome::NotSent;
+                let sample = Sample { scenario, due_us, latency_us: 0, outcome, bytes: 0 };
                 lock(&samples).push(sample);
                 continue;
             }
@@ -111,9 +114,9 @@ impl Runner {
             let runner = Arc::clone(self);
             let samples = Arc::clone(&samples);
             in_flight.spawn(async move {
-                let outcome = runner.send(prepared).await;
+                let (outcome, bytes) = runner.send(prepared).await;
                 let latency_us = due.elapsed().as_micros() as u64;
-                lock(&samples).push(Sample { scenario, due_us, latency_us, outcome });
+                lock(&samples).push(Sample { scenario, due_us, latency_us, outcome, bytes });
             });
         }
         let scheduled_end = start + spec.duration;
@@ -145,8 +148,8 @@ impl Runner {
         at.saturating_duration_since(self.origin).as_micros() as u64
     }
 
-    /// Sends one request and reads its whole body.
-    async fn send(&self, prepared: Prepared) -> Outcome {
+    /// Sends one request and reads its whole body; how it ended and the body's length.
+    async fn send(&self, prepared: Prepared) -> (Outcome, u32) {
         let mut request = self.api.request(prepared.method, &prepared.path);
         if let Some(body) = &prepared.body {
             request = request.json(body);
@@ -154,14 +157,16 @@ impl Runner {
         let answer = async {
             let response = request.send().await?;
             let status = response.status().as_u16();
-            response.bytes().await?;
-            Ok::<u16, reqwest::Error>(status)
+            let body = response.bytes().await?;
+            Ok::<(u16, usize), reqwest::Error>((status, body.len()))
         };
         match tokio::time::timeout(self.timeout, answer).await {
-            Ok(Ok(status)) => Outcome::Status(status),
-            Ok(Err(e)) if e.is_timeout() => Outcome::Timeout,
-            Ok(Err(_)) => Outcome::Transport,
-            Err(_) => Outcome::Timeout,
+            Ok(Ok((status, bytes))) => {
+                (Outcome::Status(status), u32::try_from(bytes).unwrap_or(u32::MAX))
+            }
+            Ok(Err(e)) if e.is_timeout() => (Outcome::Timeout, 0),
+            Ok(Err(_)) => (Outcome::Transport, 0),
+            Err(_) => (Outcome::Timeout, 0),
         }
     }
 }

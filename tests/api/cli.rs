@@ -133,3 +133,64 @@ fn bad_cli_input_fails_without_changing_the_directory() {
     assert!(ok, "{log}");
     assert_eq!(list.as_array().map(Vec::len), Some(1), "only the owner key: {list}");
 }
+
+#[test]
+fn the_server_stops_on_sigterm_even_when_its_log_cannot_be_written() {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gridd"))
+        .args(["--bind", "127.0.0.1:0", "--log-level", "info", "--api-key", OWNER_KEY])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gridd starts");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let mut log = Vec::new();
+    let mut byte = [0u8; 1];
+    let listening = |log: &[u8]| {
+        let text = String::from_utf8_lossy(log);
+        text.lines().any(|l| l.contains("gridd listening")) && text.ends_with('\n')
+    };
+    while !listening(&log) {
+        match stderr.read(&mut byte) {
+            Ok(1) => log.push(byte[0]),
+            _ => panic!("gridd ended before listening: {}", String::from_utf8_lossy(&log)),
+        }
+    }
+    drop(stderr);
+    // SIGTERM once serving: the handler is installed when the server starts running.
+    let log = String::from_utf8_lossy(&log).into_owned();
+    let addr = regex::Regex::new(r"addr\S*=\S*?(127\.0\.0\.1:\d+)").expect("regex");
+    let addr = addr.captures(&log).map(|c| c[1].to_owned()).expect("the address is logged");
+    let client = reqwest::blocking::Client::new();
+    let ready = (0..100).any(|_| {
+        let ok =
+            client.get(format!("http://{addr}/healthz")).send().is_ok_and(|r| r.status() == 200);
+        if !ok {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        ok
+    });
+    assert!(ready, "gridd answers /healthz");
+    let status =
+        Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs");
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let exited = loop {
+        match child.try_wait().expect("wait") {
+            Some(status) => break Some(status),
+            None if Instant::now() > deadline => break None,
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    if exited.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(exited.is_some_and(|s| s.success()), "gridd did not stop: {exited:?}");
+}
