@@ -133,18 +133,27 @@ async fn load(
     let mut verdicts = Vec::new();
     if options.step {
         let mut rate = options.rate;
-        let mut step = 1;
+        let (mut step, mut attempt) = (1, 0);
         while rate <= options.max_rate {
             let spec = PhaseSpec { rate, duration: options.step_duration };
-            let run = runner.run_phase(spec, &mut phase_rng(options.seed, step)).await;
+            let seed = step * 16 + attempt as usize;
+            let run = runner.run_phase(spec, &mut phase_rng(options.seed, seed)).await;
             let passed = PhaseReport::of(String::new(), &run, &[]).meets(options.p99_max_ms);
-            runs.push((format!("step {step}"), run));
+            let name = match attempt {
+                0 => format!("step {step}"),
+                n => format!("step {step}, retry {n}"),
+            };
+            runs.push((name, run));
             verdicts.push((runs.len() - 1, passed));
             if !passed {
+                if attempt < options.step_retries {
+                    attempt += 1;
+                    continue;
+                }
                 break;
             }
             rate *= options.step_factor;
-            step += 1;
+            (step, attempt) = (step + 1, 0);
         }
     } else {
         let spec = PhaseSpec { rate: options.rate, duration: options.duration };
@@ -171,9 +180,9 @@ async fn load(
     }
     let sustainable_rate = verdicts
         .iter()
-        .take_while(|(_, passed)| *passed)
-        .last()
-        .map(|(index, _)| phases[*index].asked_rate);
+        .filter(|(_, passed)| *passed)
+        .map(|(index, _)| phases[*index].asked_rate)
+        .reduce(f64::max);
     let only_runs: Vec<PhaseRun> = runs.into_iter().map(|(_, run)| run).collect();
     Ok(Report {
         target: api.base.clone(),

@@ -70,6 +70,10 @@ pub struct Options {
     /// p99 (milliseconds) a step must stay under to count as sustained.
     #[arg(long, default_value_t = 10.0)]
     pub p99_max_ms: f64,
+    /// Times a failed step is run again before the search stops (a one-off stall of a shared
+    /// machine then does not end it); the step counts as sustained if a run of it passes.
+    #[arg(long, default_value_t = 1)]
+    pub step_retries: u32,
     /// Highest rate step mode tries.
     #[arg(long, default_value_t = 100_000.0)]
     pub max_rate: f64,

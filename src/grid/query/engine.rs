@@ -213,6 +213,9 @@ impl QueryEngine {
             (Target::Cell(slot, Kind::Number), _, Some(range)) => {
                 return store.scan_numbers(slot, |x| range.contains(x))
             }
+            (Target::Cell(slot, Kind::Bool), _, _) => {
+                return store.scan_booleans(slot, |b| pred.matches(Val::Bool(b)))
+            }
             _ => {}
         }
         if let Some(rows) = self.equality_fast_path(store, target, pred) {

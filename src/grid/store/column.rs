@@ -394,6 +394,24 @@ impl Column {
         bits.finish()
     }
 
+    /// The physical rows (live or not) of a boolean column whose non-empty value satisfies
+    /// `keep`.
+    pub(super) fn scan_booleans(&self, mut keep: impl FnMut(bool) -> bool) -> RoaringBitmap {
+        let table = [keep(false), keep(true)];
+        let mut bits = RowBits::default();
+        let mut row = 0u32;
+        for chunk in self.chunks.iter_chunks() {
+            let Cells::Boolean(cells) = &chunk.cells else { other_kind() };
+            for (at, &stored) in cells.iter().enumerate() {
+                if stored != BOOLEAN_EMPTY && table[usize::from(stored & 1)] {
+                    bits.insert(row + at as u32);
+                }
+            }
+            row += cells.len() as u32;
+        }
+        bits.finish()
+    }
+
     /// The physical rows (live or not) of a datetime column whose non-empty value satisfies
     /// `keep`.
     pub(super) fn scan_datetimes(&self, mut keep: impl FnMut(i64) -> bool) -> RoaringBitmap {

@@ -456,6 +456,12 @@ impl ColumnStore {
         self.column(slot).scan_numbers(keep) & &self.live
     }
 
+    /// The live rows of a boolean column whose non-empty value satisfies `keep`. Panics on a
+    /// column of another kind.
+    pub fn scan_booleans(&self, slot: ColumnSlot, keep: impl FnMut(bool) -> bool) -> RoaringBitmap {
+        self.column(slot).scan_booleans(keep) & &self.live
+    }
+
     /// The live rows of a datetime column whose non-empty value satisfies `keep`. Panics on a
     /// column of another kind.
     pub fn scan_datetimes(&self, slot: ColumnSlot, keep: impl FnMut(i64) -> bool) -> RoaringBitmap {
