@@ -78,6 +78,9 @@ pub struct PhaseReport {
     pub server_cpu_ms_per_request: Option<f64>,
     /// The same for loadtest itself.
     pub client_cpu_ms_per_request: Option<f64>,
+    /// Percent of the machine's CPU time stolen by the hypervisor during the phase: on a shared
+    /// virtual machine, latency figures from a phase with high steal are not comparable.
+    pub steal_percent: Option<f64>,
 }
 
 impl PhaseReport {
@@ -123,6 +126,7 @@ impl PhaseReport {
             sustained: None,
             server_cpu_ms_per_request: None,
             client_cpu_ms_per_request: None,
+            steal_percent: run.steal.map(|s| s * 100.0),
         }
     }
 
@@ -265,6 +269,9 @@ impl Report {
                     "  CPU per request: server {server:.3} ms, loadtest {client:.3} ms"
                 );
             }
+            if let Some(steal) = phase.steal_percent.filter(|s| *s >= 0.5) {
+                let _ = writeln!(out, "  CPU stolen by the hypervisor: {steal:.1}% of the machine");
+            }
             if phase.snapshots > 0 {
                 let _ = writeln!(out, "  snapshots during the phase: {}", phase.snapshots);
             }
@@ -313,6 +320,7 @@ mod tests {
             start_us: 0,
             end_us: 1_000_000,
             cpu_s: (None, None),
+            steal: None,
         };
         let window = Window { start_us: 450_000, end_us: 550_000 };
         let report = PhaseReport::of("run".into(), &run, &[window]);
@@ -340,6 +348,7 @@ mod tests {
             start_us: 0,
             end_us: 2_000_000,
             cpu_s: (None, None),
+            steal: None,
         };
         let points = timeline(&[run], 1_000_000);
         assert_eq!(points.len(), 4, "page and all, two intervals");

@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 use crate::api::{metric_sum, Api};
 use crate::options::Mix;
 use crate::scenario::{Prepared, Scenario, Workload};
-use crate::server::cpu_seconds;
+use crate::server::{cpu_seconds, machine_jiffies};
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -72,6 +72,8 @@ pub struct PhaseRun {
     pub end_us: u64,
     /// CPU seconds the server (when loadtest started it) and loadtest used during the phase.
     pub cpu_s: (Option<f64>, Option<f64>),
+    /// Share of the machine's CPU time the hypervisor took away during the phase (steal).
+    pub steal: Option<f64>,
 }
 
 /// Everything the requests share.
@@ -95,6 +97,7 @@ impl Runner {
         let samples = Arc::new(Mutex::new(Vec::new()));
         let mut in_flight = JoinSet::new();
         let cpu_before = self.cpu();
+        let jiffies_before = machine_jiffies();
         let start = Instant::now();
         let total = (spec.rate * spec.duration.as_secs_f64()).round() as u64;
         let weights: u32 = self.mix.0.iter().map(|(_, w)| w).sum();
@@ -126,7 +129,20 @@ impl Runner {
         let cpu_after = self.cpu();
         let used = |before: Option<f64>, after: Option<f64>| Some(after? - before?);
         let cpu_s = (used(cpu_before.0, cpu_after.0), used(cpu_before.1, cpu_after.1));
-        PhaseRun { spec, samples, start_us: self.micros(start), end_us: self.micros(end), cpu_s }
+        let steal = match (jiffies_before, machine_jiffies()) {
+            (Some((s0, t0)), Some((s1, t1))) if t1 > t0 => {
+                Some(s1.saturating_sub(s0) as f64 / (t1 - t0) as f64)
+            }
+            _ => None,
+        };
+        PhaseRun {
+            spec,
+            samples,
+            start_us: self.micros(start),
+            end_us: self.micros(end),
+            cpu_s,
+            steal,
+        }
     }
 
     /// CPU seconds used so far by the server (if loadtest started it) and by loadtest.

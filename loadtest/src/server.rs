@@ -175,3 +175,13 @@ pub fn cpu_seconds(pid: Option<u32>) -> Option<f64> {
         nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100);
     Some(ticks / per_second as f64)
 }
+
+/// Jiffies of the whole machine so far, from `/proc/stat`: (stolen by the hypervisor, total).
+pub fn machine_jiffies() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let fields: Vec<u64> = line.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal guest guest_nice; guests are in user.
+    let total = fields.iter().take(8).sum();
+    Some((*fields.get(7)?, total))
+}
