@@ -235,6 +235,7 @@ impl Application {
             durability: Arc::downgrade(&node.durability),
             requests: Arc::default(),
             limiter: Arc::new(auth::RateLimiter::new(config.rate_limit, config.rate_burst)),
+            data_dir: Arc::from(config.data_dir.as_path()),
         };
         let max_json = config.max_json_bytes;
         let body_timeout = Duration::from_millis(config.body_timeout_ms);

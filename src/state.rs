@@ -29,4 +29,6 @@ pub struct AppState {
     pub requests: Arc<RequestMetrics>,
     /// The per-key request rate limit (off unless configured).
     pub limiter: Arc<RateLimiter>,
+    /// The data directory (history exports are written under `exports/`).
+    pub data_dir: Arc<std::path::Path>,
 }

@@ -9,6 +9,7 @@ pub mod dependencies;
 pub mod errors;
 pub mod grids;
 pub mod health;
+pub mod history_export;
 pub mod metrics;
 pub mod projects;
 pub mod records;
@@ -39,6 +40,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     dependencies::configure(cfg);
     records::configure(cfg);
     tasks::configure(cfg);
+    history_export::configure(cfg);
     admin::configure(cfg);
 }
 

@@ -1,12 +1,42 @@
 //! `/v1/tasks/<id>`: the state of a long-running operation.
 
 use actix_web::{get, web, HttpResponse};
+use serde::Serialize;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::{exec, ok};
 use crate::auth::Principal;
+use crate::catalog::model::{Task, TaskError, TaskStatus};
 use crate::error::ApiResult;
 use crate::state::AppState;
+
+/// A task as answered: id, status, type, progress, times and, when it failed, the error.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskBody<'a> {
+    id: &'a str,
+    status: TaskStatus,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    progress: u8,
+    created_time: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    finished_time: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a TaskError>,
+}
+
+pub fn task_body(task: &Task) -> TaskBody<'_> {
+    TaskBody {
+        id: &task.id,
+        status: task.status,
+        kind: &task.kind,
+        progress: task.progress,
+        created_time: &task.created_time,
+        finished_time: task.finished_time.as_deref(),
+        error: task.error.as_ref(),
+    }
+}
 
 #[utoipa::path(tag = "tasks", responses((status = 200, description = "the task: id, status, type, progress, times, error")))]
 #[get("/v1/tasks/{id}")]
@@ -16,7 +46,7 @@ async fn get_task(
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let task = exec(&state, move |s| s.task(&p, &id)).await??;
-    ok(&task)
+    ok(&task_body(&task))
 }
 
 pub fn configure(cfg: &mut ServiceConfig<'_>) {

@@ -110,13 +110,17 @@ pub struct TaskError {
     pub message: String,
 }
 
-/// A long-running operation (merge, import, history export, restore).
+/// A long-running operation (merge, import, history export, restore), as persisted in the
+/// catalogue; the API shows it through `api::tasks::TaskBody`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     pub id: String,
-    #[serde(skip_serializing)]
     pub company_id: String,
+    /// The view the task works on, when it works on one (a history export is served only
+    /// through its view).
+    #[serde(default)]
+    pub view_id: Option<String>,
     #[serde(rename = "type")]
     pub kind: String,
     pub status: TaskStatus,

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use actix::{Actor, ArbiterHandle, Context, Handler, Message, MessageResult};
 use indexmap::IndexMap;
 
-use super::model::{Branch, Company, Database, Grid, Project, Task};
+use super::model::{
+    now_timestamp, Branch, Company, Database, Grid, Project, Task, TaskError, TaskStatus,
+};
 use super::routes::Routes;
 use super::store::{load_all, CatalogChange, CatalogStore, EntityKind, StoreError};
 use crate::auth::{ApiKey, KeyRing};
@@ -72,7 +74,26 @@ impl Supervisor {
             next_arbiter: 0,
         };
         supervisor.sort_by_creation();
+        supervisor.fail_interrupted_tasks()?;
         Ok(supervisor)
+    }
+
+    /// Tasks still running when the server stopped were cut off: they read failed.
+    fn fail_interrupted_tasks(&mut self) -> Result<(), StoreError> {
+        let mut changes = Vec::new();
+        for task in self.tasks.values_mut().filter(|t| t.status == TaskStatus::Running) {
+            task.status = TaskStatus::Failed;
+            task.finished_time = Some(now_timestamp());
+            task.error = Some(TaskError {
+                code: "interrupted".to_owned(),
+                message: "The server stopped while the task was running.".to_owned(),
+            });
+            changes.push(CatalogChange::put(EntityKind::Task, &task.id, &*task));
+        }
+        if changes.is_empty() {
+            return Ok(());
+        }
+        self.store.apply(&changes)
     }
 
     /// sled scans in key order; the API lists in creation order.

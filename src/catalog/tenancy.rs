@@ -1,7 +1,7 @@
 //! Supervisor operations on the tenancy tree above grids: bootstrap, companies, projects,
 //! databases, API keys, task lookup, and the names reference columns show.
 
-use super::model::{now_timestamp, Company, Database, Project, Task};
+use super::model::{now_timestamp, Company, Database, Project, Task, TaskError, TaskStatus};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use crate::auth::{hash_secret, Access, ApiKey, KeyKind, Principal, Privilege, Scope, Tier};
@@ -421,6 +421,42 @@ impl Supervisor {
             .filter(|t| t.company_id == p.company_id())
             .cloned()
             .ok_or_else(|| ApiError::not_found(ErrorCode::TaskIsNotFound, "Task", id))
+    }
+
+    /// Records a new running task of `kind` for the principal's company.
+    pub fn start_task(
+        &mut self,
+        p: &Principal,
+        kind: &str,
+        view_id: Option<String>,
+    ) -> ApiResult<Task> {
+        let task = Task {
+            id: ids::generate(),
+            company_id: p.company_id().to_owned(),
+            view_id,
+            kind: kind.to_owned(),
+            status: TaskStatus::Running,
+            progress: 0,
+            created_time: now_timestamp(),
+            finished_time: None,
+            error: None,
+        };
+        self.commit(&[CatalogChange::put(EntityKind::Task, &task.id, &task)])?;
+        self.tasks.insert(task.id.clone(), task.clone());
+        Ok(task)
+    }
+
+    /// Ends a running task: successful, or failed with `error`.
+    pub fn finish_task(&mut self, id: &str, error: Option<TaskError>) -> ApiResult<()> {
+        let Some(current) = self.tasks.get(id) else { return Ok(()) };
+        let mut task = current.clone();
+        task.status = if error.is_some() { TaskStatus::Failed } else { TaskStatus::Successful };
+        task.progress = 100;
+        task.finished_time = Some(now_timestamp());
+        task.error = error;
+        self.commit(&[CatalogChange::put(EntityKind::Task, id, &task)])?;
+        self.tasks.insert(id.to_owned(), task);
+        Ok(())
     }
 }
 

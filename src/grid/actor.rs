@@ -12,7 +12,7 @@ use actix::{
     ResponseFuture, WrapFuture,
 };
 
-use super::history::{history_key, HistoryEntry};
+use super::history::{history_key, ExportFilter, ExportRow, HistoryEntry};
 use super::ops::{GridOp, GridState};
 use super::planner::{plan, SchemaChange};
 use super::query::{bind_filters, bind_sort, QueryEngine, RawFilter, RawSort};
@@ -414,6 +414,46 @@ impl Handler<ReadHistory> for GridActor {
             entry.cells.retain(|c| shown.contains(&c.column_id));
         }
         Ok((entries, total))
+    }
+}
+
+/// The history rows of a view's columns for an export (`columns` narrows them; unknown ids
+/// are refused).
+#[derive(Debug, Message)]
+#[rtype(result = "ApiResult<Vec<ExportRow>>")]
+pub struct ExportHistory {
+    pub view_id: String,
+    pub from_ms: i64,
+    pub to_ms: i64,
+    pub columns: Option<Vec<String>>,
+    pub users: Option<Vec<String>>,
+}
+
+impl Handler<ExportHistory> for GridActor {
+    type Result = ApiResult<Vec<ExportRow>>;
+
+    fn handle(&mut self, msg: ExportHistory, _: &mut Context<Self>) -> Self::Result {
+        let view = self.view(&msg.view_id)?;
+        let shown: Vec<String> =
+            self.state.schema.view_columns(&view).iter().map(|(c, _)| c.id.clone()).collect();
+        let columns = match msg.columns {
+            Some(asked) => {
+                if let Some(unknown) = asked.iter().find(|c| !shown.contains(c)) {
+                    return Err(ApiError::new(
+                        ErrorCode::InvalidColumnId,
+                        format!("Column \"{unknown}\" is not in view \"{}\".", msg.view_id),
+                    ));
+                }
+                asked
+            }
+            None => shown,
+        };
+        Ok(self.state.history.export_rows(&ExportFilter {
+            from_ms: msg.from_ms,
+            to_ms: msg.to_ms,
+            columns: &columns,
+            users: msg.users.as_deref(),
+        }))
     }
 }
 

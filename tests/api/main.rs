@@ -11,6 +11,7 @@ mod dependencies;
 mod durability;
 mod errors;
 mod grids;
+mod history_export;
 mod keys;
 mod loadtest;
 mod localization;

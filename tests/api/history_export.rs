@@ -1,0 +1,220 @@
+//! Record-history export as a task (decisions.md section 9): the rows of the file match the
+//! edits made, in CSV and XLSX (read back with calamine), standard and enhanced mode, filtered
+//! by columns and editors; the 60-day rule and other bad requests; both download paths.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app, TestApp};
+
+/// A grid with an English source, a French target depending on it, and a note column; record
+/// r1 written twice by the owner, r2 once by "vendor".
+fn edited_grid(app: &TestApp) -> String {
+    let (_, view) = app.create_grid("history");
+    app.create_column(
+        &view,
+        json!({"id": "en", "name": "English", "type": "language",
+        "languageCode": "enUS", "localizationType": "sourceLanguage"}),
+    );
+    app.create_column(
+        &view,
+        json!({"id": "fr", "name": "French", "type": "language",
+        "languageCode": "frFR", "localizationType": "targetLanguage"}),
+    );
+    app.create_column(&view, json!({"id": "note", "name": "Note", "type": "singleLine"}));
+    app.post(
+        &format!("/v1/views/{view}/dependencies"),
+        &json!({"sourceColumnId": "en", "targetColumnId": "fr"}),
+    )
+    .assert_status(201);
+    app.add_records(
+        &view,
+        json!([{"id": "r1", "cells": [{"columnId": "en", "value": "Save"},
+                                       {"columnId": "fr", "value": "Enregistrer"}]}]),
+    );
+    app.patch(
+        &format!("/v1/views/{view}/records/r1"),
+        &json!({"cells": [{"columnId": "en", "value": "Save all"}]}),
+    )
+    .assert_status(200);
+    let vendor = app.create_user_key("vendor");
+    app.post_as(
+        &vendor,
+        &format!("/v1/views/{view}/records"),
+        &json!([{"id": "r2", "cells": [{"columnId": "note", "value": "check length"}]}]),
+    )
+    .assert_status(201);
+    view
+}
+
+fn span() -> (String, String) {
+    let now = chrono::Utc::now();
+    let day = chrono::Duration::days(1);
+    ((now - day).to_rfc3339(), (now + day).to_rfc3339())
+}
+
+/// Starts an export and waits for its task to succeed; returns the task id.
+fn export(app: &TestApp, view: &str, extra: Value) -> String {
+    let (from, to) = span();
+    let mut body = json!({"fromTime": from, "toTime": to});
+    body.as_object_mut().expect("object").extend(extra.as_object().expect("object").clone());
+    let res = app.post(&format!("/v1/views/{view}/record-histories/export"), &body);
+    let task = res.assert_status(202);
+    assert_eq!(res.header("content-type"), Some("application/json"));
+    let id = task["id"].as_str().expect("task id").to_owned();
+    assert!(matches!(task["status"].as_str(), Some("running" | "successful")), "{task}");
+    for _ in 0..200 {
+        let task = app.get(&format!("/v1/tasks/{id}"));
+        match task.assert_status(200)["status"].as_str() {
+            Some("successful") => return id,
+            Some("running") => std::thread::sleep(Duration::from_millis(25)),
+            other => panic!("export task ended {other:?}: {}", task.text),
+        }
+    }
+    panic!("export task {id} did not finish");
+}
+
+/// The file of a finished export, by the main path or the alias, with its headers checked.
+fn download(app: &TestApp, path: &str, extension: &str) -> Vec<u8> {
+    let res = app.request(Method::GET, path, Some(&app.key)).send().expect("download");
+    assert_eq!(res.status().as_u16(), 200);
+    let header = |name: &str| {
+        res.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
+    };
+    assert_eq!(header("content-type"), "application/octet-stream");
+    let disposition = header("content-disposition");
+    assert!(
+        disposition.starts_with("attachment; filename=\"record-histories-")
+            && disposition.ends_with(&format!(".{extension}\"")),
+        "{disposition}"
+    );
+    res.bytes().expect("body").to_vec()
+}
+
+fn csv_rows(bytes: &[u8]) -> Vec<Vec<String>> {
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(bytes);
+    reader.records().map(|r| r.expect("valid CSV").iter().map(str::to_owned).collect()).collect()
+}
+
+#[test]
+fn a_csv_export_has_one_row_per_changed_cell_with_statuses_editors_and_times() {
+    let app = spawn_app();
+    let view = edited_grid(&app);
+    let task = export(&app, &view, json!({}));
+    let bytes = download(&app, &format!("/v1/views/{view}/record-histories/export/{task}"), "csv");
+    let rows = csv_rows(&bytes);
+    assert_eq!(
+        rows[0],
+        [
+            "Record ID",
+            "Path",
+            "Column",
+            "Value",
+            "Dependency status",
+            "Source status",
+            "Last modified by",
+            "Last modified time"
+        ]
+    );
+    let cells: Vec<(&str, &str, &str)> =
+        rows[1..].iter().map(|r| (r[0].as_str(), r[2].as_str(), r[3].as_str())).collect();
+    assert_eq!(
+        cells,
+        vec![
+            ("r1", "en", "Save"),
+            ("r1", "fr", "Enregistrer"),
+            ("r1", "en", "Save all"),
+            ("r2", "note", "check length")
+        ]
+    );
+    assert_eq!(rows[2][4], "upToDate", "the target's status as the add left it: {:?}", rows[2]);
+    assert_eq!(rows[4][6], "vendor");
+    assert!(rows[1][7].ends_with("+00:00") && rows[1][7].len() == 29, "{:?}", rows[1]);
+    let alias = download(&app, &format!("/v1/views/{view}/export/{task}"), "csv");
+    assert_eq!(alias, bytes, "the alias serves the same file");
+}
+
+#[test]
+fn enhanced_mode_adds_the_previous_value_and_filters_narrow_the_rows() {
+    let app = spawn_app();
+    let view = edited_grid(&app);
+    let task = export(
+        &app,
+        &view,
+        json!({"mode": "enhanced", "columnIds": ["en"], "lastModifiedByUsers": ["owner"]}),
+    );
+    let rows = csv_rows(&download(
+        &app,
+        &format!("/v1/views/{view}/record-histories/export/{task}"),
+        "csv",
+    ));
+    assert_eq!(rows[0].last().map(String::as_str), Some("Previous value"));
+    let cells: Vec<(&str, &str, &str)> =
+        rows[1..].iter().map(|r| (r[2].as_str(), r[3].as_str(), r[8].as_str())).collect();
+    assert_eq!(cells, vec![("en", "Save", ""), ("en", "Save all", "Save")]);
+    let vendor_only = export(&app, &view, json!({"lastModifiedByUsers": ["vendor"]}));
+    let rows = csv_rows(&download(&app, &format!("/v1/views/{view}/export/{vendor_only}"), "csv"));
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[1][0], "r2");
+}
+
+#[test]
+fn an_xlsx_export_reads_back_with_a_header_dates_and_the_same_rows() {
+    use calamine::{Data, Reader, Xlsx};
+    let app = spawn_app();
+    let view = edited_grid(&app);
+    let task = export(&app, &view, json!({"format": "xlsx"}));
+    let bytes = download(&app, &format!("/v1/views/{view}/record-histories/export/{task}"), "xlsx");
+    let mut workbook: Xlsx<_> =
+        calamine::open_workbook_from_rs(std::io::Cursor::new(bytes)).expect("an xlsx file");
+    let sheet = workbook.worksheet_range("Record histories").expect("the sheet");
+    let rows: Vec<&[Data]> = sheet.rows().collect();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows[0][0], Data::String("Record ID".into()));
+    assert_eq!(rows[3][3], Data::String("Save all".into()));
+    assert_eq!(rows[4][6], Data::String("vendor".into()));
+    match &rows[1][7] {
+        Data::DateTime(date) => {
+            let now = chrono::Utc::now().naive_utc();
+            let written = date.as_datetime().expect("a date");
+            assert!((now - written).num_minutes().abs() < 5, "{written} vs {now}");
+        }
+        other => panic!("the modification time is a date cell, not {other:?}"),
+    }
+}
+
+#[test]
+fn bad_export_requests_are_refused_before_any_task() {
+    let app = spawn_app();
+    let view = edited_grid(&app);
+    let path = format!("/v1/views/{view}/record-histories/export");
+    let now = chrono::Utc::now();
+    let days = |n: i64| (now + chrono::Duration::days(n)).to_rfc3339();
+    app.post(&path, &json!({"fromTime": days(-61), "toTime": days(0)}))
+        .assert_error(400, "badRequest");
+    app.post(&path, &json!({"fromTime": days(-60), "toTime": days(0)})).assert_status(202);
+    app.post(&path, &json!({"fromTime": days(0), "toTime": days(-1)}))
+        .assert_error(400, "badRequest");
+    app.post(&path, &json!({"toTime": days(0)})).assert_error(400, "requestParameterMissing");
+    app.post(&path, &json!({"fromTime": "yesterday", "toTime": days(0)}))
+        .assert_error(400, "badRequest");
+    let (from, to) = span();
+    let with = |extra: Value| {
+        let mut body = json!({"fromTime": from, "toTime": to});
+        body.as_object_mut().expect("object").extend(extra.as_object().expect("obj").clone());
+        body
+    };
+    app.post(&path, &with(json!({"format": "pdf"}))).assert_error(400, "badRequest");
+    app.post(&path, &with(json!({"mode": "verbose"}))).assert_error(400, "badRequest");
+    app.post(&path, &with(json!({"columnIds": ["nope"]}))).assert_error(400, "invalidColumnId");
+    let reader = app.create_key(&["read", "write"], json!({"all": true}));
+    app.post_as(&reader, &path, &with(json!({}))).assert_error(403, "accessDenied");
+    app.get(&format!("/v1/views/{view}/record-histories/export/nosuchtask"))
+        .assert_error(404, "taskIsNotFound");
+    let (_, other_view) = app.create_grid("other");
+    let task = export(&app, &view, json!({}));
+    app.get(&format!("/v1/views/{other_view}/record-histories/export/{task}"))
+        .assert_error(404, "taskIsNotFound");
+}
