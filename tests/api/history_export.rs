@@ -218,3 +218,39 @@ fn bad_export_requests_are_refused_before_any_task() {
     app.get(&format!("/v1/views/{other_view}/record-histories/export/{task}"))
         .assert_error(404, "taskIsNotFound");
 }
+
+#[test]
+fn a_task_cut_off_by_a_restart_reads_failed() {
+    use gridd::catalog::model::{Task, TaskStatus};
+    use gridd::catalog::store::{load_all, CatalogChange, CatalogStore, EntityKind};
+    let app = spawn_app();
+    let view = edited_grid(&app);
+    let task_id = export(&app, &view, json!({}));
+    let key = app.key.clone();
+    let (killed, _keep) = app.kill();
+    // The killed server keeps its locks (its process lives on): work on a copy.
+    let copy = tempfile::tempdir().expect("temp dir");
+    let dir = copy.path().join("data");
+    crate::helpers::copy_dir(&killed, &dir);
+    {
+        // Put the task back to running, as if the server had died while it ran.
+        let db = sled::open(dir.join("db")).expect("the catalogue opens");
+        let store = gridd::catalog::store::SledCatalogStore::open(db).expect("store");
+        let mut task = load_all::<Task>(&store, EntityKind::Task)
+            .expect("tasks load")
+            .into_iter()
+            .find(|t| t.id == task_id)
+            .expect("the export task is persisted");
+        task.status = TaskStatus::Running;
+        task.finished_time = None;
+        store.apply(&[CatalogChange::put(EntityKind::Task, &task_id, &task)]).expect("written");
+    }
+    let app = crate::helpers::start(&dir, &key);
+    let task = app.get(&format!("/v1/tasks/{task_id}"));
+    let body = task.assert_status(200);
+    assert_eq!(body["status"], "failed", "{body}");
+    assert_eq!(body["error"]["code"], "interrupted");
+    app.get(&format!("/v1/views/{view}/record-histories/export/{task_id}"))
+        .assert_error(404, "fileIsNotFound");
+    drop(app);
+}
