@@ -58,6 +58,18 @@ impl Api {
         path: &str,
         body: Option<&Value>,
     ) -> Result<(Value, reqwest::header::HeaderMap), LoadError> {
+        let (text, headers) = self.call_text(method, path, body).await?;
+        let value = if text.is_empty() { Value::Null } else { serde_json::from_str(&text)? };
+        Ok((value, headers))
+    }
+
+    /// Sends and returns the body text and headers of a 2xx answer.
+    async fn call_text(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(String, reqwest::header::HeaderMap), LoadError> {
         let context = format!("{method} {path}");
         let mut request = self.request(method, path);
         if let Some(body) = body {
@@ -76,8 +88,7 @@ impl Api {
         if !status.is_success() {
             return Err(LoadError::Status { context, status: status.as_u16(), body: text });
         }
-        let value = if text.is_empty() { Value::Null } else { serde_json::from_str(&text)? };
-        Ok((value, headers))
+        Ok((text, headers))
     }
 
     /// Waits until `GET /healthz` answers 200.
@@ -109,21 +120,7 @@ impl Api {
 
     /// The text of `GET /metrics`.
     pub async fn metrics(&self) -> Result<String, LoadError> {
-        let context = "GET /metrics".to_owned();
-        let response = self
-            .request(Method::GET, "/metrics")
-            .send()
-            .await
-            .map_err(|source| LoadError::Http { context: context.clone(), source })?;
-        let status = response.status();
-        let text = response
-            .text()
-            .await
-            .map_err(|source| LoadError::Http { context: context.clone(), source })?;
-        if !status.is_success() {
-            return Err(LoadError::Status { context, status: status.as_u16(), body: text });
-        }
-        Ok(text)
+        self.call_text(Method::GET, "/metrics", None).await.map(|(text, _)| text)
     }
 
     /// Creates a grid of `options.columns` columns (targets depending on the source) and
