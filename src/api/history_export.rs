@@ -19,9 +19,8 @@ use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{TaskError, TaskStatus};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::ExportHistory;
-use crate::grid::codec::{format_datetime, format_timestamp, parse_datetime};
+use crate::grid::codec::{export_text, format_timestamp, parse_datetime};
 use crate::grid::history::ExportRow;
-use crate::grid::value::CellValue;
 use crate::state::AppState;
 
 /// The task kind of a history export.
@@ -169,19 +168,6 @@ fn header(enhanced: bool) -> Vec<&'static str> {
     names
 }
 
-/// A cell value as export text: numbers as JSON writes them, lists joined with ", ".
-fn cell_text(value: &CellValue) -> String {
-    match value {
-        CellValue::Empty => String::new(),
-        CellValue::Text(text) => text.clone(),
-        CellValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => (*n as i64).to_string(),
-        CellValue::Number(n) => n.to_string(),
-        CellValue::Boolean(b) => b.to_string(),
-        CellValue::Datetime(ms) => format_datetime(*ms),
-        CellValue::List(items) => items.join(", "),
-    }
-}
-
 /// The text fields of a row, in header order (the time last but one, before the previous value).
 fn row_texts(row: &ExportRow, enhanced: bool) -> Vec<String> {
     let (dependency, source) = match row.statuses {
@@ -192,14 +178,14 @@ fn row_texts(row: &ExportRow, enhanced: bool) -> Vec<String> {
         row.record_id.clone(),
         row.path.clone(),
         row.column_id.clone(),
-        cell_text(&row.value),
+        export_text(&row.value),
         dependency,
         source,
         row.user.clone(),
         format_timestamp(row.time_ms),
     ];
     if enhanced {
-        fields.push(row.previous.as_ref().map(cell_text).unwrap_or_default());
+        fields.push(row.previous.as_ref().map(export_text).unwrap_or_default());
     }
     fields
 }

@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod projects;
 pub mod records;
 pub mod tasks;
+pub mod view_export;
 pub mod views;
 
 use std::sync::Arc;
@@ -41,6 +42,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     records::configure(cfg);
     tasks::configure(cfg);
     history_export::configure(cfg);
+    view_export::configure(cfg);
     admin::configure(cfg);
 }
 

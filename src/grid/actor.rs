@@ -21,7 +21,7 @@ use super::records::{
     plan_add, plan_delete, plan_update, plan_update_one, DeleteRecordsInput, RecordInput,
 };
 use super::schema::{ColumnDef, Schema, ViewDef};
-use super::store::RecordIdentity;
+use super::store::{RecordIdentity, RowId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::persist::durability::Durability;
 use crate::persist::entry::WalEntry;
@@ -326,34 +326,80 @@ impl Handler<ReadRecords> for GridActor {
 
     fn handle(&mut self, msg: ReadRecords, _: &mut Context<Self>) -> Self::Result {
         let view = self.view(&msg.view_id)?;
-        let shown = self.state.schema.view_columns(&view);
-        let columns: Vec<&ColumnDef> = match &msg.column_ids {
-            None => shown.into_iter().map(|(c, _)| c).collect(),
-            Some(ids) => {
-                let mut picked = Vec::with_capacity(ids.len());
-                for id in ids {
-                    let column =
-                        shown.iter().find(|(c, _)| &c.id == id).map(|(c, _)| *c).ok_or_else(
-                            || {
-                                ApiError::new(
-                                    ErrorCode::ColumnNotFoundInView,
-                                    format!(
-                                        "Column \"{id}\" could not be found in view \"{}\".",
-                                        view.id
-                                    ),
-                                )
-                            },
-                        )?;
-                    picked.push(column);
-                }
-                picked
-            }
-        };
+        let columns = picked_columns(&self.state.schema, &view, msg.column_ids.as_deref())?;
         let filters = bind_filters(&self.state, &view, &msg.filters)?;
         let sort = bind_sort(&self.state, &view, &msg.sort)?;
         let page = self.query.run(&mut self.state.store, &filters, &sort, msg.offset, msg.limit);
         let records = self.state.read_rows(&columns, page.rows.into_iter());
         Ok(RecordPage { records, total: page.total })
+    }
+}
+
+/// The columns a read shows: the view's, or those of `ids` in that order (each must be in the
+/// view: 404 `columnNotFoundInView`).
+fn picked_columns<'a>(
+    schema: &'a Schema,
+    view: &'a ViewDef,
+    ids: Option<&[String]>,
+) -> ApiResult<Vec<&'a ColumnDef>> {
+    let shown = schema.view_columns(view);
+    let Some(ids) = ids else { return Ok(shown.into_iter().map(|(c, _)| c).collect()) };
+    ids.iter()
+        .map(|id| {
+            shown.iter().find(|(c, _)| &c.id == id).map(|(c, _)| *c).ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::ColumnNotFoundInView,
+                    format!("Column \"{id}\" could not be found in view \"{}\".", view.id),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Everything an export needs, taken at one instant: a copy of the branch (its storage chunks
+/// are shared until the actor changes them), the columns, and every matching row in order.
+#[derive(Debug, Message)]
+#[rtype(result = "ApiResult<ExportSource>")]
+pub struct PlanExport {
+    pub view_id: String,
+    pub column_ids: Option<Vec<String>>,
+    pub filters: Vec<RawFilter>,
+    pub sort: Vec<RawSort>,
+}
+
+/// The answer to `PlanExport`.
+pub struct ExportSource {
+    pub state: GridState,
+    pub columns: Vec<ColumnDef>,
+    pub rows: Vec<RowId>,
+}
+
+impl std::fmt::Debug for ExportSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExportSource").field("rows", &self.rows.len()).finish_non_exhaustive()
+    }
+}
+
+impl Handler<PlanExport> for GridActor {
+    type Result = MessageResult<PlanExport>;
+
+    fn handle(&mut self, msg: PlanExport, _: &mut Context<Self>) -> Self::Result {
+        MessageResult(self.plan_export(msg))
+    }
+}
+
+impl GridActor {
+    fn plan_export(&mut self, msg: PlanExport) -> ApiResult<ExportSource> {
+        let view = self.view(&msg.view_id)?;
+        let columns: Vec<ColumnDef> =
+            picked_columns(&self.state.schema, &view, msg.column_ids.as_deref())?
+                .into_iter()
+                .cloned()
+                .collect();
+        let filters = bind_filters(&self.state, &view, &msg.filters)?;
+        let sort = bind_sort(&self.state, &view, &msg.sort)?;
+        let rows = self.query.run(&mut self.state.store, &filters, &sort, 0, usize::MAX).rows;
+        Ok(ExportSource { state: self.state.clone(), columns, rows })
     }
 }
 

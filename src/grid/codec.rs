@@ -221,6 +221,21 @@ impl serde::Serialize for Rendered<'_> {
     }
 }
 
+/// A stored value as a CSV or spreadsheet cell, written so that reading it back gives the same
+/// value: text as is, numbers as JSON writes them, booleans `true`/`false`, datetimes in UTC
+/// ISO 8601, lists as a JSON array of strings, empty as nothing.
+pub fn export_text(value: &CellValue) -> String {
+    match value {
+        CellValue::Empty => String::new(),
+        CellValue::Text(text) => text.clone(),
+        CellValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => (*n as i64).to_string(),
+        CellValue::Number(n) => serde_json::Value::from(*n).to_string(),
+        CellValue::Boolean(b) => b.to_string(),
+        CellValue::Datetime(ms) => format_datetime(*ms),
+        CellValue::List(items) => serde_json::Value::from(items.clone()).to_string(),
+    }
+}
+
 /// Renders a stored value for a column of type `column_type`.
 pub fn render_value(column_type: ColumnType, value: &CellValue) -> Value {
     match value {

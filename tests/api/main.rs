@@ -24,4 +24,5 @@ mod records;
 mod restart;
 mod smoke;
 mod tasks;
+mod view_export;
 mod views;

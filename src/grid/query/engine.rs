@@ -378,7 +378,7 @@ impl QueryEngine {
         if offset >= total || limit == 0 {
             return Vec::new();
         }
-        let wanted = (offset + limit).min(total);
+        let wanted = offset.saturating_add(limit).min(total);
         if let Some(matches) = matches {
             // Walking the index visits about wanted * records / total rows; selecting touches
             // every match. Prefer the walk only when it is clearly cheaper.
@@ -390,7 +390,7 @@ impl QueryEngine {
         let first = sort[0];
         let rest = &sort[1..];
         let index = self.ordered(store, first);
-        let mut out = Vec::with_capacity(limit);
+        let mut out = Vec::with_capacity(limit.min(total));
         // Where the walk starts, how many matching rows it skips, and how many rows with an
         // empty first key are skipped beyond what the walk leaves over.
         let (start, mut skip_in_walk, skip_empties) = match matches {
