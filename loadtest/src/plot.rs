@@ -26,7 +26,8 @@ fn draw(report: &Report, path: &Path) -> Result<(), Box<dyn std::error::Error>> 
     root.fill(&WHITE)?;
     let t_max = report.timeline.iter().map(|p| p.t_s).fold(1.0, f64::max) + 1.0;
     let y_max = report.timeline.iter().map(|p| p.max_ms).fold(10.0, f64::max) * 2.0;
-    let y_min = 0.05;
+    let fastest = report.timeline.iter().map(|p| p.p50_ms).fold(f64::INFINITY, f64::min);
+    let y_min = if fastest.is_finite() { (fastest / 2.0).max(0.01) } else { 0.05 };
     let title = format!(
         "gridd latency · {} records × {} columns · mix {}",
         report.records, report.columns, report.mix
@@ -59,7 +60,7 @@ fn draw(report: &Report, path: &Path) -> Result<(), Box<dyn std::error::Error>> 
             BLACK.mix(0.25).stroke_width(1),
         ))?;
         chart.draw_series(std::iter::once(Text::new(
-            format!("{:.0}/s", phase.asked_rate),
+            format!("{} · {:.0}/s", phase.name, phase.asked_rate),
             (phase_start + 0.2, y_max / 1.6),
             ("sans-serif", 13),
         )))?;
