@@ -42,8 +42,14 @@ impl Server {
             || format!("loadtest-{:032x}", rand::thread_rng().gen::<u128>()),
             str::to_owned,
         );
+        // The address is read from gridd's "listening" line: keep gridd's info lines unless
+        // the caller chose a log level.
+        let chose_level = args.iter().any(|a| a.starts_with("--log-level"));
+        let level: &[&str] = if chose_level { &[] } else { &["--log-level", "gridd=info,warn"] };
         let mut child = Command::new(&bin)
-            .args(["--bind", "127.0.0.1:0", "--log-level", "gridd=info,warn", "--data-dir"])
+            .args(["--bind", "127.0.0.1:0"])
+            .args(level)
+            .arg("--data-dir")
             .arg(dir.path().join("data"))
             .args(["--api-key", &key])
             .args(args)
