@@ -6,7 +6,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::report::Report;
+use crate::report::{Point, Report};
 use crate::LoadError;
 
 const COLORS: [RGBColor; 5] = [
@@ -16,6 +16,9 @@ const COLORS: [RGBColor; 5] = [
     RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
 ];
+
+/// One figure of a timeline point.
+type Reading = fn(&Point) -> f64;
 
 pub fn write_svg(report: &Report, path: &Path) -> Result<(), LoadError> {
     draw(report, path).map_err(|e| LoadError::Plot(format!("{}: {e}", path.display())))
@@ -83,24 +86,19 @@ fn draw(report: &Report, path: &Path) -> Result<(), Box<dyn std::error::Error>> 
                 PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
             });
     }
-    let max_points = report
-        .timeline
-        .iter()
-        .filter(|p| p.scenario == "all")
-        .map(|p| (p.t_s, p.max_ms.max(y_min)));
-    chart
-        .draw_series(LineSeries::new(max_points, RED.mix(0.6)))?
-        .label("max (all)")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED.mix(0.6)));
-    let median = report
-        .timeline
-        .iter()
-        .filter(|p| p.scenario == "all")
-        .map(|p| (p.t_s, p.p50_ms.max(y_min)));
-    chart
-        .draw_series(LineSeries::new(median, BLACK.mix(0.5)))?
-        .label("p50 (all)")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.mix(0.5)));
+    let overall: [(&str, Reading, RGBAColor); 2] =
+        [("max (all)", |p| p.max_ms, RED.mix(0.6)), ("p50 (all)", |p| p.p50_ms, BLACK.mix(0.5))];
+    for (label, value, color) in overall {
+        let points = report
+            .timeline
+            .iter()
+            .filter(|p| p.scenario == "all")
+            .map(|p| (p.t_s, value(p).max(y_min)));
+        chart
+            .draw_series(LineSeries::new(points, color))?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+    }
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)

@@ -135,17 +135,15 @@ async fn export_view(
         .streaming(body))
 }
 
-/// The fields of each row: record id, path, then the columns' values.
+/// Calls `emit` with each row's record id, path and the values of the export's columns.
 fn for_each_row(
     source: &ExportSource,
-    mut emit: impl FnMut(&str, &str, &[(&ColumnDef, &CellValue)]) -> Result<(), String>,
+    mut emit: impl FnMut(&str, &str, &mut dyn Iterator<Item = &CellValue>) -> Result<(), String>,
 ) -> Result<(), String> {
     let columns: Vec<&ColumnDef> = source.columns.iter().collect();
     for rows in source.rows.chunks(ROWS_PER_READ) {
         for record in source.state.read_rows(&columns, rows.iter().copied()) {
-            let cells: Vec<(&ColumnDef, &CellValue)> =
-                columns.iter().copied().zip(record.cells.iter().map(|c| &c.value)).collect();
-            emit(&record.id, &record.path, &cells)?;
+            emit(&record.id, &record.path, &mut record.cells.iter().map(|c| &c.value))?;
         }
     }
     Ok(())
@@ -200,10 +198,8 @@ fn write_csv(
         out.write_record(&names).map_err(failed)?;
     }
     for_each_row(source, |id, path, cells| {
-        let mut fields = Vec::with_capacity(cells.len() + 2);
-        fields.push(id.to_owned());
-        fields.push(path.to_owned());
-        fields.extend(cells.iter().map(|(_, value)| export_text(value)));
+        let mut fields = vec![id.to_owned(), path.to_owned()];
+        fields.extend(cells.map(export_text));
         out.write_record(&fields).map_err(failed)
     })?;
     out.flush().map_err(|e| format!("CSV: {e}"))
@@ -238,7 +234,7 @@ fn write_xlsx(
     for_each_row(source, |id, path, cells| {
         sheet.write_string(line, 0, id).map_err(failed)?;
         sheet.write_string(line, 1, path).map_err(failed)?;
-        for (at, (_, value)) in cells.iter().enumerate() {
+        for (at, value) in cells.enumerate() {
             let col = at as u16 + 2;
             match value {
                 CellValue::Empty => {}

@@ -117,3 +117,33 @@ fn the_harness_steps_the_rate_against_a_view_of_a_running_server() {
     let listing = app.get(&format!("/v1/views/{view}/records"));
     assert_eq!(listing.header("x-total-count"), Some("300"), "the view is left in place");
 }
+
+#[test]
+fn a_failed_step_is_retried_once_and_then_ends_the_search() {
+    let app = spawn_app();
+    let (_, view) = app.create_grid("retry");
+    app.create_column(&view, json!({"id": "title", "name": "Title", "type": "singleLine"}));
+    app.add_records(&view, json!([{"id": "r1", "cells": [{"columnId": "title", "value": "x"}]}]));
+    let report = run(&[
+        "--url",
+        &app.base,
+        "--key",
+        &app.key,
+        "--view",
+        &view,
+        "--rate",
+        "10",
+        "--warmup",
+        "0s",
+        "--step",
+        "--step-duration",
+        "500ms",
+        "--p99-max-ms",
+        "0.001",
+    ]);
+    let names: Vec<(&str, Option<bool>)> =
+        report.phases.iter().map(|p| (p.name.as_str(), p.sustained)).collect();
+    assert_eq!(names, vec![("step 1", Some(false)), ("step 1, retry 1", Some(false))]);
+    assert_eq!(report.sustainable_rate, None);
+    assert!(report.table().contains("no step met p99"), "{}", report.table());
+}
