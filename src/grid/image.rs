@@ -2,19 +2,22 @@
 //! statuses, machine-translation flags and cell versions) and history, and the conversions
 //! between it and a live `GridState`.
 //!
-//! Format version 1. A change to these types is a new format version: bump
+//! Format version 2: format 1's `BranchImageV1` plus the merge stamps (the branch's clock, each
+//! record's created/moved stamps, the merge bases). Format 1 images still load
+//! (`GridState::from_image_v1`): their cell versions were change counters, so the clock starts
+//! above the highest of them. A change to these types is a new format version: bump
 //! `IMAGE_FORMAT_VERSION`, keep a reader for the old one, and add a fixture under `snapshots/`.
 
 use rkyv::{Archive, Deserialize, Serialize};
 
 use super::history::{HistoryCell, HistoryEntry};
-use super::ops::GridState;
+use super::ops::{GridState, MergeBase};
 use super::schema::Schema;
 use super::store::{CellRef, ColumnSlot, ColumnStore, RecordIdentity, RowId};
 use super::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
 /// The image format this build writes.
-pub const IMAGE_FORMAT_VERSION: u32 = 1;
+pub const IMAGE_FORMAT_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
 pub enum CellImage {
@@ -72,9 +75,30 @@ pub struct HistoryImage {
     pub cells: Vec<HistoryCellImage>,
 }
 
-/// Everything a branch holds, in insertion order of its live records.
+/// Everything a branch holds (format 2).
 #[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
 pub struct BranchImage {
+    pub records: BranchImageV1,
+    /// The branch's logical clock.
+    pub clock: u32,
+    /// Per live record, in order: the clock when it was inserted and when it last moved.
+    pub created: Vec<u32>,
+    pub moved: Vec<u32>,
+    pub merge_bases: Vec<MergeBaseImage>,
+}
+
+/// The common point with a branch merged into this one.
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct MergeBaseImage {
+    pub source_branch_id: String,
+    pub source: u32,
+    pub destination: u32,
+}
+
+/// Everything a branch holds in format 1, in insertion order of its live records; the body of
+/// format 2.
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct BranchImageV1 {
     /// The schema as JSON (small; keeps the image independent of schema type layout).
     pub schema_json: String,
     pub by_path: bool,
@@ -124,6 +148,27 @@ impl GridState {
     /// Copies the branch into an image.
     pub fn to_image(&self) -> BranchImage {
         let rows: Vec<RowId> = self.store.live_rows().collect();
+        let mut merge_bases: Vec<MergeBaseImage> = self
+            .merge_bases
+            .iter()
+            .map(|(id, base)| MergeBaseImage {
+                source_branch_id: id.clone(),
+                source: base.source,
+                destination: base.destination,
+            })
+            .collect();
+        merge_bases.sort_by(|a, b| a.source_branch_id.cmp(&b.source_branch_id));
+        BranchImage {
+            clock: self.store.clock(),
+            created: rows.iter().map(|r| self.store.created_at(*r)).collect(),
+            moved: rows.iter().map(|r| self.store.moved_at(*r)).collect(),
+            merge_bases,
+            records: self.records_image(&rows),
+        }
+    }
+
+    /// The format-1 part of the image: schema, live records and history.
+    fn records_image(&self, rows: &[RowId]) -> BranchImageV1 {
         let columns = self
             .schema
             .columns
@@ -131,7 +176,7 @@ impl GridState {
             .filter_map(|c| self.slots.get(&c.id).map(|slot| (c, *slot)))
             .map(|(c, slot)| ColumnImage {
                 id: c.id.clone(),
-                cells: column_cells(&self.store, slot, &rows),
+                cells: column_cells(&self.store, slot, rows),
                 statuses: rows
                     .iter()
                     .map(|r| {
@@ -165,7 +210,7 @@ impl GridState {
                     .collect(),
             })
             .collect();
-        BranchImage {
+        BranchImageV1 {
             schema_json: serde_json::to_string(&self.schema).expect("schemas always serialize"),
             by_path: self.store.identity() == RecordIdentity::PathAndId,
             ids: rows.iter().map(|r| self.store.id(*r).to_owned()).collect(),
@@ -179,6 +224,36 @@ impl GridState {
 
     /// Rebuilds a branch from an image; an inconsistent image is an error, never a panic.
     pub fn from_image(image: BranchImage) -> Result<GridState, String> {
+        let n = image.records.ids.len();
+        if image.created.len() != n || image.moved.len() != n {
+            return Err("record stamps have the wrong length".to_owned());
+        }
+        let mut state = GridState::from_image_v1(image.records)?;
+        for (i, row) in state.store.live_rows().collect::<Vec<_>>().into_iter().enumerate() {
+            state.store.restore_row_stamps(row, image.created[i], image.moved[i]);
+        }
+        state.store.restore_clock(image.clock);
+        state.merge_bases = image
+            .merge_bases
+            .into_iter()
+            .map(|m| {
+                let base = MergeBase { source: m.source, destination: m.destination };
+                (m.source_branch_id, base)
+            })
+            .collect();
+        Ok(state)
+    }
+
+    /// Rebuilds a branch from a format-1 image. Its cell versions counted changes; the clock
+    /// starts at the highest of them, so every later change is stamped above every cell.
+    pub fn from_image_v1(image: BranchImageV1) -> Result<GridState, String> {
+        let clock = image.columns.iter().flat_map(|c| c.versions.iter().copied()).max();
+        let mut state = GridState::records_from_image(image)?;
+        state.store.restore_clock(clock.unwrap_or(0));
+        Ok(state)
+    }
+
+    fn records_from_image(image: BranchImageV1) -> Result<GridState, String> {
         let schema: Schema =
             serde_json::from_str(&image.schema_json).map_err(|e| format!("schema: {e}"))?;
         let n = image.ids.len();

@@ -85,6 +85,21 @@ pub enum GridOp {
     DeleteRecords {
         keys: Vec<(String, String)>,
     },
+    /// The end of a merge from `source_branch_id` read at its clock `source_clock`: the common
+    /// point of the next merge from that branch is (`source_clock`, this branch's clock now).
+    MergeMark {
+        source_branch_id: String,
+        source_clock: u32,
+    },
+}
+
+/// The last common point of this branch and a branch merged into it: the clock of each side
+/// when they last agreed. A cell changed since then on a side has a version above that side's
+/// clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeBase {
+    pub source: u32,
+    pub destination: u32,
 }
 
 /// Everything one branch holds.
@@ -95,6 +110,8 @@ pub struct GridState {
     /// Where each column's cells live in the store.
     pub slots: HashMap<String, ColumnSlot>,
     pub history: History,
+    /// Per branch merged into this one: the common point after the last merge.
+    pub merge_bases: HashMap<String, MergeBase>,
     /// Dependency targets whose statuses must be recomputed once the schema op is applied.
     pending_recompute: Vec<String>,
 }
@@ -107,6 +124,7 @@ impl GridState {
             store: ColumnStore::new(identity),
             slots: HashMap::new(),
             history: History::default(),
+            merge_bases: HashMap::new(),
             pending_recompute: Vec::new(),
         }
     }
@@ -133,6 +151,7 @@ impl GridState {
     /// Applies one op. Ops are validated before they exist, so applying never fails; an op that
     /// names something absent changes nothing.
     pub fn apply(&mut self, op: &GridOp) {
+        self.store.tick();
         match op {
             GridOp::AddRecords { time_ms, user, records } => {
                 for record in records {
@@ -148,6 +167,11 @@ impl GridState {
             }
             GridOp::DeleteRecords { keys } => {
                 self.delete_records(keys);
+                return;
+            }
+            GridOp::MergeMark { source_branch_id, source_clock } => {
+                let base = MergeBase { source: *source_clock, destination: self.store.clock() };
+                self.merge_bases.insert(source_branch_id.clone(), base);
                 return;
             }
             GridOp::CreateColumn { column, .. } => self.add_column_storage(column),
@@ -173,11 +197,25 @@ impl GridState {
     }
 }
 
+impl GridState {
+    /// Gives the views new ids (`renamed`: old id -> new id), for a branch that starts as a
+    /// copy of another: each branch has its own views. Views not named keep their ids.
+    pub fn rename_views(&mut self, renamed: &[(String, String)]) {
+        for view in &mut self.schema.views {
+            if let Some((_, new)) = renamed.iter().find(|(old, _)| *old == view.id) {
+                view.id = new.clone();
+            }
+        }
+    }
+}
+
 /// The schema part of an op.
 fn apply_schema(schema: &mut Schema, op: &GridOp) {
     match op {
-        GridOp::AddRecords { .. } | GridOp::UpdateRecords { .. } | GridOp::DeleteRecords { .. } => {
-        }
+        GridOp::AddRecords { .. }
+        | GridOp::UpdateRecords { .. }
+        | GridOp::DeleteRecords { .. }
+        | GridOp::MergeMark { .. } => {}
         GridOp::CreateColumn { column, view_id, editable } => {
             schema.columns.push(column.clone());
             if let Some(view) = view_id.as_ref().and_then(|v| view_mut(schema, v)) {

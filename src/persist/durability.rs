@@ -12,7 +12,9 @@ use dashmap::DashMap;
 
 use super::snapshot::{SnapshotImage, SnapshotStore};
 use super::wal::WalHandle;
-use crate::grid::image::{ArchivedBranchImage, BranchImage, IMAGE_FORMAT_VERSION};
+use crate::grid::image::{
+    ArchivedBranchImage, ArchivedBranchImageV1, BranchImage, BranchImageV1, IMAGE_FORMAT_VERSION,
+};
 use crate::grid::ops::GridState;
 
 /// When branches write snapshots.
@@ -166,15 +168,15 @@ impl Durability {
                 return None;
             }
         };
-        if loaded.format_version != IMAGE_FORMAT_VERSION {
-            tracing::error!(
-                branch = branch_id,
-                version = loaded.format_version,
-                "unknown snapshot format"
-            );
-            return None;
-        }
-        match decode_image(&loaded.bytes) {
+        let decoded = match loaded.format_version {
+            IMAGE_FORMAT_VERSION => decode_image(&loaded.bytes),
+            1 => decode_image_v1(&loaded.bytes),
+            version => {
+                tracing::error!(branch = branch_id, version, "unknown snapshot format");
+                return None;
+            }
+        };
+        match decoded {
             Ok(state) => Some(LoadedBranch { state, wal_lsn: loaded.wal_lsn }),
             Err(err) => {
                 tracing::error!(branch = branch_id, error = %err, "snapshot does not decode; replaying the whole WAL");
@@ -193,12 +195,21 @@ pub fn decode_image(bytes: &[u8]) -> Result<GridState, String> {
     GridState::from_image(image)
 }
 
+/// Decodes an image of format 1 from an aligned buffer.
+pub fn decode_image_v1(bytes: &[u8]) -> Result<GridState, String> {
+    let archived = rkyv::access::<ArchivedBranchImageV1, rkyv::rancor::Error>(bytes)
+        .map_err(|e| format!("validation: {e}"))?;
+    let image: BranchImageV1 = rkyv::deserialize::<BranchImageV1, rkyv::rancor::Error>(archived)
+        .map_err(|e| format!("decoding: {e}"))?;
+    GridState::from_image_v1(image)
+}
+
 #[cfg(test)]
 mod fixture_tests {
     //! `snapshots/` holds one image per format version; each must still load. Regenerate the
     //! current one with `GRIDD_WRITE_SNAPSHOT_FIXTURE=1 cargo test --lib fixture`.
 
-    use super::decode_image;
+    use super::{decode_image, decode_image_v1};
     use crate::grid::columns::{build_column, ColumnRequest};
     use crate::grid::image::IMAGE_FORMAT_VERSION;
     use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
@@ -262,6 +273,7 @@ mod fixture_tests {
             user: "fixture".into(),
             records,
         });
+        state.apply(&GridOp::MergeMark { source_branch_id: "branch1".into(), source_clock: 7 });
         state
     }
 
@@ -297,6 +309,36 @@ mod fixture_tests {
         let row = state.store.find("", "legal.tos").expect("record present");
         let slot = state.slots["enUS"];
         assert_eq!(state.store.source_status(row, slot), SourceStatus::Locked);
+        assert_eq!(state.store.clock(), expected.store.clock());
+        assert_eq!(state.store.created_at(row), expected.store.created_at(row));
+        assert_eq!(state.merge_bases, expected.merge_bases);
+    }
+
+    /// Format 1 (before merge stamps) loads with its records, statuses and cell versions, and
+    /// a clock at the highest version, so later changes are stamped above every cell.
+    #[test]
+    fn the_format_1_fixture_loads() {
+        let raw = std::fs::read(fixture_path(1)).expect("the format 1 fixture exists");
+        let mut aligned = rkyv::util::AlignedVec::<16>::new();
+        aligned.extend_from_slice(&raw);
+        let state = decode_image_v1(&aligned).expect("the fixture decodes");
+        let expected = fixture_state();
+        assert_eq!(state.schema, expected.schema);
+        assert_eq!(state.store.len(), 2);
+        let row = state.store.find("", "legal.tos").expect("record present");
+        let slot = state.slots["enUS"];
+        assert_eq!(state.store.source_status(row, slot), SourceStatus::Locked);
+        let start = state.store.find("", "menu.start").expect("record present");
+        assert_eq!(state.store.value(start, state.slots["n"]), CellValue::Number(3.0));
+        let highest = state
+            .slots
+            .values()
+            .flat_map(|&slot| [row, start].map(|r| state.store.version(r, slot)))
+            .max()
+            .unwrap_or(0);
+        assert!(highest > 0);
+        assert_eq!(state.store.clock(), highest);
+        assert_eq!(state.history.all().count(), expected.history.all().count());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! One column of the store: typed cells, per-cell versions and, for language columns, statuses.
 //!
 //! Owns the per-kind cell layouts and their empty markers, the packed status byte and the version
-//! bump rule (a version changes exactly when the cell's value or statuses change). A column is a
+//! rule (a version is set to the store's clock exactly when the cell's value or statuses change).
+//! A column is a
 //! `Chunked` of column chunks, each holding the cells, versions and status bytes of its rows, so
 //! that a write makes one copy-on-write check, a clone shares every chunk, and a write that
 //! changes nothing copies nothing. Row numbering, liveness and record identity belong to
@@ -295,8 +296,8 @@ impl ColumnChunk {
         self.push(source.cells.stored_at(at), source.versions[at], status);
     }
 
-    fn bump(&mut self, at: usize) {
-        self.versions[at] = self.versions[at].wrapping_add(1);
+    fn stamp(&mut self, at: usize, clock: u32) {
+        self.versions[at] = clock;
     }
 }
 
@@ -479,13 +480,14 @@ impl Column {
         (0..chunk.versions.len()).map(move |at| chunk.cells.get(at))
     }
 
-    /// Writes a cell; `Ok(true)` when it changed (its version was then bumped). A write of the
+    /// Writes a cell; `Ok(true)` when it changed (its version was then set to `clock`). A write of the
     /// value already there changes (and copies) nothing. `scratch` is reused to encode lists.
     pub(super) fn set(
         &mut self,
         row: usize,
         value: &CellValue,
         scratch: &mut String,
+        clock: u32,
     ) -> Result<bool, KindMismatch> {
         let value = stored(self.kind, value, scratch)?;
         let (chunk, at) = self.chunks.chunk(row);
@@ -494,11 +496,11 @@ impl Column {
         }
         let (chunk, at) = self.chunks.chunk_mut(row);
         chunk.cells.write(at, value);
-        chunk.bump(at);
+        chunk.stamp(at, clock);
         Ok(true)
     }
 
-    /// The cell's version: 0 for a never-written cell, +1 (wrapping) per change.
+    /// The cell's version: 0 for a never-written cell, else the store's clock at its last change.
     pub(super) fn version(&self, row: usize) -> u32 {
         let (chunk, at) = self.chunks.chunk(row);
         chunk.versions[at]
@@ -516,9 +518,10 @@ impl Column {
         chunk.status.as_ref().map_or(0, |s| s[at])
     }
 
-    /// Rewrites the status bits under `mask`; true (and a version bump) when they changed.
+    /// Rewrites the status bits under `mask`; true (and the version set to `clock`) when they
+    /// changed.
     /// A column that is not localized keeps no statuses and ignores the write.
-    fn set_status_bits(&mut self, row: usize, mask: u8, bits: u8) -> bool {
+    fn set_status_bits(&mut self, row: usize, mask: u8, bits: u8, clock: u32) -> bool {
         if !self.localized {
             return false;
         }
@@ -531,7 +534,7 @@ impl Column {
         if let Some(status) = &mut chunk.status {
             status[at] = new;
         }
-        chunk.bump(at);
+        chunk.stamp(at, clock);
         true
     }
 
@@ -539,24 +542,29 @@ impl Column {
         DependencyStatus::from_u8(self.status_byte(row) & DEPENDENCY_MASK)
     }
 
-    pub(super) fn set_dependency_status(&mut self, row: usize, s: DependencyStatus) -> bool {
-        self.set_status_bits(row, DEPENDENCY_MASK, s as u8)
+    pub(super) fn set_dependency_status(
+        &mut self,
+        row: usize,
+        s: DependencyStatus,
+        clock: u32,
+    ) -> bool {
+        self.set_status_bits(row, DEPENDENCY_MASK, s as u8, clock)
     }
 
     pub(super) fn source_status(&self, row: usize) -> SourceStatus {
         SourceStatus::from_u8((self.status_byte(row) & SOURCE_MASK) >> SOURCE_SHIFT)
     }
 
-    pub(super) fn set_source_status(&mut self, row: usize, s: SourceStatus) -> bool {
-        self.set_status_bits(row, SOURCE_MASK, (s as u8) << SOURCE_SHIFT)
+    pub(super) fn set_source_status(&mut self, row: usize, s: SourceStatus, clock: u32) -> bool {
+        self.set_status_bits(row, SOURCE_MASK, (s as u8) << SOURCE_SHIFT, clock)
     }
 
     pub(super) fn is_mt(&self, row: usize) -> bool {
         self.status_byte(row) & MT_BIT != 0
     }
 
-    pub(super) fn set_mt(&mut self, row: usize, mt: bool) -> bool {
-        self.set_status_bits(row, MT_BIT, if mt { MT_BIT } else { 0 })
+    pub(super) fn set_mt(&mut self, row: usize, mt: bool, clock: u32) -> bool {
+        self.set_status_bits(row, MT_BIT, if mt { MT_BIT } else { 0 }, clock)
     }
 
     /// Keeps only the rows in `live`, in order (text arenas are rebuilt without garbage).

@@ -100,6 +100,13 @@ pub struct ColumnStore {
     times: ChunkedVec<i64>,
     editors: ChunkedVec<u32>,
     user_names: Interner,
+    /// Per row: the clock when the record was inserted, and when its id or path last changed.
+    created: ChunkedVec<u32>,
+    moved: ChunkedVec<u32>,
+    /// The branch's logical clock: every change stamps the cell (or row) with it. The owner
+    /// advances it once per operation (`tick`); branches forked from one store share its values
+    /// up to the fork, which is what three-way merges compare against.
+    clock: u32,
     live: RoaringBitmap,
     by_key: HashIndex,
     columns: Vec<Option<Column>>,
@@ -133,6 +140,9 @@ impl ColumnStore {
             times: ChunkedVec::new(),
             editors: ChunkedVec::new(),
             user_names: Interner::default(),
+            created: ChunkedVec::new(),
+            moved: ChunkedVec::new(),
+            clock: 0,
             live: RoaringBitmap::new(),
             by_key: HashIndex::default(),
             columns: Vec::new(),
@@ -146,6 +156,22 @@ impl ColumnStore {
     /// How records are identified.
     pub fn identity(&self) -> RecordIdentity {
         self.identity
+    }
+
+    /// The logical clock: the stamp the next change gets.
+    pub fn clock(&self) -> u32 {
+        self.clock
+    }
+
+    /// Advances the clock (once per operation applied); returns the new value.
+    pub fn tick(&mut self) -> u32 {
+        self.clock = self.clock.checked_add(1).expect("fewer than 2^32 operations per branch");
+        self.clock
+    }
+
+    /// Sets the clock (loading a snapshot).
+    pub fn restore_clock(&mut self, clock: u32) {
+        self.clock = clock;
     }
 
     // ----- columns -----
@@ -237,6 +263,8 @@ impl ColumnStore {
         self.times.push(time_ms);
         let user = self.user_names.intern(user);
         self.editors.push(user);
+        self.created.push(self.clock);
+        self.moved.push(self.clock);
         self.live.push(row);
         self.by_key.insert(hash, row);
         for column in self.columns.iter_mut().flatten() {
@@ -257,6 +285,7 @@ impl ColumnStore {
         self.ids.set(row.at(), Some(id));
         let path_number = self.path_names.intern(path);
         self.paths.set(row.at(), path_number);
+        self.moved.set(row.at(), self.clock);
         if is_live {
             let new = self.hash_of(path, id);
             self.by_key.insert(new, row.0);
@@ -307,10 +336,26 @@ impl ColumnStore {
         self.user_names.name(self.editors.get(row.at()))
     }
 
+    /// The clock when `row`'s record was inserted.
+    pub fn created_at(&self, row: RowId) -> u32 {
+        self.created.get(row.at())
+    }
+
+    /// The clock when `row`'s id or path last changed (its insertion, if never).
+    pub fn moved_at(&self, row: RowId) -> u32 {
+        self.moved.get(row.at())
+    }
+
+    /// Restores a row's stamps (loading a snapshot).
+    pub fn restore_row_stamps(&mut self, row: RowId, created: u32, moved: u32) {
+        self.created.set(row.at(), created);
+        self.moved.set(row.at(), moved);
+    }
+
     // ----- cells -----
 
     /// Writes a cell. The value must be `Empty` or of the column's storage kind. Returns
-    /// `Ok(true)` when the cell changed (its version was then bumped), `Ok(false)` for a write of
+    /// `Ok(true)` when the cell changed (its version was then set to the clock), `Ok(false)` for a write of
     /// the value already there. `Datetime(i64::MIN)` is the empty datetime and reads back `Empty`.
     pub fn set_value(
         &mut self,
@@ -320,7 +365,7 @@ impl ColumnStore {
     ) -> Result<bool, KindMismatch> {
         let column = self.columns.get_mut(slot.0 as usize).and_then(Option::as_mut);
         let column = column.expect("column slots are not used after drop_column");
-        let changed = column.set(row.at(), value, &mut self.scratch)?;
+        let changed = column.set(row.at(), value, &mut self.scratch, self.clock)?;
         if changed && self.tracking {
             let limit = self.journal_limit();
             self.changes.note_cell(row.0, slot.0, limit);
@@ -339,8 +384,8 @@ impl ColumnStore {
         self.column(slot).get(row.at())
     }
 
-    /// The cell's version: 0 until first changed, then bumped (wrapping) on every change of its
-    /// value or statuses.
+    /// The cell's version: 0 until first changed, then the clock of the last change of its value
+    /// or statuses.
     pub fn version(&self, row: RowId, slot: ColumnSlot) -> u32 {
         self.column(slot).version(row.at())
     }
@@ -363,7 +408,8 @@ impl ColumnStore {
         slot: ColumnSlot,
         status: DependencyStatus,
     ) -> bool {
-        self.column_mut(slot).set_dependency_status(row.at(), status)
+        let clock = self.clock;
+        self.column_mut(slot).set_dependency_status(row.at(), status, clock)
     }
 
     /// The cell's source status (`Unset` in a column that is not localized).
@@ -379,7 +425,8 @@ impl ColumnStore {
         slot: ColumnSlot,
         status: SourceStatus,
     ) -> bool {
-        self.column_mut(slot).set_source_status(row.at(), status)
+        let clock = self.clock;
+        self.column_mut(slot).set_source_status(row.at(), status, clock)
     }
 
     /// True when the cell was machine translated (false in a column that is not localized).
@@ -390,7 +437,8 @@ impl ColumnStore {
     /// Sets the cell's isMT flag; true when it changed. Ignored (false) in a column that is not
     /// localized.
     pub fn set_mt(&mut self, row: RowId, slot: ColumnSlot, mt: bool) -> bool {
-        self.column_mut(slot).set_mt(row.at(), mt)
+        let clock = self.clock;
+        self.column_mut(slot).set_mt(row.at(), mt, clock)
     }
 
     // ----- order and paging -----
@@ -594,6 +642,8 @@ impl ColumnStore {
         self.times.retain_rows(&live);
         self.editors.retain_rows(&live);
         self.paths.retain_rows(&live);
+        self.created.retain_rows(&live);
+        self.moved.retain_rows(&live);
         for column in self.columns.iter_mut().flatten() {
             column.retain_rows(&live);
         }
@@ -613,6 +663,8 @@ impl ColumnStore {
             + self.times.heap_bytes()
             + self.editors.heap_bytes()
             + self.user_names.heap_bytes()
+            + self.created.heap_bytes()
+            + self.moved.heap_bytes()
             + self.live.serialized_size()
             + self.by_key.heap_bytes()
             + self.columns.capacity() * std::mem::size_of::<Option<Column>>()

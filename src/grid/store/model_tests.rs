@@ -168,6 +168,7 @@ impl Model {
     }
 
     fn apply(&mut self, store: &mut ColumnStore, op: Op) {
+        store.tick();
         match op {
             Op::Insert { id, path, time, user } => {
                 let (id, path, user) = (format!("id{id}"), format!("p{path}"), format!("u{user}"));
@@ -238,7 +239,7 @@ impl Model {
         assert_eq!(store.set_value(row, slot, &value), Ok(changed));
         if changed {
             cell.value = Some(value);
-            cell.version = cell.version.wrapping_add(1);
+            cell.version = store.clock();
         }
         let wrong = if kind == StorageKind::Text {
             CellValue::Boolean(true)
@@ -272,7 +273,9 @@ impl Model {
             return;
         }
         assert_eq!((a, b, c), (cell.dep != dep, cell.src != src, cell.mt != mt));
-        cell.version = cell.version.wrapping_add(u32::from(a) + u32::from(b) + u32::from(c));
+        if a || b || c {
+            cell.version = store.clock();
+        }
         (cell.dep, cell.src, cell.mt) = (dep, src, mt);
     }
 

@@ -33,7 +33,7 @@ fn insert_find_and_metadata() {
 }
 
 #[test]
-fn every_kind_round_trips_and_versions_count_changes() {
+fn every_kind_round_trips_and_versions_stamp_the_clock_of_changes() {
     let mut store = store_with_rows(RecordIdentity::RecordId, 3);
     let row = RowId(1);
     let cases = [
@@ -50,13 +50,16 @@ fn every_kind_round_trips_and_versions_count_changes() {
         let slot = store.add_column(kind, false);
         assert_eq!(store.value(row, slot), CellValue::Empty);
         assert_eq!(store.version(row, slot), 0);
+        let first = store.tick();
         assert_eq!(store.set_value(row, slot, &value), Ok(true));
         assert_eq!(store.value(row, slot), value);
+        store.tick();
         assert_eq!(store.set_value(row, slot, &value), Ok(false), "a no-op write");
-        assert_eq!(store.version(row, slot), 1);
+        assert_eq!(store.version(row, slot), first, "a no-op write keeps the stamp");
+        let third = store.tick();
         assert_eq!(store.set_value(row, slot, &CellValue::Empty), Ok(true));
         assert_eq!(store.value(row, slot), CellValue::Empty);
-        assert_eq!(store.version(row, slot), 2);
+        assert_eq!(store.version(row, slot), third);
         assert_eq!(store.value(RowId(0), slot), CellValue::Empty);
     }
 }
@@ -78,15 +81,18 @@ fn edge_values_and_kind_mismatch() {
 }
 
 #[test]
-fn statuses_pack_independently_and_bump_versions() {
+fn statuses_pack_independently_and_stamp_versions() {
     let mut store = store_with_rows(RecordIdentity::RecordId, 2);
     let row = RowId(1);
     let lang = store.add_column(StorageKind::Text, true);
+    store.tick();
     assert!(store.set_dependency_status(row, lang, DependencyStatus::UpToDate));
     assert!(store.set_source_status(row, lang, SourceStatus::Locked));
+    let stamp = store.tick();
     assert!(store.set_mt(row, lang, true));
+    store.tick();
     assert!(!store.set_mt(row, lang, true));
-    assert_eq!(store.version(row, lang), 3);
+    assert_eq!(store.version(row, lang), stamp);
     assert_eq!(store.dependency_status(row, lang), DependencyStatus::UpToDate);
     assert_eq!(store.source_status(row, lang), SourceStatus::Locked);
     assert!(store.is_mt(row, lang));
@@ -110,6 +116,7 @@ fn text_updates_leave_bounded_garbage_and_compaction_reclaims_it() {
     let mut store = store_with_rows(RecordIdentity::RecordId, 64);
     let text = store.add_column(StorageKind::Text, false);
     for round in 0..50 {
+        store.tick();
         for row in 0..64 {
             let value = format!("round {round} row {row} ✓");
             store.set_value(RowId(row), text, &CellValue::Text(value)).ok();
@@ -428,6 +435,7 @@ fn text_garbage_collected_on_one_side_stays_out_of_the_other() {
     let before = dump(&original, &slots);
     let mut clone = original.clone();
     for round in 0..40 {
+        clone.tick();
         for row in 6..18 {
             let text = CellValue::Text(format!("round {round} row {row} of the clone ✓"));
             clone.set_value(RowId(row), slots[0], &text).expect("text column");
@@ -440,8 +448,8 @@ fn text_garbage_collected_on_one_side_stays_out_of_the_other() {
     for row in 6..18u32 {
         let expected = CellValue::Text(format!("round 39 row {row} of the clone ✓"));
         assert_eq!(clone.value(RowId(row), slots[0]), expected);
-        let written = original.version(RowId(row), slots[0]) + 40;
-        assert_eq!(clone.version(RowId(row), slots[0]), written);
+        assert_eq!(clone.version(RowId(row), slots[0]), clone.clock());
+        assert_eq!(clone.clock(), original.clock() + 40);
         let moved = again.find("folder", &format!("rec.{row:05}"));
         let expected = (row >= 12).then(|| RowId(row - 12));
         assert_eq!(moved, expected);
