@@ -142,7 +142,7 @@ impl Node {
         let branch_ids: Vec<String> = seeds.iter().map(|s| s.branch_id.clone()).collect();
         durability.pad_wal_past_snapshots(&branch_ids).map_err(StartupError::Bootstrap)?;
         drop(recovered);
-        supervisor.start_branches(states);
+        supervisor.start_branches(states.states, &states.forked);
         let addr = Supervisor::start_in_arbiter(&arbiters[0].handle(), move |_| supervisor);
         let generated_key = generated.filter(|_| config.api_key.is_none());
         Ok(Node { supervisor: addr, routes, keys, generated_key, durability, arbiters, wal })

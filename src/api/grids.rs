@@ -44,7 +44,7 @@ pub fn status_str(status: GridStatus) -> &'static str {
     }
 }
 
-fn identifier_str(t: RecordIdentifierType) -> &'static str {
+pub fn identifier_str(t: RecordIdentifierType) -> &'static str {
     match t {
         RecordIdentifierType::RecordId => "recordId",
         RecordIdentifierType::PathTagRecordId => "pathTagRecordId",
@@ -58,7 +58,17 @@ async fn grid_columns(
     grid: &Grid,
     schema: &Schema,
 ) -> ApiResult<Vec<ColumnBody>> {
-    let Some(view) = schema.view(&grid.default_access_view_id) else { return Ok(Vec::new()) };
+    default_view_columns(state, p, &grid.default_access_view_id, schema).await
+}
+
+/// The columns of a branch's default access view, with what reference columns point at.
+pub async fn default_view_columns(
+    state: &AppState,
+    p: &Principal,
+    view_id: &str,
+    schema: &Schema,
+) -> ApiResult<Vec<ColumnBody>> {
+    let Some(view) = schema.view(view_id) else { return Ok(Vec::new()) };
     let targets = reference_targets(state, p, &schema.columns).await?;
     Ok(view_columns(schema, view, &targets))
 }

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod body_deadline;
+pub mod branches;
 pub mod columns;
 pub mod databases;
 pub mod dependencies;
@@ -36,6 +37,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     projects::configure(cfg);
     databases::configure(cfg);
     grids::configure(cfg);
+    branches::configure(cfg);
     views::configure(cfg);
     columns::configure(cfg);
     dependencies::configure(cfg);

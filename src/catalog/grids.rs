@@ -107,6 +107,7 @@ impl Supervisor {
             default_access_view_id: grid.default_access_view_id.clone(),
             created_time: now,
             status: GridStatus::Active,
+            fork: None,
         };
         self.commit(&[
             CatalogChange::put(EntityKind::Grid, &grid.id, &grid),
@@ -135,7 +136,7 @@ impl Supervisor {
             state.apply(op);
         }
         self.durability.track(&master.id);
-        self.start_branch(&grid, &master, state);
+        self.start_branch_forked(&grid, &master, state, None);
         self.grids.insert(grid.id.clone(), grid.clone());
         self.branches.insert(master.id.clone(), master);
         Ok((grid, appended.durable))
@@ -205,18 +206,26 @@ impl Supervisor {
     }
 
     /// Starts a branch's actor on the next arbiter and routes the branch and its views to it.
-    pub(super) fn start_branch(
+    /// `fork_source` names the branch it was copied from while it has no snapshot of its own
+    /// (that branch is pinned for it; the actor writes its first snapshot at once).
+    pub(super) fn start_branch_forked(
         &mut self,
         grid: &Grid,
         branch: &Branch,
         state: GridState,
+        fork_source: Option<&str>,
     ) -> Arc<BranchRoute> {
         let view_ids: Vec<String> = state.schema.views.iter().map(|v| v.id.clone()).collect();
         let (grid_id, branch_id) = (grid.id.clone(), branch.id.clone());
         let arbiter = self.next_arbiter();
         let durability = self.durability.clone();
+        let fork_source = fork_source.map(str::to_owned);
         let addr = GridActor::start_in_arbiter(&arbiter, move |_| {
-            GridActor::with_state(&grid_id, &branch_id, state, durability)
+            let actor = GridActor::with_state(&grid_id, &branch_id, state, durability);
+            match fork_source {
+                Some(source) => actor.forked(&source),
+                None => actor,
+            }
         });
         let route = Arc::new(BranchRoute {
             addr,
@@ -234,9 +243,20 @@ impl Supervisor {
     }
 
     /// Starts every branch of the catalogue with its recovered state (a branch without one
-    /// starts empty with its default view).
-    pub fn start_branches(&mut self, mut states: HashMap<String, GridState>) {
+    /// starts empty with its default view). `forked` lists the branches recovered from their
+    /// source's state (no snapshot of their own yet): their sources are pinned before any
+    /// actor starts.
+    pub fn start_branches(
+        &mut self,
+        mut states: HashMap<String, GridState>,
+        forked: &std::collections::HashSet<String>,
+    ) {
         let branches: Vec<Branch> = self.branches.values().cloned().collect();
+        for branch in branches.iter().filter(|b| forked.contains(&b.id)) {
+            if let Some(source) = &branch.source_branch_id {
+                self.durability.pin(source, &branch.id);
+            }
+        }
         for branch in branches {
             let Some(grid) = self.grids.get(&branch.grid_id).cloned() else {
                 tracing::warn!(branch = %branch.id, "branch without a grid ignored");
@@ -249,7 +269,9 @@ impl Supervisor {
                     identity(grid.record_identifier_type),
                 )
             });
-            self.start_branch(&grid, &branch, state);
+            let fork_source =
+                branch.source_branch_id.as_deref().filter(|_| forked.contains(&branch.id));
+            self.start_branch_forked(&grid, &branch, state, fork_source);
         }
     }
 
@@ -274,6 +296,7 @@ impl Supervisor {
                     branch_id: b.id.clone(),
                     identity: identity(grid.record_identifier_type),
                     default_view_id: b.default_access_view_id.clone(),
+                    fork: b.source_branch_id.clone().zip(b.fork.clone()),
                 })
             })
             .collect()

@@ -86,6 +86,22 @@ pub struct Branch {
     pub created_time: String,
     #[serde(default)]
     pub status: GridStatus,
+    /// Where a branch other than master was copied from its source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<ForkPoint>,
+}
+
+/// The copy a branch started as: its source's state at a WAL position. Recovery rebuilds the
+/// branch from it until the branch has a snapshot of its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkPoint {
+    /// The source's WAL position at the copy: the copy holds its records up to it.
+    pub wal_lsn: u64,
+    /// The source's clock at the copy (where the two branches' stamps part).
+    pub clock: u32,
+    /// The source's view ids and the copies' new ids.
+    pub views: Vec<(String, String)>,
 }
 
 impl Branch {

@@ -75,6 +75,9 @@ impl Supervisor {
         };
         supervisor.sort_by_creation();
         supervisor.fail_interrupted_tasks()?;
+        // A status such as `merging` belongs to a task the restart cut off.
+        supervisor.grids.values_mut().for_each(|g| g.status = Default::default());
+        supervisor.branches.values_mut().for_each(|b| b.status = Default::default());
         Ok(supervisor)
     }
 

@@ -13,6 +13,7 @@ use actix::{
 };
 
 use super::history::{history_key, ExportFilter, ExportRow, HistoryEntry};
+use super::merge::{merge_base, plan_merge, MergeCounts, MergeScope};
 use super::ops::{GridOp, GridState};
 use super::planner::{plan, SchemaChange};
 use super::query::{bind_filters, bind_sort, QueryEngine, RawFilter, RawSort};
@@ -39,6 +40,10 @@ pub struct GridActor {
     since_snapshot: u64,
     last_snapshot: Instant,
     snapshot_running: bool,
+    /// The branch this one was copied from, until this branch's first snapshot is stored: till
+    /// then recovery rebuilds it from that branch's state at the fork, so that branch holds
+    /// back its own snapshots (`Durability::pin`).
+    fork_source: Option<String>,
 }
 
 impl GridActor {
@@ -58,7 +63,32 @@ impl GridActor {
             since_snapshot: 0,
             last_snapshot: Instant::now(),
             snapshot_running: false,
+            fork_source: None,
         }
+    }
+
+    /// The actor of a branch just copied from `source` (or recovered from that copy), which
+    /// `durability` has pinned: it writes its first snapshot at once and then unpins it.
+    pub fn forked(mut self, source: &str) -> Self {
+        self.fork_source = Some(source.to_owned());
+        self
+    }
+
+    /// Starts a snapshot now, unless one is running or this branch is pinned; once stored, a
+    /// fork's source is released.
+    fn start_snapshot(&mut self, ctx: &mut Context<Self>) {
+        if self.snapshot_running || self.durability.is_pinned(&self.branch_id) {
+            return;
+        }
+        let fut = self.snapshot_future();
+        ctx.spawn(fut.into_actor(self).map(|written, act, _| {
+            act.snapshot_running = false;
+            if written.is_ok() {
+                if let Some(source) = act.fork_source.take() {
+                    act.durability.unpin(&source, &act.branch_id);
+                }
+            }
+        }));
     }
 
     /// Logs and applies ops; the returned future resolves when they are durable.
@@ -87,9 +117,8 @@ impl GridActor {
                 > policy.every_records;
         let timely =
             self.last_snapshot.elapsed() >= policy.every && (self.since_snapshot > 0 || lagging);
-        if !self.snapshot_running && (self.since_snapshot >= policy.every_records || timely) {
-            let fut = self.snapshot_future();
-            ctx.spawn(fut.into_actor(self).map(|_, act, _| act.snapshot_running = false));
+        if self.since_snapshot >= policy.every_records || timely {
+            self.start_snapshot(ctx);
         }
     }
 
@@ -150,6 +179,9 @@ impl Actor for GridActor {
         tracing::debug!(grid = %self.grid_id, branch = %self.branch_id, "grid actor started");
         let check = (self.durability.policy.every / 4).max(std::time::Duration::from_millis(100));
         ctx.run_interval(check, |act, ctx| act.maybe_snapshot(ctx));
+        if self.fork_source.is_some() {
+            self.start_snapshot(ctx);
+        }
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
@@ -303,6 +335,12 @@ impl Handler<TakeSnapshot> for GridActor {
     type Result = ResponseFuture<Result<(), String>>;
 
     fn handle(&mut self, _: TakeSnapshot, _: &mut Context<Self>) -> Self::Result {
+        if self.durability.is_pinned(&self.branch_id) {
+            // A branch copied from this one has no snapshot yet and is rebuilt from this one's
+            // WAL records: this branch replays them too at the next start.
+            tracing::info!(branch = %self.branch_id, "snapshot held back for a new branch");
+            return Box::pin(async { Ok(()) });
+        }
         Box::pin(self.snapshot_future())
     }
 }
@@ -513,5 +551,87 @@ impl Handler<Shutdown> for GridActor {
 
     fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) {
         ctx.stop();
+    }
+}
+
+/// A copy of the branch (its storage chunks are shared until either side changes them) and
+/// the WAL position it covers: the start of a new branch, or the source side of a merge.
+#[derive(Debug, Message)]
+#[rtype(result = "BranchCopy")]
+pub struct CopyBranch {
+    /// The id of the new branch the copy starts: this branch is pinned for it in the same
+    /// step, so no snapshot of it can pass the copy's position before the new branch has its
+    /// own (`Durability::pin`).
+    pub pin_for: Option<String>,
+}
+
+/// The answer to `CopyBranch`.
+pub struct BranchCopy {
+    pub state: GridState,
+    /// The WAL's last position when the copy was taken: the copy holds every record of this
+    /// branch up to it (and none after).
+    pub wal_lsn: u64,
+}
+
+impl std::fmt::Debug for BranchCopy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BranchCopy").field("wal_lsn", &self.wal_lsn).finish_non_exhaustive()
+    }
+}
+
+impl Handler<CopyBranch> for GridActor {
+    type Result = MessageResult<CopyBranch>;
+
+    fn handle(&mut self, msg: CopyBranch, _: &mut Context<Self>) -> Self::Result {
+        if let Some(branch) = &msg.pin_for {
+            self.durability.pin(&self.branch_id, branch);
+        }
+        MessageResult(BranchCopy {
+            state: self.state.clone(),
+            wal_lsn: self.durability.wal.last_lsn(),
+        })
+    }
+}
+
+/// Merges a copy of another branch into this one (see `grid::merge`), as one WAL entry.
+#[derive(Message)]
+#[rtype(result = "ApiResult<MergeCounts>")]
+pub struct ApplyMerge {
+    pub source_branch_id: String,
+    pub source: GridState,
+    /// The clock where the two branches' lineages parted, used when they never merged.
+    pub fork_clock: u32,
+    pub scope: MergeScope,
+    pub user: String,
+}
+
+impl Handler<ApplyMerge> for GridActor {
+    type Result = ResponseFuture<ApiResult<MergeCounts>>;
+
+    fn handle(&mut self, msg: ApplyMerge, ctx: &mut Context<Self>) -> Self::Result {
+        let base = merge_base(
+            &msg.source_branch_id,
+            &msg.source,
+            &self.branch_id,
+            &self.state,
+            msg.fork_clock,
+        );
+        let now = chrono::Utc::now().timestamp_millis();
+        let (ops, counts) = plan_merge(
+            &msg.source_branch_id,
+            &msg.source,
+            &self.state,
+            base,
+            &msg.scope,
+            (&msg.user, now),
+        );
+        let committed = self.commit(ops);
+        if self.since_snapshot >= self.durability.policy.every_records {
+            self.maybe_snapshot(ctx);
+        }
+        match committed {
+            Ok(durable) => when_durable(durable, counts),
+            Err(err) => Box::pin(async move { Err(err) }),
+        }
     }
 }

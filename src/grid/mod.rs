@@ -7,6 +7,7 @@ pub mod codec;
 pub mod columns;
 pub mod history;
 pub mod image;
+pub mod merge;
 pub mod ops;
 pub mod planner;
 pub mod query;

@@ -32,6 +32,8 @@ pub struct Durability {
     pub snapshots: Arc<dyn SnapshotStore>,
     pub policy: SnapshotPolicy,
     floors: DashMap<String, u64>,
+    /// Per branch, the branches copied from it that have no snapshot yet (see `pin`).
+    pins: DashMap<String, Vec<String>>,
     /// Time to encode and store one snapshot, in seconds.
     pub snapshot_seconds: Histogram,
 }
@@ -53,6 +55,7 @@ impl Durability {
             snapshots,
             policy,
             floors: DashMap::new(),
+            pins: DashMap::new(),
             snapshot_seconds: Histogram::new(LATENCY_BOUNDS),
         }
     }
@@ -61,6 +64,35 @@ impl Durability {
     pub fn track(&self, branch_id: &str) {
         let floor = self.floor_from_store(branch_id);
         self.floors.insert(branch_id.to_owned(), floor);
+    }
+
+    /// Registers a branch copied from `source` at a WAL position, before it has a snapshot:
+    /// until then recovery rebuilds it from `source`'s snapshot and WAL records up to that
+    /// position, so `source` must not store a snapshot past it (`is_pinned`), and the WAL is
+    /// kept from `source`'s floor.
+    pub fn pin(&self, source: &str, branch: &str) {
+        self.pins.entry(source.to_owned()).or_default().push(branch.to_owned());
+        let floor = self.floor(source);
+        self.floors.insert(branch.to_owned(), floor);
+    }
+
+    /// Releases `source` from `branch` (its first snapshot is stored, or it was deleted).
+    pub fn unpin(&self, source: &str, branch: &str) {
+        let emptied = match self.pins.get_mut(source) {
+            Some(mut children) => {
+                children.retain(|c| c != branch);
+                children.is_empty()
+            }
+            None => false,
+        };
+        if emptied {
+            self.pins.remove_if(source, |_, children| children.is_empty());
+        }
+    }
+
+    /// True while a branch copied from `branch` has no snapshot of its own.
+    pub fn is_pinned(&self, branch: &str) -> bool {
+        self.pins.get(branch).is_some_and(|children| !children.is_empty())
     }
 
     /// Forgets a deleted branch and its snapshots.

@@ -2,12 +2,18 @@
 //! newest intact snapshot (or empty), and the WAL's records after the snapshot's position are
 //! replayed onto it in order.
 //!
+//! A branch copied from another that has no snapshot of its own yet starts as a copy of its
+//! source's state once the replay has passed the copy's WAL position (its source was pinned
+//! so that its snapshots cannot pass that position), with the copy's view ids; then its own
+//! records are replayed.
+//!
 //! Records of branches the catalogue no longer knows (deleted grids) are skipped; a record that
 //! does not decode is reported and skipped (the WAL's own checks already dropped torn tails).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::durability::Durability;
+use crate::catalog::model::ForkPoint;
 use crate::grid::ops::{GridOp, GridState};
 use crate::grid::schema::ViewDef;
 use crate::grid::store::RecordIdentity;
@@ -19,6 +25,21 @@ pub struct BranchSeed {
     pub branch_id: String,
     pub identity: RecordIdentity,
     pub default_view_id: String,
+    /// For a branch copied from another: the source's id and where the copy was taken.
+    pub fork: Option<(String, ForkPoint)>,
+}
+
+/// The recovered branches, and those rebuilt from their source's state (no snapshot yet).
+pub struct Recovered {
+    pub states: HashMap<String, GridState>,
+    pub forked: HashSet<String>,
+}
+
+/// A branch waiting for the replay to reach the position it was copied at.
+struct PendingFork<'a> {
+    branch_id: &'a str,
+    source: &'a str,
+    point: &'a ForkPoint,
 }
 
 /// Rebuilds every branch from its snapshot and the WAL records (in LSN order).
@@ -26,20 +47,34 @@ pub fn recover(
     seeds: &[BranchSeed],
     durability: &Durability,
     records: &[(u64, Vec<u8>)],
-) -> HashMap<String, GridState> {
+) -> Recovered {
     let started = std::time::Instant::now();
     let mut states: HashMap<String, (GridState, u64)> = HashMap::new();
+    let mut pending: Vec<PendingFork<'_>> = Vec::new();
     for seed in seeds {
         durability.track(&seed.branch_id);
-        let start = match durability.load(&seed.branch_id) {
-            Some(loaded) => (loaded.state, loaded.wal_lsn),
-            None => (GridState::empty(seed.identity), 0),
-        };
-        states.insert(seed.branch_id.clone(), start);
+        match (durability.load(&seed.branch_id), &seed.fork) {
+            (Some(loaded), _) => {
+                states.insert(seed.branch_id.clone(), (loaded.state, loaded.wal_lsn));
+            }
+            (None, Some((source, point))) => {
+                pending.push(PendingFork { branch_id: &seed.branch_id, source, point })
+            }
+            (None, None) => {
+                states.insert(seed.branch_id.clone(), (GridState::empty(seed.identity), 0));
+            }
+        }
     }
+    // Latest first, so the next due is popped from the end.
+    pending.sort_by_key(|p| std::cmp::Reverse(p.point.wal_lsn));
+    let mut forked = HashSet::new();
     let snapshots_done = started.elapsed();
     let (mut replayed, mut skipped) = (0usize, 0usize);
     for (lsn, bytes) in records {
+        while pending.last().is_some_and(|p| p.point.wal_lsn < *lsn) {
+            let fork = pending.pop().expect("checked above");
+            copy_fork(&fork, &mut states, &mut forked);
+        }
         match WalEntry::decode(bytes) {
             Ok(entry) => {
                 let Some((state, floor)) = states.get_mut(&entry.branch_id) else { continue };
@@ -57,6 +92,9 @@ pub fn recover(
             }
         }
     }
+    while let Some(fork) = pending.pop() {
+        copy_fork(&fork, &mut states, &mut forked);
+    }
     let mut out = HashMap::with_capacity(states.len());
     for seed in seeds {
         let Some((mut state, _)) = states.remove(&seed.branch_id) else { continue };
@@ -73,6 +111,7 @@ pub fn recover(
     }
     tracing::info!(
         branches = out.len(),
+        from_copies = forked.len(),
         wal_records = records.len(),
         replayed,
         skipped,
@@ -80,5 +119,36 @@ pub fn recover(
         total_ms = started.elapsed().as_millis() as u64,
         "branches recovered"
     );
-    out
+    Recovered { states: out, forked }
+}
+
+/// Starts a branch as a copy of its source's state as replayed so far (the replay has just
+/// passed the copy's position).
+fn copy_fork(
+    fork: &PendingFork<'_>,
+    states: &mut HashMap<String, (GridState, u64)>,
+    forked: &mut HashSet<String>,
+) {
+    let Some((source, floor)) = states.get(fork.source) else {
+        tracing::error!(
+            branch = fork.branch_id,
+            source = fork.source,
+            "the source of a branch without a snapshot is gone; the branch starts empty"
+        );
+        return;
+    };
+    if *floor > fork.point.wal_lsn {
+        tracing::error!(
+            branch = fork.branch_id,
+            source = fork.source,
+            copy_lsn = fork.point.wal_lsn,
+            source_snapshot_lsn = *floor,
+            "the source's snapshot is past the copy of a branch without a snapshot; the branch starts empty"
+        );
+        return;
+    }
+    let mut state = source.clone();
+    state.rename_views(&fork.point.views);
+    states.insert(fork.branch_id.to_owned(), (state, fork.point.wal_lsn));
+    forked.insert(fork.branch_id.to_owned());
 }

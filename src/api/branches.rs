@@ -1,0 +1,366 @@
+//! `/v1/branches`: list a grid's branches, get one with its columns, create one as a copy of a
+//! source branch (answered once the copy's position is durable), delete one; and the merges:
+//! `POST /v1/branches/<id>/merge` and `POST /v1/views/<id>/merge` (decisions.md section 8),
+//! which answer 202 with a task and run in the destination branch's actor.
+//!
+//! `mergeRecordOptions` and the destination id are read from the query string (repeated or
+//! comma-separated) or from a JSON body `{"mergeRecordOptions": [...]}`.
+
+use std::time::{Duration, Instant};
+
+use actix_web::http::StatusCode;
+use actix_web::{delete, get, post, web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use super::grids::{default_view_columns, identifier_str, status_str};
+use super::tasks::task_body;
+use super::{branch_route, created, exec, json_response, no_content, ok, view_route};
+use crate::auth::{Principal, Privilege, Tier};
+use crate::catalog::model::{Branch, Grid, TaskError};
+use crate::catalog::BranchRoute;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::actor::{ApplyMerge, CopyBranch, ReadSchema};
+use crate::grid::merge::{MergeOptions, MergeScope};
+use crate::grid::render::ColumnBody;
+use crate::ids;
+use crate::state::AppState;
+
+/// The task kind of a merge.
+const TASK_KIND: &str = "merge";
+/// The longest a branch deletion waits for the first snapshot of a branch copied from it.
+const PIN_WAIT: Duration = Duration::from_secs(120);
+
+/// A branch as the API shows it (the grid's shape, with the branch's id, name and views).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchBody {
+    pub id: String,
+    pub name: String,
+    pub status: &'static str,
+    pub default_access_view_id: String,
+    pub record_identifier_type: &'static str,
+    #[schema(value_type = Object)]
+    pub metadata: indexmap::IndexMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub columns: Option<Vec<ColumnBody>>,
+}
+
+fn branch_body(branch: &Branch, grid: &Grid, columns: Option<Vec<ColumnBody>>) -> BranchBody {
+    BranchBody {
+        id: branch.id.clone(),
+        name: branch.name.clone(),
+        status: status_str(branch.status),
+        default_access_view_id: branch.default_access_view_id.clone(),
+        record_identifier_type: identifier_str(grid.record_identifier_type),
+        metadata: grid.metadata.clone(),
+        columns,
+    }
+}
+
+fn branch_not_found(id: &str) -> impl Fn() -> ApiError + '_ {
+    move || ApiError::not_found(ErrorCode::BranchIsNotFound, "Branch", id)
+}
+
+/// The body of a branch with the columns of its default view.
+async fn full_body(
+    state: &AppState,
+    p: &Principal,
+    branch: &Branch,
+    grid: &Grid,
+) -> ApiResult<BranchBody> {
+    let route = branch_route(state, p, &branch.id, Privilege::Read, branch_not_found(&branch.id))?;
+    let schema = route.addr.send(ReadSchema).await?;
+    let columns = default_view_columns(state, p, &branch.default_access_view_id, &schema).await?;
+    Ok(branch_body(branch, grid, Some(columns)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchQuery {
+    /// The grid (its master branch).
+    pub grid_id: Option<String>,
+    /// The source branch of a new branch.
+    pub branch_id: Option<String>,
+}
+
+#[utoipa::path(tag = "branches", params(BranchQuery), responses((status = 200, body = [BranchBody])))]
+#[get("/v1/branches")]
+async fn list_branches(
+    state: web::Data<AppState>,
+    p: Principal,
+    query: web::Query<BranchQuery>,
+) -> ApiResult<HttpResponse> {
+    p.require_tier(Tier::Team)?;
+    let grid_id = super::required(&query.grid_id, "gridId")?.to_owned();
+    let (pc, gid) = (p.clone(), grid_id.clone());
+    let (grid, branches) = exec(&state, move |s| {
+        let branches = s.list_branches(&pc, &gid)?;
+        let grid = s.grid(&pc, &gid, Privilege::Read)?.clone();
+        Ok::<_, ApiError>((grid, branches))
+    })
+    .await??;
+    ok(&branches.iter().map(|b| branch_body(b, &grid, None)).collect::<Vec<_>>())
+}
+
+#[utoipa::path(tag = "branches", responses((status = 200, body = BranchBody)))]
+#[get("/v1/branches/{id}")]
+async fn get_branch(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    p.require_tier(Tier::Team)?;
+    let id = id.into_inner();
+    let (pc, idc) = (p.clone(), id.clone());
+    let (branch, grid) = exec(&state, move |s| {
+        s.branch(&pc, &idc, Privilege::Read).map(|(b, g)| (b.clone(), g.clone()))
+    })
+    .await??;
+    ok(&full_body(&state, &p, &branch, &grid).await?)
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateBranchRequest {
+    pub name: Option<String>,
+}
+
+#[utoipa::path(tag = "branches", params(BranchQuery), request_body = CreateBranchRequest, responses((status = 201, body = BranchBody)))]
+#[post("/v1/branches")]
+async fn create_branch(
+    state: web::Data<AppState>,
+    p: Principal,
+    query: web::Query<BranchQuery>,
+    body: web::Json<CreateBranchRequest>,
+) -> ApiResult<HttpResponse> {
+    let query = query.into_inner();
+    let source = match (
+        query.branch_id.filter(|s| !s.is_empty()),
+        query.grid_id.filter(|s| !s.is_empty()),
+    ) {
+        (Some(branch), _) => branch,
+        (None, Some(grid)) => grid,
+        (None, None) => return Err(ApiError::missing_parameter("branchId")),
+    };
+    let name = body.into_inner().name.map(|n| n.trim().to_owned()).unwrap_or_default();
+    if name.is_empty() || name.chars().count() > 255 {
+        return Err(ApiError::bad_request("The branch name must be 1 to 255 characters."));
+    }
+    let route = branch_route(&state, &p, &source, Privilege::Manage, branch_not_found(&source))?;
+    let id = ids::generate();
+    let copy = route.addr.send(CopyBranch { pin_for: Some(id.clone()) }).await?;
+    let (pc, sc) = (p.clone(), source.clone());
+    let branch = exec(&state, move |s| {
+        let branch = s.create_branch(&pc, &sc, id, name, copy)?;
+        let grid = s.grid(&pc, &branch.grid_id, Privilege::Read)?.clone();
+        Ok::<_, ApiError>((branch, grid))
+    })
+    .await?;
+    let (branch, grid) = branch?;
+    // The copy holds the source's records up to its position: acknowledge once they are durable.
+    let unavailable = |m: String| ApiError::new(ErrorCode::ServiceUnavailable, m);
+    let durability =
+        state.durability.upgrade().ok_or_else(|| unavailable("The server is stopping.".into()))?;
+    let synced = durability
+        .wal
+        .sync_now()
+        .map_err(|err| unavailable(format!("The WAL is closed: {err}")))?;
+    drop(durability);
+    synced.await.map_err(|err| {
+        ApiError::new(ErrorCode::ServiceUnavailable, format!("The WAL did not sync: {err}"))
+    })?;
+    created(&full_body(&state, &p, &branch, &grid).await?)
+}
+
+#[utoipa::path(tag = "branches", responses((status = 204)))]
+#[delete("/v1/branches/{id}")]
+async fn delete_branch(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let id = id.into_inner();
+    // A branch copied from this one is rebuilt from this one's records until it has its own
+    // snapshot, which a new branch writes at once: wait for it.
+    let started = Instant::now();
+    loop {
+        let idc = id.clone();
+        if !exec(&state, move |s| s.branch_is_pinned(&idc)).await? {
+            break;
+        }
+        if started.elapsed() > PIN_WAIT {
+            return Err(ApiError::new(
+                ErrorCode::ServiceUnavailable,
+                "A branch copied from this one is still being saved; try again shortly.",
+            ));
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(50)).await;
+    }
+    exec(&state, move |s| s.delete_branch(&p, &id)).await??;
+    no_content()
+}
+
+/// The merge parameters of a request: from the query string (repeated or comma-separated)
+/// and, when present, a JSON body `{"mergeRecordOptions": [...]}` (options from both count).
+struct MergeParams {
+    destination: Option<String>,
+    options: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MergeBody {
+    #[serde(default)]
+    merge_record_options: Option<Vec<String>>,
+    destination_branch_id: Option<String>,
+    destination_view_id: Option<String>,
+}
+
+fn merge_params(req: &HttpRequest, body: &[u8], destination_key: &str) -> ApiResult<MergeParams> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
+        .map_err(|e| ApiError::bad_request(format!("The query string is invalid: {e}")))?;
+    let mut params = MergeParams { destination: None, options: Vec::new() };
+    for (key, value) in pairs {
+        if key == destination_key {
+            params.destination = Some(value).filter(|v| !v.is_empty());
+        } else if key == "mergeRecordOptions" || key == "mergeRecordOptions[]" {
+            params.options.push(value);
+        }
+    }
+    if body.iter().any(|b| !b.is_ascii_whitespace()) {
+        let parsed: MergeBody = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("The request body is invalid: {e}")))?;
+        params.options.extend(parsed.merge_record_options.unwrap_or_default());
+        let from_body = if destination_key == "destinationBranchId" {
+            parsed.destination_branch_id
+        } else {
+            parsed.destination_view_id
+        };
+        if params.destination.is_none() {
+            params.destination = from_body.filter(|v| !v.is_empty());
+        }
+    }
+    Ok(params)
+}
+
+/// Records a merge task, shows both branches `merging`, and runs the merge: a copy of the
+/// source, merged in the destination's actor as one WAL entry; the task then ends.
+async fn start_merge(
+    state: &AppState,
+    p: &Principal,
+    source: std::sync::Arc<BranchRoute>,
+    destination: std::sync::Arc<BranchRoute>,
+    scope: MergeScope,
+    view_id: Option<String>,
+) -> ApiResult<HttpResponse> {
+    if source.grid_id != destination.grid_id {
+        return Err(ApiError::new(
+            ErrorCode::Unprocessable,
+            "The two branches belong to different grids.",
+        ));
+    }
+    let (pc, s_id, d_id) = (p.clone(), source.branch_id.clone(), destination.branch_id.clone());
+    let (task, fork_clock) = exec(state, move |s| {
+        let fork_clock = s.lineage_point(&s_id, &d_id)?;
+        let task = s.start_task(&pc, TASK_KIND, view_id)?;
+        s.set_merging(&[&s_id, &d_id], true);
+        Ok::<_, ApiError>((task, fork_clock))
+    })
+    .await??;
+    let (task_id, user, state2) = (task.id.clone(), p.user().to_owned(), state.clone());
+    actix_web::rt::spawn(async move {
+        let merged = async {
+            let copy = source.addr.send(CopyBranch { pin_for: None }).await?;
+            let msg = ApplyMerge {
+                source_branch_id: source.branch_id.clone(),
+                source: copy.state,
+                fork_clock,
+                scope,
+                user,
+            };
+            destination.addr.send(msg).await?
+        }
+        .await;
+        let error = match merged {
+            Ok(counts) => {
+                tracing::info!(task = %task_id, ?counts, "merge done");
+                None
+            }
+            Err(err) => {
+                tracing::warn!(task = %task_id, error = %err.message, "merge failed");
+                Some(TaskError { code: err.code.as_str().to_owned(), message: err.message })
+            }
+        };
+        let (s_id, d_id) = (source.branch_id.clone(), destination.branch_id.clone());
+        let finished = exec(&state2, move |s| {
+            s.set_merging(&[&s_id, &d_id], false);
+            s.finish_task(&task_id, error)
+        })
+        .await;
+        if let Err(err) = finished.and_then(|r| r) {
+            tracing::error!(error = %err.message, "could not record the end of a merge");
+        }
+    });
+    Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
+}
+
+#[utoipa::path(tag = "branches", request_body = Object, responses((status = 202, description = "a merge task")))]
+#[post("/v1/branches/{id}/merge")]
+async fn merge_branch(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> ApiResult<HttpResponse> {
+    let id = id.into_inner();
+    let params = merge_params(&req, &body, "destinationBranchId")?;
+    let destination_id =
+        params.destination.ok_or_else(|| ApiError::missing_parameter("destinationBranchId"))?;
+    let options = MergeOptions::parse(&params.options)?;
+    let source = branch_route(&state, &p, &id, Privilege::Manage, branch_not_found(&id))?;
+    let destination = branch_route(
+        &state,
+        &p,
+        &destination_id,
+        Privilege::Manage,
+        branch_not_found(&destination_id),
+    )?;
+    let scope = MergeScope { options, columns: None };
+    start_merge(&state, &p, source, destination, scope, None).await
+}
+
+#[utoipa::path(tag = "views", request_body = Object, responses((status = 202, description = "a merge task")))]
+#[post("/v1/views/{viewId}/merge")]
+async fn merge_view(
+    state: web::Data<AppState>,
+    p: Principal,
+    view_id: web::Path<String>,
+    req: HttpRequest,
+    body: web::Bytes,
+) -> ApiResult<HttpResponse> {
+    let view_id = view_id.into_inner();
+    let params = merge_params(&req, &body, "destinationViewId")?;
+    let destination_view =
+        params.destination.ok_or_else(|| ApiError::missing_parameter("destinationViewId"))?;
+    let options = MergeOptions::parse(&params.options)?;
+    let source = view_route(&state, &p, &view_id, Privilege::Manage)?;
+    let destination = view_route(&state, &p, &destination_view, Privilege::Manage)?;
+    let schema = source.addr.send(ReadSchema).await?;
+    let view = schema
+        .view(&view_id)
+        .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &view_id))?;
+    let columns = schema.view_columns(view).into_iter().map(|(c, _)| c.id.clone()).collect();
+    let scope = MergeScope { options, columns: Some(columns) };
+    start_merge(&state, &p, source, destination, scope, Some(view_id)).await
+}
+
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(list_branches)
+        .service(get_branch)
+        .service(create_branch)
+        .service(delete_branch)
+        .service(merge_branch)
+        .service(merge_view);
+}

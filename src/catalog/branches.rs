@@ -1,0 +1,185 @@
+//! Supervisor operations on branches: list, look up, create from a copy of a source branch
+//! (with new view ids), delete, the common point of two branches' lineages for merges, and
+//! the `merging` status shown while a merge runs.
+//!
+//! A branch's records are not in the catalogue: a new branch's actor starts with a copy of its
+//! source's state (copy-on-write, so a fresh branch costs almost no memory), and the catalogue
+//! records where the copy was taken (`ForkPoint`). Until the branch's first snapshot is stored,
+//! recovery rebuilds it from that point (`persist::recovery`), and the source is pinned so that
+//! its own snapshots cannot pass the point.
+
+use super::model::{now_timestamp, Branch, ForkPoint, Grid, GridStatus};
+use super::store::{CatalogChange, EntityKind};
+use super::supervisor::Supervisor;
+use crate::auth::{Principal, Privilege};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::actor::BranchCopy;
+use crate::ids;
+
+fn branch_not_found(id: &str) -> ApiError {
+    ApiError::not_found(ErrorCode::BranchIsNotFound, "Branch", id)
+}
+
+impl Supervisor {
+    /// A branch and its grid, checked for this principal (404 branchIsNotFound otherwise).
+    pub fn branch(
+        &self,
+        p: &Principal,
+        id: &str,
+        needed: Privilege,
+    ) -> ApiResult<(&Branch, &Grid)> {
+        let branch = self.branches.get(id).ok_or_else(|| branch_not_found(id))?;
+        let grid = self.grid(p, &branch.grid_id, needed).map_err(|e| {
+            if e.code == ErrorCode::GridIsNotFound {
+                branch_not_found(id)
+            } else {
+                e
+            }
+        })?;
+        Ok((branch, grid))
+    }
+
+    /// The branches of a grid, master first.
+    pub fn list_branches(&self, p: &Principal, grid_id: &str) -> ApiResult<Vec<Branch>> {
+        self.grid(p, grid_id, Privilege::Read)?;
+        let mut branches: Vec<Branch> =
+            self.branches.values().filter(|b| b.grid_id == grid_id).cloned().collect();
+        branches.sort_by_key(|b| !b.is_master());
+        Ok(branches)
+    }
+
+    /// Records a new branch started from `copy` of `source_id` (taken with the source pinned
+    /// for `id`) and starts its actor. The copy's views get new ids.
+    pub fn create_branch(
+        &mut self,
+        p: &Principal,
+        source_id: &str,
+        id: String,
+        name: String,
+        copy: BranchCopy,
+    ) -> ApiResult<Branch> {
+        let created = self.record_branch(p, source_id, &id, name, copy);
+        if created.is_err() {
+            self.durability.unpin(source_id, &id);
+        }
+        created
+    }
+
+    fn record_branch(
+        &mut self,
+        p: &Principal,
+        source_id: &str,
+        id: &str,
+        name: String,
+        copy: BranchCopy,
+    ) -> ApiResult<Branch> {
+        let (source, grid) = self.branch(p, source_id, Privilege::Manage)?;
+        let grid = grid.clone();
+        let source = source.clone();
+        let mut state = copy.state;
+        let views: Vec<(String, String)> =
+            state.schema.views.iter().map(|v| (v.id.clone(), ids::generate())).collect();
+        let default_view = state
+            .schema
+            .views
+            .iter()
+            .zip(&views)
+            .find(|(v, _)| v.is_default)
+            .map(|(_, (_, new))| new.clone())
+            .ok_or_else(|| ApiError::internal("the source branch has no default view"))?;
+        state.rename_views(&views);
+        let branch = Branch {
+            id: id.to_owned(),
+            grid_id: grid.id.clone(),
+            name,
+            source_branch_id: Some(source.id.clone()),
+            default_access_view_id: default_view,
+            created_time: now_timestamp(),
+            status: GridStatus::Active,
+            fork: Some(ForkPoint { wal_lsn: copy.wal_lsn, clock: state.store.clock(), views }),
+        };
+        self.commit(&[CatalogChange::put(EntityKind::Branch, &branch.id, &branch)])?;
+        self.start_branch_forked(&grid, &branch, state, Some(&source.id));
+        self.branches.insert(branch.id.clone(), branch.clone());
+        Ok(branch)
+    }
+
+    /// Deletes a branch other than master: its actor stops, its routes and snapshots go.
+    pub fn delete_branch(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
+        let (branch, _) = self.branch(p, id, Privilege::Manage)?;
+        if branch.is_master() {
+            return Err(ApiError::bad_request(
+                "The master branch cannot be deleted; delete the grid instead.",
+            ));
+        }
+        let source = branch.source_branch_id.clone();
+        self.commit(&[CatalogChange::delete(EntityKind::Branch, id)])?;
+        if let Some(route) = self.routes.remove_branch(id) {
+            route.addr.do_send(crate::grid::actor::Shutdown);
+        }
+        if let Some(source) = source {
+            self.durability.unpin(&source, id);
+        }
+        self.durability.forget(id);
+        self.branches.shift_remove(id);
+        Ok(())
+    }
+
+    /// True while a branch copied from `id` has no snapshot yet (deleting `id` must wait).
+    pub fn branch_is_pinned(&self, id: &str) -> bool {
+        self.durability.is_pinned(id)
+    }
+
+    /// The clock where the lineages of two branches of one grid part: below their nearest
+    /// common ancestor, the earlier of the two forks from it. 422 for branches of different
+    /// grids or a branch merged into itself.
+    pub fn lineage_point(&self, source_id: &str, destination_id: &str) -> ApiResult<u32> {
+        let unprocessable = |m: &str| ApiError::new(ErrorCode::Unprocessable, m.to_owned());
+        if source_id == destination_id {
+            return Err(unprocessable("A branch cannot be merged into itself."));
+        }
+        let chain = |start: &str| -> Vec<&Branch> {
+            let mut chain = Vec::new();
+            let mut at = self.branches.get(start);
+            while let Some(branch) = at {
+                if chain.iter().any(|b: &&Branch| b.id == branch.id) {
+                    break;
+                }
+                chain.push(branch);
+                at = branch.source_branch_id.as_deref().and_then(|s| self.branches.get(s));
+            }
+            chain
+        };
+        let (from, to) = (chain(source_id), chain(destination_id));
+        let Some(common) = from.iter().position(|b| to.iter().any(|t| t.id == b.id)) else {
+            return Err(unprocessable("The two branches are not related."));
+        };
+        let ancestor = &from[common].id;
+        let below = |chain: &[&Branch]| -> Option<u32> {
+            let at = chain.iter().position(|b| &b.id == ancestor)?;
+            let child = chain.get(at.checked_sub(1)?)?;
+            child.fork.as_ref().map(|f| f.clock)
+        };
+        [below(&from), below(&to)]
+            .into_iter()
+            .flatten()
+            .min()
+            .ok_or_else(|| unprocessable("The two branches are not related."))
+    }
+
+    /// Shows (or clears) `merging` on two branches and, for a master branch, its grid. Not
+    /// persisted: a merge cut off by a restart leaves nothing merging.
+    pub fn set_merging(&mut self, branch_ids: &[&str], merging: bool) {
+        let status = if merging { GridStatus::Merging } else { GridStatus::Active };
+        for id in branch_ids {
+            if let Some(branch) = self.branches.get_mut(*id) {
+                branch.status = status;
+                if branch.is_master() {
+                    if let Some(grid) = self.grids.get_mut(&branch.grid_id) {
+                        grid.status = status;
+                    }
+                }
+            }
+        }
+    }
+}

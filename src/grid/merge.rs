@@ -1,0 +1,259 @@
+//! Three-way merge of one branch into another (decisions.md section 8).
+//!
+//! Every change to a branch is stamped with the branch's logical clock (`ColumnStore::tick`):
+//! each cell carries the clock of its last change, each record the clock of its insertion and
+//! of its last move. A branch starts as a copy of its source, clock included, so the two agree
+//! on every stamp up to the fork. The common point of a merge is therefore one clock per side
+//! (`MergeBase`): the fork's clock, or the clocks recorded by the last merge between the two.
+//! Since then, on either side:
+//! - a cell changed when its version is above that side's clock;
+//! - a record was added when it was inserted above that side's clock;
+//! - a record missing on one side was deleted there when the other side's copy was inserted at
+//!   or below its clock (it existed at the common point).
+//!
+//! The options decide what crosses over: `update` writes cells changed only in the source
+//! (changed on both sides: the destination's stays unless `override`), `add` adds records added
+//! in the source, `delete` deletes in the destination records deleted in the source. Merged
+//! cells bring their dependency and source statuses; the destination's dependency rules then
+//! apply as to any write (a merged source-language cell makes an unmerged target out of date).
+//!
+//! `plan_merge` only reads the two states and returns ordinary ops (plus `MergeMark`), which the
+//! destination's actor commits as one WAL entry: the merge is atomic, logged and in history.
+
+use super::ops::{CellWrite, GridOp, GridState, MergeBase, RecordWrite};
+use super::store::{ColumnSlot, RecordIdentity, RowId};
+use super::value::CellValue;
+use crate::error::{ApiError, ApiResult};
+
+/// What a merge brings over (`mergeRecordOptions`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MergeOptions {
+    pub add: bool,
+    pub update: bool,
+    pub delete: bool,
+    pub override_: bool,
+}
+
+impl MergeOptions {
+    /// Reads option values, each a name or a comma-separated list of names; at least one is
+    /// required (400 `requestParameterMissing` otherwise, `badRequest` for an unknown name).
+    pub fn parse<S: AsRef<str>>(values: &[S]) -> ApiResult<MergeOptions> {
+        let mut options = MergeOptions::default();
+        let mut any = false;
+        for value in values {
+            for name in value.as_ref().split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                any = true;
+                match name.to_ascii_lowercase().as_str() {
+                    "add" => options.add = true,
+                    "update" => options.update = true,
+                    "delete" => options.delete = true,
+                    "override" => options.override_ = true,
+                    _ => {
+                        return Err(ApiError::bad_request(format!(
+                            "mergeRecordOptions \"{name}\" is invalid; expected add, update, \
+                             delete or override."
+                        )))
+                    }
+                }
+            }
+        }
+        if !any {
+            return Err(ApiError::missing_parameter("mergeRecordOptions"));
+        }
+        Ok(options)
+    }
+}
+
+/// What to merge: the options, and for a view merge the only columns merged.
+#[derive(Debug, Clone, Default)]
+pub struct MergeScope {
+    pub options: MergeOptions,
+    pub columns: Option<Vec<String>>,
+}
+
+/// How many records a merge changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MergeCounts {
+    pub added: usize,
+    pub updated: usize,
+    pub deleted: usize,
+}
+
+/// The common point to merge `source` into `destination` from: the latest of the last merge in
+/// either direction, else `fork` (the clock where their lineages parted).
+pub fn merge_base(
+    source_id: &str,
+    source: &GridState,
+    destination_id: &str,
+    destination: &GridState,
+    fork: u32,
+) -> MergeBase {
+    let forward = destination.merge_bases.get(source_id).copied();
+    // A merge the other way recorded (destination clock read, source clock after): swapped.
+    let backward = source
+        .merge_bases
+        .get(destination_id)
+        .map(|b| MergeBase { source: b.destination, destination: b.source });
+    [forward, backward]
+        .into_iter()
+        .flatten()
+        .max_by_key(|b| b.source)
+        .unwrap_or(MergeBase { source: fork, destination: fork })
+}
+
+/// A column both branches have with the same storage: its slot on each side.
+struct SharedColumn<'a> {
+    id: &'a str,
+    source: ColumnSlot,
+    destination: ColumnSlot,
+    /// Both sides keep statuses for it.
+    localized: bool,
+}
+
+fn shared_columns<'a>(
+    source: &'a GridState,
+    destination: &'a GridState,
+    only: Option<&[String]>,
+) -> Vec<SharedColumn<'a>> {
+    destination
+        .schema
+        .columns
+        .iter()
+        .filter(|c| only.is_none_or(|ids| ids.contains(&c.id)))
+        .filter_map(|c| {
+            let d = *destination.slots.get(&c.id)?;
+            let s = *source.slots.get(&c.id)?;
+            (source.store.kind(s) == destination.store.kind(d)).then(|| SharedColumn {
+                id: &c.id,
+                source: s,
+                destination: d,
+                localized: source.store.is_localized(s) && destination.store.is_localized(d),
+            })
+        })
+        .collect()
+}
+
+/// The ops that merge `source` into `destination` from `base`, limited to the columns `only`
+/// (a view merge) when `scope` names them, ending with the `MergeMark` that records the new common point.
+pub fn plan_merge(
+    source_id: &str,
+    source: &GridState,
+    destination: &GridState,
+    base: MergeBase,
+    scope: &MergeScope,
+    (user, time_ms): (&str, i64),
+) -> (Vec<GridOp>, MergeCounts) {
+    let options = scope.options;
+    let columns = shared_columns(source, destination, scope.columns.as_deref());
+    let by_id = destination.store.identity() == RecordIdentity::RecordId;
+    let (s, d) = (&source.store, &destination.store);
+    let (mut adds, mut updates, mut deletes) = (Vec::new(), Vec::new(), Vec::new());
+    for row in s.live_rows() {
+        let (path, id) = (s.path(row), s.id(row));
+        match d.find(path, id) {
+            None => {
+                if options.add && s.created_at(row) > base.source {
+                    adds.push(RecordWrite {
+                        id: id.to_owned(),
+                        path: path.to_owned(),
+                        new_id: None,
+                        new_path: None,
+                        cells: added_cells(source, row, &columns),
+                        mark_mt: false,
+                    });
+                }
+            }
+            Some(target) if options.update => {
+                let cells =
+                    updated_cells(source, row, destination, target, &columns, base, options);
+                let moved = by_id
+                    && s.moved_at(row) > base.source
+                    && s.path(row) != d.path(target)
+                    && (d.moved_at(target) <= base.destination || options.override_);
+                if !cells.is_empty() || moved {
+                    updates.push(RecordWrite {
+                        id: id.to_owned(),
+                        path: d.path(target).to_owned(),
+                        new_id: None,
+                        new_path: moved.then(|| path.to_owned()),
+                        cells,
+                        mark_mt: false,
+                    });
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    if options.delete {
+        for row in d.live_rows() {
+            let (path, id) = (d.path(row), d.id(row));
+            if d.created_at(row) <= base.destination && s.find(path, id).is_none() {
+                deletes.push((path.to_owned(), id.to_owned()));
+            }
+        }
+    }
+    let counts = MergeCounts { added: adds.len(), updated: updates.len(), deleted: deletes.len() };
+    let mut ops = Vec::with_capacity(4);
+    if !updates.is_empty() {
+        ops.push(GridOp::UpdateRecords { time_ms, user: user.to_owned(), records: updates });
+    }
+    if !adds.is_empty() {
+        ops.push(GridOp::AddRecords { time_ms, user: user.to_owned(), records: adds });
+    }
+    if !deletes.is_empty() {
+        ops.push(GridOp::DeleteRecords { keys: deletes });
+    }
+    ops.push(GridOp::MergeMark {
+        source_branch_id: source_id.to_owned(),
+        source_clock: source.store.clock(),
+    });
+    (ops, counts)
+}
+
+/// A source cell as a write: its value and, for language columns, its statuses.
+fn cell_write(state: &GridState, row: RowId, column: &SharedColumn<'_>) -> CellWrite {
+    let store = &state.store;
+    CellWrite {
+        column_id: column.id.to_owned(),
+        value: Some(store.value(row, column.source)),
+        dependency_status: column.localized.then(|| store.dependency_status(row, column.source)),
+        source_status: column.localized.then(|| store.source_status(row, column.source)),
+    }
+}
+
+/// The non-empty cells (or set statuses) of a record added in the source.
+fn added_cells(source: &GridState, row: RowId, columns: &[SharedColumn<'_>]) -> Vec<CellWrite> {
+    columns
+        .iter()
+        .filter(|c| source.store.version(row, c.source) != 0)
+        .map(|c| cell_write(source, row, c))
+        .filter(|w| w.value != Some(CellValue::Empty) || w.dependency_status.is_some())
+        .collect()
+}
+
+/// The cells of a record on both sides that the merge writes into the destination.
+fn updated_cells(
+    source: &GridState,
+    row: RowId,
+    destination: &GridState,
+    target: RowId,
+    columns: &[SharedColumn<'_>],
+    base: MergeBase,
+    options: MergeOptions,
+) -> Vec<CellWrite> {
+    let (s, d) = (&source.store, &destination.store);
+    columns
+        .iter()
+        .filter(|c| s.version(row, c.source) > base.source)
+        .filter(|c| options.override_ || d.version(target, c.destination) <= base.destination)
+        .filter(|c| {
+            let same_value = s.value_ref(row, c.source) == d.value_ref(target, c.destination);
+            let same_statuses = !c.localized
+                || (s.dependency_status(row, c.source)
+                    == d.dependency_status(target, c.destination)
+                    && s.source_status(row, c.source) == d.source_status(target, c.destination));
+            !(same_value && same_statuses)
+        })
+        .map(|c| cell_write(source, row, c))
+        .collect()
+}
