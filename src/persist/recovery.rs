@@ -152,3 +152,118 @@ fn copy_fork(
     states.insert(fork.branch_id.to_owned(), (state, fork.point.wal_lsn));
     forked.insert(fork.branch_id.to_owned());
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::grid::ops::{CellWrite, RecordWrite};
+    use crate::grid::columns::{build_column, ColumnRequest};
+    use crate::grid::value::CellValue;
+    use crate::persist::durability::SnapshotPolicy;
+    use crate::persist::snapshot::SledSnapshotStore;
+    use crate::persist::wal::{Wal, WalOptions};
+
+    fn text(id: &str, value: &str) -> RecordWrite {
+        RecordWrite {
+            id: id.into(),
+            path: String::new(),
+            new_id: None,
+            new_path: None,
+            cells: vec![CellWrite {
+                column_id: "en".into(),
+                value: Some(CellValue::Text(value.into())),
+                dependency_status: None,
+                source_status: None,
+            }],
+            mark_mt: false,
+        }
+    }
+
+    fn update(id: &str, value: &str) -> GridOp {
+        GridOp::UpdateRecords { time_ms: 1, user: "u".into(), records: vec![text(id, value)] }
+    }
+
+    fn value(state: &GridState, id: &str) -> CellValue {
+        let row = state.store.find("", id).expect("record present");
+        state.store.value(row, state.slots["en"])
+    }
+
+    /// A branch whose first snapshot was never stored comes back as its source's state at the
+    /// fork's WAL position (not after), with the copy's view ids, plus its own records; the
+    /// source's snapshot below the fork is where the source's replay starts.
+    #[test]
+    fn a_branch_without_a_snapshot_is_rebuilt_from_its_source_at_the_fork() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (wal, _) = Wal::open(dir.path().join("wal"), WalOptions::default()).expect("wal");
+        let db = sled::Config::new().temporary(true).open().expect("sled");
+        let snapshots = Arc::new(SledSnapshotStore::open(&db).expect("store"));
+        let policy = SnapshotPolicy { every_records: 1000, every: Duration::from_secs(3600) };
+        let durability = Durability::new(wal, snapshots, policy);
+        let request = serde_json::json!({"id": "en", "name": "English", "type": "singleLine"});
+        let request: ColumnRequest = serde_json::from_value(request).expect("column request");
+        let column = build_column(&Default::default(), &request).expect("column");
+        let entries = [
+            ("m", vec![GridOp::CreateColumn { column, view_id: None, editable: true }]),
+            (
+                "m",
+                vec![GridOp::AddRecords {
+                    time_ms: 1,
+                    user: "u".into(),
+                    records: vec![text("a", "a1"), text("b", "b1")],
+                }],
+            ),
+            ("m", vec![update("a", "a3")]),
+            ("m", vec![update("b", "b4")]),
+            ("b", vec![update("a", "a5 in the branch")]),
+        ];
+        let records: Vec<(u64, Vec<u8>)> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, (branch, ops))| {
+                let entry = WalEntry { branch_id: (*branch).to_owned(), ops: ops.clone() };
+                (i as u64 + 1, entry.encode())
+            })
+            .collect();
+        // The master's snapshot covers LSN 2; the copy was taken at LSN 3.
+        let mut master = GridState::new("v1", Vec::new(), RecordIdentity::RecordId);
+        for (_, ops) in &entries[..2] {
+            ops.iter().for_each(|op| master.apply(op));
+        }
+        durability.write_snapshot("m", 2, &master).expect("snapshot");
+        entries[2].1.iter().for_each(|op| master.apply(op));
+        let point = ForkPoint {
+            wal_lsn: 3,
+            clock: master.store.clock(),
+            views: vec![("v1".into(), "v2".into())],
+        };
+        let seeds = [
+            BranchSeed {
+                branch_id: "m".into(),
+                identity: RecordIdentity::RecordId,
+                default_view_id: "v1".into(),
+                fork: None,
+            },
+            BranchSeed {
+                branch_id: "b".into(),
+                identity: RecordIdentity::RecordId,
+                default_view_id: "v2".into(),
+                fork: Some(("m".into(), point.clone())),
+            },
+        ];
+        let recovered = recover(&seeds, &durability, &records);
+        assert_eq!(recovered.forked, HashSet::from(["b".to_owned()]));
+        let (m, b) = (&recovered.states["m"], &recovered.states["b"]);
+        assert_eq!(value(m, "a"), CellValue::Text("a3".into()));
+        assert_eq!(value(m, "b"), CellValue::Text("b4".into()));
+        assert_eq!(value(b, "a"), CellValue::Text("a5 in the branch".into()));
+        assert_eq!(value(b, "b"), CellValue::Text("b1".into()), "the source's later write stays out");
+        assert!(b.schema.view("v2").is_some_and(|v| v.is_default));
+        assert!(b.schema.view("v1").is_none());
+        assert_eq!(b.store.clock(), point.clock + 1, "the branch's clock goes on from the copy");
+        let row = b.store.find("", "b").expect("present");
+        assert!(b.store.version(row, b.slots["en"]) <= point.clock);
+    }
+}

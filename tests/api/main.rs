@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod branches;
 mod cli;
 mod columns;
 mod crash;
@@ -15,6 +16,7 @@ mod history_export;
 mod keys;
 mod loadtest;
 mod localization;
+mod merge_property;
 mod metrics;
 mod openapi;
 mod projects;
