@@ -126,28 +126,44 @@ impl GridState {
         }
     }
 
-    pub(super) fn add_record(&mut self, time_ms: i64, user: &str, record: &RecordWrite) {
-        let row = self.store.insert(&record.id, &record.path, time_ms, user);
-        self.write_cells(row, &record.cells, record.mark_mt);
-        let targets: Vec<(String, String)> = self
-            .schema
+    /// (target, source) of every dependency, taken once per op: the record writes of the op
+    /// change cells, never the schema.
+    pub(super) fn dependency_pairs(&self) -> Vec<(String, String)> {
+        self.schema
             .dependencies
             .iter()
             .map(|d| (d.target_column_id.clone(), d.source_column_id.clone()))
-            .collect();
-        for (target, source) in targets {
-            if explicit_dependency_status(&record.cells, &target).is_some() {
+            .collect()
+    }
+
+    pub(super) fn add_record(
+        &mut self,
+        time_ms: i64,
+        user: &str,
+        record: &RecordWrite,
+        dependencies: &[(String, String)],
+    ) {
+        let row = self.store.insert(&record.id, &record.path, time_ms, user);
+        self.write_cells(row, &record.cells, record.mark_mt);
+        for (target, source) in dependencies {
+            if explicit_dependency_status(&record.cells, target).is_some() {
                 continue;
             }
-            let status = initial_status(self.is_empty(row, &target), self.is_empty(row, &source));
-            self.set_dependency_status(row, &target, status);
+            let status = initial_status(self.is_empty(row, target), self.is_empty(row, source));
+            self.set_dependency_status(row, target, status);
         }
         self.record_history(row, time_ms, user, &record.cells);
     }
 
     /// Applies an update. A write that changes nothing (same values, statuses and flags, same id
     /// and path) leaves the record's modification time and history alone.
-    pub(super) fn update_record(&mut self, time_ms: i64, user: &str, record: &RecordWrite) {
+    pub(super) fn update_record(
+        &mut self,
+        time_ms: i64,
+        user: &str,
+        record: &RecordWrite,
+        dependencies: &[(String, String)],
+    ) {
         let Some(row) = self.store.find(&record.path, &record.id) else { return };
         let id = record.new_id.clone().unwrap_or_else(|| record.id.clone());
         let path = record.new_path.clone().unwrap_or_else(|| record.path.clone());
@@ -162,24 +178,17 @@ impl GridState {
         }
         let written = self.write_cells(row, &record.cells, record.mark_mt);
         let mut changed = moved || written.any;
-        let dependencies: Vec<(String, String)> = self
-            .schema
-            .dependencies
-            .iter()
-            .map(|d| (d.target_column_id.clone(), d.source_column_id.clone()))
-            .collect();
         for (target, source) in dependencies {
-            if explicit_dependency_status(&record.cells, &target).is_some() {
+            if explicit_dependency_status(&record.cells, target).is_some() {
                 continue;
             }
             let target_written =
-                record.cells.iter().any(|c| c.column_id == target && c.value.is_some());
+                record.cells.iter().any(|c| &c.column_id == target && c.value.is_some());
             if target_written {
-                let status =
-                    initial_status(self.is_empty(row, &target), self.is_empty(row, &source));
-                changed |= self.set_dependency_status(row, &target, status);
+                let status = initial_status(self.is_empty(row, target), self.is_empty(row, source));
+                changed |= self.set_dependency_status(row, target, status);
             } else if written.values.contains(source.as_str()) {
-                changed |= self.set_dependency_status(row, &target, DependencyStatus::OutOfDate);
+                changed |= self.set_dependency_status(row, target, DependencyStatus::OutOfDate);
             }
         }
         if changed {

@@ -3,7 +3,7 @@
 //! between it and a live `GridState`.
 //!
 //! Format version 2: format 1's `BranchImageV1` plus the merge stamps (the branch's clock, each
-//! record's created/moved stamps, the merge bases). Format 1 images still load
+//! record's created/moved stamps, the merge bases, the journal of gone keys). Format 1 images still load
 //! (`GridState::from_image_v1`): their cell versions were change counters, so the clock starts
 //! above the highest of them. A change to these types is a new format version: bump
 //! `IMAGE_FORMAT_VERSION`, keep a reader for the old one, and add a fixture under `snapshots/`.
@@ -13,7 +13,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 use super::history::{HistoryCell, HistoryEntry};
 use super::ops::{GridState, MergeBase};
 use super::schema::Schema;
-use super::store::{CellRef, ColumnSlot, ColumnStore, RecordIdentity, RowId};
+use super::store::{CellRef, ColumnSlot, ColumnStore, GoneKey, RecordIdentity, RowId};
 use super::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
 /// The image format this build writes.
@@ -85,6 +85,16 @@ pub struct BranchImage {
     pub created: Vec<u32>,
     pub moved: Vec<u32>,
     pub merge_bases: Vec<MergeBaseImage>,
+    /// Keys that stopped naming a record, with the clock when, oldest first.
+    pub gone: Vec<GoneKeyImage>,
+}
+
+/// A key that stopped naming a record (`ColumnStore::gone_since`).
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct GoneKeyImage {
+    pub clock: u32,
+    pub path: String,
+    pub id: String,
 }
 
 /// The common point with a branch merged into this one.
@@ -163,6 +173,11 @@ impl GridState {
             created: rows.iter().map(|r| self.store.created_at(*r)).collect(),
             moved: rows.iter().map(|r| self.store.moved_at(*r)).collect(),
             merge_bases,
+            gone: self
+                .store
+                .gone()
+                .map(|g| GoneKeyImage { clock: g.clock, path: g.path.clone(), id: g.id.clone() })
+                .collect(),
             records: self.records_image(&rows),
         }
     }
@@ -233,6 +248,11 @@ impl GridState {
             state.store.restore_row_stamps(row, image.created[i], image.moved[i]);
         }
         state.store.restore_clock(image.clock);
+        state.store.restore_gone(image.gone.into_iter().map(|g| GoneKey {
+            clock: g.clock,
+            path: g.path,
+            id: g.id,
+        }));
         state.merge_bases = image
             .merge_bases
             .into_iter()

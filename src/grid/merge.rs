@@ -9,7 +9,8 @@
 //! - a cell changed when its version is above that side's clock;
 //! - a record was added when it was inserted above that side's clock;
 //! - a record missing on one side was deleted there when the other side's copy was inserted at
-//!   or below its clock (it existed at the common point).
+//!   or below its clock (it existed at the common point); the source's deletions since then are
+//!   read from its journal of gone keys (`ColumnStore::gone_since`).
 //!
 //! The options decide what crosses over: `update` writes cells changed only in the source
 //! (changed on both sides: the destination's stays unless `override`), `add` adds records added
@@ -21,7 +22,7 @@
 //! destination's actor commits as one WAL entry: the merge is atomic, logged and in history.
 
 use super::ops::{CellWrite, GridOp, GridState, MergeBase, RecordWrite};
-use super::store::{ColumnSlot, RecordIdentity, RowId};
+use super::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId};
 use super::value::CellValue;
 use crate::error::{ApiError, ApiResult};
 
@@ -148,7 +149,15 @@ pub fn plan_merge(
     let by_id = destination.store.identity() == RecordIdentity::RecordId;
     let (s, d) = (&source.store, &destination.store);
     let (mut adds, mut updates, mut deletes) = (Vec::new(), Vec::new(), Vec::new());
-    for row in s.live_rows() {
+    // Only records the source added, moved or changed a merged cell of since the common point
+    // can bring anything: found from the stamps, column by column, without a lookup per record.
+    let mut touched = s.scan_moved_since(base.source);
+    if options.update {
+        for column in &columns {
+            touched |= s.scan_changed_since(column.source, base.source);
+        }
+    }
+    for row in touched.iter().map(RowId::from_raw) {
         let (path, id) = (s.path(row), s.id(row));
         match d.find(path, id) {
             None => {
@@ -185,12 +194,7 @@ pub fn plan_merge(
         }
     }
     if options.delete {
-        for row in d.live_rows() {
-            let (path, id) = (d.path(row), d.id(row));
-            if d.created_at(row) <= base.destination && s.find(path, id).is_none() {
-                deletes.push((path.to_owned(), id.to_owned()));
-            }
-        }
+        deletes = deleted_in_source(s, d, base);
     }
     let counts = MergeCounts { added: adds.len(), updated: updates.len(), deleted: deletes.len() };
     let mut ops = Vec::with_capacity(4);
@@ -208,6 +212,24 @@ pub fn plan_merge(
         source_clock: source.store.clock(),
     });
     (ops, counts)
+}
+
+/// The keys of the destination's records that existed at the common point (inserted at or
+/// below its clock) and that the source deleted (or moved away) since: read from the source's
+/// journal of gone keys, so the cost follows the deletions, not the records.
+fn deleted_in_source(s: &ColumnStore, d: &ColumnStore, base: MergeBase) -> Vec<(String, String)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut keys = Vec::new();
+    for gone in s.gone_since(base.source) {
+        if s.find(&gone.path, &gone.id).is_some() {
+            continue;
+        }
+        let Some(row) = d.find(&gone.path, &gone.id) else { continue };
+        if d.created_at(row) <= base.destination && seen.insert(row) {
+            keys.push((d.path(row).to_owned(), d.id(row).to_owned()));
+        }
+    }
+    keys
 }
 
 /// A source cell as a write: its value and, for language columns, its statuses.
@@ -256,4 +278,46 @@ fn updated_cells(
         })
         .map(|c| cell_write(source, row, c))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+
+    #[test]
+    fn options_are_read_from_repeated_and_comma_separated_values() {
+        let all = MergeOptions { add: true, update: true, delete: true, override_: true };
+        assert_eq!(MergeOptions::parse(&["add,update", "Delete", " override "]).unwrap(), all);
+        let update = MergeOptions { update: true, ..MergeOptions::default() };
+        assert_eq!(MergeOptions::parse(&["update,"]).unwrap(), update);
+        let missing = [MergeOptions::parse::<&str>(&[]), MergeOptions::parse(&[" , "])];
+        for result in missing {
+            assert_eq!(result.unwrap_err().code, ErrorCode::RequestParameterMissing);
+        }
+        let unknown = MergeOptions::parse(&["add,merge"]).unwrap_err();
+        assert_eq!(unknown.code, ErrorCode::BadRequest);
+        assert!(unknown.message.contains("\"merge\""));
+    }
+
+    #[test]
+    fn the_latest_merge_in_either_direction_is_the_common_point() {
+        let mut source = GridState::empty(RecordIdentity::RecordId);
+        let mut destination = GridState::empty(RecordIdentity::RecordId);
+        assert_eq!(
+            merge_base("s", &source, "d", &destination, 7),
+            MergeBase { source: 7, destination: 7 }
+        );
+        destination.merge_bases.insert("s".into(), MergeBase { source: 20, destination: 30 });
+        assert_eq!(
+            merge_base("s", &source, "d", &destination, 7),
+            MergeBase { source: 20, destination: 30 }
+        );
+        // A later merge the other way (d into s, read at d's clock 40, s's clock 25 after).
+        source.merge_bases.insert("d".into(), MergeBase { source: 40, destination: 25 });
+        assert_eq!(
+            merge_base("s", &source, "d", &destination, 7),
+            MergeBase { source: 25, destination: 40 }
+        );
+    }
 }

@@ -154,14 +154,16 @@ impl GridState {
         self.store.tick();
         match op {
             GridOp::AddRecords { time_ms, user, records } => {
+                let dependencies = self.dependency_pairs();
                 for record in records {
-                    self.add_record(*time_ms, user, record);
+                    self.add_record(*time_ms, user, record, &dependencies);
                 }
                 return;
             }
             GridOp::UpdateRecords { time_ms, user, records } => {
+                let dependencies = self.dependency_pairs();
                 for record in records {
-                    self.update_record(*time_ms, user, record);
+                    self.update_record(*time_ms, user, record, &dependencies);
                 }
                 return;
             }

@@ -306,6 +306,19 @@ mod fixture_tests {
             records,
         });
         state.apply(&GridOp::MergeMark { source_branch_id: "branch1".into(), source_clock: 7 });
+        state.apply(&GridOp::AddRecords {
+            time_ms: 1_769_854_540_000,
+            user: "fixture".into(),
+            records: vec![RecordWrite {
+                id: "tmp".into(),
+                path: "scratch".into(),
+                new_id: None,
+                new_path: None,
+                cells: vec![cell("n", CellValue::Number(1.0))],
+                mark_mt: false,
+            }],
+        });
+        state.apply(&GridOp::DeleteRecords { keys: vec![("scratch".into(), "tmp".into())] });
         state
     }
 
@@ -344,6 +357,9 @@ mod fixture_tests {
         assert_eq!(state.store.clock(), expected.store.clock());
         assert_eq!(state.store.created_at(row), expected.store.created_at(row));
         assert_eq!(state.merge_bases, expected.merge_bases);
+        let gone: Vec<_> = state.store.gone_since(0).collect();
+        assert_eq!(gone, expected.store.gone_since(0).collect::<Vec<_>>());
+        assert_eq!((gone.len(), gone[0].id.as_str()), (1, "tmp"));
     }
 
     /// Format 1 (before merge stamps) loads with its records, statuses and cell versions, and
@@ -370,7 +386,7 @@ mod fixture_tests {
             .unwrap_or(0);
         assert!(highest > 0);
         assert_eq!(state.store.clock(), highest);
-        assert_eq!(state.history.all().count(), expected.history.all().count());
+        assert_eq!(state.history.all().count(), 2, "one history entry per record added");
     }
 
     #[test]

@@ -159,8 +159,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::grid::ops::{CellWrite, RecordWrite};
     use crate::grid::columns::{build_column, ColumnRequest};
+    use crate::grid::ops::{CellWrite, RecordWrite};
     use crate::grid::value::CellValue;
     use crate::persist::durability::SnapshotPolicy;
     use crate::persist::snapshot::SledSnapshotStore;
@@ -259,7 +259,11 @@ mod tests {
         assert_eq!(value(m, "a"), CellValue::Text("a3".into()));
         assert_eq!(value(m, "b"), CellValue::Text("b4".into()));
         assert_eq!(value(b, "a"), CellValue::Text("a5 in the branch".into()));
-        assert_eq!(value(b, "b"), CellValue::Text("b1".into()), "the source's later write stays out");
+        assert_eq!(
+            value(b, "b"),
+            CellValue::Text("b1".into()),
+            "the source's later write stays out"
+        );
         assert!(b.schema.view("v2").is_some_and(|v| v.is_default));
         assert!(b.schema.view("v1").is_none());
         assert_eq!(b.store.clock(), point.clock + 1, "the branch's clock goes on from the copy");

@@ -474,6 +474,21 @@ impl Column {
         bits.finish()
     }
 
+    /// The physical rows whose cell changed after clock `since` (version above it).
+    pub(super) fn scan_changed_since(&self, since: u32) -> RoaringBitmap {
+        let mut bits = RowBits::default();
+        let mut row = 0u32;
+        for chunk in self.chunks.iter_chunks() {
+            for (at, &version) in chunk.versions.iter().enumerate() {
+                if version > since {
+                    bits.insert(row + at as u32);
+                }
+            }
+            row += chunk.versions.len() as u32;
+        }
+        bits.finish()
+    }
+
     /// The cells of chunk number `index` (rows `index * CHUNK_ROWS ..`), in row order.
     pub(super) fn chunk_cells(&self, index: usize) -> impl Iterator<Item = CellRef<'_>> + '_ {
         let chunk = &self.chunks[index];

@@ -90,6 +90,14 @@ pub enum RecordIdentity {
     PathAndId,
 }
 
+/// A key that stopped naming a record at `clock` (see `ColumnStore::gone_since`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoneKey {
+    pub clock: u32,
+    pub path: String,
+    pub id: String,
+}
+
 /// The records of one grid branch in typed columns. See the module doc.
 #[derive(Clone)]
 pub struct ColumnStore {
@@ -103,6 +111,10 @@ pub struct ColumnStore {
     /// Per row: the clock when the record was inserted, and when its id or path last changed.
     created: ChunkedVec<u32>,
     moved: ChunkedVec<u32>,
+    /// Keys that stopped naming a record (deleted, or renamed/moved away), with the clock when,
+    /// in clock order; persistent, so clones share it. A merge reads what its source deleted
+    /// since the common point from it instead of looking up every record.
+    gone: imbl::Vector<GoneKey>,
     /// The branch's logical clock: every change stamps the cell (or row) with it. The owner
     /// advances it once per operation (`tick`); branches forked from one store share its values
     /// up to the fork, which is what three-way merges compare against.
@@ -142,6 +154,7 @@ impl ColumnStore {
             user_names: Interner::default(),
             created: ChunkedVec::new(),
             moved: ChunkedVec::new(),
+            gone: imbl::Vector::new(),
             clock: 0,
             live: RoaringBitmap::new(),
             by_key: HashIndex::default(),
@@ -278,6 +291,9 @@ impl ColumnStore {
     /// not in use by another record.
     pub fn set_identity(&mut self, row: RowId, id: &str, path: &str) {
         let is_live = self.is_live(row);
+        if is_live && (id != self.id(row) || path != self.path(row)) {
+            self.note_gone(row);
+        }
         if is_live {
             let old = self.hash_of(self.path(row), self.id(row));
             self.by_key.remove(old, row.0);
@@ -304,6 +320,9 @@ impl ColumnStore {
     /// Tombstones a record: it leaves lookups and pages at once; its row (and every other
     /// `RowId`) stays valid until the next compaction. Deleting a deleted row does nothing.
     pub fn delete(&mut self, row: RowId) {
+        if self.is_live(row) {
+            self.note_gone(row);
+        }
         if self.live.remove(row.0) {
             let hash = self.hash_of(self.path(row), self.id(row));
             self.by_key.remove(hash, row.0);
@@ -344,6 +363,40 @@ impl ColumnStore {
     /// The clock when `row`'s id or path last changed (its insertion, if never).
     pub fn moved_at(&self, row: RowId) -> u32 {
         self.moved.get(row.at())
+    }
+
+    fn note_gone(&mut self, row: RowId) {
+        let key = GoneKey {
+            clock: self.clock,
+            path: self.path(row).to_owned(),
+            id: self.id(row).to_owned(),
+        };
+        self.gone.push_back(key);
+    }
+
+    /// The keys that stopped naming a record after clock `since` (oldest first; a key may
+    /// come more than once, and may name a record again since).
+    pub fn gone_since(&self, since: u32) -> impl Iterator<Item = GoneKey> {
+        let (mut low, mut high) = (0, self.gone.len());
+        while low < high {
+            let mid = (low + high) / 2;
+            if self.gone[mid].clock <= since {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        self.gone.skip(low).into_iter()
+    }
+
+    /// Every gone key, oldest first (for snapshots).
+    pub fn gone(&self) -> impl Iterator<Item = &GoneKey> + '_ {
+        self.gone.iter()
+    }
+
+    /// Restores the gone keys (loading a snapshot).
+    pub fn restore_gone(&mut self, keys: impl IntoIterator<Item = GoneKey>) {
+        self.gone = keys.into_iter().collect();
     }
 
     /// Restores a row's stamps (loading a snapshot).
@@ -537,6 +590,26 @@ impl ColumnStore {
             );
         }
         self.column(slot).scan_status(|byte| table[byte as usize]) & &self.live
+    }
+
+    /// The live rows whose cell of `slot` changed after clock `since`.
+    pub fn scan_changed_since(&self, slot: ColumnSlot, since: u32) -> RoaringBitmap {
+        self.column(slot).scan_changed_since(since) & &self.live
+    }
+
+    /// The live rows inserted or moved (id or path changed) after clock `since`.
+    pub fn scan_moved_since(&self, since: u32) -> RoaringBitmap {
+        let mut bits = RowBits::default();
+        let mut row = 0u32;
+        for chunk in self.moved.iter_chunks() {
+            for &stamp in chunk {
+                if stamp > since {
+                    bits.insert(row);
+                }
+                row += 1;
+            }
+        }
+        bits.finish() & &self.live
     }
 
     /// The live rows whose record id satisfies `keep`.
