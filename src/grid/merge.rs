@@ -288,14 +288,17 @@ mod tests {
     #[test]
     fn options_are_read_from_repeated_and_comma_separated_values() {
         let all = MergeOptions { add: true, update: true, delete: true, override_: true };
-        assert_eq!(MergeOptions::parse(&["add,update", "Delete", " override "]).unwrap(), all);
+        assert_eq!(
+            MergeOptions::parse(&["add,update", "Delete", " override "]).expect("valid"),
+            all
+        );
         let update = MergeOptions { update: true, ..MergeOptions::default() };
-        assert_eq!(MergeOptions::parse(&["update,"]).unwrap(), update);
+        assert_eq!(MergeOptions::parse(&["update,"]).expect("valid"), update);
         let missing = [MergeOptions::parse::<&str>(&[]), MergeOptions::parse(&[" , "])];
         for result in missing {
-            assert_eq!(result.unwrap_err().code, ErrorCode::RequestParameterMissing);
+            assert_eq!(result.expect_err("no option").code, ErrorCode::RequestParameterMissing);
         }
-        let unknown = MergeOptions::parse(&["add,merge"]).unwrap_err();
+        let unknown = MergeOptions::parse(&["add,merge"]).expect_err("unknown");
         assert_eq!(unknown.code, ErrorCode::BadRequest);
         assert!(unknown.message.contains("\"merge\""));
     }

@@ -840,6 +840,38 @@ fn merge_from_master_into_a_branch_whose_records_were_deleted() {
     assert_records(&model(&app, &master), &master_before, "master, the merge source");
 }
 
+/// Two branches of master merge from where their lineages part: the first branch's fork.
+/// A master change made between the two forks is in the second branch only, so it counts as
+/// the destination's change and stays.
+#[test]
+fn sibling_branches_merge_from_where_their_lineages_part() {
+    let app = spawn_app();
+    let (grid, master) = abc_grid(&app, &["r1", "r2", "r3"]);
+    let (first, first_view) = branch_ids(&create_branch(&app, &grid, "vendor-a"));
+    set(&app, &master, "r1", "a", "master-between-forks");
+    let (second, second_view) = branch_ids(&create_branch(&app, &grid, "vendor-b"));
+    set(&app, &first_view, "r2", "b", "first-r2b");
+    set(&app, &first_view, "r1", "c", "first-r1c");
+    app.add_records(
+        &first_view,
+        json!([{"id": "f-new", "cells": [{"columnId": "a", "value": "fa"}]}]),
+    );
+    delete_records(&app, &first_view, &["r3"]);
+    set(&app, &second_view, "r2", "c", "second-r2c");
+    merge(&app, &first, &second, "add,update,delete");
+    assert_records(
+        &model(&app, &second_view),
+        &rows(&[
+            ("r1", ["master-between-forks", "r1b", "first-r1c"]),
+            ("r2", ["r2a", "first-r2b", "second-r2c"]),
+            ("f-new", ["fa", "", ""]),
+        ]),
+        "the second branch after merging the first into it",
+    );
+    let first_model = model(&app, &first_view);
+    assert_eq!(first_model.len(), 3, "the source branch is unchanged: {first_model:?}");
+}
+
 #[test]
 fn merged_source_cells_follow_the_destination_dependency_rules() {
     let app = spawn_app();
