@@ -18,7 +18,7 @@ use super::grids::{default_view_columns, identifier_str, status_str};
 use super::tasks::task_body;
 use super::{branch_route, created, exec, json_response, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
-use crate::catalog::model::{Branch, Grid, TaskError};
+use crate::catalog::model::{Branch, Grid, GridStatus, TaskError};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ApplyMerge, CopyBranch, ReadSchema};
@@ -264,7 +264,7 @@ async fn start_merge(
     let (task, fork_clock) = exec(state, move |s| {
         let fork_clock = s.lineage_point(&s_id, &d_id)?;
         let task = s.start_task(&pc, TASK_KIND, view_id)?;
-        s.set_merging(&[&s_id, &d_id], true);
+        s.set_status(&[&s_id, &d_id], GridStatus::Merging);
         Ok::<_, ApiError>((task, fork_clock))
     })
     .await??;
@@ -294,7 +294,7 @@ async fn start_merge(
         };
         let (s_id, d_id) = (source.branch_id.clone(), destination.branch_id.clone());
         let finished = exec(&state2, move |s| {
-            s.set_merging(&[&s_id, &d_id], false);
+            s.set_status(&[&s_id, &d_id], GridStatus::Active);
             s.finish_task(&task_id, error)
         })
         .await;

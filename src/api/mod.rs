@@ -11,6 +11,7 @@ pub mod errors;
 pub mod grids;
 pub mod health;
 pub mod history_export;
+pub mod import;
 pub mod metrics;
 pub mod projects;
 pub mod records;
@@ -44,6 +45,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     records::configure(cfg);
     tasks::configure(cfg);
     history_export::configure(cfg);
+    import::configure(cfg);
     view_export::configure(cfg);
     admin::configure(cfg);
 }

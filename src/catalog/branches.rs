@@ -167,10 +167,10 @@ impl Supervisor {
             .ok_or_else(|| unprocessable("The two branches are not related."))
     }
 
-    /// Shows (or clears) `merging` on two branches and, for a master branch, its grid. Not
-    /// persisted: a merge cut off by a restart leaves nothing merging.
-    pub fn set_merging(&mut self, branch_ids: &[&str], merging: bool) {
-        let status = if merging { GridStatus::Merging } else { GridStatus::Active };
+    /// Shows a status (`merging`, `importing`, ...) on branches and, for a master branch, its
+    /// grid; `Active` clears it. Not persisted: a task cut off by a restart leaves nothing in
+    /// that status.
+    pub fn set_status(&mut self, branch_ids: &[&str], status: GridStatus) {
         for id in branch_ids {
             if let Some(branch) = self.branches.get_mut(*id) {
                 branch.status = status;

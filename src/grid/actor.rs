@@ -19,7 +19,8 @@ use super::planner::{plan, SchemaChange};
 use super::query::{bind_filters, bind_sort, QueryEngine, RawFilter, RawSort};
 use super::read::{RecordOut, RecordPage};
 use super::records::{
-    plan_add, plan_delete, plan_update, plan_update_one, DeleteRecordsInput, RecordInput,
+    plan_add, plan_delete, plan_import, plan_update, plan_update_one, DeleteRecordsInput,
+    RecordInput,
 };
 use super::schema::{ColumnDef, Schema, ViewDef};
 use super::store::{RecordIdentity, RowId};
@@ -631,6 +632,42 @@ impl Handler<ApplyMerge> for GridActor {
         }
         match committed {
             Ok(durable) => when_durable(durable, counts),
+            Err(err) => Box::pin(async move { Err(err) }),
+        }
+    }
+}
+
+/// The rows of an import through a view (each labelled, e.g. `row 7`), checked together and
+/// committed as one WAL entry; answers how many records were written.
+#[derive(Debug, Message)]
+#[rtype(result = "ApiResult<usize>")]
+pub struct ImportRecords {
+    pub view_id: String,
+    pub rows: Vec<(String, RecordInput)>,
+    pub user: String,
+}
+
+impl Handler<ImportRecords> for GridActor {
+    type Result = ResponseFuture<ApiResult<usize>>;
+
+    fn handle(&mut self, msg: ImportRecords, ctx: &mut Context<Self>) -> Self::Result {
+        let count = msg.rows.len();
+        let planned = self.view(&msg.view_id).and_then(|view| {
+            let now = chrono::Utc::now().timestamp_millis();
+            plan_import(&self.state, &view, msg.rows, &msg.user, now)
+        });
+        let committed = planned.and_then(|ops| {
+            if ops.is_empty() {
+                return Ok(None);
+            }
+            self.commit(ops).map(Some)
+        });
+        if self.since_snapshot >= self.durability.policy.every_records {
+            self.maybe_snapshot(ctx);
+        }
+        match committed {
+            Ok(Some(durable)) => when_durable(durable, count),
+            Ok(None) => Box::pin(async move { Ok(0) }),
             Err(err) => Box::pin(async move { Err(err) }),
         }
     }

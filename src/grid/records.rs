@@ -120,12 +120,72 @@ pub fn plan_add(
     time_ms: i64,
 ) -> ApiResult<GridOp> {
     check_count(inputs.len())?;
+    let mut problems = Problems::default();
+    let inputs = inputs.into_iter().enumerate().map(|(i, input)| (format!("records[{i}]"), input));
+    let records = check_adds(state, view, inputs, &mut HashSet::new(), &mut problems);
+    problems.into_result()?;
+    Ok(GridOp::AddRecords { time_ms, user: user.to_owned(), records })
+}
+
+/// Plans an import through `view`: each input (with where it came from, e.g. `row 7`) updates
+/// the record its id names, or adds one when the id is new or absent. Any problem refuses the
+/// whole import. The ops are the updates, then the adds.
+pub fn plan_import(
+    state: &GridState,
+    view: &ViewDef,
+    inputs: Vec<(String, RecordInput)>,
+    user: &str,
+    time_ms: i64,
+) -> ApiResult<Vec<GridOp>> {
     let by_path = state.store.identity() == RecordIdentity::PathAndId;
+    let (mut updates, mut adds) = (Vec::new(), Vec::new());
+    for (at, input) in inputs {
+        let exists = input.id.as_deref().is_some_and(|id| {
+            let path = if by_path { input.path.as_deref().unwrap_or_default() } else { "" };
+            state.store.find(path, id).is_some()
+        });
+        if exists {
+            updates.push((at, input))
+        } else {
+            adds.push((at, input))
+        }
+    }
     let mut problems = Problems::default();
     let mut seen = HashSet::new();
-    let mut records = Vec::with_capacity(inputs.len());
-    for (i, input) in inputs.iter().enumerate() {
-        let at = format!("records[{i}]");
+    let mut updated = Vec::with_capacity(updates.len());
+    for (at, input) in &updates {
+        let id = input.id.clone().unwrap_or_default();
+        if let Some(write) =
+            check_update(state, view, input, &id, None, at, &mut seen, &mut problems)
+        {
+            updated.push(write);
+        }
+    }
+    let added = check_adds(state, view, adds.into_iter(), &mut seen, &mut problems);
+    problems.into_result()?;
+    let mut ops = Vec::with_capacity(2);
+    if !updated.is_empty() {
+        ops.push(GridOp::UpdateRecords { time_ms, user: user.to_owned(), records: updated });
+    }
+    if !added.is_empty() {
+        ops.push(GridOp::AddRecords { time_ms, user: user.to_owned(), records: added });
+    }
+    Ok(ops)
+}
+
+/// Checks records to add (each with where it came from); `seen` holds the keys already taken
+/// by the same request.
+fn check_adds(
+    state: &GridState,
+    view: &ViewDef,
+    inputs: impl Iterator<Item = (String, RecordInput)>,
+    seen: &mut HashSet<String>,
+    problems: &mut Problems,
+) -> Vec<RecordWrite> {
+    let by_path = state.store.identity() == RecordIdentity::PathAndId;
+    let mut records = Vec::with_capacity(inputs.size_hint().0);
+    for (at, input) in inputs {
+        let input = &input;
         let path = input.path.clone().unwrap_or_default();
         let id = match &input.id {
             Some(id) => id.clone(),
@@ -136,7 +196,7 @@ pub fn plan_add(
                 }
             },
         };
-        if check_id(&id, &at, &mut problems) {
+        if check_id(&id, &at, problems) {
             let key = if by_path { format!("{path}\u{0}{id}") } else { id.clone() };
             if !seen.insert(key) {
                 problems.add(
@@ -150,7 +210,7 @@ pub fn plan_add(
                 );
             }
         }
-        let cells = check_cells(state, view, input, None, &at, WriteKind::Add, &mut problems);
+        let cells = check_cells(state, view, input, None, &at, WriteKind::Add, problems);
         records.push(RecordWrite {
             id,
             path,
@@ -160,8 +220,7 @@ pub fn plan_add(
             mark_mt: input.mark_mt(),
         });
     }
-    problems.into_result()?;
-    Ok(GridOp::AddRecords { time_ms, user: user.to_owned(), records })
+    records
 }
 
 /// Plans a bulk update of `inputs` through `view` (each input names its record by id).

@@ -13,6 +13,7 @@ mod durability;
 mod errors;
 mod grids;
 mod history_export;
+mod import;
 mod keys;
 mod loadtest;
 mod localization;
