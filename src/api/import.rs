@@ -10,14 +10,19 @@
 //! record, a new or absent id adds one. Any bad row (ragged, invalid UTF-8, a value of the
 //! wrong type) fails the task with an error naming the row and column, and changes nothing. The
 //! grid shows `importing` meanwhile.
+//!
+//! With `backup` (the default), the task first stores a copy of the branch (an image in the
+//! snapshot store, recorded in the catalogue): `GET /v1/grids/<id>/backups` lists them and
+//! `POST /v1/grids/<id>/backups/<backupId>/restore` (a task) puts the records back as they were,
+//! as ordinary record ops in one WAL entry (`grid::merge::plan_restore`).
 
 use std::path::{Path, PathBuf};
 
 use actix_multipart::Multipart;
 use actix_web::http::StatusCode;
-use actix_web::{post, web, HttpRequest, HttpResponse};
+use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -25,9 +30,10 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use super::tasks::task_body;
 use super::{exec, json_response, view_route};
 use crate::auth::{Principal, Privilege};
-use crate::catalog::model::{GridStatus, TaskError};
+use crate::catalog::model::{Backup, GridStatus, TaskError};
+use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{ImportRecords, ReadSchema};
+use crate::grid::actor::{CopyBranch, ImportRecords, ReadSchema, RestoreRecords};
 use crate::grid::records::{CellInput, RecordInput};
 use crate::grid::schema::ColumnDef;
 use crate::grid::value::StorageKind;
@@ -397,9 +403,7 @@ async fn import(
     let columns: Vec<&ColumnDef> = schema.view_columns(view).into_iter().map(|(c, _)| c).collect();
     let header = read_header(&upload.path)?;
     let layout = plan_layout(&request, &columns, header)?;
-    if request.backup.unwrap_or(true) {
-        tracing::debug!(view = %view_id, "import backups are not kept yet");
-    }
+    let backup = request.backup.unwrap_or(true);
     let (pc, vid, branch) = (p.clone(), view_id.clone(), route.branch_id.clone());
     let task = exec(&state, move |s| {
         let task = s.start_task(&pc, TASK_KIND, Some(vid))?;
@@ -411,6 +415,9 @@ async fn import(
     actix_web::rt::spawn(async move {
         let columns: Vec<String> = layout.columns().into_iter().map(str::to_owned).collect();
         let imported = async {
+            if backup {
+                keep_backup(&state2, &route).await?;
+            }
             let read = web::block(move || {
                 let rows = read_rows(&upload.path, &layout);
                 drop(upload);
@@ -451,8 +458,110 @@ async fn import(
     Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
 }
 
+/// Stores a copy of the branch as it is before the import, and records it as a backup.
+async fn keep_backup(state: &AppState, route: &BranchRoute) -> ApiResult<()> {
+    let copy = route.addr.send(CopyBranch { pin_for: None }).await?;
+    let records = copy.state.store.len();
+    let id = crate::catalog::Supervisor::new_backup_id();
+    let durability = state
+        .durability
+        .upgrade()
+        .ok_or_else(|| ApiError::new(ErrorCode::ServiceUnavailable, "The server is stopping."))?;
+    let image_id = id.clone();
+    web::block(move || durability.store_backup(&image_id, &copy.state))
+        .await
+        .map_err(|e| ApiError::internal(format!("the backup writer stopped: {e}")))?
+        .map_err(|e| ApiError::internal(format!("The backup could not be stored: {e}")))?;
+    let branch = route.branch_id.clone();
+    exec(state, move |s| s.record_backup(id, &branch, records)).await??;
+    Ok(())
+}
+
+/// A backup as the API shows it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BackupBody<'a> {
+    id: &'a str,
+    grid_id: &'a str,
+    branch_id: &'a str,
+    created_time: &'a str,
+    records: usize,
+}
+
+fn backup_body(b: &Backup) -> BackupBody<'_> {
+    BackupBody {
+        id: &b.id,
+        grid_id: &b.grid_id,
+        branch_id: &b.branch_id,
+        created_time: &b.created_time,
+        records: b.records,
+    }
+}
+
+#[utoipa::path(tag = "grids", responses((status = 200, description = "the grid's backups, oldest first")))]
+#[get("/v1/grids/{id}/backups")]
+async fn list_backups(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let backups = exec(&state, move |s| s.list_backups(&p, &id)).await??;
+    super::ok(&backups.iter().map(backup_body).collect::<Vec<_>>())
+}
+
+#[utoipa::path(tag = "grids", responses((status = 202, description = "a restore task")))]
+#[post("/v1/grids/{id}/backups/{backupId}/restore")]
+async fn restore_backup(
+    state: web::Data<AppState>,
+    p: Principal,
+    path: web::Path<(String, String)>,
+) -> ApiResult<HttpResponse> {
+    let (grid_id, backup_id) = path.into_inner();
+    let pc = p.clone();
+    let backup = exec(&state, move |s| s.backup(&pc, &grid_id, &backup_id)).await??;
+    let route = state.routes.branch(&backup.branch_id).ok_or_else(|| {
+        ApiError::not_found(ErrorCode::BranchIsNotFound, "Branch", &backup.branch_id)
+    })?;
+    let (pc, branch) = (p.clone(), backup.branch_id.clone());
+    let task = exec(&state, move |s| {
+        let task = s.start_task(&pc, "restore", None)?;
+        s.set_status(&[&branch], GridStatus::Restoring);
+        Ok::<_, ApiError>(task)
+    })
+    .await??;
+    let (task_id, user, state2) = (task.id.clone(), p.user().to_owned(), state.clone());
+    actix_web::rt::spawn(async move {
+        let restored = async {
+            let durability = state2.durability.upgrade().ok_or_else(|| {
+                ApiError::new(ErrorCode::ServiceUnavailable, "The server is stopping.")
+            })?;
+            let id = backup.id.clone();
+            let saved = web::block(move || durability.load_backup(&id))
+                .await
+                .map_err(|e| ApiError::internal(format!("the backup reader stopped: {e}")))?
+                .map_err(|e| ApiError::internal(format!("The backup could not be read: {e}")))?;
+            route.addr.send(RestoreRecords { backup: saved, user }).await?
+        }
+        .await;
+        let error = restored.err().map(|err| {
+            tracing::warn!(task = %task_id, error = %err.message, "restore failed");
+            TaskError { code: err.code.as_str().to_owned(), message: err.message }
+        });
+        let branch = backup.branch_id.clone();
+        let finished = exec(&state2, move |s| {
+            s.set_status(&[&branch], GridStatus::Active);
+            s.finish_task(&task_id, error)
+        })
+        .await;
+        if let Err(err) = finished.and_then(|r| r) {
+            tracing::error!(error = %err.message, "could not record the end of a restore");
+        }
+    });
+    Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
+}
+
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
-    cfg.service(import);
+    cfg.service(import).service(list_backups).service(restore_backup);
 }
 
 #[cfg(test)]

@@ -104,7 +104,7 @@ async fn list_views(
         .map(|v| ViewSummary {
             id: v.id.clone(),
             name: v.name.clone(),
-            grid_id: route.grid_id.clone(),
+            grid_id: route.branch_id.clone(),
         })
         .collect();
     ok(&views)

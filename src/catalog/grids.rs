@@ -189,6 +189,9 @@ impl Supervisor {
         for branch in self.branches.values().filter(|b| b.grid_id == id) {
             changes.push(CatalogChange::delete(EntityKind::Branch, &branch.id));
         }
+        for backup in self.backups.values().filter(|b| b.grid_id == id) {
+            changes.push(CatalogChange::delete(EntityKind::Backup, &backup.id));
+        }
         changes
     }
 
@@ -201,6 +204,12 @@ impl Supervisor {
             }
             self.durability.forget(&branch_id);
             self.branches.shift_remove(&branch_id);
+        }
+        let backups: Vec<String> =
+            self.backups.values().filter(|b| b.grid_id == id).map(|b| b.id.clone()).collect();
+        for backup in backups {
+            self.durability.delete_backup(&backup);
+            self.backups.shift_remove(&backup);
         }
         self.grids.shift_remove(id);
     }

@@ -1,6 +1,7 @@
 //! The catalogue: companies, projects, databases, grids, branches, keys and tasks, owned by the
 //! `Supervisor` actor, which also starts and stops grid actors and keeps the route table.
 
+pub mod backups;
 pub mod branches;
 pub mod grids;
 pub mod model;

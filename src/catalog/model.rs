@@ -110,6 +110,32 @@ impl Branch {
     }
 }
 
+/// A copy of a branch kept before an import, which `restore` puts back. Its records are an
+/// image in the snapshot store under `Backup::image_key`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Backup {
+    pub id: String,
+    pub company_id: String,
+    pub grid_id: String,
+    pub branch_id: String,
+    pub created_time: String,
+    /// The records it holds.
+    pub records: usize,
+}
+
+impl Backup {
+    /// Where its image is stored.
+    pub fn image_key(&self) -> String {
+        backup_image_key(&self.id)
+    }
+}
+
+/// The snapshot-store key of backup `id`'s image.
+pub fn backup_image_key(id: &str) -> String {
+    format!("backup:{id}")
+}
+
 /// A task's lifecycle state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

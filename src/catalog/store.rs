@@ -16,6 +16,7 @@ pub enum EntityKind {
     Branch,
     Key,
     Task,
+    Backup,
 }
 
 impl EntityKind {
@@ -28,6 +29,7 @@ impl EntityKind {
             EntityKind::Branch => "branch/",
             EntityKind::Key => "key/",
             EntityKind::Task => "task/",
+            EntityKind::Backup => "backup/",
         }
     }
 }

@@ -11,7 +11,7 @@ use actix::{Actor, ArbiterHandle, Context, Handler, Message, MessageResult};
 use indexmap::IndexMap;
 
 use super::model::{
-    now_timestamp, Branch, Company, Database, Grid, Project, Task, TaskError, TaskStatus,
+    now_timestamp, Backup, Branch, Company, Database, Grid, Project, Task, TaskError, TaskStatus,
 };
 use super::routes::Routes;
 use super::store::{load_all, CatalogChange, CatalogStore, EntityKind, StoreError};
@@ -28,6 +28,7 @@ pub struct Supervisor {
     pub(super) branches: IndexMap<String, Branch>,
     pub(super) keys: IndexMap<String, ApiKey>,
     pub(super) tasks: IndexMap<String, Task>,
+    pub(super) backups: IndexMap<String, Backup>,
     pub(super) store: Box<dyn CatalogStore>,
     pub(super) keyring: Arc<KeyRing>,
     pub(super) routes: Arc<Routes>,
@@ -52,6 +53,7 @@ impl Supervisor {
         let branches: Vec<Branch> = load_all(store.as_ref(), EntityKind::Branch)?;
         let keys: Vec<ApiKey> = load_all(store.as_ref(), EntityKind::Key)?;
         let tasks: Vec<Task> = load_all(store.as_ref(), EntityKind::Task)?;
+        let backups: Vec<Backup> = load_all(store.as_ref(), EntityKind::Backup)?;
         for company in &companies {
             keyring.set_tier(&company.id, company.tier);
         }
@@ -66,6 +68,7 @@ impl Supervisor {
             branches: branches.into_iter().map(|b| (b.id.clone(), b)).collect(),
             keys: keys.into_iter().map(|k| (k.id.clone(), k)).collect(),
             tasks: tasks.into_iter().map(|t| (t.id.clone(), t)).collect(),
+            backups: backups.into_iter().map(|b| (b.id.clone(), b)).collect(),
             store,
             keyring,
             routes,
@@ -107,6 +110,7 @@ impl Supervisor {
         self.branches.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
         self.keys.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
         self.tasks.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
+        self.backups.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
     }
 
     /// Persists a change set; memory is changed by the caller only after this succeeds.

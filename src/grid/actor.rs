@@ -13,7 +13,7 @@ use actix::{
 };
 
 use super::history::{history_key, ExportFilter, ExportRow, HistoryEntry};
-use super::merge::{merge_base, plan_merge, MergeCounts, MergeScope};
+use super::merge::{merge_base, plan_merge, plan_restore, MergeCounts, MergeScope};
 use super::ops::{GridOp, GridState};
 use super::planner::{plan, SchemaChange};
 use super::query::{bind_filters, bind_sort, QueryEngine, RawFilter, RawSort};
@@ -668,6 +668,36 @@ impl Handler<ImportRecords> for GridActor {
         match committed {
             Ok(Some(durable)) => when_durable(durable, count),
             Ok(None) => Box::pin(async move { Ok(0) }),
+            Err(err) => Box::pin(async move { Err(err) }),
+        }
+    }
+}
+
+/// Puts the branch's records back as a backup holds them (see `grid::merge::plan_restore`),
+/// as one WAL entry; answers how many ops it took.
+#[derive(Message)]
+#[rtype(result = "ApiResult<usize>")]
+pub struct RestoreRecords {
+    pub backup: GridState,
+    pub user: String,
+}
+
+impl Handler<RestoreRecords> for GridActor {
+    type Result = ResponseFuture<ApiResult<usize>>;
+
+    fn handle(&mut self, msg: RestoreRecords, ctx: &mut Context<Self>) -> Self::Result {
+        let now = chrono::Utc::now().timestamp_millis();
+        let ops = plan_restore(&msg.backup, &self.state, (&msg.user, now));
+        let count = ops.len();
+        if ops.is_empty() {
+            return Box::pin(async { Ok(0) });
+        }
+        let committed = self.commit(ops);
+        if self.since_snapshot >= self.durability.policy.every_records {
+            self.maybe_snapshot(ctx);
+        }
+        match committed {
+            Ok(durable) => when_durable(durable, count),
             Err(err) => Box::pin(async move { Err(err) }),
         }
     }

@@ -232,6 +232,21 @@ fn deleted_in_source(s: &ColumnStore, d: &ColumnStore, base: MergeBase) -> Vec<(
     keys
 }
 
+/// Whether a cell holds the same value and statuses on both sides.
+fn same_cell(
+    source: &GridState,
+    row: RowId,
+    destination: &GridState,
+    target: RowId,
+    column: &SharedColumn<'_>,
+) -> bool {
+    let (s, d, c) = (&source.store, &destination.store, column);
+    s.value_ref(row, c.source) == d.value_ref(target, c.destination)
+        && (!c.localized
+            || (s.dependency_status(row, c.source) == d.dependency_status(target, c.destination)
+                && s.source_status(row, c.source) == d.source_status(target, c.destination)))
+}
+
 /// A source cell as a write: its value and, for language columns, its statuses.
 fn cell_write(state: &GridState, row: RowId, column: &SharedColumn<'_>) -> CellWrite {
     let store = &state.store;
@@ -278,6 +293,60 @@ fn updated_cells(
         })
         .map(|c| cell_write(source, row, c))
         .collect()
+}
+
+/// The ops that put `current`'s records back as they are in `backup` (a restore): records
+/// only in the backup are added, records not in it deleted, and every cell that differs (value
+/// or statuses) written back, for the columns both have.
+pub fn plan_restore(
+    backup: &GridState,
+    current: &GridState,
+    (user, time_ms): (&str, i64),
+) -> Vec<GridOp> {
+    let columns = shared_columns(backup, current, None);
+    let (b, c) = (&backup.store, &current.store);
+    let (mut adds, mut updates) = (Vec::new(), Vec::new());
+    for row in b.live_rows() {
+        let (path, id) = (b.path(row), b.id(row));
+        let write = |cells, new_path: Option<String>, path: &str| RecordWrite {
+            id: id.to_owned(),
+            path: path.to_owned(),
+            new_id: None,
+            new_path,
+            cells,
+            mark_mt: false,
+        };
+        match c.find(path, id) {
+            None => adds.push(write(added_cells(backup, row, &columns), None, path)),
+            Some(target) => {
+                let cells: Vec<CellWrite> = columns
+                    .iter()
+                    .filter(|col| !same_cell(backup, row, current, target, col))
+                    .map(|col| cell_write(backup, row, col))
+                    .collect();
+                let moved = (c.path(target) != path).then(|| path.to_owned());
+                if !cells.is_empty() || moved.is_some() {
+                    updates.push(write(cells, moved, c.path(target)));
+                }
+            }
+        }
+    }
+    let deletes: Vec<(String, String)> = c
+        .live_rows()
+        .filter(|r| b.find(c.path(*r), c.id(*r)).is_none())
+        .map(|r| (c.path(r).to_owned(), c.id(r).to_owned()))
+        .collect();
+    let mut ops = Vec::with_capacity(3);
+    if !deletes.is_empty() {
+        ops.push(GridOp::DeleteRecords { keys: deletes });
+    }
+    if !updates.is_empty() {
+        ops.push(GridOp::UpdateRecords { time_ms, user: user.to_owned(), records: updates });
+    }
+    if !adds.is_empty() {
+        ops.push(GridOp::AddRecords { time_ms, user: user.to_owned(), records: adds });
+    }
+    ops
 }
 
 #[cfg(test)]

@@ -190,6 +190,44 @@ impl Durability {
         }
     }
 
+    /// Stores `state` as the image of backup `id` (its own key in the snapshot store, not a
+    /// branch's), flushed. Blocking.
+    pub fn store_backup(&self, id: &str, state: &GridState) -> Result<(), String> {
+        let bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&state.to_image())
+            .map_err(|e| format!("encoding: {e}"))?;
+        let image = SnapshotImage {
+            format_version: IMAGE_FORMAT_VERSION,
+            wal_lsn: 0,
+            bytes: bytes.to_vec(),
+        };
+        let key = crate::catalog::model::backup_image_key(id);
+        self.snapshots.put(&key, &image).map_err(|e| format!("storing: {e}"))?;
+        self.snapshots.flush().map_err(|e| format!("flushing: {e}"))
+    }
+
+    /// The state backup `id` holds. Blocking.
+    pub fn load_backup(&self, id: &str) -> Result<GridState, String> {
+        let key = crate::catalog::model::backup_image_key(id);
+        let loaded = self
+            .snapshots
+            .load_latest(&key)
+            .map_err(|e| format!("reading: {e}"))?
+            .ok_or_else(|| "the backup's image is missing".to_owned())?;
+        match loaded.format_version {
+            IMAGE_FORMAT_VERSION => decode_image(&loaded.bytes),
+            1 => decode_image_v1(&loaded.bytes),
+            version => Err(format!("unknown image format {version}")),
+        }
+    }
+
+    /// Removes backup `id`'s image.
+    pub fn delete_backup(&self, id: &str) {
+        let key = crate::catalog::model::backup_image_key(id);
+        if let Err(err) = self.snapshots.delete(&key) {
+            tracing::warn!(backup = id, error = %err, "deleting a backup's image failed");
+        }
+    }
+
     /// The newest intact snapshot of a branch, decoded (validated rkyv access), if any.
     pub fn load(&self, branch_id: &str) -> Option<LoadedBranch> {
         let loaded = match self.snapshots.load_latest(branch_id) {

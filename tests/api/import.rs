@@ -323,3 +323,73 @@ fn imported_records_survive_a_restart() {
     let app = app.restart();
     assert_eq!(app.records(&view), before);
 }
+
+/// Waits for the restore task of a 202 answer to end successful.
+#[track_caller]
+fn restored(app: &TestApp, res: &Resp) {
+    let task = res.assert_status(202).clone();
+    assert_eq!(task["type"], json!("restore"));
+    let id = task["id"].as_str().expect("task id").to_owned();
+    for _ in 0..800 {
+        let body = app.get(&format!("/v1/tasks/{id}")).assert_status(200).clone();
+        if body["status"] != json!("running") {
+            assert_eq!(body["status"], json!("successful"), "{body}");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("restore task {id} did not finish");
+}
+
+#[test]
+fn an_import_keeps_a_backup_that_restores_the_records_from_before_it() {
+    let app = spawn_app();
+    let (grid_id, view) = grid(&app);
+    app.add_records(&view, json!([
+        {"id": "a", "path": "p", "cells": [{"columnId": "en", "value": "A"}, {"columnId": "n", "value": 1}]},
+        {"id": "b", "cells": [{"columnId": "en", "value": "B"}, {"columnId": "fr", "value": "Bé"}]}
+    ]));
+    let before = app.records(&view);
+    let csv = "Record ID,English,Count\na,A changed,2\nc,New,3\n";
+    succeeds(&app, &import(&app, &view, csv.as_bytes(), None, ""));
+    app.delete_with(&format!("/v1/views/{view}/records"), &json!({"ids": ["b"]}));
+    assert_ne!(app.records(&view), before);
+    let backups = app.get(&format!("/v1/grids/{grid_id}/backups")).assert_status(200).clone();
+    let backups = backups.as_array().expect("a list").clone();
+    assert_eq!(backups.len(), 1, "{backups:?}");
+    assert_eq!(backups[0]["records"], json!(2));
+    assert_eq!(backups[0]["gridId"], json!(grid_id));
+    let id = backups[0]["id"].as_str().expect("id");
+    let restore = format!("/v1/grids/{grid_id}/backups/{id}/restore");
+    restored(&app, &app.call(Method::POST, &restore, Some(&app.key), None));
+    let strip = |records: Vec<Value>| -> Vec<Value> {
+        let mut out: Vec<Value> = records
+            .into_iter()
+            .map(|r| json!({"id": r["id"], "path": r["path"], "cells": r["cells"]}))
+            .collect();
+        out.sort_by_key(|r| r["id"].as_str().map(str::to_owned));
+        out
+    };
+    assert_eq!(
+        strip(app.records(&view)),
+        strip(before.clone()),
+        "the records from before the import"
+    );
+    let grid_body = app.get(&format!("/v1/grids/{grid_id}")).assert_status(200).clone();
+    assert_eq!(grid_body["status"], json!("active"));
+    let app = app.restart();
+    assert_eq!(strip(app.records(&view)), strip(before), "the restore is durable");
+}
+
+#[test]
+fn backups_are_optional_and_unknown_ones_are_404() {
+    let app = spawn_app();
+    let (grid_id, view) = grid(&app);
+    let csv = b"Record ID,English\na,A\n";
+    succeeds(&app, &import(&app, &view, csv, Some(&json!({"backup": false})), ""));
+    let backups = app.get(&format!("/v1/grids/{grid_id}/backups")).assert_status(200).clone();
+    assert_eq!(backups, json!([]));
+    let restore = format!("/v1/grids/{grid_id}/backups/nosuchbackup/restore");
+    app.call(Method::POST, &restore, Some(&app.key), None).assert_error(404, "backupIsNotFound");
+    app.get("/v1/grids/nosuchgrid/backups").assert_error(404, "gridIsNotFound");
+}
