@@ -15,6 +15,7 @@ pub mod import;
 pub mod metrics;
 pub mod projects;
 pub mod records;
+pub mod shares;
 pub mod tasks;
 pub mod view_export;
 pub mod views;
@@ -43,6 +44,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     columns::configure(cfg);
     dependencies::configure(cfg);
     records::configure(cfg);
+    shares::configure(cfg);
     tasks::configure(cfg);
     history_export::configure(cfg);
     import::configure(cfg);

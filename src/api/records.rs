@@ -119,7 +119,7 @@ struct CellBody<'a> {
 /// A record as answered, borrowing from the record read.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct RecordBody<'a> {
+pub(super) struct RecordBody<'a> {
     id: &'a str,
     path: &'a str,
     cells: Vec<CellBody<'a>>,
@@ -137,7 +137,7 @@ fn cell_body(cell: &CellOut) -> CellBody<'_> {
     }
 }
 
-fn record_body(record: &RecordOut) -> RecordBody<'_> {
+pub(super) fn record_body(record: &RecordOut) -> RecordBody<'_> {
     RecordBody {
         id: &record.id,
         path: &record.path,
@@ -294,7 +294,7 @@ async fn delete_records(
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct HistoryBody {
+pub(super) struct HistoryBody {
     last_modified_by: String,
     last_modified_time: String,
     path: String,
@@ -312,7 +312,7 @@ struct HistoryCellBody {
     source_status: Option<&'static str>,
 }
 
-fn history_body(
+pub(super) fn history_body(
     entry: &HistoryEntry,
     types: &std::collections::HashMap<String, crate::grid::schema::ColumnType>,
 ) -> HistoryBody {

@@ -6,6 +6,7 @@ pub mod branches;
 pub mod grids;
 pub mod model;
 pub mod routes;
+pub mod shares;
 pub mod store;
 pub mod supervisor;
 pub mod tenancy;

@@ -136,6 +136,19 @@ pub fn backup_image_key(id: &str) -> String {
     format!("backup:{id}")
 }
 
+/// A view's share link: `<public url>/share/<token>` shows the view read-only while active.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Share {
+    pub view_id: String,
+    pub company_id: String,
+    pub token: String,
+    pub active: bool,
+    pub include_grid_history: bool,
+    pub created_date: String,
+    pub last_modified_date: String,
+}
+
 /// A task's lifecycle state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

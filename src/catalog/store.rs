@@ -17,6 +17,7 @@ pub enum EntityKind {
     Key,
     Task,
     Backup,
+    Share,
 }
 
 impl EntityKind {
@@ -30,6 +31,7 @@ impl EntityKind {
             EntityKind::Key => "key/",
             EntityKind::Task => "task/",
             EntityKind::Backup => "backup/",
+            EntityKind::Share => "share/",
         }
     }
 }

@@ -11,7 +11,8 @@ use actix::{Actor, ArbiterHandle, Context, Handler, Message, MessageResult};
 use indexmap::IndexMap;
 
 use super::model::{
-    now_timestamp, Backup, Branch, Company, Database, Grid, Project, Task, TaskError, TaskStatus,
+    now_timestamp, Backup, Branch, Company, Database, Grid, Project, Share, Task, TaskError,
+    TaskStatus,
 };
 use super::routes::Routes;
 use super::store::{load_all, CatalogChange, CatalogStore, EntityKind, StoreError};
@@ -29,6 +30,8 @@ pub struct Supervisor {
     pub(super) keys: IndexMap<String, ApiKey>,
     pub(super) tasks: IndexMap<String, Task>,
     pub(super) backups: IndexMap<String, Backup>,
+    /// Share links by view id.
+    pub(super) shares: IndexMap<String, Share>,
     pub(super) store: Box<dyn CatalogStore>,
     pub(super) keyring: Arc<KeyRing>,
     pub(super) routes: Arc<Routes>,
@@ -54,6 +57,7 @@ impl Supervisor {
         let keys: Vec<ApiKey> = load_all(store.as_ref(), EntityKind::Key)?;
         let tasks: Vec<Task> = load_all(store.as_ref(), EntityKind::Task)?;
         let backups: Vec<Backup> = load_all(store.as_ref(), EntityKind::Backup)?;
+        let shares: Vec<Share> = load_all(store.as_ref(), EntityKind::Share)?;
         for company in &companies {
             keyring.set_tier(&company.id, company.tier);
         }
@@ -69,6 +73,7 @@ impl Supervisor {
             keys: keys.into_iter().map(|k| (k.id.clone(), k)).collect(),
             tasks: tasks.into_iter().map(|t| (t.id.clone(), t)).collect(),
             backups: backups.into_iter().map(|b| (b.id.clone(), b)).collect(),
+            shares: shares.into_iter().map(|s| (s.view_id.clone(), s)).collect(),
             store,
             keyring,
             routes,

@@ -25,6 +25,7 @@ mod query;
 mod record_history;
 mod records;
 mod restart;
+mod shares;
 mod smoke;
 mod tasks;
 mod view_export;
