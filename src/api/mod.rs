@@ -8,6 +8,7 @@ pub mod columns;
 pub mod databases;
 pub mod dependencies;
 pub mod errors;
+pub mod files;
 pub mod grids;
 pub mod health;
 pub mod history_export;
@@ -44,6 +45,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     columns::configure(cfg);
     dependencies::configure(cfg);
     records::configure(cfg);
+    files::configure(cfg);
     shares::configure(cfg);
     tasks::configure(cfg);
     history_export::configure(cfg);

@@ -4,11 +4,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{delete, get, patch, post, web, HttpRequest, HttpResponse};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::{json_response, json_response_sized, no_content, view_route};
+use super::{exec, json_response, json_response_sized, no_content, view_route};
 use crate::auth::{Principal, Privilege, Tier};
+use crate::catalog::model::FileMeta;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ReadHistory, ReadRecords, RecordsWrite, WriteRecords};
 use crate::grid::codec::{format_timestamp, render_value, Rendered};
@@ -16,6 +17,7 @@ use crate::grid::history::HistoryEntry;
 use crate::grid::query::{parse_query, parse_sort, RawFilter, RawSort};
 use crate::grid::read::{CellOut, RecordOut};
 use crate::grid::records::{DeleteRecordsInput, RecordInput};
+use crate::grid::schema::ColumnType;
 use crate::grid::value::CellValue;
 use crate::state::AppState;
 
@@ -147,6 +149,63 @@ pub(super) fn record_body(record: &RecordOut) -> RecordBody<'_> {
     }
 }
 
+/// The metadata of every file the files cells of `records` name.
+async fn file_metas(
+    state: &AppState,
+    grid_id: &str,
+    records: &[RecordOut],
+) -> ApiResult<std::collections::HashMap<String, FileMeta>> {
+    let ids: Vec<String> = records
+        .iter()
+        .flat_map(|r| &r.cells)
+        .filter(|c| c.column_type == ColumnType::Files)
+        .flat_map(|c| match &c.value {
+            CellValue::List(items) => items.clone(),
+            _ => Vec::new(),
+        })
+        .collect();
+    if ids.is_empty() {
+        return Ok(std::collections::HashMap::new());
+    }
+    let grid = grid_id.to_owned();
+    let metas = exec(state, move |s| s.files_of(&grid, &ids)).await?;
+    Ok(metas.into_iter().map(|m| (m.id.clone(), m)).collect())
+}
+
+/// The listing with files cells shown by `fetchFileOption`: original names, or (`all`) objects
+/// `{id, originalName, size, contentType}`. An id without metadata is shown as it is.
+fn with_file_details(
+    body: &[RecordBody<'_>],
+    records: &[RecordOut],
+    files: &std::collections::HashMap<String, FileMeta>,
+    all: bool,
+) -> ApiResult<Value> {
+    let mut value = serde_json::to_value(body)
+        .map_err(|e| ApiError::internal(format!("rendering records: {e}")))?;
+    let Some(rendered) = value.as_array_mut() else { return Ok(value) };
+    for (json, record) in rendered.iter_mut().zip(records) {
+        for (at, cell) in record.cells.iter().enumerate() {
+            if cell.column_type != ColumnType::Files {
+                continue;
+            }
+            let CellValue::List(ids) = &cell.value else { continue };
+            let shown: Vec<Value> = ids
+                .iter()
+                .map(|id| match (files.get(id), all) {
+                    (Some(meta), true) => json!({
+                        "id": meta.id, "originalName": meta.original_name,
+                        "size": meta.size, "contentType": meta.content_type
+                    }),
+                    (Some(meta), false) => Value::String(meta.original_name.clone()),
+                    (None, _) => Value::String(id.clone()),
+                })
+                .collect();
+            json["cells"][at]["value"] = Value::Array(shown);
+        }
+    }
+    Ok(value)
+}
+
 /// About the length of a record's JSON (a little over, so the buffer rarely grows).
 fn json_size_guess(record: &RecordOut) -> usize {
     let cells: usize = record
@@ -215,7 +274,14 @@ async fn list_records(
     let page = route.addr.send(msg).await??;
     let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
     let capacity = page.records.iter().map(json_size_guess).sum::<usize>() + 2;
-    let mut response = json_response_sized(StatusCode::OK, &body, capacity);
+    let mut response = match params.fetch_file_option.as_deref() {
+        Some(option @ ("name" | "all")) => {
+            let files = file_metas(&state, &route.grid_id, &page.records).await?;
+            let body = with_file_details(&body, &page.records, &files, option == "all")?;
+            json_response_sized(StatusCode::OK, &body, capacity)
+        }
+        _ => json_response_sized(StatusCode::OK, &body, capacity),
+    };
     let headers = response.headers_mut();
     if let Ok(v) = page.total.to_string().parse() {
         headers.insert(actix_web::http::header::HeaderName::from_static("x-total-count"), v);

@@ -149,6 +149,19 @@ pub struct Share {
     pub last_modified_date: String,
 }
 
+/// An uploaded file: its bytes are `<data dir>/files/<id>`; files cells hold its id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileMeta {
+    pub id: String,
+    pub company_id: String,
+    pub grid_id: String,
+    pub original_name: String,
+    pub content_type: String,
+    pub size: u64,
+    pub created_time: String,
+}
+
 /// A task's lifecycle state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -18,6 +18,7 @@ pub enum EntityKind {
     Task,
     Backup,
     Share,
+    File,
 }
 
 impl EntityKind {
@@ -32,6 +33,7 @@ impl EntityKind {
             EntityKind::Task => "task/",
             EntityKind::Backup => "backup/",
             EntityKind::Share => "share/",
+            EntityKind::File => "file/",
         }
     }
 }

@@ -11,8 +11,8 @@ use actix::{Actor, ArbiterHandle, Context, Handler, Message, MessageResult};
 use indexmap::IndexMap;
 
 use super::model::{
-    now_timestamp, Backup, Branch, Company, Database, Grid, Project, Share, Task, TaskError,
-    TaskStatus,
+    now_timestamp, Backup, Branch, Company, Database, FileMeta, Grid, Project, Share, Task,
+    TaskError, TaskStatus,
 };
 use super::routes::Routes;
 use super::store::{load_all, CatalogChange, CatalogStore, EntityKind, StoreError};
@@ -32,6 +32,8 @@ pub struct Supervisor {
     pub(super) backups: IndexMap<String, Backup>,
     /// Share links by view id.
     pub(super) shares: IndexMap<String, Share>,
+    /// Uploaded files by id.
+    pub(super) files: IndexMap<String, FileMeta>,
     pub(super) store: Box<dyn CatalogStore>,
     pub(super) keyring: Arc<KeyRing>,
     pub(super) routes: Arc<Routes>,
@@ -58,6 +60,7 @@ impl Supervisor {
         let tasks: Vec<Task> = load_all(store.as_ref(), EntityKind::Task)?;
         let backups: Vec<Backup> = load_all(store.as_ref(), EntityKind::Backup)?;
         let shares: Vec<Share> = load_all(store.as_ref(), EntityKind::Share)?;
+        let files: Vec<FileMeta> = load_all(store.as_ref(), EntityKind::File)?;
         for company in &companies {
             keyring.set_tier(&company.id, company.tier);
         }
@@ -74,6 +77,7 @@ impl Supervisor {
             tasks: tasks.into_iter().map(|t| (t.id.clone(), t)).collect(),
             backups: backups.into_iter().map(|b| (b.id.clone(), b)).collect(),
             shares: shares.into_iter().map(|s| (s.view_id.clone(), s)).collect(),
+            files: files.into_iter().map(|f| (f.id.clone(), f)).collect(),
             store,
             keyring,
             routes,

@@ -30,6 +30,8 @@ pub struct Resp {
     pub status: u16,
     pub headers: reqwest::header::HeaderMap,
     pub text: String,
+    /// The body as received (`text` replaces invalid UTF-8).
+    pub bytes: Vec<u8>,
     pub body: Value,
 }
 
@@ -159,9 +161,10 @@ impl TestApp {
         let res = req.send().expect("request is sent");
         let status = res.status().as_u16();
         let headers = res.headers().clone();
-        let text = res.text().expect("body is read");
+        let bytes = res.bytes().expect("body is read").to_vec();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Resp { status, headers, text, body }
+        Resp { status, headers, text, bytes, body }
     }
 
     pub fn call(

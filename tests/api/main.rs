@@ -11,6 +11,7 @@ mod databases;
 mod dependencies;
 mod durability;
 mod errors;
+mod files;
 mod grids;
 mod history_export;
 mod import;
