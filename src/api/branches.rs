@@ -149,15 +149,22 @@ async fn create_branch(
     }
     let route = branch_route(&state, &p, &source, Privilege::Manage, branch_not_found(&source))?;
     let id = ids::generate();
-    let copy = route.addr.send(CopyBranch { pin_for: Some(id.clone()) }).await?;
-    let (pc, sc) = (p.clone(), source.clone());
-    let branch = exec(&state, move |s| {
-        let branch = s.create_branch(&pc, &sc, id, name, copy)?;
-        let grid = s.grid(&pc, &branch.grid_id, Privilege::Read)?.clone();
-        Ok::<_, ApiError>((branch, grid))
+    // The copy pins the source until the new branch exists (or its creation is refused, which
+    // unpins it): run both steps on their own task, so a client that goes away between them
+    // cannot leave the source pinned.
+    let (pc, sc, state2) = (p.clone(), source.clone(), state.clone());
+    let made = actix_web::rt::spawn(async move {
+        let copy = route.addr.send(CopyBranch { pin_for: Some(id.clone()) }).await?;
+        exec(&state2, move |s| {
+            let branch = s.create_branch(&pc, &sc, id, name, copy)?;
+            let grid = s.grid(&pc, &branch.grid_id, Privilege::Read)?.clone();
+            Ok::<_, ApiError>((branch, grid))
+        })
+        .await?
     })
-    .await?;
-    let (branch, grid) = branch?;
+    .await
+    .map_err(|e| ApiError::internal(format!("branch creation stopped: {e}")))?;
+    let (branch, grid) = made?;
     // The copy holds the source's records up to its position: acknowledge once they are durable.
     let unavailable = |m: String| ApiError::new(ErrorCode::ServiceUnavailable, m);
     let durability =
