@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::{created, exec, no_content, view_route};
+use super::{created, exec, no_content, storage_error, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{now_timestamp, FileMeta};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -120,12 +120,12 @@ async fn receive(data_dir: &Path, mut body: Multipart) -> ApiResult<Upload> {
             let dir = files_dir(data_dir);
             tokio::fs::create_dir_all(&dir)
                 .await
-                .map_err(|e| ApiError::internal(format!("creating {}: {e}", dir.display())))?;
+                .map_err(|e| storage_error("creating the uploads directory", e))?;
             let incoming =
                 Incoming { path: dir.join(format!("{}.partial", ids::generate())), kept: false };
             let mut out = tokio::fs::File::create(&incoming.path)
                 .await
-                .map_err(|e| ApiError::internal(format!("creating the upload: {e}")))?;
+                .map_err(|e| storage_error("creating the upload", e))?;
             let mut size = 0u64;
             while let Some(chunk) = field.next().await {
                 let chunk = chunk.map_err(bad_multipart)?;
@@ -136,11 +136,9 @@ async fn receive(data_dir: &Path, mut body: Multipart) -> ApiResult<Upload> {
                         format!("The file is larger than {MAX_FILE_BYTES} bytes."),
                     ));
                 }
-                out.write_all(&chunk)
-                    .await
-                    .map_err(|e| ApiError::internal(format!("writing the upload: {e}")))?;
+                out.write_all(&chunk).await.map_err(|e| storage_error("writing the upload", e))?;
             }
-            out.sync_all().await.map_err(|e| ApiError::internal(format!("syncing: {e}")))?;
+            out.sync_all().await.map_err(|e| storage_error("syncing the upload", e))?;
             upload.file = Some((incoming, original, content_type, size));
         } else {
             let mut text = Vec::new();

@@ -28,7 +28,7 @@ use tokio::io::AsyncWriteExt;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::tasks::task_body;
-use super::{exec, json_response, view_route};
+use super::{exec, json_response, storage_error, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{Backup, GridStatus, TaskError};
 use crate::catalog::BranchRoute;
@@ -134,11 +134,11 @@ async fn receive(
                 let dir = data_dir.join("imports");
                 tokio::fs::create_dir_all(&dir)
                     .await
-                    .map_err(|e| ApiError::internal(format!("creating {}: {e}", dir.display())))?;
+                    .map_err(|e| storage_error("creating the uploads directory", e))?;
                 let file = Upload { path: dir.join(format!("{}.csv", ids::generate())) };
                 let mut out = tokio::fs::File::create(&file.path)
                     .await
-                    .map_err(|e| ApiError::internal(format!("creating the upload: {e}")))?;
+                    .map_err(|e| storage_error("creating the upload", e))?;
                 let mut size = 0u64;
                 while let Some(chunk) = field.next().await {
                     let chunk = chunk.map_err(bad_multipart)?;
@@ -151,9 +151,9 @@ async fn receive(
                     }
                     out.write_all(&chunk)
                         .await
-                        .map_err(|e| ApiError::internal(format!("writing the upload: {e}")))?;
+                        .map_err(|e| storage_error("writing the upload", e))?;
                 }
-                out.flush().await.map_err(|e| ApiError::internal(format!("writing: {e}")))?;
+                out.flush().await.map_err(|e| storage_error("writing the upload", e))?;
                 upload = Some(file);
             }
             "importRequest" => {

@@ -125,6 +125,13 @@ pub fn branch_route(
     Ok(route)
 }
 
+/// An upload the data directory could not take (disk full, I/O error): 503, since the request
+/// may succeed later, never a 500.
+pub fn storage_error(what: &str, err: std::io::Error) -> ApiError {
+    tracing::error!(error = %err, "{what} failed");
+    ApiError::new(ErrorCode::ServiceUnavailable, format!("{what} failed: {err}"))
+}
+
 /// A required query parameter, or 400 requestParameterMissing naming it.
 pub fn required<'a>(value: &'a Option<String>, name: &str) -> ApiResult<&'a str> {
     value.as_deref().filter(|v| !v.is_empty()).ok_or_else(|| ApiError::missing_parameter(name))
