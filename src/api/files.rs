@@ -16,10 +16,10 @@ use actix_web::http::header;
 use actix_web::{delete, get, post, web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncWriteExt;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::{created, exec, no_content, storage_error, view_route};
+use super::multipart::{bad_multipart, part_text, part_to_file};
+use super::{created, exec, no_content, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{now_timestamp, FileMeta};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -90,17 +90,6 @@ struct Upload {
     fields: Vec<(String, String)>,
 }
 
-fn bad_multipart(err: actix_multipart::MultipartError) -> ApiError {
-    use actix_multipart::MultipartError as E;
-    match err {
-        E::ContentTypeMissing | E::ContentTypeParse | E::ContentTypeIncompatible => ApiError::new(
-            ErrorCode::UnsupportedMediaType,
-            "An upload is a multipart/form-data body with a file part.",
-        ),
-        err => ApiError::bad_request(format!("The body is not valid multipart/form-data: {err}")),
-    }
-}
-
 async fn receive(data_dir: &Path, mut body: Multipart) -> ApiResult<Upload> {
     let mut upload = Upload::default();
     while let Some(field) = body.next().await {
@@ -117,39 +106,14 @@ async fn receive(data_dir: &Path, mut body: Multipart) -> ApiResult<Upload> {
                 .content_type()
                 .map(|m| m.essence_str().to_owned())
                 .unwrap_or_else(|| "application/octet-stream".to_owned());
-            let dir = files_dir(data_dir);
-            tokio::fs::create_dir_all(&dir)
-                .await
-                .map_err(|e| storage_error("creating the uploads directory", e))?;
-            let incoming =
-                Incoming { path: dir.join(format!("{}.partial", ids::generate())), kept: false };
-            let mut out = tokio::fs::File::create(&incoming.path)
-                .await
-                .map_err(|e| storage_error("creating the upload", e))?;
-            let mut size = 0u64;
-            while let Some(chunk) = field.next().await {
-                let chunk = chunk.map_err(bad_multipart)?;
-                size += chunk.len() as u64;
-                if size > MAX_FILE_BYTES {
-                    return Err(ApiError::new(
-                        ErrorCode::PayloadTooLarge,
-                        format!("The file is larger than {MAX_FILE_BYTES} bytes."),
-                    ));
-                }
-                out.write_all(&chunk).await.map_err(|e| storage_error("writing the upload", e))?;
-            }
-            out.sync_all().await.map_err(|e| storage_error("syncing the upload", e))?;
+            let incoming = Incoming {
+                path: files_dir(data_dir).join(format!("{}.partial", ids::generate())),
+                kept: false,
+            };
+            let size = part_to_file(&mut field, &incoming.path, MAX_FILE_BYTES).await?;
             upload.file = Some((incoming, original, content_type, size));
         } else {
-            let mut text = Vec::new();
-            while let Some(chunk) = field.next().await {
-                text.extend_from_slice(&chunk.map_err(bad_multipart)?);
-                if text.len() > MAX_FIELD {
-                    return Err(ApiError::bad_request(format!("The field {name} is too long.")));
-                }
-            }
-            let text = String::from_utf8(text)
-                .map_err(|_| ApiError::bad_request(format!("The field {name} is not UTF-8.")))?;
+            let text = part_text(&mut field, &name, MAX_FIELD).await?;
             upload.fields.push((name, text));
         }
     }

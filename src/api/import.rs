@@ -24,11 +24,11 @@ use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::multipart::{bad_multipart, part_text, part_to_file};
 use super::tasks::task_body;
-use super::{exec, json_response, storage_error, view_route};
+use super::{exec, json_response, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{Backup, GridStatus, TaskError};
 use crate::catalog::BranchRoute;
@@ -109,17 +109,6 @@ impl Drop for Upload {
     }
 }
 
-fn bad_multipart(err: actix_multipart::MultipartError) -> ApiError {
-    use actix_multipart::MultipartError as E;
-    match err {
-        E::ContentTypeMissing | E::ContentTypeParse | E::ContentTypeIncompatible => ApiError::new(
-            ErrorCode::UnsupportedMediaType,
-            "An import is a multipart/form-data body with a file part.",
-        ),
-        err => ApiError::bad_request(format!("The body is not valid multipart/form-data: {err}")),
-    }
-}
-
 /// Reads the multipart body: the `file` part into a file under `<data dir>/imports/`, the
 /// `importRequest` part (if any) as text. Other parts are skipped.
 async fn receive(
@@ -131,42 +120,14 @@ async fn receive(
         let mut field = field.map_err(bad_multipart)?;
         match field.name().unwrap_or_default() {
             "file" => {
-                let dir = data_dir.join("imports");
-                tokio::fs::create_dir_all(&dir)
-                    .await
-                    .map_err(|e| storage_error("creating the uploads directory", e))?;
-                let file = Upload { path: dir.join(format!("{}.csv", ids::generate())) };
-                let mut out = tokio::fs::File::create(&file.path)
-                    .await
-                    .map_err(|e| storage_error("creating the upload", e))?;
-                let mut size = 0u64;
-                while let Some(chunk) = field.next().await {
-                    let chunk = chunk.map_err(bad_multipart)?;
-                    size += chunk.len() as u64;
-                    if size > MAX_IMPORT_BYTES {
-                        return Err(ApiError::new(
-                            ErrorCode::PayloadTooLarge,
-                            format!("The file is larger than {MAX_IMPORT_BYTES} bytes."),
-                        ));
-                    }
-                    out.write_all(&chunk)
-                        .await
-                        .map_err(|e| storage_error("writing the upload", e))?;
-                }
-                out.flush().await.map_err(|e| storage_error("writing the upload", e))?;
+                let file = Upload {
+                    path: data_dir.join("imports").join(format!("{}.csv", ids::generate())),
+                };
+                part_to_file(&mut field, &file.path, MAX_IMPORT_BYTES).await?;
                 upload = Some(file);
             }
             "importRequest" => {
-                let mut text = Vec::new();
-                while let Some(chunk) = field.next().await {
-                    text.extend_from_slice(&chunk.map_err(bad_multipart)?);
-                    if text.len() > MAX_REQUEST_PART {
-                        return Err(ApiError::bad_request("The importRequest part is too large."));
-                    }
-                }
-                let text = String::from_utf8(text)
-                    .map_err(|_| ApiError::bad_request("The importRequest part is not UTF-8."))?;
-                request = Some(text);
+                request = Some(part_text(&mut field, "importRequest", MAX_REQUEST_PART).await?);
             }
             _ => while field.next().await.is_some() {},
         }

@@ -14,6 +14,7 @@ pub mod health;
 pub mod history_export;
 pub mod import;
 pub mod metrics;
+pub mod multipart;
 pub mod projects;
 pub mod records;
 pub mod shares;
