@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 
 use actix_web::http::StatusCode;
 use actix_web::{delete, get, post, web, HttpRequest, HttpResponse};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::grids::{default_view_columns, identifier_str, status_str};
-use super::tasks::task_body;
-use super::{branch_route, created, exec, json_response, no_content, ok, view_route};
+use super::grids::{default_view_columns, identifier_str, status_str, GridBody};
+use super::tasks::{end_task, task_body};
+use super::{branch_route, created, exec, json_response, no_content, ok, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::{Branch, Grid, GridStatus, TaskError};
 use crate::catalog::BranchRoute;
@@ -32,23 +32,9 @@ const TASK_KIND: &str = "merge";
 /// The longest a branch deletion waits for the first snapshot of a branch copied from it.
 const PIN_WAIT: Duration = Duration::from_secs(120);
 
-/// A branch as the API shows it (the grid's shape, with the branch's id, name and views).
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BranchBody {
-    pub id: String,
-    pub name: String,
-    pub status: &'static str,
-    pub default_access_view_id: String,
-    pub record_identifier_type: &'static str,
-    #[schema(value_type = Object)]
-    pub metadata: indexmap::IndexMap<String, String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub columns: Option<Vec<ColumnBody>>,
-}
-
-fn branch_body(branch: &Branch, grid: &Grid, columns: Option<Vec<ColumnBody>>) -> BranchBody {
-    BranchBody {
+/// A branch as the API shows it: a grid's shape with the branch's id, name, status and views.
+fn branch_body(branch: &Branch, grid: &Grid, columns: Option<Vec<ColumnBody>>) -> GridBody {
+    GridBody {
         id: branch.id.clone(),
         name: branch.name.clone(),
         status: status_str(branch.status),
@@ -69,7 +55,7 @@ async fn full_body(
     p: &Principal,
     branch: &Branch,
     grid: &Grid,
-) -> ApiResult<BranchBody> {
+) -> ApiResult<GridBody> {
     let route = branch_route(state, p, &branch.id, Privilege::Read, branch_not_found(&branch.id))?;
     let schema = route.addr.send(ReadSchema).await?;
     let columns = default_view_columns(state, p, &branch.default_access_view_id, &schema).await?;
@@ -85,7 +71,7 @@ pub struct BranchQuery {
     pub branch_id: Option<String>,
 }
 
-#[utoipa::path(tag = "branches", params(BranchQuery), responses((status = 200, body = [BranchBody])))]
+#[utoipa::path(tag = "branches", params(BranchQuery), responses((status = 200, body = [GridBody])))]
 #[get("/v1/branches")]
 async fn list_branches(
     state: web::Data<AppState>,
@@ -104,7 +90,7 @@ async fn list_branches(
     ok(&branches.iter().map(|b| branch_body(b, &grid, None)).collect::<Vec<_>>())
 }
 
-#[utoipa::path(tag = "branches", responses((status = 200, body = BranchBody)))]
+#[utoipa::path(tag = "branches", responses((status = 200, body = GridBody)))]
 #[get("/v1/branches/{id}")]
 async fn get_branch(
     state: web::Data<AppState>,
@@ -126,7 +112,7 @@ pub struct CreateBranchRequest {
     pub name: Option<String>,
 }
 
-#[utoipa::path(tag = "branches", params(BranchQuery), request_body = CreateBranchRequest, responses((status = 201, body = BranchBody)))]
+#[utoipa::path(tag = "branches", params(BranchQuery), request_body = CreateBranchRequest, responses((status = 201, body = GridBody)))]
 #[post("/v1/branches")]
 async fn create_branch(
     state: web::Data<AppState>,
@@ -225,8 +211,7 @@ struct MergeBody {
 }
 
 fn merge_params(req: &HttpRequest, body: &[u8], destination_key: &str) -> ApiResult<MergeParams> {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
-        .map_err(|e| ApiError::bad_request(format!("The query string is invalid: {e}")))?;
+    let pairs = query_pairs(req)?;
     let mut params = MergeParams { destination: None, options: Vec::new() };
     for (key, value) in pairs {
         if key == destination_key {
@@ -299,15 +284,8 @@ async fn start_merge(
                 Some(TaskError { code: err.code.as_str().to_owned(), message: err.message })
             }
         };
-        let (s_id, d_id) = (source.branch_id.clone(), destination.branch_id.clone());
-        let finished = exec(&state2, move |s| {
-            s.set_status(&[&s_id, &d_id], GridStatus::Active);
-            s.finish_task(&task_id, error)
-        })
-        .await;
-        if let Err(err) = finished.and_then(|r| r) {
-            tracing::error!(error = %err.message, "could not record the end of a merge");
-        }
+        let branches = vec![source.branch_id.clone(), destination.branch_id.clone()];
+        end_task(&state2, task_id, branches, error).await;
     });
     Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
 }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::multipart::{bad_multipart, part_text, part_to_file};
-use super::{created, exec, no_content, view_route};
+use super::{created, exec, no_content, percent_encode, query_pairs, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{now_timestamp, FileMeta};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -130,11 +130,6 @@ fn param(upload: &Upload, query: &[(String, String)], name: &str) -> Option<Stri
         .map(|(_, v)| v.clone())
 }
 
-fn query_pairs(req: &HttpRequest) -> ApiResult<Vec<(String, String)>> {
-    serde_urlencoded::from_str(req.query_string())
-        .map_err(|e| ApiError::bad_request(format!("The query string is invalid: {e}")))
-}
-
 #[utoipa::path(tag = "records", responses((status = 201, description = "the uploaded file")))]
 #[post("/v1/views/{viewId}/files")]
 async fn upload_file(
@@ -208,16 +203,7 @@ fn disposition(name: &str) -> String {
                 }
             })
             .collect();
-    let encoded: String = name
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            b => format!("%{b:02X}"),
-        })
-        .collect();
-    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
+    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{}", percent_encode(name))
 }
 
 #[utoipa::path(tag = "records", responses((status = 200, description = "the file's bytes")))]

@@ -13,7 +13,7 @@ use actix_web::{get, post, web, HttpResponse};
 use serde::Deserialize;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::tasks::task_body;
+use super::tasks::{end_task, task_body};
 use super::{exec, json_response, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{TaskError, TaskStatus};
@@ -138,10 +138,7 @@ async fn start_export(
                 Some(TaskError { code: "exportFailed".to_owned(), message })
             }
         };
-        let finished = exec(&supervisor_state, move |s| s.finish_task(&task_id, error)).await;
-        if let Err(err) = finished.and_then(|r| r) {
-            tracing::error!(error = %err.message, "could not record the end of a history export");
-        }
+        end_task(&supervisor_state, task_id, Vec::new(), error).await;
     });
     Ok(json_response(actix_web::http::StatusCode::ACCEPTED, &task_body(&task)))
 }

@@ -27,8 +27,8 @@ use serde_json::Value;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::multipart::{bad_multipart, part_text, part_to_file};
-use super::tasks::task_body;
-use super::{exec, json_response, view_route};
+use super::tasks::{end_task, task_body};
+use super::{exec, json_response, query_pairs, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{Backup, GridStatus, TaskError};
 use crate::catalog::BranchRoute;
@@ -349,8 +349,7 @@ async fn import(
 ) -> ApiResult<HttpResponse> {
     let view_id = view_id.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Write)?;
-    let query: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
-        .map_err(|e| ApiError::bad_request(format!("The query string is invalid: {e}")))?;
+    let query = query_pairs(&req)?;
     let body = Multipart::new(req.headers(), payload);
     let (upload, part) = receive(&state.data_dir, body).await?;
     let upload =
@@ -406,15 +405,7 @@ async fn import(
                 Some(TaskError { code: err.code.as_str().to_owned(), message })
             }
         };
-        let branch = route.branch_id.clone();
-        let finished = exec(&state2, move |s| {
-            s.set_status(&[&branch], GridStatus::Active);
-            s.finish_task(&task_id, error)
-        })
-        .await;
-        if let Err(err) = finished.and_then(|r| r) {
-            tracing::error!(error = %err.message, "could not record the end of an import");
-        }
+        end_task(&state2, task_id, vec![route.branch_id.clone()], error).await;
     });
     Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
 }
@@ -508,15 +499,7 @@ async fn restore_backup(
             tracing::warn!(task = %task_id, error = %err.message, "restore failed");
             TaskError { code: err.code.as_str().to_owned(), message: err.message }
         });
-        let branch = backup.branch_id.clone();
-        let finished = exec(&state2, move |s| {
-            s.set_status(&[&branch], GridStatus::Active);
-            s.finish_task(&task_id, error)
-        })
-        .await;
-        if let Err(err) = finished.and_then(|r| r) {
-            tracing::error!(error = %err.message, "could not record the end of a restore");
-        }
+        end_task(&state2, task_id, vec![backup.branch_id.clone()], error).await;
     });
     Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
 }

@@ -133,6 +133,25 @@ pub fn storage_error(what: &str, err: std::io::Error) -> ApiError {
     ApiError::new(ErrorCode::ServiceUnavailable, format!("{what} failed: {err}"))
 }
 
+/// The query string's pairs in order (repeated keys kept), or 400.
+pub fn query_pairs(req: &actix_web::HttpRequest) -> ApiResult<Vec<(String, String)>> {
+    serde_urlencoded::from_str(req.query_string())
+        .map_err(|e| ApiError::bad_request(format!("The query string is invalid: {e}")))
+}
+
+/// Percent-encodes text for a URL path segment or an RFC 5987 `filename*` (unreserved bytes
+/// kept).
+pub fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// A required query parameter, or 400 requestParameterMissing naming it.
 pub fn required<'a>(value: &'a Option<String>, name: &str) -> ApiResult<&'a str> {
     value.as_deref().filter(|v| !v.is_empty()).ok_or_else(|| ApiError::missing_parameter(name))

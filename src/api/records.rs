@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::{exec, json_response, json_response_sized, no_content, view_route};
+use super::{exec, json_response, json_response_sized, no_content, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::FileMeta;
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -413,8 +413,7 @@ async fn record_history(
 ) -> ApiResult<HttpResponse> {
     p.require_tier(Tier::Enterprise)?;
     let (view_id, record_id) = path.into_inner();
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
-        .map_err(|e| ApiError::bad_request(format!("The query string is invalid: {e}")))?;
+    let pairs = query_pairs(&req)?;
     let mut page = (0, DEFAULT_LIMIT);
     let mut record_path = None;
     for (key, value) in pairs {

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::records::{history_body, parse_list_params, record_body, RecordBody};
-use super::{exec, json_response, no_content, ok, view_route};
+use super::{exec, json_response, no_content, ok, percent_encode, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::Share;
 use crate::catalog::BranchRoute;
@@ -149,18 +149,6 @@ fn display(value: &CellValue) -> String {
     }
 }
 
-/// Percent-encodes a path segment.
-fn segment(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            b => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 fn html_page(title: &str, body: &str) -> HttpResponse {
     let page = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -265,8 +253,8 @@ fn row_html(record: &RecordOut, token: &str, history: bool) -> String {
     if history {
         row.push_str(&format!(
             "<td><a href=\"/share/{}/records/{}/history\">History</a></td>",
-            segment(token),
-            segment(&record.id)
+            percent_encode(token),
+            percent_encode(&record.id)
         ));
     }
     row.push_str("</tr>");
@@ -343,7 +331,7 @@ async fn share_history_page(
         "<h1>History of {}</h1><p><a href=\"/share/{}\">Back to the view</a></p><table><thead><tr>\
          <th>When</th><th>Who</th><th>Path</th><th>Changes</th></tr></thead><tbody>",
         escape(&record_id),
-        segment(&token)
+        percent_encode(&token)
     );
     for entry in &entries {
         let changes: Vec<String> = entry
@@ -383,6 +371,6 @@ mod tests {
             escape("<script>alert(\"x\")</script> & 'y'"),
             "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
         );
-        assert_eq!(segment("a b/é"), "a%20b%2F%C3%A9");
+        assert_eq!(percent_encode("a b/é"), "a%20b%2F%C3%A9");
     }
 }

@@ -49,6 +49,25 @@ async fn get_task(
     ok(&task_body(&task))
 }
 
+/// Ends a task (successful, or failed with `error`) and clears the status its work showed on
+/// `branches`; a failure to record it is logged (the task's work is done either way).
+pub async fn end_task(
+    state: &AppState,
+    task_id: String,
+    branches: Vec<String>,
+    error: Option<TaskError>,
+) {
+    let finished = exec(state, move |s| {
+        let ids: Vec<&str> = branches.iter().map(String::as_str).collect();
+        s.set_status(&ids, crate::catalog::model::GridStatus::Active);
+        s.finish_task(&task_id, error)
+    })
+    .await;
+    if let Err(err) = finished.and_then(|r| r) {
+        tracing::error!(error = %err.message, "could not record the end of a task");
+    }
+}
+
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
     cfg.service(get_task);
 }
