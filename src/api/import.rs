@@ -35,7 +35,7 @@ use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{CopyBranch, ImportRecords, ReadSchema, RestoreRecords};
 use crate::grid::records::{CellInput, RecordInput};
-use crate::grid::schema::ColumnDef;
+use crate::grid::schema::{ColumnDef, ColumnType};
 use crate::grid::value::StorageKind;
 use crate::ids;
 use crate::state::AppState;
@@ -151,6 +151,8 @@ fn header_target(header: &str, columns: &[&ColumnDef]) -> Target {
         .find(|c| c.name == header)
         .or_else(|| columns.iter().find(|c| c.id == header));
     match (column, header) {
+        // Formula cells are computed: an exported formula column is read back as nothing.
+        (Some(c), _) if c.column_type == ColumnType::Formula => Target::Ignored,
         (Some(c), _) => column_target(c),
         (None, "_recordId" | "Record ID") => Target::RecordId,
         (None, "_path" | "Path") => Target::Path,
@@ -188,6 +190,12 @@ fn plan_layout(
                 "_recordId" => Target::RecordId,
                 "_path" => Target::Path,
                 id => match columns.iter().find(|c| c.id == id) {
+                    Some(c) if c.column_type == ColumnType::Formula => {
+                        return Err(ApiError::bad_request(format!(
+                            "columnMappings: column \"{id}\" is a formula column; its values \
+                             are computed."
+                        )))
+                    }
                     Some(c) => column_target(c),
                     None => {
                         return Err(ApiError::bad_request(format!(

@@ -145,6 +145,7 @@ impl GridState {
     ) {
         let row = self.store.insert(&record.id, &record.path, time_ms, user);
         self.write_cells(row, &record.cells, record.mark_mt);
+        self.compute_formulas(row, None);
         for (target, source) in dependencies {
             if explicit_dependency_status(&record.cells, target).is_some() {
                 continue;
@@ -177,6 +178,10 @@ impl GridState {
             self.store.set_identity(row, &id, &path);
         }
         let written = self.write_cells(row, &record.cells, record.mark_mt);
+        if !written.values.is_empty() {
+            let values: Vec<&str> = written.values.iter().copied().collect();
+            self.compute_formulas(row, Some(&values));
+        }
         let mut changed = moved || written.any;
         for (target, source) in dependencies {
             if explicit_dependency_status(&record.cells, target).is_some() {

@@ -6,6 +6,7 @@
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::formula;
 use super::schema::{
     ColumnDef, ColumnType, DateTimeFormat, FormulaSetting, LocalizationType, NumberFormat,
     NumberType, ReferenceSetting, ReferenceType, ResultValueType, Schema, SelectionColor,
@@ -410,19 +411,7 @@ fn apply_formula(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) -
         .or_else(|| column.formula.as_ref().map(|f| f.formula_text.clone()))
         .filter(|t| !t.trim().is_empty())
         .ok_or_else(|| ApiError::bad_request("formula.formulaText is required."))?;
-    for referenced in referenced_columns(&text) {
-        if referenced == column.id {
-            return Err(ApiError::bad_request(format!(
-                "The formula of column \"{}\" refers to itself.",
-                column.id
-            )));
-        }
-        if schema.column(referenced).is_none() {
-            return Err(ApiError::bad_request(format!(
-                "The formula refers to column \"{referenced}\", which does not exist."
-            )));
-        }
-    }
+    formula::check(schema, &column.id, &text).map_err(ApiError::bad_request)?;
     let detect = match f.detect_result_value_type.as_deref() {
         None => column.formula.as_ref().and_then(|f| f.detect_result_value_type),
         Some(text) => Some(ResultValueType::parse(text).ok_or_else(|| {
@@ -439,26 +428,6 @@ fn apply_formula(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) -
         detect_result_value_type: detect,
     });
     Ok(())
-}
-
-/// Column ids named as `[columnId]` in a formula, outside string literals.
-pub fn referenced_columns(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut in_string = false;
-    let mut start = None;
-    for (i, c) in text.char_indices() {
-        match c {
-            '"' if start.is_none() => in_string = !in_string,
-            '[' if !in_string => start = Some(i + 1),
-            ']' if !in_string => {
-                if let Some(s) = start.take() {
-                    out.push(&text[s..i]);
-                }
-            }
-            _ => {}
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -504,7 +473,22 @@ mod tests {
     }
 
     #[test]
-    fn finds_formula_references_outside_strings() {
-        assert_eq!(referenced_columns(r#"CONCAT([key], "_[no]", [enUS])"#), vec!["key", "enUS"]);
+    fn formulas_are_checked_against_the_schema() {
+        use serde_json::json;
+        let mut schema = Schema::default();
+        let text = |id: &str| json!({"id": id, "name": id, "type": "singleLine"});
+        schema.columns.push(build_column(&schema, &req(text("key"))).expect("valid"));
+        let formula = |id: &str, f: &str| json!({"id": id, "name": id, "type": "formula", "formula": {"formulaText": f}});
+        let a = build_column(&schema, &req(formula("a", "CONCAT([key], \"_[no]\")")));
+        schema.columns.push(a.expect("valid formula"));
+        for (id, f) in [("b", "[nope]"), ("b", "[b] & 1"), ("b", "1 +"), ("b", "LEN()")] {
+            let err = build_column(&schema, &req(formula(id, f))).expect_err(f);
+            assert_eq!(err.code, ErrorCode::BadRequest, "{f}");
+        }
+        schema.columns.push(build_column(&schema, &req(formula("b", "[a] & 1"))).expect("valid"));
+        let a = schema.columns[1].clone();
+        let patch = req(json!({"formula": {"formulaText": "[b]"}}));
+        let cycle = update_column(&schema, &a, &patch).expect_err("a cycle");
+        assert!(cycle.message.contains("through column \"b\""), "{}", cycle.message);
     }
 }

@@ -22,6 +22,7 @@
 //! destination's actor commits as one WAL entry: the merge is atomic, logged and in history.
 
 use super::ops::{CellWrite, GridOp, GridState, MergeBase, RecordWrite};
+use super::schema::ColumnType;
 use super::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId};
 use super::value::CellValue;
 use crate::error::{ApiError, ApiResult};
@@ -102,7 +103,8 @@ pub fn merge_base(
         .unwrap_or(MergeBase { source: fork, destination: fork })
 }
 
-/// A column both branches have with the same storage: its slot on each side.
+/// A column both branches have with the same storage (formula columns aside): its slot on each
+/// side.
 struct SharedColumn<'a> {
     id: &'a str,
     source: ColumnSlot,
@@ -121,6 +123,8 @@ fn shared_columns<'a>(
         .columns
         .iter()
         .filter(|c| only.is_none_or(|ids| ids.contains(&c.id)))
+        // Formula cells are not merged or restored: the destination computes its own.
+        .filter(|c| c.column_type != ColumnType::Formula)
         .filter_map(|c| {
             let d = *destination.slots.get(&c.id)?;
             let s = *source.slots.get(&c.id)?;

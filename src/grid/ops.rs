@@ -5,9 +5,11 @@
 //! applies the same ops again. Nothing here validates client input or does I/O.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::formula::{rename_column, FormulaPlan};
 use super::history::History;
 use super::schema::{ColumnDef, Dependency, Schema, ViewColumn, ViewDef};
 use super::store::{ColumnSlot, ColumnStore, RecordIdentity};
@@ -112,6 +114,8 @@ pub struct GridState {
     pub history: History,
     /// Per branch merged into this one: the common point after the last merge.
     pub merge_bases: HashMap<String, MergeBase>,
+    /// The formula columns, compiled; rebuilt after every schema op.
+    pub(crate) formulas: Arc<FormulaPlan>,
     /// Dependency targets whose statuses must be recomputed once the schema op is applied.
     pending_recompute: Vec<String>,
 }
@@ -125,6 +129,7 @@ impl GridState {
             slots: HashMap::new(),
             history: History::default(),
             merge_bases: HashMap::new(),
+            formulas: Arc::default(),
             pending_recompute: Vec::new(),
         }
     }
@@ -196,6 +201,7 @@ impl GridState {
         for target in std::mem::take(&mut self.pending_recompute) {
             self.recompute_dependency_statuses(&target);
         }
+        self.refresh_formulas();
     }
 }
 
@@ -269,6 +275,11 @@ fn replace_column(schema: &mut Schema, old_id: &str, column: &ColumnDef) {
     *slot = column.clone();
     if old_id == column.id {
         return;
+    }
+    for formula in schema.columns.iter_mut().filter_map(|c| c.formula.as_mut()) {
+        if let Some(text) = rename_column(&formula.formula_text, old_id, &column.id) {
+            formula.formula_text = text;
+        }
     }
     for dep in &mut schema.dependencies {
         if dep.source_column_id == old_id {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::formula::typed_value;
 use super::ops::GridState;
 use super::schema::{ColumnDef, ColumnType};
 use super::store::RowId;
@@ -45,6 +46,7 @@ impl GridState {
         rows: impl Iterator<Item = RowId>,
     ) -> Vec<RecordOut> {
         let slots: Vec<_> = columns.iter().map(|c| self.slots.get(&c.id).copied()).collect();
+        let formulas: Vec<_> = columns.iter().map(|c| self.formulas.get(&c.id)).collect();
         let ids: Vec<Arc<str>> = columns.iter().map(|c| Arc::from(c.id.as_str())).collect();
         rows.map(|row| RecordOut {
             id: self.store.id(row).to_owned(),
@@ -55,11 +57,15 @@ impl GridState {
                 .iter()
                 .zip(&slots)
                 .zip(&ids)
-                .map(|((column, slot), id)| match slot {
+                .zip(&formulas)
+                .map(|(((column, slot), id), formula)| match slot {
                     Some(slot) => CellOut {
                         column_id: Arc::clone(id),
                         column_type: column.column_type,
-                        value: self.store.value(row, *slot),
+                        value: match formula {
+                            Some(formula) => typed_value(&self.store.value(row, *slot), formula),
+                            None => self.store.value(row, *slot),
+                        },
                         statuses: column.is_language().then(|| {
                             (
                                 self.store.dependency_status(row, *slot),

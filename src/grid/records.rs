@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use super::codec::parse_value;
 use super::ops::{CellWrite, GridOp, GridState, RecordWrite};
-use super::schema::ViewDef;
+use super::schema::{ColumnType, ViewDef};
 use super::store::RecordIdentity;
 use super::value::{DependencyStatus, SourceStatus};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -362,6 +362,13 @@ fn check_cells(
             continue;
         }
         let value = match &cell.value {
+            Some(_) if column.column_type == ColumnType::Formula => {
+                problems.add(
+                    ErrorCode::ColumnIsNotEditableInView,
+                    format!("{at}: formula column \"{column_id}\" is computed, not written."),
+                );
+                continue;
+            }
             Some(_) if !editable => {
                 problems.add(
                     ErrorCode::ColumnIsNotEditableInView,
