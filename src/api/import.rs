@@ -27,6 +27,7 @@ use serde_json::Value;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::multipart::{bad_multipart, part_text, part_to_file};
+use super::references::check_written_references;
 use super::tasks::{end_task, task_body};
 use super::{exec, json_response, query_pairs, view_route};
 use crate::auth::{Principal, Privilege};
@@ -394,6 +395,9 @@ async fn import(
             .await
             .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))?
             .map_err(ApiError::bad_request)?;
+            let labelled: Vec<(String, &RecordInput)> =
+                read.iter().map(|(at, r)| (at.clone(), r)).collect();
+            check_written_references(&state2, &route, &view_id, &labelled).await?;
             route.addr.send(ImportRecords { view_id, rows: read, user }).await?
         }
         .await;

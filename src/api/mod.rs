@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod multipart;
 pub mod projects;
 pub mod records;
+pub mod references;
 pub mod shares;
 pub mod tasks;
 pub mod view_export;

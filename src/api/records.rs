@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::references::{check_written_references, resolve_references};
 use super::{exec, json_response, json_response_sized, no_content, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::FileMeta;
@@ -17,6 +18,7 @@ use crate::grid::history::HistoryEntry;
 use crate::grid::query::{parse_query, parse_sort, RawFilter, RawSort};
 use crate::grid::read::{CellOut, RecordOut};
 use crate::grid::records::{DeleteRecordsInput, RecordInput};
+use crate::grid::references::Referenced;
 use crate::grid::schema::ColumnType;
 use crate::grid::value::CellValue;
 use crate::state::AppState;
@@ -109,7 +111,9 @@ pub fn parse_page(text: &str) -> ApiResult<(usize, usize)> {
 #[serde(rename_all = "camelCase")]
 struct CellBody<'a> {
     column_id: &'a str,
-    value: Rendered<'a>,
+    value: CellValueBody<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    referenced_ids: Option<&'a [String]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dependency_status: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -129,10 +133,45 @@ pub(super) struct RecordBody<'a> {
     last_modified_time: String,
 }
 
+/// A cell's value: the stored value, or for a reference cell the referenced values.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum CellValueBody<'a> {
+    Stored(Rendered<'a>),
+    Referenced(ReferencedValues<'a>),
+}
+
+/// The referenced column's values of a reference cell, each rendered for that column's type.
+#[derive(Debug)]
+struct ReferencedValues<'a>(&'a Referenced);
+
+impl Serialize for ReferencedValues<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let column_type = self.0.column_type;
+        serializer.collect_seq(self.0.values.iter().map(|value| Rendered { column_type, value }))
+    }
+}
+
 fn cell_body(cell: &CellOut) -> CellBody<'_> {
+    let stored = Rendered { column_type: cell.column_type, value: &cell.value };
+    let (value, referenced_ids) = match (cell.column_type, &cell.referenced) {
+        (ColumnType::Reference, referenced) => {
+            let ids = match &cell.value {
+                CellValue::List(ids) => ids.as_slice(),
+                _ => &[],
+            };
+            let value = match referenced {
+                Some(r) => CellValueBody::Referenced(ReferencedValues(r)),
+                None => CellValueBody::Stored(stored),
+            };
+            (value, Some(ids))
+        }
+        _ => (CellValueBody::Stored(stored), None),
+    };
     CellBody {
         column_id: &cell.column_id,
-        value: Rendered { column_type: cell.column_type, value: &cell.value },
+        value,
+        referenced_ids,
         dependency_status: cell.statuses.map(|(d, _)| d.as_str()),
         source_status: cell.statuses.map(|(_, s)| s.as_str()),
         is_mt: cell.mt,
@@ -271,7 +310,8 @@ async fn list_records(
         filters: params.filters.clone(),
         sort: params.sort.clone(),
     };
-    let page = route.addr.send(msg).await??;
+    let mut page = route.addr.send(msg).await??;
+    resolve_references(&state, &route, &mut page.records).await?;
     let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
     let capacity = page.records.iter().map(json_size_guess).sum::<usize>() + 2;
     let mut response = match params.fetch_file_option.as_deref() {
@@ -301,7 +341,18 @@ async fn write(
     write: RecordsWrite,
 ) -> ApiResult<Vec<RecordOut>> {
     let route = view_route(state, p, &view_id, Privilege::Write)?;
-    route.addr.send(WriteRecords { view_id, user: p.user().to_owned(), write }).await?
+    let inputs: &[RecordInput] = match &write {
+        RecordsWrite::Add(inputs) | RecordsWrite::Update(inputs) => inputs,
+        RecordsWrite::UpdateOne { input, .. } => std::slice::from_ref(input),
+        RecordsWrite::Delete(_) => &[],
+    };
+    let labelled: Vec<(String, &RecordInput)> =
+        inputs.iter().enumerate().map(|(i, r)| (format!("records[{i}]"), r)).collect();
+    check_written_references(state, &route, &view_id, &labelled).await?;
+    let msg = WriteRecords { view_id, user: p.user().to_owned(), write };
+    let mut records = route.addr.send(msg).await??;
+    resolve_references(state, &route, &mut records).await?;
+    Ok(records)
 }
 
 #[utoipa::path(tag = "records", request_body = Vec<RecordInput>, responses((status = 201, description = "the added records")))]

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::records::{history_body, parse_list_params, record_body, RecordBody};
+use super::references::resolve_references;
 use super::{exec, json_response, no_content, ok, percent_encode, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::Share;
@@ -206,7 +207,8 @@ async fn share_page(
         filters: Vec::new(),
         sort: Vec::new(),
     };
-    let records = route.addr.send(msg).await??;
+    let mut records = route.addr.send(msg).await??;
+    resolve_references(&state, &route, &mut records.records).await?;
     let pages = records.total.div_ceil(PAGE_ROWS).max(1);
     let columns = schema.view_columns(view);
     let mut body = format!(
@@ -248,7 +250,11 @@ fn row_html(record: &RecordOut, token: &str, history: bool) -> String {
         escape(&record.path)
     );
     for cell in &record.cells {
-        row.push_str(&format!("<td>{}</td>", escape(&display(&cell.value))));
+        let shown = match &cell.referenced {
+            Some(r) => r.values.iter().map(display).collect::<Vec<_>>().join(", "),
+            None => display(&cell.value),
+        };
+        row.push_str(&format!("<td>{}</td>", escape(&shown)));
     }
     if history {
         row.push_str(&format!(
@@ -278,7 +284,8 @@ async fn share_records(
         filters: params.filters,
         sort: params.sort,
     };
-    let page = route.addr.send(msg).await??;
+    let mut page = route.addr.send(msg).await??;
+    resolve_references(&state, &route, &mut page.records).await?;
     let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
     let mut response = json_response(StatusCode::OK, &body);
     if let Ok(v) = page.total.to_string().parse() {

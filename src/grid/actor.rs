@@ -33,7 +33,7 @@ use crate::persist::wal::Durable;
 pub struct GridActor {
     grid_id: String,
     branch_id: String,
-    state: GridState,
+    pub(super) state: GridState,
     /// Query indexes over `state.store`, built on first use.
     query: QueryEngine,
     durability: Arc<Durability>,

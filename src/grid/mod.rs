@@ -14,6 +14,7 @@ pub mod planner;
 pub mod query;
 pub mod read;
 pub mod records;
+pub mod references;
 pub mod render;
 pub mod schema;
 pub mod store;

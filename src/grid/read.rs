@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::formula::typed_value;
 use super::ops::GridState;
+use super::references::Referenced;
 use super::schema::{ColumnDef, ColumnType};
 use super::store::RowId;
 use super::value::{CellValue, DependencyStatus, SourceStatus};
@@ -19,6 +20,9 @@ pub struct CellOut {
     /// Present for language columns.
     pub statuses: Option<(DependencyStatus, SourceStatus)>,
     pub mt: bool,
+    /// For a reference cell: the referenced column's values, filled in by the caller from the
+    /// referenced branch (`api::references`).
+    pub referenced: Option<Referenced>,
 }
 
 /// One record read.
@@ -73,6 +77,7 @@ impl GridState {
                             )
                         }),
                         mt: self.store.is_mt(row, *slot),
+                        referenced: None,
                     },
                     None => CellOut {
                         column_id: Arc::clone(id),
@@ -80,6 +85,7 @@ impl GridState {
                         value: CellValue::Empty,
                         statuses: None,
                         mt: false,
+                        referenced: None,
                     },
                 })
                 .collect(),

@@ -1,0 +1,188 @@
+//! Reference cells across branches (decisions.md section 4): a write's referenced record ids
+//! are checked against the referenced branch before the write is sent (404
+//! referenceRecordNotFound), and a read's reference cells get the referenced column's current
+//! values. Both ask each referenced branch once per request, never once per cell, and only
+//! branches of the same company.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::catalog::routes::BranchRoute;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::actor::ReadSchema;
+use crate::grid::read::RecordOut;
+use crate::grid::records::RecordInput;
+use crate::grid::references::{FindMissing, ReadReferenced, Referenced};
+use crate::grid::render::ReferenceTargets;
+use crate::grid::schema::{ColumnType, ReferenceSetting, Schema};
+use crate::grid::value::CellValue;
+use crate::state::AppState;
+
+/// The branch a reference points at, if it exists and belongs to `company_id`.
+fn target(state: &AppState, company_id: &str, r: &ReferenceSetting) -> Option<Arc<BranchRoute>> {
+    let route = state.routes.branch(ReferenceTargets::branch_of(r))?;
+    (route.company_id == company_id && route.grid_id == r.grid_id).then_some(route)
+}
+
+/// The reference columns of `view_id` in `schema`, by id.
+fn reference_columns<'a>(
+    schema: &'a Schema,
+    view_id: &str,
+) -> HashMap<&'a str, &'a ReferenceSetting> {
+    let Some(view) = schema.view(view_id) else { return HashMap::new() };
+    schema
+        .view_columns(view)
+        .into_iter()
+        .filter(|(c, _)| c.column_type == ColumnType::Reference)
+        .filter_map(|(c, _)| Some((c.id.as_str(), c.reference.as_ref()?)))
+        .collect()
+}
+
+/// The record ids a written reference value names (other shapes are left to the value checks).
+fn written_ids(value: &Value) -> Vec<String> {
+    match value {
+        Value::String(id) if !id.is_empty() => vec![id.clone()],
+        Value::Array(items) => items.iter().filter_map(|v| v.as_str()).map(str::to_owned).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Refuses (404 referenceRecordNotFound) a write whose reference cells name a record the
+/// referenced branch does not have.
+/// `inputs` are the records with where each is in the request (`records[0]`, `row 3`).
+pub async fn check_written_references(
+    state: &AppState,
+    route: &BranchRoute,
+    view_id: &str,
+    inputs: &[(String, &RecordInput)],
+) -> ApiResult<()> {
+    let written = inputs.iter().flat_map(|(_, r)| &r.cells).any(|c| c.value.is_some());
+    if !written {
+        return Ok(());
+    }
+    let schema = route.addr.send(ReadSchema).await?;
+    let columns = reference_columns(&schema, view_id);
+    if columns.is_empty() {
+        return Ok(());
+    }
+    // Per referenced branch: (id, where it was written, column).
+    let mut asked: HashMap<&str, (&ReferenceSetting, Vec<(String, String, &str)>)> = HashMap::new();
+    for (at, record) in inputs {
+        for (j, cell) in record.cells.iter().enumerate() {
+            let (Some(column), Some(value)) = (cell.column_id.as_deref(), &cell.value) else {
+                continue;
+            };
+            let Some((&column, &setting)) = columns.get_key_value(column) else { continue };
+            let entry = asked
+                .entry(ReferenceTargets::branch_of(setting))
+                .or_insert_with(|| (setting, Vec::new()));
+            for id in written_ids(value) {
+                entry.1.push((id, format!("{at}.cells[{j}]"), column));
+            }
+        }
+    }
+    for (setting, ids) in asked.into_values() {
+        if ids.is_empty() {
+            continue;
+        }
+        let missing: Vec<String> = match target(state, &route.company_id, setting) {
+            Some(target) => {
+                let mut unique: Vec<String> = ids.iter().map(|(id, _, _)| id.clone()).collect();
+                unique.sort();
+                unique.dedup();
+                target.addr.send(FindMissing { ids: unique }).await?
+            }
+            None => ids.iter().map(|(id, _, _)| id.clone()).collect(),
+        };
+        if let Some((id, at, column)) = ids.iter().find(|(id, _, _)| missing.contains(id)) {
+            return Err(ApiError::new(
+                ErrorCode::ReferenceRecordNotFound,
+                format!(
+                    "{at}: record \"{id}\" does not exist in grid \"{}\" referenced by column \
+                     \"{column}\".",
+                    setting.grid_id
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Fills in the referenced values of the reference cells of `records`, read from `branch`'s
+/// schema. A reference to a branch that is gone (or not the company's) shows empty values.
+pub async fn resolve_references(
+    state: &AppState,
+    branch: &BranchRoute,
+    records: &mut [RecordOut],
+) -> ApiResult<()> {
+    let has_references =
+        records.iter().flat_map(|r| &r.cells).any(|c| c.column_type == ColumnType::Reference);
+    if !has_references {
+        return Ok(());
+    }
+    let schema = branch.addr.send(ReadSchema).await?;
+    // Per reference column: its setting and the ids its cells hold on this page, each once.
+    let mut wanted: HashMap<String, (&ReferenceSetting, Vec<String>)> = HashMap::new();
+    for cell in records.iter().flat_map(|r| &r.cells) {
+        if cell.column_type != ColumnType::Reference {
+            continue;
+        }
+        let Some(setting) = schema.column(&cell.column_id).and_then(|c| c.reference.as_ref())
+        else {
+            continue;
+        };
+        let entry =
+            wanted.entry(cell.column_id.to_string()).or_insert_with(|| (setting, Vec::new()));
+        if let CellValue::List(ids) = &cell.value {
+            entry.1.extend(ids.iter().cloned());
+        }
+    }
+    // One request per referenced branch, holding every column that points there.
+    let mut by_branch: HashMap<&str, Vec<(String, &ReferenceSetting, Vec<String>)>> =
+        HashMap::new();
+    for (column, (setting, mut ids)) in wanted {
+        ids.sort();
+        ids.dedup();
+        by_branch
+            .entry(ReferenceTargets::branch_of(setting))
+            .or_default()
+            .push((column, setting, ids));
+    }
+    let mut found: HashMap<String, (ColumnType, HashMap<String, CellValue>)> = HashMap::new();
+    for columns in by_branch.into_values() {
+        let Some(target) = target(state, &branch.company_id, columns[0].1) else { continue };
+        let requests: Vec<(String, Vec<String>)> =
+            columns.iter().map(|(_, s, ids)| (s.column_id.clone(), ids.clone())).collect();
+        let answers = target.addr.send(ReadReferenced { requests }).await?;
+        for ((column, _, ids), answer) in columns.into_iter().zip(answers) {
+            let Some(Referenced { column_type, values }) = answer else { continue };
+            found.insert(column, (column_type, ids.into_iter().zip(values).collect()));
+        }
+    }
+    for cell in records.iter_mut().flat_map(|r| &mut r.cells) {
+        if cell.column_type != ColumnType::Reference {
+            continue;
+        }
+        let ids: &[String] = match &cell.value {
+            CellValue::List(ids) => ids,
+            _ => &[],
+        };
+        let referenced = match found.get(&*cell.column_id) {
+            Some((column_type, values)) => Referenced {
+                column_type: *column_type,
+                values: ids
+                    .iter()
+                    .map(|id| values.get(id).cloned().unwrap_or(CellValue::Empty))
+                    .collect(),
+            },
+            None => Referenced {
+                column_type: ColumnType::SingleLine,
+                values: vec![CellValue::Empty; ids.len()],
+            },
+        };
+        cell.referenced = Some(referenced);
+    }
+    Ok(())
+}
