@@ -218,3 +218,76 @@ fn writes_recompute_through_chains_and_schema_changes_recompute_all() {
     assert_eq!(read(&state, "f1"), s("#REF!"));
     assert_eq!(read(&state, "f2"), s("#REF!"));
 }
+
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::{branch, column_in, read};
+    use crate::grid::formula::{check, parse};
+    use crate::grid::ops::GridOp;
+
+    /// Formula-like text: tokens of the language, glued in any order.
+    fn formula_text() -> impl Strategy<Value = String> {
+        let token = prop::sample::select(vec![
+            "1",
+            "0",
+            "2.5",
+            ".5",
+            "1e3",
+            "\"a\"",
+            "\"\"\"\"",
+            "TRUE",
+            "[t]",
+            "[n]",
+            "[zero]",
+            "[b]",
+            "[tags]",
+            "[empty]",
+            "[nope]",
+            "IF(",
+            "AND(",
+            "MID(",
+            "ROUND(",
+            "SUM(",
+            "LEN(",
+            "SUBSTITUTE(",
+            "LEFT(",
+            "X(",
+            "(",
+            ")",
+            ",",
+            "+",
+            "-",
+            "*",
+            "/",
+            "^",
+            "&",
+            "=",
+            "<>",
+            "<=",
+            " ",
+            "[",
+            "\"",
+        ]);
+        prop::collection::vec(token, 0..24).prop_map(|tokens| tokens.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Any text parses or is refused, and any accepted formula evaluates to a value or an
+        /// error value: never a panic.
+        #[test]
+        fn formulas_never_panic(text in formula_text(), raw in "\\PC{0,40}") {
+            let _ = parse(&raw);
+            let mut state = branch();
+            if check(&state.schema, "f", &text).is_ok() {
+                let body = serde_json::json!({"id": "f", "name": "f", "type": "formula",
+                    "formula": {"formulaText": text}});
+                let column = column_in(&state.schema, body);
+                state.apply(&GridOp::CreateColumn { column, view_id: None, editable: true });
+                let _ = read(&state, "f");
+            }
+        }
+    }
+}
