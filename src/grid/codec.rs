@@ -36,7 +36,18 @@ pub fn parse_value(column: &ColumnDef, value: &Value) -> Result<CellValue, Strin
             Ok(list(chosen))
         }
         ColumnType::Files => Ok(list(string_list(value, "file ids")?)),
-        ColumnType::Reference => Ok(list(string_list(value, "record ids")?)),
+        ColumnType::Reference => {
+            let ids = string_list(value, "record ids")?;
+            let single = column.reference.as_ref().is_some_and(|r| !r.multiple);
+            if single && ids.len() > 1 {
+                return Err(format!(
+                    "value names {} records but the reference column takes one \
+                     (selectionType single)",
+                    ids.len()
+                ));
+            }
+            Ok(list(ids))
+        }
         ColumnType::Number => number(column, value).map(CellValue::Number),
         ColumnType::Boolean => boolean(value).map(CellValue::Boolean),
         ColumnType::Datetime => {
@@ -308,6 +319,22 @@ mod tests {
             formula: None,
             date_time_format: None,
         }
+    }
+
+    #[test]
+    fn a_single_reference_takes_one_id() {
+        let mut single = column(ColumnType::Reference);
+        single.reference = Some(crate::grid::schema::ReferenceSetting {
+            grid_id: "g".into(),
+            branch_id: None,
+            column_id: "term".into(),
+            reference_type: crate::grid::schema::ReferenceType::Row,
+            multiple: false,
+        });
+        assert_eq!(parse_value(&single, &json!("r1")), Ok(CellValue::List(vec!["r1".into()])));
+        assert!(parse_value(&single, &json!(["r1", "r2"])).is_err());
+        let multiple = column(ColumnType::Reference);
+        assert!(parse_value(&multiple, &json!(["r1", "r2"])).is_ok());
     }
 
     #[test]
