@@ -178,7 +178,7 @@ impl GridState {
             self.store.set_identity(row, &id, &path);
         }
         let written = self.write_cells(row, &record.cells, record.mark_mt);
-        if !written.values.is_empty() {
+        if !written.values.is_empty() && !self.formulas.is_empty() {
             let values: Vec<&str> = written.values.iter().copied().collect();
             self.compute_formulas(row, Some(&values));
         }
