@@ -11,9 +11,9 @@
 //! comparison = concat (("=" | "<>" | "!=" | "<" | "<=" | ">" | ">=") concat)*
 //! concat     = additive ("&" additive)*
 //! additive   = term (("+" | "-") term)*
-//! term       = unary (("*" | "/") unary)*
-//! unary      = ("-" | "+") unary | power
-//! power      = operand ("^" unary)?              right-associative: 2^3^2 = 2^9
+//! term       = power (("*" | "/") power)*
+//! power      = unary ("^" power)?                right-associative: 2^3^2 = 2^9
+//! unary      = ("-" | "+") unary | operand       binds tightest: -2^2 = 4
 //! operand    = number | string | "TRUE" | "FALSE" | column | call | "(" formula ")"
 //! number     = digits ["." digits] [("e" | "E") ["+" | "-"] digits]   (also ".5")
 //! string     = '"' (any character but '"', or '""' for one quote)* '"'

@@ -200,8 +200,9 @@ fn precedence(op: BinaryOp) -> u8 {
     }
 }
 
-/// Unary minus binds tighter than `*` but looser than `^`, so `-2^2` is -4.
-const UNARY_PRECEDENCE: u8 = 5;
+/// Unary minus binds tighter than every binary operator, `^` included, as in spreadsheets:
+/// `-2^2` is 4.
+const UNARY_PRECEDENCE: u8 = 6;
 
 struct Parser {
     tokens: Vec<Spanned>,
@@ -373,7 +374,11 @@ mod tests {
         );
         assert_eq!(
             parse("-2^2").expect("parses"),
-            Expr::Negate(Box::new(Expr::Binary(BinaryOp::Pow, num(2.0), num(2.0))))
+            Expr::Binary(BinaryOp::Pow, Box::new(Expr::Negate(num(2.0))), num(2.0))
+        );
+        assert_eq!(
+            parse("2^-1").expect("parses"),
+            Expr::Binary(BinaryOp::Pow, num(2.0), Box::new(Expr::Negate(num(1.0))))
         );
         assert_eq!(
             parse("2^3^2").expect("parses"),
