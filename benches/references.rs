@@ -3,8 +3,10 @@
 //! columns plus 3 reference columns (to three 10k-record glossary grids; one or two ids per
 //! cell) and 2 formula columns, read 100 records at a time:
 //! - `page100_plain`: the 12 base columns only (`columnIds`);
-//! - `page100_refs3_formulas2`: the same page with the 3 reference and 2 formula columns, the
-//!   referenced values fetched from the glossary grids' actors (one message per grid per page).
+//! - `page100_formulas2`, `page100_refs3`: the base columns and the 2 formula columns, or the 3
+//!   reference columns (the referenced values fetched from the glossary grids' actors, one
+//!   message per grid per page, all three at once);
+//! - `page100_refs3_formulas2`: the same page with every column.
 //!
 //! Both read at offset 50,000. The ratio is printed at the end (target: under 2x).
 
@@ -191,7 +193,14 @@ fn main() {
 
     let mut c = Criterion::default().configure_from_args().sample_size(50);
     let mut group = c.benchmark_group("page_read_100k");
+    let formula_ids = format!("{plain_ids},label,budget");
+    let reference_ids = format!("{plain_ids},ref0,ref1,ref2");
     group.bench_function("page100_plain", |b| b.iter(|| page(&server, &view, Some(&plain_ids))));
+    group.bench_function("page100_formulas2", |b| {
+        b.iter(|| page(&server, &view, Some(&formula_ids)))
+    });
+    group
+        .bench_function("page100_refs3", |b| b.iter(|| page(&server, &view, Some(&reference_ids))));
     group.bench_function("page100_refs3_formulas2", |b| b.iter(|| page(&server, &view, None)));
     group.finish();
 

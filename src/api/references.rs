@@ -110,57 +110,64 @@ pub async fn check_written_references(
     Ok(())
 }
 
-/// Fills in the referenced values of the reference cells of `records`, read from `branch`'s
-/// schema. A reference to a branch that is gone (or not the company's) shows empty values.
+/// Fills in the referenced values of the reference cells of `records` (read from `branch`),
+/// asking every referenced branch at once. A reference to a branch that is gone (or not the
+/// company's) shows empty values.
 pub async fn resolve_references(
     state: &AppState,
     branch: &BranchRoute,
     records: &mut [RecordOut],
 ) -> ApiResult<()> {
-    let has_references =
-        records.iter().flat_map(|r| &r.cells).any(|c| c.column_type == ColumnType::Reference);
-    if !has_references {
-        return Ok(());
-    }
-    let schema = branch.addr.send(ReadSchema).await?;
     // Per reference column: its setting and the ids its cells hold on this page, each once.
-    let mut wanted: HashMap<String, (&ReferenceSetting, Vec<String>)> = HashMap::new();
+    let mut wanted: HashMap<&str, (&ReferenceSetting, Vec<&str>)> = HashMap::new();
     for cell in records.iter().flat_map(|r| &r.cells) {
-        if cell.column_type != ColumnType::Reference {
-            continue;
-        }
-        let Some(setting) = schema.column(&cell.column_id).and_then(|c| c.reference.as_ref())
-        else {
+        let (Some(setting), CellValue::List(ids)) = (&cell.reference, &cell.value) else {
             continue;
         };
-        let entry =
-            wanted.entry(cell.column_id.to_string()).or_insert_with(|| (setting, Vec::new()));
-        if let CellValue::List(ids) = &cell.value {
-            entry.1.extend(ids.iter().cloned());
-        }
+        let entry = wanted.entry(&cell.column_id).or_insert_with(|| (setting, Vec::new()));
+        entry.1.extend(ids.iter().map(String::as_str));
+    }
+    if wanted.is_empty() {
+        fill(records, &HashMap::new());
+        return Ok(());
     }
     // One request per referenced branch, holding every column that points there.
-    let mut by_branch: HashMap<&str, Vec<(String, &ReferenceSetting, Vec<String>)>> =
-        HashMap::new();
+    let mut by_branch: HashMap<&str, Vec<(&str, &ReferenceSetting, Vec<String>)>> = HashMap::new();
     for (column, (setting, mut ids)) in wanted {
-        ids.sort();
+        ids.sort_unstable();
         ids.dedup();
+        let ids = ids.into_iter().map(str::to_owned).collect();
         by_branch
             .entry(ReferenceTargets::branch_of(setting))
             .or_default()
             .push((column, setting, ids));
     }
-    let mut found: HashMap<String, (ColumnType, HashMap<String, CellValue>)> = HashMap::new();
-    for columns in by_branch.into_values() {
-        let Some(target) = target(state, &branch.company_id, columns[0].1) else { continue };
+    let asks = by_branch.into_values().filter_map(|columns| {
+        let target = target(state, &branch.company_id, columns[0].1)?;
         let requests: Vec<(String, Vec<String>)> =
             columns.iter().map(|(_, s, ids)| (s.column_id.clone(), ids.clone())).collect();
-        let answers = target.addr.send(ReadReferenced { requests }).await?;
-        for ((column, _, ids), answer) in columns.into_iter().zip(answers) {
+        Some(async move {
+            let answers = target.addr.send(ReadReferenced { requests }).await;
+            (columns, answers)
+        })
+    });
+    let mut found: HashMap<String, (ColumnType, HashMap<String, CellValue>)> = HashMap::new();
+    for (columns, answers) in futures_util::future::join_all(asks).await {
+        for ((column, _, ids), answer) in columns.into_iter().zip(answers?) {
             let Some(Referenced { column_type, values }) = answer else { continue };
-            found.insert(column, (column_type, ids.into_iter().zip(values).collect()));
+            found.insert(column.to_owned(), (column_type, ids.into_iter().zip(values).collect()));
         }
     }
+    fill(records, &found);
+    Ok(())
+}
+
+/// Sets every reference cell's referenced values from `found` (column id -> the referenced
+/// column's type and the value per id); cells of columns not found show empty values.
+fn fill(
+    records: &mut [RecordOut],
+    found: &HashMap<String, (ColumnType, HashMap<String, CellValue>)>,
+) {
     for cell in records.iter_mut().flat_map(|r| &mut r.cells) {
         if cell.column_type != ColumnType::Reference {
             continue;
@@ -184,5 +191,4 @@ pub async fn resolve_references(
         };
         cell.referenced = Some(referenced);
     }
-    Ok(())
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::formula::typed_value;
 use super::ops::GridState;
 use super::references::Referenced;
-use super::schema::{ColumnDef, ColumnType};
+use super::schema::{ColumnDef, ColumnType, ReferenceSetting};
 use super::store::RowId;
 use super::value::{CellValue, DependencyStatus, SourceStatus};
 
@@ -20,6 +20,8 @@ pub struct CellOut {
     /// Present for language columns.
     pub statuses: Option<(DependencyStatus, SourceStatus)>,
     pub mt: bool,
+    /// For a reference cell: what the column points at (shared by the column's cells).
+    pub reference: Option<Arc<ReferenceSetting>>,
     /// For a reference cell: the referenced column's values, filled in by the caller from the
     /// referenced branch (`api::references`).
     pub referenced: Option<Referenced>,
@@ -51,6 +53,8 @@ impl GridState {
     ) -> Vec<RecordOut> {
         let slots: Vec<_> = columns.iter().map(|c| self.slots.get(&c.id).copied()).collect();
         let formulas: Vec<_> = columns.iter().map(|c| self.formulas.get(&c.id)).collect();
+        let references: Vec<Option<Arc<ReferenceSetting>>> =
+            columns.iter().map(|c| c.reference.clone().map(Arc::new)).collect();
         let ids: Vec<Arc<str>> = columns.iter().map(|c| Arc::from(c.id.as_str())).collect();
         rows.map(|row| RecordOut {
             id: self.store.id(row).to_owned(),
@@ -62,7 +66,8 @@ impl GridState {
                 .zip(&slots)
                 .zip(&ids)
                 .zip(&formulas)
-                .map(|(((column, slot), id), formula)| match slot {
+                .zip(&references)
+                .map(|((((column, slot), id), formula), reference)| match slot {
                     Some(slot) => CellOut {
                         column_id: Arc::clone(id),
                         column_type: column.column_type,
@@ -77,6 +82,7 @@ impl GridState {
                             )
                         }),
                         mt: self.store.is_mt(row, *slot),
+                        reference: reference.clone(),
                         referenced: None,
                     },
                     None => CellOut {
@@ -85,6 +91,7 @@ impl GridState {
                         value: CellValue::Empty,
                         statuses: None,
                         mt: false,
+                        reference: None,
                         referenced: None,
                     },
                 })
