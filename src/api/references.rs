@@ -110,6 +110,14 @@ pub async fn check_written_references(
     Ok(())
 }
 
+/// The reference cells of one column on a page: what they point at, and every id they hold,
+/// sorted and each once.
+struct Wanted {
+    column: Arc<str>,
+    setting: Arc<ReferenceSetting>,
+    ids: Vec<String>,
+}
+
 /// Fills in the referenced values of the reference cells of `records` (read from `branch`),
 /// asking every referenced branch at once. A reference to a branch that is gone (or not the
 /// company's) shows empty values.
@@ -118,56 +126,58 @@ pub async fn resolve_references(
     branch: &BranchRoute,
     records: &mut [RecordOut],
 ) -> ApiResult<()> {
-    // Per reference column: its setting and the ids its cells hold on this page, each once.
-    let mut wanted: HashMap<&str, (&ReferenceSetting, Vec<&str>)> = HashMap::new();
+    let mut wanted: Vec<Wanted> = Vec::new();
     for cell in records.iter().flat_map(|r| &r.cells) {
         let (Some(setting), CellValue::List(ids)) = (&cell.reference, &cell.value) else {
             continue;
         };
-        let entry = wanted.entry(&cell.column_id).or_insert_with(|| (setting, Vec::new()));
-        entry.1.extend(ids.iter().map(String::as_str));
+        let at = match wanted.iter().position(|w| w.column == cell.column_id) {
+            Some(at) => at,
+            None => {
+                wanted.push(Wanted {
+                    column: Arc::clone(&cell.column_id),
+                    setting: Arc::clone(setting),
+                    ids: Vec::new(),
+                });
+                wanted.len() - 1
+            }
+        };
+        wanted[at].ids.extend(ids.iter().cloned());
     }
-    if wanted.is_empty() {
-        fill(records, &HashMap::new());
-        return Ok(());
+    for w in &mut wanted {
+        w.ids.sort_unstable();
+        w.ids.dedup();
     }
     // One request per referenced branch, holding every column that points there.
-    let mut by_branch: HashMap<&str, Vec<(&str, &ReferenceSetting, Vec<String>)>> = HashMap::new();
-    for (column, (setting, mut ids)) in wanted {
-        ids.sort_unstable();
-        ids.dedup();
-        let ids = ids.into_iter().map(str::to_owned).collect();
-        by_branch
-            .entry(ReferenceTargets::branch_of(setting))
-            .or_default()
-            .push((column, setting, ids));
-    }
-    let asks = by_branch.into_values().filter_map(|columns| {
-        let target = target(state, &branch.company_id, columns[0].1)?;
-        let requests: Vec<(String, Vec<String>)> =
-            columns.iter().map(|(_, s, ids)| (s.column_id.clone(), ids.clone())).collect();
-        Some(async move {
-            let answers = target.addr.send(ReadReferenced { requests }).await;
-            (columns, answers)
-        })
-    });
-    let mut found: HashMap<String, (ColumnType, HashMap<String, CellValue>)> = HashMap::new();
-    for (columns, answers) in futures_util::future::join_all(asks).await {
-        for ((column, _, ids), answer) in columns.into_iter().zip(answers?) {
-            let Some(Referenced { column_type, values }) = answer else { continue };
-            found.insert(column.to_owned(), (column_type, ids.into_iter().zip(values).collect()));
+    let mut by_branch: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (at, w) in wanted.iter().enumerate() {
+        let branch_id = ReferenceTargets::branch_of(&w.setting);
+        match by_branch.iter_mut().find(|(b, _)| *b == branch_id) {
+            Some((_, columns)) => columns.push(at),
+            None => by_branch.push((branch_id, vec![at])),
         }
     }
-    fill(records, &found);
+    let asks = by_branch.into_iter().filter_map(|(_, columns)| {
+        let target = target(state, &branch.company_id, &wanted[columns[0]].setting)?;
+        let requests: Vec<(String, Vec<String>)> = columns
+            .iter()
+            .map(|&at| (wanted[at].setting.column_id.clone(), wanted[at].ids.clone()))
+            .collect();
+        Some(async move { (columns, target.addr.send(ReadReferenced { requests }).await) })
+    });
+    let mut found: Vec<Option<Referenced>> = vec![None; wanted.len()];
+    for (columns, answers) in futures_util::future::join_all(asks).await {
+        for (at, answer) in columns.into_iter().zip(answers?) {
+            found[at] = answer;
+        }
+    }
+    fill(records, &wanted, &found);
     Ok(())
 }
 
-/// Sets every reference cell's referenced values from `found` (column id -> the referenced
-/// column's type and the value per id); cells of columns not found show empty values.
-fn fill(
-    records: &mut [RecordOut],
-    found: &HashMap<String, (ColumnType, HashMap<String, CellValue>)>,
-) {
+/// Sets every reference cell's referenced values from `found` (per wanted column, the value of
+/// each of its ids); a column not found shows empty values.
+fn fill(records: &mut [RecordOut], wanted: &[Wanted], found: &[Option<Referenced>]) {
     for cell in records.iter_mut().flat_map(|r| &mut r.cells) {
         if cell.column_type != ColumnType::Reference {
             continue;
@@ -176,12 +186,16 @@ fn fill(
             CellValue::List(ids) => ids,
             _ => &[],
         };
-        let referenced = match found.get(&*cell.column_id) {
-            Some((column_type, values)) => Referenced {
+        let column = wanted.iter().position(|w| w.column == cell.column_id);
+        let referenced = match column.and_then(|at| Some((&wanted[at], found[at].as_ref()?))) {
+            Some((w, Referenced { column_type, values })) => Referenced {
                 column_type: *column_type,
                 values: ids
                     .iter()
-                    .map(|id| values.get(id).cloned().unwrap_or(CellValue::Empty))
+                    .map(|id| match w.ids.binary_search(id) {
+                        Ok(at) => values.get(at).cloned().unwrap_or(CellValue::Empty),
+                        Err(_) => CellValue::Empty,
+                    })
                     .collect(),
             },
             None => Referenced {
