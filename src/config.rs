@@ -66,6 +66,11 @@ pub struct Config {
     /// `requestTimeout`. 0 disables the timeout.
     #[arg(long, env = "GRIDD_BODY_TIMEOUT_MS", default_value_t = 60_000)]
     pub body_timeout_ms: u64,
+
+    /// Most bytes a zip upload may unpack to (its mapped entries together); over it, or over
+    /// the compression ratio rule of `api::files_zip`, the upload is 413 and writes nothing.
+    #[arg(long, env = "GRIDD_ZIP_UNPACKED_LIMIT", default_value_t = 1024 * 1024 * 1024)]
+    pub zip_unpacked_limit: u64,
 }
 
 impl Config {
@@ -86,6 +91,7 @@ impl Config {
             rate_burst: 50,
             request_timeout_ms: 10_000,
             body_timeout_ms: 60_000,
+            zip_unpacked_limit: 1024 * 1024 * 1024,
         }
     }
 }

@@ -133,6 +133,7 @@ impl Node {
             routes.clone(),
             grid_arbiters,
             durability.clone(),
+            crate::catalog::files::files_dir(&config.data_dir),
         )?;
         let generated = supervisor
             .bootstrap(config.api_key.as_deref())
@@ -236,6 +237,7 @@ impl Application {
             requests: Arc::default(),
             limiter: Arc::new(auth::RateLimiter::new(config.rate_limit, config.rate_burst)),
             data_dir: Arc::from(config.data_dir.as_path()),
+            zip_unpacked_limit: config.zip_unpacked_limit,
         };
         let max_json = config.max_json_bytes;
         let body_timeout = Duration::from_millis(config.body_timeout_ms);

@@ -29,6 +29,8 @@ pub struct AppState {
     pub requests: Arc<RequestMetrics>,
     /// The per-key request rate limit (off unless configured).
     pub limiter: Arc<RateLimiter>,
-    /// The data directory (history exports are written under `exports/`).
+    /// The data directory (uploads under `files/`, history exports under `exports/`).
     pub data_dir: Arc<std::path::Path>,
+    /// Most bytes a zip upload may unpack to (`Config::zip_unpacked_limit`).
+    pub zip_unpacked_limit: u64,
 }

@@ -2,28 +2,36 @@
 //! `recordId`, `columnId` and optional `path` as form fields or query parameters) stores the
 //! bytes under `<data dir>/files/<id>` (temporary file, fsync, rename), records the metadata in
 //! the catalogue, and appends the id to the record's files cell through the WAL; `GET
-//! .../files/<id>` serves the bytes with their content type and original name; `DELETE
-//! .../files?recordId=&columnId=` with `{"ids": [...]}` takes ids out of the cell.
+//! .../files/<id>` streams the bytes from disk with their content type and original name;
+//! `DELETE .../files?recordId=&columnId=` with `{"ids": [...]}` takes ids out of the cell. The
+//! zip upload (`api::files_zip`) shares the receiving and storing helpers here.
 //!
 //! A file over `MAX_FILE_BYTES` is 413 and leaves nothing behind; a column that is not of type
 //! files is 400 `columnIsNotFilesType`. The bytes of a removed id stay on disk: branches copy
-//! cells, so another branch may still hold the id.
+//! cells, so another branch may still hold the id. They go when their grid is deleted
+//! (`catalog::files`).
 
 use std::path::{Path, PathBuf};
 
+use actix::Addr;
 use actix_multipart::Multipart;
+use actix_web::body::SizedStream;
 use actix_web::http::header;
 use actix_web::{delete, get, post, web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
+use tokio::io::AsyncReadExt;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::multipart::{bad_multipart, part_text, part_to_file};
-use super::{created, exec, no_content, percent_encode, query_pairs, view_route};
+use super::{created, exec, no_content, percent_encode, query_pairs, storage_error, view_route};
 use crate::auth::{Principal, Privilege};
+use crate::catalog::files::files_dir;
 use crate::catalog::model::{now_timestamp, FileMeta};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::ChangeFiles;
+use crate::grid::actor::{ChangeFiles, FilesChange};
+use crate::grid::read::RecordOut;
+use crate::grid::GridActor;
 use crate::ids;
 use crate::state::AppState;
 
@@ -31,6 +39,8 @@ use crate::state::AppState;
 pub const MAX_FILE_BYTES: u64 = 100 * 1024 * 1024;
 /// The largest form field (record id, column id, path).
 const MAX_FIELD: usize = 4096;
+/// The size of the chunks a download is read and sent in.
+const DOWNLOAD_CHUNK: usize = 64 * 1024;
 
 /// A file as the API shows it.
 #[derive(Debug, Serialize)]
@@ -51,27 +61,74 @@ pub fn file_body(meta: &FileMeta) -> FileBody<'_> {
     }
 }
 
-/// `<data dir>/files`, where every file's bytes are.
-fn files_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("files")
-}
-
 /// A new file id: 14 random characters and the original name's extension (letters and digits
 /// only, at most 10), as decisions.md section 2 and 10 say.
-fn file_id(original: &str) -> String {
-    let extension = Path::new(original)
+pub(super) fn file_id(original: &str) -> String {
+    format!(
+        "{}{}",
+        ids::generate(),
+        extension(original).map(|e| format!(".{e}")).unwrap_or_default()
+    )
+}
+
+/// A name's extension, lowercased, when it is plain (letters and digits, at most 10).
+fn extension(name: &str) -> Option<String> {
+    Path::new(name)
         .extension()
         .and_then(|e| e.to_str())
         .filter(|e| !e.is_empty() && e.len() <= 10 && e.chars().all(|c| c.is_ascii_alphanumeric()))
-        .map(|e| format!(".{}", e.to_ascii_lowercase()))
-        .unwrap_or_default();
-    format!("{}{extension}", ids::generate())
+        .map(str::to_ascii_lowercase)
 }
 
-/// A file being received: removed on drop unless kept.
-struct Incoming {
-    path: PathBuf,
+/// The content type of a file that came without one (a zip entry), from its extension;
+/// `application/octet-stream` for the rest.
+pub(super) fn content_type_for(name: &str) -> &'static str {
+    match extension(name).as_deref() {
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("gif") => "image/gif",
+        Some("webp") => "image/webp",
+        Some("svg") => "image/svg+xml",
+        Some("bmp") => "image/bmp",
+        Some("ico") => "image/vnd.microsoft.icon",
+        Some("tif" | "tiff") => "image/tiff",
+        Some("txt") => "text/plain",
+        Some("csv") => "text/csv",
+        Some("md") => "text/markdown",
+        Some("html" | "htm") => "text/html",
+        Some("xml") => "application/xml",
+        Some("json") => "application/json",
+        Some("pdf") => "application/pdf",
+        Some("zip") => "application/zip",
+        Some("mp3") => "audio/mpeg",
+        Some("wav") => "audio/wav",
+        Some("ogg") => "audio/ogg",
+        Some("mp4") => "video/mp4",
+        Some("webm") => "video/webm",
+        Some("ttf") => "font/ttf",
+        Some("otf") => "font/otf",
+        Some("woff") => "font/woff",
+        Some("woff2") => "font/woff2",
+        _ => "application/octet-stream",
+    }
+}
+
+/// A file on its way into `<data dir>/files`: removed on drop unless kept.
+pub(super) struct Incoming {
+    pub(super) path: PathBuf,
     kept: bool,
+}
+
+impl Incoming {
+    /// A new temporary name under `files_dir`.
+    pub(super) fn partial(files_dir: &Path) -> Incoming {
+        Incoming { path: files_dir.join(format!("{}.partial", ids::generate())), kept: false }
+    }
+
+    /// The file stays: its id is in a cell.
+    pub(super) fn keep(mut self) {
+        self.kept = true;
+    }
 }
 
 impl Drop for Incoming {
@@ -82,15 +139,31 @@ impl Drop for Incoming {
     }
 }
 
-/// What an upload carried.
-#[derive(Default)]
-struct Upload {
-    /// (temporary file, original name, content type, size)
-    file: Option<(Incoming, String, String, u64)>,
-    fields: Vec<(String, String)>,
+/// The file part of an upload, received.
+pub(super) struct FilePart {
+    /// The temporary file holding the bytes.
+    pub(super) incoming: Incoming,
+    /// The client's file name, without directories.
+    pub(super) original: String,
+    pub(super) content_type: String,
+    pub(super) size: u64,
 }
 
-async fn receive(data_dir: &Path, mut body: Multipart) -> ApiResult<Upload> {
+/// What an upload carried.
+#[derive(Default)]
+pub(super) struct Upload {
+    pub(super) file: Option<FilePart>,
+    pub(super) fields: Vec<(String, String)>,
+}
+
+/// Receives a multipart upload: the `file` part streamed to a temporary file under `<data
+/// dir>/files` (413 past `MAX_FILE_BYTES`), every other part as text of at most `text_limit`
+/// bytes.
+pub(super) async fn receive(
+    data_dir: &Path,
+    mut body: Multipart,
+    text_limit: usize,
+) -> ApiResult<Upload> {
     let mut upload = Upload::default();
     while let Some(field) = body.next().await {
         let mut field = field.map_err(bad_multipart)?;
@@ -106,14 +179,11 @@ async fn receive(data_dir: &Path, mut body: Multipart) -> ApiResult<Upload> {
                 .content_type()
                 .map(|m| m.essence_str().to_owned())
                 .unwrap_or_else(|| "application/octet-stream".to_owned());
-            let incoming = Incoming {
-                path: files_dir(data_dir).join(format!("{}.partial", ids::generate())),
-                kept: false,
-            };
+            let incoming = Incoming::partial(&files_dir(data_dir));
             let size = part_to_file(&mut field, &incoming.path, MAX_FILE_BYTES).await?;
-            upload.file = Some((incoming, original, content_type, size));
+            upload.file = Some(FilePart { incoming, original, content_type, size });
         } else {
-            let text = part_text(&mut field, &name, MAX_FIELD).await?;
+            let text = part_text(&mut field, &name, text_limit).await?;
             upload.fields.push((name, text));
         }
     }
@@ -121,7 +191,7 @@ async fn receive(data_dir: &Path, mut body: Multipart) -> ApiResult<Upload> {
 }
 
 /// A parameter from the form fields, else the query string.
-fn param(upload: &Upload, query: &[(String, String)], name: &str) -> Option<String> {
+pub(super) fn param(upload: &Upload, query: &[(String, String)], name: &str) -> Option<String> {
     upload
         .fields
         .iter()
@@ -142,13 +212,14 @@ async fn upload_file(
     let view_id = view_id.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Write)?;
     let query = query_pairs(&req)?;
-    let upload = receive(&state.data_dir, Multipart::new(req.headers(), payload)).await?;
+    let upload =
+        receive(&state.data_dir, Multipart::new(req.headers(), payload), MAX_FIELD).await?;
     let record_id = param(&upload, &query, "recordId")
         .ok_or_else(|| ApiError::missing_parameter("recordId"))?;
     let column_id = param(&upload, &query, "columnId")
         .ok_or_else(|| ApiError::missing_parameter("columnId"))?;
     let path = param(&upload, &query, "path");
-    let Some((mut incoming, original, content_type, size)) = upload.file else {
+    let Some(FilePart { mut incoming, original, content_type, size }) = upload.file else {
         return Err(ApiError::bad_request("The multipart part file is required."));
     };
     let meta = FileMeta {
@@ -160,35 +231,55 @@ async fn upload_file(
         size,
         created_time: now_timestamp(),
     };
-    let target = files_dir(&state.data_dir).join(&meta.id);
-    let from = incoming.path.clone();
     let dir = files_dir(&state.data_dir);
+    let (from, target) = (incoming.path.clone(), dir.join(&meta.id));
     web::block(move || -> std::io::Result<()> {
         std::fs::rename(&from, &target)?;
         std::fs::File::open(&dir)?.sync_all()
     })
     .await
     .map_err(|e| ApiError::internal(format!("the file writer stopped: {e}")))?
-    .map_err(|e| ApiError::internal(format!("storing the file: {e}")))?;
+    .map_err(|e| storage_error("storing the file", e))?;
     incoming.path = files_dir(&state.data_dir).join(&meta.id);
-    let recorded = meta.clone();
-    exec(&state, move |s| s.record_file(recorded)).await??;
     let change = ChangeFiles {
         view_id,
-        record_id,
         path,
         column_id,
-        add: vec![meta.id.clone()],
-        remove: Vec::new(),
+        records: vec![FilesChange { record_id, add: vec![meta.id.clone()], remove: Vec::new() }],
         user: p.user().to_owned(),
+        check_only: false,
     };
-    if let Err(err) = route.addr.send(change).await.map_err(ApiError::from).and_then(|r| r) {
-        let id = meta.id.clone();
-        exec(&state, move |s| s.forget_file(&id)).await??;
-        return Err(err);
-    }
-    incoming.kept = true;
+    link_files(&state, route.addr.clone(), vec![(meta.clone(), incoming)], change).await?;
     created(&file_body(&meta))
+}
+
+/// Records stored files in the catalogue, then sends `change`, which puts their ids in cells;
+/// if the change is refused, forgets the metadata and removes the bytes. Runs on a task of its
+/// own, so a client going away midway cannot leave ids in cells without their bytes.
+pub(super) async fn link_files(
+    state: &AppState,
+    grid: Addr<GridActor>,
+    files: Vec<(FileMeta, Incoming)>,
+    change: ChangeFiles,
+) -> ApiResult<Vec<RecordOut>> {
+    let state = state.clone();
+    actix_web::rt::spawn(async move {
+        let metas: Vec<FileMeta> = files.iter().map(|(meta, _)| meta.clone()).collect();
+        let ids: Vec<String> = metas.iter().map(|meta| meta.id.clone()).collect();
+        exec(&state, move |s| s.record_files(metas)).await??;
+        match grid.send(change).await.map_err(ApiError::from).and_then(|r| r) {
+            Ok(records) => {
+                files.into_iter().for_each(|(_, incoming)| incoming.keep());
+                Ok(records)
+            }
+            Err(err) => {
+                exec(&state, move |s| s.forget_files(&ids)).await??;
+                Err(err)
+            }
+        }
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("storing the files stopped: {e}")))?
 }
 
 /// `filename="..."` (ASCII, quotes and controls replaced) and `filename*` (UTF-8).
@@ -217,16 +308,31 @@ async fn download_file(
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
     let grid = route.grid_id.clone();
     let meta = exec(&state, move |s| s.file(&grid, &id)).await??;
-    let file = files_dir(&state.data_dir).join(&meta.id);
-    let bytes = web::block(move || std::fs::read(file))
+    let not_found = || ApiError::not_found(ErrorCode::FileIsNotFound, "File", &meta.id);
+    let file = tokio::fs::File::open(files_dir(&state.data_dir).join(&meta.id))
         .await
-        .map_err(|e| ApiError::internal(format!("the file reader stopped: {e}")))?
-        .map_err(|_| ApiError::not_found(ErrorCode::FileIsNotFound, "File", &meta.id))?;
+        .map_err(|_| not_found())?;
+    let size = file.metadata().await.map_err(|_| not_found())?.len();
     Ok(HttpResponse::Ok()
         .content_type(meta.content_type.as_str())
         .insert_header((header::CONTENT_DISPOSITION, disposition(&meta.original_name)))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .body(bytes))
+        .body(SizedStream::new(size, chunks(file))))
+}
+
+/// A file's bytes as a stream of chunks, read as the client takes them.
+fn chunks(
+    file: tokio::fs::File,
+) -> impl futures_util::Stream<Item = std::io::Result<web::Bytes>> + 'static {
+    futures_util::stream::try_unfold(file, |mut file| async move {
+        let mut chunk = vec![0; DOWNLOAD_CHUNK];
+        let read = file.read(&mut chunk).await?;
+        if read == 0 {
+            return Ok(None);
+        }
+        chunk.truncate(read);
+        Ok(Some((web::Bytes::from(chunk), file)))
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -261,12 +367,11 @@ async fn delete_files(
     };
     let change = ChangeFiles {
         view_id,
-        record_id,
         path: find("path"),
         column_id,
-        add: Vec::new(),
-        remove: ids,
+        records: vec![FilesChange { record_id, add: Vec::new(), remove: ids }],
         user: p.user().to_owned(),
+        check_only: false,
     };
     route.addr.send(change).await??;
     no_content()
@@ -286,6 +391,8 @@ mod tests {
         assert!(id.ends_with(".png") && id.len() == 18, "{id}");
         assert_eq!(file_id("noext").len(), 14);
         assert_eq!(file_id("evil.p;hp").len(), 14);
+        assert_eq!(content_type_for("shots/Title.JPEG"), "image/jpeg");
+        assert_eq!(content_type_for("notes"), "application/octet-stream");
         assert_eq!(
             disposition("a\"b\n é.txt"),
             "attachment; filename=\"a_b_ _.txt\"; filename*=UTF-8''a%22b%0A%20%C3%A9.txt"

@@ -9,6 +9,7 @@ pub mod databases;
 pub mod dependencies;
 pub mod errors;
 pub mod files;
+pub mod files_zip;
 pub mod grids;
 pub mod health;
 pub mod history_export;
@@ -48,6 +49,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     dependencies::configure(cfg);
     records::configure(cfg);
     files::configure(cfg);
+    files_zip::configure(cfg);
     shares::configure(cfg);
     tasks::configure(cfg);
     history_export::configure(cfg);

@@ -1,23 +1,42 @@
-//! Supervisor operations on uploaded files' metadata (the bytes are files under the data
-//! directory, written by `api::files`).
+//! Supervisor operations on uploaded files' metadata. The bytes are files under
+//! `<data dir>/files/`, written by `api::files`; the supervisor only removes them, in the
+//! background, once the deletion of their grid is durable.
+
+use std::path::{Path, PathBuf};
 
 use super::model::FileMeta;
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
+/// `<data dir>/files`, where every uploaded file's bytes are (`<id>`) and arrive
+/// (`<random>.partial`).
+pub fn files_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("files")
+}
+
 impl Supervisor {
-    /// Records an uploaded file (its bytes are already durable).
-    pub fn record_file(&mut self, meta: FileMeta) -> ApiResult<()> {
-        self.commit(&[CatalogChange::put(EntityKind::File, &meta.id, &meta)])?;
-        self.files.insert(meta.id.clone(), meta);
+    /// Records uploaded files (their bytes are already durable), all in one catalogue write.
+    /// 404 gridIsNotFound when their grid was deleted meanwhile.
+    pub fn record_files(&mut self, metas: Vec<FileMeta>) -> ApiResult<()> {
+        if let Some(meta) = metas.iter().find(|m| !self.grids.contains_key(&m.grid_id)) {
+            return Err(ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", &meta.grid_id));
+        }
+        let changes: Vec<CatalogChange> =
+            metas.iter().map(|m| CatalogChange::put(EntityKind::File, &m.id, m)).collect();
+        self.commit(&changes)?;
+        self.files.extend(metas.into_iter().map(|m| (m.id.clone(), m)));
         Ok(())
     }
 
-    /// Forgets a file whose upload did not reach its cell.
-    pub fn forget_file(&mut self, id: &str) -> ApiResult<()> {
-        self.commit(&[CatalogChange::delete(EntityKind::File, id)])?;
-        self.files.shift_remove(id);
+    /// Forgets files whose upload did not reach its cells.
+    pub fn forget_files(&mut self, ids: &[String]) -> ApiResult<()> {
+        let changes: Vec<CatalogChange> =
+            ids.iter().map(|id| CatalogChange::delete(EntityKind::File, id)).collect();
+        self.commit(&changes)?;
+        for id in ids {
+            self.files.shift_remove(id);
+        }
         Ok(())
     }
 
@@ -37,5 +56,47 @@ impl Supervisor {
             .filter(|f| f.grid_id == grid_id)
             .cloned()
             .collect()
+    }
+
+    /// The catalogue deletions of the files of a grid being deleted.
+    pub(super) fn grid_files_deletion(&self, grid_id: &str) -> Vec<CatalogChange> {
+        self.files
+            .values()
+            .filter(|f| f.grid_id == grid_id)
+            .map(|f| CatalogChange::delete(EntityKind::File, &f.id))
+            .collect()
+    }
+
+    /// Forgets the files of a grid whose deletion is durable and removes their bytes on a
+    /// thread of their own; a file that cannot be removed is logged and left behind.
+    pub(super) fn forget_grid_files(&mut self, grid_id: &str) {
+        let mut removed = Vec::new();
+        self.files.retain(|id, f| {
+            let keep = f.grid_id != grid_id;
+            if !keep {
+                removed.push(self.files_dir.join(id));
+            }
+            keep
+        });
+        if removed.is_empty() {
+            return;
+        }
+        let grid = grid_id.to_owned();
+        let spawned =
+            std::thread::Builder::new().name("file-remover".to_owned()).spawn(move || {
+                for path in removed {
+                    match std::fs::remove_file(&path) {
+                        Ok(()) => {}
+                        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(err) => tracing::warn!(
+                            grid = %grid, path = %path.display(), error = %err,
+                            "removing a deleted grid's file failed"
+                        ),
+                    }
+                }
+            });
+        if let Err(err) = spawned {
+            tracing::warn!(grid = grid_id, error = %err, "the deleted grid's files were not removed");
+        }
     }
 }

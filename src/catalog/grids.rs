@@ -1,5 +1,6 @@
 //! Supervisor operations on grids and their branches: create (starting the grid actor), rename,
-//! metadata, delete (stopping actors, dropping routes), and view route registration.
+//! metadata, delete (stopping actors, dropping routes, removing uploaded files), and view route
+//! registration.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -192,6 +193,7 @@ impl Supervisor {
         for backup in self.backups.values().filter(|b| b.grid_id == id) {
             changes.push(CatalogChange::delete(EntityKind::Backup, &backup.id));
         }
+        changes.extend(self.grid_files_deletion(id));
         changes
     }
 
@@ -211,6 +213,7 @@ impl Supervisor {
             self.durability.delete_backup(&backup);
             self.backups.shift_remove(&backup);
         }
+        self.forget_grid_files(id);
         self.grids.shift_remove(id);
     }
 

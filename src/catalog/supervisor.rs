@@ -5,6 +5,7 @@
 //! Handlers send it `Exec` messages: a closure run on the supervisor's own thread with
 //! exclusive access, so every catalogue change is serialized here.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use actix::{Actor, ArbiterHandle, Context, Handler, Message, MessageResult};
@@ -38,6 +39,8 @@ pub struct Supervisor {
     pub(super) keyring: Arc<KeyRing>,
     pub(super) routes: Arc<Routes>,
     pub(super) durability: Arc<Durability>,
+    /// Where uploaded files' bytes are (`files::files_dir`).
+    pub(super) files_dir: PathBuf,
     arbiters: Vec<ArbiterHandle>,
     next_arbiter: usize,
 }
@@ -50,6 +53,7 @@ impl Supervisor {
         routes: Arc<Routes>,
         arbiters: Vec<ArbiterHandle>,
         durability: Arc<Durability>,
+        files_dir: PathBuf,
     ) -> Result<Supervisor, StoreError> {
         let companies: Vec<Company> = load_all(store.as_ref(), EntityKind::Company)?;
         let projects: Vec<Project> = load_all(store.as_ref(), EntityKind::Project)?;
@@ -82,6 +86,7 @@ impl Supervisor {
             keyring,
             routes,
             durability,
+            files_dir,
             arbiters,
             next_arbiter: 0,
         };

@@ -29,6 +29,10 @@ use crate::persist::durability::Durability;
 use crate::persist::entry::WalEntry;
 use crate::persist::wal::Durable;
 
+mod files;
+
+pub use files::{ChangeFiles, FilesChange};
+
 /// The actor of one branch (the master branch has the grid's id).
 pub struct GridActor {
     grid_id: String,
@@ -698,83 +702,6 @@ impl Handler<RestoreRecords> for GridActor {
         }
         match committed {
             Ok(durable) => when_durable(durable, count),
-            Err(err) => Box::pin(async move { Err(err) }),
-        }
-    }
-}
-
-/// Adds file ids to, or removes them from, a files cell of one record, as one write.
-#[derive(Debug, Message)]
-#[rtype(result = "ApiResult<Vec<RecordOut>>")]
-pub struct ChangeFiles {
-    pub view_id: String,
-    pub record_id: String,
-    pub path: Option<String>,
-    pub column_id: String,
-    pub add: Vec<String>,
-    pub remove: Vec<String>,
-    pub user: String,
-}
-
-impl GridActor {
-    fn change_files(&mut self, msg: ChangeFiles) -> ApiResult<(Durable, Vec<RecordOut>)> {
-        let view = self.view(&msg.view_id)?;
-        let picked =
-            picked_columns(&self.state.schema, &view, Some(std::slice::from_ref(&msg.column_id)))?;
-        let column = picked[0];
-        if column.column_type != super::schema::ColumnType::Files {
-            return Err(ApiError::new(
-                ErrorCode::ColumnIsNotFilesType,
-                format!("Column \"{}\" is not of type files.", msg.column_id),
-            ));
-        }
-        let path = msg.path.clone().unwrap_or_default();
-        let lookup = if self.by_path() { path.as_str() } else { "" };
-        let row = self.state.store.find(lookup, &msg.record_id).ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::NonexistentRecordId,
-                format!("Record \"{}\" does not exist.", msg.record_id),
-            )
-        })?;
-        let slot = *self
-            .state
-            .slots
-            .get(&msg.column_id)
-            .ok_or_else(|| ApiError::internal("a view column has no storage"))?;
-        let mut ids = match self.state.store.value(row, slot) {
-            super::value::CellValue::List(items) => items,
-            _ => Vec::new(),
-        };
-        ids.retain(|id| !msg.remove.contains(id));
-        ids.extend(msg.add.iter().cloned());
-        let input = RecordInput {
-            id: None,
-            path: msg.path.clone(),
-            cells: vec![super::records::CellInput {
-                column_id: Some(msg.column_id.clone()),
-                value: Some(serde_json::json!(ids)),
-                dependency_status: None,
-                source_status: None,
-            }],
-            mark_mt: None,
-        };
-        let now = chrono::Utc::now().timestamp_millis();
-        let (op, path, id) =
-            plan_update_one(&self.state, &view, &msg.record_id, input, &msg.user, now)?;
-        let durable = self.commit(vec![op])?;
-        let columns: Vec<&ColumnDef> =
-            self.state.schema.view_columns(&view).into_iter().map(|(c, _)| c).collect();
-        let rows = self.state.store.find(&path, &id).into_iter();
-        Ok((durable, self.state.read_rows(&columns, rows)))
-    }
-}
-
-impl Handler<ChangeFiles> for GridActor {
-    type Result = ResponseFuture<ApiResult<Vec<RecordOut>>>;
-
-    fn handle(&mut self, msg: ChangeFiles, _: &mut Context<Self>) -> Self::Result {
-        match self.change_files(msg) {
-            Ok((durable, records)) => when_durable(durable, records),
             Err(err) => Box::pin(async move { Err(err) }),
         }
     }

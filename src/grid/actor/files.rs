@@ -1,0 +1,127 @@
+//! `ChangeFiles`: file ids added to, or taken out of, one files column of one or more records,
+//! checked whole and committed as one WAL entry (every record or none). Only the ids in the
+//! cells change here; the bytes and their metadata belong to `api::files` and the catalogue.
+
+use actix::{Context, Handler, Message, ResponseFuture};
+
+use super::{picked_columns, when_durable, GridActor};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::read::RecordOut;
+use crate::grid::records::{plan_update, CellInput, RecordInput};
+use crate::grid::schema::{ColumnDef, ColumnType, ViewDef};
+use crate::grid::value::CellValue;
+use crate::persist::wal::Durable;
+
+/// The ids one record's files cell gains and loses.
+#[derive(Debug, Clone)]
+pub struct FilesChange {
+    pub record_id: String,
+    pub add: Vec<String>,
+    pub remove: Vec<String>,
+}
+
+/// Changes the files cell of `column_id` in each record of `records`, as one write. `path`
+/// finds the records when the grid identifies them by path and id (it never moves a record).
+/// With `check_only`, everything is checked (view, column of type files, records, locks) and
+/// nothing is written: a zip upload asks this before it extracts a file. Answers each changed
+/// record with only that column.
+#[derive(Debug, Message)]
+#[rtype(result = "ApiResult<Vec<RecordOut>>")]
+pub struct ChangeFiles {
+    pub view_id: String,
+    pub path: Option<String>,
+    pub column_id: String,
+    pub records: Vec<FilesChange>,
+    pub user: String,
+    pub check_only: bool,
+}
+
+impl GridActor {
+    /// The files column `column_id` of `view`: 404 when the view does not show it, 400
+    /// columnIsNotFilesType when it holds something else.
+    fn files_column(&self, view: &ViewDef, column_id: &str) -> ApiResult<ColumnDef> {
+        let column_ids = [column_id.to_owned()];
+        let picked = picked_columns(&self.state.schema, view, Some(&column_ids))?;
+        let column = picked[0];
+        if column.column_type != ColumnType::Files {
+            return Err(ApiError::new(
+                ErrorCode::ColumnIsNotFilesType,
+                format!("Column \"{column_id}\" is not of type files."),
+            ));
+        }
+        Ok(column.clone())
+    }
+
+    /// Each record's whole new list of ids, as an update input. 404 nonexistentRecordId names
+    /// every record that does not exist.
+    fn files_inputs(&self, msg: &ChangeFiles, column: &ColumnDef) -> ApiResult<Vec<RecordInput>> {
+        let slot = *self
+            .state
+            .slots
+            .get(&column.id)
+            .ok_or_else(|| ApiError::internal("a view column has no storage"))?;
+        let path = self.by_path().then(|| msg.path.clone().unwrap_or_default());
+        let mut missing = Vec::new();
+        let mut inputs = Vec::with_capacity(msg.records.len());
+        for change in &msg.records {
+            let lookup = path.as_deref().unwrap_or_default();
+            let Some(row) = self.state.store.find(lookup, &change.record_id) else {
+                missing.push(format!("Record \"{}\" does not exist.", change.record_id));
+                continue;
+            };
+            let mut ids = match self.state.store.value(row, slot) {
+                CellValue::List(items) => items,
+                _ => Vec::new(),
+            };
+            ids.retain(|id| !change.remove.contains(id));
+            ids.extend(change.add.iter().cloned());
+            inputs.push(RecordInput {
+                id: Some(change.record_id.clone()),
+                path: path.clone(),
+                cells: vec![CellInput {
+                    column_id: Some(column.id.clone()),
+                    value: Some(serde_json::json!(ids)),
+                    dependency_status: None,
+                    source_status: None,
+                }],
+                mark_mt: None,
+            });
+        }
+        match missing.len() {
+            0 => Ok(inputs),
+            1 => Err(ApiError::new(ErrorCode::NonexistentRecordId, missing.remove(0))),
+            n => Err(ApiError::with_messages(
+                ErrorCode::NonexistentRecordId,
+                format!("{n} records do not exist; the request changed nothing."),
+                missing,
+            )),
+        }
+    }
+
+    fn change_files(&mut self, msg: ChangeFiles) -> ApiResult<Option<(Durable, Vec<RecordOut>)>> {
+        let view = self.view(&msg.view_id)?;
+        let column = self.files_column(&view, &msg.column_id)?;
+        let inputs = self.files_inputs(&msg, &column)?;
+        let now = chrono::Utc::now().timestamp_millis();
+        let op = plan_update(&self.state, &view, inputs, &msg.user, now)?;
+        if msg.check_only {
+            return Ok(None);
+        }
+        let durable = self.commit(vec![op])?;
+        let lookup = if self.by_path() { msg.path.unwrap_or_default() } else { String::new() };
+        let rows = msg.records.iter().filter_map(|c| self.state.store.find(&lookup, &c.record_id));
+        Ok(Some((durable, self.state.read_rows(&[&column], rows))))
+    }
+}
+
+impl Handler<ChangeFiles> for GridActor {
+    type Result = ResponseFuture<ApiResult<Vec<RecordOut>>>;
+
+    fn handle(&mut self, msg: ChangeFiles, _: &mut Context<Self>) -> Self::Result {
+        match self.change_files(msg) {
+            Ok(Some((durable, records))) => when_durable(durable, records),
+            Ok(None) => Box::pin(async { Ok(Vec::new()) }),
+            Err(err) => Box::pin(async move { Err(err) }),
+        }
+    }
+}
