@@ -49,6 +49,14 @@ fn written_ids(value: &Value) -> Vec<String> {
     }
 }
 
+/// A record id a write puts in a reference cell, where (`records[0].cells[1]`) and in which
+/// column.
+struct WrittenId<'a> {
+    id: String,
+    at: String,
+    column: &'a str,
+}
+
 /// Refuses (404 referenceRecordNotFound) a write whose reference cells name a record the
 /// referenced branch does not have.
 /// `inputs` are the records with where each is in the request (`records[0]`, `row 3`).
@@ -67,8 +75,8 @@ pub async fn check_written_references(
     if columns.is_empty() {
         return Ok(());
     }
-    // Per referenced branch: (id, where it was written, column).
-    let mut asked: HashMap<&str, (&ReferenceSetting, Vec<(String, String, &str)>)> = HashMap::new();
+    // Per referenced branch: what it is asked, and every id written to it.
+    let mut asked: HashMap<&str, (&ReferenceSetting, Vec<WrittenId>)> = HashMap::new();
     for (at, record) in inputs {
         for (j, cell) in record.cells.iter().enumerate() {
             let (Some(column), Some(value)) = (cell.column_id.as_deref(), &cell.value) else {
@@ -79,30 +87,30 @@ pub async fn check_written_references(
                 .entry(ReferenceTargets::branch_of(setting))
                 .or_insert_with(|| (setting, Vec::new()));
             for id in written_ids(value) {
-                entry.1.push((id, format!("{at}.cells[{j}]"), column));
+                entry.1.push(WrittenId { id, at: format!("{at}.cells[{j}]"), column });
             }
         }
     }
-    for (setting, ids) in asked.into_values() {
-        if ids.is_empty() {
+    for (setting, written) in asked.into_values() {
+        if written.is_empty() {
             continue;
         }
         let missing: Vec<String> = match target(state, &route.company_id, setting) {
             Some(target) => {
-                let mut unique: Vec<String> = ids.iter().map(|(id, _, _)| id.clone()).collect();
+                let mut unique: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
                 unique.sort();
                 unique.dedup();
                 target.addr.send(FindMissing { ids: unique }).await?
             }
-            None => ids.iter().map(|(id, _, _)| id.clone()).collect(),
+            None => written.iter().map(|w| w.id.clone()).collect(),
         };
-        if let Some((id, at, column)) = ids.iter().find(|(id, _, _)| missing.contains(id)) {
+        if let Some(w) = written.iter().find(|w| missing.contains(&w.id)) {
             return Err(ApiError::new(
                 ErrorCode::ReferenceRecordNotFound,
                 format!(
-                    "{at}: record \"{id}\" does not exist in grid \"{}\" referenced by column \
-                     \"{column}\".",
-                    setting.grid_id
+                    "{}: record \"{}\" does not exist in grid \"{}\" referenced by column \
+                     \"{}\".",
+                    w.at, w.id, setting.grid_id, w.column
                 ),
             ));
         }
