@@ -12,7 +12,7 @@ use super::{exec, json_response, json_response_sized, no_content, query_pairs, v
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::FileMeta;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{ReadHistory, ReadRecords, RecordsWrite, WriteRecords};
+use crate::grid::actor::{ReadHistory, ReadRecords, RecordsWrite, WriteOutcome, WriteRecords};
 use crate::grid::codec::{format_timestamp, render_value, Rendered};
 use crate::grid::history::HistoryEntry;
 use crate::grid::query::{parse_query, parse_sort, RawFilter, RawSort};
@@ -341,16 +341,30 @@ async fn write(
     write: RecordsWrite,
 ) -> ApiResult<Vec<RecordOut>> {
     let route = view_route(state, p, &view_id, Privilege::Write)?;
-    let inputs: &[RecordInput] = match &write {
-        RecordsWrite::Add(inputs) | RecordsWrite::Update(inputs) => inputs,
-        RecordsWrite::UpdateOne { input, .. } => std::slice::from_ref(input),
-        RecordsWrite::Delete(_) => &[],
+    let msg = |write, references_checked| WriteRecords {
+        view_id: view_id.clone(),
+        user: p.user().to_owned(),
+        write,
+        references_checked,
     };
-    let labelled: Vec<(String, &RecordInput)> =
-        inputs.iter().enumerate().map(|(i, r)| (format!("records[{i}]"), r)).collect();
-    check_written_references(state, &route, &view_id, &labelled).await?;
-    let msg = WriteRecords { view_id, user: p.user().to_owned(), write };
-    let mut records = route.addr.send(msg).await??;
+    let mut records = match route.addr.send(msg(write, false)).await?? {
+        WriteOutcome::Written(records) => records,
+        WriteOutcome::CheckReferences(write) => {
+            let labelled: Vec<(String, &RecordInput)> = write
+                .inputs()
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (format!("records[{i}]"), r))
+                .collect();
+            check_written_references(state, &route, &view_id, &labelled).await?;
+            match route.addr.send(msg(write, true)).await?? {
+                WriteOutcome::Written(records) => records,
+                WriteOutcome::CheckReferences(_) => {
+                    return Err(ApiError::internal("a checked write was handed back"))
+                }
+            }
+        }
+    };
     resolve_references(state, &route, &mut records).await?;
     Ok(records)
 }

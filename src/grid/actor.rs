@@ -22,6 +22,7 @@ use super::records::{
     plan_add, plan_delete, plan_import, plan_update, plan_update_one, DeleteRecordsInput,
     RecordInput,
 };
+use super::references::writes_references;
 use super::schema::{ColumnDef, Schema, ViewDef};
 use super::store::{RecordIdentity, RowId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -260,12 +261,36 @@ pub enum RecordsWrite {
     Delete(DeleteRecordsInput),
 }
 
+/// A records write. Unless `references_checked`, a write naming referenced records is handed
+/// back (`WriteOutcome::CheckReferences`) for the caller to check them against the referenced
+/// branches first: writes without references pay nothing for that check.
 #[derive(Debug, Message)]
-#[rtype(result = "ApiResult<Vec<RecordOut>>")]
+#[rtype(result = "ApiResult<WriteOutcome>")]
 pub struct WriteRecords {
     pub view_id: String,
     pub user: String,
     pub write: RecordsWrite,
+    pub references_checked: bool,
+}
+
+/// What became of a `WriteRecords`.
+#[derive(Debug)]
+pub enum WriteOutcome {
+    /// Committed and durable: the written records as the view shows them.
+    Written(Vec<RecordOut>),
+    /// Not applied: its reference cells must be checked first.
+    CheckReferences(RecordsWrite),
+}
+
+impl RecordsWrite {
+    /// The records the write sends (none for a delete).
+    pub fn inputs(&self) -> &[RecordInput] {
+        match self {
+            RecordsWrite::Add(inputs) | RecordsWrite::Update(inputs) => inputs,
+            RecordsWrite::UpdateOne { input, .. } => std::slice::from_ref(input),
+            RecordsWrite::Delete(_) => &[],
+        }
+    }
 }
 
 impl GridActor {
@@ -317,15 +342,23 @@ fn written_keys(op: &GridOp) -> Vec<(String, String)> {
 }
 
 impl Handler<WriteRecords> for GridActor {
-    type Result = ResponseFuture<ApiResult<Vec<RecordOut>>>;
+    type Result = ResponseFuture<ApiResult<WriteOutcome>>;
 
     fn handle(&mut self, msg: WriteRecords, ctx: &mut Context<Self>) -> Self::Result {
+        if !msg.references_checked
+            && writes_references(&self.state.schema, &msg.view_id, msg.write.inputs())
+        {
+            return Box::pin(async move { Ok(WriteOutcome::CheckReferences(msg.write)) });
+        }
         let result = self.write_records(msg);
         if self.since_snapshot >= self.durability.policy.every_records {
             self.maybe_snapshot(ctx);
         }
         match result {
-            Ok((durable, records)) => when_durable(durable, records),
+            Ok((durable, records)) => {
+                let written = when_durable(durable, records);
+                Box::pin(async move { written.await.map(WriteOutcome::Written) })
+            }
             Err(err) => Box::pin(async move { Err(err) }),
         }
     }

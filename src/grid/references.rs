@@ -7,7 +7,8 @@ use actix::{Context, Handler, Message};
 
 use super::actor::GridActor;
 use super::ops::GridState;
-use super::schema::ColumnType;
+use super::records::RecordInput;
+use super::schema::{ColumnType, Schema};
 use super::value::CellValue;
 
 /// The values a reference cell shows: the referenced column's type and one value per id.
@@ -49,6 +50,20 @@ impl GridState {
             .collect();
         Some(Referenced { column_type: column.column_type, values })
     }
+}
+
+/// Whether `inputs`, written through view `view_id`, put a value in a reference cell.
+pub fn writes_references(schema: &Schema, view_id: &str, inputs: &[RecordInput]) -> bool {
+    let Some(view) = schema.view(view_id) else { return false };
+    inputs.iter().flat_map(|r| &r.cells).any(|cell| {
+        let (Some(column), Some(value)) = (cell.column_id.as_deref(), &cell.value) else {
+            return false;
+        };
+        !value.is_null()
+            && schema
+                .view_column(view, column)
+                .is_some_and(|(c, _)| c.column_type == ColumnType::Reference)
+    })
 }
 
 /// Which of `ids` the branch lacks.
