@@ -75,15 +75,21 @@ fn open_sled(path: &std::path::Path) -> Result<sled::Db, sled::Error> {
     let mut attempts = 0;
     loop {
         match sled::open(path) {
-            Err(sled::Error::Io(err))
-                if err.kind() == std::io::ErrorKind::WouldBlock && attempts < 100 =>
-            {
+            Err(sled::Error::Io(err)) if is_lock_conflict(&err) && attempts < 100 => {
                 attempts += 1;
                 std::thread::sleep(Duration::from_millis(50));
             }
             other => return other,
         }
     }
+}
+
+/// Whether sled could not open its file because another handle holds the lock. sled 0.34
+/// reports that as `ErrorKind::Other` with the lock error's text ("could not acquire lock on
+/// ...: ... WouldBlock ..."), not as `WouldBlock`.
+fn is_lock_conflict(err: &std::io::Error) -> bool {
+    err.kind() == std::io::ErrorKind::WouldBlock
+        || err.to_string().starts_with("could not acquire lock on")
 }
 
 /// The actors of one data directory, without HTTP.
@@ -317,5 +323,28 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = ctrl_c.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_held_store_lock_is_recognised_and_waited_for() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("db");
+        let first = sled::open(&path).expect("first open");
+        match sled::open(&path) {
+            Err(sled::Error::Io(err)) => assert!(is_lock_conflict(&err), "{err}"),
+            Err(other) => panic!("unexpected error: {other}"),
+            Ok(_) => panic!("a second handle on a locked store"),
+        }
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(first);
+        });
+        open_sled(&path).expect("opens once the first handle lets go");
+        release.join().expect("release thread");
     }
 }
