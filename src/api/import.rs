@@ -36,6 +36,7 @@ use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{CopyBranch, ImportRecords, ReadSchema, RestoreRecords};
 use crate::grid::records::{CellInput, RecordInput};
+use crate::grid::references::reference_columns;
 use crate::grid::schema::{ColumnDef, ColumnType};
 use crate::grid::value::StorageKind;
 use crate::ids;
@@ -372,6 +373,7 @@ async fn import(
     let columns: Vec<&ColumnDef> = schema.view_columns(view).into_iter().map(|(c, _)| c).collect();
     let header = read_header(&upload.path)?;
     let layout = plan_layout(&request, &columns, header)?;
+    let references = reference_columns(&schema, &view_id);
     let backup = request.backup.unwrap_or(true);
     let (pc, vid, branch) = (p.clone(), view_id.clone(), route.branch_id.clone());
     let task = exec(&state, move |s| {
@@ -397,7 +399,7 @@ async fn import(
             .map_err(ApiError::bad_request)?;
             let labelled: Vec<(String, &RecordInput)> =
                 read.iter().map(|(at, r)| (at.clone(), r)).collect();
-            check_written_references(&state2, &route, &view_id, &labelled).await?;
+            check_written_references(&state2, &route, &references, &labelled).await?;
             route.addr.send(ImportRecords { view_id, rows: read, user }).await?
         }
         .await;

@@ -349,17 +349,17 @@ async fn write(
     };
     let mut records = match route.addr.send(msg(write, false)).await?? {
         WriteOutcome::Written(records) => records,
-        WriteOutcome::CheckReferences(write) => {
+        WriteOutcome::CheckReferences { write, columns } => {
             let labelled: Vec<(String, &RecordInput)> = write
                 .inputs()
                 .iter()
                 .enumerate()
                 .map(|(i, r)| (format!("records[{i}]"), r))
                 .collect();
-            check_written_references(state, &route, &view_id, &labelled).await?;
+            check_written_references(state, &route, &columns, &labelled).await?;
             match route.addr.send(msg(write, true)).await?? {
                 WriteOutcome::Written(records) => records,
-                WriteOutcome::CheckReferences(_) => {
+                WriteOutcome::CheckReferences { .. } => {
                     return Err(ApiError::internal("a checked write was handed back"))
                 }
             }

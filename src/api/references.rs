@@ -11,12 +11,11 @@ use serde_json::Value;
 
 use crate::catalog::routes::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::ReadSchema;
 use crate::grid::read::RecordOut;
 use crate::grid::records::RecordInput;
-use crate::grid::references::{FindMissing, ReadReferenced, Referenced};
+use crate::grid::references::{FindMissing, ReadReferenced, ReferenceColumns, Referenced};
 use crate::grid::render::ReferenceTargets;
-use crate::grid::schema::{ColumnType, ReferenceSetting, Schema};
+use crate::grid::schema::{ColumnType, ReferenceSetting};
 use crate::grid::value::CellValue;
 use crate::state::AppState;
 
@@ -24,20 +23,6 @@ use crate::state::AppState;
 fn target(state: &AppState, company_id: &str, r: &ReferenceSetting) -> Option<Arc<BranchRoute>> {
     let route = state.routes.branch(ReferenceTargets::branch_of(r))?;
     (route.company_id == company_id && route.grid_id == r.grid_id).then_some(route)
-}
-
-/// The reference columns of `view_id` in `schema`, by id.
-fn reference_columns<'a>(
-    schema: &'a Schema,
-    view_id: &str,
-) -> HashMap<&'a str, &'a ReferenceSetting> {
-    let Some(view) = schema.view(view_id) else { return HashMap::new() };
-    schema
-        .view_columns(view)
-        .into_iter()
-        .filter(|(c, _)| c.column_type == ColumnType::Reference)
-        .filter_map(|(c, _)| Some((c.id.as_str(), c.reference.as_ref()?)))
-        .collect()
 }
 
 /// The record ids a written reference value names (other shapes are left to the value checks).
@@ -58,20 +43,19 @@ struct WrittenId<'a> {
 }
 
 /// Refuses (404 referenceRecordNotFound) a write whose reference cells name a record the
-/// referenced branch does not have.
-/// `inputs` are the records with where each is in the request (`records[0]`, `row 3`).
+/// referenced branch does not have. `columns` are the view's reference columns
+/// (`grid::references::reference_columns`); `inputs` the records with where each is in the
+/// request (`records[0]`, `row 3`).
 pub async fn check_written_references(
     state: &AppState,
     route: &BranchRoute,
-    view_id: &str,
+    columns: &ReferenceColumns,
     inputs: &[(String, &RecordInput)],
 ) -> ApiResult<()> {
     let written = inputs.iter().flat_map(|(_, r)| &r.cells).any(|c| c.value.is_some());
     if !written {
         return Ok(());
     }
-    let schema = route.addr.send(ReadSchema).await?;
-    let columns = reference_columns(&schema, view_id);
     if columns.is_empty() {
         return Ok(());
     }
@@ -82,7 +66,9 @@ pub async fn check_written_references(
             let (Some(column), Some(value)) = (cell.column_id.as_deref(), &cell.value) else {
                 continue;
             };
-            let Some((&column, &setting)) = columns.get_key_value(column) else { continue };
+            let Some((column, setting)) = columns.iter().find(|(id, _)| id == column) else {
+                continue;
+            };
             let entry = asked
                 .entry(ReferenceTargets::branch_of(setting))
                 .or_insert_with(|| (setting, Vec::new()));

@@ -22,7 +22,7 @@ use super::records::{
     plan_add, plan_delete, plan_import, plan_update, plan_update_one, DeleteRecordsInput,
     RecordInput,
 };
-use super::references::writes_references;
+use super::references::{reference_columns, writes_references, ReferenceColumns};
 use super::schema::{ColumnDef, Schema, ViewDef};
 use super::store::{RecordIdentity, RowId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -278,8 +278,9 @@ pub struct WriteRecords {
 pub enum WriteOutcome {
     /// Committed and durable: the written records as the view shows them.
     Written(Vec<RecordOut>),
-    /// Not applied: its reference cells must be checked first.
-    CheckReferences(RecordsWrite),
+    /// Not applied: its reference cells must be checked first, against the view's reference
+    /// columns given.
+    CheckReferences { write: RecordsWrite, columns: ReferenceColumns },
 }
 
 impl RecordsWrite {
@@ -345,10 +346,14 @@ impl Handler<WriteRecords> for GridActor {
     type Result = ResponseFuture<ApiResult<WriteOutcome>>;
 
     fn handle(&mut self, msg: WriteRecords, ctx: &mut Context<Self>) -> Self::Result {
-        if !msg.references_checked
-            && writes_references(&self.state.schema, &msg.view_id, msg.write.inputs())
-        {
-            return Box::pin(async move { Ok(WriteOutcome::CheckReferences(msg.write)) });
+        if !msg.references_checked {
+            let columns = reference_columns(&self.state.schema, &msg.view_id);
+            if writes_references(&columns, msg.write.inputs()) {
+                let write = msg.write;
+                return Box::pin(
+                    async move { Ok(WriteOutcome::CheckReferences { write, columns }) },
+                );
+            }
         }
         let result = self.write_records(msg);
         if self.since_snapshot >= self.durability.policy.every_records {

@@ -8,7 +8,7 @@ use actix::{Context, Handler, Message};
 use super::actor::GridActor;
 use super::ops::GridState;
 use super::records::RecordInput;
-use super::schema::{ColumnType, Schema};
+use super::schema::{ColumnType, ReferenceSetting, Schema};
 use super::value::CellValue;
 
 /// The values a reference cell shows: the referenced column's type and one value per id.
@@ -52,17 +52,26 @@ impl GridState {
     }
 }
 
-/// Whether `inputs`, written through view `view_id`, put a value in a reference cell.
-pub fn writes_references(schema: &Schema, view_id: &str, inputs: &[RecordInput]) -> bool {
-    let Some(view) = schema.view(view_id) else { return false };
+/// The reference columns of view `view_id`: (column id, what it points at).
+pub type ReferenceColumns = Vec<(String, ReferenceSetting)>;
+
+pub fn reference_columns(schema: &Schema, view_id: &str) -> ReferenceColumns {
+    let Some(view) = schema.view(view_id) else { return Vec::new() };
+    schema
+        .view_columns(view)
+        .into_iter()
+        .filter(|(c, _)| c.column_type == ColumnType::Reference)
+        .filter_map(|(c, _)| Some((c.id.clone(), c.reference.clone()?)))
+        .collect()
+}
+
+/// Whether `inputs` put a value in one of the reference columns `columns`.
+pub fn writes_references(columns: &ReferenceColumns, inputs: &[RecordInput]) -> bool {
     inputs.iter().flat_map(|r| &r.cells).any(|cell| {
         let (Some(column), Some(value)) = (cell.column_id.as_deref(), &cell.value) else {
             return false;
         };
-        !value.is_null()
-            && schema
-                .view_column(view, column)
-                .is_some_and(|(c, _)| c.column_type == ColumnType::Reference)
+        !value.is_null() && columns.iter().any(|(id, _)| id == column)
     })
 }
 
