@@ -393,3 +393,33 @@ fn backups_are_optional_and_unknown_ones_are_404() {
     app.call(Method::POST, &restore, Some(&app.key), None).assert_error(404, "backupIsNotFound");
     app.get("/v1/grids/nosuchgrid/backups").assert_error(404, "gridIsNotFound");
 }
+
+#[test]
+fn an_imported_reference_to_an_unknown_record_fails_the_task_and_imports_nothing() {
+    let app = spawn_app();
+    let (glossary, glossary_view) = app.create_grid("glossary");
+    app.create_column(&glossary_view, json!({"id": "term", "name": "Term", "type": "singleLine"}));
+    app.add_records(
+        &glossary_view,
+        json!([{"id": "g1", "cells": [{"columnId": "term", "value": "Sword"}]}]),
+    );
+    let (_, view) = app.create_grid("strings");
+    app.create_column(
+        &view,
+        json!({"id": "ref", "name": "Term", "type": "reference",
+               "reference": {"gridId": glossary, "columnId": "term"}}),
+    );
+    let res = import(&app, &view, b"_recordId,Term\ns1,g1\ns2,nope\n", None, "");
+    let task = finish(&app, &res);
+    assert_eq!(task["status"], json!("failed"), "{task}");
+    assert_eq!(task["error"]["code"], json!("referenceRecordNotFound"), "{task}");
+    let message = task["error"]["message"].as_str().expect("message");
+    assert!(message.contains("nope"), "{message}");
+    assert!(app.records(&view).is_empty(), "nothing imported");
+
+    let res = import(&app, &view, b"_recordId,Term\ns1,g1\n", None, "");
+    succeeds(&app, &res);
+    let records = app.records(&view);
+    assert_eq!(cell(&records[0], "ref")["referencedIds"], json!(["g1"]));
+    assert_eq!(cell(&records[0], "ref")["value"], json!(["Sword"]));
+}
