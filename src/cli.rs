@@ -22,13 +22,13 @@ pub enum KeysCommand {
         user: Option<String>,
         /// Company id (default: the bootstrap company).
         #[arg(long)]
-        company: Option<String>,
+        company: Option<i64>,
         /// Comma-separated: read, write, manage, owner.
         #[arg(long, value_delimiter = ',', default_value = "read")]
         privileges: Vec<String>,
         /// Limit the key to these project ids (default: all).
         #[arg(long, value_delimiter = ',')]
-        projects: Vec<String>,
+        projects: Vec<i64>,
         #[arg(long, value_delimiter = ',')]
         databases: Vec<String>,
         #[arg(long, value_delimiter = ',')]
@@ -40,13 +40,13 @@ pub enum KeysCommand {
     /// List a company's keys (without secrets).
     List {
         #[arg(long)]
-        company: Option<String>,
+        company: Option<i64>,
     },
     /// Revoke a key by id.
     Revoke {
         id: String,
         #[arg(long)]
-        company: Option<String>,
+        company: Option<i64>,
     },
 }
 
@@ -60,9 +60,9 @@ pub enum CompaniesCommand {
         tier: String,
     },
     /// Change a company's plan.
-    SetTier { id: String, tier: String },
+    SetTier { id: i64, tier: String },
     /// Delete a company and everything in it.
-    Delete { id: String },
+    Delete { id: i64 },
 }
 
 pub enum AdminCommand {
@@ -120,19 +120,19 @@ fn operation(cmd: AdminCommand) -> Result<Operation, String> {
                 view_id,
             )?;
             Box::new(move |s| {
-                let p = s.owner_principal(company.as_deref())?;
+                let p = s.owner_principal(company)?;
                 let (key, secret) = s.create_key(&p, spec)?;
                 Ok(serde_json::to_value(KeyBody::new(&key, Some(secret))).unwrap_or_default())
             })
         }
         AdminCommand::Keys(KeysCommand::List { company }) => Box::new(move |s| {
-            let p = s.owner_principal(company.as_deref())?;
+            let p = s.owner_principal(company)?;
             let keys = s.list_keys(&p)?;
             Ok(serde_json::to_value(keys.iter().map(|k| KeyBody::new(k, None)).collect::<Vec<_>>())
                 .unwrap_or_default())
         }),
         AdminCommand::Keys(KeysCommand::Revoke { id, company }) => Box::new(move |s| {
-            let p = s.owner_principal(company.as_deref())?;
+            let p = s.owner_principal(company)?;
             s.revoke_key(&p, &id)?;
             Ok(serde_json::json!({"revoked": id}))
         }),
@@ -151,13 +151,13 @@ fn operation(cmd: AdminCommand) -> Result<Operation, String> {
             let tier = parse_tier(&tier)?;
             Box::new(move |s| {
                 let p = s.owner_principal(None)?;
-                let c = s.set_company_tier(&p, &id, tier)?;
+                let c = s.set_company_tier(&p, id, tier)?;
                 Ok(serde_json::json!({"id": c.id, "name": c.name, "tier": tier_name(c.tier)}))
             })
         }
         AdminCommand::Companies(CompaniesCommand::Delete { id }) => Box::new(move |s| {
             let p = s.owner_principal(None)?;
-            s.delete_company(&p, &id)?;
+            s.delete_company(&p, id)?;
             Ok(serde_json::json!({"deleted": id}))
         }),
     })

@@ -6,9 +6,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::projects::integer_id;
 use super::{created, exec, no_content, ok};
 use crate::auth::{Access, ApiKey, KeyKind, Principal, Privilege, Tier};
-use crate::catalog::model::Company;
+use crate::catalog::model::{Company, CompanyId, ProjectId};
 use crate::catalog::tenancy::{KeySpec, NewCompany};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -18,8 +19,10 @@ use crate::state::AppState;
 pub struct AccessRequest {
     #[serde(default)]
     pub all: bool,
+    /// Project ids: integers (numeric strings are accepted too).
     #[serde(default)]
-    pub projects: Vec<String>,
+    #[schema(value_type = Vec<i64>)]
+    pub projects: Vec<serde_json::Value>,
     #[serde(default)]
     pub databases: Vec<String>,
     #[serde(default)]
@@ -86,6 +89,23 @@ impl KeyBody {
     }
 }
 
+/// The project ids of an access request: integers, or strings holding one; anything else is
+/// 400 badRequest.
+fn access_projects(values: &[serde_json::Value]) -> ApiResult<Vec<ProjectId>> {
+    values
+        .iter()
+        .map(|v| match v {
+            serde_json::Value::Number(n) => n.as_i64().ok_or_else(|| {
+                ApiError::bad_request(format!("access.projects: {n} is not an integer id."))
+            }),
+            serde_json::Value::String(s) => integer_id(s, "access.projects"),
+            other => Err(ApiError::bad_request(format!(
+                "access.projects: {other} is not an integer project id."
+            ))),
+        })
+        .collect()
+}
+
 fn key_spec(req: CreateKeyRequest) -> ApiResult<KeySpec> {
     let name = req
         .name
@@ -113,7 +133,7 @@ fn key_spec(req: CreateKeyRequest) -> ApiResult<KeySpec> {
                 None => Access::everything(),
                 Some(a) => Access {
                     all: a.all,
-                    projects: a.projects,
+                    projects: access_projects(&a.projects)?,
                     databases: a.databases,
                     grids: a.grids,
                 },
@@ -175,11 +195,11 @@ pub struct CompanyRequest {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompanyBody {
-    pub id: String,
+    pub id: CompanyId,
     pub name: String,
     pub tier: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub project_id: Option<String>,
+    pub project_id: Option<ProjectId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub database_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -196,7 +216,7 @@ fn tier_str(t: Tier) -> &'static str {
 
 fn company_body(c: &Company) -> CompanyBody {
     CompanyBody {
-        id: c.id.clone(),
+        id: c.id,
         name: c.name.clone(),
         tier: tier_str(c.tier),
         project_id: None,
@@ -242,7 +262,8 @@ async fn update_company(
     body: web::Json<CompanyRequest>,
 ) -> ApiResult<HttpResponse> {
     let tier = parse_tier(body.tier.as_deref())?;
-    let company = exec(&state, move |s| s.set_company_tier(&p, &id, tier)).await??;
+    let id = integer_id(&id, "companyId")?;
+    let company = exec(&state, move |s| s.set_company_tier(&p, id, tier)).await??;
     ok(&company_body(&company))
 }
 
@@ -253,7 +274,8 @@ async fn delete_company(
     p: Principal,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    exec(&state, move |s| s.delete_company(&p, &id)).await??;
+    let id = integer_id(&id, "companyId")?;
+    exec(&state, move |s| s.delete_company(&p, id)).await??;
     no_content()
 }
 

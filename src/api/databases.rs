@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::projects::integer_id;
 use super::{exec, no_content, ok, required};
 use crate::auth::{Principal, Privilege};
-use crate::catalog::model::Database;
+use crate::catalog::model::{Database, ProjectId};
 use crate::error::ApiResult;
 use crate::state::AppState;
 
@@ -16,18 +17,20 @@ use crate::state::AppState;
 pub struct DatabaseBody {
     pub id: String,
     pub name: String,
-    pub project_id: String,
+    pub project_id: ProjectId,
 }
 
 impl From<&Database> for DatabaseBody {
     fn from(d: &Database) -> DatabaseBody {
-        DatabaseBody { id: d.id.clone(), name: d.name.clone(), project_id: d.project_id.clone() }
+        DatabaseBody { id: d.id.clone(), name: d.name.clone(), project_id: d.project_id }
     }
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectQuery {
+    /// The project's integer id; anything else is 400 badRequest.
+    #[param(value_type = Option<i64>)]
     pub project_id: Option<String>,
 }
 
@@ -43,8 +46,11 @@ async fn list_databases(
     p: Principal,
     query: web::Query<ProjectQuery>,
 ) -> ApiResult<HttpResponse> {
-    let project = query.into_inner().project_id.filter(|s| !s.is_empty());
-    let dbs = exec(&state, move |s| s.list_databases(&p, project.as_deref())).await??;
+    let project = match query.into_inner().project_id.filter(|s| !s.is_empty()) {
+        Some(text) => Some(integer_id(&text, "projectId")?),
+        None => None,
+    };
+    let dbs = exec(&state, move |s| s.list_databases(&p, project)).await??;
     ok(&dbs.iter().map(DatabaseBody::from).collect::<Vec<_>>())
 }
 
@@ -67,8 +73,8 @@ async fn create_database(
     query: web::Query<ProjectQuery>,
     body: web::Json<DatabaseRequest>,
 ) -> ApiResult<HttpResponse> {
-    let project = required(&query.project_id, "projectId")?.to_owned();
-    let db = exec(&state, move |s| s.create_database(&p, &project, &body.name)).await??;
+    let project = integer_id(required(&query.project_id, "projectId")?, "projectId")?;
+    let db = exec(&state, move |s| s.create_database(&p, project, &body.name)).await??;
     ok(&DatabaseBody::from(&db))
 }
 

@@ -224,7 +224,7 @@ async fn upload_file(
     };
     let meta = FileMeta {
         id: file_id(&original),
-        company_id: route.company_id.clone(),
+        company_id: route.company_id,
         grid_id: route.grid_id.clone(),
         original_name: original,
         content_type,

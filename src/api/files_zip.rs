@@ -37,7 +37,7 @@ use super::records::record_body;
 use super::{created, query_pairs, storage_error, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::files::files_dir;
-use crate::catalog::model::{now_timestamp, FileMeta};
+use crate::catalog::model::{now_timestamp, CompanyId, FileMeta};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ChangeFiles, FilesChange};
 use crate::state::AppState;
@@ -121,7 +121,7 @@ async fn upload_zip(
 
     let (zip_path, dir) = (zip.incoming.path.clone(), files_dir(&state.data_dir));
     let limit = state.zip_unpacked_limit;
-    let owner = (route.company_id.clone(), route.grid_id.clone());
+    let owner = (route.company_id, route.grid_id.clone());
     let extracted = web::block(move || extract(&zip_path, &dir, &mappings, limit, &owner))
         .await
         .map_err(|e| ApiError::internal(format!("the zip reader stopped: {e}")))??;
@@ -163,7 +163,7 @@ fn extract(
     dir: &Path,
     mappings: &Mappings,
     limit: u64,
-    (company_id, grid_id): &(String, String),
+    (company_id, grid_id): &(CompanyId, String),
 ) -> ApiResult<Vec<(String, Vec<Extracted>)>> {
     let file = File::open(zip).map_err(|e| storage_error("opening the zip", e))?;
     let mut archive = ZipArchive::new(BufReader::new(file)).map_err(|e| not_a_zip(&e))?;
@@ -177,7 +177,7 @@ fn extract(
             let original = entry.name.rsplit(['/', '\\']).next().unwrap_or(&entry.name).to_owned();
             let meta = FileMeta {
                 id: file_id(&original),
-                company_id: company_id.clone(),
+                company_id: *company_id,
                 grid_id: grid_id.clone(),
                 content_type: content_type_for(&original).to_owned(),
                 original_name: original,

@@ -7,16 +7,25 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::{exec, ok};
 use crate::auth::{Principal, Privilege};
-use crate::catalog::model::Project;
-use crate::error::ApiResult;
+use crate::catalog::model::{CompanyId, Project, ProjectId};
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
-/// A project as the API shows it. `description` is a list, as the contract declares it.
+/// An integer id parameter (`projectId`, a company id): anything but an integer is 400
+/// badRequest naming the parameter.
+pub fn integer_id(text: &str, name: &str) -> ApiResult<i64> {
+    text.trim().parse::<i64>().map_err(|_| {
+        ApiError::bad_request(format!("{name} must be an integer; \"{text}\" is not one."))
+    })
+}
+
+/// A project as the API shows it: integer ids (JSON numbers, as the hosted service's), and
+/// `description` a list, as the contract declares it.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectBody {
-    pub id: String,
-    pub company_id: String,
+    pub id: ProjectId,
+    pub company_id: CompanyId,
     pub name: String,
     pub description: Vec<String>,
 }
@@ -24,8 +33,8 @@ pub struct ProjectBody {
 impl From<&Project> for ProjectBody {
     fn from(p: &Project) -> ProjectBody {
         ProjectBody {
-            id: p.id.clone(),
-            company_id: p.company_id.clone(),
+            id: p.id,
+            company_id: p.company_id,
             name: p.name.clone(),
             description: if p.description.is_empty() {
                 Vec::new()
@@ -56,7 +65,8 @@ async fn get_project(
     p: Principal,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let project = exec(&state, move |s| s.project(&p, &id, Privilege::Read).cloned()).await??;
+    let id = integer_id(&id, "projectId")?;
+    let project = exec(&state, move |s| s.project(&p, id, Privilege::Read).cloned()).await??;
     ok(&ProjectBody::from(&project))
 }
 
@@ -79,8 +89,9 @@ async fn rename(
     id: String,
     body: ProjectRequest,
 ) -> ApiResult<HttpResponse> {
+    let id = integer_id(&id, "projectId")?;
     let project =
-        exec(&state, move |s| s.rename_project(&p, &id, &body.name, body.description)).await??;
+        exec(&state, move |s| s.rename_project(&p, id, &body.name, body.description)).await??;
     ok(&ProjectBody::from(&project))
 }
 
@@ -114,7 +125,8 @@ async fn delete_project(
     p: Principal,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    exec(&state, move |s| s.delete_project(&p, &id)).await??;
+    let id = integer_id(&id, "projectId")?;
+    exec(&state, move |s| s.delete_project(&p, id)).await??;
     Ok(HttpResponse::Ok().finish())
 }
 

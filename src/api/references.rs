@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::catalog::model::CompanyId;
 use crate::catalog::routes::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::read::RecordOut;
@@ -20,7 +21,11 @@ use crate::grid::value::CellValue;
 use crate::state::AppState;
 
 /// The branch a reference points at, if it exists and belongs to `company_id`.
-fn target(state: &AppState, company_id: &str, r: &ReferenceSetting) -> Option<Arc<BranchRoute>> {
+fn target(
+    state: &AppState,
+    company_id: CompanyId,
+    r: &ReferenceSetting,
+) -> Option<Arc<BranchRoute>> {
     let route = state.routes.branch(ReferenceTargets::branch_of(r))?;
     (route.company_id == company_id && route.grid_id == r.grid_id).then_some(route)
 }
@@ -81,7 +86,7 @@ pub async fn check_written_references(
         if written.is_empty() {
             continue;
         }
-        let missing: Vec<String> = match target(state, &route.company_id, setting) {
+        let missing: Vec<String> = match target(state, route.company_id, setting) {
             Some(target) => {
                 let mut unique: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
                 unique.sort();
@@ -152,7 +157,7 @@ pub async fn resolve_references(
         }
     }
     let asks = by_branch.into_iter().filter_map(|(_, columns)| {
-        let target = target(state, &branch.company_id, &wanted[columns[0]].setting)?;
+        let target = target(state, branch.company_id, &wanted[columns[0]].setting)?;
         let requests: Vec<(String, Vec<String>)> = columns
             .iter()
             .map(|&at| (wanted[at].setting.column_id.clone(), wanted[at].ids.clone()))

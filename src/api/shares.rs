@@ -21,7 +21,7 @@ use super::records::{history_body, parse_list_params, record_body, RecordBody};
 use super::references::resolve_references;
 use super::{exec, json_response, no_content, ok, percent_encode, view_route};
 use crate::auth::{Principal, Privilege, Tier};
-use crate::catalog::model::Share;
+use crate::catalog::model::{CompanyId, Share};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ReadHistory, ReadRecords, ReadSchema};
@@ -36,7 +36,7 @@ const PAGE_ROWS: usize = 50;
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ShareBody<'a> {
-    company_id: &'a str,
+    company_id: CompanyId,
     link: String,
     active: bool,
     view_id: &'a str,
@@ -47,7 +47,7 @@ struct ShareBody<'a> {
 
 fn share_body<'a>(state: &AppState, share: &'a Share) -> ShareBody<'a> {
     ShareBody {
-        company_id: &share.company_id,
+        company_id: share.company_id,
         link: format!("{}/share/{}", state.public_url, share.token),
         active: share.active,
         view_id: &share.view_id,

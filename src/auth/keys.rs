@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::catalog::model::{CompanyId, ProjectId};
+
 /// What a company key may do; each privilege includes the ones before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -77,7 +79,7 @@ pub struct Access {
     #[serde(default)]
     pub all: bool,
     #[serde(default)]
-    pub projects: Vec<String>,
+    pub projects: Vec<ProjectId>,
     #[serde(default)]
     pub databases: Vec<String>,
     #[serde(default)]
@@ -90,9 +92,9 @@ impl Access {
     }
 
     /// Whether a resource under the given project / database / grid is reachable.
-    pub fn reaches(&self, project: &str, database: Option<&str>, grid: Option<&str>) -> bool {
+    pub fn reaches(&self, project: ProjectId, database: Option<&str>, grid: Option<&str>) -> bool {
         self.all
-            || self.projects.iter().any(|p| p == project)
+            || self.projects.contains(&project)
             || database.is_some_and(|d| self.databases.iter().any(|x| x == d))
             || grid.is_some_and(|g| self.grids.iter().any(|x| x == g))
     }
@@ -111,7 +113,7 @@ pub enum KeyKind {
 #[serde(rename_all = "camelCase")]
 pub struct ApiKey {
     pub id: String,
-    pub company_id: String,
+    pub company_id: CompanyId,
     pub name: String,
     pub user: String,
     pub kind: KeyKind,
@@ -144,7 +146,7 @@ pub fn hash_secret(secret: &str) -> [u8; 32] {
 #[derive(Debug, Default)]
 pub struct KeyRing {
     keys: DashMap<[u8; 32], Arc<ApiKey>>,
-    tiers: DashMap<String, Tier>,
+    tiers: DashMap<CompanyId, Tier>,
 }
 
 impl KeyRing {
@@ -173,17 +175,17 @@ impl KeyRing {
     }
 
     /// Removes every key of a company and its tier.
-    pub fn remove_company(&self, company_id: &str) {
+    pub fn remove_company(&self, company_id: CompanyId) {
         self.keys.retain(|_, k| k.company_id != company_id);
-        self.tiers.remove(company_id);
+        self.tiers.remove(&company_id);
     }
 
-    pub fn set_tier(&self, company_id: &str, tier: Tier) {
-        self.tiers.insert(company_id.to_owned(), tier);
+    pub fn set_tier(&self, company_id: CompanyId, tier: Tier) {
+        self.tiers.insert(company_id, tier);
     }
 
-    pub fn tier(&self, company_id: &str) -> Tier {
-        self.tiers.get(company_id).map(|t| *t).unwrap_or(Tier::Free)
+    pub fn tier(&self, company_id: CompanyId) -> Tier {
+        self.tiers.get(&company_id).map(|t| *t).unwrap_or(Tier::Free)
     }
 }
 
@@ -194,7 +196,7 @@ mod tests {
     fn key(secret: &str) -> ApiKey {
         ApiKey {
             id: "k1".into(),
-            company_id: "c1".into(),
+            company_id: 1,
             name: "ci".into(),
             user: "ci-bot".into(),
             kind: KeyKind::Company {
@@ -232,9 +234,9 @@ mod tests {
             databases: vec!["d1".into()],
             grids: vec!["g9".into()],
         };
-        assert!(access.reaches("p1", Some("d1"), None));
-        assert!(access.reaches("p1", Some("d2"), Some("g9")));
-        assert!(!access.reaches("p1", Some("d2"), Some("g1")));
-        assert!(!access.reaches("p1", None, None));
+        assert!(access.reaches(1, Some("d1"), None));
+        assert!(access.reaches(1, Some("d2"), Some("g9")));
+        assert!(!access.reaches(1, Some("d2"), Some("g1")));
+        assert!(!access.reaches(1, None, None));
     }
 }

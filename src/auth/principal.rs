@@ -7,6 +7,7 @@ use std::sync::Arc;
 use actix_web::{dev::Payload, web, FromRequest, HttpRequest};
 
 use super::keys::{ApiKey, KeyKind, Privilege, Tier};
+use crate::catalog::model::{CompanyId, ProjectId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::state::AppState;
 
@@ -21,8 +22,8 @@ pub struct Principal {
 /// Where a resource sits in the tenancy tree, for access checks.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Scope<'a> {
-    pub company: &'a str,
-    pub project: Option<&'a str>,
+    pub company: CompanyId,
+    pub project: Option<ProjectId>,
     pub database: Option<&'a str>,
     pub grid: Option<&'a str>,
     pub view: Option<&'a str>,
@@ -34,8 +35,8 @@ impl Principal {
         &self.key.user
     }
 
-    pub fn company_id(&self) -> &str {
-        &self.key.company_id
+    pub fn company_id(&self) -> CompanyId {
+        self.key.company_id
     }
 
     /// Refuses a call that needs a higher plan than the company has.
@@ -164,7 +165,7 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Principal> {
         .find(secret)
         .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "The API key is invalid."))?;
     state.limiter.check(&key.id)?;
-    let tier = state.keys.tier(&key.company_id);
+    let tier = state.keys.tier(key.company_id);
     Ok(Principal { key, tier })
 }
 

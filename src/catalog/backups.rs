@@ -26,7 +26,7 @@ impl Supervisor {
         })?;
         let backup = Backup {
             id,
-            company_id: grid.company_id.clone(),
+            company_id: grid.company_id,
             grid_id: grid.id.clone(),
             branch_id: branch_id.to_owned(),
             created_time: now_timestamp(),

@@ -90,8 +90,8 @@ impl Supervisor {
         let id = ids::generate();
         let grid = Grid {
             id: id.clone(),
-            company_id: db.company_id.clone(),
-            project_id: db.project_id.clone(),
+            company_id: db.company_id,
+            project_id: db.project_id,
             database_id: db.id.clone(),
             name: if name.is_empty() { "Untitled grid".to_owned() } else { name.to_owned() },
             metadata: spec.metadata,
@@ -241,8 +241,8 @@ impl Supervisor {
         });
         let route = Arc::new(BranchRoute {
             addr,
-            company_id: grid.company_id.clone(),
-            project_id: grid.project_id.clone(),
+            company_id: grid.company_id,
+            project_id: grid.project_id,
             database_id: grid.database_id.clone(),
             grid_id: grid.id.clone(),
             branch_id: branch.id.clone(),
@@ -325,8 +325,8 @@ pub fn identity(t: RecordIdentifierType) -> RecordIdentity {
 
 fn grid_scope(grid: &Grid) -> crate::auth::Scope<'_> {
     crate::auth::Scope {
-        company: &grid.company_id,
-        project: Some(&grid.project_id),
+        company: grid.company_id,
+        project: Some(grid.project_id),
         database: Some(&grid.database_id),
         grid: Some(&grid.id),
         view: None,

@@ -6,6 +6,7 @@ pub mod branches;
 pub mod files;
 pub mod grids;
 pub mod model;
+pub mod numbering;
 pub mod routes;
 pub mod shares;
 pub mod store;

@@ -8,10 +8,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::Tier;
 
+/// A company's id: an integer, increasing from 1 and never reused (the hosted service's
+/// `companyId` is an int64 JSON number).
+pub type CompanyId = i64;
+/// A project's id: an integer, increasing from 1 and never reused (`Project.id` and every
+/// `projectId` of the hosted service are int64 JSON numbers).
+pub type ProjectId = i64;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Company {
-    pub id: String,
+    pub id: CompanyId,
     pub name: String,
     pub tier: Tier,
     pub created_time: String,
@@ -20,8 +27,8 @@ pub struct Company {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Project {
-    pub id: String,
-    pub company_id: String,
+    pub id: ProjectId,
+    pub company_id: CompanyId,
     pub name: String,
     pub description: String,
     pub created_time: String,
@@ -31,8 +38,8 @@ pub struct Project {
 #[serde(rename_all = "camelCase")]
 pub struct Database {
     pub id: String,
-    pub company_id: String,
-    pub project_id: String,
+    pub company_id: CompanyId,
+    pub project_id: ProjectId,
     pub name: String,
     pub created_time: String,
 }
@@ -62,8 +69,8 @@ pub enum GridStatus {
 #[serde(rename_all = "camelCase")]
 pub struct Grid {
     pub id: String,
-    pub company_id: String,
-    pub project_id: String,
+    pub company_id: CompanyId,
+    pub project_id: ProjectId,
     pub database_id: String,
     pub name: String,
     pub metadata: IndexMap<String, String>,
@@ -116,7 +123,7 @@ impl Branch {
 #[serde(rename_all = "camelCase")]
 pub struct Backup {
     pub id: String,
-    pub company_id: String,
+    pub company_id: CompanyId,
     pub grid_id: String,
     pub branch_id: String,
     pub created_time: String,
@@ -141,7 +148,7 @@ pub fn backup_image_key(id: &str) -> String {
 #[serde(rename_all = "camelCase")]
 pub struct Share {
     pub view_id: String,
-    pub company_id: String,
+    pub company_id: CompanyId,
     pub token: String,
     pub active: bool,
     pub include_grid_history: bool,
@@ -154,7 +161,7 @@ pub struct Share {
 #[serde(rename_all = "camelCase")]
 pub struct FileMeta {
     pub id: String,
-    pub company_id: String,
+    pub company_id: CompanyId,
     pub grid_id: String,
     pub original_name: String,
     pub content_type: String,
@@ -184,7 +191,7 @@ pub struct TaskError {
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     pub id: String,
-    pub company_id: String,
+    pub company_id: CompanyId,
     /// The view the task works on, when it works on one (a history export is served only
     /// through its view).
     #[serde(default)]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use actix::Addr;
 use dashmap::DashMap;
 
+use super::model::{CompanyId, ProjectId};
 use crate::auth::Scope;
 use crate::grid::GridActor;
 
@@ -13,8 +14,8 @@ use crate::grid::GridActor;
 #[derive(Debug, Clone)]
 pub struct BranchRoute {
     pub addr: Addr<GridActor>,
-    pub company_id: String,
-    pub project_id: String,
+    pub company_id: CompanyId,
+    pub project_id: ProjectId,
     pub database_id: String,
     pub grid_id: String,
     pub branch_id: String,
@@ -24,8 +25,8 @@ impl BranchRoute {
     /// The access scope of this branch, seen through `view` when given.
     pub fn scope<'a>(&'a self, view: Option<&'a str>) -> Scope<'a> {
         Scope {
-            company: &self.company_id,
-            project: Some(&self.project_id),
+            company: self.company_id,
+            project: Some(self.project_id),
             database: Some(&self.database_id),
             grid: Some(&self.grid_id),
             view,

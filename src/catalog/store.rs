@@ -19,6 +19,8 @@ pub enum EntityKind {
     Backup,
     Share,
     File,
+    /// The last company and project numbers handed out (`numbering::Numbers`).
+    Sequence,
 }
 
 impl EntityKind {
@@ -34,6 +36,7 @@ impl EntityKind {
             EntityKind::Backup => "backup/",
             EntityKind::Share => "share/",
             EntityKind::File => "file/",
+            EntityKind::Sequence => "sequence/",
         }
     }
 }

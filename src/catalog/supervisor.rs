@@ -12,9 +12,10 @@ use actix::{Actor, ArbiterHandle, Context, Handler, Message, MessageResult};
 use indexmap::IndexMap;
 
 use super::model::{
-    now_timestamp, Backup, Branch, Company, Database, FileMeta, Grid, Project, Share, Task,
-    TaskError, TaskStatus,
+    now_timestamp, Backup, Branch, Company, CompanyId, Database, FileMeta, Grid, Project,
+    ProjectId, Share, Task, TaskError, TaskStatus,
 };
+use super::numbering::{self, Numbers, RawCatalog};
 use super::routes::Routes;
 use super::store::{load_all, CatalogChange, CatalogStore, EntityKind, StoreError};
 use crate::auth::{ApiKey, KeyRing};
@@ -23,8 +24,10 @@ use crate::persist::durability::Durability;
 
 /// The catalogue and everything the supervisor needs to change it.
 pub struct Supervisor {
-    pub(super) companies: IndexMap<String, Company>,
-    pub(super) projects: IndexMap<String, Project>,
+    pub(super) companies: IndexMap<CompanyId, Company>,
+    pub(super) projects: IndexMap<ProjectId, Project>,
+    /// The last company and project numbers handed out.
+    pub(super) numbers: Numbers,
     pub(super) databases: IndexMap<String, Database>,
     pub(super) grids: IndexMap<String, Grid>,
     pub(super) branches: IndexMap<String, Branch>,
@@ -55,6 +58,7 @@ impl Supervisor {
         durability: Arc<Durability>,
         files_dir: PathBuf,
     ) -> Result<Supervisor, StoreError> {
+        migrate_ids(store.as_ref())?;
         let companies: Vec<Company> = load_all(store.as_ref(), EntityKind::Company)?;
         let projects: Vec<Project> = load_all(store.as_ref(), EntityKind::Project)?;
         let databases: Vec<Database> = load_all(store.as_ref(), EntityKind::Database)?;
@@ -65,15 +69,22 @@ impl Supervisor {
         let backups: Vec<Backup> = load_all(store.as_ref(), EntityKind::Backup)?;
         let shares: Vec<Share> = load_all(store.as_ref(), EntityKind::Share)?;
         let files: Vec<FileMeta> = load_all(store.as_ref(), EntityKind::File)?;
+        let stored: Vec<Numbers> = load_all(store.as_ref(), EntityKind::Sequence)?;
+        let numbers = Numbers::new(
+            stored.into_iter().next(),
+            companies.iter().map(|c| c.id),
+            projects.iter().map(|p| p.id),
+        );
         for company in &companies {
-            keyring.set_tier(&company.id, company.tier);
+            keyring.set_tier(company.id, company.tier);
         }
         for key in &keys {
             keyring.insert(key.clone());
         }
         let mut supervisor = Supervisor {
-            companies: companies.into_iter().map(|c| (c.id.clone(), c)).collect(),
-            projects: projects.into_iter().map(|p| (p.id.clone(), p)).collect(),
+            companies: companies.into_iter().map(|c| (c.id, c)).collect(),
+            projects: projects.into_iter().map(|p| (p.id, p)).collect(),
+            numbers,
             databases: databases.into_iter().map(|d| (d.id.clone(), d)).collect(),
             grids: grids.into_iter().map(|g| (g.id.clone(), g)).collect(),
             branches: branches.into_iter().map(|b| (b.id.clone(), b)).collect(),
@@ -116,8 +127,11 @@ impl Supervisor {
         self.store.apply(&changes)
     }
 
-    /// sled scans in key order; the API lists in creation order.
+    /// sled scans in key order; the API lists in creation order (ids for companies and
+    /// projects, numbered in it).
     fn sort_by_creation(&mut self) {
+        self.companies.sort_keys();
+        self.projects.sort_keys();
         self.projects.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
         self.databases.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
         self.grids.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
@@ -145,6 +159,30 @@ impl Supervisor {
     pub fn keyring(&self) -> &Arc<KeyRing> {
         &self.keyring
     }
+}
+
+/// Brings a catalogue written with string company and project ids to integer ids, in one
+/// atomic write (`numbering::migrate`); a current catalogue is left untouched.
+fn migrate_ids(store: &dyn CatalogStore) -> Result<(), StoreError> {
+    let mut raw = RawCatalog::new();
+    for kind in [
+        EntityKind::Company,
+        EntityKind::Project,
+        EntityKind::Database,
+        EntityKind::Grid,
+        EntityKind::Key,
+        EntityKind::Task,
+        EntityKind::Backup,
+        EntityKind::Share,
+        EntityKind::File,
+    ] {
+        raw.insert(kind, store.scan(kind)?);
+    }
+    if let Some(changes) = numbering::migrate(&raw) {
+        store.apply(&changes)?;
+        tracing::info!(changes = changes.len(), "migrated company and project ids to integers");
+    }
+    Ok(())
 }
 
 impl Actor for Supervisor {

@@ -1,7 +1,9 @@
 //! Supervisor operations on the tenancy tree above grids: bootstrap, companies, projects,
 //! databases, API keys, task lookup, and the names reference columns show.
 
-use super::model::{now_timestamp, Company, Database, Project, Task, TaskError, TaskStatus};
+use super::model::{
+    now_timestamp, Company, CompanyId, Database, Project, ProjectId, Task, TaskError, TaskStatus,
+};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use crate::auth::{hash_secret, Access, ApiKey, KeyKind, Principal, Privilege, Scope, Tier};
@@ -12,7 +14,7 @@ use crate::ids;
 #[derive(Debug, Clone)]
 pub struct NewCompany {
     pub company: Company,
-    pub project_id: String,
+    pub project_id: ProjectId,
     pub database_id: String,
     pub owner_key: String,
 }
@@ -58,8 +60,8 @@ impl Supervisor {
         if self.keyring.find(secret).is_some() {
             return Ok(None);
         }
-        let company_id = self.companies.keys().next().cloned().expect("catalogue is not empty");
-        let key = owner_key(&company_id, secret, true);
+        let company_id = *self.companies.keys().next().expect("catalogue is not empty");
+        let key = owner_key(company_id, secret, true);
         self.commit(&[CatalogChange::put(EntityKind::Key, &key.id, &key)])?;
         self.keyring.insert(key.clone());
         self.keys.insert(key.id.clone(), key);
@@ -75,45 +77,48 @@ impl Supervisor {
         admin: bool,
     ) -> ApiResult<NewCompany> {
         let now = now_timestamp();
+        let mut numbers = self.numbers;
         let company = Company {
-            id: ids::generate(),
+            id: numbers.next_company(),
             name: check_name(name, "company")?,
             tier,
             created_time: now.clone(),
         };
         let project = Project {
-            id: ids::generate(),
-            company_id: company.id.clone(),
+            id: numbers.next_project(),
+            company_id: company.id,
             name: "Default project".to_owned(),
             description: String::new(),
             created_time: now.clone(),
         };
         let database = Database {
             id: ids::generate(),
-            company_id: company.id.clone(),
-            project_id: project.id.clone(),
+            company_id: company.id,
+            project_id: project.id,
             name: "Default database".to_owned(),
             created_time: now,
         };
         let secret = secret.map(str::to_owned).unwrap_or_else(ids::generate_secret);
-        let key = owner_key(&company.id, &secret, admin);
+        let key = owner_key(company.id, &secret, admin);
         self.commit(&[
-            CatalogChange::put(EntityKind::Company, &company.id, &company),
-            CatalogChange::put(EntityKind::Project, &project.id, &project),
+            numbers.change(),
+            CatalogChange::put(EntityKind::Company, &company.id.to_string(), &company),
+            CatalogChange::put(EntityKind::Project, &project.id.to_string(), &project),
             CatalogChange::put(EntityKind::Database, &database.id, &database),
             CatalogChange::put(EntityKind::Key, &key.id, &key),
         ])?;
-        self.keyring.set_tier(&company.id, tier);
+        self.numbers = numbers;
+        self.keyring.set_tier(company.id, tier);
         self.keyring.insert(key.clone());
         self.keys.insert(key.id.clone(), key);
         let made = NewCompany {
             company: company.clone(),
-            project_id: project.id.clone(),
+            project_id: project.id,
             database_id: database.id.clone(),
             owner_key: secret,
         };
-        self.companies.insert(company.id.clone(), company);
-        self.projects.insert(project.id.clone(), project);
+        self.companies.insert(company.id, company);
+        self.projects.insert(project.id, project);
         self.databases.insert(database.id.clone(), database);
         Ok(made)
     }
@@ -130,32 +135,39 @@ impl Supervisor {
         self.create_company_unchecked(name, tier, None, false)
     }
 
-    pub fn set_company_tier(&mut self, p: &Principal, id: &str, tier: Tier) -> ApiResult<Company> {
+    pub fn set_company_tier(
+        &mut self,
+        p: &Principal,
+        id: CompanyId,
+        tier: Tier,
+    ) -> ApiResult<Company> {
         p.require_admin()?;
-        let mut company = self
-            .companies
-            .get(id)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(ErrorCode::CompanyIsNotFound, "Company", id))?;
+        let mut company = self.companies.get(&id).cloned().ok_or_else(|| {
+            ApiError::not_found(ErrorCode::CompanyIsNotFound, "Company", &id.to_string())
+        })?;
         company.tier = tier;
-        self.commit(&[CatalogChange::put(EntityKind::Company, id, &company)])?;
+        self.commit(&[CatalogChange::put(EntityKind::Company, &id.to_string(), &company)])?;
         self.keyring.set_tier(id, tier);
-        self.companies.insert(id.to_owned(), company.clone());
+        self.companies.insert(id, company.clone());
         Ok(company)
     }
 
-    pub fn delete_company(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
+    pub fn delete_company(&mut self, p: &Principal, id: CompanyId) -> ApiResult<()> {
         p.require_admin()?;
-        if !self.companies.contains_key(id) {
-            return Err(ApiError::not_found(ErrorCode::CompanyIsNotFound, "Company", id));
+        if !self.companies.contains_key(&id) {
+            return Err(ApiError::not_found(
+                ErrorCode::CompanyIsNotFound,
+                "Company",
+                &id.to_string(),
+            ));
         }
         if p.company_id() == id {
             return Err(ApiError::bad_request("The admin key's own company cannot be deleted."));
         }
-        let project_ids: Vec<String> =
-            self.projects.values().filter(|x| x.company_id == id).map(|x| x.id.clone()).collect();
-        let mut changes = vec![CatalogChange::delete(EntityKind::Company, id)];
-        for project in &project_ids {
+        let project_ids: Vec<ProjectId> =
+            self.projects.values().filter(|x| x.company_id == id).map(|x| x.id).collect();
+        let mut changes = vec![CatalogChange::delete(EntityKind::Company, &id.to_string())];
+        for &project in &project_ids {
             changes.extend(self.project_deletion(project));
         }
         let key_ids: Vec<String> =
@@ -165,7 +177,7 @@ impl Supervisor {
             self.tasks.values().filter(|t| t.company_id == id).map(|t| t.id.clone()).collect();
         changes.extend(task_ids.iter().map(|t| CatalogChange::delete(EntityKind::Task, t)));
         self.commit(&changes)?;
-        for project in &project_ids {
+        for &project in &project_ids {
             self.forget_project(project);
         }
         for key in &key_ids {
@@ -175,14 +187,14 @@ impl Supervisor {
             self.tasks.shift_remove(task);
         }
         self.keyring.remove_company(id);
-        self.companies.shift_remove(id);
+        self.companies.shift_remove(&id);
         Ok(())
     }
 
     // ---- projects ----
 
     fn project_scope<'a>(project: &'a Project) -> Scope<'a> {
-        Scope { company: &project.company_id, project: Some(&project.id), ..Scope::default() }
+        Scope { company: project.company_id, project: Some(project.id), ..Scope::default() }
     }
 
     pub fn list_projects(&self, p: &Principal) -> ApiResult<Vec<Project>> {
@@ -192,9 +204,10 @@ impl Supervisor {
 
     /// A project this key may act on with `needed`: another company's is not found (404); a key
     /// of this company without the privilege or access, or a view key, is refused (403).
-    pub fn project(&self, p: &Principal, id: &str, needed: Privilege) -> ApiResult<&Project> {
-        let not_found = || ApiError::not_found(ErrorCode::ProjectIsNotFound, "Project", id);
-        let project = self.projects.get(id).ok_or_else(not_found)?;
+    pub fn project(&self, p: &Principal, id: ProjectId, needed: Privilege) -> ApiResult<&Project> {
+        let not_found =
+            || ApiError::not_found(ErrorCode::ProjectIsNotFound, "Project", &id.to_string());
+        let project = self.projects.get(&id).ok_or_else(not_found)?;
         p.authorize(&Self::project_scope(project), needed, not_found)?;
         Ok(project)
     }
@@ -206,22 +219,28 @@ impl Supervisor {
         description: Option<String>,
     ) -> ApiResult<Project> {
         p.require_company_privilege(Privilege::Owner)?;
+        let name = check_name(name, "project")?;
+        let mut numbers = self.numbers;
         let project = Project {
-            id: ids::generate(),
-            company_id: p.company_id().to_owned(),
-            name: check_name(name, "project")?,
+            id: numbers.next_project(),
+            company_id: p.company_id(),
+            name,
             description: description.unwrap_or_default(),
             created_time: now_timestamp(),
         };
-        self.commit(&[CatalogChange::put(EntityKind::Project, &project.id, &project)])?;
-        self.projects.insert(project.id.clone(), project.clone());
+        self.commit(&[
+            numbers.change(),
+            CatalogChange::put(EntityKind::Project, &project.id.to_string(), &project),
+        ])?;
+        self.numbers = numbers;
+        self.projects.insert(project.id, project.clone());
         Ok(project)
     }
 
     pub fn rename_project(
         &mut self,
         p: &Principal,
-        id: &str,
+        id: ProjectId,
         name: &str,
         description: Option<String>,
     ) -> ApiResult<Project> {
@@ -230,12 +249,12 @@ impl Supervisor {
         if let Some(description) = description {
             project.description = description;
         }
-        self.commit(&[CatalogChange::put(EntityKind::Project, id, &project)])?;
-        self.projects.insert(id.to_owned(), project.clone());
+        self.commit(&[CatalogChange::put(EntityKind::Project, &id.to_string(), &project)])?;
+        self.projects.insert(id, project.clone());
         Ok(project)
     }
 
-    pub fn delete_project(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
+    pub fn delete_project(&mut self, p: &Principal, id: ProjectId) -> ApiResult<()> {
         self.project(p, id, Privilege::Owner)?;
         let changes = self.project_deletion(id);
         self.commit(&changes)?;
@@ -243,29 +262,29 @@ impl Supervisor {
         Ok(())
     }
 
-    fn project_deletion(&self, id: &str) -> Vec<CatalogChange> {
-        let mut changes = vec![CatalogChange::delete(EntityKind::Project, id)];
+    fn project_deletion(&self, id: ProjectId) -> Vec<CatalogChange> {
+        let mut changes = vec![CatalogChange::delete(EntityKind::Project, &id.to_string())];
         for db in self.databases.values().filter(|d| d.project_id == id) {
             changes.extend(self.database_deletion(&db.id));
         }
         changes
     }
 
-    fn forget_project(&mut self, id: &str) {
+    fn forget_project(&mut self, id: ProjectId) {
         let dbs: Vec<String> =
             self.databases.values().filter(|d| d.project_id == id).map(|d| d.id.clone()).collect();
         for db in dbs {
             self.forget_database(&db);
         }
-        self.projects.shift_remove(id);
+        self.projects.shift_remove(&id);
     }
 
     // ---- databases ----
 
     fn database_scope<'a>(db: &'a Database) -> Scope<'a> {
         Scope {
-            company: &db.company_id,
-            project: Some(&db.project_id),
+            company: db.company_id,
+            project: Some(db.project_id),
             database: Some(&db.id),
             ..Scope::default()
         }
@@ -274,7 +293,7 @@ impl Supervisor {
     pub fn list_databases(
         &self,
         p: &Principal,
-        project_id: Option<&str>,
+        project_id: Option<ProjectId>,
     ) -> ApiResult<Vec<Database>> {
         if let Some(project_id) = project_id {
             self.project(p, project_id, Privilege::Read)?;
@@ -301,14 +320,14 @@ impl Supervisor {
     pub fn create_database(
         &mut self,
         p: &Principal,
-        project_id: &str,
+        project_id: ProjectId,
         name: &str,
     ) -> ApiResult<Database> {
         let project = self.project(p, project_id, Privilege::Owner)?;
         let db = Database {
             id: ids::generate(),
-            company_id: project.company_id.clone(),
-            project_id: project.id.clone(),
+            company_id: project.company_id,
+            project_id: project.id,
             name: check_name(name, "database")?,
             created_time: now_timestamp(),
         };
@@ -365,7 +384,7 @@ impl Supervisor {
         let secret = ids::generate_secret();
         let key = ApiKey {
             id: ids::generate(),
-            company_id: p.company_id().to_owned(),
+            company_id: p.company_id(),
             user: spec.user.filter(|u| !u.trim().is_empty()).unwrap_or_else(|| name.clone()),
             name,
             kind: spec.kind,
@@ -432,7 +451,7 @@ impl Supervisor {
     ) -> ApiResult<Task> {
         let task = Task {
             id: ids::generate(),
-            company_id: p.company_id().to_owned(),
+            company_id: p.company_id(),
             view_id,
             kind: kind.to_owned(),
             status: TaskStatus::Running,
@@ -460,10 +479,10 @@ impl Supervisor {
     }
 }
 
-fn owner_key(company_id: &str, secret: &str, admin: bool) -> ApiKey {
+fn owner_key(company_id: CompanyId, secret: &str, admin: bool) -> ApiKey {
     ApiKey {
         id: ids::generate(),
-        company_id: company_id.to_owned(),
+        company_id,
         name: "owner".to_owned(),
         user: "owner".to_owned(),
         kind: KeyKind::Company { privileges: vec![Privilege::Owner], access: Access::everything() },
@@ -476,16 +495,16 @@ fn owner_key(company_id: &str, secret: &str, admin: bool) -> ApiKey {
 impl Supervisor {
     /// An owner principal for `company` (default: the admin key's company), for the CLI, which
     /// acts with the operator's authority on a data directory.
-    pub fn owner_principal(&self, company: Option<&str>) -> ApiResult<Principal> {
+    pub fn owner_principal(&self, company: Option<CompanyId>) -> ApiResult<Principal> {
         let admin = self
             .keys
             .values()
             .find(|k| k.admin)
             .cloned()
             .ok_or_else(|| ApiError::internal("the data directory has no admin key"))?;
-        let company_id = company.unwrap_or(&admin.company_id).to_owned();
+        let company_id = company.unwrap_or(admin.company_id);
         let tier = self.companies.get(&company_id).map(|c| c.tier).ok_or_else(|| {
-            ApiError::not_found(ErrorCode::CompanyIsNotFound, "Company", &company_id)
+            ApiError::not_found(ErrorCode::CompanyIsNotFound, "Company", &company_id.to_string())
         })?;
         let admin_flag = company_id == admin.company_id;
         let key = ApiKey { company_id, admin: admin_flag, ..admin };

@@ -373,7 +373,7 @@ fn listing_and_getting_branches_need_the_team_plan() {
     let get = format!("/v1/branches/{branch}");
     assert_eq!(app.get_as(&owner, &list).assert_status(200).as_array().map(Vec::len), Some(2));
     app.get_as(&owner, &get).assert_status(200);
-    let company_id = company["id"].as_str().expect("company id");
+    let company_id = company["id"].clone();
     app.patch(&format!("/admin/v1/companies/{company_id}"), &json!({"tier": "free"}))
         .assert_status(200);
     for res in [app.get_as(&owner, &list), app.get_as(&owner, &get)] {

@@ -71,9 +71,9 @@ fn a_company_created_by_the_cli_works_on_the_server() {
     assert_eq!(company["name"], json!("Acme"), "{log}");
     assert_eq!(company["tier"], json!("team"));
     let owner = company["ownerKey"].as_str().expect("owner key").to_owned();
-    let project = company["projectId"].as_str().expect("project").to_owned();
+    let project = company["projectId"].clone();
     let db = company["databaseId"].as_str().expect("database").to_owned();
-    let company_id = company["id"].as_str().expect("id").to_owned();
+    let company_id = company["id"].to_string();
 
     let (ok, key, log) = gridd(
         dir.path(),

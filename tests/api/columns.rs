@@ -438,7 +438,7 @@ fn adding_and_removing_view_columns_needs_the_enterprise_plan() {
         );
     }
     assert_eq!(app.get_as(&owner, &format!("/v1/views/{view}")).assert_status(200), &before);
-    let company_id = company["id"].as_str().expect("id");
+    let company_id = company["id"].clone();
     app.patch(&format!("/admin/v1/companies/{company_id}"), &json!({"tier": "enterprise"}))
         .assert_status(200);
     app.call(Method::POST, &format!("/v1/views/{view}/columns/b/add"), Some(&owner), None)
@@ -456,7 +456,7 @@ fn column_writes_need_the_team_plan() {
         &json!({"id": "a", "name": "A", "type": "singleLine"}),
     )
     .assert_status(201);
-    let company_id = company["id"].as_str().expect("id");
+    let company_id = company["id"].clone();
     app.patch(&format!("/admin/v1/companies/{company_id}"), &json!({"tier": "free"}))
         .assert_status(200);
     let before = app.get_as(&owner, &format!("/v1/views/{view}")).assert_status(200).clone();

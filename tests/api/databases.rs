@@ -1,15 +1,15 @@
 //! `/v1/databases`: list (all or by project) and get; create, rename and delete for owner keys.
 
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::helpers::{spawn_app, TestApp};
 
-fn default_project(app: &TestApp) -> String {
-    app.get("/v1/projects").body[0]["id"].as_str().expect("project id").to_owned()
+fn default_project(app: &TestApp) -> Value {
+    app.get("/v1/projects").body[0]["id"].clone()
 }
 
-fn create_db(app: &TestApp, project: &str, name: &str) -> String {
+fn create_db(app: &TestApp, project: &Value, name: &str) -> String {
     let res = app.post(&format!("/v1/databases?projectId={project}"), &json!({"name": name}));
     res.assert_status(200)["id"].as_str().expect("db id").to_owned()
 }
@@ -36,10 +36,7 @@ fn list_and_get_databases() {
 fn list_by_project() {
     let app = spawn_app();
     let default = default_project(&app);
-    let other = app.post("/v1/projects", &json!({"name": "Other"})).body["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let other = app.post("/v1/projects", &json!({"name": "Other"})).body["id"].clone();
     let db = create_db(&app, &other, "Strings");
     let in_other = app.get(&format!("/v1/databases?projectId={other}"));
     let in_other = in_other.assert_status(200).as_array().expect("list").clone();
@@ -50,7 +47,7 @@ fn list_by_project() {
     assert_eq!(in_default.assert_status(200).as_array().map(Vec::len), Some(1));
     assert_ne!(in_default.body[0]["id"], json!(db));
     assert_eq!(app.get("/v1/databases").body.as_array().map(Vec::len), Some(2));
-    app.get("/v1/databases?projectId=nosuchproject1").assert_error(404, "projectIsNotFound");
+    app.get("/v1/databases?projectId=999999").assert_error(404, "projectIsNotFound");
 }
 
 #[test]
@@ -93,7 +90,7 @@ fn bad_database_requests_are_refused_and_change_nothing() {
     app.post("/v1/databases", &json!({"name": "x"})).assert_error(400, "requestParameterMissing");
     app.post("/v1/databases?projectId=", &json!({"name": "x"}))
         .assert_error(400, "requestParameterMissing");
-    app.post("/v1/databases?projectId=nosuchproject1", &json!({"name": "x"}))
+    app.post("/v1/databases?projectId=999999", &json!({"name": "x"}))
         .assert_error(404, "projectIsNotFound");
     let create = format!("/v1/databases?projectId={project}");
     app.post(&create, &json!({})).assert_error(400, "badRequest");

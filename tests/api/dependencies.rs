@@ -197,7 +197,7 @@ fn dependency_writes_need_the_team_plan() {
     let list = format!("/v1/views/{view}/dependencies");
     let res = app.post_as(&owner, &list, &json!({"sourceColumnId": "en", "targetColumnId": "fr"}));
     let id = res.assert_status(201)["id"].as_str().expect("id").to_owned();
-    let company_id = company["id"].as_str().expect("id");
+    let company_id = company["id"].clone();
     app.patch(&format!("/admin/v1/companies/{company_id}"), &json!({"tier": "free"}))
         .assert_status(200);
     let before = app.get_as(&owner, &list).assert_status(200).clone();

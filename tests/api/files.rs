@@ -484,7 +484,7 @@ fn bad_zip_uploads_are_refused_and_leave_nothing() {
     app.post_as(&owner, &format!("/v1/views/{team_view}/columns"), &column).assert_status(201);
     let record = json!([{"id": "menu.start"}]);
     app.post_as(&owner, &format!("/v1/views/{team_view}/records"), &record).assert_status(201);
-    let company_id = company["id"].as_str().expect("company id");
+    let company_id = company["id"].clone();
     app.patch(&format!("/admin/v1/companies/{company_id}"), &json!({"tier": "free"}))
         .assert_status(200);
     let req = app.request(Method::POST, &format!("/v1/views/{team_view}/files/zip"), Some(&owner));

@@ -240,7 +240,7 @@ fn grid_writes_need_the_team_plan() {
     let app = spawn_app();
     let company = app.create_company_body("free");
     let owner = company["ownerKey"].as_str().expect("owner key").to_owned();
-    let company_id = company["id"].as_str().expect("id").to_owned();
+    let company_id = company["id"].clone();
     let db = company["databaseId"].as_str().expect("db").to_owned();
     let create = format!("/v1/grids?dbId={db}");
     let res = app.post_as(&owner, &create, &json!({"name": "x"}));

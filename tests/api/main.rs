@@ -6,6 +6,7 @@ mod helpers;
 mod branches;
 mod cli;
 mod columns;
+mod compat;
 mod crash;
 mod databases;
 mod dependencies;

@@ -6,14 +6,9 @@ use serde_json::{json, Value};
 
 use crate::helpers::{spawn_app, TestApp};
 
-fn project_ids(app: &TestApp, key: &str) -> Vec<String> {
+fn project_ids(app: &TestApp, key: &str) -> Vec<Value> {
     let res = app.get_as(key, "/v1/projects");
-    res.assert_status(200)
-        .as_array()
-        .expect("a list")
-        .iter()
-        .map(|p| p["id"].as_str().expect("id").to_owned())
-        .collect()
+    res.assert_status(200).as_array().expect("a list").iter().map(|p| p["id"].clone()).collect()
 }
 
 #[test]
@@ -26,7 +21,8 @@ fn list_shows_the_bootstrap_project() {
     assert_eq!(projects.len(), 1);
     let project = &projects[0];
     assert_eq!(project["name"], json!("Default project"));
-    assert_eq!(project["id"].as_str().map(str::len), Some(14));
+    assert_eq!(project["id"], json!(1), "an integer id, as the hosted service's");
+    assert_eq!(project["companyId"], json!(1));
     assert!(project["description"].is_array(), "description is a list: {project}");
 }
 
@@ -34,11 +30,11 @@ fn list_shows_the_bootstrap_project() {
 fn get_answers_the_project_and_404_for_unknown_ids() {
     let app = spawn_app();
     let listed = app.get("/v1/projects").body[0].clone();
-    let id = listed["id"].as_str().expect("id");
+    let id = listed["id"].clone();
     let res = app.get(&format!("/v1/projects/{id}"));
     assert_eq!(res.assert_status(200), &listed);
     assert_eq!(res.header("content-type"), Some("application/json"));
-    app.get("/v1/projects/nosuchproject1").assert_error(404, "projectIsNotFound");
+    app.get("/v1/projects/999999").assert_error(404, "projectIsNotFound");
 }
 
 #[test]
@@ -49,7 +45,7 @@ fn create_rename_and_delete_a_project() {
     assert_eq!(res.header("content-type"), Some("application/json"));
     assert_eq!(created["name"], json!("Games"));
     assert_eq!(created["description"], json!(["All games"]));
-    let id = created["id"].as_str().expect("id").to_owned();
+    let id = created["id"].clone();
     assert_eq!(app.snapshot(&format!("/v1/projects/{id}")), created);
     assert_eq!(project_ids(&app, &app.key).len(), 2);
 
@@ -71,10 +67,7 @@ fn create_rename_and_delete_a_project() {
 #[test]
 fn deleting_a_project_deletes_its_databases_and_grids() {
     let app = spawn_app();
-    let project = app.post("/v1/projects", &json!({"name": "Doomed"})).body["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let project = app.post("/v1/projects", &json!({"name": "Doomed"})).body["id"].clone();
     let db = app.post(&format!("/v1/databases?projectId={project}"), &json!({"name": "db"}));
     let db = db.assert_status(200)["id"].as_str().expect("id").to_owned();
     let grid = app.post(&format!("/v1/grids?dbId={db}"), &json!({"name": "g"}));
@@ -91,7 +84,7 @@ fn deleting_a_project_deletes_its_databases_and_grids() {
 fn project_writes_need_an_owner_key() {
     let app = spawn_app();
     let before = app.snapshot("/v1/projects");
-    let id = before[0]["id"].as_str().expect("id").to_owned();
+    let id = before[0]["id"].clone();
     for privileges in [&["read"][..], &["read", "write"], &["manage"]] {
         let key = app.create_key(privileges, json!({"all": true}));
         assert_eq!(project_ids(&app, &key), vec![id.clone()], "{privileges:?} keys read");
@@ -110,7 +103,7 @@ fn project_writes_need_an_owner_key() {
 fn project_calls_need_a_valid_key() {
     let app = spawn_app();
     let before = app.snapshot("/v1/projects");
-    let id = before[0]["id"].as_str().expect("id").to_owned();
+    let id = before[0]["id"].clone();
     for key in [None, Some("not-a-key"), Some("")] {
         app.call(Method::GET, "/v1/projects", key, None).assert_error(401, "unauthorized");
         app.call(Method::GET, &format!("/v1/projects/{id}"), key, None)
@@ -129,7 +122,7 @@ fn project_calls_need_a_valid_key() {
 fn bad_project_bodies_are_refused_and_change_nothing() {
     let app = spawn_app();
     let before = app.snapshot("/v1/projects");
-    let id = before[0]["id"].as_str().expect("id").to_owned();
+    let id = before[0]["id"].clone();
     app.post("/v1/projects", &json!({})).assert_error(400, "badRequest");
     app.post("/v1/projects", &json!({"name": ""})).assert_error(400, "badRequest");
     app.post("/v1/projects", &json!({"name": "   "})).assert_error(400, "badRequest");
@@ -141,8 +134,7 @@ fn bad_project_bodies_are_refused_and_change_nothing() {
         .assert_error(400, "requestBodyMissing");
     app.put(&format!("/v1/projects/{id}"), &json!({"name": ""})).assert_error(400, "badRequest");
     app.put(&format!("/v1/projects/{id}"), &json!({})).assert_error(400, "badRequest");
-    app.put("/v1/projects/nosuchproject1", &json!({"name": "x"}))
-        .assert_error(404, "projectIsNotFound");
+    app.put("/v1/projects/999999", &json!({"name": "x"})).assert_error(404, "projectIsNotFound");
     app.assert_unchanged("/v1/projects", &before);
 }
 
@@ -150,9 +142,9 @@ fn bad_project_bodies_are_refused_and_change_nothing() {
 fn another_company_cannot_see_or_touch_our_projects() {
     let app = spawn_app();
     let before = app.snapshot("/v1/projects");
-    let ours = before[0]["id"].as_str().expect("id").to_owned();
+    let ours = before[0]["id"].clone();
     let (other, their_project, _) = app.create_company("enterprise");
-    assert_eq!(project_ids(&app, &other), vec![their_project.clone()]);
+    assert_eq!(project_ids(&app, &other), vec![json!(their_project.parse::<i64>().expect("int"))]);
     assert_eq!(project_ids(&app, &app.key), vec![ours.clone()]);
     let path = format!("/v1/projects/{ours}");
     app.get_as(&other, &path).assert_error(404, "projectIsNotFound");
@@ -167,7 +159,7 @@ fn a_view_key_cannot_reach_projects() {
     let app = spawn_app();
     let (_, view) = app.create_grid("g");
     let key = app.create_view_key(&view);
-    let id = app.get("/v1/projects").body[0]["id"].as_str().expect("id").to_owned();
+    let id = app.get("/v1/projects").body[0]["id"].clone();
     app.get_as(&key, "/v1/projects").assert_error(403, "accessDenied");
     app.get_as(&key, &format!("/v1/projects/{id}")).assert_error(403, "accessDenied");
     app.post_as(&key, "/v1/projects", &json!({"name": "x"})).assert_error(403, "accessDenied");
@@ -177,11 +169,8 @@ fn a_view_key_cannot_reach_projects() {
 fn a_key_limited_to_one_project_sees_only_that_project() {
     let app = spawn_app();
     let default: Value = app.get("/v1/projects").body[0].clone();
-    let default_id = default["id"].as_str().expect("id");
-    let other = app.post("/v1/projects", &json!({"name": "Other"})).body["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let default_id = default["id"].clone();
+    let other = app.post("/v1/projects", &json!({"name": "Other"})).body["id"].clone();
     let key = app.create_key(&["read"], json!({"projects": [other]}));
     assert_eq!(project_ids(&app, &key), vec![other.clone()]);
     app.get_as(&key, &format!("/v1/projects/{other}")).assert_status(200);

@@ -309,11 +309,11 @@ fn an_empty_reference_reads_empty_lists_and_null_empty_text_or_array_clear_one()
 #[test]
 fn a_grid_in_another_database_or_project_of_the_company_can_be_referenced() {
     let app = spawn_app();
-    let project = app.get("/v1/projects").body[0]["id"].as_str().expect("project id").to_owned();
+    let project = app.get("/v1/projects").body[0]["id"].clone();
     let res = app.post(&format!("/v1/databases?projectId={project}"), &json!({"name": "Terms"}));
     let same_project_db = res.assert_status(200)["id"].as_str().expect("db id").to_owned();
     let res = app.post("/v1/projects", &json!({"name": "Other"}));
-    let other_project = res.assert_status(200)["id"].as_str().expect("project id").to_owned();
+    let other_project = res.assert_status(200)["id"].clone();
     let res =
         app.post(&format!("/v1/databases?projectId={other_project}"), &json!({"name": "Far"}));
     let far_db = res.assert_status(200)["id"].as_str().expect("db id").to_owned();

@@ -9,7 +9,7 @@ use crate::helpers::spawn_app;
 fn projects_databases_and_grids_survive_a_restart() {
     let app = spawn_app();
     let res = app.post("/v1/projects", &json!({"name": "Games", "description": "All games"}));
-    let project = res.assert_status(200)["id"].as_str().expect("id").to_owned();
+    let project = res.assert_status(200)["id"].clone();
     app.put(&format!("/v1/projects/{project}"), &json!({"name": "Games 2"})).assert_status(200);
     let res = app.post(&format!("/v1/databases?projectId={project}"), &json!({"name": "Strings"}));
     let db = res.assert_status(200)["id"].as_str().expect("id").to_owned();
@@ -49,7 +49,7 @@ fn keys_and_companies_survive_a_restart() {
     let revoked_id = revoked["id"].as_str().expect("id");
     app.delete(&format!("/admin/v1/api-keys/{revoked_id}")).assert_status(204);
     let company = app.create_company_body("free");
-    let company_id = company["id"].as_str().expect("id");
+    let company_id = company["id"].clone();
     app.patch(&format!("/admin/v1/companies/{company_id}"), &json!({"tier": "team"}))
         .assert_status(200);
     let (_, view) = app.create_grid("g");

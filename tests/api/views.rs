@@ -149,7 +149,7 @@ fn view_writes_need_the_team_plan() {
     let grid = grid["id"].as_str().expect("id").to_owned();
     let res = app.post_as(&owner, "/v1/views", &json!({"name": "v", "gridId": grid}));
     let view = res.assert_status(200)["id"].as_str().expect("id").to_owned();
-    let company_id = company["id"].as_str().expect("id");
+    let company_id = company["id"].clone();
     app.patch(&format!("/admin/v1/companies/{company_id}"), &json!({"tier": "free"}))
         .assert_status(200);
     let list = format!("/v1/views?gridId={grid}");
