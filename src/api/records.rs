@@ -11,12 +11,13 @@ use super::references::{check_written_references, resolve_references};
 use super::{exec, json_response, json_response_sized, no_content, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::FileMeta;
+use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ReadHistory, ReadRecords, RecordsWrite, WriteOutcome, WriteRecords};
 use crate::grid::codec::{format_timestamp, render_value, Rendered};
 use crate::grid::history::HistoryEntry;
-use crate::grid::query::{parse_query, parse_sort, RawFilter, RawSort};
-use crate::grid::read::{CellOut, RecordOut};
+use crate::grid::query::{parse_query, parse_sort, Direction, RawFilter, RawSort};
+use crate::grid::read::{CellOut, RecordOut, RecordPage};
 use crate::grid::records::{DeleteRecordsInput, RecordInput};
 use crate::grid::references::Referenced;
 use crate::grid::schema::ColumnType;
@@ -38,6 +39,8 @@ pub struct ListParams {
     pub filters: Vec<RawFilter>,
     /// Keys of `sort`.
     pub sort: Vec<RawSort>,
+    /// `afterRecordId` / `beforeRecordId`.
+    pub cursor: Option<(Direction, String)>,
     /// Every pair except `page`, kept for `Link` URLs.
     pub others: Vec<(String, String)>,
 }
@@ -75,8 +78,25 @@ pub fn parse_list_params(query: &str) -> ApiResult<ListParams> {
                 params.sort = parse_sort(&value)?;
                 params.others.push((key, value));
             }
+            "afterRecordId" | "beforeRecordId" if value.is_empty() => {}
+            "afterRecordId" | "beforeRecordId" => {
+                if params.cursor.is_some() {
+                    return Err(ApiError::bad_request(
+                        "Give one of afterRecordId and beforeRecordId, once.",
+                    ));
+                }
+                let direction =
+                    if key == "afterRecordId" { Direction::After } else { Direction::Before };
+                params.cursor = Some((direction, value));
+            }
             _ => params.others.push((key, value)),
         }
+    }
+    if params.cursor.is_some() && params.offset != 0 {
+        return Err(ApiError::new(
+            ErrorCode::InvalidPaging,
+            "page.offset must be 0 or absent with afterRecordId or beforeRecordId.",
+        ));
     }
     Ok(params)
 }
@@ -245,6 +265,37 @@ fn with_file_details(
     Ok(value)
 }
 
+/// One page of a view's records as JSON, as the record listing shows them (`columnIds`,
+/// `fetchFileOption`, `page`, `query`, `sort` and the cursors), for `GET /v1/views/<id>?include=
+/// records`.
+pub(super) async fn records_value(
+    state: &AppState,
+    route: &BranchRoute,
+    view_id: &str,
+    params: &ListParams,
+) -> ApiResult<Value> {
+    let msg = ReadRecords {
+        view_id: view_id.to_owned(),
+        offset: params.offset,
+        limit: params.limit,
+        column_ids: params.column_ids.clone(),
+        filters: params.filters.clone(),
+        sort: params.sort.clone(),
+        cursor: params.cursor.clone(),
+    };
+    let mut page = route.addr.send(msg).await??;
+    resolve_references(state, route, &mut page.records).await?;
+    let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
+    match params.fetch_file_option.as_deref() {
+        Some(option @ ("name" | "all")) => {
+            let files = file_metas(state, &route.grid_id, &page.records).await?;
+            with_file_details(&body, &page.records, &files, option == "all")
+        }
+        _ => serde_json::to_value(&body)
+            .map_err(|e| ApiError::internal(format!("rendering records: {e}"))),
+    }
+}
+
 /// About the length of a record's JSON (a little over, so the buffer rarely grows).
 fn json_size_guess(record: &RecordOut) -> usize {
     let cells: usize = record
@@ -262,8 +313,47 @@ fn json_size_guess(record: &RecordOut) -> usize {
     record.id.len() + record.path.len() + record.user.len() + cells + 120
 }
 
+/// `Link` of a cursor page: `next` (after its last record) when more follow it, `prev` (before
+/// its first) when more precede it, as far as the page's direction tells.
+fn cursor_links(
+    state: &AppState,
+    path: &str,
+    params: &ListParams,
+    page: &RecordPage,
+) -> Vec<String> {
+    let url = |name: &str, id: &str| {
+        let mut pairs = params.others.clone();
+        pairs.push(("page".to_owned(), format!("{{\"limit\":{}}}", params.limit)));
+        pairs.push((name.to_owned(), id.to_owned()));
+        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+        format!("{}{path}?{query}", state.public_url)
+    };
+    let (Some(first), Some(last)) = (page.records.first(), page.records.last()) else {
+        return Vec::new();
+    };
+    let mut links = Vec::new();
+    let after = matches!(params.cursor, Some((Direction::After, _)));
+    if !after || page.more {
+        links.push(format!("<{}>; rel=\"next\"", url("afterRecordId", &last.id)));
+    }
+    if after || page.more {
+        links.push(format!("<{}>; rel=\"prev\"", url("beforeRecordId", &first.id)));
+    }
+    links
+}
+
 /// `Link` header with absolute `next` / `prev` URLs where such pages exist.
-fn link_header(state: &AppState, path: &str, params: &ListParams, total: usize) -> Option<String> {
+fn link_header(
+    state: &AppState,
+    path: &str,
+    params: &ListParams,
+    page: &RecordPage,
+) -> Option<String> {
+    if params.cursor.is_some() {
+        let links = cursor_links(state, path, params, page);
+        return (!links.is_empty()).then(|| links.join(", "));
+    }
+    let total = page.total;
     let page_url = |offset: usize| {
         let mut pairs = params.others.clone();
         pairs.push((
@@ -292,6 +382,8 @@ fn link_header(state: &AppState, path: &str, params: &ListParams, total: usize) 
     ("fetchFileOption" = Option<String>, Query, description = "id, name or all"),
     ("query" = Option<String>, Query, description = "JSON {columnId: {operator: value}}, ANDed"),
     ("sort" = Option<String>, Query, description = "JSON {columnId: \"asc\"|\"desc\"}, in order"),
+    ("afterRecordId" = Option<String>, Query, description = "cursor: the page starts right after this record (page.offset 0 or absent)"),
+    ("beforeRecordId" = Option<String>, Query, description = "cursor: the page ends right before this record (page.offset 0 or absent)"),
 ), responses((status = 200, description = "records; X-Total-Count and Link headers")))]
 #[get("/v1/views/{viewId}/records")]
 async fn list_records(
@@ -309,6 +401,7 @@ async fn list_records(
         column_ids: params.column_ids.clone(),
         filters: params.filters.clone(),
         sort: params.sort.clone(),
+        cursor: params.cursor.clone(),
     };
     let mut page = route.addr.send(msg).await??;
     resolve_references(&state, &route, &mut page.records).await?;
@@ -326,7 +419,7 @@ async fn list_records(
     if let Ok(v) = page.total.to_string().parse() {
         headers.insert(actix_web::http::header::HeaderName::from_static("x-total-count"), v);
     }
-    if let Some(link) = link_header(&state, req.path(), &params, page.total) {
+    if let Some(link) = link_header(&state, req.path(), &params, &page) {
         if let Ok(v) = link.parse() {
             headers.insert(actix_web::http::header::LINK, v);
         }

@@ -206,6 +206,7 @@ async fn share_page(
         column_ids: None,
         filters: Vec::new(),
         sort: Vec::new(),
+        cursor: None,
     };
     let mut records = route.addr.send(msg).await??;
     resolve_references(&state, &route, &mut records.records).await?;
@@ -283,6 +284,7 @@ async fn share_records(
         column_ids: params.column_ids,
         filters: params.filters,
         sort: params.sort,
+        cursor: None,
     };
     let mut page = route.addr.send(msg).await??;
     resolve_references(&state, &route, &mut page.records).await?;

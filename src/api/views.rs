@@ -3,13 +3,14 @@
 
 use std::sync::Arc;
 
-use actix_web::{delete, get, post, web, HttpResponse};
-use serde::{Deserialize, Serialize};
+use actix_web::{delete, get, post, web, HttpRequest, HttpResponse};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::columns::reference_targets;
 use super::grids::status_str;
+use super::records::{parse_list_params, records_value};
 use super::{branch_route, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::BranchRoute;
@@ -37,15 +38,6 @@ pub struct CreateViewRequest {
     pub columns: Vec<ViewColumnRequest>,
 }
 
-/// A view in a list.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ViewSummary {
-    pub id: String,
-    pub name: String,
-    pub grid_id: String,
-}
-
 /// The grid status shown with a view.
 pub async fn grid_status(state: &AppState, route: &BranchRoute) -> ApiResult<&'static str> {
     let branch_id = route.branch_id.clone();
@@ -62,13 +54,26 @@ pub async fn view_body(
     view: &ViewDef,
     route: &BranchRoute,
 ) -> ApiResult<ViewBody> {
+    let status = grid_status(state, route).await?;
+    view_body_with(state, p, schema, view, route, status).await
+}
+
+/// `view_body` with the grid status already known (a listing asks for it once).
+async fn view_body_with(
+    state: &AppState,
+    p: &Principal,
+    schema: &Schema,
+    view: &ViewDef,
+    route: &BranchRoute,
+    grid_status: &'static str,
+) -> ApiResult<ViewBody> {
     let shown = schema.view_columns(view).into_iter().map(|(c, _)| c);
     let targets = reference_targets(state, p, shown).await?;
     Ok(ViewBody {
         id: view.id.clone(),
         name: view.name.clone(),
         grid_id: route.branch_id.clone(),
-        grid_status: grid_status(state, route).await?,
+        grid_status,
         columns: view_columns(schema, view, &targets),
     })
 }
@@ -77,7 +82,8 @@ fn grid_not_found(id: &str) -> impl Fn() -> ApiError + '_ {
     move || ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", id)
 }
 
-#[utoipa::path(tag = "views", params(ViewListQuery), responses((status = 200, body = [ViewSummary])))]
+/// The views of a grid or branch, each with its columns as `GET /v1/views/<id>` shows them.
+#[utoipa::path(tag = "views", params(ViewListQuery), responses((status = 200, body = [ViewBody])))]
 #[get("/v1/views")]
 async fn list_views(
     state: web::Data<AppState>,
@@ -98,31 +104,66 @@ async fn list_views(
         (None, None) => return Err(ApiError::missing_parameter("gridId")),
     };
     let schema = route.addr.send(ReadSchema).await?;
-    let views: Vec<ViewSummary> = schema
-        .views
-        .iter()
-        .map(|v| ViewSummary {
-            id: v.id.clone(),
-            name: v.name.clone(),
-            grid_id: route.branch_id.clone(),
-        })
-        .collect();
+    let status = grid_status(&state, &route).await?;
+    let mut views = Vec::with_capacity(schema.views.len());
+    for view in &schema.views {
+        views.push(view_body_with(&state, &p, &schema, view, &route, status).await?);
+    }
     ok(&views)
 }
 
-#[utoipa::path(tag = "views", responses((status = 200, body = ViewBody)))]
+/// Whether `include` (repeated or comma-separated) asks for the records; any other value is
+/// 400 badRequest naming it.
+fn include_records(pairs: &[(String, String)]) -> ApiResult<bool> {
+    let mut records = false;
+    for value in pairs.iter().filter(|(k, _)| k == "include").map(|(_, v)| v) {
+        for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            if item != "records" {
+                return Err(ApiError::bad_request(format!(
+                    "include \"{item}\" is not supported; the only value is records."
+                )));
+            }
+            records = true;
+        }
+    }
+    Ok(records)
+}
+
+/// A view with its columns; with `include=records`, also a page of its records (`records`),
+/// read with the record listing's `columnIds`, `fetchFileOption`, `page`, `query`, `sort`,
+/// `afterRecordId` and `beforeRecordId`.
+#[utoipa::path(tag = "views", params(
+    ("include" = Option<Vec<String>>, Query, description = "records: add the first page of records"),
+    ("page" = Option<String>, Query, description = "with include=records: JSON {offset, limit}"),
+    ("columnIds" = Option<String>, Query, description = "with include=records"),
+    ("query" = Option<String>, Query, description = "with include=records"),
+    ("sort" = Option<String>, Query, description = "with include=records"),
+), responses((status = 200, body = ViewBody)))]
 #[get("/v1/views/{id}")]
 async fn get_view(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
+    req: HttpRequest,
 ) -> ApiResult<HttpResponse> {
+    let params = parse_list_params(req.query_string())?;
+    let with_records = include_records(&params.others)?;
     let route = view_route(&state, &p, &id, Privilege::Read)?;
     let schema = route.addr.send(ReadSchema).await?;
     let view = schema
         .view(&id)
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &id))?;
-    ok(&view_body(&state, &p, &schema, view, &route).await?)
+    let body = view_body(&state, &p, &schema, view, &route).await?;
+    if !with_records {
+        return ok(&body);
+    }
+    let records = records_value(&state, &route, &id, &params).await?;
+    let mut value = serde_json::to_value(&body)
+        .map_err(|e| ApiError::internal(format!("rendering the view: {e}")))?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert("records".to_owned(), records);
+    }
+    ok(&value)
 }
 
 #[utoipa::path(tag = "views", request_body = CreateViewRequest, responses((status = 200, body = ViewBody)))]

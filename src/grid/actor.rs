@@ -16,7 +16,7 @@ use super::history::{history_key, ExportFilter, ExportRow, HistoryEntry};
 use super::merge::{merge_base, plan_merge, plan_restore, MergeCounts, MergeScope};
 use super::ops::{GridOp, GridState};
 use super::planner::{plan, SchemaChange};
-use super::query::{bind_filters, bind_sort, QueryEngine, RawFilter, RawSort};
+use super::query::{bind_filters, bind_sort, Direction, QueryEngine, RawFilter, RawSort};
 use super::read::{RecordOut, RecordPage};
 use super::records::{
     plan_add, plan_delete, plan_import, plan_update, plan_update_one, DeleteRecordsInput,
@@ -24,7 +24,7 @@ use super::records::{
 };
 use super::references::{reference_columns, writes_references, ReferenceColumns};
 use super::schema::{ColumnDef, Schema, ViewDef};
-use super::store::{RecordIdentity, RowId};
+use super::store::{ColumnStore, RecordIdentity, RowId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::persist::durability::Durability;
 use crate::persist::entry::WalEntry;
@@ -400,6 +400,9 @@ pub struct ReadRecords {
     pub filters: Vec<RawFilter>,
     /// Keys of the `sort` parameter, in order.
     pub sort: Vec<RawSort>,
+    /// `afterRecordId` / `beforeRecordId`: the page starts right after (ends right before) this
+    /// record in the listing's order; `offset` is then 0.
+    pub cursor: Option<(Direction, String)>,
 }
 
 impl Handler<ReadRecords> for GridActor {
@@ -410,10 +413,41 @@ impl Handler<ReadRecords> for GridActor {
         let columns = picked_columns(&self.state.schema, &view, msg.column_ids.as_deref())?;
         let filters = bind_filters(&self.state, &view, &msg.filters)?;
         let sort = bind_sort(&self.state, &view, &msg.sort)?;
-        let page = self.query.run(&mut self.state.store, &filters, &sort, msg.offset, msg.limit);
+        let (page, more) = match &msg.cursor {
+            None => {
+                let store = &mut self.state.store;
+                (self.query.run(store, &filters, &sort, msg.offset, msg.limit), false)
+            }
+            Some((direction, id)) => {
+                let row = cursor_row(&self.state.store, id)?;
+                let store = &mut self.state.store;
+                let wanted = msg.limit.saturating_add(1);
+                let mut page = self.query.run_from(store, &filters, &sort, row, *direction, wanted);
+                let more = page.rows.len() > msg.limit;
+                if more && *direction == Direction::Before {
+                    page.rows.remove(0);
+                }
+                page.rows.truncate(msg.limit);
+                (page, more)
+            }
+        };
         let records = self.state.read_rows(&columns, page.rows.into_iter());
-        Ok(RecordPage { records, total: page.total })
+        Ok(RecordPage { records, total: page.total, more })
     }
+}
+
+/// The row of a cursor record (404 nonexistentRecordId for an unknown one). In a grid whose
+/// records are identified by path and id, the first record with that id.
+fn cursor_row(store: &ColumnStore, id: &str) -> ApiResult<RowId> {
+    let found = store.find("", id).or_else(|| match store.identity() {
+        RecordIdentity::PathAndId => {
+            (store.scan_ids(|x| x == id) & store.live()).min().map(RowId::from_raw)
+        }
+        RecordIdentity::RecordId => None,
+    });
+    found.ok_or_else(|| {
+        ApiError::new(ErrorCode::NonexistentRecordId, format!("Record \"{id}\" does not exist."))
+    })
 }
 
 /// The columns a read shows: the view's, or those of `ids` in that order (each must be in the

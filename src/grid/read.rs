@@ -42,6 +42,8 @@ pub struct RecordOut {
 pub struct RecordPage {
     pub records: Vec<RecordOut>,
     pub total: usize,
+    /// A cursor page: whether more matching records lie beyond it in its direction.
+    pub more: bool,
 }
 
 impl GridState {

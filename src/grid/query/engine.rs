@@ -144,14 +144,19 @@ impl QueryEngine {
             };
             QueryPage { rows, total }
         };
-        if !self.is_empty() && !store.is_tracking() {
-            store.set_tracking(true);
-        }
+        self.resume_tracking(store);
         page
     }
 
+    /// Turns the store's change journal on once indexes exist to follow it.
+    pub(super) fn resume_tracking(&self, store: &mut ColumnStore) {
+        if !self.is_empty() && !store.is_tracking() {
+            store.set_tracking(true);
+        }
+    }
+
     /// The live rows passing every filter.
-    fn filter(&mut self, store: &ColumnStore, filters: &[Filter]) -> RoaringBitmap {
+    pub(super) fn filter(&mut self, store: &ColumnStore, filters: &[Filter]) -> RoaringBitmap {
         let mut ordered: Vec<&Filter> = filters.iter().collect();
         // Positive filters first (they narrow by intersection), cheapest first; a negated one
         // then subtracts its positive rows instead of building their complement.
@@ -361,7 +366,7 @@ impl QueryEngine {
         shadow
     }
 
-    fn ordered(&mut self, store: &ColumnStore, key: SortKey) -> &OrderedIndex {
+    pub(super) fn ordered(&mut self, store: &ColumnStore, key: SortKey) -> &OrderedIndex {
         self.ordered.entry(key).or_insert_with(|| OrderedIndex::build(store, key))
     }
 
@@ -569,7 +574,7 @@ fn target_exists(store: &ColumnStore, target: Target) -> bool {
 }
 
 /// Compares rows by every key, then by row.
-fn cmp_rows_by(store: &ColumnStore, keys: &[SortKey], a: u32, b: u32) -> Ordering {
+pub(super) fn cmp_rows_by(store: &ColumnStore, keys: &[SortKey], a: u32, b: u32) -> Ordering {
     let (ra, rb) = (RowId::from_raw(a), RowId::from_raw(b));
     for key in keys {
         let ord = cmp_key(key.target.value(store, ra), key.target.value(store, rb), key.descending);
@@ -581,7 +586,7 @@ fn cmp_rows_by(store: &ColumnStore, keys: &[SortKey], a: u32, b: u32) -> Orderin
 }
 
 /// The rows at `offset..offset + limit` of `rows` in sort order, selecting before sorting.
-fn top_rows(
+pub(super) fn top_rows(
     store: &ColumnStore,
     mut rows: Vec<u32>,
     keys: &[SortKey],

@@ -249,6 +249,17 @@ impl OrderedIndex {
             .skip(skip)
     }
 
+    /// The rows before position `pos`, last first.
+    pub fn iter_before(&self, pos: usize) -> impl Iterator<Item = u32> + '_ {
+        let pos = pos.min(self.len());
+        let blocks = self.starts.partition_point(|&s| s < pos).min(self.order.len());
+        self.order[..blocks].iter().enumerate().rev().flat_map(move |(at, &id)| {
+            let block = &self.blocks[id as usize];
+            let take = (pos - self.starts[at]).min(block.len());
+            block[..take].iter().rev().copied()
+        })
+    }
+
     /// The row at position `pos` (< `len`).
     fn at(&self, pos: usize) -> u32 {
         let block = self.starts.partition_point(|&s| s <= pos) - 1;

@@ -61,8 +61,10 @@
 //! column with a SIMD substring search; sorting walks an ordered index of the first sort key or,
 //! when few records match, selects the top rows directly. Indexes are built on first use and
 //! then follow the store's change journal (patched per write, rebuilt only after compaction or a
-//! very large change).
+//! very large change). Cursor pages (`cursor`) start at the cursor record's place in the
+//! listing's order: a bitmap range on an unsorted listing, the ordered index otherwise.
 
+mod cursor;
 mod engine;
 mod filter;
 mod index;
@@ -71,6 +73,7 @@ mod parse;
 #[cfg(test)]
 mod tests;
 
+pub use cursor::Direction;
 pub use engine::QueryEngine;
 pub use filter::{bind_filters, bind_sort, Filter, SortKey};
 pub use parse::{parse_query, parse_sort, Op, RawFilter, RawSort};
