@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::{bind_filters, bind_sort, Op, QueryEngine, RawFilter, RawSort};
+use super::{bind_filters, bind_sort, Direction, Op, QueryEngine, RawFilter, RawSort};
 use crate::grid::codec::parse_datetime;
 use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
 use crate::grid::schema::{ColumnDef, ColumnType, LocalizationType, SelectionOption};
@@ -465,8 +465,37 @@ impl World {
                 .find(|o| o.is_ne())
                 .unwrap_or(Ordering::Equal)
         });
-        let want: Vec<String> =
-            expected.into_iter().skip(offset).take(limit).map(|(id, _)| id).collect();
+        let full: Vec<String> = expected.into_iter().map(|(id, _)| id).collect();
+        let want: Vec<String> = full.iter().skip(offset).take(limit).cloned().collect();
+        // Cursor pages around a matching record equal the slices of the whole listing.
+        if let Some(at) = (!full.is_empty()).then(|| offset % full.len()) {
+            let row = self.state.store.find("", &full[at]).expect("a live record");
+            for direction in [Direction::After, Direction::Before] {
+                let page = self.engine.run_from(
+                    &mut self.state.store,
+                    &bound,
+                    &keys,
+                    row,
+                    direction,
+                    limit,
+                );
+                let got: Vec<String> =
+                    page.rows.iter().map(|&r| self.state.store.id(r).to_owned()).collect();
+                let slice = match direction {
+                    Direction::After => &full[at + 1..(at + 1 + limit).min(full.len())],
+                    Direction::Before => &full[at.saturating_sub(limit)..at],
+                };
+                prop_assert_eq!(
+                    &got[..],
+                    slice,
+                    "{:?} {} for {:?} sorted {:?}",
+                    direction,
+                    &full[at],
+                    raws,
+                    sorts
+                );
+            }
+        }
         prop_assert_eq!(page.total, total, "total for {:?} sorted {:?}", raws, sorts);
         prop_assert_eq!(
             got,
