@@ -195,10 +195,12 @@ pub struct CompanyRequest {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CompanyBody {
+    #[schema(value_type = i64)]
     pub id: CompanyId,
     pub name: String,
     pub tier: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<i64>)]
     pub project_id: Option<ProjectId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub database_id: Option<String>,
@@ -253,7 +255,7 @@ async fn create_company(
     created(&body)
 }
 
-#[utoipa::path(tag = "admin", request_body = CompanyRequest, responses((status = 200, body = CompanyBody)))]
+#[utoipa::path(tag = "admin", params(("id" = i64, Path, description = "the company's integer id")), request_body = CompanyRequest, responses((status = 200, body = CompanyBody)))]
 #[patch("/admin/v1/companies/{id}")]
 async fn update_company(
     state: web::Data<AppState>,
@@ -267,7 +269,7 @@ async fn update_company(
     ok(&company_body(&company))
 }
 
-#[utoipa::path(tag = "admin", responses((status = 204)))]
+#[utoipa::path(tag = "admin", params(("id" = i64, Path, description = "the company's integer id")), responses((status = 204)))]
 #[delete("/admin/v1/companies/{id}")]
 async fn delete_company(
     state: web::Data<AppState>,

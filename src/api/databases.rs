@@ -17,6 +17,7 @@ use crate::state::AppState;
 pub struct DatabaseBody {
     pub id: String,
     pub name: String,
+    #[schema(value_type = i64)]
     pub project_id: ProjectId,
 }
 

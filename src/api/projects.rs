@@ -24,7 +24,9 @@ pub fn integer_id(text: &str, name: &str) -> ApiResult<i64> {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectBody {
+    #[schema(value_type = i64)]
     pub id: ProjectId,
+    #[schema(value_type = i64)]
     pub company_id: CompanyId,
     pub name: String,
     pub description: Vec<String>,
@@ -58,7 +60,7 @@ async fn list_projects(state: web::Data<AppState>, p: Principal) -> ApiResult<Ht
     ok(&projects.iter().map(ProjectBody::from).collect::<Vec<_>>())
 }
 
-#[utoipa::path(tag = "projects", responses((status = 200, body = ProjectBody)))]
+#[utoipa::path(tag = "projects", params(("id" = i64, Path, description = "the project's integer id")), responses((status = 200, body = ProjectBody)))]
 #[get("/v1/projects/{id}")]
 async fn get_project(
     state: web::Data<AppState>,
@@ -95,7 +97,7 @@ async fn rename(
     ok(&ProjectBody::from(&project))
 }
 
-#[utoipa::path(tag = "projects", request_body = ProjectRequest, responses((status = 200, body = ProjectBody)))]
+#[utoipa::path(tag = "projects", params(("id" = i64, Path, description = "the project's integer id")), request_body = ProjectRequest, responses((status = 200, body = ProjectBody)))]
 #[put("/v1/projects/{id}")]
 async fn put_project(
     state: web::Data<AppState>,
@@ -106,7 +108,7 @@ async fn put_project(
     rename(state, p, id.into_inner(), body.into_inner()).await
 }
 
-#[utoipa::path(tag = "projects", request_body = ProjectRequest, responses((status = 200, body = ProjectBody)))]
+#[utoipa::path(tag = "projects", params(("id" = i64, Path, description = "the project's integer id")), request_body = ProjectRequest, responses((status = 200, body = ProjectBody)))]
 #[patch("/v1/projects/{id}")]
 async fn patch_project(
     state: web::Data<AppState>,
@@ -118,7 +120,7 @@ async fn patch_project(
 }
 
 /// Deletes a project with its databases and grids: 200 with an empty body (decisions.md 3).
-#[utoipa::path(tag = "projects", responses((status = 200, description = "deleted, empty body")))]
+#[utoipa::path(tag = "projects", params(("id" = i64, Path, description = "the project's integer id")), responses((status = 200, description = "deleted, empty body")))]
 #[delete("/v1/projects/{id}")]
 async fn delete_project(
     state: web::Data<AppState>,

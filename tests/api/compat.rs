@@ -348,3 +348,29 @@ fn app_n(app: &TestApp, view: &str, id: &str) -> Option<i64> {
         app.get(&format!("/v1/views/{view}/records?query={{\"_recordId\":{{\"=\":\"{id}\"}}}}"));
     res.body.as_array()?.first().and_then(|r| cell(r, "n")["value"].as_i64())
 }
+
+#[test]
+fn the_openapi_description_declares_integer_project_ids() {
+    let app = spawn_app();
+    let doc = app.call(reqwest::Method::GET, "/v1/openapi.json", None, None);
+    let doc = doc.assert_status(200);
+    let param_type = |path: &str, method: &str, name: &str| {
+        doc["paths"][path][method]["parameters"]
+            .as_array()
+            .and_then(|ps| ps.iter().find(|p| p["name"] == name))
+            .map(|p| match &p["schema"]["type"] {
+                // An optional parameter is ["integer", "null"] in OpenAPI 3.1.
+                Value::Array(types) => types[0].clone(),
+                other => other.clone(),
+            })
+    };
+    assert_eq!(param_type("/v1/projects/{id}", "get", "id"), Some(json!("integer")));
+    assert_eq!(param_type("/v1/databases", "get", "projectId"), Some(json!("integer")));
+    assert_eq!(
+        param_type("/v1/views/{viewId}/records", "get", "afterRecordId"),
+        Some(json!("string"))
+    );
+    let project = &doc["components"]["schemas"]["ProjectBody"]["properties"];
+    assert_eq!(project["id"]["type"], json!("integer"), "{project}");
+    assert_eq!(project["companyId"]["type"], json!("integer"));
+}
