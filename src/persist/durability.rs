@@ -141,7 +141,8 @@ impl Durability {
         while self.wal.last_lsn() < highest {
             self.wal.append(filler.clone()).map_err(|e| e.to_string())?;
         }
-        self.wal.sync_now().map_err(|e| e.to_string())?.wait().map_err(|e| e.to_string())
+        let barrier = self.wal.sync_now().map_err(|e| e.to_string())?;
+        wait_off_runtime(barrier)
     }
 
     pub fn floor(&self, branch_id: &str) -> u64 {
@@ -254,6 +255,17 @@ impl Durability {
             }
         }
     }
+}
+
+/// Waits for a WAL barrier on a thread of its own: start-up runs inside the actix runtime,
+/// where a blocking wait on the current thread panics.
+pub fn wait_off_runtime(durable: super::wal::Durable) -> Result<(), String> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || durable.wait().map_err(|e| e.to_string()))
+            .join()
+            .unwrap_or_else(|_| Err("waiting for the WAL panicked".to_owned()))
+    })
 }
 
 /// Decodes an image of the current format from an aligned buffer.
