@@ -243,7 +243,11 @@ fn a_task_cut_off_by_a_restart_reads_failed() {
             .expect("the export task is persisted");
         task.status = TaskStatus::Running;
         task.finished_time = None;
-        store.apply(&[CatalogChange::put(EntityKind::Task, &task_id, &task)]).expect("written");
+        // The catalogue's truth is the WAL, replayed after sled's position: the edit gets a
+        // position past every change set the WAL holds (the start pads the WAL up to it).
+        let lsn = store.applied_lsn().expect("position") + 1_000;
+        let change = CatalogChange::put(EntityKind::Task, &task_id, &task);
+        store.apply_at(&[change], lsn).expect("written");
     }
     let app = crate::helpers::start(&dir, &key);
     let task = app.get(&format!("/v1/tasks/{task_id}"));
