@@ -11,6 +11,7 @@ mod databases;
 mod dependencies;
 mod durability;
 mod errors;
+mod faults;
 mod files;
 mod formulas;
 mod grids;
