@@ -274,14 +274,14 @@ fn link_header(state: &AppState, path: &str, params: &ListParams, total: usize) 
         format!("{}{path}?{query}", state.public_url)
     };
     let mut links = Vec::new();
-    if params.offset + params.limit < total {
-        links.push(format!("<{}>; rel=\"next\"", page_url(params.offset + params.limit)));
+    // Saturating: an offset near the largest integer has no next page and never wraps to 0.
+    let next = params.offset.saturating_add(params.limit);
+    if next < total {
+        links.push(format!("<{}>; rel=\"next\"", page_url(next)));
     }
     if params.offset > 0 {
-        links.push(format!(
-            "<{}>; rel=\"prev\"",
-            page_url(params.offset.saturating_sub(params.limit))
-        ));
+        let prev = params.offset.saturating_sub(params.limit);
+        links.push(format!("<{}>; rel=\"prev\"", page_url(prev)));
     }
     (!links.is_empty()).then(|| links.join(", "))
 }

@@ -3,10 +3,13 @@
 //! Each key may make `rate` requests per second on average and `burst` at once. A request over
 //! the limit is answered 429 `tooManyRequests` with `Retry-After` (whole seconds until a token is
 //! back). Off when `rate` is 0 (the default). Buckets are keyed by the key's stored id, so one
-//! key is limited across every worker thread.
+//! key is limited across every worker thread. Requests that name no valid key (a missing or
+//! unknown key, and the public share pages) are limited the same way per client IP address
+//! (`check_client`), so guessing keys or share tokens is as slow as using one key.
 
 use std::time::Instant;
 
+use actix_web::HttpRequest;
 use dashmap::DashMap;
 
 use crate::error::{ApiError, ErrorCode};
@@ -66,6 +69,15 @@ impl RateLimiter {
     /// Takes a token for `key` now.
     pub fn check(&self, key: &str) -> Result<(), ApiError> {
         self.check_at(key, Instant::now())
+    }
+
+    /// Takes a token for the client address of a request without a valid key.
+    pub fn check_client(&self, req: &HttpRequest) -> Result<(), ApiError> {
+        if !self.is_enabled() {
+            return Ok(());
+        }
+        let ip = req.peer_addr().map_or_else(|| "unknown".to_owned(), |a| a.ip().to_string());
+        self.check(&format!("client {ip}"))
     }
 }
 

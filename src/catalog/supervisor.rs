@@ -6,6 +6,7 @@
 //! Handlers send it `Exec` messages: a closure run on the supervisor's own thread with
 //! exclusive access, so every catalogue change is serialized here.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -43,6 +44,8 @@ pub struct Supervisor {
     pub(super) backups: IndexMap<String, Backup>,
     /// Share links by view id.
     pub(super) shares: IndexMap<String, Share>,
+    /// The active share links' view ids by the SHA-256 of their token.
+    pub(super) share_tokens: HashMap<[u8; 32], String>,
     /// Uploaded files by id.
     pub(super) files: IndexMap<String, FileMeta>,
     pub(super) store: Box<dyn CatalogStore>,
@@ -98,6 +101,7 @@ impl Supervisor {
             tasks: tasks.into_iter().map(|t| (t.id.clone(), t)).collect(),
             backups: backups.into_iter().map(|b| (b.id.clone(), b)).collect(),
             shares: shares.into_iter().map(|s| (s.view_id.clone(), s)).collect(),
+            share_tokens: HashMap::new(),
             files: files.into_iter().map(|f| (f.id.clone(), f)).collect(),
             store,
             keyring,
@@ -111,6 +115,7 @@ impl Supervisor {
             image_lock: Arc::default(),
         };
         supervisor.sort_by_creation();
+        supervisor.index_share_tokens();
         // A status such as `merging` belongs to a task the restart cut off.
         supervisor.grids.values_mut().for_each(|g| g.status = Default::default());
         supervisor.branches.values_mut().for_each(|b| b.status = Default::default());

@@ -86,6 +86,10 @@ enum WriteKind {
     Update,
 }
 
+/// The most bytes of UTF-8 text one cell may hold (a list: its items together), 4 MiB: any
+/// text of 1,048,576 characters fits. Formulas read such cells but build at most 1 MiB.
+pub const MAX_CELL_TEXT_BYTES: usize = 4 << 20;
+
 fn check_count(n: usize) -> ApiResult<()> {
     if n > MAX_RECORDS_PER_REQUEST {
         return Err(ApiError::new(
@@ -380,6 +384,19 @@ fn check_cells(
                 continue;
             }
             Some(v) => match parse_value(column, v) {
+                Ok(parsed) if parsed.payload_bytes() > MAX_CELL_TEXT_BYTES => {
+                    let record = row.map(|r| state.store.id(r)).or(input.id.as_deref());
+                    let record = record.map_or(String::new(), |id| format!(" of record \"{id}\""));
+                    problems.add(
+                        ErrorCode::BadRequest,
+                        format!(
+                            "{at}: the value of column \"{column_id}\"{record} is {} bytes; a \
+                             cell holds at most {MAX_CELL_TEXT_BYTES} bytes (4 MiB) of UTF-8 text.",
+                            parsed.payload_bytes()
+                        ),
+                    );
+                    continue;
+                }
                 Ok(parsed) => Some(parsed),
                 Err(why) => {
                     problems.add(

@@ -16,6 +16,7 @@ mod files;
 mod formulas;
 mod grids;
 mod history_export;
+mod hostile_limits;
 mod import;
 mod keys;
 mod loadtest;
