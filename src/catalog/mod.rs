@@ -5,6 +5,7 @@ pub mod backups;
 pub mod branches;
 pub mod files;
 pub mod grids;
+pub mod keys;
 pub mod model;
 pub mod routes;
 pub mod shares;
