@@ -253,9 +253,10 @@ async fn start_merge(
         ));
     }
     let (pc, s_id, d_id) = (p.clone(), source.branch_id.clone(), destination.branch_id.clone());
+    let task_route = destination.clone();
     let (task, fork_clock) = exec(state, move |s| {
         let fork_clock = s.lineage_point(&s_id, &d_id)?;
-        let task = s.start_task(&pc, TASK_KIND, view_id)?;
+        let task = s.start_task(&pc, TASK_KIND, &task_route, view_id)?;
         s.set_status(&[&s_id, &d_id], GridStatus::Merging);
         Ok::<_, ApiError>((task, fork_clock))
     })

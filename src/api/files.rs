@@ -7,9 +7,11 @@
 //! zip upload (`api::files_zip`) shares the receiving and storing helpers here.
 //!
 //! A file over `MAX_FILE_BYTES` is 413 and leaves nothing behind; a column that is not of type
-//! files is 400 `columnIsNotFilesType`. The bytes of a removed id stay on disk: branches copy
-//! cells, so another branch may still hold the id. They go when their grid is deleted
-//! (`catalog::files`).
+//! files is 400 `columnIsNotFilesType`. A download is served only while a live record of the
+//! view's branch holds the id in a files column the view shows (else 404 `fileIsNotFound`). The
+//! bytes of a removed id stay on disk while another branch, a backup or a history entry may
+//! still hold the id; the collector (`catalog::collector`) removes them once none does, and
+//! every file of a grid goes when the grid is deleted (`catalog::files`).
 
 use std::path::{Path, PathBuf};
 
@@ -29,7 +31,7 @@ use crate::auth::{Principal, Privilege};
 use crate::catalog::files::files_dir;
 use crate::catalog::model::{now_timestamp, FileMeta};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{ChangeFiles, FilesChange};
+use crate::grid::actor::{ChangeFiles, FilesChange, HoldsFile};
 use crate::grid::read::RecordOut;
 use crate::grid::GridActor;
 use crate::ids;
@@ -307,8 +309,13 @@ async fn download_file(
     let (view_id, id) = path.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
     let grid = route.grid_id.clone();
+    let file_id = id.clone();
     let meta = exec(&state, move |s| s.file(&grid, &id)).await??;
     let not_found = || ApiError::not_found(ErrorCode::FileIsNotFound, "File", &meta.id);
+    // Served only while a record of the view's branch holds it in a column the view shows.
+    if !route.addr.send(HoldsFile { view_id, file_id }).await?? {
+        return Err(not_found());
+    }
     let file = tokio::fs::File::open(files_dir(&state.data_dir).join(&meta.id))
         .await
         .map_err(|_| not_found())?;

@@ -123,7 +123,9 @@ async fn start_export(
             users: body.last_modified_by_users,
         })
         .await??;
-    let task = exec(&state, move |s| s.start_task(&p, TASK_KIND, Some(view_id))).await??;
+    let task_route = route.clone();
+    let task =
+        exec(&state, move |s| s.start_task(&p, TASK_KIND, &task_route, Some(view_id))).await??;
     let path = export_path(&state.data_dir, &task.id, plan.format);
     let task_id = task.id.clone();
     let supervisor_state = state.clone();

@@ -27,7 +27,7 @@ use serde_json::Value;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::multipart::{bad_multipart, part_text, part_to_file};
-use super::references::check_written_references;
+use super::references::{check_reference_access, check_written_references};
 use super::tasks::{end_task, task_body};
 use super::{exec, json_response, query_pairs, view_route};
 use crate::auth::{Principal, Privilege};
@@ -374,15 +374,21 @@ async fn import(
     let header = read_header(&upload.path)?;
     let layout = plan_layout(&request, &columns, header)?;
     let references = reference_columns(&schema, &view_id);
+    let imported = layout.columns();
+    let written: Vec<_> =
+        references.iter().filter(|(id, _)| imported.contains(&id.as_str())).cloned().collect();
+    check_reference_access(&state, &p, &written)?;
     let backup = request.backup.unwrap_or(true);
     let (pc, vid, branch) = (p.clone(), view_id.clone(), route.branch_id.clone());
+    let task_route = route.clone();
     let task = exec(&state, move |s| {
-        let task = s.start_task(&pc, TASK_KIND, Some(vid))?;
+        let task = s.start_task(&pc, TASK_KIND, &task_route, Some(vid))?;
         s.set_status(&[&branch], GridStatus::Importing);
         Ok::<_, ApiError>(task)
     })
     .await??;
     let (task_id, user, state2) = (task.id.clone(), p.user().to_owned(), state.clone());
+    let p2 = p.clone();
     actix_web::rt::spawn(async move {
         let columns: Vec<String> = layout.columns().into_iter().map(str::to_owned).collect();
         let imported = async {
@@ -399,7 +405,7 @@ async fn import(
             .map_err(ApiError::bad_request)?;
             let labelled: Vec<(String, &RecordInput)> =
                 read.iter().map(|(at, r)| (at.clone(), r)).collect();
-            check_written_references(&state2, &route, &references, &labelled).await?;
+            check_written_references(&state2, &p2, &route, &references, &labelled).await?;
             route.addr.send(ImportRecords { view_id, rows: read, user }).await?
         }
         .await;
@@ -489,8 +495,9 @@ async fn restore_backup(
         ApiError::not_found(ErrorCode::BranchIsNotFound, "Branch", &backup.branch_id)
     })?;
     let (pc, branch) = (p.clone(), backup.branch_id.clone());
+    let task_route = route.clone();
     let task = exec(&state, move |s| {
-        let task = s.start_task(&pc, "restore", None)?;
+        let task = s.start_task(&pc, "restore", &task_route, None)?;
         s.set_status(&[&branch], GridStatus::Restoring);
         Ok::<_, ApiError>(task)
     })

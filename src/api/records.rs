@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::references::{check_written_references, resolve_references};
+use super::references::{check_written_references, resolve_references, ReferenceReader};
 use super::{exec, json_response, json_response_sized, no_content, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::FileMeta;
@@ -311,7 +311,7 @@ async fn list_records(
         sort: params.sort.clone(),
     };
     let mut page = route.addr.send(msg).await??;
-    resolve_references(&state, &route, &mut page.records).await?;
+    resolve_references(&state, ReferenceReader::Refuse(&p), &route, &mut page.records).await?;
     let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
     let capacity = page.records.iter().map(json_size_guess).sum::<usize>() + 2;
     let mut response = match params.fetch_file_option.as_deref() {
@@ -356,7 +356,7 @@ async fn write(
                 .enumerate()
                 .map(|(i, r)| (format!("records[{i}]"), r))
                 .collect();
-            check_written_references(state, &route, &columns, &labelled).await?;
+            check_written_references(state, p, &route, &columns, &labelled).await?;
             match route.addr.send(msg(write, true)).await?? {
                 WriteOutcome::Written(records) => records,
                 WriteOutcome::CheckReferences { .. } => {
@@ -365,7 +365,7 @@ async fn write(
             }
         }
     };
-    resolve_references(state, &route, &mut records).await?;
+    resolve_references(state, ReferenceReader::Hide(p), &route, &mut records).await?;
     Ok(records)
 }
 

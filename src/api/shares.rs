@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::records::{history_body, parse_list_params, record_body, RecordBody};
-use super::references::resolve_references;
+use super::references::{resolve_references, ReferenceReader};
 use super::{exec, json_response, no_content, ok, percent_encode, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::Share;
@@ -213,7 +213,7 @@ async fn share_page(
         sort: Vec::new(),
     };
     let mut records = route.addr.send(msg).await??;
-    resolve_references(&state, &route, &mut records.records).await?;
+    resolve_references(&state, ReferenceReader::Share, &route, &mut records.records).await?;
     let pages = records.total.div_ceil(PAGE_ROWS).max(1);
     let columns = schema.view_columns(view);
     let mut body = format!(
@@ -290,7 +290,7 @@ async fn share_records(
         sort: params.sort,
     };
     let mut page = route.addr.send(msg).await??;
-    resolve_references(&state, &route, &mut page.records).await?;
+    resolve_references(&state, ReferenceReader::Share, &route, &mut page.records).await?;
     let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
     let mut response = json_response(StatusCode::OK, &body);
     if let Ok(v) = page.total.to_string().parse() {

@@ -6,6 +6,7 @@ pub mod branches;
 pub mod files;
 pub mod grids;
 pub mod journal;
+pub mod keys;
 pub mod model;
 pub mod routes;
 pub mod shares;

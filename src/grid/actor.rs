@@ -33,7 +33,7 @@ use crate::persist::wal::Durable;
 
 mod files;
 
-pub use files::{ChangeFiles, FilesChange};
+pub use files::{ChangeFiles, FilesChange, HeldFiles, HoldsFile};
 
 /// The actor of one branch (the master branch has the grid's id).
 pub struct GridActor {

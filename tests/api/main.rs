@@ -17,6 +17,7 @@ mod formulas;
 mod grids;
 mod history_export;
 mod hostile_limits;
+mod hostile_tenancy;
 mod import;
 mod keys;
 mod loadtest;
