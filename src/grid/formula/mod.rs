@@ -427,4 +427,6 @@ pub fn typed_value(stored: &CellValue, formula: &Compiled) -> CellValue {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
