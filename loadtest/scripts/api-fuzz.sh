@@ -27,8 +27,8 @@ KEY=api-fuzz-admin-key-0123456789
 U=http://127.0.0.1:$PORT
 H="Authorization: ApiKey $KEY"
 J='Content-Type: application/json'
-VENV=target/api-fuzz/venv
-OUT=target/api-fuzz/run
+VENV=$PWD/target/api-fuzz/venv
+OUT=$PWD/target/api-fuzz/run
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
@@ -133,12 +133,13 @@ status=0
 run_pass() { # name config
   local name=$1 config=$2 rc=0
   echo "== pass $name: up to $MAX_EXAMPLES examples per operation, at most $FUZZ_SECONDS s"
-  timeout --signal=INT "$FUZZ_SECONDS" "$VENV/bin/schemathesis" --config-file "$config" run \
+  # From $OUT: schemathesis keeps its cache in the working directory.
+  (cd "$OUT" && timeout --signal=INT "$FUZZ_SECONDS" "$VENV/bin/schemathesis" --config-file "$config" run \
     "$U/v1/openapi.json" --url "$U" -H "$H" --checks not_a_server_error \
     --max-examples "$MAX_EXAMPLES" --workers "$WORKERS" --request-timeout 30 \
     --phases examples,coverage,fuzzing,stateful ${SEED:+--seed "$SEED"} \
     --suppress-health-check all --generation-database none --no-color \
-    --report har --report-har-path "$OUT/$name.har" >"$OUT/$name.log" 2>&1 || rc=$?
+    --report har --report-har-path "$OUT/$name.har" >"$OUT/$name.log" 2>&1) || rc=$?
   tail -n 25 "$OUT/$name.log" | grep -E "passed|failed|errors?|Test cases|Operations|Seed" || true
   echo "schemathesis exit code: $rc (124 = stopped by the time bound)"
   "$VENV/bin/python" - "$OUT/$name.har" <<'PY' || status=1
