@@ -428,4 +428,6 @@ pub fn typed_value(stored: &CellValue, formula: &Compiled) -> CellValue {
 }
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;

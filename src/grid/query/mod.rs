@@ -69,8 +69,10 @@ mod index;
 mod parse;
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
 
 pub use engine::QueryEngine;
-pub use filter::{bind_filters, bind_sort, Filter, SortKey};
+pub use filter::{bind_filters, bind_sort, Filter, Pred, SortKey};
 pub use parse::{parse_query, parse_sort, Op, RawFilter, RawSort};
