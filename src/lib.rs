@@ -195,6 +195,7 @@ impl Node {
         let generated = supervisor
             .bootstrap(config.api_key.as_deref())
             .map_err(|e| StartupError::Bootstrap(e.message))?;
+        supervisor.sweep_stray_files(&config.data_dir);
         let seeds = supervisor.branch_seeds();
         let states = recover(&seeds, &durability, &recovered.records);
         drop(recovered);
@@ -308,6 +309,11 @@ impl Application {
             data_dir: Arc::from(config.data_dir.as_path()),
             zip_unpacked_limit: config.zip_unpacked_limit,
         };
+        catalog::collector::run_collector(
+            state.clone(),
+            Duration::from_secs(config.file_gc_interval_secs),
+            Duration::from_secs(config.file_gc_grace_secs),
+        );
         let max_json = config.max_json_bytes;
         let body_timeout = Duration::from_millis(config.body_timeout_ms);
         let server = HttpServer::new(move || {

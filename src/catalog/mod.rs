@@ -3,6 +3,7 @@
 
 pub mod backups;
 pub mod branches;
+pub mod collector;
 pub mod files;
 pub mod grids;
 pub mod journal;

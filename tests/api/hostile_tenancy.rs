@@ -347,3 +347,84 @@ fn a_file_taken_out_of_its_cell_is_served_only_where_a_branch_still_holds_it() {
     assert_eq!(res.assert_status(200), &Value::Null);
     assert_eq!(res.bytes, b"branch bytes".to_vec());
 }
+
+// ----- deleted means deleted -----
+
+fn file_names(app: &TestApp) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(app.data_dir.join("files"))
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_restart_sweeps_partial_uploads_import_temps_and_orphaned_bytes() {
+    let app = spawn_app();
+    let view = crate::files::grid(&app);
+    let res = crate::files::upload(&app, &view, "menu.start", "a.png", b"live bytes");
+    let id = res.assert_status(201)["id"].as_str().expect("file id").to_owned();
+    let files = app.data_dir.join("files");
+    let imports = app.data_dir.join("imports");
+    std::fs::create_dir_all(&imports).expect("imports dir");
+    let strays = [
+        files.join("abandoned0000001.partial"),
+        files.join("orphanedbytes01.png"),
+        imports.join("halfimport00001.csv"),
+    ];
+    for stray in &strays {
+        std::fs::write(stray, b"left by a crash").expect("stray written");
+    }
+    let app = app.restart();
+    for stray in &strays {
+        assert!(!stray.exists(), "{} survived the restart", stray.display());
+    }
+    assert_eq!(file_names(&app), vec![id.clone()]);
+    let res = app.get(&format!("/v1/views/{view}/files/{id}"));
+    res.assert_status(200);
+    assert_eq!(res.bytes, b"live bytes".to_vec());
+}
+
+/// Waits (up to 10 s) until `done` holds.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..200 {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn the_collector_removes_bytes_no_branch_or_history_holds() {
+    let app = crate::helpers::spawn_app_with(|c| {
+        c.file_gc_interval_secs = 1;
+        c.file_gc_grace_secs = 0;
+    });
+    let view = crate::files::grid(&app);
+    let kept = crate::files::upload(&app, &view, "menu.start", "kept.png", b"kept");
+    let kept = kept.assert_status(201)["id"].as_str().expect("id").to_owned();
+    // A file held only by a record's history stays; so does one in a cell.
+    let gone = crate::files::upload(&app, &view, "menu.start", "gone.png", b"gone");
+    let gone = gone.assert_status(201)["id"].as_str().expect("id").to_owned();
+    let path = format!("/v1/views/{view}/files?recordId=menu.start&columnId=shots");
+    app.delete_with(&path, &json!({"ids": [gone]})).assert_status(204);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let names = file_names(&app);
+    assert!(names.contains(&kept), "{names:?}");
+    assert!(names.contains(&gone), "history still holds it: {names:?}");
+    // A file uploaded on a branch goes once the branch (records and history) is deleted.
+    let grid = app.snapshot(&format!("/v1/views/{view}"))["gridId"].as_str().expect("g").to_owned();
+    let branch = crate::branches::create_branch(&app, &grid, "scratch");
+    let (branch_id, branch_view) = crate::branches::branch_ids(&branch);
+    let res = crate::files::upload(&app, &branch_view, "menu.start", "b.png", b"branch only");
+    let on_branch = res.assert_status(201)["id"].as_str().expect("id").to_owned();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(file_names(&app).contains(&on_branch), "a held file was collected");
+    app.delete(&format!("/v1/branches/{branch_id}")).assert_status(204);
+    assert!(eventually(|| !file_names(&app).contains(&on_branch)), "{:?}", file_names(&app));
+    let names = file_names(&app);
+    assert!(names.contains(&kept) && names.contains(&gone), "{names:?}");
+    app.get(&format!("/v1/views/{view}/files/{kept}")).assert_status(200);
+}
