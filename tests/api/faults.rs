@@ -27,6 +27,14 @@ struct Server {
 
 impl Server {
     fn start(dir: &Path) -> Server {
+        match Server::try_start(dir) {
+            Ok(server) => server,
+            Err((status, log)) => panic!("gridd did not listen (exit {status:?}); log:\n{log}"),
+        }
+    }
+
+    /// Starts the binary; when it exits instead of listening, its exit code and log.
+    fn try_start(dir: &Path) -> Result<Server, (Option<i32>, String)> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gridd"))
             .args(["--bind", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
@@ -61,15 +69,14 @@ impl Server {
                     server.log.push(line);
                 }
                 Err(_) => {
-                    let status = server.child.try_wait().ok().flatten();
-                    panic!(
-                        "gridd did not listen (exit {status:?}); log:\n{}",
-                        server.log.join("\n")
-                    )
+                    let _ = server.child.kill();
+                    let status = server.child.wait().ok().and_then(|s| s.code());
+                    server.log.extend(server.lines.try_iter());
+                    return Err((status, server.log.join("\n")));
                 }
             }
         }
-        server
+        Ok(server)
     }
 
     /// Every stderr line so far.
@@ -267,4 +274,37 @@ fn sled_losing_catalogue_entries_after_sigkill_keeps_every_acknowledged_change()
     assert_eq!(listed(&server, &acked.view, KEY).expect("the grid is back"), acked.records);
     assert!(listed(&server, &acked.view, &acked.key).is_some(), "the key is back");
     server.kill();
+}
+
+/// Flipped bytes in sled's file (its checksums catch them): the start either serves every
+/// acknowledged write (the WAL holds them all) or refuses with an error; it never panics.
+#[test]
+fn flipped_bytes_in_sled_after_sigkill_never_panic() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let acked = acknowledged_writes(dir.path());
+    let file = dir.path().join("db").join("db");
+    let original = std::fs::read(&file).expect("sled's file");
+    for k in 1..6 {
+        let copy = tempfile::tempdir().expect("temp dir");
+        copy_dir(dir.path(), copy.path());
+        let mut bytes = original.clone();
+        let at = bytes.len() * k / 6;
+        bytes[at] ^= 0x11;
+        std::fs::write(copy.path().join("db").join("db"), &bytes).expect("damaged");
+        match Server::try_start(copy.path()) {
+            Ok(mut server) => {
+                let log = server.log().to_vec();
+                assert!(!log.iter().any(|l| l.contains("panicked")), "{}", log.join("\n"));
+                let ids = listed(&server, &acked.view, KEY).expect("the grid is served");
+                assert_eq!(ids, acked.records, "flip at {at}");
+                assert!(listed(&server, &acked.view, &acked.key).is_some(), "flip at {at}: key");
+                server.kill();
+            }
+            Err((status, log)) => {
+                assert!(!log.contains("panicked"), "flip at {at}: a panic:\n{log}");
+                assert_ne!(status, Some(101), "flip at {at}: {log}");
+                assert!(log.contains("ERROR") || log.contains("Error"), "flip at {at}: {log}");
+            }
+        }
+    }
 }

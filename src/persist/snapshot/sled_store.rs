@@ -245,13 +245,13 @@ impl SnapshotStore for SledSnapshotStore {
             match self.load_generation(&generation_prefix(&prefix, number), generation) {
                 Ok(mut loaded) => {
                     if !damaged.is_empty() {
-                        tracing::warn!(key, %generation, "fell back to an older snapshot generation");
+                        tracing::error!(key, %generation, "fell back to an older snapshot generation");
                     }
                     loaded.damaged_newer = damaged.into_iter().map(|(g, _)| g).collect();
                     return Ok(Some(loaded));
                 }
                 Err(LoadError::Damaged(damage)) => {
-                    tracing::warn!(key, %generation, %damage, "snapshot generation is damaged");
+                    tracing::error!(key, %generation, %damage, "snapshot generation is damaged");
                     damaged.push((generation, damage));
                 }
                 Err(LoadError::Storage(error)) => return Err(SnapshotError::Storage(error)),
