@@ -4,7 +4,7 @@
 //! Plain data owned by the grid actor. Validation of client requests lives in `grid::columns`;
 //! JSON shapes in `grid::render`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -259,16 +259,84 @@ pub struct ViewDef {
 }
 
 /// Columns, dependencies and views of one branch.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+///
+/// Lookups by column id go through a hash index (column id -> position in `columns`, and per
+/// view, column id -> position in the view's list), rebuilt by `reindex` after every change
+/// (`GridState::apply`, loading an image, renaming views). A lookup that finds the index out of
+/// step with the lists (another size, or a position holding another id) scans instead, so an
+/// index can only make a lookup slower, never wrong, as long as every change reindexes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Schema {
     pub columns: Vec<ColumnDef>,
     pub dependencies: Vec<Dependency>,
     pub views: Vec<ViewDef>,
+    #[serde(skip)]
+    index: HashMap<String, usize>,
+    /// View id -> (column id -> position in the view's `columns`).
+    #[serde(skip)]
+    view_index: HashMap<String, HashMap<String, usize>>,
+}
+
+impl PartialEq for Schema {
+    fn eq(&self, other: &Schema) -> bool {
+        self.columns == other.columns
+            && self.dependencies == other.dependencies
+            && self.views == other.views
+    }
+}
+
+/// Where `id` is in `items` by `index` (`None`: in none), or `Err(())` when the index is out
+/// of step and the caller must scan.
+fn indexed<T>(
+    index: Option<&HashMap<String, usize>>,
+    items: &[T],
+    id: &str,
+    id_of: impl Fn(&T) -> &str,
+) -> Result<Option<usize>, ()> {
+    let Some(index) = index.filter(|i| i.len() == items.len()) else { return Err(()) };
+    match index.get(id) {
+        None => Ok(None),
+        Some(&at) if items.get(at).is_some_and(|item| id_of(item) == id) => Ok(Some(at)),
+        Some(_) => Err(()),
+    }
 }
 
 impl Schema {
+    /// Rebuilds the id indexes from the lists.
+    pub fn reindex(&mut self) {
+        self.index = self.columns.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+        self.view_index = self
+            .views
+            .iter()
+            .map(|v| {
+                let columns = v.columns.iter().enumerate().map(|(i, c)| (c.id.clone(), i));
+                (v.id.clone(), columns.collect())
+            })
+            .collect();
+    }
+
+    /// Appends a column, keeping the index in step.
+    pub fn push_column(&mut self, column: ColumnDef) {
+        if self.index.len() == self.columns.len() {
+            self.index.insert(column.id.clone(), self.columns.len());
+        }
+        self.columns.push(column);
+    }
+
     pub fn column(&self, id: &str) -> Option<&ColumnDef> {
-        self.columns.iter().find(|c| c.id == id)
+        match indexed(Some(&self.index), &self.columns, id, |c| &c.id) {
+            Ok(at) => at.map(|at| &self.columns[at]),
+            Err(()) => self.columns.iter().find(|c| c.id == id),
+        }
+    }
+
+    /// The entry of column `id` in `view`'s own list.
+    fn view_entry<'a>(&self, view: &'a ViewDef, id: &str) -> Option<&'a ViewColumn> {
+        let index = self.view_index.get(&view.id);
+        match indexed(index, &view.columns, id, |c| &c.id) {
+            Ok(at) => at.map(|at| &view.columns[at]),
+            Err(()) => view.columns.iter().find(|vc| vc.id == id),
+        }
     }
 
     pub fn view(&self, id: &str) -> Option<&ViewDef> {
@@ -292,7 +360,7 @@ impl Schema {
         if view.is_default {
             return Some((column, column.is_writable()));
         }
-        let shown = view.columns.iter().find(|vc| vc.id == id)?;
+        let shown = self.view_entry(view, id)?;
         Some((column, shown.editable && column.is_writable()))
     }
 
