@@ -387,3 +387,68 @@ impl Schema {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(id: &str) -> ColumnDef {
+        ColumnDef {
+            id: id.into(),
+            name: id.into(),
+            description: None,
+            column_type: ColumnType::SingleLine,
+            language_code: None,
+            localization_type: None,
+            number_format: None,
+            selection: None,
+            reference: None,
+            formula: None,
+            date_time_format: None,
+        }
+    }
+
+    #[test]
+    fn lookups_by_id_use_the_index_and_never_trust_a_stale_one() {
+        let mut schema = Schema::default();
+        for i in 0..50 {
+            schema.push_column(column(&format!("c{i}")));
+        }
+        let view = ViewDef {
+            id: "v".into(),
+            name: "v".into(),
+            is_default: false,
+            columns: vec![ViewColumn { id: "c7".into(), editable: true }],
+        };
+        schema.views.push(view.clone());
+        schema.reindex();
+        assert_eq!(schema.column("c42").map(|c| c.id.as_str()), Some("c42"));
+        assert!(schema.column("c50").is_none());
+        assert!(schema.view_column(&view, "c7").is_some_and(|(_, editable)| editable));
+        assert!(schema.view_column(&view, "c8").is_none());
+        // Changed behind the index's back: other sizes or positions fall back to a scan.
+        schema.columns.remove(0);
+        assert_eq!(schema.column("c42").map(|c| c.id.as_str()), Some("c42"));
+        assert!(schema.column("c0").is_none());
+        schema.columns.push(column("late"));
+        assert_eq!(schema.column("c49").map(|c| c.id.as_str()), Some("c49"));
+        let mut moved = view.clone();
+        moved.columns.insert(0, ViewColumn { id: "c9".into(), editable: false });
+        assert!(schema.view_column(&moved, "c7").is_some());
+        // A deserialized schema has no index and scans until reindexed.
+        let json = serde_json::to_string(&schema).expect("serializes");
+        let loaded: Schema = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(loaded, schema);
+        assert!(loaded.column("late").is_some());
+    }
+
+    #[test]
+    fn column_ids_are_deduplicated_and_bounded_by_the_view() {
+        let ids: Vec<String> =
+            ["a", "b", "a", "_path", "b"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(distinct_column_ids(&ids, 2).expect("within"), vec!["a", "b", "_path"]);
+        let many: Vec<String> = (0..7).map(|i| format!("c{i}")).collect();
+        assert!(distinct_column_ids(&many, 3).is_ok());
+        assert!(distinct_column_ids(&many, 2).is_err());
+    }
+}
