@@ -209,6 +209,9 @@ fn bad_export_requests_are_refused_before_any_task() {
     app.post(&path, &with(json!({"format": "pdf"}))).assert_error(400, "badRequest");
     app.post(&path, &with(json!({"mode": "verbose"}))).assert_error(400, "badRequest");
     app.post(&path, &with(json!({"columnIds": ["nope"]}))).assert_error(400, "invalidColumnId");
+    let many: Vec<String> = (0..100).map(|i| format!("c{i}")).collect();
+    app.post(&path, &with(json!({"columnIds": many}))).assert_error(400, "badRequest");
+    app.post(&path, &with(json!({"columnIds": vec!["en"; 500]}))).assert_status(202);
     let reader = app.create_key(&["read", "write"], json!({"all": true}));
     app.post_as(&reader, &path, &with(json!({}))).assert_error(403, "accessDenied");
     app.get(&format!("/v1/views/{view}/record-histories/export/nosuchtask"))

@@ -277,3 +277,62 @@ fn unknown_keys_are_limited_from_a_fresh_client_bucket() {
     res.assert_error(429, "tooManyRequests");
     app.get("/v1/projects").assert_status(200);
 }
+
+/// `n` single-line column requests `c0000`...
+fn column_requests(n: usize, prefix: &str) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            json!({"id": format!("{prefix}{i:04}"), "name": format!("{prefix}{i}"),
+                          "type": "singleLine"})
+        })
+        .collect()
+}
+
+#[test]
+fn a_grid_has_at_most_a_thousand_columns_and_finds_them_by_hash() {
+    let app = spawn_app();
+    let db = app.default_db();
+    let grids = format!("/v1/grids?dbId={db}");
+    let before = app.snapshot(&format!("/v1/grids?dbId={db}"));
+    let res = app.post(&grids, &json!({"name": "wide", "columns": column_requests(1001, "c")}));
+    res.assert_error(400, "badRequest");
+    assert!(res.text.contains("1000"), "{}", res.text);
+    app.assert_unchanged(&grids, &before);
+
+    let res = app.post(&grids, &json!({"name": "wide", "columns": column_requests(1000, "c")}));
+    let grid = res.assert_status(201).clone();
+    let view = grid["defaultAccessViewId"].as_str().expect("view").to_owned();
+    let grid_id = grid["id"].as_str().expect("grid").to_owned();
+    let columns = format!("/v1/views/{view}/columns");
+    let schema = app.snapshot(&format!("/v1/views/{view}"));
+    let res = app.post(&columns, &json!({"id": "extra", "name": "Extra", "type": "number"}));
+    res.assert_error(400, "badRequest");
+    assert!(res.text.contains("1000"), "{}", res.text);
+    app.assert_unchanged(&format!("/v1/views/{view}"), &schema);
+    // A template's columns count too.
+    let res = app.post(
+        &grids,
+        &json!({"name": "copy", "templateGridId": grid_id, "columns": column_requests(1, "x")}),
+    );
+    res.assert_error(400, "badRequest");
+    app.post(&grids, &json!({"name": "copy", "templateGridId": grid_id})).assert_status(201);
+
+    // A record writing every column, and reads naming every column, stay quick.
+    let cells: Vec<Value> =
+        (0..1000).map(|i| json!({"columnId": format!("c{i:04}"), "value": "v"})).collect();
+    let records: Vec<Value> =
+        (0..100).map(|r| json!({"id": format!("r{r}"), "cells": cells})).collect();
+    let start = Instant::now();
+    app.add_records(&view, Value::Array(records));
+    let ids: Vec<String> = (0..1000).rev().map(|i| format!("c{i:04}")).collect();
+    let res = app.get(&format!("{}?columnIds={}", records_path(&view), ids.join(",")));
+    assert_eq!(res.assert_status(200).as_array().map(Vec::len), Some(100));
+    assert!(start.elapsed() < Duration::from_secs(20), "took {:?}", start.elapsed());
+    assert_healthy(&app);
+    let app = app.restart();
+    let res =
+        app.post(&format!("/v1/views/{view}/columns"), &json!({"name": "E", "type": "number"}));
+    res.assert_error(400, "badRequest");
+    let records = app.records(&view);
+    assert_eq!(cell(&records[0], "c0999")["value"], json!("v"));
+}
