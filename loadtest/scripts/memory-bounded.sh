@@ -129,10 +129,18 @@ req() { curl -s -m "$STEP_SECONDS" -H "Authorization: ApiKey $OWNER" "$@"; }
 show() { # label curl-args...
   local label=$1
   shift
-  req -o "$WORK/out" -w "$label: %{http_code}, %{size_download} bytes in %{time_total} s\n" "$@" ||
-    echo "$label: curl failed ($?)"
+  : >"$WORK/out"
+  local code
+  code=$(req -o "$WORK/out" -w '%{http_code} %{size_download} %{time_total}' "$@") || true
+  read -r code size took <<<"$code"
+  echo "$label: ${code:-000}, ${size:-0} bytes in ${took:-?} s"
   head -c 300 "$WORK/out" 2>/dev/null | tr '\n' ' '
   echo
+  if [ "${code:-000}" = 000 ] || [ "${code:-000}" -ge 500 ]; then
+    echo "  -> FAILED: no answer within $STEP_SECONDS s or a server error"
+    SUMMARY+=("$label: FAILED (status ${code:-000} after ${took:-?} s)")
+    FAILED=1
+  fi
 }
 
 echo "bounding memory with $MODE at $MEMORY_MAX ($BYTES bytes)"
