@@ -275,6 +275,12 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         ),
     );
     api.components = Some(components);
+    // Every route but /healthz, /v1/openapi.json and the share pages needs the key; declared
+    // once for all, so that generated clients and fuzzers send it.
+    api.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(
+        "ApiKey",
+        Vec::<String>::new(),
+    )]);
     api
 }
 

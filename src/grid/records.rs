@@ -29,7 +29,9 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
 pub struct CellInput {
     pub column_id: Option<String>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Object>)]
+    /// Any JSON value: text, a number, a boolean, a list of texts (selections, files,
+    /// references) or null.
+    #[schema(value_type = Option<Value>)]
     pub value: Option<Value>,
     pub dependency_status: Option<String>,
     pub source_status: Option<String>,

@@ -244,10 +244,10 @@ fn text_bound(expr: &Expr) -> u64 {
         Expr::Boolean(_) => 5,
         Expr::Column(id) => COLUMNS.iter().find(|c| c.0 == id).map_or(0, |c| c.2),
         Expr::Binary(BinaryOp::Concat, l, r) => text_bound(l).saturating_add(text_bound(r)),
-        Expr::Binary(op, ..) if matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul) => {
-            NUMBER_TEXT
-        }
-        Expr::Binary(BinaryOp::Div | BinaryOp::Pow, ..) => NUMBER_TEXT,
+        Expr::Binary(
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Pow,
+            ..,
+        ) => NUMBER_TEXT,
         Expr::Binary(..) => 5,
         Expr::Call(name, args) => match Function::parse(name) {
             Some(Function::Concat) => args.iter().map(text_bound).fold(0, u64::saturating_add),

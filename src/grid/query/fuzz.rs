@@ -411,3 +411,26 @@ fn the_world_holds_every_kind_of_value() {
         .expect_err("too large");
     assert_eq!(e.code, ErrorCode::InvalidFilterValue);
 }
+
+#[test]
+fn the_openapi_description_lets_a_fuzzer_reach_the_handlers() {
+    // api-fuzz.sh generates requests from it: the key is declared for every route, a cell's
+    // value may be any JSON, and the bodies of merges and history exports are described.
+    let api: Value =
+        serde_json::from_str(&crate::openapi().to_json().expect("renders")).expect("JSON");
+    assert_eq!(api["security"], json!([{"ApiKey": []}]));
+    let value = &api["components"]["schemas"]["CellInput"]["properties"]["value"];
+    assert_ne!(value["type"], json!(["object", "null"]), "{value}");
+    for (path, param) in [
+        ("/v1/branches/{id}/merge", "destinationBranchId"),
+        ("/v1/views/{viewId}/merge", "destinationViewId"),
+    ] {
+        let op = &api["paths"][path]["post"];
+        let params = op["parameters"].as_array().expect("parameters");
+        assert!(params.iter().any(|p| p["name"] == param), "{path}");
+        assert!(op["requestBody"]["content"]["application/json"].is_object(), "{path}");
+    }
+    let export = &api["paths"]["/v1/views/{viewId}/record-histories/export"]["post"];
+    let schema = &export["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(schema["$ref"], json!("#/components/schemas/ExportRequest"));
+}
