@@ -15,6 +15,7 @@ mod files;
 mod formulas;
 mod grids;
 mod history_export;
+mod hostile_uploads;
 mod import;
 mod keys;
 mod loadtest;

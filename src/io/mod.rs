@@ -1,0 +1,7 @@
+//! File formats read from clients, apart from HTTP so that tests and fuzz targets can call
+//! them: `csv` (records under size limits), `csv_import` (a CSV file as an import's record
+//! writes) and `zip` (an uploaded archive checked and its mapped entries planned).
+
+pub mod csv;
+pub mod csv_import;
+pub mod zip;
