@@ -141,9 +141,15 @@ async fn import(
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &view_id))?;
     let columns: Vec<&ColumnDef> = schema.view_columns(view).into_iter().map(|(c, _)| c).collect();
     let limits = crate::io::csv_import::limits(columns.len());
-    let header = std::fs::File::open(&upload.path)
-        .map_err(|e| ApiError::internal(format!("opening the upload: {e}")))
-        .and_then(|file| read_header(file, limits).map_err(ApiError::bad_request))?;
+    // The header row may be up to a row's limit: read off the HTTP worker.
+    let path = upload.path.clone();
+    let header = web::block(move || {
+        std::fs::File::open(&path)
+            .map_err(|e| ApiError::internal(format!("opening the upload: {e}")))
+            .and_then(|file| read_header(file, limits).map_err(ApiError::bad_request))
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))??;
     let layout =
         plan_layout(&request, &columns, header.as_deref()).map_err(ApiError::bad_request)?;
     drop(header);
