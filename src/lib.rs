@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod grid;
 pub mod ids;
+pub mod io;
 pub mod metrics;
 pub mod persist;
 pub mod state;

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::multipart::{bad_multipart, part_text, part_to_file};
+use super::multipart::{bad_multipart, part_to_file, skip_part, Budget};
 use super::{created, exec, no_content, percent_encode, query_pairs, storage_error, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::files::files_dir;
@@ -41,6 +41,8 @@ use crate::state::AppState;
 pub const MAX_FILE_BYTES: u64 = 100 * 1024 * 1024;
 /// The largest form field (record id, column id, path).
 const MAX_FIELD: usize = 4096;
+/// The form fields an upload reads.
+const FIELDS: [&str; 3] = ["recordId", "columnId", "path"];
 /// The size of the chunks a download is read and sent in.
 const DOWNLOAD_CHUNK: usize = 64 * 1024;
 
@@ -158,17 +160,20 @@ pub(super) struct Upload {
     pub(super) fields: Vec<(String, String)>,
 }
 
-/// Receives a multipart upload: the `file` part streamed to a temporary file under `<data
-/// dir>/files` (413 past `MAX_FILE_BYTES`), every other part as text of at most `text_limit`
-/// bytes.
+/// Receives a multipart upload within the body's `Budget`: the `file` part streamed to a
+/// temporary file under `<data dir>/files` (413 past `MAX_FILE_BYTES`), the parts named in
+/// `fields` as text of at most `text_limit` bytes each; other parts are drained unkept.
 pub(super) async fn receive(
     data_dir: &Path,
     mut body: Multipart,
+    fields: &[&str],
     text_limit: usize,
 ) -> ApiResult<Upload> {
     let mut upload = Upload::default();
+    let mut budget = Budget::default();
     while let Some(field) = body.next().await {
         let mut field = field.map_err(bad_multipart)?;
+        budget.part()?;
         let name = field.name().unwrap_or_default().to_owned();
         if name == "file" {
             let original = field
@@ -184,9 +189,11 @@ pub(super) async fn receive(
             let incoming = Incoming::partial(&files_dir(data_dir));
             let size = part_to_file(&mut field, &incoming.path, MAX_FILE_BYTES).await?;
             upload.file = Some(FilePart { incoming, original, content_type, size });
-        } else {
-            let text = part_text(&mut field, &name, text_limit).await?;
+        } else if fields.contains(&name.as_str()) {
+            let text = budget.text(&mut field, &name, text_limit).await?;
             upload.fields.push((name, text));
+        } else {
+            skip_part(&mut field).await?;
         }
     }
     Ok(upload)
@@ -215,7 +222,8 @@ async fn upload_file(
     let route = view_route(&state, &p, &view_id, Privilege::Write)?;
     let query = query_pairs(&req)?;
     let upload =
-        receive(&state.data_dir, Multipart::new(req.headers(), payload), MAX_FIELD).await?;
+        receive(&state.data_dir, Multipart::new(req.headers(), payload), &FIELDS, MAX_FIELD)
+            .await?;
     let record_id = param(&upload, &query, "recordId")
         .ok_or_else(|| ApiError::missing_parameter("recordId"))?;
     let column_id = param(&upload, &query, "columnId")

@@ -62,22 +62,35 @@ struct Problem {
 }
 
 #[derive(Default)]
-struct Problems(Vec<Problem>);
+struct Problems {
+    /// The first `MAX_PROBLEMS` problems.
+    kept: Vec<Problem>,
+    /// How many were found.
+    found: usize,
+}
+
+/// The problems an error lists (an import may find one per row; the rest are counted).
+pub const MAX_PROBLEMS: usize = 100;
 
 impl Problems {
     fn add(&mut self, code: ErrorCode, message: String) {
-        self.0.push(Problem { code, message });
+        self.found += 1;
+        if self.kept.len() < MAX_PROBLEMS {
+            self.kept.push(Problem { code, message });
+        }
     }
 
-    /// The error for the request: the first problem's code, every problem in `messages`.
+    /// The error for the request: the first problem's code, the first `MAX_PROBLEMS` in
+    /// `messages`, and the count of all in the summary.
     fn into_result(self) -> ApiResult<()> {
-        let Some(first) = self.0.first() else { return Ok(()) };
-        if self.0.len() == 1 {
+        let Some(first) = self.kept.first() else { return Ok(()) };
+        if self.found == 1 {
             return Err(ApiError::new(first.code, first.message.clone()));
         }
-        let summary = format!("{} problems were found; the request changed nothing.", self.0.len());
+        let summary = format!("{} problems were found; the request changed nothing.", self.found);
         let code = first.code;
-        Err(ApiError::with_messages(code, summary, self.0.into_iter().map(|p| p.message).collect()))
+        let messages = self.kept.into_iter().map(|p| p.message).collect();
+        Err(ApiError::with_messages(code, summary, messages))
     }
 }
 

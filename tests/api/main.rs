@@ -18,6 +18,7 @@ mod grids;
 mod history_export;
 mod hostile_limits;
 mod hostile_tenancy;
+mod hostile_uploads;
 mod import;
 mod keys;
 mod loadtest;
