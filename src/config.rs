@@ -71,6 +71,16 @@ pub struct Config {
     /// the compression ratio rule of `api::files_zip`, the upload is 413 and writes nothing.
     #[arg(long, env = "GRIDD_ZIP_UNPACKED_LIMIT", default_value_t = 1024 * 1024 * 1024)]
     pub zip_unpacked_limit: u64,
+
+    /// Seconds between runs of the file collector, which removes files no branch, backup or
+    /// history entry refers to any more; 0 disables it.
+    #[arg(long, env = "GRIDD_FILE_GC_INTERVAL_SECS", default_value_t = 600)]
+    pub file_gc_interval_secs: u64,
+
+    /// Seconds a file is kept after its upload before the collector may remove it (uploads in
+    /// flight are not yet in their cells).
+    #[arg(long, env = "GRIDD_FILE_GC_GRACE_SECS", default_value_t = 3600)]
+    pub file_gc_grace_secs: u64,
 }
 
 impl Config {
@@ -92,6 +102,8 @@ impl Config {
             request_timeout_ms: 10_000,
             body_timeout_ms: 60_000,
             zip_unpacked_limit: 1024 * 1024 * 1024,
+            file_gc_interval_secs: 600,
+            file_gc_grace_secs: 3600,
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod grid;
 pub mod ids;
+pub mod io;
 pub mod metrics;
 pub mod persist;
 pub mod state;
@@ -26,6 +27,7 @@ use actix_web::{web, App, HttpServer};
 use utoipa_actix_web::AppExt;
 
 use crate::auth::KeyRing;
+use crate::catalog::journal::{self, JournalError};
 use crate::catalog::store::{SledCatalogStore, StoreError};
 use crate::catalog::{Routes, Supervisor};
 pub use crate::config::Config;
@@ -42,6 +44,8 @@ pub enum StartupError {
     DataDir { path: String, source: std::io::Error },
     #[error("cannot open the catalogue: {0}")]
     Catalogue(#[from] StoreError),
+    #[error("cannot recover the catalogue: {0}")]
+    CatalogueRecovery(#[from] JournalError),
     #[error("cannot open the embedded store (is another gridd using this data directory?): {0}")]
     Sled(#[from] sled::Error),
     #[error("cannot open the write-ahead log: {0}")]
@@ -92,6 +96,54 @@ fn is_lock_conflict(err: &std::io::Error) -> bool {
         || err.to_string().starts_with("could not acquire lock on")
 }
 
+/// What the supervisor is made of besides its catalogue.
+struct SupervisorParts {
+    keys: Arc<KeyRing>,
+    routes: Arc<Routes>,
+    arbiters: Vec<actix::ArbiterHandle>,
+    durability: Arc<Durability>,
+    files_dir: std::path::PathBuf,
+}
+
+/// Recovers the catalogue (sled's copy brought up to date from its image and the WAL, or
+/// rebuilt from them when it holds an unreadable entry), loads the supervisor, and pads the WAL
+/// past every position in use, so the change sets the start itself makes get fresh LSNs.
+fn recover_catalogue(
+    store: &SledCatalogStore,
+    parts: SupervisorParts,
+    records: &[(u64, Vec<u8>)],
+) -> Result<Supervisor, StartupError> {
+    let durability = &parts.durability;
+    durability.track(journal::CATALOG_IMAGE_KEY);
+    let mut catalog_lsn = journal::recover(store, durability, records)?;
+    let load = || {
+        Supervisor::load(
+            Box::new(store.clone()),
+            parts.keys.clone(),
+            parts.routes.clone(),
+            parts.arbiters.clone(),
+            durability.clone(),
+            parts.files_dir.clone(),
+        )
+    };
+    let mut supervisor = match load() {
+        Err(StoreError::Corrupt { key, source }) => {
+            tracing::error!(%key, error = %source, "sled's catalogue holds an unreadable entry");
+            catalog_lsn = catalog_lsn.max(journal::rebuild_from_image(store, durability, records)?);
+            load()?
+        }
+        other => other?,
+    };
+    let mut keys_in_use: Vec<String> =
+        supervisor.branch_seeds().into_iter().map(|s| s.branch_id).collect();
+    keys_in_use.push(journal::CATALOG_IMAGE_KEY.to_owned());
+    durability
+        .pad_wal_past_snapshots(&keys_in_use, catalog_lsn)
+        .map_err(StartupError::Bootstrap)?;
+    supervisor.fail_interrupted_tasks()?;
+    Ok(supervisor)
+}
+
 /// The actors of one data directory, without HTTP.
 pub struct Node {
     pub supervisor: Addr<Supervisor>,
@@ -120,7 +172,7 @@ impl Node {
         let routes = Arc::new(Routes::default());
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let arbiters: Vec<Arbiter> = (0..=cores).map(|_| Arbiter::new()).collect();
-        let grid_arbiters = arbiters[1..].iter().map(Arbiter::handle).collect();
+        let grid_arbiters: Vec<_> = arbiters[1..].iter().map(Arbiter::handle).collect();
         let (wal, recovered) = open_wal(&config.data_dir.join("wal"))?;
         if let Some(damage) = &recovered.dropped_tail {
             tracing::warn!(
@@ -133,21 +185,20 @@ impl Node {
             every: Duration::from_secs(config.snapshot_interval_secs.max(1)),
         };
         let durability = Arc::new(Durability::new(wal.clone(), Arc::new(snapshots), policy));
-        let mut supervisor = Supervisor::load(
-            Box::new(store),
-            keys.clone(),
-            routes.clone(),
-            grid_arbiters,
-            durability.clone(),
-            crate::catalog::files::files_dir(&config.data_dir),
-        )?;
+        let parts = SupervisorParts {
+            keys: keys.clone(),
+            routes: routes.clone(),
+            arbiters: grid_arbiters,
+            durability: durability.clone(),
+            files_dir: crate::catalog::files::files_dir(&config.data_dir),
+        };
+        let mut supervisor = recover_catalogue(&store, parts, &recovered.records)?;
         let generated = supervisor
             .bootstrap(config.api_key.as_deref())
             .map_err(|e| StartupError::Bootstrap(e.message))?;
+        supervisor.sweep_stray_files(&config.data_dir);
         let seeds = supervisor.branch_seeds();
         let states = recover(&seeds, &durability, &recovered.records);
-        let branch_ids: Vec<String> = seeds.iter().map(|s| s.branch_id.clone()).collect();
-        durability.pad_wal_past_snapshots(&branch_ids).map_err(StartupError::Bootstrap)?;
         drop(recovered);
         supervisor.start_branches(states.states, &states.forked);
         let addr = Supervisor::start_in_arbiter(&arbiters[0].handle(), move |_| supervisor);
@@ -155,8 +206,22 @@ impl Node {
         Ok(Node { supervisor: addr, routes, keys, generated_key, durability, arbiters, wal })
     }
 
-    /// Writes a snapshot of every branch (graceful shutdown), so the next start replays little.
+    /// Writes a snapshot of every branch and an image of the catalogue (graceful shutdown), so
+    /// the next start replays little.
     pub async fn snapshot_all(&self) {
+        self.snapshot_branches().await;
+        match self.supervisor.send(crate::catalog::Exec::new(|s| s.image_job())).await {
+            Ok(Some(job)) => {
+                if let Err(err) = actix_web::rt::task::spawn_blocking(job).await {
+                    tracing::error!(error = %err, "shutdown catalogue image failed");
+                }
+            }
+            Ok(None) => {}
+            Err(err) => tracing::warn!(error = %err, "supervisor gone before the catalogue image"),
+        }
+    }
+
+    async fn snapshot_branches(&self) {
         let routes: Vec<_> = self.routes.branches.iter().map(|r| r.value().clone()).collect();
         for route in routes {
             match route.addr.send(crate::grid::actor::TakeSnapshot).await {
@@ -211,6 +276,12 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         ),
     );
     api.components = Some(components);
+    // Every route but /healthz, /v1/openapi.json and the share pages needs the key; declared
+    // once for all, so that generated clients and fuzzers send it.
+    api.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(
+        "ApiKey",
+        Vec::<String>::new(),
+    )]);
     api
 }
 
@@ -245,6 +316,11 @@ impl Application {
             data_dir: Arc::from(config.data_dir.as_path()),
             zip_unpacked_limit: config.zip_unpacked_limit,
         };
+        catalog::collector::run_collector(
+            state.clone(),
+            Duration::from_secs(config.file_gc_interval_secs),
+            Duration::from_secs(config.file_gc_grace_secs),
+        );
         let max_json = config.max_json_bytes;
         let body_timeout = Duration::from_millis(config.body_timeout_ms);
         let server = HttpServer::new(move || {

@@ -201,7 +201,8 @@ struct MergeParams {
     options: Vec<String>,
 }
 
-#[derive(Debug, Deserialize)]
+/// Body of a merge (each field may be given as a query parameter instead; the query wins).
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct MergeBody {
     #[serde(default)]
@@ -253,9 +254,10 @@ async fn start_merge(
         ));
     }
     let (pc, s_id, d_id) = (p.clone(), source.branch_id.clone(), destination.branch_id.clone());
+    let task_route = destination.clone();
     let (task, fork_clock) = exec(state, move |s| {
         let fork_clock = s.lineage_point(&s_id, &d_id)?;
-        let task = s.start_task(&pc, TASK_KIND, view_id)?;
+        let task = s.start_task(&pc, TASK_KIND, &task_route, view_id)?;
         s.set_status(&[&s_id, &d_id], GridStatus::Merging);
         Ok::<_, ApiError>((task, fork_clock))
     })
@@ -290,7 +292,11 @@ async fn start_merge(
     Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
 }
 
-#[utoipa::path(tag = "branches", request_body = Object, responses((status = 202, description = "a merge task")))]
+#[utoipa::path(tag = "branches", params(
+    ("destinationBranchId" = Option<String>, Query, description = "the branch to merge into (or in the body)"),
+    ("mergeRecordOptions" = Option<String>, Query, description = "add, update, delete, override (repeatable or comma-separated)"),
+), request_body(content = Option<MergeBody>, description = "optional; the same fields as the query"),
+responses((status = 202, description = "a merge task")))]
 #[post("/v1/branches/{id}/merge")]
 async fn merge_branch(
     state: web::Data<AppState>,
@@ -316,7 +322,11 @@ async fn merge_branch(
     start_merge(&state, &p, source, destination, scope, None).await
 }
 
-#[utoipa::path(tag = "views", request_body = Object, responses((status = 202, description = "a merge task")))]
+#[utoipa::path(tag = "views", params(
+    ("destinationViewId" = Option<String>, Query, description = "the view to merge into (or in the body)"),
+    ("mergeRecordOptions" = Option<String>, Query, description = "add, update, delete, override (repeatable or comma-separated)"),
+), request_body(content = Option<MergeBody>, description = "optional; the same fields as the query"),
+responses((status = 202, description = "a merge task")))]
 #[post("/v1/views/{viewId}/merge")]
 async fn merge_view(
     state: web::Data<AppState>,

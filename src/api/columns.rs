@@ -5,6 +5,7 @@
 use actix_web::{delete, get, patch, post, web, HttpResponse};
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::references::may_read_target;
 use super::{created, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -29,7 +30,10 @@ pub async fn reference_targets<'a>(
             continue;
         }
         let Some(route) = state.routes.branch(&branch_id) else { continue };
-        if route.company_id != p.company_id() || route.grid_id != reference.grid_id {
+        if route.company_id != p.company_id()
+            || route.grid_id != reference.grid_id
+            || !may_read_target(p, &route)
+        {
             continue;
         }
         let (pc, grid_id, bid) = (p.clone(), route.grid_id.clone(), branch_id.clone());
@@ -41,8 +45,9 @@ pub async fn reference_targets<'a>(
     Ok(targets)
 }
 
-/// Refuses (400) a reference to a grid, branch or column the caller's company does not have.
-/// Missing fields are left to the column checks, which name them.
+/// Refuses (400) a reference to a grid, branch or column the caller's company does not have,
+/// and (403 accessDenied) one to a grid the caller may not read. Missing fields are left to the
+/// column checks, which name them.
 pub async fn check_reference(
     state: &AppState,
     p: &Principal,
@@ -65,6 +70,11 @@ pub async fn check_reference(
         .branch(&branch_id)
         .filter(|r| r.company_id == p.company_id() && r.grid_id == grid_id)
         .ok_or_else(missing)?;
+    if !may_read_target(p, &route) {
+        return Err(ApiError::access_denied(format!(
+            "reference: this key has no read access to grid \"{grid_id}\"."
+        )));
+    }
     let schema = route.addr.send(ReadSchema).await?;
     schema.column(&column_id).map(|_| ()).ok_or_else(missing)
 }

@@ -7,9 +7,11 @@
 //! zip upload (`api::files_zip`) shares the receiving and storing helpers here.
 //!
 //! A file over `MAX_FILE_BYTES` is 413 and leaves nothing behind; a column that is not of type
-//! files is 400 `columnIsNotFilesType`. The bytes of a removed id stay on disk: branches copy
-//! cells, so another branch may still hold the id. They go when their grid is deleted
-//! (`catalog::files`).
+//! files is 400 `columnIsNotFilesType`. A download is served only while a live record of the
+//! view's branch holds the id in a files column the view shows (else 404 `fileIsNotFound`). The
+//! bytes of a removed id stay on disk while another branch, a backup or a history entry may
+//! still hold the id; the collector (`catalog::collector`) removes them once none does, and
+//! every file of a grid goes when the grid is deleted (`catalog::files`).
 
 use std::path::{Path, PathBuf};
 
@@ -23,13 +25,13 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::multipart::{bad_multipart, part_text, part_to_file};
+use super::multipart::{bad_multipart, part_to_file, skip_part, Budget};
 use super::{created, exec, no_content, percent_encode, query_pairs, storage_error, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::files::files_dir;
 use crate::catalog::model::{now_timestamp, FileMeta};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{ChangeFiles, FilesChange};
+use crate::grid::actor::{ChangeFiles, FilesChange, HoldsFile};
 use crate::grid::read::RecordOut;
 use crate::grid::GridActor;
 use crate::ids;
@@ -39,6 +41,8 @@ use crate::state::AppState;
 pub const MAX_FILE_BYTES: u64 = 100 * 1024 * 1024;
 /// The largest form field (record id, column id, path).
 const MAX_FIELD: usize = 4096;
+/// The form fields an upload reads.
+const FIELDS: [&str; 3] = ["recordId", "columnId", "path"];
 /// The size of the chunks a download is read and sent in.
 const DOWNLOAD_CHUNK: usize = 64 * 1024;
 
@@ -156,17 +160,20 @@ pub(super) struct Upload {
     pub(super) fields: Vec<(String, String)>,
 }
 
-/// Receives a multipart upload: the `file` part streamed to a temporary file under `<data
-/// dir>/files` (413 past `MAX_FILE_BYTES`), every other part as text of at most `text_limit`
-/// bytes.
+/// Receives a multipart upload within the body's `Budget`: the `file` part streamed to a
+/// temporary file under `<data dir>/files` (413 past `MAX_FILE_BYTES`), the parts named in
+/// `fields` as text of at most `text_limit` bytes each; other parts are drained unkept.
 pub(super) async fn receive(
     data_dir: &Path,
     mut body: Multipart,
+    fields: &[&str],
     text_limit: usize,
 ) -> ApiResult<Upload> {
     let mut upload = Upload::default();
+    let mut budget = Budget::default();
     while let Some(field) = body.next().await {
         let mut field = field.map_err(bad_multipart)?;
+        budget.part()?;
         let name = field.name().unwrap_or_default().to_owned();
         if name == "file" {
             let original = field
@@ -182,9 +189,11 @@ pub(super) async fn receive(
             let incoming = Incoming::partial(&files_dir(data_dir));
             let size = part_to_file(&mut field, &incoming.path, MAX_FILE_BYTES).await?;
             upload.file = Some(FilePart { incoming, original, content_type, size });
-        } else {
-            let text = part_text(&mut field, &name, text_limit).await?;
+        } else if fields.contains(&name.as_str()) {
+            let text = budget.text(&mut field, &name, text_limit).await?;
             upload.fields.push((name, text));
+        } else {
+            skip_part(&mut field).await?;
         }
     }
     Ok(upload)
@@ -213,7 +222,8 @@ async fn upload_file(
     let route = view_route(&state, &p, &view_id, Privilege::Write)?;
     let query = query_pairs(&req)?;
     let upload =
-        receive(&state.data_dir, Multipart::new(req.headers(), payload), MAX_FIELD).await?;
+        receive(&state.data_dir, Multipart::new(req.headers(), payload), &FIELDS, MAX_FIELD)
+            .await?;
     let record_id = param(&upload, &query, "recordId")
         .ok_or_else(|| ApiError::missing_parameter("recordId"))?;
     let column_id = param(&upload, &query, "columnId")
@@ -307,8 +317,13 @@ async fn download_file(
     let (view_id, id) = path.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
     let grid = route.grid_id.clone();
+    let file_id = id.clone();
     let meta = exec(&state, move |s| s.file(&grid, &id)).await??;
     let not_found = || ApiError::not_found(ErrorCode::FileIsNotFound, "File", &meta.id);
+    // Served only while a record of the view's branch holds it in a column the view shows.
+    if !route.addr.send(HoldsFile { view_id, file_id }).await?? {
+        return Err(not_found());
+    }
     let file = tokio::fs::File::open(files_dir(&state.data_dir).join(&meta.id))
         .await
         .map_err(|_| not_found())?;

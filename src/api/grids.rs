@@ -163,7 +163,7 @@ async fn initial_columns(
             |e: ApiError| ApiError::new(e.code, format!("columns[{i}]: {}", e.message));
         check_reference(state, p, column.reference.as_ref()).await.map_err(in_request)?;
         let built = build_column(&schema, column).map_err(in_request)?;
-        schema.columns.push(built);
+        schema.push_column(built);
     }
     Ok(schema)
 }

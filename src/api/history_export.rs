@@ -28,7 +28,8 @@ const TASK_KIND: &str = "recordHistoryExport";
 /// The longest span between `fromTime` and `toTime`.
 const MAX_SPAN_MS: i64 = 60 * 86_400_000;
 
-#[derive(Debug, Deserialize)]
+/// Body of a history export: a window of at most 60 days, optional filters, the file format.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct ExportRequest {
     from_time: Option<String>,
@@ -101,7 +102,7 @@ fn plan(req: &ExportRequest) -> ApiResult<ExportPlan> {
     Ok(ExportPlan { from_ms, to_ms, format, enhanced })
 }
 
-#[utoipa::path(tag = "records", request_body = Object, responses((status = 202, description = "a task writing the export")))]
+#[utoipa::path(tag = "records", request_body = ExportRequest, responses((status = 202, description = "a task writing the export")))]
 #[post("/v1/views/{viewId}/record-histories/export")]
 async fn start_export(
     state: web::Data<AppState>,
@@ -123,7 +124,9 @@ async fn start_export(
             users: body.last_modified_by_users,
         })
         .await??;
-    let task = exec(&state, move |s| s.start_task(&p, TASK_KIND, Some(view_id))).await??;
+    let task_route = route.clone();
+    let task =
+        exec(&state, move |s| s.start_task(&p, TASK_KIND, &task_route, Some(view_id))).await??;
     let path = export_path(&state.data_dir, &task.id, plan.format);
     let task_id = task.id.clone();
     let supervisor_state = state.clone();

@@ -2,16 +2,20 @@
 //! CSV, BOM tolerated) and `importRequest` (a JSON part, or a query parameter).
 //!
 //! The request is checked at once, before anything starts: the multipart body, the import
-//! request, and how the file's columns map to the view (a header row matched by column name,
-//! then id, then `_recordId`/`Record ID` and `_path`/`Path`; `columnMappings` by file column
-//! index). A bad request is a 400 and starts nothing; a file over `MAX_IMPORT_BYTES` is 413.
-//! Then a task (202) reads every row on a blocking thread and sends them to the branch's actor,
-//! which checks them all and commits them as one WAL entry: an existing record id updates that
-//! record, a new or absent id adds one. Any bad row (ragged, invalid UTF-8, a value of the
-//! wrong type) fails the task with an error naming the row and column, and changes nothing. The
-//! grid shows `importing` meanwhile.
+//! request, and how the file's columns map to the view (`io::csv_import::plan_layout`: a
+//! header row matched by column name, then id, then `_recordId`/`Record ID` and
+//! `_path`/`Path`; `columnMappings` by file column index; two file columns with one target
+//! are refused). A bad request is a 400 and starts nothing; a file over `MAX_IMPORT_BYTES` is
+//! 413. Then a task (202) reads the rows on a blocking thread (`io::csv_import::read_rows`,
+//! streaming, under its limits on field, row, column, row and cell counts) and sends them to
+//! the branch's actor, which checks them all and commits them as one WAL entry: an existing
+//! record id updates that record, a new or absent id adds one. Any bad row (ragged, invalid
+//! UTF-8, over a limit, a value of the wrong type) fails the task with an error naming the
+//! row and column, and changes nothing. The task's error lists at most `MAX_PROBLEMS`
+//! problems in at most `MAX_ERROR_BYTES` (`... and N more problems`); the log gets its first
+//! `MAX_LOGGED_BYTES`. The grid shows `importing` meanwhile.
 //!
-//! With `backup` (the default), the task first stores a copy of the branch (an image in the
+//! With `backup` (the default), the task stores a copy once the file is read of the branch (an image in the
 //! snapshot store, recorded in the catalogue): `GET /v1/grids/<id>/backups` lists them and
 //! `POST /v1/grids/<id>/backups/<backupId>/restore` (a task) puts the records back as they were,
 //! as ordinary record ops in one WAL entry (`grid::merge::plan_restore`).
@@ -22,12 +26,11 @@ use actix_multipart::Multipart;
 use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::Serialize;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::multipart::{bad_multipart, part_text, part_to_file};
-use super::references::check_written_references;
+use super::multipart::{bad_multipart, part_to_file, skip_part, Budget};
+use super::references::{check_reference_access, check_written_references};
 use super::tasks::{end_task, task_body};
 use super::{exec, json_response, query_pairs, view_route};
 use crate::auth::{Principal, Privilege};
@@ -35,11 +38,11 @@ use crate::catalog::model::{Backup, GridStatus, TaskError};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{CopyBranch, ImportRecords, ReadSchema, RestoreRecords};
-use crate::grid::records::{CellInput, RecordInput};
+use crate::grid::records::{RecordInput, MAX_PROBLEMS};
 use crate::grid::references::reference_columns;
-use crate::grid::schema::{ColumnDef, ColumnType};
-use crate::grid::value::StorageKind;
+use crate::grid::schema::ColumnDef;
 use crate::ids;
+use crate::io::csv_import::{clip, plan_layout, read_header, read_rows, ImportRequest};
 use crate::state::AppState;
 
 /// The task kind of an import.
@@ -48,57 +51,10 @@ const TASK_KIND: &str = "import";
 pub const MAX_IMPORT_BYTES: u64 = 100 * 1024 * 1024;
 /// The largest `importRequest` part.
 const MAX_REQUEST_PART: usize = 64 * 1024;
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ImportRequest {
-    with_header: Option<bool>,
-    backup: Option<bool>,
-    column_mappings: Option<Vec<ColumnMapping>>,
-    first_data_row: Option<usize>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ColumnMapping {
-    column_id: String,
-    file_column_index: usize,
-}
-
-/// Where a file column goes.
-#[derive(Debug, Clone, PartialEq)]
-enum Target {
-    RecordId,
-    Path,
-    /// A view column: its id and whether its cells are lists (written as JSON arrays).
-    Column {
-        id: String,
-        list: bool,
-    },
-    Ignored,
-}
-
-/// How the file's rows become records.
-#[derive(Debug, Clone)]
-struct Layout {
-    /// Per file column.
-    targets: Vec<Target>,
-    /// The 1-based row of the first data row.
-    first_data_row: usize,
-}
-
-impl Layout {
-    /// The view columns the rows write, in the order of their cells.
-    fn columns(&self) -> Vec<&str> {
-        self.targets
-            .iter()
-            .filter_map(|t| match t {
-                Target::Column { id, .. } => Some(id.as_str()),
-                _ => None,
-            })
-            .collect()
-    }
-}
+/// The largest task error message of a failed import, in bytes.
+pub const MAX_ERROR_BYTES: usize = 64 * 1024;
+/// The most of a failed import's message that is logged, in bytes.
+const MAX_LOGGED_BYTES: usize = 1024;
 
 /// An uploaded file on disk, removed when dropped.
 struct Upload {
@@ -112,14 +68,16 @@ impl Drop for Upload {
 }
 
 /// Reads the multipart body: the `file` part into a file under `<data dir>/imports/`, the
-/// `importRequest` part (if any) as text. Other parts are skipped.
+/// `importRequest` part (if any) as text, within the body's `Budget`. Other parts are drained.
 async fn receive(
     data_dir: &Path,
     mut body: Multipart,
 ) -> ApiResult<(Option<Upload>, Option<String>)> {
     let (mut upload, mut request) = (None, None);
+    let mut budget = Budget::default();
     while let Some(field) = body.next().await {
         let mut field = field.map_err(bad_multipart)?;
+        budget.part()?;
         match field.name().unwrap_or_default() {
             "file" => {
                 let file = Upload {
@@ -129,9 +87,10 @@ async fn receive(
                 upload = Some(file);
             }
             "importRequest" => {
-                request = Some(part_text(&mut field, "importRequest", MAX_REQUEST_PART).await?);
+                let text = budget.text(&mut field, "importRequest", MAX_REQUEST_PART).await?;
+                request = Some(text);
             }
-            _ => while field.next().await.is_some() {},
+            _ => skip_part(&mut field).await?,
         }
     }
     Ok((upload, request))
@@ -143,196 +102,6 @@ fn parse_request(text: Option<&str>) -> ApiResult<ImportRequest> {
         Some(text) => serde_json::from_str(text)
             .map_err(|e| ApiError::bad_request(format!("importRequest is invalid: {e}"))),
     }
-}
-
-/// What a header cell names: a view column (by name, then id), the record id or the path.
-fn header_target(header: &str, columns: &[&ColumnDef]) -> Target {
-    let header = header.trim();
-    let column = columns
-        .iter()
-        .find(|c| c.name == header)
-        .or_else(|| columns.iter().find(|c| c.id == header));
-    match (column, header) {
-        // Formula cells are computed: an exported formula column is read back as nothing.
-        (Some(c), _) if c.column_type == ColumnType::Formula => Target::Ignored,
-        (Some(c), _) => column_target(c),
-        (None, "_recordId" | "Record ID") => Target::RecordId,
-        (None, "_path" | "Path") => Target::Path,
-        _ => Target::Ignored,
-    }
-}
-
-fn column_target(column: &ColumnDef) -> Target {
-    Target::Column {
-        id: column.id.clone(),
-        list: column.column_type.storage() == StorageKind::List,
-    }
-}
-
-/// The layout of an import: from the header row and the mappings. 400 when nothing maps.
-fn plan_layout(
-    request: &ImportRequest,
-    columns: &[&ColumnDef],
-    header: Option<Vec<String>>,
-) -> ApiResult<Layout> {
-    let with_header = request.with_header.unwrap_or(true);
-    let mut targets: Vec<Target> = match (&header, with_header) {
-        (Some(names), true) => names.iter().map(|h| header_target(h, columns)).collect(),
-        _ => Vec::new(),
-    };
-    if let Some(mappings) = &request.column_mappings {
-        // Mapped columns replace the header's matches; its record id and path columns stay.
-        for target in &mut targets {
-            if matches!(target, Target::Column { .. }) {
-                *target = Target::Ignored;
-            }
-        }
-        for mapping in mappings {
-            let target = match mapping.column_id.as_str() {
-                "_recordId" => Target::RecordId,
-                "_path" => Target::Path,
-                id => match columns.iter().find(|c| c.id == id) {
-                    Some(c) if c.column_type == ColumnType::Formula => {
-                        return Err(ApiError::bad_request(format!(
-                            "columnMappings: column \"{id}\" is a formula column; its values \
-                             are computed."
-                        )))
-                    }
-                    Some(c) => column_target(c),
-                    None => {
-                        return Err(ApiError::bad_request(format!(
-                            "columnMappings: column \"{id}\" is not in the view."
-                        )))
-                    }
-                },
-            };
-            let at = mapping.file_column_index;
-            if at >= 10_000 {
-                return Err(ApiError::bad_request(format!(
-                    "columnMappings: fileColumnIndex {at} is out of range."
-                )));
-            }
-            if targets.len() <= at {
-                targets.resize(at + 1, Target::Ignored);
-            }
-            targets[at] = target;
-        }
-    } else if !with_header {
-        return Err(ApiError::bad_request("An import without a header row needs columnMappings."));
-    }
-    if !targets.iter().any(|t| matches!(t, Target::Column { .. })) {
-        return Err(ApiError::bad_request(
-            "No column of the file maps to a column of the view (match the header to column \
-             names or ids, or give columnMappings).",
-        ));
-    }
-    let first_data_row = match request.first_data_row {
-        Some(0) => return Err(ApiError::bad_request("firstDataRow is 1-based.")),
-        Some(row) => row,
-        None if with_header => 2,
-        None => 1,
-    };
-    Ok(Layout { targets, first_data_row })
-}
-
-fn csv_reader(path: &Path) -> Result<csv::Reader<std::fs::File>, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("opening the upload: {e}"))?;
-    Ok(csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(file))
-}
-
-/// A field as text; `row`/`column` name it in the error.
-fn field_text(bytes: &[u8], row: usize, column: usize, first: bool) -> Result<String, String> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| format!("row {row}, column {}: the text is not valid UTF-8.", column + 1))?;
-    let text = if first && row == 1 { text.trim_start_matches('\u{feff}') } else { text };
-    Ok(text.to_owned())
-}
-
-/// The header row of the file (its first row), or `None` for an empty file.
-fn read_header(path: &Path) -> ApiResult<Option<Vec<String>>> {
-    let mut reader = csv_reader(path).map_err(ApiError::internal)?;
-    let mut record = csv::ByteRecord::new();
-    match reader.read_byte_record(&mut record) {
-        Ok(false) => Ok(None),
-        Ok(true) => record
-            .iter()
-            .enumerate()
-            .map(|(i, field)| field_text(field, 1, i, i == 0))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some)
-            .map_err(ApiError::bad_request),
-        Err(err) => Err(ApiError::bad_request(format!("The header row is not valid CSV: {err}"))),
-    }
-}
-
-/// A field as the JSON value the records API takes for its column.
-fn cell_value(text: String, list: bool, row: usize, column: &str) -> Result<Value, String> {
-    if text.is_empty() {
-        return Ok(Value::Null);
-    }
-    if !list {
-        return Ok(Value::String(text));
-    }
-    if text.trim_start().starts_with('[') {
-        return match serde_json::from_str::<Value>(&text) {
-            Ok(value @ Value::Array(_)) => Ok(value),
-            _ => Err(format!(
-                "row {row}, column \"{column}\": a list is a JSON array of strings, like [\"a\",\"b\"]."
-            )),
-        };
-    }
-    Ok(Value::Array(vec![Value::String(text)]))
-}
-
-/// Every data row of the file as a record write, labelled `row <n>`. Blocking.
-fn read_rows(path: &Path, layout: &Layout) -> Result<Vec<(String, RecordInput)>, String> {
-    let mut reader = csv_reader(path)?;
-    let mut record = csv::ByteRecord::new();
-    let mut rows = Vec::new();
-    let mut width = None;
-    let mut row = 0usize;
-    loop {
-        match reader.read_byte_record(&mut record) {
-            Ok(false) => break,
-            Ok(true) => {}
-            Err(err) => {
-                let at = err.position().map_or(row + 1, |p| p.record() as usize + 1);
-                return Err(format!("row {at}: the CSV is malformed: {err}"));
-            }
-        }
-        row += 1;
-        let expected = *width.get_or_insert(record.len());
-        if record.len() != expected {
-            return Err(format!(
-                "row {row} has {} fields where the rows before it have {expected}.",
-                record.len()
-            ));
-        }
-        if row < layout.first_data_row {
-            continue;
-        }
-        let mut input = RecordInput::default();
-        for (i, field) in record.iter().enumerate() {
-            let target = layout.targets.get(i).unwrap_or(&Target::Ignored);
-            if matches!(target, Target::Ignored) {
-                continue;
-            }
-            let text = field_text(field, row, i, i == 0)?;
-            match target {
-                Target::RecordId => input.id = Some(text).filter(|t| !t.is_empty()),
-                Target::Path => input.path = Some(text),
-                Target::Column { id, list } => input.cells.push(CellInput {
-                    column_id: Some(id.clone()),
-                    value: Some(cell_value(text, *list, row, id)?),
-                    dependency_status: None,
-                    source_status: None,
-                }),
-                Target::Ignored => {}
-            }
-        }
-        rows.push((format!("row {row}"), input));
-    }
-    Ok(rows)
 }
 
 /// Names the column in the actor's messages about `row <n>.cells[<j>]`.
@@ -371,35 +140,56 @@ async fn import(
         .view(&view_id)
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &view_id))?;
     let columns: Vec<&ColumnDef> = schema.view_columns(view).into_iter().map(|(c, _)| c).collect();
-    let header = read_header(&upload.path)?;
-    let layout = plan_layout(&request, &columns, header)?;
+    let limits = crate::io::csv_import::limits(columns.len());
+    // The header row may be up to a row's limit: read off the HTTP worker.
+    let path = upload.path.clone();
+    let header = web::block(move || {
+        std::fs::File::open(&path)
+            .map_err(|e| ApiError::internal(format!("opening the upload: {e}")))
+            .and_then(|file| read_header(file, limits).map_err(ApiError::bad_request))
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))??;
+    let layout =
+        plan_layout(&request, &columns, header.as_deref()).map_err(ApiError::bad_request)?;
+    drop(header);
     let references = reference_columns(&schema, &view_id);
+    let imported = layout.columns();
+    let written: Vec<_> =
+        references.iter().filter(|(id, _)| imported.contains(&id.as_str())).cloned().collect();
+    check_reference_access(&state, &p, &written)?;
     let backup = request.backup.unwrap_or(true);
     let (pc, vid, branch) = (p.clone(), view_id.clone(), route.branch_id.clone());
+    let task_route = route.clone();
     let task = exec(&state, move |s| {
-        let task = s.start_task(&pc, TASK_KIND, Some(vid))?;
+        let task = s.start_task(&pc, TASK_KIND, &task_route, Some(vid))?;
         s.set_status(&[&branch], GridStatus::Importing);
         Ok::<_, ApiError>(task)
     })
     .await??;
     let (task_id, user, state2) = (task.id.clone(), p.user().to_owned(), state.clone());
+    let p2 = p.clone();
     actix_web::rt::spawn(async move {
         let columns: Vec<String> = layout.columns().into_iter().map(str::to_owned).collect();
         let imported = async {
-            if backup {
-                keep_backup(&state2, &route).await?;
-            }
             let read = web::block(move || {
-                let rows = read_rows(&upload.path, &layout);
+                let rows = std::fs::File::open(&upload.path)
+                    .map_err(|e| format!("opening the upload: {e}"))
+                    .and_then(|file| read_rows(std::io::BufReader::new(file), &layout));
                 drop(upload);
                 rows
             })
             .await
             .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))?
             .map_err(ApiError::bad_request)?;
-            let labelled: Vec<(String, &RecordInput)> =
-                read.iter().map(|(at, r)| (at.clone(), r)).collect();
-            check_written_references(&state2, &route, &references, &labelled).await?;
+            if backup {
+                keep_backup(&state2, &route).await?;
+            }
+            if !references.is_empty() {
+                let labelled: Vec<(String, &RecordInput)> =
+                    read.iter().map(|(at, r)| (at.clone(), r)).collect();
+                check_written_references(&state2, &p2, &route, &references, &labelled).await?;
+            }
             route.addr.send(ImportRecords { view_id, rows: read, user }).await?
         }
         .await;
@@ -410,18 +200,43 @@ async fn import(
             }
             Err(err) => {
                 let names: Vec<&str> = columns.iter().map(String::as_str).collect();
-                let mut message = name_columns(&err.message, &names);
-                for line in &err.messages {
-                    message.push_str("; ");
-                    message.push_str(&name_columns(line, &names));
-                }
-                tracing::info!(task = %task_id, error = %message, "import refused");
+                let message = task_message(&err, &names);
+                let logged = clip(&message, MAX_LOGGED_BYTES);
+                tracing::info!(task = %task_id, error = %logged, bytes = message.len(), "import refused");
                 Some(TaskError { code: err.code.as_str().to_owned(), message })
             }
         };
         end_task(&state2, task_id, vec![route.branch_id.clone()], error).await;
     });
     Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
+}
+
+/// A failed import's task message: the error's message, then its problems (`; `-separated,
+/// columns named), at most `MAX_PROBLEMS` of them and `MAX_ERROR_BYTES` in all, ending with
+/// `... and N more problems` when some were left out.
+fn task_message(err: &ApiError, columns: &[&str]) -> String {
+    let mut message = name_columns(clip(&err.message, MAX_ERROR_BYTES / 2), columns);
+    let total = err.messages.len().max(problem_count(&err.message));
+    let mut listed = 0usize;
+    for line in err.messages.iter().take(MAX_PROBLEMS) {
+        let line = name_columns(clip(line, MAX_ERROR_BYTES / 4), columns);
+        if message.len() + line.len() + 2 > MAX_ERROR_BYTES - 64 {
+            break;
+        }
+        message.push_str("; ");
+        message.push_str(&line);
+        listed += 1;
+    }
+    if !err.messages.is_empty() && listed < total {
+        message.push_str(&format!("; ... and {} more problems", total - listed));
+    }
+    message
+}
+
+/// The count in the actor's summary `<n> problems were found; ...` (it lists at most
+/// `MAX_PROBLEMS` of them), else 0.
+fn problem_count(summary: &str) -> usize {
+    summary.split_once(" problems were found").and_then(|(n, _)| n.trim().parse().ok()).unwrap_or(0)
 }
 
 /// Stores a copy of the branch as it is before the import, and records it as a backup.
@@ -489,8 +304,9 @@ async fn restore_backup(
         ApiError::not_found(ErrorCode::BranchIsNotFound, "Branch", &backup.branch_id)
     })?;
     let (pc, branch) = (p.clone(), backup.branch_id.clone());
+    let task_route = route.clone();
     let task = exec(&state, move |s| {
-        let task = s.start_task(&pc, "restore", None)?;
+        let task = s.start_task(&pc, "restore", &task_route, None)?;
         s.set_status(&[&branch], GridStatus::Restoring);
         Ok::<_, ApiError>(task)
     })
@@ -538,18 +354,5 @@ mod tests {
             "row 7: the record id is empty."
         );
         assert_eq!(name_columns("row 7.cells[9]: x", &columns), "row 7.cells[9]: x");
-    }
-
-    #[test]
-    fn list_cells_are_json_arrays_or_one_item() {
-        assert_eq!(cell_value(String::new(), true, 2, "tags"), Ok(Value::Null));
-        assert_eq!(
-            cell_value("[\"ui\",\"legal\"]".into(), true, 2, "tags"),
-            Ok(serde_json::json!(["ui", "legal"]))
-        );
-        assert_eq!(cell_value("ui".into(), true, 2, "tags"), Ok(serde_json::json!(["ui"])));
-        let err = cell_value("[oops".into(), true, 3, "tags").expect_err("not JSON");
-        assert!(err.starts_with("row 3, column \"tags\""), "{err}");
-        assert_eq!(cell_value("12".into(), false, 2, "n"), Ok(Value::String("12".into())));
     }
 }

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::references::{check_written_references, resolve_references};
+use super::references::{check_written_references, resolve_references, ReferenceReader};
 use super::{exec, json_response, json_response_sized, no_content, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::FileMeta;
@@ -270,6 +270,7 @@ fn with_file_details(
 /// records`.
 pub(super) async fn records_value(
     state: &AppState,
+    p: &Principal,
     route: &BranchRoute,
     view_id: &str,
     params: &ListParams,
@@ -284,7 +285,7 @@ pub(super) async fn records_value(
         cursor: params.cursor.clone(),
     };
     let mut page = route.addr.send(msg).await??;
-    resolve_references(state, route, &mut page.records).await?;
+    resolve_references(state, ReferenceReader::Refuse(p), route, &mut page.records).await?;
     let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
     match params.fetch_file_option.as_deref() {
         Some(option @ ("name" | "all")) => {
@@ -364,14 +365,14 @@ fn link_header(
         format!("{}{path}?{query}", state.public_url)
     };
     let mut links = Vec::new();
-    if params.offset + params.limit < total {
-        links.push(format!("<{}>; rel=\"next\"", page_url(params.offset + params.limit)));
+    // Saturating: an offset near the largest integer has no next page and never wraps to 0.
+    let next = params.offset.saturating_add(params.limit);
+    if next < total {
+        links.push(format!("<{}>; rel=\"next\"", page_url(next)));
     }
     if params.offset > 0 {
-        links.push(format!(
-            "<{}>; rel=\"prev\"",
-            page_url(params.offset.saturating_sub(params.limit))
-        ));
+        let prev = params.offset.saturating_sub(params.limit);
+        links.push(format!("<{}>; rel=\"prev\"", page_url(prev)));
     }
     (!links.is_empty()).then(|| links.join(", "))
 }
@@ -404,7 +405,7 @@ async fn list_records(
         cursor: params.cursor.clone(),
     };
     let mut page = route.addr.send(msg).await??;
-    resolve_references(&state, &route, &mut page.records).await?;
+    resolve_references(&state, ReferenceReader::Refuse(&p), &route, &mut page.records).await?;
     let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
     let capacity = page.records.iter().map(json_size_guess).sum::<usize>() + 2;
     let mut response = match params.fetch_file_option.as_deref() {
@@ -449,7 +450,7 @@ async fn write(
                 .enumerate()
                 .map(|(i, r)| (format!("records[{i}]"), r))
                 .collect();
-            check_written_references(state, &route, &columns, &labelled).await?;
+            check_written_references(state, p, &route, &columns, &labelled).await?;
             match route.addr.send(msg(write, true)).await?? {
                 WriteOutcome::Written(records) => records,
                 WriteOutcome::CheckReferences { .. } => {
@@ -458,7 +459,7 @@ async fn write(
             }
         }
     };
-    resolve_references(state, &route, &mut records).await?;
+    resolve_references(state, ReferenceReader::Hide(p), &route, &mut records).await?;
     Ok(records)
 }
 

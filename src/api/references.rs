@@ -3,12 +3,19 @@
 //! referenceRecordNotFound), and a read's reference cells get the referenced column's current
 //! values. Both ask each referenced branch once per request, never once per cell, and only
 //! branches of the same company.
+//!
+//! A reference is no way around access: a company key writes ids into a reference cell, or
+//! reads its referenced values, only when it may read the referenced grid (403 accessDenied
+//! otherwise, before anything is written). A view key reads and writes what its view shows (the
+//! view is its boundary, as for share pages). A write's answer hides (empty values) what the
+//! key may not read, so an accepted write is never answered with an error.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::auth::{KeyKind, Principal, Privilege};
 use crate::catalog::model::CompanyId;
 use crate::catalog::routes::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -19,6 +26,51 @@ use crate::grid::render::ReferenceTargets;
 use crate::grid::schema::{ColumnType, ReferenceSetting};
 use crate::grid::value::CellValue;
 use crate::state::AppState;
+
+/// Who reads referenced values, and what happens to a referenced grid they may not read.
+#[derive(Clone, Copy)]
+pub enum ReferenceReader<'a> {
+    /// A public share page: its view decides what it shows.
+    Share,
+    /// A key whose read is refused (403) when it may not read a referenced grid.
+    Refuse(&'a Principal),
+    /// A key for which the values of grids it may not read are left empty.
+    Hide(&'a Principal),
+}
+
+/// Whether `p` may read the grid `route` belongs to through a reference: a company key needs
+/// read access to it, a view key reads what its view shows.
+pub fn may_read_target(p: &Principal, route: &BranchRoute) -> bool {
+    match &p.key.kind {
+        KeyKind::View { .. } => route.company_id == p.company_id(),
+        KeyKind::Company { .. } => {
+            p.authorize(&route.scope(None), Privilege::Read, || ApiError::internal("")).is_ok()
+        }
+    }
+}
+
+fn unreadable(setting: &ReferenceSetting) -> ApiError {
+    ApiError::access_denied(format!(
+        "This key has no read access to grid \"{}\", which a reference column points at.",
+        setting.grid_id
+    ))
+}
+
+/// Refuses (403 accessDenied) when `p` may not read a grid one of `columns` points at.
+pub fn check_reference_access(
+    state: &AppState,
+    p: &Principal,
+    columns: &ReferenceColumns,
+) -> ApiResult<()> {
+    for (_, setting) in columns {
+        if let Some(route) = target(state, p.company_id(), setting) {
+            if !may_read_target(p, &route) {
+                return Err(unreadable(setting));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// The branch a reference points at, if it exists and belongs to `company_id`.
 fn target(
@@ -53,6 +105,7 @@ struct WrittenId<'a> {
 /// request (`records[0]`, `row 3`).
 pub async fn check_written_references(
     state: &AppState,
+    p: &Principal,
     route: &BranchRoute,
     columns: &ReferenceColumns,
     inputs: &[(String, &RecordInput)],
@@ -87,6 +140,7 @@ pub async fn check_written_references(
             continue;
         }
         let missing: Vec<String> = match target(state, route.company_id, setting) {
+            Some(target) if !may_read_target(p, &target) => return Err(unreadable(setting)),
             Some(target) => {
                 let mut unique: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
                 unique.sort();
@@ -122,6 +176,7 @@ struct Wanted {
 /// company's) shows empty values.
 pub async fn resolve_references(
     state: &AppState,
+    reader: ReferenceReader<'_>,
     branch: &BranchRoute,
     records: &mut [RecordOut],
 ) -> ApiResult<()> {
@@ -156,13 +211,26 @@ pub async fn resolve_references(
             None => by_branch.push((branch_id, vec![at])),
         }
     }
-    let asks = by_branch.into_iter().filter_map(|(_, columns)| {
-        let target = target(state, branch.company_id, &wanted[columns[0]].setting)?;
+    let mut targets = Vec::with_capacity(by_branch.len());
+    for (_, columns) in by_branch {
+        let setting = &wanted[columns[0]].setting;
+        let Some(target) = target(state, branch.company_id, setting) else { continue };
+        match reader {
+            ReferenceReader::Share => {}
+            ReferenceReader::Refuse(p) if !may_read_target(p, &target) => {
+                return Err(unreadable(setting))
+            }
+            ReferenceReader::Hide(p) if !may_read_target(p, &target) => continue,
+            ReferenceReader::Refuse(_) | ReferenceReader::Hide(_) => {}
+        }
+        targets.push((columns, target));
+    }
+    let asks = targets.into_iter().map(|(columns, target)| {
         let requests: Vec<(String, Vec<String>)> = columns
             .iter()
             .map(|&at| (wanted[at].setting.column_id.clone(), wanted[at].ids.clone()))
             .collect();
-        Some(async move { (columns, target.addr.send(ReadReferenced { requests }).await) })
+        async move { (columns, target.addr.send(ReadReferenced { requests }).await) }
     });
     let mut found: Vec<Option<Referenced>> = vec![None; wanted.len()];
     for (columns, answers) in futures_util::future::join_all(asks).await {

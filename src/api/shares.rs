@@ -8,7 +8,8 @@
 //!   (`page`, `query`, `sort`; `X-Total-Count`), and `.../records/<recordId>/histories` as JSON
 //!   when history is included.
 //!
-//! A disabled or unknown link answers 404 `shareIsNotFound`. Every value on the page is HTML-
+//! A disabled or unknown link answers 404 `shareIsNotFound`. With `--rate-limit` set, the public
+//! routes are limited per client address like a key (429 with `Retry-After`). Every value on the page is HTML-
 //! escaped, and the page is served with a content security policy that allows no script.
 
 use actix_web::http::header;
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::records::{history_body, parse_list_params, record_body, RecordBody};
-use super::references::resolve_references;
+use super::references::{resolve_references, ReferenceReader};
 use super::{exec, json_response, no_content, ok, percent_encode, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::{CompanyId, Share};
@@ -114,10 +115,13 @@ async fn disable_share(
 }
 
 /// The active link with `token` and its view's route (404 shareIsNotFound otherwise).
+/// Every public request is rate-limited by its client's address when a limit is set.
 async fn shared(
     state: &AppState,
+    req: &HttpRequest,
     token: String,
 ) -> ApiResult<(Share, std::sync::Arc<BranchRoute>)> {
+    state.limiter.check_client(req)?;
     let not_found = || {
         ApiError::new(ErrorCode::ShareIsNotFound, "This share link does not exist or is disabled.")
     };
@@ -184,9 +188,10 @@ async fn share_page(
     state: web::Data<AppState>,
     token: web::Path<String>,
     query: web::Query<PageQuery>,
+    req: HttpRequest,
 ) -> ApiResult<HttpResponse> {
     let token = token.into_inner();
-    let (share, route) = shared(&state, token.clone()).await?;
+    let (share, route) = shared(&state, &req, token.clone()).await?;
     let page = match query.page.as_deref() {
         None => 1,
         Some(text) => {
@@ -209,7 +214,7 @@ async fn share_page(
         cursor: None,
     };
     let mut records = route.addr.send(msg).await??;
-    resolve_references(&state, &route, &mut records.records).await?;
+    resolve_references(&state, ReferenceReader::Share, &route, &mut records.records).await?;
     let pages = records.total.div_ceil(PAGE_ROWS).max(1);
     let columns = schema.view_columns(view);
     let mut body = format!(
@@ -275,7 +280,7 @@ async fn share_records(
     token: web::Path<String>,
     req: HttpRequest,
 ) -> ApiResult<HttpResponse> {
-    let (share, route) = shared(&state, token.into_inner()).await?;
+    let (share, route) = shared(&state, &req, token.into_inner()).await?;
     let params = parse_list_params(req.query_string())?;
     let msg = ReadRecords {
         view_id: share.view_id.clone(),
@@ -287,7 +292,7 @@ async fn share_records(
         cursor: None,
     };
     let mut page = route.addr.send(msg).await??;
-    resolve_references(&state, &route, &mut page.records).await?;
+    resolve_references(&state, ReferenceReader::Share, &route, &mut page.records).await?;
     let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
     let mut response = json_response(StatusCode::OK, &body);
     if let Ok(v) = page.total.to_string().parse() {
@@ -299,10 +304,11 @@ async fn share_records(
 /// A record's history through a link that includes grid history (404 otherwise).
 async fn shared_history(
     state: &AppState,
+    req: &HttpRequest,
     token: String,
     record_id: String,
 ) -> ApiResult<(Vec<crate::grid::history::HistoryEntry>, crate::grid::schema::Schema)> {
-    let (share, route) = shared(state, token).await?;
+    let (share, route) = shared(state, req, token).await?;
     if !share.include_grid_history {
         return Err(ApiError::new(
             ErrorCode::ShareIsNotFound,
@@ -320,9 +326,10 @@ async fn shared_history(
 async fn share_history_json(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
+    req: HttpRequest,
 ) -> ApiResult<HttpResponse> {
     let (token, record_id) = path.into_inner();
-    let (entries, schema) = shared_history(&state, token, record_id).await?;
+    let (entries, schema) = shared_history(&state, &req, token, record_id).await?;
     let types = schema.columns.iter().map(|c| (c.id.clone(), c.column_type)).collect();
     ok(&entries.iter().map(|e| history_body(e, &types)).collect::<Vec<_>>())
 }
@@ -332,9 +339,10 @@ async fn share_history_json(
 async fn share_history_page(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
+    req: HttpRequest,
 ) -> ApiResult<HttpResponse> {
     let (token, record_id) = path.into_inner();
-    let (entries, schema) = shared_history(&state, token.clone(), record_id.clone()).await?;
+    let (entries, schema) = shared_history(&state, &req, token.clone(), record_id.clone()).await?;
     let name = |id: &str| schema.column(id).map_or(id.to_owned(), |c| c.name.clone());
     let mut body = format!(
         "<h1>History of {}</h1><p><a href=\"/share/{}\">Back to the view</a></p><table><thead><tr>\

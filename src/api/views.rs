@@ -157,7 +157,7 @@ async fn get_view(
     if !with_records {
         return ok(&body);
     }
-    let records = records_value(&state, &route, &id, &params).await?;
+    let records = records_value(&state, &p, &route, &id, &params).await?;
     let mut value = serde_json::to_value(&body)
         .map_err(|e| ApiError::internal(format!("rendering the view: {e}")))?;
     if let Some(object) = value.as_object_mut() {

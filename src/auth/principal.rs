@@ -152,6 +152,21 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Principal> {
     let state = req
         .app_data::<web::Data<AppState>>()
         .ok_or_else(|| ApiError::internal("application state is missing"))?;
+    let key = match find_key(state, req) {
+        Ok(key) => key,
+        Err(unauthorized) => {
+            // No valid key: the client's address pays for the attempt.
+            state.limiter.check_client(req)?;
+            return Err(unauthorized);
+        }
+    };
+    state.limiter.check(&key.id)?;
+    let tier = state.keys.tier(key.company_id);
+    Ok(Principal { key, tier })
+}
+
+/// The key the request's `Authorization` header names (401 unauthorized otherwise).
+fn find_key(state: &AppState, req: &HttpRequest) -> ApiResult<Arc<ApiKey>> {
     let header = req
         .headers()
         .get(actix_web::http::header::AUTHORIZATION)
@@ -160,13 +175,10 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Principal> {
     let secret = api_key_secret(header).ok_or_else(|| {
         ApiError::new(ErrorCode::Unauthorized, "The Authorization header must be 'ApiKey <key>'.")
     })?;
-    let key = state
+    state
         .keys
         .find(secret)
-        .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "The API key is invalid."))?;
-    state.limiter.check(&key.id)?;
-    let tier = state.keys.tier(key.company_id);
-    Ok(Principal { key, tier })
+        .ok_or_else(|| ApiError::new(ErrorCode::Unauthorized, "The API key is invalid."))
 }
 
 impl FromRequest for Principal {

@@ -3,8 +3,11 @@
 
 pub mod backups;
 pub mod branches;
+pub mod collector;
 pub mod files;
 pub mod grids;
+pub mod journal;
+pub mod keys;
 pub mod model;
 pub mod numbering;
 pub mod routes;

@@ -196,6 +196,14 @@ pub struct Task {
     /// through its view).
     #[serde(default)]
     pub view_id: Option<String>,
+    /// Where the task's grid sits: a task is seen only by keys that reach its grid (and, for a
+    /// view key, its view). Tasks recorded before these were kept have none.
+    #[serde(default)]
+    pub project_id: Option<ProjectId>,
+    #[serde(default)]
+    pub database_id: Option<String>,
+    #[serde(default)]
+    pub grid_id: Option<String>,
     #[serde(rename = "type")]
     pub kind: String,
     pub status: TaskStatus,

@@ -1,18 +1,26 @@
 //! Supervisor operations on share links (decisions.md section 10): one per view, enabled by PUT
-//! (keeping its token, so a re-enabled link is the same link), disabled by DELETE, looked up by
-//! token for the public read-only page.
+//! (an active link keeps its token; enabling a disabled link issues a new token, so a link once
+//! disabled stays dead), disabled by DELETE, looked up by token for the public read-only page.
+//!
+//! Lookups by token go through the SHA-256 of the token (`Supervisor::share_tokens`), so the
+//! secret is never compared byte by byte and the time taken tells nothing about it.
 
 use rand::distributions::Alphanumeric;
 use rand::Rng;
+use subtle::ConstantTimeEq;
 
 use super::model::{now_timestamp, Share};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
-use crate::auth::Principal;
+use crate::auth::{hash_secret, Principal};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
 /// Characters of a share token (random alphanumerics: about 143 bits).
 const TOKEN_LEN: usize = 24;
+
+fn new_token() -> String {
+    rand::thread_rng().sample_iter(&Alphanumeric).take(TOKEN_LEN).map(char::from).collect()
+}
 
 fn not_found(view_id: &str) -> ApiError {
     ApiError::new(ErrorCode::ShareIsNotFound, format!("View \"{view_id}\" has no share link."))
@@ -32,16 +40,13 @@ impl Supervisor {
                 active: true,
                 include_grid_history: include_grid_history.unwrap_or(existing.include_grid_history),
                 last_modified_date: now,
+                token: if existing.active { existing.token.clone() } else { new_token() },
                 ..existing.clone()
             },
             None => Share {
                 view_id: view_id.to_owned(),
                 company_id: p.company_id().to_owned(),
-                token: rand::thread_rng()
-                    .sample_iter(&Alphanumeric)
-                    .take(TOKEN_LEN)
-                    .map(char::from)
-                    .collect(),
+                token: new_token(),
                 active: true,
                 include_grid_history: include_grid_history.unwrap_or(false),
                 created_date: now.clone(),
@@ -49,7 +54,10 @@ impl Supervisor {
             },
         };
         self.commit(&[CatalogChange::put(EntityKind::Share, view_id, &share)])?;
-        self.shares.insert(view_id.to_owned(), share.clone());
+        if let Some(old) = self.shares.insert(view_id.to_owned(), share.clone()) {
+            self.share_tokens.remove(&hash_secret(&old.token));
+        }
+        self.share_tokens.insert(hash_secret(&share.token), view_id.to_owned());
         Ok(share)
     }
 
@@ -64,12 +72,26 @@ impl Supervisor {
         share.active = false;
         share.last_modified_date = now_timestamp();
         self.commit(&[CatalogChange::put(EntityKind::Share, view_id, &share)])?;
+        self.share_tokens.remove(&hash_secret(&share.token));
         self.shares.insert(view_id.to_owned(), share);
         Ok(())
     }
 
-    /// The active share link with this token.
+    /// The active share link with this token, found by the token's hash.
     pub fn share_by_token(&self, token: &str) -> Option<Share> {
-        self.shares.values().find(|s| s.active && s.token == token).cloned()
+        let view_id = self.share_tokens.get(&hash_secret(token))?;
+        let share = self.shares.get(view_id)?;
+        let same = bool::from(share.token.as_bytes().ct_eq(token.as_bytes()));
+        (share.active && same).then(|| share.clone())
+    }
+
+    /// The hashes of the active links' tokens, for `share_tokens`.
+    pub(super) fn index_share_tokens(&mut self) {
+        self.share_tokens = self
+            .shares
+            .values()
+            .filter(|s| s.active)
+            .map(|s| (hash_secret(&s.token), s.view_id.clone()))
+            .collect();
     }
 }

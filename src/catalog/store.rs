@@ -1,13 +1,18 @@
 //! `CatalogStore`: where the catalogue's entities are persisted, behind a small trait, with sled
 //! as the implementation.
 //!
-//! A change set is applied atomically and flushed to disk before `apply` returns, so a catalogue
-//! change is durable when the supervisor acknowledges it. Owns no in-memory state.
+//! The tree is a materialized copy: a change set is made durable in the WAL first
+//! (`catalog::journal`), then applied here atomically with the LSN of its WAL record
+//! (`apply_at`), so recovery knows which change sets the tree holds. Owns no in-memory state.
 
-use serde::{de::DeserializeOwned, Serialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+/// The tree's entry holding the LSN of the last change set applied (u64 LE); not under any
+/// entity kind's prefix.
+const APPLIED_LSN_KEY: &[u8] = b"meta/applied_lsn";
 
 /// The kinds of catalogue entity, each its own key prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum EntityKind {
     Company,
     Project,
@@ -41,8 +46,11 @@ impl EntityKind {
     }
 }
 
+/// One stored entry: key and value bytes.
+pub type RawEntry = (Vec<u8>, Vec<u8>);
+
 /// One entity written or removed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum CatalogChange {
     Put { kind: EntityKind, id: String, json: Vec<u8> },
     Delete { kind: EntityKind, id: String },
@@ -65,14 +73,21 @@ pub enum StoreError {
     Storage(#[from] sled::Error),
     #[error("catalogue entry {key} is unreadable: {source}")]
     Corrupt { key: String, source: serde_json::Error },
+    #[error("the catalogue change could not be logged: {0}")]
+    Journal(String),
 }
 
 /// Persistence of catalogue entities.
 pub trait CatalogStore: Send {
-    /// Applies the changes atomically and makes them durable before returning.
+    /// Applies the changes atomically and flushes (for tools editing a stopped server's
+    /// catalogue; the server itself uses `apply_at`).
     fn apply(&self, changes: &[CatalogChange]) -> Result<(), StoreError>;
+    /// Applies the change set logged at WAL position `lsn` atomically, with that position.
+    fn apply_at(&self, changes: &[CatalogChange], lsn: u64) -> Result<(), StoreError>;
     /// Every stored entity of a kind, as raw JSON.
     fn scan(&self, kind: EntityKind) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
+    /// Every entry (for the catalogue's image) and the LSN of the last change set applied.
+    fn entries(&self) -> Result<(Vec<RawEntry>, u64), StoreError>;
 }
 
 /// Loads every entity of a kind.
@@ -106,22 +121,79 @@ impl SledCatalogStore {
     }
 }
 
-impl CatalogStore for SledCatalogStore {
-    fn apply(&self, changes: &[CatalogChange]) -> Result<(), StoreError> {
+impl SledCatalogStore {
+    /// The LSN of the last change set applied (0 for a tree written before the journal).
+    pub fn applied_lsn(&self) -> Result<u64, StoreError> {
+        Ok(self.tree.get(APPLIED_LSN_KEY)?.map_or(0, |v| decode_lsn(&v)))
+    }
+
+    /// Replaces every entry with `entries` (a catalogue image) at position `lsn`, atomically.
+    pub fn replace_all(&self, entries: &[RawEntry], lsn: u64) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();
-        for change in changes {
-            match change {
-                CatalogChange::Put { kind, id, json } => {
-                    batch.insert(format!("{}{id}", kind.prefix()).as_bytes(), json.as_slice());
-                }
-                CatalogChange::Delete { kind, id } => {
-                    batch.remove(format!("{}{id}", kind.prefix()).as_bytes());
-                }
-            }
+        for key in self.tree.iter().keys() {
+            batch.remove(key?);
         }
+        for (key, value) in entries {
+            batch.insert(key.as_slice(), value.as_slice());
+        }
+        batch.insert(APPLIED_LSN_KEY, &lsn.to_le_bytes()[..]);
         self.tree.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Makes every applied change durable in sled.
+    pub fn flush(&self) -> Result<(), StoreError> {
         self.db.flush()?;
         Ok(())
+    }
+}
+
+/// A stored LSN; a damaged (short) value reads as 0, so the WAL's change sets are replayed.
+fn decode_lsn(bytes: &[u8]) -> u64 {
+    <[u8; 8]>::try_from(bytes).map_or(0, u64::from_le_bytes)
+}
+
+fn batch_of(changes: &[CatalogChange]) -> sled::Batch {
+    let mut batch = sled::Batch::default();
+    for change in changes {
+        match change {
+            CatalogChange::Put { kind, id, json } => {
+                batch.insert(format!("{}{id}", kind.prefix()).as_bytes(), json.as_slice());
+            }
+            CatalogChange::Delete { kind, id } => {
+                batch.remove(format!("{}{id}", kind.prefix()).as_bytes());
+            }
+        }
+    }
+    batch
+}
+
+impl CatalogStore for SledCatalogStore {
+    fn apply(&self, changes: &[CatalogChange]) -> Result<(), StoreError> {
+        self.tree.apply_batch(batch_of(changes))?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    fn apply_at(&self, changes: &[CatalogChange], lsn: u64) -> Result<(), StoreError> {
+        let mut batch = batch_of(changes);
+        batch.insert(APPLIED_LSN_KEY, &lsn.to_le_bytes()[..]);
+        self.tree.apply_batch(batch)?;
+        Ok(())
+    }
+
+    fn entries(&self) -> Result<(Vec<RawEntry>, u64), StoreError> {
+        let mut entries = Vec::new();
+        let mut lsn = 0;
+        for entry in self.tree.iter() {
+            let (key, value) = entry?;
+            if &key[..] == APPLIED_LSN_KEY {
+                lsn = decode_lsn(&value);
+            } else {
+                entries.push((key.to_vec(), value.to_vec()));
+            }
+        }
+        Ok((entries, lsn))
     }
 
     fn scan(&self, kind: EntityKind) -> Result<Vec<(String, Vec<u8>)>, StoreError> {

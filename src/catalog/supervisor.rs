@@ -1,14 +1,17 @@
-//! The `Supervisor` actor: owns the catalogue in memory, persists every change through the
-//! `CatalogStore` before acknowledging it, starts and stops grid actors, and keeps the route
-//! table and key ring that handlers read.
+//! The `Supervisor` actor: owns the catalogue in memory, makes every change set durable in the
+//! WAL and then writes it to the `CatalogStore` (sled's materialized copy) before acknowledging
+//! it, stores the catalogue's images (`journal`), starts and stops grid actors, and keeps the
+//! route table and key ring that handlers read.
 //!
 //! Handlers send it `Exec` messages: a closure run on the supervisor's own thread with
 //! exclusive access, so every catalogue change is serialized here.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-use actix::{Actor, ArbiterHandle, Context, Handler, Message, MessageResult};
+use actix::{Actor, ArbiterHandle, AsyncContext, Context, Handler, Message, MessageResult};
 use indexmap::IndexMap;
 
 use super::model::{
@@ -20,7 +23,15 @@ use super::routes::Routes;
 use super::store::{load_all, CatalogChange, CatalogStore, EntityKind, StoreError};
 use crate::auth::{ApiKey, KeyRing};
 use crate::error::{ApiError, ApiResult};
-use crate::persist::durability::Durability;
+use crate::persist::durability::{wait_off_runtime, Durability};
+use crate::persist::entry::WalRecord;
+
+/// A catalogue image is stored after this many change sets (and on the snapshot interval, and
+/// at shutdown).
+const IMAGE_EVERY_CHANGES: u64 = 1000;
+
+/// The blocking work of storing a catalogue image.
+pub type ImageJob = Box<dyn FnOnce() -> Result<(), String> + Send>;
 
 /// The catalogue and everything the supervisor needs to change it.
 pub struct Supervisor {
@@ -36,6 +47,8 @@ pub struct Supervisor {
     pub(super) backups: IndexMap<String, Backup>,
     /// Share links by view id.
     pub(super) shares: IndexMap<String, Share>,
+    /// The active share links' view ids by the SHA-256 of their token.
+    pub(super) share_tokens: HashMap<[u8; 32], String>,
     /// Uploaded files by id.
     pub(super) files: IndexMap<String, FileMeta>,
     pub(super) store: Box<dyn CatalogStore>,
@@ -46,6 +59,13 @@ pub struct Supervisor {
     pub(super) files_dir: PathBuf,
     arbiters: Vec<ArbiterHandle>,
     next_arbiter: usize,
+    /// Change sets committed since the last catalogue image was taken.
+    since_image: AtomicU64,
+    /// Set when sled's copy missed a change set: no image is taken from it until a restart
+    /// rebuilds it from the WAL.
+    tree_stale: AtomicBool,
+    /// One catalogue image write at a time.
+    image_lock: Arc<Mutex<()>>,
 }
 
 impl Supervisor {
@@ -92,6 +112,7 @@ impl Supervisor {
             tasks: tasks.into_iter().map(|t| (t.id.clone(), t)).collect(),
             backups: backups.into_iter().map(|b| (b.id.clone(), b)).collect(),
             shares: shares.into_iter().map(|s| (s.view_id.clone(), s)).collect(),
+            share_tokens: HashMap::new(),
             files: files.into_iter().map(|f| (f.id.clone(), f)).collect(),
             store,
             keyring,
@@ -100,17 +121,21 @@ impl Supervisor {
             files_dir,
             arbiters,
             next_arbiter: 0,
+            since_image: AtomicU64::new(0),
+            tree_stale: AtomicBool::new(false),
+            image_lock: Arc::default(),
         };
         supervisor.sort_by_creation();
-        supervisor.fail_interrupted_tasks()?;
+        supervisor.index_share_tokens();
         // A status such as `merging` belongs to a task the restart cut off.
         supervisor.grids.values_mut().for_each(|g| g.status = Default::default());
         supervisor.branches.values_mut().for_each(|b| b.status = Default::default());
         Ok(supervisor)
     }
 
-    /// Tasks still running when the server stopped were cut off: they read failed.
-    fn fail_interrupted_tasks(&mut self) -> Result<(), StoreError> {
+    /// Tasks still running when the server stopped were cut off: they read failed. Called once
+    /// the WAL is ready for new records (after any padding).
+    pub fn fail_interrupted_tasks(&mut self) -> Result<(), StoreError> {
         let mut changes = Vec::new();
         for task in self.tasks.values_mut().filter(|t| t.status == TaskStatus::Running) {
             task.status = TaskStatus::Failed;
@@ -124,7 +149,7 @@ impl Supervisor {
         if changes.is_empty() {
             return Ok(());
         }
-        self.store.apply(&changes)
+        self.commit(&changes).map_err(|e| StoreError::Journal(e.message))
     }
 
     /// sled scans in key order; the API lists in creation order (ids for companies and
@@ -141,12 +166,80 @@ impl Supervisor {
         self.backups.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
     }
 
-    /// Persists a change set; memory is changed by the caller only after this succeeds.
+    /// Makes a change set durable in the WAL, then writes it to sled's copy; memory is changed
+    /// by the caller only after this succeeds. Blocks the supervisor for one WAL sync.
     pub(super) fn commit(&self, changes: &[CatalogChange]) -> ApiResult<()> {
-        self.store.apply(changes).map_err(|err| {
-            tracing::error!(error = %err, "catalogue write failed");
+        let appended =
+            self.durability.wal.append(WalRecord::encode_catalog(changes)).map_err(|err| {
+                tracing::error!(error = %err, "catalogue change refused by the WAL");
+                ApiError::new(
+                    crate::error::ErrorCode::ServiceUnavailable,
+                    format!("The catalogue change could not be logged: {err}"),
+                )
+            })?;
+        let lsn = appended.lsn;
+        wait_off_runtime(appended.durable).map_err(|err| {
+            tracing::error!(error = %err, lsn, "catalogue change not made durable");
             ApiError::internal("The catalogue could not be written.")
-        })
+        })?;
+        if let Err(err) = self.store.apply_at(changes, lsn) {
+            // The WAL holds the change: it is acknowledged, and the next start rebuilds sled's
+            // copy; until then no image is taken from the stale copy.
+            tracing::error!(error = %err, lsn, "writing sled's copy of the catalogue failed");
+            self.tree_stale.store(true, Ordering::SeqCst);
+        }
+        if self.since_image.fetch_add(1, Ordering::SeqCst) + 1 >= IMAGE_EVERY_CHANGES {
+            self.store_image_in_background();
+        }
+        Ok(())
+    }
+
+    /// Takes the catalogue's image (its entries and position, read on this thread, the only
+    /// writer) and returns the blocking work (it must not run inside the async runtime) that
+    /// stores it; `None` while sled's copy is stale.
+    pub fn image_job(&self) -> Option<ImageJob> {
+        if self.tree_stale.load(Ordering::SeqCst) {
+            tracing::error!("sled's catalogue copy is stale; no catalogue image until a restart");
+            return None;
+        }
+        // No catalogue change lies between the tree's position and the WAL's end (this thread
+        // is the catalogue's only writer), so the image may cover up to the WAL's end and its
+        // floor move with the branches' records.
+        let wal_end = self.durability.wal.last_lsn();
+        if let Err(err) = self.store.apply_at(&[], wal_end) {
+            tracing::error!(error = %err, "moving sled's catalogue position failed");
+            return None;
+        }
+        let (bytes, lsn) = match super::journal::image_payload(self.store.as_ref()) {
+            Ok(payload) => payload,
+            Err(err) => {
+                tracing::error!(error = %err, "reading the catalogue for its image failed");
+                return None;
+            }
+        };
+        self.since_image.store(0, Ordering::SeqCst);
+        let (durability, lock) = (self.durability.clone(), self.image_lock.clone());
+        Some(Box::new(move || {
+            let _one_at_a_time = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Only what is durable in the WAL may be covered by an image.
+            let synced = durability.wal.sync_now().map_err(|e| e.to_string())?;
+            synced.wait().map_err(|e| e.to_string())?;
+            let stored = super::journal::store_image(&durability, bytes, lsn);
+            match &stored {
+                Ok(()) => tracing::debug!(lsn, "catalogue image stored"),
+                Err(err) => {
+                    tracing::error!(lsn, error = %err, "storing the catalogue image failed")
+                }
+            }
+            stored
+        }))
+    }
+
+    /// Stores an image on a blocking thread, not holding up the supervisor.
+    fn store_image_in_background(&self) {
+        if let Some(job) = self.image_job() {
+            tokio::task::spawn_blocking(job);
+        }
     }
 
     /// The arbiter the next grid actor runs on (round robin, one per core).
@@ -187,6 +280,21 @@ fn migrate_ids(store: &dyn CatalogStore) -> Result<(), StoreError> {
 
 impl Actor for Supervisor {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(self.durability.policy.every, |act, _| {
+            // Also when only branches wrote: the catalogue's floor must not hold the WAL back.
+            let durability = &act.durability;
+            let lagging = durability
+                .wal
+                .last_lsn()
+                .saturating_sub(durability.floor(super::journal::CATALOG_IMAGE_KEY))
+                > durability.policy.every_records;
+            if act.since_image.load(Ordering::SeqCst) > 0 || lagging {
+                act.store_image_in_background();
+            }
+        });
+    }
 }
 
 /// A closure run on the supervisor with exclusive access to the catalogue.

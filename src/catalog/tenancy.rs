@@ -4,6 +4,7 @@
 use super::model::{
     now_timestamp, Company, CompanyId, Database, Project, ProjectId, Task, TaskError, TaskStatus,
 };
+use super::routes::BranchRoute;
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use crate::auth::{hash_secret, Access, ApiKey, KeyKind, Principal, Privilege, Scope, Tier};
@@ -29,7 +30,7 @@ pub struct KeySpec {
 
 const MAX_NAME_CHARS: usize = 255;
 
-fn check_name(name: &str, what: &str) -> ApiResult<String> {
+pub(super) fn check_name(name: &str, what: &str) -> ApiResult<String> {
     let name = name.trim();
     if name.is_empty() {
         return Err(ApiError::bad_request(format!("The {what} name is required.")));
@@ -45,8 +46,8 @@ fn check_name(name: &str, what: &str) -> ApiResult<String> {
 impl Supervisor {
     /// On an empty catalogue: the default company, project, database and the owner key
     /// (`secret`, or a random one, returned so the caller can print it once). On a catalogue that
-    /// exists, a given `secret` that matches no key is added as an admin owner key of the first
-    /// company, so an operator can always regain access.
+    /// exists, a given `secret` that matches no key is added as an admin owner key of the default
+    /// company (`default_company_id`), so an operator can always regain access.
     pub fn bootstrap(&mut self, secret: Option<&str>) -> ApiResult<Option<String>> {
         if self.companies.is_empty() {
             let made =
@@ -60,13 +61,31 @@ impl Supervisor {
         if self.keyring.find(secret).is_some() {
             return Ok(None);
         }
-        let company_id = *self.companies.keys().next().expect("catalogue is not empty");
+        let company_id = self.default_company_id().expect("catalogue is not empty");
         let key = owner_key(company_id, secret, true);
         self.commit(&[CatalogChange::put(EntityKind::Key, &key.id, &key)])?;
         self.keyring.insert(key.clone());
         self.keys.insert(key.id.clone(), key);
         tracing::info!("added the configured API key as an admin key");
         Ok(None)
+    }
+
+    /// The default company: the one the bootstrap made, which holds the admin keys; without an
+    /// admin key, the oldest company (the catalogue loads companies in id order, not in the
+    /// order they were made).
+    pub(super) fn default_company_id(&self) -> Option<CompanyId> {
+        let admin_company = self
+            .keys
+            .values()
+            .filter(|k| k.admin && self.companies.contains_key(&k.company_id))
+            .min_by(|a, b| a.created_time.cmp(&b.created_time))
+            .map(|k| k.company_id);
+        admin_company.or_else(|| {
+            self.companies
+                .values()
+                .min_by(|a, b| (&a.created_time, &a.id).cmp(&(&b.created_time, &b.id)))
+                .map(|c| c.id)
+        })
     }
 
     fn create_company_unchecked(
@@ -369,54 +388,6 @@ impl Supervisor {
         self.databases.shift_remove(id);
     }
 
-    // ---- keys ----
-
-    pub fn create_key(&mut self, p: &Principal, spec: KeySpec) -> ApiResult<(ApiKey, String)> {
-        p.require_company_privilege(Privilege::Owner)?;
-        let name = check_name(&spec.name, "key")?;
-        if let KeyKind::View { view_id } = &spec.kind {
-            let route =
-                self.routes.view(view_id).filter(|r| r.company_id == p.company_id()).ok_or_else(
-                    || ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id),
-                )?;
-            drop(route);
-        }
-        let secret = ids::generate_secret();
-        let key = ApiKey {
-            id: ids::generate(),
-            company_id: p.company_id(),
-            user: spec.user.filter(|u| !u.trim().is_empty()).unwrap_or_else(|| name.clone()),
-            name,
-            kind: spec.kind,
-            hash: hex::encode(hash_secret(&secret)),
-            created_time: now_timestamp(),
-            admin: false,
-        };
-        self.commit(&[CatalogChange::put(EntityKind::Key, &key.id, &key)])?;
-        self.keyring.insert(key.clone());
-        self.keys.insert(key.id.clone(), key.clone());
-        Ok((key, secret))
-    }
-
-    pub fn list_keys(&self, p: &Principal) -> ApiResult<Vec<ApiKey>> {
-        p.require_company_privilege(Privilege::Owner)?;
-        Ok(self.keys.values().filter(|k| k.company_id == p.company_id()).cloned().collect())
-    }
-
-    pub fn revoke_key(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
-        p.require_company_privilege(Privilege::Owner)?;
-        let key = self
-            .keys
-            .get(id)
-            .filter(|k| k.company_id == p.company_id())
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(ErrorCode::KeyIsNotFound, "Key", id))?;
-        self.commit(&[CatalogChange::delete(EntityKind::Key, id)])?;
-        self.keyring.remove(&key.hash);
-        self.keys.shift_remove(id);
-        Ok(())
-    }
-
     // ---- names ----
 
     /// The names of a grid and one of its branches when they belong to the caller's company,
@@ -434,25 +405,48 @@ impl Supervisor {
 
     // ---- tasks ----
 
+    /// A task the key may see: of its company, on a grid its access reaches, and for a view key
+    /// on its view; any other is 404 taskIsNotFound (a task's existence does not leak).
     pub fn task(&self, p: &Principal, id: &str) -> ApiResult<Task> {
         self.tasks
             .get(id)
-            .filter(|t| t.company_id == p.company_id())
+            .filter(|t| {
+                let scope = Scope {
+                    company: t.company_id,
+                    project: t.project_id,
+                    database: t.database_id.as_deref(),
+                    grid: t.grid_id.as_deref(),
+                    view: t.view_id.as_deref(),
+                };
+                match (&p.key.kind, &t.grid_id) {
+                    // Tasks recorded without their grid: keys of the whole company only.
+                    (KeyKind::Company { access, .. }, None) => {
+                        access.all && t.company_id == p.company_id()
+                    }
+                    (KeyKind::View { .. }, None) => false,
+                    (_, Some(_)) => p.sees(&scope),
+                }
+            })
             .cloned()
             .ok_or_else(|| ApiError::not_found(ErrorCode::TaskIsNotFound, "Task", id))
     }
 
-    /// Records a new running task of `kind` for the principal's company.
+    /// Records a new running task of `kind` on the branch at `route` (through `view_id` when
+    /// it works through a view), for the principal's company.
     pub fn start_task(
         &mut self,
         p: &Principal,
         kind: &str,
+        route: &BranchRoute,
         view_id: Option<String>,
     ) -> ApiResult<Task> {
         let task = Task {
             id: ids::generate(),
             company_id: p.company_id(),
             view_id,
+            project_id: Some(route.project_id),
+            database_id: Some(route.database_id.clone()),
+            grid_id: Some(route.grid_id.clone()),
             kind: kind.to_owned(),
             status: TaskStatus::Running,
             progress: 0,

@@ -4,6 +4,7 @@
 //! A write is validated whole, turned into ops, appended to the WAL, applied in memory, and
 //! answered once the WAL says it is durable. Handlers render replies on their own threads.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -23,7 +24,7 @@ use super::records::{
     RecordInput,
 };
 use super::references::{reference_columns, writes_references, ReferenceColumns};
-use super::schema::{ColumnDef, Schema, ViewDef};
+use super::schema::{distinct_column_ids, ColumnDef, Schema, ViewDef, PREDEFINED_COLUMNS};
 use super::store::{ColumnStore, RecordIdentity, RowId};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::persist::durability::Durability;
@@ -32,7 +33,7 @@ use crate::persist::wal::Durable;
 
 mod files;
 
-pub use files::{ChangeFiles, FilesChange};
+pub use files::{ChangeFiles, FilesChange, HeldFiles, HoldsFile};
 
 /// The actor of one branch (the master branch has the grid's id).
 pub struct GridActor {
@@ -450,8 +451,8 @@ fn cursor_row(store: &ColumnStore, id: &str) -> ApiResult<RowId> {
     })
 }
 
-/// The columns a read shows: the view's, or those of `ids` in that order (each must be in the
-/// view: 404 `columnNotFoundInView`).
+/// The columns a read shows: the view's, or those of `ids` in that order, each once (each must
+/// be in the view: 404 `columnNotFoundInView`; the predefined columns are always shown).
 fn picked_columns<'a>(
     schema: &'a Schema,
     view: &'a ViewDef,
@@ -459,9 +460,12 @@ fn picked_columns<'a>(
 ) -> ApiResult<Vec<&'a ColumnDef>> {
     let shown = schema.view_columns(view);
     let Some(ids) = ids else { return Ok(shown.into_iter().map(|(c, _)| c).collect()) };
-    ids.iter()
+    let ids = distinct_column_ids(ids, shown.len())?;
+    let by_id: HashMap<&str, &ColumnDef> = shown.iter().map(|(c, _)| (c.id.as_str(), *c)).collect();
+    ids.into_iter()
+        .filter(|id| !PREDEFINED_COLUMNS.contains(id))
         .map(|id| {
-            shown.iter().find(|(c, _)| &c.id == id).map(|(c, _)| *c).ok_or_else(|| {
+            by_id.get(id).copied().ok_or_else(|| {
                 ApiError::new(
                     ErrorCode::ColumnNotFoundInView,
                     format!("Column \"{id}\" could not be found in view \"{}\".", view.id),
@@ -599,6 +603,10 @@ impl Handler<ExportHistory> for GridActor {
             self.state.schema.view_columns(&view).iter().map(|(c, _)| c.id.clone()).collect();
         let columns = match msg.columns {
             Some(asked) => {
+                let asked: Vec<String> = distinct_column_ids(&asked, shown.len())?
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect();
                 if let Some(unknown) = asked.iter().find(|c| !shown.contains(c)) {
                     return Err(ApiError::new(
                         ErrorCode::InvalidColumnId,

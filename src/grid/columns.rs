@@ -91,8 +91,18 @@ pub struct ColumnRequest {
 const MAX_NAME_CHARS: usize = 255;
 const MAX_OPTIONS: usize = 1000;
 
-/// Builds a new column from a create request, checking it against the schema.
+/// The most columns a grid (each branch of it) may have: adding past it is 400 badRequest.
+pub const MAX_COLUMNS: usize = 1000;
+
+/// Builds a new column from a create request, checking it against the schema (and the cap on
+/// columns).
 pub fn build_column(schema: &Schema, req: &ColumnRequest) -> ApiResult<ColumnDef> {
+    if schema.columns.len() >= MAX_COLUMNS {
+        return Err(ApiError::bad_request(format!(
+            "A grid has at most {MAX_COLUMNS} columns; this one has {}.",
+            schema.columns.len()
+        )));
+    }
     let name = req
         .name
         .as_deref()

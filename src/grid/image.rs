@@ -287,6 +287,7 @@ impl GridState {
             state.add_column_storage(column);
         }
         state.schema = schema;
+        state.schema.reindex();
         state.compile_formulas();
         let rows: Vec<RowId> = (0..n)
             .map(|i| {

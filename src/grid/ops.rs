@@ -198,6 +198,7 @@ impl GridState {
             | GridOp::DeleteView { .. } => {}
         }
         apply_schema(&mut self.schema, op);
+        self.schema.reindex();
         for target in std::mem::take(&mut self.pending_recompute) {
             self.recompute_dependency_statuses(&target);
         }
@@ -214,6 +215,7 @@ impl GridState {
                 view.id = new.clone();
             }
         }
+        self.schema.reindex();
     }
 }
 

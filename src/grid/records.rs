@@ -29,7 +29,9 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
 pub struct CellInput {
     pub column_id: Option<String>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Object>)]
+    /// Any JSON value: text, a number, a boolean, a list of texts (selections, files,
+    /// references) or null.
+    #[schema(value_type = Option<Value>)]
     pub value: Option<Value>,
     pub dependency_status: Option<String>,
     pub source_status: Option<String>,
@@ -60,22 +62,35 @@ struct Problem {
 }
 
 #[derive(Default)]
-struct Problems(Vec<Problem>);
+struct Problems {
+    /// The first `MAX_PROBLEMS` problems.
+    kept: Vec<Problem>,
+    /// How many were found.
+    found: usize,
+}
+
+/// The problems an error lists (an import may find one per row; the rest are counted).
+pub const MAX_PROBLEMS: usize = 100;
 
 impl Problems {
     fn add(&mut self, code: ErrorCode, message: String) {
-        self.0.push(Problem { code, message });
+        self.found += 1;
+        if self.kept.len() < MAX_PROBLEMS {
+            self.kept.push(Problem { code, message });
+        }
     }
 
-    /// The error for the request: the first problem's code, every problem in `messages`.
+    /// The error for the request: the first problem's code, the first `MAX_PROBLEMS` in
+    /// `messages`, and the count of all in the summary.
     fn into_result(self) -> ApiResult<()> {
-        let Some(first) = self.0.first() else { return Ok(()) };
-        if self.0.len() == 1 {
+        let Some(first) = self.kept.first() else { return Ok(()) };
+        if self.found == 1 {
             return Err(ApiError::new(first.code, first.message.clone()));
         }
-        let summary = format!("{} problems were found; the request changed nothing.", self.0.len());
+        let summary = format!("{} problems were found; the request changed nothing.", self.found);
         let code = first.code;
-        Err(ApiError::with_messages(code, summary, self.0.into_iter().map(|p| p.message).collect()))
+        let messages = self.kept.into_iter().map(|p| p.message).collect();
+        Err(ApiError::with_messages(code, summary, messages))
     }
 }
 
@@ -85,6 +100,10 @@ enum WriteKind {
     Add,
     Update,
 }
+
+/// The most bytes of UTF-8 text one cell may hold (a list: its items together), 4 MiB: any
+/// text of 1,048,576 characters fits. Formulas read such cells but build at most 1 MiB.
+pub const MAX_CELL_TEXT_BYTES: usize = 4 << 20;
 
 fn check_count(n: usize) -> ApiResult<()> {
     if n > MAX_RECORDS_PER_REQUEST {
@@ -380,6 +399,19 @@ fn check_cells(
                 continue;
             }
             Some(v) => match parse_value(column, v) {
+                Ok(parsed) if parsed.payload_bytes() > MAX_CELL_TEXT_BYTES => {
+                    let record = row.map(|r| state.store.id(r)).or(input.id.as_deref());
+                    let record = record.map_or(String::new(), |id| format!(" of record \"{id}\""));
+                    problems.add(
+                        ErrorCode::BadRequest,
+                        format!(
+                            "{at}: the value of column \"{column_id}\"{record} is {} bytes; a \
+                             cell holds at most {MAX_CELL_TEXT_BYTES} bytes (4 MiB) of UTF-8 text.",
+                            parsed.payload_bytes()
+                        ),
+                    );
+                    continue;
+                }
                 Ok(parsed) => Some(parsed),
                 Err(why) => {
                     problems.add(

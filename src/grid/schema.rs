@@ -4,9 +4,39 @@
 //! Plain data owned by the grid actor. Validation of client requests lives in `grid::columns`;
 //! JSON shapes in `grid::render`.
 
+use std::collections::{HashMap, HashSet};
+
 use serde::{Deserialize, Serialize};
 
 use super::value::StorageKind;
+use crate::error::{ApiError, ApiResult};
+
+/// The predefined columns a `columnIds` list may name besides the view's columns
+/// (decisions.md section 6); every record carries them anyway.
+pub const PREDEFINED_COLUMNS: [&str; 4] =
+    ["_recordId", "_path", "_lastModifiedTime", "_lastModifiedBy"];
+
+/// A `columnIds` list as served: each id once, in the order first named. More distinct ids
+/// than the view shows (`shown`) plus the predefined columns is 400 badRequest, so no list can
+/// make an answer larger than the whole view's.
+pub fn distinct_column_ids(ids: &[String], shown: usize) -> ApiResult<Vec<&str>> {
+    let most = shown + PREDEFINED_COLUMNS.len();
+    let mut seen = HashSet::new();
+    let mut distinct = Vec::new();
+    for id in ids {
+        if seen.insert(id.as_str()) {
+            distinct.push(id.as_str());
+            if distinct.len() > most {
+                return Err(ApiError::bad_request(format!(
+                    "columnIds names more than {most} distinct columns: the view has {shown} \
+                     columns and there are {} predefined ones.",
+                    PREDEFINED_COLUMNS.len()
+                )));
+            }
+        }
+    }
+    Ok(distinct)
+}
 
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $text:literal),* $(,)? }) => {
@@ -229,16 +259,84 @@ pub struct ViewDef {
 }
 
 /// Columns, dependencies and views of one branch.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+///
+/// Lookups by column id go through a hash index (column id -> position in `columns`, and per
+/// view, column id -> position in the view's list), rebuilt by `reindex` after every change
+/// (`GridState::apply`, loading an image, renaming views). A lookup that finds the index out of
+/// step with the lists (another size, or a position holding another id) scans instead, so an
+/// index can only make a lookup slower, never wrong, as long as every change reindexes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Schema {
     pub columns: Vec<ColumnDef>,
     pub dependencies: Vec<Dependency>,
     pub views: Vec<ViewDef>,
+    #[serde(skip)]
+    index: HashMap<String, usize>,
+    /// View id -> (column id -> position in the view's `columns`).
+    #[serde(skip)]
+    view_index: HashMap<String, HashMap<String, usize>>,
+}
+
+impl PartialEq for Schema {
+    fn eq(&self, other: &Schema) -> bool {
+        self.columns == other.columns
+            && self.dependencies == other.dependencies
+            && self.views == other.views
+    }
+}
+
+/// Where `id` is in `items` by `index` (`None`: in none), or `Err(())` when the index is out
+/// of step and the caller must scan.
+fn indexed<T>(
+    index: Option<&HashMap<String, usize>>,
+    items: &[T],
+    id: &str,
+    id_of: impl Fn(&T) -> &str,
+) -> Result<Option<usize>, ()> {
+    let Some(index) = index.filter(|i| i.len() == items.len()) else { return Err(()) };
+    match index.get(id) {
+        None => Ok(None),
+        Some(&at) if items.get(at).is_some_and(|item| id_of(item) == id) => Ok(Some(at)),
+        Some(_) => Err(()),
+    }
 }
 
 impl Schema {
+    /// Rebuilds the id indexes from the lists.
+    pub fn reindex(&mut self) {
+        self.index = self.columns.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+        self.view_index = self
+            .views
+            .iter()
+            .map(|v| {
+                let columns = v.columns.iter().enumerate().map(|(i, c)| (c.id.clone(), i));
+                (v.id.clone(), columns.collect())
+            })
+            .collect();
+    }
+
+    /// Appends a column, keeping the index in step.
+    pub fn push_column(&mut self, column: ColumnDef) {
+        if self.index.len() == self.columns.len() {
+            self.index.insert(column.id.clone(), self.columns.len());
+        }
+        self.columns.push(column);
+    }
+
     pub fn column(&self, id: &str) -> Option<&ColumnDef> {
-        self.columns.iter().find(|c| c.id == id)
+        match indexed(Some(&self.index), &self.columns, id, |c| &c.id) {
+            Ok(at) => at.map(|at| &self.columns[at]),
+            Err(()) => self.columns.iter().find(|c| c.id == id),
+        }
+    }
+
+    /// The entry of column `id` in `view`'s own list.
+    fn view_entry<'a>(&self, view: &'a ViewDef, id: &str) -> Option<&'a ViewColumn> {
+        let index = self.view_index.get(&view.id);
+        match indexed(index, &view.columns, id, |c| &c.id) {
+            Ok(at) => at.map(|at| &view.columns[at]),
+            Err(()) => view.columns.iter().find(|vc| vc.id == id),
+        }
     }
 
     pub fn view(&self, id: &str) -> Option<&ViewDef> {
@@ -262,7 +360,7 @@ impl Schema {
         if view.is_default {
             return Some((column, column.is_writable()));
         }
-        let shown = view.columns.iter().find(|vc| vc.id == id)?;
+        let shown = self.view_entry(view, id)?;
         Some((column, shown.editable && column.is_writable()))
     }
 
@@ -287,5 +385,70 @@ impl Schema {
                 _ => return false,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(id: &str) -> ColumnDef {
+        ColumnDef {
+            id: id.into(),
+            name: id.into(),
+            description: None,
+            column_type: ColumnType::SingleLine,
+            language_code: None,
+            localization_type: None,
+            number_format: None,
+            selection: None,
+            reference: None,
+            formula: None,
+            date_time_format: None,
+        }
+    }
+
+    #[test]
+    fn lookups_by_id_use_the_index_and_never_trust_a_stale_one() {
+        let mut schema = Schema::default();
+        for i in 0..50 {
+            schema.push_column(column(&format!("c{i}")));
+        }
+        let view = ViewDef {
+            id: "v".into(),
+            name: "v".into(),
+            is_default: false,
+            columns: vec![ViewColumn { id: "c7".into(), editable: true }],
+        };
+        schema.views.push(view.clone());
+        schema.reindex();
+        assert_eq!(schema.column("c42").map(|c| c.id.as_str()), Some("c42"));
+        assert!(schema.column("c50").is_none());
+        assert!(schema.view_column(&view, "c7").is_some_and(|(_, editable)| editable));
+        assert!(schema.view_column(&view, "c8").is_none());
+        // Changed behind the index's back: other sizes or positions fall back to a scan.
+        schema.columns.remove(0);
+        assert_eq!(schema.column("c42").map(|c| c.id.as_str()), Some("c42"));
+        assert!(schema.column("c0").is_none());
+        schema.columns.push(column("late"));
+        assert_eq!(schema.column("c49").map(|c| c.id.as_str()), Some("c49"));
+        let mut moved = view.clone();
+        moved.columns.insert(0, ViewColumn { id: "c9".into(), editable: false });
+        assert!(schema.view_column(&moved, "c7").is_some());
+        // A deserialized schema has no index and scans until reindexed.
+        let json = serde_json::to_string(&schema).expect("serializes");
+        let loaded: Schema = serde_json::from_str(&json).expect("deserializes");
+        assert_eq!(loaded, schema);
+        assert!(loaded.column("late").is_some());
+    }
+
+    #[test]
+    fn column_ids_are_deduplicated_and_bounded_by_the_view() {
+        let ids: Vec<String> =
+            ["a", "b", "a", "_path", "b"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(distinct_column_ids(&ids, 2).expect("within"), vec!["a", "b", "_path"]);
+        let many: Vec<String> = (0..7).map(|i| format!("c{i}")).collect();
+        assert!(distinct_column_ids(&many, 3).is_ok());
+        assert!(distinct_column_ids(&many, 2).is_err());
     }
 }

@@ -120,14 +120,16 @@ impl Durability {
     /// Makes sure the WAL's next LSN is above every LSN a snapshot covers. A snapshot is written
     /// only after the WAL is durable up to its position, so this pads only after damage to
     /// durable WAL records; without it, new records could reuse LSNs that recovery skips.
-    pub fn pad_wal_past_snapshots(&self, branch_ids: &[String]) -> Result<(), String> {
-        let highest = branch_ids
+    /// `at_least` is a position known to be used otherwise (the catalogue tree's last change).
+    pub fn pad_wal_past_snapshots(&self, keys: &[String], at_least: u64) -> Result<(), String> {
+        let highest = keys
             .iter()
             .filter_map(|b| self.snapshots.generations(b).ok())
             .flatten()
             .filter_map(|g| g.header.map(|h| h.wal_lsn))
             .max()
-            .unwrap_or(0);
+            .unwrap_or(0)
+            .max(at_least);
         let last = self.wal.last_lsn();
         if highest <= last {
             return Ok(());
@@ -141,7 +143,8 @@ impl Durability {
         while self.wal.last_lsn() < highest {
             self.wal.append(filler.clone()).map_err(|e| e.to_string())?;
         }
-        self.wal.sync_now().map_err(|e| e.to_string())?.wait().map_err(|e| e.to_string())
+        let barrier = self.wal.sync_now().map_err(|e| e.to_string())?;
+        wait_off_runtime(barrier)
     }
 
     pub fn floor(&self, branch_id: &str) -> u64 {
@@ -160,16 +163,29 @@ impl Durability {
         let image = state.to_image();
         let bytes =
             rkyv::to_bytes::<rkyv::rancor::Error>(&image).map_err(|e| format!("encoding: {e}"))?;
-        let image =
-            SnapshotImage { format_version: IMAGE_FORMAT_VERSION, wal_lsn, bytes: bytes.to_vec() };
-        self.snapshots.put(branch_id, &image).map_err(|e| format!("storing: {e}"))?;
+        self.store_image(branch_id, IMAGE_FORMAT_VERSION, wal_lsn, bytes.to_vec())?;
+        self.snapshot_seconds.observe_duration(started.elapsed());
+        Ok(())
+    }
+
+    /// Stores `bytes` as the newest image of `key` covering the WAL up to `wal_lsn`, moves the
+    /// key's floor, and deletes the WAL segments every floor covers. Blocking; one caller per
+    /// key at a time.
+    pub fn store_image(
+        &self,
+        key: &str,
+        format_version: u32,
+        wal_lsn: u64,
+        bytes: Vec<u8>,
+    ) -> Result<(), String> {
+        let image = SnapshotImage { format_version, wal_lsn, bytes };
+        self.snapshots.put(key, &image).map_err(|e| format!("storing: {e}"))?;
         self.snapshots.flush().map_err(|e| format!("flushing: {e}"))?;
-        let floor = self.floor_from_store(branch_id);
-        if self.floors.contains_key(branch_id) {
-            self.floors.insert(branch_id.to_owned(), floor);
+        let floor = self.floor_from_store(key);
+        if self.floors.contains_key(key) {
+            self.floors.insert(key.to_owned(), floor);
         }
         self.truncate_wal();
-        self.snapshot_seconds.observe_duration(started.elapsed());
         Ok(())
     }
 
@@ -254,6 +270,17 @@ impl Durability {
             }
         }
     }
+}
+
+/// Waits for a WAL barrier on a thread of its own: start-up runs inside the actix runtime,
+/// where a blocking wait on the current thread panics.
+pub fn wait_off_runtime(durable: super::wal::Durable) -> Result<(), String> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || durable.wait().map_err(|e| e.to_string()))
+            .join()
+            .unwrap_or_else(|_| Err("waiting for the WAL panicked".to_owned()))
+    })
 }
 
 /// Decodes an image of the current format from an aligned buffer.

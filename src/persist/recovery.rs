@@ -7,6 +7,7 @@
 //! so that its snapshots cannot pass that position), with the copy's view ids; then its own
 //! records are replayed.
 //!
+//! Catalogue records are skipped (the catalogue was recovered first, `catalog::journal`).
 //! Records of branches the catalogue no longer knows (deleted grids) are skipped; a record that
 //! does not decode is reported and skipped (the WAL's own checks already dropped torn tails).
 
@@ -17,7 +18,7 @@ use crate::catalog::model::ForkPoint;
 use crate::grid::ops::{GridOp, GridState};
 use crate::grid::schema::ViewDef;
 use crate::grid::store::RecordIdentity;
-use crate::persist::entry::WalEntry;
+use crate::persist::entry::WalRecord;
 
 /// What recovery needs to know of a branch from the catalogue.
 #[derive(Debug, Clone)]
@@ -75,8 +76,10 @@ pub fn recover(
             let fork = pending.pop().expect("checked above");
             copy_fork(&fork, &mut states, &mut forked);
         }
-        match WalEntry::decode(bytes) {
-            Ok(entry) => {
+        match WalRecord::decode(bytes) {
+            // Catalogue change sets were applied by `catalog::journal::recover`.
+            Ok(WalRecord::Catalog(_)) => {}
+            Ok(WalRecord::Branch(entry)) => {
                 let Some((state, floor)) = states.get_mut(&entry.branch_id) else { continue };
                 if *lsn <= *floor {
                     continue;
@@ -163,6 +166,7 @@ mod tests {
     use crate::grid::ops::{CellWrite, RecordWrite};
     use crate::grid::value::CellValue;
     use crate::persist::durability::SnapshotPolicy;
+    use crate::persist::entry::WalEntry;
     use crate::persist::snapshot::SledSnapshotStore;
     use crate::persist::wal::{Wal, WalOptions};
 

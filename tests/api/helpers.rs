@@ -371,6 +371,14 @@ pub fn cell<'a>(record: &'a Value, column: &str) -> &'a Value {
 }
 
 impl TestApp {
+    /// Stops the server gracefully (its catalogue and store closed) and hands back its data
+    /// directory, for tests that read the stored files themselves.
+    pub fn shut_down(mut self) -> (PathBuf, Option<tempfile::TempDir>) {
+        let dir = self._dir.take();
+        self.stop();
+        (self.data_dir.clone(), dir)
+    }
+
     /// Stops the server abruptly (no shutdown snapshot, like a crash after the last
     /// acknowledged write) and hands back its data directory.
     pub fn kill(mut self) -> (PathBuf, Option<tempfile::TempDir>) {

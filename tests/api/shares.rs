@@ -76,12 +76,14 @@ fn a_share_link_is_enabled_read_disabled_and_enabled_again() {
 
     let again =
         app.put(&shares(&view), &json!({"includeGridHistory": true})).assert_status(200).clone();
-    assert_eq!(
-        (again["active"].clone(), again["link"].clone()),
-        (json!(true), share["link"].clone())
-    );
+    assert_eq!(again["active"], json!(true));
+    assert_ne!(again["link"], share["link"], "a re-enabled link has a new token");
     assert_eq!(again["includeGridHistory"], json!(true));
-    assert_eq!(public(&app, &path).status, 200);
+    public(&app, &path).assert_error(404, "shareIsNotFound");
+    let new_path = link_path(&app, &again);
+    assert_eq!(public(&app, &new_path).status, 200);
+    let kept = app.put(&shares(&view), &json!({})).assert_status(200).clone();
+    assert_eq!(kept["link"], again["link"], "enabling an active link keeps it");
     public(&app, "/share/notarealtoken").assert_error(404, "shareIsNotFound");
     app.put(&shares("nosuchview"), &json!({})).assert_error(404, "viewIsNotFound");
 }

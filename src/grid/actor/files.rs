@@ -1,14 +1,22 @@
 //! `ChangeFiles`: file ids added to, or taken out of, one files column of one or more records,
 //! checked whole and committed as one WAL entry (every record or none). Only the ids in the
 //! cells change here; the bytes and their metadata belong to `api::files` and the catalogue.
+//!
+//! `HoldsFile` answers whether a record of the branch holds a file id in a files column a view
+//! shows (a download is served only then); `HeldFiles` lists every file id the branch still
+//! refers to, in its records and its history, for the file collector (`catalog::collector`).
+
+use std::collections::HashSet;
 
 use actix::{Context, Handler, Message, ResponseFuture};
 
 use super::{picked_columns, when_durable, GridActor};
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::ops::GridState;
 use crate::grid::read::RecordOut;
 use crate::grid::records::{plan_update, CellInput, RecordInput};
 use crate::grid::schema::{ColumnDef, ColumnType, ViewDef};
+use crate::grid::store::CellRef;
 use crate::grid::value::CellValue;
 use crate::persist::wal::Durable;
 
@@ -123,5 +131,77 @@ impl Handler<ChangeFiles> for GridActor {
             Ok(None) => Box::pin(async { Ok(Vec::new()) }),
             Err(err) => Box::pin(async move { Err(err) }),
         }
+    }
+}
+
+/// Whether a live record holds `file_id` in a files column that `view_id` shows (404
+/// viewIsNotFound for an unknown view). Scans only those columns' cells, without copying them.
+#[derive(Debug, Message)]
+#[rtype(result = "ApiResult<bool>")]
+pub struct HoldsFile {
+    pub view_id: String,
+    pub file_id: String,
+}
+
+impl Handler<HoldsFile> for GridActor {
+    type Result = ApiResult<bool>;
+
+    fn handle(&mut self, msg: HoldsFile, _: &mut Context<Self>) -> Self::Result {
+        let view = self.view(&msg.view_id)?;
+        let state = &self.state;
+        let slots: Vec<_> = state
+            .schema
+            .view_columns(&view)
+            .into_iter()
+            .filter(|(c, _)| c.column_type == ColumnType::Files)
+            .filter_map(|(c, _)| state.slots.get(&c.id).copied())
+            .collect();
+        Ok(slots.into_iter().any(|slot| {
+            state.store.live_rows().any(|row| match state.store.value_ref(row, slot) {
+                CellRef::List(mut ids) => ids.any(|id| id == msg.file_id),
+                _ => false,
+            })
+        }))
+    }
+}
+
+/// Every file id the branch refers to: in the files columns of its live records, and in any
+/// list value of its history (a history entry may be restored or exported later). The actor
+/// only copies its state (copy-on-write, cheap); the scan runs on a blocking thread.
+#[derive(Debug, Message)]
+#[rtype(result = "ApiResult<HashSet<String>>")]
+pub struct HeldFiles;
+
+/// The file ids `state` refers to (see `HeldFiles`).
+fn held_files(state: &GridState) -> HashSet<String> {
+    let mut held = HashSet::new();
+    for column in state.schema.columns.iter().filter(|c| c.column_type == ColumnType::Files) {
+        let Some(&slot) = state.slots.get(&column.id) else { continue };
+        for row in state.store.live_rows() {
+            if let CellRef::List(ids) = state.store.value_ref(row, slot) {
+                held.extend(ids.map(str::to_owned));
+            }
+        }
+    }
+    for (_, entry) in state.history.all() {
+        for cell in &entry.cells {
+            if let CellValue::List(ids) = &cell.value {
+                held.extend(ids.iter().cloned());
+            }
+        }
+    }
+    held
+}
+
+impl Handler<HeldFiles> for GridActor {
+    type Result = ResponseFuture<ApiResult<HashSet<String>>>;
+
+    fn handle(&mut self, _: HeldFiles, _: &mut Context<Self>) -> Self::Result {
+        let state = self.state.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || held_files(&state))
+                .await
+                .map_err(|e| ApiError::internal(format!("the file scan stopped: {e}")))
+        })
     }
 }

@@ -42,6 +42,7 @@ use std::collections::{HashMap, HashSet};
 
 pub use eval::{
     evaluate, format_number, parse_number, FormulaError, Function, Inputs, Node, Value,
+    MAX_TEXT_BYTES, MAX_WORK_BYTES,
 };
 pub use parse::{parse, rename_column, Expr, SyntaxError};
 
@@ -426,5 +427,7 @@ pub fn typed_value(stored: &CellValue, formula: &Compiled) -> CellValue {
     }
 }
 
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 mod tests;

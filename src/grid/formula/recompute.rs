@@ -6,9 +6,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{evaluate, stored_as_value, stored_value, Compiled, FormulaPlan, Inputs, Value};
+use super::{
+    evaluate, stored_as_value, stored_value, Compiled, FormulaError, FormulaPlan, Inputs, Value,
+};
 use crate::grid::codec::format_datetime;
 use crate::grid::ops::GridState;
+use crate::grid::records::MAX_CELL_TEXT_BYTES;
 use crate::grid::store::{CellRef, ColumnStore, RowId};
 
 /// The cells of one record, read as formula values.
@@ -22,20 +25,28 @@ impl Inputs for RecordInputs<'_> {
     fn input(&self, index: usize) -> Value {
         let Some(input) = self.formula.inputs.get(index) else { return Value::Empty };
         let Some(slot) = input.slot else {
-            return Value::Error(super::FormulaError::Ref);
+            return Value::Error(FormulaError::Ref);
         };
         match self.store.value_ref(self.row, slot) {
             CellRef::Empty => Value::Empty,
             CellRef::Text(text) => match input.formula_kind {
                 Some(kind) => stored_as_value(text, kind),
                 None if text.is_empty() => Value::Empty,
+                None if text.len() > MAX_CELL_TEXT_BYTES => Value::Error(FormulaError::Value),
                 None => Value::Text(text.to_owned()),
             },
             CellRef::Number(n) => Value::Number(n),
             CellRef::Boolean(b) => Value::Boolean(b),
             CellRef::Datetime(ms) => Value::Text(format_datetime(ms)),
             CellRef::List(items) if items.is_empty() => Value::Empty,
-            CellRef::List(items) => Value::Text(items.collect::<Vec<_>>().join(", ")),
+            CellRef::List(items) => {
+                let items: Vec<&str> = items.collect();
+                let len = items.iter().map(|i| i.len() + 2).sum::<usize>() - 2;
+                if len > MAX_CELL_TEXT_BYTES {
+                    return Value::Error(FormulaError::Value);
+                }
+                Value::Text(items.join(", "))
+            }
         }
     }
 }

@@ -71,9 +71,11 @@ mod index;
 mod parse;
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
 
 pub use cursor::Direction;
 pub use engine::QueryEngine;
-pub use filter::{bind_filters, bind_sort, Filter, SortKey};
+pub use filter::{bind_filters, bind_sort, Filter, Pred, SortKey};
 pub use parse::{parse_query, parse_sort, Op, RawFilter, RawSort};

@@ -181,13 +181,23 @@ impl SledSnapshotStore {
         }
     }
 
-    /// Deletes every generation in `older` except the newest one that has a header entry.
+    /// Deletes every generation in `older` except the newest intact one (it passes every load
+    /// check), so that after a fallback the damaged generation goes and the intact one stays.
     fn retire_older(&self, prefix: &[u8], older: &BTreeMap<u64, bool>) -> Result<(), sled::Error> {
-        let keep = older
-            .iter()
-            .rev()
-            .find(|(_, has_header)| **has_header)
-            .map(|(generation, _)| *generation);
+        let mut keep = None;
+        for (&number, _) in older.iter().rev().filter(|(_, has_header)| **has_header) {
+            let gen_prefix = generation_prefix(prefix, number);
+            match self.load_generation(&gen_prefix, Generation(number)) {
+                Ok(_) => {
+                    keep = Some(number);
+                    break;
+                }
+                Err(LoadError::Damaged(damage)) => {
+                    tracing::error!(generation = number, %damage, "retiring a damaged snapshot generation");
+                }
+                Err(LoadError::Storage(error)) => return Err(error),
+            }
+        }
         for generation in older.keys().copied().filter(|g| Some(*g) != keep) {
             self.remove_prefix(&generation_prefix(prefix, generation))?;
         }
@@ -235,13 +245,13 @@ impl SnapshotStore for SledSnapshotStore {
             match self.load_generation(&generation_prefix(&prefix, number), generation) {
                 Ok(mut loaded) => {
                     if !damaged.is_empty() {
-                        tracing::warn!(key, %generation, "fell back to an older snapshot generation");
+                        tracing::error!(key, %generation, "fell back to an older snapshot generation");
                     }
                     loaded.damaged_newer = damaged.into_iter().map(|(g, _)| g).collect();
                     return Ok(Some(loaded));
                 }
                 Err(LoadError::Damaged(damage)) => {
-                    tracing::warn!(key, %generation, %damage, "snapshot generation is damaged");
+                    tracing::error!(key, %generation, %damage, "snapshot generation is damaged");
                     damaged.push((generation, damage));
                 }
                 Err(LoadError::Storage(error)) => return Err(SnapshotError::Storage(error)),

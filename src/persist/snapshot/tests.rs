@@ -128,6 +128,27 @@ fn corrupt_chunk_of_the_newest_falls_back_to_the_older() {
     assert_eq!(loaded.damaged_newer, vec![Generation(2)]);
 }
 
+/// After a fallback to generation 1 (generation 2 damaged), the next put replaces the damaged
+/// generation and keeps the intact one, so a damaged new image could still fall back.
+#[test]
+fn a_put_after_a_fallback_retires_the_damaged_generation_not_the_intact_one() {
+    for chunk in [Some(3), None] {
+        let (f, older, _) = two_generations();
+        edit_entry(&f.db, 2, chunk, |bytes| bytes[5] ^= 0x10);
+        assert_loaded(&load(&f.store), &older, 1);
+        let newest = image(30, 100);
+        assert_eq!(f.store.put(KEY, &newest).expect("put"), Generation(3));
+        let listed = f.store.generations(KEY).expect("generations");
+        let numbers: Vec<_> = listed.iter().map(|g| g.generation).collect();
+        assert_eq!(numbers, vec![Generation(1), Generation(3)], "damaged {chunk:?}");
+        let leftovers =
+            tree(&f.db).scan_prefix(generation_prefix(&key_prefix(KEY).expect("key"), 2));
+        assert_eq!(leftovers.count(), 0, "every entry of the damaged generation is gone");
+        edit_entry(&f.db, 3, Some(0), |bytes| bytes[0] ^= 0x01);
+        assert_loaded(&load(&f.store), &older, 1);
+    }
+}
+
 #[test]
 fn corrupt_header_of_the_newest_falls_back_to_the_older() {
     let (f, older, _) = two_generations();

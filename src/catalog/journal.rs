@@ -1,0 +1,275 @@
+//! The catalogue's journal: every catalogue change set is a WAL record (`WalRecord::Catalog`)
+//! made durable before the supervisor acknowledges it; sled's `catalog` tree is a materialized
+//! copy written after the WAL, tagged with the LSN of the last change set it holds.
+//!
+//! A catalogue image (every entry of the tree, checksummed, with that LSN) is stored in the
+//! snapshot store under [`CATALOG_IMAGE_KEY`] now and then and at shutdown, two generations
+//! kept; the older image's position is a WAL floor, so the change sets after it stay in the WAL.
+//!
+//! At start [`recover`] brings the tree up to date: its base is sled's tree when it is at least
+//! as new as the newest intact image (sled dropping the tail of its log leaves an older but
+//! consistent tree), else the image; then the WAL's change sets after the base's LSN are
+//! applied. [`rebuild_from_image`] is the fallback when the tree holds an unreadable entry.
+
+use super::store::{CatalogChange, CatalogStore, RawEntry, SledCatalogStore, StoreError};
+use crate::persist::durability::Durability;
+use crate::persist::entry::WalRecord;
+
+/// The snapshot store key of the catalogue's images (no branch id contains `~`).
+pub const CATALOG_IMAGE_KEY: &str = "~catalog";
+/// Version of the image payload layout: bincode of `Vec<(key, value)>`.
+const IMAGE_FORMAT: u32 = 1;
+/// How far sled's catalogue position may be ahead of the WAL's end (records lost to WAL damage
+/// after sled flushed) before it is taken for damage.
+const MAX_LEAD: u64 = 100_000;
+
+/// Why the catalogue could not be recovered.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no intact catalogue image to rebuild from: {0}")]
+    NoImage(String),
+}
+
+/// An image loaded from the snapshot store: its entries and the LSN it covers.
+struct LoadedImage {
+    entries: Vec<RawEntry>,
+    wal_lsn: u64,
+}
+
+/// The newest intact catalogue image; damage is logged at error level.
+fn load_image(durability: &Durability) -> Result<Option<LoadedImage>, String> {
+    let loaded = match durability.snapshots.load_latest(CATALOG_IMAGE_KEY) {
+        Ok(Some(loaded)) => loaded,
+        Ok(None) => return Ok(None),
+        Err(err) => return Err(err.to_string()),
+    };
+    if !loaded.damaged_newer.is_empty() {
+        tracing::error!(
+            damaged = ?loaded.damaged_newer,
+            "the newest catalogue image is damaged; using the older generation"
+        );
+    }
+    if loaded.format_version != IMAGE_FORMAT {
+        return Err(format!("unknown catalogue image format {}", loaded.format_version));
+    }
+    let entries = bincode::deserialize(&loaded.bytes).map_err(|e| e.to_string())?;
+    Ok(Some(LoadedImage { entries, wal_lsn: loaded.wal_lsn }))
+}
+
+/// The catalogue change sets in the WAL after `after`, in LSN order.
+fn change_sets_after(records: &[(u64, Vec<u8>)], after: u64) -> Vec<(u64, Vec<CatalogChange>)> {
+    records
+        .iter()
+        .filter(|(lsn, _)| *lsn > after)
+        .filter_map(|(lsn, bytes)| match WalRecord::decode(bytes) {
+            Ok(WalRecord::Catalog(changes)) => Some((*lsn, changes)),
+            // Undecodable records are reported by the branch replay.
+            Ok(WalRecord::Branch(_)) | Err(_) => None,
+        })
+        .collect()
+}
+
+/// Applies the WAL's change sets after `base` to the tree; returns how many.
+fn replay(
+    store: &SledCatalogStore,
+    records: &[(u64, Vec<u8>)],
+    base: u64,
+) -> Result<usize, StoreError> {
+    let sets = change_sets_after(records, base);
+    for (lsn, changes) in &sets {
+        store.apply_at(changes, *lsn)?;
+    }
+    Ok(sets.len())
+}
+
+/// Warns when the WAL no longer starts right after the base (change sets may be missing).
+fn check_coverage(records: &[(u64, Vec<u8>)], base: u64) {
+    if let Some((first, _)) = records.first() {
+        if *first > base + 1 {
+            tracing::error!(
+                base_lsn = base,
+                wal_first_lsn = *first,
+                "the WAL starts after the catalogue's base: catalogue changes in between may be lost"
+            );
+        }
+    }
+}
+
+/// Brings sled's catalogue tree up to date from the newest intact image and the WAL. Returns
+/// the LSN of the last change set the tree holds.
+pub fn recover(
+    store: &SledCatalogStore,
+    durability: &Durability,
+    records: &[(u64, Vec<u8>)],
+) -> Result<u64, JournalError> {
+    let mut tree_lsn = store.applied_lsn()?;
+    let wal_end = durability.wal.last_lsn();
+    if tree_lsn > wal_end.saturating_add(MAX_LEAD) {
+        // Padding the WAL up to it would take for ever: the position itself is damaged.
+        tracing::error!(tree_lsn, wal_end, "sled's catalogue position is implausible; ignored");
+        tree_lsn = 0;
+        store.apply_at(&[], 0)?;
+    }
+    let image = match load_image(durability) {
+        Ok(image) => image,
+        Err(err) => {
+            tracing::error!(error = %err, "no intact catalogue image; sled's catalogue is the base");
+            None
+        }
+    };
+    let base = match image {
+        Some(image) if image.wal_lsn > tree_lsn => {
+            tracing::error!(
+                tree_lsn,
+                image_lsn = image.wal_lsn,
+                "sled's catalogue is older than its image (sled lost the end of its log); rebuilding it from the image"
+            );
+            store.replace_all(&image.entries, image.wal_lsn)?;
+            image.wal_lsn
+        }
+        _ => tree_lsn,
+    };
+    // A tree without a position predates the journal: it is the whole catalogue.
+    if base > 0 {
+        check_coverage(records, base);
+    }
+    let replayed = replay(store, records, base)?;
+    if replayed > 0 {
+        tracing::warn!(
+            replayed,
+            from_lsn = base,
+            "catalogue changes missing from sled were replayed from the WAL"
+        );
+    }
+    store.flush()?;
+    Ok(store.applied_lsn()?)
+}
+
+/// Rebuilds the tree from the newest intact image and the WAL's change sets after it (sled's
+/// tree held an entry that does not decode).
+pub fn rebuild_from_image(
+    store: &SledCatalogStore,
+    durability: &Durability,
+    records: &[(u64, Vec<u8>)],
+) -> Result<u64, JournalError> {
+    let image = load_image(durability)
+        .map_err(JournalError::NoImage)?
+        .ok_or_else(|| JournalError::NoImage("none was ever stored".to_owned()))?;
+    tracing::error!(
+        image_lsn = image.wal_lsn,
+        "sled's catalogue holds an unreadable entry; rebuilding it from its image and the WAL"
+    );
+    store.replace_all(&image.entries, image.wal_lsn)?;
+    check_coverage(records, image.wal_lsn);
+    replay(store, records, image.wal_lsn)?;
+    store.flush()?;
+    Ok(store.applied_lsn()?)
+}
+
+/// Encodes the tree's entries as an image payload, with the LSN it covers. Runs on the
+/// supervisor (the only writer of the tree), so the entries and the LSN agree.
+pub fn image_payload(store: &dyn CatalogStore) -> Result<(Vec<u8>, u64), StoreError> {
+    let (entries, lsn) = store.entries()?;
+    let bytes = bincode::serialize(&entries).expect("byte pairs always serialize");
+    Ok((bytes, lsn))
+}
+
+/// Stores an image payload as the catalogue's newest generation and lets the WAL go below the
+/// older one. Blocking.
+pub fn store_image(durability: &Durability, bytes: Vec<u8>, wal_lsn: u64) -> Result<(), String> {
+    durability.store_image(CATALOG_IMAGE_KEY, IMAGE_FORMAT, wal_lsn, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::catalog::store::{load_all, EntityKind};
+    use crate::persist::durability::SnapshotPolicy;
+    use crate::persist::snapshot::SledSnapshotStore;
+    use crate::persist::wal::{Wal, WalOptions};
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        store: SledCatalogStore,
+        durability: Durability,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (wal, _) = Wal::open(dir.path().join("wal"), WalOptions::default()).expect("wal");
+        let db = sled::open(dir.path().join("db")).expect("sled");
+        let snapshots = Arc::new(SledSnapshotStore::open(&db).expect("snapshots"));
+        let policy = SnapshotPolicy { every_records: 1000, every: Duration::from_secs(3600) };
+        let store = SledCatalogStore::open(db).expect("store");
+        Fixture { _dir: dir, store, durability: Durability::new(wal, snapshots, policy) }
+    }
+
+    fn put(id: &str, name: &str) -> Vec<CatalogChange> {
+        vec![CatalogChange::put(EntityKind::Project, id, &name.to_owned())]
+    }
+
+    fn record(changes: &[CatalogChange]) -> Vec<u8> {
+        WalRecord::encode_catalog(changes)
+    }
+
+    fn projects(store: &SledCatalogStore) -> Vec<String> {
+        load_all(store, EntityKind::Project).expect("projects")
+    }
+
+    /// sled's copy lost its end (older than the image): the image replaces it and the change
+    /// sets after the image are applied; a copy as new as the image is kept.
+    #[test]
+    fn the_tree_is_rebuilt_from_the_image_and_the_wal_only_when_behind() {
+        let f = fixture();
+        let records = vec![
+            (1, record(&put("p1", "one"))),
+            (2, crate::persist::entry::WalEntry { branch_id: "b".into(), ops: vec![] }.encode()),
+            (3, record(&put("p2", "two"))),
+            (4, record(&[CatalogChange::delete(EntityKind::Project, "p1")])),
+        ];
+        for (lsn, bytes) in &records[..3] {
+            if let Ok(WalRecord::Catalog(changes)) = WalRecord::decode(bytes) {
+                f.store.apply_at(&changes, *lsn).expect("applied");
+            }
+        }
+        let (bytes, lsn) = image_payload(&f.store).expect("payload");
+        assert_eq!(lsn, 3);
+        store_image(&f.durability, bytes, lsn).expect("image stored");
+        // sled goes back to before p2 (as after losing the end of its log).
+        f.store.replace_all(&image_entries(&put("p1", "one")), 1).expect("set back");
+        assert_eq!(recover(&f.store, &f.durability, &records).expect("recovered"), 4);
+        assert_eq!(projects(&f.store), vec!["two".to_owned()]);
+        // A copy at least as new as the image is the base: nothing is replayed twice.
+        f.store.apply_at(&put("p3", "three"), 5).expect("applied");
+        assert_eq!(recover(&f.store, &f.durability, &records).expect("recovered"), 5);
+        assert_eq!(projects(&f.store), vec!["two".to_owned(), "three".to_owned()]);
+        // An unreadable entry: rebuilt from the image and every change set after it.
+        assert_eq!(rebuild_from_image(&f.store, &f.durability, &records).expect("rebuilt"), 4);
+        assert_eq!(projects(&f.store), vec!["two".to_owned()]);
+    }
+
+    fn image_entries(changes: &[CatalogChange]) -> Vec<RawEntry> {
+        let scratch = SledCatalogStore::open(
+            sled::Config::new().temporary(true).open().expect("temporary sled"),
+        )
+        .expect("store");
+        scratch.apply_at(changes, 0).expect("applied");
+        scratch.entries().expect("entries").0
+    }
+
+    /// With no image (a data directory from before the journal), sled's copy is the base and
+    /// every change set in the WAL is applied on top of it.
+    #[test]
+    fn without_an_image_the_tree_is_the_base() {
+        let f = fixture();
+        let records = vec![(1, record(&put("p1", "one"))), (2, record(&put("p2", "two")))];
+        assert_eq!(recover(&f.store, &f.durability, &records).expect("recovered"), 2);
+        assert_eq!(projects(&f.store), vec!["one".to_owned(), "two".to_owned()]);
+        assert!(rebuild_from_image(&f.store, &f.durability, &records).is_err());
+    }
+}
