@@ -8,16 +8,16 @@ use serde_json::{json, Value};
 use crate::helpers::{spawn_app, TestApp, OWNER_KEY};
 
 /// A second project in the default company (with a database): (project id, database id).
-fn second_project(app: &TestApp) -> (String, String) {
+fn second_project(app: &TestApp) -> (i64, String) {
     let project = app.post("/v1/projects", &json!({"name": "second"}));
-    let project = project.assert_status(200)["id"].as_str().expect("project id").to_owned();
+    let project = project.assert_status(200)["id"].as_i64().expect("project id");
     let db = app.post(&format!("/v1/databases?projectId={project}"), &json!({"name": "db2"}));
     let db = db.assert_status(200)["id"].as_str().expect("database id").to_owned();
     (project, db)
 }
 
-fn default_project(app: &TestApp) -> String {
-    app.snapshot("/v1/projects")[0]["id"].as_str().expect("project id").to_owned()
+fn default_project(app: &TestApp) -> i64 {
+    app.snapshot("/v1/projects")[0]["id"].as_i64().expect("project id")
 }
 
 /// An owner key limited to the default project: (secret, key id).
