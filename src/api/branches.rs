@@ -335,6 +335,7 @@ async fn merge_view(
     req: HttpRequest,
     body: web::Bytes,
 ) -> ApiResult<HttpResponse> {
+    p.require_tier(Tier::Enterprise)?;
     let view_id = view_id.into_inner();
     let params = merge_params(&req, &body, "destinationViewId")?;
     let destination_view =

@@ -383,6 +383,24 @@ fn listing_and_getting_branches_need_the_team_plan() {
 }
 
 #[test]
+fn view_merge_needs_the_enterprise_plan() {
+    let app = spawn_app();
+    let (_, owner, grid) = app.tier_grid("team");
+    let (grid, view) = (grid["id"].as_str().expect("grid id"), grid["defaultAccessViewId"].clone());
+    let view = view.as_str().expect("view id").to_owned();
+    let res = app.post_as(&owner, &format!("/v1/branches?branchId={grid}"), &json!({"name": "r"}));
+    let branch_view =
+        res.assert_status(201)["defaultAccessViewId"].as_str().expect("view id").to_owned();
+    let path =
+        format!("/v1/views/{branch_view}/merge?destinationViewId={view}&mergeRecordOptions=add");
+    let res = app.call(Method::POST, &path, Some(&owner), None);
+    res.assert_error(403, "accessDenied");
+    assert!(res.body["message"].as_str().is_some_and(|m| m.contains("Enterprise")), "{}", res.text);
+    let status = app.get_as(&owner, &format!("/v1/grids/{grid}")).body["status"].clone();
+    assert_ne!(status, json!("merging"), "a refused merge starts nothing");
+}
+
+#[test]
 fn branch_writes_and_merges_need_the_manage_privilege() {
     let app = spawn_app();
     let (grid, _) = abc_grid(&app, &["r1"]);
