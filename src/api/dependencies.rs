@@ -1,12 +1,15 @@
 //! `/v1/views/<viewId>/dependencies`: translation dependencies between language columns.
 
 use actix_web::{delete, get, post, put, web, HttpResponse};
+use serde::Deserialize;
+use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::{created, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ChangeSchema, ReadSchema, SchemaChanged};
+use crate::grid::columns::MAX_COLUMNS;
 use crate::grid::planner::{DependencyRequest, SchemaChange};
 use crate::grid::render::DependencyBody;
 use crate::grid::schema::Schema;
@@ -98,10 +101,37 @@ async fn delete_dependency(
     no_content()
 }
 
+/// The body of a bulk delete (the OpenAPI's `DeleteDependency`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteDependencies {
+    /// The ids of the dependencies to delete, at least one.
+    ids: Vec<String>,
+}
+
+#[utoipa::path(tag = "dependencies", request_body = DeleteDependencies, responses((status = 204)))]
+#[delete("/v1/views/{viewId}/dependencies")]
+async fn delete_dependencies(
+    state: web::Data<AppState>,
+    p: Principal,
+    view_id: web::Path<String>,
+    body: web::Json<DeleteDependencies>,
+) -> ApiResult<HttpResponse> {
+    let ids = body.into_inner().ids;
+    if ids.is_empty() || ids.len() > MAX_COLUMNS {
+        return Err(ApiError::bad_request(format!(
+            "ids must name between 1 and {MAX_COLUMNS} dependencies."
+        )));
+    }
+    change(&state, &p, &view_id, SchemaChange::DeleteDependencies { ids }).await?;
+    no_content()
+}
+
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
     cfg.service(list_dependencies)
         .service(get_dependency)
         .service(create_dependency)
         .service(update_dependency)
-        .service(delete_dependency);
+        .service(delete_dependency)
+        .service(delete_dependencies);
 }

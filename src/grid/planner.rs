@@ -33,15 +33,37 @@ pub struct ViewColumnRequest {
 #[derive(Debug, Clone)]
 pub enum SchemaChange {
     CreateColumn(ColumnRequest),
-    UpdateColumn { column_id: String, request: ColumnRequest },
-    DeleteColumn { column_id: String },
-    AddColumnToView { column_id: String },
-    RemoveColumnFromView { column_id: String },
-    CreateView { id: String, name: String, columns: Vec<ViewColumnRequest> },
+    UpdateColumn {
+        column_id: String,
+        request: ColumnRequest,
+    },
+    DeleteColumn {
+        column_id: String,
+    },
+    AddColumnToView {
+        column_id: String,
+    },
+    RemoveColumnFromView {
+        column_id: String,
+    },
+    CreateView {
+        id: String,
+        name: String,
+        columns: Vec<ViewColumnRequest>,
+    },
     DeleteView,
     CreateDependency(DependencyRequest),
-    UpdateDependency { dependency_id: String, request: DependencyRequest },
-    DeleteDependency { dependency_id: String },
+    UpdateDependency {
+        dependency_id: String,
+        request: DependencyRequest,
+    },
+    DeleteDependency {
+        dependency_id: String,
+    },
+    /// Several dependencies at once, all or none (each must exist; a repeated id counts once).
+    DeleteDependencies {
+        ids: Vec<String>,
+    },
 }
 
 /// The ops of an accepted change and the id of the thing it is about.
@@ -122,6 +144,15 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> ApiResult<P
             find_dependency(schema, &dependency_id)?;
             let op = GridOp::DeleteDependency { id: dependency_id.clone() };
             Ok(Planned { ops: vec![op], subject: dependency_id })
+        }
+        SchemaChange::DeleteDependencies { mut ids } => {
+            let mut seen = std::collections::HashSet::new();
+            ids.retain(|id| seen.insert(id.clone()));
+            for id in &ids {
+                find_dependency(schema, id)?;
+            }
+            let ops = ids.iter().map(|id| GridOp::DeleteDependency { id: id.clone() }).collect();
+            Ok(Planned { ops, subject: ids.join(",") })
         }
     }
 }

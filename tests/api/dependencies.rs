@@ -246,3 +246,32 @@ fn dependency_writes_need_the_manage_privilege_and_view_keys_stay_in_their_view(
     app.delete_as(&stranger, &format!("{list}/{id}")).assert_error(404, "viewIsNotFound");
     app.assert_unchanged(&list, &before);
 }
+
+#[test]
+fn dependencies_are_deleted_in_bulk_all_or_none() {
+    let app = spawn_app();
+    let (_, view) = localization_grid(&app);
+    let list = format!("/v1/views/{view}/dependencies");
+    let fr = link(&app, &view, "enUS", "frFR")["id"].as_str().expect("id").to_owned();
+    let de = link(&app, &view, "enUS", "deDE")["id"].as_str().expect("id").to_owned();
+    let es = link(&app, &view, "enUS", "esES")["id"].as_str().expect("id").to_owned();
+    let before = app.snapshot(&list);
+
+    let res = app.delete_with(&list, &json!({"ids": [fr, "nosuchdependency"]}));
+    res.assert_error(404, "dependencyIsNotFound");
+    for bad in [json!({"ids": []}), json!({"ids": "x"}), json!({}), json!({"ids": [fr], "x": 1})] {
+        app.delete_with(&list, &bad).assert_error(400, "badRequest");
+    }
+    let too_many: Vec<String> = (0..1001).map(|i| format!("d{i}")).collect();
+    app.delete_with(&list, &json!({ "ids": too_many })).assert_error(400, "badRequest");
+    app.assert_unchanged(&list, &before);
+
+    let res = app.delete_with(&list, &json!({"ids": [fr, de, fr]}));
+    assert_eq!(res.status, 204, "{}", res.text);
+    assert!(res.text.is_empty());
+    let left = app.snapshot(&list);
+    assert_eq!(left.as_array().map(Vec::len), Some(1), "{left}");
+    assert_eq!(left[0]["id"], json!(es));
+    assert_eq!(depends_on(&app, &view, "frFR"), Value::Null);
+    assert_eq!(depends_on(&app, &view, "esES"), json!("enUS"));
+}
