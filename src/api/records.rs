@@ -489,16 +489,20 @@ async fn update_records(
     Ok(json_response(StatusCode::OK, &records.iter().map(record_body).collect::<Vec<_>>()))
 }
 
-#[utoipa::path(tag = "records", request_body = RecordInput, responses((status = 200, description = "the updated record")))]
+#[utoipa::path(tag = "records", params(
+    ("path" = Option<String>, Query, description = "the record's path: picks the record in a path and id grid, must be the record's own elsewhere"),
+), request_body = RecordInput, responses((status = 200, description = "the updated record")))]
 #[patch("/v1/views/{viewId}/records/{id}")]
 async fn update_record(
     state: web::Data<AppState>,
     p: Principal,
     path: web::Path<(String, String)>,
+    req: HttpRequest,
     body: web::Json<RecordInput>,
 ) -> ApiResult<HttpResponse> {
     let (view_id, record_id) = path.into_inner();
-    let write_one = RecordsWrite::UpdateOne { record_id, input: body.into_inner() };
+    let at_path = query_pairs(&req)?.into_iter().find(|(k, _)| k == "path").map(|(_, v)| v);
+    let write_one = RecordsWrite::UpdateOne { record_id, at_path, input: body.into_inner() };
     let records = write(&state, &p, view_id, write_one).await?;
     let record =
         records.first().ok_or_else(|| ApiError::internal("the updated record is missing"))?;

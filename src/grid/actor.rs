@@ -20,8 +20,8 @@ use super::planner::{plan, SchemaChange};
 use super::query::{bind_filters, bind_sort, Direction, QueryEngine, RawFilter, RawSort};
 use super::read::{RecordOut, RecordPage};
 use super::records::{
-    plan_add, plan_delete, plan_import, plan_update, plan_update_one, DeleteRecordsInput,
-    RecordInput,
+    locate_by_path, plan_add, plan_delete, plan_import, plan_update, plan_update_one,
+    DeleteRecordsInput, RecordInput,
 };
 use super::references::{reference_columns, writes_references, ReferenceColumns};
 use super::schema::{distinct_column_ids, ColumnDef, Schema, ViewDef, PREDEFINED_COLUMNS};
@@ -258,7 +258,12 @@ impl Handler<ChangeSchema> for GridActor {
 pub enum RecordsWrite {
     Add(Vec<RecordInput>),
     Update(Vec<RecordInput>),
-    UpdateOne { record_id: String, input: RecordInput },
+    /// One record by id, and by path when `at_path` is given (`?path=`).
+    UpdateOne {
+        record_id: String,
+        at_path: Option<String>,
+        input: RecordInput,
+    },
     Delete(DeleteRecordsInput),
 }
 
@@ -312,7 +317,8 @@ impl GridActor {
                 let keys = written_keys(&op);
                 (op, keys)
             }
-            RecordsWrite::UpdateOne { record_id, input } => {
+            RecordsWrite::UpdateOne { record_id, at_path, input } => {
+                let input = locate_by_path(state, &record_id, at_path, input)?;
                 let (op, path, id) =
                     plan_update_one(state, &view, &record_id, input, &msg.user, now)?;
                 (op, vec![(path, id)])

@@ -271,6 +271,38 @@ pub fn plan_update(
 }
 
 /// Plans the update of one record named in the path; `input.id` renames it.
+/// The single-record update's input with its record located by `?path=`: in a grid whose
+/// records are identified by path and id the path picks the record (a different path in the
+/// body is 400, a record's path cannot change there); in other grids the record must be at
+/// that path (404 nonexistentRecordId otherwise).
+pub fn locate_by_path(
+    state: &GridState,
+    record_id: &str,
+    at_path: Option<String>,
+    mut input: RecordInput,
+) -> ApiResult<RecordInput> {
+    let Some(at_path) = at_path else { return Ok(input) };
+    if state.store.identity() == RecordIdentity::PathAndId {
+        match &input.path {
+            Some(body_path) if *body_path != at_path => {
+                return Err(ApiError::bad_request(format!(
+                    "The body's path \"{body_path}\" differs from the path parameter \"{at_path}\"."
+                )))
+            }
+            _ => input.path = Some(at_path),
+        }
+        return Ok(input);
+    }
+    let at = state.store.find("", record_id).map(|row| state.store.path(row));
+    if at != Some(at_path.as_str()) {
+        return Err(ApiError::new(
+            ErrorCode::NonexistentRecordId,
+            format!("Record \"{record_id}\" does not exist at path \"{at_path}\"."),
+        ));
+    }
+    Ok(input)
+}
+
 pub fn plan_update_one(
     state: &GridState,
     view: &ViewDef,

@@ -257,6 +257,45 @@ fn delete_by_identifiers_in_a_path_tag_grid() {
 }
 
 #[test]
+fn patch_one_record_by_path_and_id() {
+    let app = spawn_app();
+    let db = app.default_db();
+    let res = app.post(
+        &format!("/v1/grids?dbId={db}"),
+        &json!({"name": "Paths", "recordIdentifierType": "pathTagRecordId"}),
+    );
+    let view = res.assert_status(201)["defaultAccessViewId"].as_str().expect("view").to_owned();
+    app.create_column(&view, json!({"id": "title", "name": "Title", "type": "singleLine"}));
+    app.add_records(&view, json!([{"id": "r", "path": "a"}, {"id": "r", "path": "b"}]));
+    let before = app.records(&view);
+    let set = json!({"cells": [{"columnId": "title", "value": "B"}]});
+    let res = app.patch(&format!("/v1/views/{view}/records/r?path=c"), &set);
+    assert_refused(&app, &view, &res, 404, "nonexistentRecordId", &before);
+    let moved = json!({"path": "a", "cells": [{"columnId": "title", "value": "B"}]});
+    let res = app.patch(&format!("/v1/views/{view}/records/r?path=b"), &moved);
+    assert_refused(&app, &view, &res, 400, "badRequest", &before);
+
+    let res = app.patch(&format!("/v1/views/{view}/records/r?path=b"), &set);
+    let body = res.assert_status(200);
+    assert_eq!((&body["id"], &body["path"]), (&json!("r"), &json!("b")));
+    let titles: Vec<(Value, Value)> = app
+        .records(&view)
+        .iter()
+        .map(|r| (r["path"].clone(), cell(r, "title")["value"].clone()))
+        .collect();
+    assert_eq!(titles, [(json!("a"), json!("")), (json!("b"), json!("B"))]);
+
+    // In a grid identified by record id alone, the path must be the record's own.
+    let (_, plain) = simple_grid(&app);
+    app.add_records(&plain, json!([{"id": "x", "path": "p/q"}]));
+    let before = app.records(&plain);
+    let res = app.patch(&format!("/v1/views/{plain}/records/x?path=p"), &set);
+    assert_refused(&app, &plain, &res, 404, "nonexistentRecordId", &before);
+    let res = app.patch(&format!("/v1/views/{plain}/records/x?path=p%2Fq"), &set);
+    assert_eq!(res.assert_status(200)["path"], json!("p/q"));
+}
+
+#[test]
 fn listing_pages_with_total_count_and_absolute_links() {
     let app = spawn_app();
     let (_, view) = simple_grid(&app);
