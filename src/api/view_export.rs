@@ -1,6 +1,7 @@
 //! `GET /v1/views/<viewId>/export`: the view's records as a CSV (RFC 4180, UTF-8) or XLSX file,
-//! Record ID and Path first, then the view's columns (or `columnIds`), filtered and sorted by
-//! `query` and `sort` like a listing (decisions.md section 7).
+//! Record ID, Path, Last modified by and Last modified time first, then the view's columns (or
+//! `columnIds`), filtered and sorted by `query` and `sort` like a listing (decisions.md
+//! section 7).
 //!
 //! The grid actor answers with a copy of the branch and the matching rows in order
 //! (`PlanExport`; the copy shares storage until the actor changes it), so the file shows one
@@ -22,7 +23,7 @@ use super::view_route;
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult};
 use crate::grid::actor::{ExportSource, PlanExport};
-use crate::grid::codec::export_text;
+use crate::grid::codec::{export_text, format_timestamp};
 use crate::grid::schema::ColumnDef;
 use crate::grid::value::CellValue;
 use crate::state::AppState;
@@ -48,12 +49,14 @@ enum FileType {
 
 impl FileHeader {
     fn names(self, columns: &[ColumnDef]) -> Option<Vec<String>> {
-        let (id, path) = match self {
-            FileHeader::ColumnName => ("Record ID", "Path"),
-            FileHeader::ColumnId => ("_recordId", "_path"),
+        let predefined = match self {
+            FileHeader::ColumnName => {
+                ["Record ID", "Path", "Last modified by", "Last modified time"]
+            }
+            FileHeader::ColumnId => ["_recordId", "_path", "_lastModifiedBy", "_lastModifiedTime"],
             FileHeader::None => return None,
         };
-        let mut names = vec![id.to_owned(), path.to_owned()];
+        let mut names: Vec<String> = predefined.iter().map(|n| (*n).to_owned()).collect();
         names.extend(columns.iter().map(|c| match self {
             FileHeader::ColumnId => c.id.clone(),
             FileHeader::ColumnName | FileHeader::None => c.name.clone(),
@@ -135,15 +138,22 @@ async fn export_view(
         .streaming(body))
 }
 
-/// Calls `emit` with each row's record id, path and the values of the export's columns.
+/// The predefined columns the file starts with: record id, path, last modified by and time.
+const PREDEFINED: usize = 4;
+
+/// Calls `emit` with each row's predefined fields (record id, path, last modified by, last
+/// modified time) and the values of the export's columns.
 fn for_each_row(
     source: &ExportSource,
-    mut emit: impl FnMut(&str, &str, &mut dyn Iterator<Item = &CellValue>) -> Result<(), String>,
+    mut emit: impl FnMut([&str; PREDEFINED], &mut dyn Iterator<Item = &CellValue>) -> Result<(), String>,
 ) -> Result<(), String> {
     let columns: Vec<&ColumnDef> = source.columns.iter().collect();
     for rows in source.rows.chunks(ROWS_PER_READ) {
         for record in source.state.read_rows(&columns, rows.iter().copied()) {
-            emit(&record.id, &record.path, &mut record.cells.iter().map(|c| &c.value))?;
+            let time = format_timestamp(record.time_ms);
+            let predefined =
+                [record.id.as_str(), record.path.as_str(), record.user.as_str(), &time];
+            emit(predefined, &mut record.cells.iter().map(|c| &c.value))?;
         }
     }
     Ok(())
@@ -197,8 +207,8 @@ fn write_csv(
     if let Some(names) = file_header.names(&source.columns) {
         out.write_record(&names).map_err(failed)?;
     }
-    for_each_row(source, |id, path, cells| {
-        let mut fields = vec![id.to_owned(), path.to_owned()];
+    for_each_row(source, |predefined, cells| {
+        let mut fields: Vec<String> = predefined.iter().map(|f| (*f).to_owned()).collect();
         fields.extend(cells.map(export_text));
         out.write_record(&fields).map_err(failed)
     })?;
@@ -225,17 +235,18 @@ fn write_xlsx(
         for (col, name) in names.iter().enumerate() {
             sheet.write_string_with_format(0, col as u16, name, &bold).map_err(failed)?;
             sheet
-                .set_column_width(col as u16, if col < 2 { 24.0 } else { 32.0 })
+                .set_column_width(col as u16, if col < PREDEFINED { 24.0 } else { 32.0 })
                 .map_err(failed)?;
         }
         sheet.set_freeze_panes(1, 0).map_err(failed)?;
         line = 1;
     }
-    for_each_row(source, |id, path, cells| {
-        sheet.write_string(line, 0, id).map_err(failed)?;
-        sheet.write_string(line, 1, path).map_err(failed)?;
+    for_each_row(source, |predefined, cells| {
+        for (col, field) in predefined.iter().enumerate() {
+            sheet.write_string(line, col as u16, *field).map_err(failed)?;
+        }
         for (at, value) in cells.enumerate() {
-            let col = at as u16 + 2;
+            let col = (at + PREDEFINED) as u16;
             match value {
                 CellValue::Empty => {}
                 CellValue::Number(n) if n.is_finite() => {

@@ -52,10 +52,40 @@ fn export(app: &TestApp, view: &str, query: &str, extension: &str) -> Vec<u8> {
     res.bytes().expect("body").to_vec()
 }
 
-fn csv_rows(bytes: &[u8]) -> Vec<Vec<String>> {
+fn all_csv_rows(bytes: &[u8]) -> Vec<Vec<String>> {
     let mut reader =
         csv::ReaderBuilder::new().has_headers(false).flexible(false).from_reader(bytes);
     reader.records().map(|r| r.expect("RFC 4180").iter().map(str::to_owned).collect()).collect()
+}
+
+/// The rows without the Last modified by / time fields (the third and fourth), which
+/// `the_predefined_columns_come_first` checks.
+fn csv_rows(bytes: &[u8]) -> Vec<Vec<String>> {
+    let mut rows = all_csv_rows(bytes);
+    for row in &mut rows {
+        row.drain(2..4);
+    }
+    rows
+}
+
+#[test]
+fn the_predefined_columns_come_first() {
+    let app = spawn_app();
+    let view = typed_grid(&app);
+    let listed = app.records(&view);
+    let rows = all_csv_rows(&export(&app, &view, "", "csv"));
+    assert_eq!(
+        rows[0][..5],
+        ["Record ID", "Path", "Last modified by", "Last modified time", "Title"]
+    );
+    for (row, record) in rows[1..].iter().zip(&listed) {
+        assert_eq!(row[0], record["id"].as_str().expect("id"));
+        assert_eq!(row[1], record["path"].as_str().expect("path"));
+        assert_eq!(row[2], record["lastModifiedBy"].as_str().expect("user"));
+        assert_eq!(row[3], record["lastModifiedTime"].as_str().expect("time"));
+    }
+    let by_id = all_csv_rows(&export(&app, &view, "?fileHeader=columnId", "csv"));
+    assert_eq!(by_id[0][..4], ["_recordId", "_path", "_lastModifiedBy", "_lastModifiedTime"]);
 }
 
 #[test]
@@ -111,12 +141,12 @@ fn an_xlsx_export_keeps_numbers_and_booleans_typed() {
     let sheet = workbook.worksheet_range_at(0).expect("a sheet").expect("readable");
     let rows: Vec<&[Data]> = sheet.rows().collect();
     assert_eq!(rows.len(), 4);
-    assert_eq!(rows[0][2], Data::String("Title".into()));
+    assert_eq!(rows[0][4], Data::String("Title".into()));
     assert_eq!(rows[1][0], Data::String("r1".into()));
-    assert_eq!(rows[1][3], Data::Float(3.0));
-    assert_eq!(rows[1][4], Data::Bool(true));
-    assert_eq!(rows[1][6], Data::String(r#"["ui","legal"]"#.into()));
-    assert_eq!(rows[2][3], Data::Float(2.5));
+    assert_eq!(rows[1][5], Data::Float(3.0));
+    assert_eq!(rows[1][6], Data::Bool(true));
+    assert_eq!(rows[1][8], Data::String(r#"["ui","legal"]"#.into()));
+    assert_eq!(rows[2][5], Data::Float(2.5));
 }
 
 #[test]
