@@ -486,11 +486,11 @@ fn check_cells(
         };
         if let (Some(row), Some(new_value), WriteKind::Update) = (row, &value, kind) {
             let slot = state.slots.get(column_id).copied();
-            let locked =
-                slot.is_some_and(|s| state.store.source_status(row, s) == SourceStatus::Locked);
-            let unlocking = source_status.is_some_and(|s| s != SourceStatus::Locked);
+            let locked = slot.is_some_and(|s| state.store.source_status(row, s).locks_value());
+            let unlocking = source_status.is_some_and(|s| !s.locks_value());
             let changes = slot.is_some_and(|s| state.store.value(row, s) != *new_value);
-            if locked && !unlocking && changes {
+            if ((locked && !unlocking) || locked_by_source(state, input, row, column_id)) && changes
+            {
                 problems.add(
                     ErrorCode::CellIsLocked,
                     format!("{at}: the cell of column \"{column_id}\" is locked."),
@@ -507,6 +507,34 @@ fn check_cells(
         });
     }
     cells
+}
+
+/// Whether a source cell up `column_id`'s chain of dependencies holds `lockAllLanguages` in
+/// this record and keeps it through this write.
+fn locked_by_source(
+    state: &GridState,
+    input: &RecordInput,
+    row: super::store::RowId,
+    column_id: &str,
+) -> bool {
+    let mut current = column_id;
+    for _ in 0..state.schema.dependencies.len() {
+        let Some(dependency) = state.schema.dependency_of_target(current) else { return false };
+        let source = dependency.source_column_id.as_str();
+        let written = input.cells.iter().find(|c| c.column_id.as_deref() == Some(source));
+        let keeps_lock = match written.and_then(|c| c.source_status.as_deref()) {
+            Some(status) => SourceStatus::parse(status) == Some(SourceStatus::LockAllLanguages),
+            None => true,
+        };
+        let holds_lock = state.slots.get(source).is_some_and(|&slot| {
+            state.store.source_status(row, slot) == SourceStatus::LockAllLanguages
+        });
+        if keeps_lock && holds_lock {
+            return true;
+        }
+        current = source;
+    }
+    false
 }
 
 /// Records to delete: by id, or by (id, path) in grids identified by both.

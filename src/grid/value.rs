@@ -75,6 +75,9 @@ pub enum SourceStatus {
     NotReadyForTranslation = 2,
     ReadyForTranslation = 3,
     Locked = 4,
+    /// Locks the source cell and every target cell of the record that depends on it, through
+    /// chains of dependencies.
+    LockAllLanguages = 5,
 }
 
 impl DependencyStatus {
@@ -112,6 +115,7 @@ impl SourceStatus {
             SourceStatus::NotReadyForTranslation => "notReadyForTranslation",
             SourceStatus::ReadyForTranslation => "readyForTranslation",
             SourceStatus::Locked => "locked",
+            SourceStatus::LockAllLanguages => "lockAllLanguages",
         }
     }
 
@@ -122,8 +126,14 @@ impl SourceStatus {
             "notReadyForTranslation" => Some(SourceStatus::NotReadyForTranslation),
             "readyForTranslation" => Some(SourceStatus::ReadyForTranslation),
             "locked" => Some(SourceStatus::Locked),
+            "lockAllLanguages" => Some(SourceStatus::LockAllLanguages),
             _ => None,
         }
+    }
+
+    /// Whether a cell with this status refuses changes of its own value.
+    pub fn locks_value(self) -> bool {
+        matches!(self, SourceStatus::Locked | SourceStatus::LockAllLanguages)
     }
 
     pub fn from_u8(b: u8) -> Self {
@@ -132,6 +142,7 @@ impl SourceStatus {
             2 => SourceStatus::NotReadyForTranslation,
             3 => SourceStatus::ReadyForTranslation,
             4 => SourceStatus::Locked,
+            5 => SourceStatus::LockAllLanguages,
             _ => SourceStatus::Unset,
         }
     }

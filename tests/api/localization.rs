@@ -255,6 +255,52 @@ fn a_locked_cell_refuses_value_changes_unless_the_write_unlocks_it() {
 }
 
 #[test]
+fn lock_all_languages_locks_the_source_and_its_targets_in_that_record() {
+    let app = spawn_app();
+    let (_, view) = localized_grid(&app, true);
+    app.add_records(
+        &view,
+        json!([{"id": "r", "cells": [text("en", "Hi"), text("fr", "Salut"), text("note", "n")]},
+               {"id": "s", "cells": [text("en", "Yo"), text("fr", "Ouais")]}]),
+    );
+    let locked = update(
+        &app,
+        &view,
+        json!([{"id": "r", "cells": [{"columnId": "en", "sourceStatus": "lockAllLanguages"}]}]),
+    );
+    assert_eq!(src(&locked[0], "en"), "lockAllLanguages");
+    let before = app.records(&view);
+    for body in [
+        json!([{"id": "r", "cells": [text("en", "Hello")]}]),
+        json!([{"id": "r", "cells": [text("fr", "Bonjour")]}]),
+        json!([{"id": "r", "cells": [text("de", "Hallo")]}]),
+        json!([{"id": "r", "cells": [{"columnId": "fr", "value": "B", "sourceStatus": "unset"}]}]),
+        json!([{"id": "r", "cells": [text("fr", "B"),
+               {"columnId": "en", "sourceStatus": "lockAllLanguages"}]}]),
+    ] {
+        let res = app.patch(&format!("/v1/views/{view}/records"), &body);
+        assert_refused(&app, &view, &res, 409, "cellIsLocked", &before);
+    }
+    // Other records and columns outside the dependencies stay writable.
+    let other = update(
+        &app,
+        &view,
+        json!([{"id": "s", "cells": [text("fr", "Oui")]}, {"id": "r", "cells": [text("note", "m")]}]),
+    );
+    assert_eq!(cell(&other[0], "fr")["value"], "Oui");
+    assert_eq!(cell(&other[1], "note")["value"], "m");
+    // A write that sets another status on the source unlocks the whole record at once.
+    let unlocked = update(
+        &app,
+        &view,
+        json!([{"id": "r", "cells": [text("fr", "Bonjour"),
+               {"columnId": "en", "sourceStatus": "readyForTranslation"}]}]),
+    );
+    assert_eq!(cell(&unlocked[0], "fr")["value"], "Bonjour");
+    assert_eq!(src(&unlocked[0], "en"), "readyForTranslation");
+}
+
+#[test]
 fn the_mt_flag_marks_written_targets_until_a_write_without_it() {
     let app = spawn_app();
     let (_, view) = localized_grid(&app, true);
