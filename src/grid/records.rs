@@ -23,18 +23,51 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)
 }
 
-/// A cell as written: an absent `value` leaves the value alone; `null` empties it.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
+/// A cell as written: an absent `value` leaves the value alone; `null` empties it. A reference
+/// cell's ids may come as `referencedIds` instead of `value` (the OpenAPI's `SetCell`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", try_from = "CellWire")]
 pub struct CellInput {
     pub column_id: Option<String>,
+    pub value: Option<Value>,
+    pub dependency_status: Option<String>,
+    pub source_status: Option<String>,
+}
+
+/// A cell as it arrives, before `referencedIds` is folded into the value.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CellWire {
+    column_id: Option<String>,
     #[serde(default, deserialize_with = "present")]
     /// Any JSON value: text, a number, a boolean, a list of texts (selections, files,
     /// references) or null.
     #[schema(value_type = Option<Value>)]
-    pub value: Option<Value>,
-    pub dependency_status: Option<String>,
-    pub source_status: Option<String>,
+    value: Option<Value>,
+    /// The ids a reference cell points at (instead of `value`).
+    referenced_ids: Option<Vec<String>>,
+    dependency_status: Option<String>,
+    source_status: Option<String>,
+}
+
+impl TryFrom<CellWire> for CellInput {
+    type Error = String;
+
+    fn try_from(wire: CellWire) -> Result<CellInput, String> {
+        let value = match (wire.value, wire.referenced_ids) {
+            (value, None) => value,
+            (None, Some(ids)) => Some(Value::Array(ids.into_iter().map(Value::String).collect())),
+            (Some(_), Some(_)) => {
+                return Err("a cell gives either value or referencedIds, not both".to_owned())
+            }
+        };
+        Ok(CellInput {
+            column_id: wire.column_id,
+            value,
+            dependency_status: wire.dependency_status,
+            source_status: wire.source_status,
+        })
+    }
 }
 
 /// A record as written.
@@ -44,6 +77,7 @@ pub struct RecordInput {
     pub id: Option<String>,
     pub path: Option<String>,
     #[serde(default)]
+    #[schema(value_type = Vec<CellWire>)]
     pub cells: Vec<CellInput>,
     #[serde(default, rename = "markUpdatedCellsWithMTFlag")]
     pub mark_mt: Option<bool>,

@@ -167,6 +167,32 @@ fn a_reference_written_as_one_id_or_an_array_reads_its_ids_and_values_in_order()
 }
 
 #[test]
+fn referenced_ids_write_a_reference_cell_like_value_does() {
+    let app = spawn_app();
+    let (glossary, _) = glossary(&app);
+    let view = strings_grid(&app, &glossary);
+    let with_ids = |id: &str, ids: Value| json!({"id": id, "cells": [{"columnId": "ref", "referencedIds": ids}]});
+    let added = app.add_records(&view, json!([with_ids("s1", json!(["g3", "g1"]))]));
+    assert_refs(&added, "s1", "ref", json!(["g3", "g1"]), json!(["mango", "zebra"]));
+    let res = app.patch(&records_path(&view), &json!([with_ids("s1", json!(["g2"]))]));
+    assert_refs(
+        res.assert_status(200).as_array().expect("records"),
+        "s1",
+        "ref",
+        json!(["g2"]),
+        json!(["apple"]),
+    );
+    let before = app.records(&view);
+    let res = app.patch(&records_path(&view), &json!([with_ids("s1", json!(["nope"]))]));
+    res.assert_error(404, "referenceRecordNotFound");
+    let both = json!([{"id": "s1", "cells": [{"columnId": "ref", "value": "g1", "referencedIds": ["g2"]}]}]);
+    app.patch(&records_path(&view), &both).assert_error(400, "badRequest");
+    app.patch(&records_path(&view), &json!([with_ids("s1", json!("g1"))]))
+        .assert_error(400, "badRequest");
+    assert_eq!(app.records(&view), before);
+}
+
+#[test]
 fn an_unknown_id_is_404_reference_record_not_found_and_nothing_is_written() {
     let app = spawn_app();
     let (glossary, _) = glossary(&app);
