@@ -10,7 +10,7 @@ use super::{created, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ChangeSchema, ReadSchema, SchemaChanged};
-use crate::grid::columns::{ColumnRequest, ReferenceRequest};
+use crate::grid::columns::{ColumnRequest, ReferenceRequest, MAX_COLUMNS};
 use crate::grid::planner::{column_in_view, SchemaChange};
 use crate::grid::render::{column_body, ColumnBody, ReferenceTarget, ReferenceTargets};
 use crate::grid::schema::{ColumnDef, Schema};
@@ -139,6 +139,44 @@ async fn create_column(
     created(&render_column(&state, &p, &changed.schema, &view_id, &changed.subject).await?)
 }
 
+#[utoipa::path(tag = "columns", request_body = Vec<ColumnRequest>, responses((status = 201, body = [ColumnBody])))]
+#[post("/v1/views/{viewId}/columns/bulk")]
+async fn create_columns(
+    state: web::Data<AppState>,
+    p: Principal,
+    view_id: web::Path<String>,
+    body: web::Json<Vec<ColumnRequest>>,
+) -> ApiResult<HttpResponse> {
+    let requests = body.into_inner();
+    if requests.is_empty() || requests.len() > MAX_COLUMNS {
+        return Err(ApiError::bad_request(format!(
+            "A bulk create takes between 1 and {MAX_COLUMNS} columns."
+        )));
+    }
+    p.require_tier(Tier::Team)?;
+    let route = view_route(&state, &p, &view_id, Privilege::Manage)?;
+    for request in &requests {
+        check_reference(&state, &p, request.reference.as_ref()).await?;
+    }
+    let change = SchemaChange::CreateColumns(requests);
+    let changed = route.addr.send(ChangeSchema { view_id: view_id.to_string(), change }).await??;
+    let view = changed
+        .schema
+        .view(&view_id)
+        .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &view_id))?;
+    let columns = changed
+        .subject
+        .split(',')
+        .map(|id| column_in_view(&changed.schema, view, id))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let targets = reference_targets(&state, &p, columns.iter().map(|(c, _)| *c)).await?;
+    let bodies: Vec<ColumnBody> = columns
+        .iter()
+        .map(|(column, editable)| column_body(&changed.schema, column, *editable, &targets))
+        .collect();
+    created(&bodies)
+}
+
 #[utoipa::path(tag = "columns", request_body = ColumnRequest, responses((status = 200, body = ColumnBody)))]
 #[patch("/v1/views/{viewId}/columns/{id}")]
 async fn update_column(
@@ -203,6 +241,7 @@ async fn remove_column_from_view(
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
     cfg.service(get_column)
         .service(create_column)
+        .service(create_columns)
         .service(update_column)
         .service(delete_column)
         .service(add_column_to_view)

@@ -220,7 +220,7 @@ impl GridState {
 }
 
 /// The schema part of an op.
-fn apply_schema(schema: &mut Schema, op: &GridOp) {
+pub(super) fn apply_schema(schema: &mut Schema, op: &GridOp) {
     match op {
         GridOp::AddRecords { .. }
         | GridOp::UpdateRecords { .. }

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::columns::{build_column, update_column, ColumnRequest};
-use super::ops::GridOp;
+use super::ops::{apply_schema, GridOp};
 use super::schema::{ColumnDef, Dependency, Schema, ViewColumn, ViewDef};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::ids;
@@ -60,6 +60,9 @@ pub enum SchemaChange {
     DeleteDependency {
         dependency_id: String,
     },
+    /// Several columns at once, all or none, each checked against the grid with the ones
+    /// before it.
+    CreateColumns(Vec<ColumnRequest>),
     /// Several dependencies at once, all or none (each must exist; a repeated id counts once).
     DeleteDependencies {
         ids: Vec<String>,
@@ -90,6 +93,7 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> ApiResult<P
             let op = GridOp::CreateColumn { column, view_id: Some(view.id.clone()), editable };
             Ok(Planned { ops: vec![op], subject })
         }
+        SchemaChange::CreateColumns(requests) => plan_create_columns(schema, view, &requests),
         SchemaChange::UpdateColumn { column_id, request } => {
             let (current, _) = column_in_view(schema, view, &column_id)?;
             let column = update_column(schema, current, &request)?;
@@ -155,6 +159,31 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> ApiResult<P
             Ok(Planned { ops, subject: ids.join(",") })
         }
     }
+}
+
+/// The columns of a bulk create, each built against the schema with the ones before it (so
+/// ids stay unique and formulas may read earlier columns); the first refusal names its index.
+fn plan_create_columns(
+    schema: &Schema,
+    view: &ViewDef,
+    requests: &[ColumnRequest],
+) -> ApiResult<Planned> {
+    let mut scratch = schema.clone();
+    let mut ops = Vec::with_capacity(requests.len());
+    let mut ids = Vec::with_capacity(requests.len());
+    for (at, request) in requests.iter().enumerate() {
+        let column = build_column(&scratch, request).map_err(|mut err| {
+            err.message = format!("columns[{at}]: {}", err.message);
+            err
+        })?;
+        ids.push(column.id.clone());
+        let editable = request.editable.unwrap_or(true);
+        let op = GridOp::CreateColumn { column, view_id: Some(view.id.clone()), editable };
+        apply_schema(&mut scratch, &op);
+        scratch.reindex();
+        ops.push(op);
+    }
+    Ok(Planned { ops, subject: ids.join(",") })
 }
 
 /// The column with this id if the view shows it, else 404 columnNotFoundInView.

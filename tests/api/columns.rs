@@ -653,3 +653,54 @@ fn another_company_cannot_see_or_touch_our_columns() {
     app.delete_as(&other, &column_path(&view, "a")).assert_error(404, "viewIsNotFound");
     app.assert_unchanged(&format!("/v1/grids/{grid}"), &before);
 }
+
+#[test]
+fn columns_are_created_in_bulk_all_or_none() {
+    let app = spawn_app();
+    let (grid, view) = app.create_grid("Bulk");
+    let bulk = format!("/v1/views/{view}/columns/bulk");
+    let res = app.post(
+        &bulk,
+        &json!([
+            {"id": "en", "name": "English", "type": "language", "languageCode": "enUS"},
+            {"name": "Count", "type": "number"},
+            {"id": "shout", "name": "Shout", "type": "formula",
+             "formula": {"formulaText": "UPPER([en])"}},
+        ]),
+    );
+    let created = res.assert_status(201).as_array().expect("columns").clone();
+    assert_eq!(res.header("content-type"), Some("application/json"));
+    assert_eq!(created.len(), 3);
+    assert_eq!(created[0]["id"], json!("en"));
+    assert_eq!(created[1]["name"], json!("Count"));
+    assert_eq!(created[2]["type"], json!("formula"));
+    let count_id = created[1]["id"].as_str().expect("a generated id").to_owned();
+    assert_eq!(
+        app.snapshot(&column_path(&view, &count_id))["type"],
+        json!("number"),
+        "a bulk column reads back like any other"
+    );
+    let ids = view_column_ids(&app, &view);
+    let grid_before = app.snapshot(&format!("/v1/grids/{grid}"));
+    for bad in [
+        json!([]),
+        json!({"name": "x", "type": "singleLine"}),
+        json!([{"name": "ok", "type": "singleLine"}, {"name": "bad", "type": "nosuchtype"}]),
+        json!([{"id": "dup", "name": "a", "type": "singleLine"},
+               {"id": "dup", "name": "b", "type": "singleLine"}]),
+        json!([{"id": "en", "name": "again", "type": "singleLine"}]),
+        json!([{"name": "f", "type": "formula", "formula": {"formulaText": "[nosuch]"}}]),
+    ] {
+        let res = app.post(&bulk, &bad);
+        assert_eq!(res.status, 400, "{bad}: {}", res.text);
+        assert!(["badRequest", "invalidColumnId"].contains(&res.code()), "{bad}: {}", res.text);
+    }
+    let too_many: Vec<Value> =
+        (0..1001).map(|i| json!({"name": format!("c{i}"), "type": "singleLine"})).collect();
+    app.post(&bulk, &Value::Array(too_many)).assert_error(400, "badRequest");
+    assert_eq!(view_column_ids(&app, &view), ids, "a refused bulk create adds nothing");
+    app.assert_unchanged(&format!("/v1/grids/{grid}"), &grid_before);
+    let message = app
+        .post(&bulk, &json!([{"name": "ok", "type": "singleLine"}, {"name": "bad", "type": "x"}]));
+    assert!(message.text.contains("columns[1]"), "the refusal names its index: {}", message.text);
+}
