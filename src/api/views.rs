@@ -15,10 +15,11 @@ use super::{branch_route, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{ChangeSchema, ReadSchema};
+use crate::grid::actor::{ChangeSchema, PlanExport, ReadSchema};
 use crate::grid::planner::{SchemaChange, ViewColumnRequest};
 use crate::grid::render::{view_columns, ViewBody};
 use crate::grid::schema::{Schema, ViewDef};
+use crate::grid::statistic::{view_statistic, ViewStatistic};
 use crate::ids;
 use crate::state::AppState;
 
@@ -212,6 +213,37 @@ async fn delete_view(
     no_content()
 }
 
+#[utoipa::path(tag = "views", params(
+    ("columnIds" = Option<String>, Query, description = "the target columns to count (default: the view's)"),
+), responses((status = 200, body = ViewStatistic)))]
+#[get("/v1/views/{id}/statistic")]
+async fn get_statistic(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+    req: HttpRequest,
+) -> ApiResult<HttpResponse> {
+    let params = parse_list_params(req.query_string())?;
+    let route = view_route(&state, &p, &id, Privilege::Read)?;
+    let plan = PlanExport {
+        view_id: id.into_inner(),
+        column_ids: params.column_ids,
+        filters: Vec::new(),
+        sort: Vec::new(),
+    };
+    let source = route.addr.send(plan).await??;
+    // The count reads every record: on a blocking thread, over the copy the actor handed out.
+    let statistic =
+        web::block(move || view_statistic(&source.state, &source.columns, &source.rows))
+            .await
+            .map_err(|e| ApiError::internal(format!("the statistic stopped: {e}")))?;
+    ok(&statistic)
+}
+
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
-    cfg.service(list_views).service(get_view).service(create_view).service(delete_view);
+    cfg.service(list_views)
+        .service(get_view)
+        .service(get_statistic)
+        .service(create_view)
+        .service(delete_view);
 }

@@ -17,6 +17,7 @@ pub mod records;
 pub mod references;
 pub mod render;
 pub mod schema;
+pub mod statistic;
 pub mod store;
 pub mod value;
 

@@ -334,3 +334,37 @@ fn the_mt_flag_marks_written_targets_until_a_write_without_it() {
     assert!(is_mt(res.assert_status(200), "de"));
     assert!(is_mt(&record(&app, &view, "s"), "de"));
 }
+
+#[test]
+fn the_view_statistic_counts_records_and_source_words_by_target_status() {
+    let app = spawn_app();
+    let (_, view) = localized_grid(&app, true);
+    app.add_records(
+        &view,
+        json!([{"id": "a", "cells": [text("en", "Press start to play"), text("fr", "Appuyez")]},
+               {"id": "b", "cells": [text("en", "Quit"), text("fr", "Quitter")]},
+               {"id": "c", "cells": [text("en", "Load the saved game")]},
+               {"id": "d"}]),
+    );
+    update(&app, &view, json!([{"id": "b", "cells": [text("en", "Quit now")]}]));
+    let res = app.get(&format!("/v1/views/{view}/statistic"));
+    let body = res.assert_status(200);
+    assert_eq!(res.header("content-type"), Some("application/json"));
+    assert_eq!(body["recordCount"], json!(4));
+    assert_eq!(
+        body["translations"]["fr"],
+        json!({"recordCount": {"all": 4, "upToDate": 1, "outOfDate": 2, "unset": 1},
+               "wordCount": {"all": 10, "upToDate": 4, "outOfDate": 6, "unset": 0}})
+    );
+    assert_eq!(body["translations"]["de"]["recordCount"]["outOfDate"], json!(3));
+    assert!(body["translations"].get("en").is_none(), "a source is not a translation");
+    assert!(body["translations"].get("note").is_none());
+
+    let only_fr = app.get(&format!("/v1/views/{view}/statistic?columnIds=fr"));
+    let keys: Vec<&String> =
+        only_fr.assert_status(200)["translations"].as_object().expect("an object").keys().collect();
+    assert_eq!(keys, ["fr"]);
+    app.get(&format!("/v1/views/{view}/statistic?columnIds=nosuch"))
+        .assert_error(404, "columnNotFoundInView");
+    app.get("/v1/views/nosuchview/statistic").assert_error(404, "viewIsNotFound");
+}
