@@ -105,7 +105,8 @@ impl Supervisor {
     }
 
     /// Revokes a key of the caller's company: 404 for an unknown or another company's key, 403
-    /// for one beyond the caller's reach or the server's admin key asked by a non-admin key.
+    /// for one beyond the caller's reach or the server's admin key asked by a non-admin key;
+    /// 400 badRequest for the last admin key (revoking it would lock everyone out of /admin).
     pub fn revoke_key(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
         p.require_company_privilege(Privilege::Owner)?;
         let key = self
@@ -117,6 +118,11 @@ impl Supervisor {
         if key.admin && !p.key.admin {
             return Err(ApiError::access_denied(
                 "The server's admin key can only be revoked by an admin key.",
+            ));
+        }
+        if key.admin && !self.keys.values().any(|k| k.admin && k.id != key.id) {
+            return Err(ApiError::bad_request(
+                "The last admin key cannot be revoked: create another admin key first.",
             ));
         }
         if key.id != p.key.id && !self.within_reach(p, &key.kind) {

@@ -428,3 +428,18 @@ fn the_collector_removes_bytes_no_branch_or_history_holds() {
     assert!(names.contains(&kept) && names.contains(&gone), "{names:?}");
     app.get(&format!("/v1/views/{view}/files/{kept}")).assert_status(200);
 }
+
+#[test]
+fn the_last_admin_key_cannot_be_revoked() {
+    let app = spawn_app();
+    let before = app.snapshot("/admin/v1/api-keys");
+    // A fresh server holds only the bootstrap admin key.
+    let keys = before.as_array().expect("keys");
+    assert_eq!(keys.len(), 1, "{before}");
+    let id = keys[0]["id"].as_str().expect("id").to_owned();
+    let res = app.delete(&format!("/admin/v1/api-keys/{id}"));
+    res.assert_error(400, "badRequest");
+    app.assert_unchanged("/admin/v1/api-keys", &before);
+    // The admin routes still answer to it.
+    app.get("/admin/v1/api-keys").assert_status(200);
+}
