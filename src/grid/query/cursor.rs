@@ -75,27 +75,8 @@ impl QueryEngine {
         let mut out = Vec::with_capacity(limit.min(set.len() as usize));
         if !cursor_empty {
             let (start, _) = group_span(index, store, first, cursor);
-            let mut passed = false;
-            let mut group: Vec<u32> = Vec::new();
-            let mut rows = index.iter_from(start).peekable();
-            while out.len() < limit {
-                let Some(row) = rows.next() else { break };
-                group.push(row);
-                let same_next = rows.peek().is_some_and(|&next| same_key(store, first, row, next));
-                if same_next && !rest.is_empty() {
-                    continue;
-                }
-                if group.len() > 1 {
-                    group.sort_by(|&a, &b| cmp_rows_by(store, rest, a, b));
-                }
-                for &row in &group {
-                    passed = passed || after(row);
-                    if passed && set.contains(row) && out.len() < limit {
-                        out.push(RowId::from_raw(row));
-                    }
-                }
-                group.clear();
-            }
+            let walk = GroupWalk { store, set, sort, reverse: false, limit };
+            walk.collect(index.iter_from(start), false, after, &mut out);
         }
         let left = limit - out.len();
         if left == 0 {
@@ -147,29 +128,57 @@ impl QueryEngine {
         } else {
             group_span(index, store, first, cursor).1
         };
-        let mut passed = cursor_empty;
+        let walk = GroupWalk { store, set, sort, reverse: true, limit };
+        walk.collect(index.iter_before(end), cursor_empty, before, &mut out);
+        out.reverse();
+        out
+    }
+}
+
+/// A walk of an ordered index of the first sort key, one group of equal first keys at a time,
+/// each group ordered by the other keys (backwards when `reverse`).
+struct GroupWalk<'a> {
+    store: &'a ColumnStore,
+    set: &'a RoaringBitmap,
+    sort: &'a [SortKey],
+    reverse: bool,
+    limit: usize,
+}
+
+impl GroupWalk<'_> {
+    /// Pushes onto `out` the rows of `set` from the first one `reached` accepts on (from the
+    /// start when `passed`), until `out` holds `limit` rows.
+    fn collect(
+        &self,
+        rows: impl Iterator<Item = u32>,
+        mut passed: bool,
+        reached: impl Fn(u32) -> bool,
+        out: &mut Vec<RowId>,
+    ) {
+        let (first, rest) = (self.sort[0], &self.sort[1..]);
         let mut group: Vec<u32> = Vec::new();
-        let mut rows = index.iter_before(end).peekable();
-        while out.len() < limit {
+        let mut rows = rows.peekable();
+        while out.len() < self.limit {
             let Some(row) = rows.next() else { break };
             group.push(row);
-            let same_next = rows.peek().is_some_and(|&next| same_key(store, first, row, next));
+            let same_next = rows.peek().is_some_and(|&next| same_key(self.store, first, row, next));
             if same_next && !rest.is_empty() {
                 continue;
             }
             if group.len() > 1 {
-                group.sort_by(|&a, &b| cmp_rows_by(store, rest, b, a));
+                group.sort_by(|&a, &b| match self.reverse {
+                    false => cmp_rows_by(self.store, rest, a, b),
+                    true => cmp_rows_by(self.store, rest, b, a),
+                });
             }
             for &row in &group {
-                passed = passed || before(row);
-                if passed && set.contains(row) && out.len() < limit {
+                passed = passed || reached(row);
+                if passed && self.set.contains(row) && out.len() < self.limit {
                     out.push(RowId::from_raw(row));
                 }
             }
             group.clear();
         }
-        out.reverse();
-        out
     }
 }
 
