@@ -66,7 +66,7 @@ impl Numbers {
 pub type RawCatalog = HashMap<EntityKind, Vec<(String, Vec<u8>)>>;
 
 /// The kinds whose entities carry a `companyId`.
-const OWNED_KINDS: [EntityKind; 8] = [
+pub const OWNED_KINDS: [EntityKind; 8] = [
     EntityKind::Project,
     EntityKind::Database,
     EntityKind::Grid,

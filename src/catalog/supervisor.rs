@@ -258,17 +258,7 @@ impl Supervisor {
 /// atomic write (`numbering::migrate`); a current catalogue is left untouched.
 fn migrate_ids(store: &dyn CatalogStore) -> Result<(), StoreError> {
     let mut raw = RawCatalog::new();
-    for kind in [
-        EntityKind::Company,
-        EntityKind::Project,
-        EntityKind::Database,
-        EntityKind::Grid,
-        EntityKind::Key,
-        EntityKind::Task,
-        EntityKind::Backup,
-        EntityKind::Share,
-        EntityKind::File,
-    ] {
+    for kind in std::iter::once(EntityKind::Company).chain(numbering::OWNED_KINDS) {
         raw.insert(kind, store.scan(kind)?);
     }
     if let Some(changes) = numbering::migrate(&raw) {

@@ -8,13 +8,13 @@ use serde_json::{json, Value};
 
 use super::helpers::{cell, copy_dir, spawn_app, spawn_app_with, Resp, TestApp};
 
-const BOUNDARY: &str = "gridd-files-test-boundary-93ab";
+pub const BOUNDARY: &str = "gridd-files-test-boundary-93ab";
 
 /// One multipart part: its name, the file name and content type of a file part, its content.
-type Part<'a> = (&'a str, Option<(&'a str, &'a str)>, &'a [u8]);
+pub type Part<'a> = (&'a str, Option<(&'a str, &'a str)>, &'a [u8]);
 
 /// A multipart body of `parts`.
-fn multipart(parts: &[Part<'_>]) -> Vec<u8> {
+pub fn multipart(parts: &[Part<'_>]) -> Vec<u8> {
     let mut body = Vec::new();
     for (name, file, content) in parts {
         body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
@@ -33,7 +33,7 @@ fn multipart(parts: &[Part<'_>]) -> Vec<u8> {
     body
 }
 
-fn post_multipart(app: &TestApp, path: &str, body: Vec<u8>) -> Resp {
+pub fn post_multipart(app: &TestApp, path: &str, body: Vec<u8>) -> Resp {
     let content_type = format!("multipart/form-data; boundary={BOUNDARY}");
     app.raw(Method::POST, path, &content_type, body)
 }

@@ -5,36 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest::Method;
 use serde_json::{json, Value};
 
+use super::files::{multipart, post_multipart, Part, BOUNDARY};
 use super::helpers::{spawn_app, spawn_app_with, Resp, TestApp};
-
-const BOUNDARY: &str = "gridd-hostile-boundary-5c2e";
-
-/// One multipart part: name, optional file name, content.
-type Part<'a> = (&'a str, Option<&'a str>, &'a [u8]);
-
-fn multipart(parts: &[Part<'_>]) -> Vec<u8> {
-    let mut body = Vec::new();
-    for (name, filename, content) in parts {
-        body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
-        let disposition = match filename {
-            Some(file) => format!("form-data; name=\"{name}\"; filename=\"{file}\""),
-            None => format!("form-data; name=\"{name}\""),
-        };
-        body.extend_from_slice(format!("Content-Disposition: {disposition}\r\n\r\n").as_bytes());
-        body.extend_from_slice(content);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
-    body
-}
-
-fn post_multipart(app: &TestApp, path: &str, body: Vec<u8>) -> Resp {
-    let content_type = format!("multipart/form-data; boundary={BOUNDARY}");
-    app.raw(Method::POST, path, &content_type, body)
-}
 
 /// A grid with text columns `c0`..`c<n>` (named `C0`..), no records: (grid id, view id).
 fn text_grid(app: &TestApp, columns: usize) -> (String, String) {
@@ -99,7 +73,8 @@ fn assert_untouched(app: &TestApp, grid: &str, view: &str) {
 /// Posts an import of `csv` with an optional `importRequest`.
 fn import(app: &TestApp, view: &str, csv: &[u8], request: Option<&Value>) -> Resp {
     let text = request.map(Value::to_string).unwrap_or_default();
-    let mut parts: Vec<Part<'_>> = vec![("file", Some("hostile.csv"), csv)];
+    let mut parts: Vec<Part<'_>> =
+        vec![("file", Some(("hostile.csv", "application/octet-stream")), csv)];
     if request.is_some() {
         parts.push(("importRequest", None, text.as_bytes()));
     }
@@ -243,14 +218,15 @@ fn multipart_bodies_with_too_many_or_too_large_text_parts_are_refused() {
     // 65 parts, each tiny and unknown.
     let names: Vec<String> = (0..65).map(|i| format!("junk{i}")).collect();
     let mut parts: Vec<Part<'_>> = names.iter().map(|n| (n.as_str(), None, &b"x"[..])).collect();
-    parts.push(("file", Some("a.csv"), b"C0\na\n"));
+    parts.push(("file", Some(("a.csv", "application/octet-stream")), b"C0\na\n"));
     let res = post_multipart(&app, &import_path, multipart(&parts));
     res.assert_error(400, "badRequest");
     assert!(res.text.contains("more than 64 multipart parts"), "{}", res.text);
     assert_untouched(&app, &grid, &view);
     // Twenty importRequest parts of 60 KiB each: over 1 MiB of text parts together.
     let padded = format!("{{\"withHeader\": true}}{}", " ".repeat(60 * 1024));
-    let mut parts: Vec<Part<'_>> = vec![("file", Some("a.csv"), b"C0\na\n")];
+    let mut parts: Vec<Part<'_>> =
+        vec![("file", Some(("a.csv", "application/octet-stream")), b"C0\na\n")];
     parts.extend((0..20).map(|_| ("importRequest", None, padded.as_bytes())));
     let res = post_multipart(&app, &import_path, multipart(&parts));
     res.assert_error(413, "payloadTooLarge");
@@ -263,7 +239,7 @@ fn multipart_bodies_with_too_many_or_too_large_text_parts_are_refused() {
         ("columnId", None, b"shots"),
         ("fileMappings", None, mappings.as_bytes()),
         ("path", None, b"somewhere"),
-        ("file", Some("a.zip"), b"PK\x05\x06"),
+        ("file", Some(("a.zip", "application/octet-stream")), b"PK\x05\x06"),
     ];
     let res = post_multipart(&app, &format!("/v1/views/{files_view}/files/zip"), multipart(&parts));
     res.assert_error(413, "payloadTooLarge");
@@ -280,15 +256,17 @@ fn unknown_parts_are_skipped_without_being_kept() {
         ("comment", None, &junk),
         ("recordId", None, b"r1"),
         ("columnId", None, b"shots"),
-        ("file", Some("a.txt"), b"hello"),
-        ("other", Some("b.bin"), &junk),
+        ("file", Some(("a.txt", "application/octet-stream")), b"hello"),
+        ("other", Some(("b.bin", "application/octet-stream")), &junk),
     ];
     let res = post_multipart(&app, &format!("/v1/views/{view}/files"), multipart(&parts));
     res.assert_status(201);
     assert_eq!(entries(&app, "files").len(), 1, "only the file part was stored");
     let (_, text_view) = text_grid(&app, 1);
-    let parts: Vec<Part<'_>> =
-        vec![("comment", None, &junk), ("file", Some("a.csv"), b"C0\nhello\n")];
+    let parts: Vec<Part<'_>> = vec![
+        ("comment", None, &junk),
+        ("file", Some(("a.csv", "application/octet-stream")), b"C0\nhello\n"),
+    ];
     let res = post_multipart(&app, &format!("/v1/views/{text_view}/import"), multipart(&parts));
     let task = finish_task(&app, res.assert_status(202)["id"].as_str().expect("task id"));
     assert_eq!(task["status"], json!("successful"), "{task}");
@@ -325,7 +303,10 @@ fn a_multipart_body_that_stalls_is_answered_408_and_changes_nothing() {
     let app = spawn_app_with(|config| config.body_timeout_ms = 300);
     let (grid, view) = text_grid(&app, 1);
     let csv = b"C0\na\n".repeat(1000);
-    let body = multipart(&[("importRequest", None, b"{}"), ("file", Some("a.csv"), &csv)]);
+    let body = multipart(&[
+        ("importRequest", None, b"{}"),
+        ("file", Some(("a.csv", "application/octet-stream")), &csv),
+    ]);
     // Stalled inside the file part, then inside the text part.
     for sent in [body.len() / 2, 60] {
         let started = Instant::now();
@@ -340,7 +321,7 @@ fn a_multipart_body_that_stalls_is_answered_408_and_changes_nothing() {
     let body = multipart(&[
         ("recordId", None, b"r1"),
         ("columnId", None, b"shots"),
-        ("file", Some("a.bin"), &csv),
+        ("file", Some(("a.bin", "application/octet-stream")), &csv),
     ]);
     let text = stall(&app, &format!("/v1/views/{files_view}/files"), &body, body.len() - 100);
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
@@ -365,7 +346,7 @@ fn upload_zip(app: &TestApp, view: &str, mappings: &str, zip: &[u8]) -> Resp {
     let body = multipart(&[
         ("columnId", None, b"shots"),
         ("fileMappings", None, mappings.as_bytes()),
-        ("file", Some("files.zip"), zip),
+        ("file", Some(("files.zip", "application/octet-stream")), zip),
     ]);
     post_multipart(app, &format!("/v1/views/{view}/files/zip"), body)
 }
@@ -472,7 +453,7 @@ fn peak_rss_of_a_100_mb_hostile_import() {
     while csv.len() < 100 * 1024 * 1024 - 64 {
         csv.extend_from_slice(b"a,a,a,a,a,a,a,a,a,a\n");
     }
-    let body = multipart(&[("file", Some("hostile.csv"), &csv)]);
+    let body = multipart(&[("file", Some(("hostile.csv", "application/octet-stream")), &csv)]);
     drop(csv);
     let before = rss_bytes();
     let limit = 6u64 << 30;
