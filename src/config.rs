@@ -48,6 +48,11 @@ pub struct Config {
     #[arg(long, env = "GRIDD_WORKERS")]
     pub workers: Option<usize>,
 
+    /// Threads the grid actors share, each branch's actor on one of them (default: one per
+    /// core). Heavy work (schema changes, imports, merges, exports) runs off these threads.
+    #[arg(long, env = "GRIDD_GRID_THREADS")]
+    pub grid_threads: Option<usize>,
+
     /// Requests per second each API key may make on average (0: no limit). Over it: 429 with
     /// Retry-After.
     #[arg(long, env = "GRIDD_RATE_LIMIT", default_value_t = 0.0)]
@@ -97,6 +102,7 @@ impl Config {
             snapshot_every_records: 50_000,
             snapshot_interval_secs: 300,
             workers: Some(2),
+            grid_threads: None,
             rate_limit: 0.0,
             rate_burst: 50,
             request_timeout_ms: 10_000,

@@ -171,7 +171,8 @@ impl Node {
         let keys = Arc::new(KeyRing::default());
         let routes = Arc::new(Routes::default());
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-        let arbiters: Vec<Arbiter> = (0..=cores).map(|_| Arbiter::new()).collect();
+        let grid_threads = config.grid_threads.unwrap_or(cores).clamp(1, 1024);
+        let arbiters: Vec<Arbiter> = (0..=grid_threads).map(|_| Arbiter::new()).collect();
         let grid_arbiters: Vec<_> = arbiters[1..].iter().map(Arbiter::handle).collect();
         let (wal, recovered) = open_wal(&config.data_dir.join("wal"))?;
         if let Some(damage) = &recovered.dropped_tail {

@@ -114,7 +114,7 @@ async fn start_export(
     let route = view_route(&state, &p, &view_id, Privilege::Manage)?;
     let plan = plan(&body)?;
     let body = body.into_inner();
-    let rows = route
+    let history = route
         .addr
         .send(ExportHistory {
             view_id: view_id.clone(),
@@ -131,7 +131,7 @@ async fn start_export(
     let task_id = task.id.clone();
     let supervisor_state = state.clone();
     actix_web::rt::spawn(async move {
-        let written = web::block(move || write_export(&path, &plan, &rows))
+        let written = web::block(move || write_export(&path, &plan, &history.rows()))
             .await
             .unwrap_or_else(|e| Err(format!("the writer stopped: {e}")));
         let error = match written {

@@ -102,7 +102,7 @@ async fn export_view(
     };
     let view_id = view_id.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
-    let source = route
+    let plan = route
         .addr
         .send(PlanExport {
             view_id: view_id.clone(),
@@ -118,6 +118,7 @@ async fn export_view(
         FileType::Xlsx => "xlsx",
     };
     tokio::task::spawn_blocking(move || {
+        let source = plan.run();
         let written = match file_type {
             FileType::Csv => write_csv(&source, file_header, &tx),
             FileType::Xlsx => write_xlsx(&source, file_header, &temp_dir, &tx),

@@ -231,12 +231,14 @@ async fn get_statistic(
         filters: Vec::new(),
         sort: Vec::new(),
     };
-    let source = route.addr.send(plan).await??;
+    let plan = route.addr.send(plan).await??;
     // The count reads every record: on a blocking thread, over the copy the actor handed out.
-    let statistic =
-        web::block(move || view_statistic(&source.state, &source.columns, &source.rows))
-            .await
-            .map_err(|e| ApiError::internal(format!("the statistic stopped: {e}")))?;
+    let statistic = web::block(move || {
+        let source = plan.run();
+        view_statistic(&source.state, &source.columns, &source.rows)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the statistic stopped: {e}")))?;
     ok(&statistic)
 }
 

@@ -13,11 +13,13 @@ use actix::{
     ResponseFuture, WrapFuture,
 };
 
-use super::history::{history_key, ExportFilter, ExportRow, HistoryEntry};
+use super::history::{history_key, ExportFilter, ExportRow, History, HistoryEntry};
 use super::merge::{merge_base, plan_merge, plan_restore, MergeCounts, MergeScope};
 use super::ops::{GridOp, GridState};
 use super::planner::{plan, SchemaChange};
-use super::query::{bind_filters, bind_sort, Direction, QueryEngine, RawFilter, RawSort};
+use super::query::{
+    bind_filters, bind_sort, Direction, Filter, QueryEngine, RawFilter, RawSort, SortKey,
+};
 use super::read::{RecordOut, RecordPage};
 use super::records::{
     locate_by_path, plan_add, plan_delete, plan_import, plan_update, plan_update_one,
@@ -32,8 +34,10 @@ use crate::persist::entry::WalEntry;
 use crate::persist::wal::Durable;
 
 mod files;
+mod heavy;
 
 pub use files::{ChangeFiles, FilesChange, HeldFiles, HoldsFile};
+pub use heavy::{Staged, MAX_HELD};
 
 /// The actor of one branch (the master branch has the grid's id).
 pub struct GridActor {
@@ -51,6 +55,8 @@ pub struct GridActor {
     /// then recovery rebuilds it from that branch's state at the fork, so that branch holds
     /// back its own snapshots (`Durability::pin`).
     fork_source: Option<String>,
+    /// The heavy write running, if any, and the writes waiting for it (`heavy`).
+    gate: heavy::Gate,
 }
 
 impl GridActor {
@@ -71,6 +77,7 @@ impl GridActor {
             last_snapshot: Instant::now(),
             snapshot_running: false,
             fork_source: None,
+            gate: heavy::Gate::default(),
         }
     }
 
@@ -237,19 +244,18 @@ pub struct SchemaChanged {
 impl Handler<ChangeSchema> for GridActor {
     type Result = ResponseFuture<ApiResult<SchemaChanged>>;
 
-    fn handle(&mut self, msg: ChangeSchema, _: &mut Context<Self>) -> Self::Result {
-        let planned = match plan(&self.state.schema, &msg.view_id, msg.change) {
-            Ok(planned) => planned,
-            Err(err) => return Box::pin(async move { Err(err) }),
-        };
-        let durable = match self.commit(planned.ops) {
-            Ok(durable) => durable,
-            Err(err) => return Box::pin(async move { Err(err) }),
-        };
-        when_durable(
-            durable,
-            SchemaChanged { schema: self.state.schema.clone(), subject: planned.subject },
-        )
+    fn handle(&mut self, msg: ChangeSchema, ctx: &mut Context<Self>) -> Self::Result {
+        self.hold(ctx, move |act, ctx| {
+            // A new formula column or a type change touches every record: off this thread.
+            act.run_heavy(ctx, move |staged| {
+                let planned = plan(&staged.state().schema, &msg.view_id, msg.change)?;
+                staged.apply(planned.ops);
+                Ok(SchemaChanged {
+                    schema: staged.state().schema.clone(),
+                    subject: planned.subject,
+                })
+            })
+        })
     }
 }
 
@@ -353,6 +359,16 @@ impl Handler<WriteRecords> for GridActor {
     type Result = ResponseFuture<ApiResult<WriteOutcome>>;
 
     fn handle(&mut self, msg: WriteRecords, ctx: &mut Context<Self>) -> Self::Result {
+        self.hold(ctx, move |act, ctx| act.handle_write(msg, ctx))
+    }
+}
+
+impl GridActor {
+    fn handle_write(
+        &mut self,
+        msg: WriteRecords,
+        ctx: &mut Context<Self>,
+    ) -> ResponseFuture<ApiResult<WriteOutcome>> {
         if !msg.references_checked {
             let columns = reference_columns(&self.state.schema, &msg.view_id);
             if writes_references(&columns, msg.write.inputs()) {
@@ -482,9 +498,11 @@ fn picked_columns<'a>(
 }
 
 /// Everything an export needs, taken at one instant: a copy of the branch (its storage chunks
-/// are shared until the actor changes them), the columns, and every matching row in order.
+/// are shared until the actor changes them), the columns, and the bound query. The query runs
+/// over the copy where the caller runs it (`ExportPlan::run`, on a blocking thread), never on
+/// the actor's thread.
 #[derive(Debug, Message)]
-#[rtype(result = "ApiResult<ExportSource>")]
+#[rtype(result = "ApiResult<ExportPlan>")]
 pub struct PlanExport {
     pub view_id: String,
     pub column_ids: Option<Vec<String>>,
@@ -492,7 +510,32 @@ pub struct PlanExport {
     pub sort: Vec<RawSort>,
 }
 
-/// The answer to `PlanExport`.
+/// The answer to `PlanExport`: a copy of the branch and the query to run over it.
+pub struct ExportPlan {
+    state: GridState,
+    columns: Vec<ColumnDef>,
+    filters: Vec<Filter>,
+    sort: Vec<SortKey>,
+}
+
+impl ExportPlan {
+    /// Runs the query over the copy (blocking: every matching row, sorted). The copy builds
+    /// its own indexes; the branch's stay with its actor.
+    pub fn run(self) -> ExportSource {
+        let ExportPlan { mut state, columns, filters, sort } = self;
+        let mut engine = QueryEngine::default();
+        let rows = engine.run(&mut state.store, &filters, &sort, 0, usize::MAX).rows;
+        ExportSource { state, columns, rows }
+    }
+}
+
+impl std::fmt::Debug for ExportPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExportPlan").field("columns", &self.columns.len()).finish_non_exhaustive()
+    }
+}
+
+/// The rows of an export: the copy, the columns, and every matching row in order.
 pub struct ExportSource {
     pub state: GridState,
     pub columns: Vec<ColumnDef>,
@@ -514,7 +557,7 @@ impl Handler<PlanExport> for GridActor {
 }
 
 impl GridActor {
-    fn plan_export(&mut self, msg: PlanExport) -> ApiResult<ExportSource> {
+    fn plan_export(&mut self, msg: PlanExport) -> ApiResult<ExportPlan> {
         let view = self.view(&msg.view_id)?;
         let columns: Vec<ColumnDef> =
             picked_columns(&self.state.schema, &view, msg.column_ids.as_deref())?
@@ -523,8 +566,7 @@ impl GridActor {
                 .collect();
         let filters = bind_filters(&self.state, &view, &msg.filters)?;
         let sort = bind_sort(&self.state, &view, &msg.sort)?;
-        let rows = self.query.run(&mut self.state.store, &filters, &sort, 0, usize::MAX).rows;
-        Ok(ExportSource { state: self.state.clone(), columns, rows })
+        Ok(ExportPlan { state: self.state.clone(), columns, filters, sort })
     }
 }
 
@@ -588,10 +630,11 @@ impl Handler<ReadHistory> for GridActor {
     }
 }
 
-/// The history rows of a view's columns for an export (`columns` narrows them; unknown ids
-/// are refused).
+/// The history of a view's columns for an export (`columns` narrows them; unknown ids are
+/// refused): a copy of the history, whose rows the caller reads off the actor's thread
+/// (`HistoryExport::rows`).
 #[derive(Debug, Message)]
-#[rtype(result = "ApiResult<Vec<ExportRow>>")]
+#[rtype(result = "ApiResult<HistoryExport>")]
 pub struct ExportHistory {
     pub view_id: String,
     pub from_ms: i64,
@@ -600,8 +643,35 @@ pub struct ExportHistory {
     pub users: Option<Vec<String>>,
 }
 
+/// The answer to `ExportHistory`.
+pub struct HistoryExport {
+    history: History,
+    from_ms: i64,
+    to_ms: i64,
+    columns: Vec<String>,
+    users: Option<Vec<String>>,
+}
+
+impl HistoryExport {
+    /// The rows to export (reads the whole history: call it on a blocking thread).
+    pub fn rows(&self) -> Vec<ExportRow> {
+        self.history.export_rows(&ExportFilter {
+            from_ms: self.from_ms,
+            to_ms: self.to_ms,
+            columns: &self.columns,
+            users: self.users.as_deref(),
+        })
+    }
+}
+
+impl std::fmt::Debug for HistoryExport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistoryExport").field("columns", &self.columns).finish_non_exhaustive()
+    }
+}
+
 impl Handler<ExportHistory> for GridActor {
-    type Result = ApiResult<Vec<ExportRow>>;
+    type Result = ApiResult<HistoryExport>;
 
     fn handle(&mut self, msg: ExportHistory, _: &mut Context<Self>) -> Self::Result {
         let view = self.view(&msg.view_id)?;
@@ -623,12 +693,13 @@ impl Handler<ExportHistory> for GridActor {
             }
             None => shown,
         };
-        Ok(self.state.history.export_rows(&ExportFilter {
+        Ok(HistoryExport {
+            history: self.state.history.clone(),
             from_ms: msg.from_ms,
             to_ms: msg.to_ms,
-            columns: &columns,
-            users: msg.users.as_deref(),
-        }))
+            columns,
+            users: msg.users,
+        })
     }
 }
 
@@ -641,6 +712,11 @@ impl Handler<Shutdown> for GridActor {
     type Result = ();
 
     fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) {
+        // Freeing a large branch is not bounded work: on a blocking thread, not this one.
+        let empty = GridState::empty(self.state.store.identity());
+        let old = std::mem::replace(&mut self.state, empty);
+        tokio::task::spawn_blocking(move || drop(old));
+        self.query.clear();
         ctx.stop();
     }
 }
@@ -700,30 +776,29 @@ impl Handler<ApplyMerge> for GridActor {
     type Result = ResponseFuture<ApiResult<MergeCounts>>;
 
     fn handle(&mut self, msg: ApplyMerge, ctx: &mut Context<Self>) -> Self::Result {
-        let base = merge_base(
-            &msg.source_branch_id,
-            &msg.source,
-            &self.branch_id,
-            &self.state,
-            msg.fork_clock,
-        );
-        let now = chrono::Utc::now().timestamp_millis();
-        let (ops, counts) = plan_merge(
-            &msg.source_branch_id,
-            &msg.source,
-            &self.state,
-            base,
-            &msg.scope,
-            (&msg.user, now),
-        );
-        let committed = self.commit(ops);
-        if self.since_snapshot >= self.durability.policy.every_records {
-            self.maybe_snapshot(ctx);
-        }
-        match committed {
-            Ok(durable) => when_durable(durable, counts),
-            Err(err) => Box::pin(async move { Err(err) }),
-        }
+        self.hold(ctx, move |act, ctx| {
+            let branch_id = act.branch_id.clone();
+            act.run_heavy(ctx, move |staged| {
+                let base = merge_base(
+                    &msg.source_branch_id,
+                    &msg.source,
+                    &branch_id,
+                    staged.state(),
+                    msg.fork_clock,
+                );
+                let now = chrono::Utc::now().timestamp_millis();
+                let (ops, counts) = plan_merge(
+                    &msg.source_branch_id,
+                    &msg.source,
+                    staged.state(),
+                    base,
+                    &msg.scope,
+                    (&msg.user, now),
+                );
+                staged.apply(ops);
+                Ok(counts)
+            })
+        })
     }
 }
 
@@ -741,25 +816,19 @@ impl Handler<ImportRecords> for GridActor {
     type Result = ResponseFuture<ApiResult<usize>>;
 
     fn handle(&mut self, msg: ImportRecords, ctx: &mut Context<Self>) -> Self::Result {
-        let count = msg.rows.len();
-        let planned = self.view(&msg.view_id).and_then(|view| {
-            let now = chrono::Utc::now().timestamp_millis();
-            plan_import(&self.state, &view, msg.rows, &msg.user, now)
-        });
-        let committed = planned.and_then(|ops| {
-            if ops.is_empty() {
-                return Ok(None);
-            }
-            self.commit(ops).map(Some)
-        });
-        if self.since_snapshot >= self.durability.policy.every_records {
-            self.maybe_snapshot(ctx);
-        }
-        match committed {
-            Ok(Some(durable)) => when_durable(durable, count),
-            Ok(None) => Box::pin(async move { Ok(0) }),
-            Err(err) => Box::pin(async move { Err(err) }),
-        }
+        self.hold(ctx, move |act, ctx| {
+            act.run_heavy(ctx, move |staged| {
+                let view = staged.state().schema.view(&msg.view_id).cloned().ok_or_else(|| {
+                    ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &msg.view_id)
+                })?;
+                let count = msg.rows.len();
+                let now = chrono::Utc::now().timestamp_millis();
+                let ops = plan_import(staged.state(), &view, msg.rows, &msg.user, now)?;
+                let written = if ops.is_empty() { 0 } else { count };
+                staged.apply(ops);
+                Ok(written)
+            })
+        })
     }
 }
 
@@ -776,19 +845,14 @@ impl Handler<RestoreRecords> for GridActor {
     type Result = ResponseFuture<ApiResult<usize>>;
 
     fn handle(&mut self, msg: RestoreRecords, ctx: &mut Context<Self>) -> Self::Result {
-        let now = chrono::Utc::now().timestamp_millis();
-        let ops = plan_restore(&msg.backup, &self.state, (&msg.user, now));
-        let count = ops.len();
-        if ops.is_empty() {
-            return Box::pin(async { Ok(0) });
-        }
-        let committed = self.commit(ops);
-        if self.since_snapshot >= self.durability.policy.every_records {
-            self.maybe_snapshot(ctx);
-        }
-        match committed {
-            Ok(durable) => when_durable(durable, count),
-            Err(err) => Box::pin(async move { Err(err) }),
-        }
+        self.hold(ctx, move |act, ctx| {
+            act.run_heavy(ctx, move |staged| {
+                let now = chrono::Utc::now().timestamp_millis();
+                let ops = plan_restore(&msg.backup, staged.state(), (&msg.user, now));
+                let count = ops.len();
+                staged.apply(ops);
+                Ok(count)
+            })
+        })
     }
 }

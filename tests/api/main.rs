@@ -16,6 +16,7 @@ mod faults;
 mod files;
 mod formulas;
 mod grids;
+mod heavy_work;
 mod history_export;
 mod hostile_limits;
 mod hostile_tenancy;

@@ -125,12 +125,12 @@ impl GridActor {
 impl Handler<ChangeFiles> for GridActor {
     type Result = ResponseFuture<ApiResult<Vec<RecordOut>>>;
 
-    fn handle(&mut self, msg: ChangeFiles, _: &mut Context<Self>) -> Self::Result {
-        match self.change_files(msg) {
+    fn handle(&mut self, msg: ChangeFiles, ctx: &mut Context<Self>) -> Self::Result {
+        self.hold(ctx, move |act, _| match act.change_files(msg) {
             Ok(Some((durable, records))) => when_durable(durable, records),
             Ok(None) => Box::pin(async { Ok(Vec::new()) }),
             Err(err) => Box::pin(async move { Err(err) }),
-        }
+        })
     }
 }
 

@@ -1,0 +1,193 @@
+//! Heavy writes: schema changes, imports, merges and restores, whose planning and applying can
+//! take seconds on a large branch. They run on a blocking thread against a copy of the branch
+//! (`GridState` clones share their storage chunks), so the grid actor's thread, which other
+//! branches share, only does the bounded parts: taking the copy, appending the WAL record and
+//! swapping the new state in.
+//!
+//! While a heavy write runs, reads of the branch are answered from the state before it, and
+//! every later write of the branch is held back (`hold`) and run in arrival order once the heavy
+//! write is installed or refused, so a write is never planned against a state the heavy write
+//! is about to replace. Held writes are capped (`MAX_HELD`): past that a write is refused with
+//! 503 rather than queued without bound.
+
+use std::collections::VecDeque;
+
+use actix::{ActorFutureExt, AsyncContext, Context, ResponseFuture, WrapFuture};
+use tokio::sync::oneshot;
+
+use super::GridActor;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::ops::{GridOp, GridState};
+use crate::persist::entry::WalEntry;
+use crate::persist::wal::Durable;
+
+/// Most writes one branch holds back while a heavy write runs.
+pub const MAX_HELD: usize = 4096;
+
+/// A write held back until the running heavy write is done.
+pub(super) type HeldWrite = Box<dyn FnOnce(&mut GridActor, &mut Context<GridActor>)>;
+
+/// Writes waiting for the branch's heavy write, oldest first.
+#[derive(Default)]
+pub(super) struct Gate {
+    /// Whether a heavy write is running.
+    pub(super) busy: bool,
+    pub(super) held: VecDeque<HeldWrite>,
+}
+
+/// A copy of the branch that a heavy write changes: only through `apply`, so the ops it
+/// records are exactly the ones the copy went through, and replaying them rebuilds it.
+pub struct Staged {
+    state: GridState,
+    ops: Vec<GridOp>,
+}
+
+impl Staged {
+    /// The copy as the ops applied so far left it.
+    pub fn state(&self) -> &GridState {
+        &self.state
+    }
+
+    /// Applies `ops` to the copy and records them for the WAL.
+    pub fn apply(&mut self, ops: Vec<GridOp>) {
+        for op in &ops {
+            self.state.apply(op);
+        }
+        self.ops.extend(ops);
+    }
+}
+
+/// A finished heavy write: the new state, its WAL record (none when it changed nothing) and
+/// the reply.
+struct Finished<T> {
+    state: GridState,
+    payload: Option<Vec<u8>>,
+    reply: T,
+}
+
+impl GridActor {
+    /// Runs `job` against a copy of the branch on a blocking thread, then logs its ops and
+    /// installs the copy; the returned future resolves once the write is durable. Writes that
+    /// arrive meanwhile wait (`hold`).
+    pub(super) fn run_heavy<T, J>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        job: J,
+    ) -> ResponseFuture<ApiResult<T>>
+    where
+        T: Send + 'static,
+        J: FnOnce(&mut Staged) -> ApiResult<T> + Send + 'static,
+    {
+        self.gate.busy = true;
+        // The copy starts with an empty change journal, so after the swap the query indexes
+        // catch up with exactly what the heavy write changed.
+        self.query.sync(&mut self.state.store);
+        let staged = Staged { state: self.state.clone(), ops: Vec::new() };
+        let branch_id = self.branch_id.clone();
+        let work = async move {
+            tokio::task::spawn_blocking(move || {
+                let mut staged = staged;
+                let reply = job(&mut staged)?;
+                let Staged { state, ops } = staged;
+                let payload = (!ops.is_empty()).then(|| WalEntry { branch_id, ops }.encode());
+                Ok(Finished { state, payload, reply })
+            })
+            .await
+            .unwrap_or_else(|err| Err(ApiError::internal(format!("a heavy write stopped: {err}"))))
+        };
+        let (done, answer) = oneshot::channel();
+        ctx.spawn(work.into_actor(self).map(move |finished: ApiResult<Finished<T>>, act, ctx| {
+            let installed = finished.and_then(|f| {
+                let durable = act.install(f.state, f.payload)?;
+                Ok((durable, f.reply))
+            });
+            let _ = done.send(installed);
+            act.gate.busy = false;
+            act.release_held(ctx);
+            if act.since_snapshot >= act.durability.policy.every_records {
+                act.maybe_snapshot(ctx);
+            }
+        }));
+        Box::pin(async move {
+            let (durable, reply) = answer.await.map_err(|_| stopped())??;
+            if let Some(durable) = durable {
+                durable.await.map_err(|err| {
+                    ApiError::new(
+                        ErrorCode::ServiceUnavailable,
+                        format!("The write was not logged: {err}"),
+                    )
+                })?;
+            }
+            Ok(reply)
+        })
+    }
+
+    /// Logs a heavy write's record and swaps its state in. The old state is dropped on a
+    /// blocking thread: freeing a large branch's chunks is not bounded work.
+    fn install(
+        &mut self,
+        state: GridState,
+        payload: Option<Vec<u8>>,
+    ) -> ApiResult<Option<Durable>> {
+        let Some(payload) = payload else { return Ok(None) };
+        let appended = self.durability.wal.append(payload).map_err(|err| {
+            tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
+            ApiError::new(
+                ErrorCode::ServiceUnavailable,
+                format!("The write could not be logged: {err}"),
+            )
+        })?;
+        let mut state = state;
+        if state.store.is_tracking() != self.state.store.is_tracking() {
+            // A read built the first index while the write ran: the copy did not journal its
+            // changes for it, so the indexes are rebuilt on next use.
+            self.query.clear();
+            state.store.set_tracking(false);
+        }
+        let old = std::mem::replace(&mut self.state, state);
+        tokio::task::spawn_blocking(move || drop(old));
+        self.since_snapshot += 1;
+        Ok(Some(appended.durable))
+    }
+
+    /// Runs the held writes in order until one of them starts another heavy write.
+    fn release_held(&mut self, ctx: &mut Context<Self>) {
+        while !self.gate.busy {
+            let Some(next) = self.gate.held.pop_front() else { break };
+            next(self, ctx);
+        }
+    }
+
+    /// `run` now, or once the running heavy write is done (503 past `MAX_HELD` waiting).
+    pub(super) fn hold<T: 'static>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        run: impl FnOnce(&mut GridActor, &mut Context<GridActor>) -> ResponseFuture<ApiResult<T>>
+            + 'static,
+    ) -> ResponseFuture<ApiResult<T>> {
+        if !self.gate.busy {
+            return run(self, ctx);
+        }
+        if self.gate.held.len() >= MAX_HELD {
+            return Box::pin(async {
+                Err(ApiError::new(
+                    ErrorCode::ServiceUnavailable,
+                    format!(
+                        "The branch has {MAX_HELD} writes waiting for a schema change, import or \
+                         merge; try again shortly."
+                    ),
+                ))
+            });
+        }
+        let (done, answer) = oneshot::channel();
+        self.gate.held.push_back(Box::new(move |act, ctx| {
+            let _ = done.send(run(act, ctx));
+        }));
+        Box::pin(async move { answer.await.map_err(|_| stopped())?.await })
+    }
+}
+
+/// The branch's actor stopped (its grid or branch was deleted) before answering.
+fn stopped() -> ApiError {
+    ApiError::new(ErrorCode::ServiceUnavailable, "The branch closed before the write ran.")
+}
