@@ -16,7 +16,7 @@ use crate::grid::ops::GridState;
 use crate::grid::read::RecordOut;
 use crate::grid::records::{plan_update, CellInput, RecordInput};
 use crate::grid::schema::{ColumnDef, ColumnType, ViewDef};
-use crate::grid::store::CellRef;
+use crate::grid::store::{CellRef, ColumnSlot};
 use crate::grid::value::CellValue;
 use crate::persist::wal::Durable;
 
@@ -135,7 +135,8 @@ impl Handler<ChangeFiles> for GridActor {
 }
 
 /// Whether a live record holds `file_id` in a files column that `view_id` shows (404
-/// viewIsNotFound for an unknown view). Scans only those columns' cells, without copying them.
+/// viewIsNotFound for an unknown view). The actor only copies its state (copy-on-write,
+/// cheap); the scan of those columns' cells runs on a blocking thread, without copying them.
 #[derive(Debug, Message)]
 #[rtype(result = "ApiResult<bool>")]
 pub struct HoldsFile {
@@ -143,25 +144,41 @@ pub struct HoldsFile {
     pub file_id: String,
 }
 
+/// Whether a live record of `state` holds `file_id` in one of the columns at `slots`.
+fn holds_file(state: &GridState, slots: &[ColumnSlot], file_id: &str) -> bool {
+    slots.iter().any(|&slot| {
+        state.store.live_rows().any(|row| match state.store.value_ref(row, slot) {
+            CellRef::List(mut ids) => ids.any(|id| id == file_id),
+            _ => false,
+        })
+    })
+}
+
 impl Handler<HoldsFile> for GridActor {
-    type Result = ApiResult<bool>;
+    type Result = ResponseFuture<ApiResult<bool>>;
 
     fn handle(&mut self, msg: HoldsFile, _: &mut Context<Self>) -> Self::Result {
-        let view = self.view(&msg.view_id)?;
-        let state = &self.state;
-        let slots: Vec<_> = state
+        let view = match self.view(&msg.view_id) {
+            Ok(view) => view,
+            Err(err) => return Box::pin(async move { Err(err) }),
+        };
+        let slots: Vec<ColumnSlot> = self
+            .state
             .schema
             .view_columns(&view)
             .into_iter()
             .filter(|(c, _)| c.column_type == ColumnType::Files)
-            .filter_map(|(c, _)| state.slots.get(&c.id).copied())
+            .filter_map(|(c, _)| self.state.slots.get(&c.id).copied())
             .collect();
-        Ok(slots.into_iter().any(|slot| {
-            state.store.live_rows().any(|row| match state.store.value_ref(row, slot) {
-                CellRef::List(mut ids) => ids.any(|id| id == msg.file_id),
-                _ => false,
-            })
-        }))
+        if slots.is_empty() {
+            return Box::pin(async { Ok(false) });
+        }
+        let state = self.state.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || holds_file(&state, &slots, &msg.file_id))
+                .await
+                .map_err(|e| ApiError::internal(format!("the file check stopped: {e}")))
+        })
     }
 }
 
