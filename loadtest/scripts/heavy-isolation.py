@@ -122,11 +122,19 @@ def during(c, others, heavy):
     return result, lat
 
 
-def import_all(c, view, n):
-    boundary = "heavy-isolation-boundary"
+BOUNDARY = "heavy-isolation-boundary"
+
+
+def import_body(n):
+    """The multipart body of a CSV import of `n` records, built before the clock starts (the
+    reading thread shares this process's interpreter lock)."""
     rows = "".join(f"r{i},réimporté {i} {WORDS[i % len(WORDS)]}\n" for i in range(n))
-    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\n"
-            f"Content-Type: text/csv\r\n\r\n_recordId,t\n{rows}\r\n--{boundary}--\r\n").encode()
+    return (f"--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\n"
+            f"Content-Type: text/csv\r\n\r\n_recordId,t\n{rows}\r\n--{BOUNDARY}--\r\n").encode()
+
+
+def import_all(c, view, body):
+    boundary = BOUNDARY
     status, task = c.call("POST", f"/v1/views/{view}/import", body,
                           f"multipart/form-data; boundary={boundary}")
     assert status == 202, (status, task)
@@ -155,6 +163,7 @@ def main():
         t0 = time.time()
         seed(c, a, RECORDS)
         print(f"seeded {RECORDS} records in {time.time() - t0:.1f} s", flush=True)
+        body = import_body(RECORDS)
         steps = [
             ("formula column over every record", lambda: c.call(
                 "POST", f"/v1/views/{a}/columns",
@@ -162,7 +171,7 @@ def main():
                  "formula": {"formulaText": "CONCAT(UPPER([t]), \" / \", LOWER([t]))"}})[0]),
             ("type change singleLine -> multipleLines", lambda: c.call(
                 "PATCH", f"/v1/views/{a}/columns/t", {"type": "multipleLines"})[0]),
-            ("CSV import of every record", lambda: import_all(c, a, RECORDS)),
+            ("CSV import of every record", lambda: import_all(c, a, body)),
         ]
         print("| heavy request on A | its time (ms) | reads of B1, B2 meanwhile | p50 (ms) | p99 (ms) | max (ms) |")
         print("|---|---|---|---|---|---|")
