@@ -30,18 +30,6 @@ fn rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// Waits for a task to end; its final body.
-fn finish_task(app: &TestApp, id: &str) -> Value {
-    for _ in 0..24_000 {
-        let body = app.get(&format!("/v1/tasks/{id}")).assert_status(200).clone();
-        if body["status"] != json!("running") {
-            return body;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    panic!("task {id} did not finish");
-}
-
 /// `/healthz` answers at once.
 #[track_caller]
 fn assert_healthy(app: &TestApp) {
@@ -95,7 +83,7 @@ fn refused(res: &Resp, needles: &[&str]) {
 #[track_caller]
 fn task_failed(app: &TestApp, res: &Resp) -> String {
     res.assert_status(202);
-    let task = finish_task(app, res.body["id"].as_str().expect("task id"));
+    let task = app.wait_task(res.body["id"].as_str().expect("task id"));
     assert_eq!(task["status"], json!("failed"), "{task}");
     assert_eq!(task["error"]["code"], json!("badRequest"), "{task}");
     task["error"]["message"].as_str().expect("message").to_owned()
@@ -127,7 +115,7 @@ fn two_file_columns_mapped_to_one_target_are_refused_at_request_time() {
     // One of each imports.
     let res = import(&app, &view, b"C0,c1\na,b\n", None);
     res.assert_status(202);
-    let task = finish_task(&app, res.body["id"].as_str().expect("task id"));
+    let task = app.wait_task(res.body["id"].as_str().expect("task id"));
     assert_eq!(task["status"], json!("successful"), "{task}");
     assert_eq!(app.records(&view).len(), 1);
 }
@@ -268,7 +256,7 @@ fn unknown_parts_are_skipped_without_being_kept() {
         ("file", Some(("a.csv", "application/octet-stream")), b"C0\nhello\n"),
     ];
     let res = post_multipart(&app, &format!("/v1/views/{text_view}/import"), multipart(&parts));
-    let task = finish_task(&app, res.assert_status(202)["id"].as_str().expect("task id"));
+    let task = app.wait_task(res.assert_status(202)["id"].as_str().expect("task id"));
     assert_eq!(task["status"], json!("successful"), "{task}");
     assert_eq!(app.records(&text_view).len(), 1);
 }
@@ -471,7 +459,7 @@ fn peak_rss_of_a_100_mb_hostile_import() {
     });
     let res = post_multipart(&app, &format!("/v1/views/{view}/import"), body);
     let task = if res.status == 202 {
-        finish_task(&app, res.body["id"].as_str().expect("task id"))
+        app.wait_task(res.body["id"].as_str().expect("task id"))
     } else {
         res.body.clone()
     };
