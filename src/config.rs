@@ -36,14 +36,9 @@ pub struct Config {
     #[arg(long, env = "GRIDD_MAX_JSON_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub max_json_bytes: usize,
 
-    /// A branch writes a snapshot after this many records written (added, updated or deleted;
-    /// a schema change that recomputes or converts cells counts every record of the branch).
+    /// A branch writes a snapshot after this many WAL records.
     #[arg(long, env = "GRIDD_SNAPSHOT_EVERY_RECORDS", default_value_t = 50_000)]
     pub snapshot_every_records: u64,
-
-    /// ...or after this many bytes of its WAL records, whichever comes first.
-    #[arg(long, env = "GRIDD_SNAPSHOT_EVERY_BYTES", default_value_t = 64 * 1024 * 1024)]
-    pub snapshot_every_bytes: u64,
 
     /// ...and at least this often (seconds) while it has changes.
     #[arg(long, env = "GRIDD_SNAPSHOT_INTERVAL_SECS", default_value_t = 300)]
@@ -105,7 +100,6 @@ impl Config {
             log_level: "warn".to_owned(),
             max_json_bytes: 32 * 1024 * 1024,
             snapshot_every_records: 50_000,
-            snapshot_every_bytes: 64 * 1024 * 1024,
             snapshot_interval_secs: 300,
             workers: Some(2),
             grid_threads: None,

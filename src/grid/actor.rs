@@ -47,8 +47,8 @@ pub struct GridActor {
     /// Query indexes over `state.store`, built on first use.
     query: QueryEngine,
     durability: Arc<Durability>,
-    /// What was written since the last snapshot started (the snapshot policy's measure).
-    since_snapshot: Written,
+    /// WAL records appended since the last snapshot started.
+    since_snapshot: u64,
     last_snapshot: Instant,
     snapshot_running: bool,
     /// The branch this one was copied from, until this branch's first snapshot is stored: till
@@ -73,7 +73,7 @@ impl GridActor {
             state,
             query: QueryEngine::default(),
             durability,
-            since_snapshot: Written::default(),
+            since_snapshot: 0,
             last_snapshot: Instant::now(),
             snapshot_running: false,
             fork_source: None,
@@ -108,10 +108,7 @@ impl GridActor {
     /// Logs and applies ops; the returned future resolves when they are durable.
     fn commit(&mut self, ops: Vec<GridOp>) -> ApiResult<Durable> {
         let entry = WalEntry { branch_id: self.branch_id.clone(), ops };
-        let weight: u64 = entry.ops.iter().map(|op| op.replay_weight(self.state.store.len())).sum();
-        let payload = entry.encode();
-        let bytes = payload.len() as u64;
-        let appended = self.durability.wal.append(payload).map_err(|err| {
+        let appended = self.durability.wal.append(entry.encode()).map_err(|err| {
             tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
             ApiError::new(
                 ErrorCode::ServiceUnavailable,
@@ -121,27 +118,20 @@ impl GridActor {
         for op in &entry.ops {
             self.state.apply(op);
         }
-        self.since_snapshot.add(weight, bytes);
+        self.since_snapshot += 1;
         Ok(appended.durable)
     }
 
-    /// Whether enough was written since the last snapshot to take the next one now.
-    fn snapshot_due(&self) -> bool {
-        let policy = self.durability.policy;
-        self.since_snapshot.records >= policy.every_records
-            || self.since_snapshot.bytes >= policy.every_bytes
-    }
-
-    /// Starts a snapshot when one is due: enough records or bytes written, or time passed with
-    /// changes or a lagging WAL floor.
+    /// Starts a snapshot when one is due: enough records, or time passed with changes or a
+    /// lagging WAL floor.
     fn maybe_snapshot(&mut self, ctx: &mut Context<Self>) {
         let policy = self.durability.policy;
         let lagging =
             self.durability.wal.last_lsn().saturating_sub(self.durability.floor(&self.branch_id))
                 > policy.every_records;
         let timely =
-            self.last_snapshot.elapsed() >= policy.every && (self.since_snapshot.any() || lagging);
-        if self.snapshot_due() || timely {
+            self.last_snapshot.elapsed() >= policy.every && (self.since_snapshot > 0 || lagging);
+        if self.since_snapshot >= policy.every_records || timely {
             self.start_snapshot(ctx);
         }
     }
@@ -152,7 +142,7 @@ impl GridActor {
         &mut self,
     ) -> impl std::future::Future<Output = Result<(), String>> + 'static {
         self.snapshot_running = true;
-        self.since_snapshot = Written::default();
+        self.since_snapshot = 0;
         self.last_snapshot = Instant::now();
         let lsn = self.durability.wal.last_lsn();
         let copied = Instant::now();
@@ -210,28 +200,6 @@ impl Actor for GridActor {
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
         tracing::debug!(grid = %self.grid_id, branch = %self.branch_id, "grid actor stopped");
-    }
-}
-
-/// What a branch wrote since its last snapshot: records (weighted by `GridOp::replay_weight`)
-/// and WAL bytes, which bound the replay after a crash.
-#[derive(Debug, Default, Clone, Copy)]
-struct Written {
-    records: u64,
-    bytes: u64,
-    /// WAL records, so that even writes of no weight make the branch "changed".
-    entries: u64,
-}
-
-impl Written {
-    fn add(&mut self, records: u64, bytes: u64) {
-        self.records = self.records.saturating_add(records);
-        self.bytes = self.bytes.saturating_add(bytes);
-        self.entries += 1;
-    }
-
-    fn any(&self) -> bool {
-        self.entries > 0
     }
 }
 
@@ -411,7 +379,7 @@ impl GridActor {
             }
         }
         let result = self.write_records(msg);
-        if self.snapshot_due() {
+        if self.since_snapshot >= self.durability.policy.every_records {
             self.maybe_snapshot(ctx);
         }
         match result {

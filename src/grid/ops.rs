@@ -120,32 +120,6 @@ pub struct GridState {
     pending_recompute: Vec<String>,
 }
 
-impl GridOp {
-    /// How much replaying this op costs, in records: the records it writes, or every record of
-    /// a branch of `records` for a schema op that recomputes or converts cells (the snapshot
-    /// policy counts this, so that replay after a crash stays bounded).
-    pub fn replay_weight(&self, records: usize) -> u64 {
-        let weight = match self {
-            GridOp::AddRecords { records, .. } | GridOp::UpdateRecords { records, .. } => {
-                records.len()
-            }
-            GridOp::DeleteRecords { keys } => keys.len(),
-            GridOp::CreateColumn { .. }
-            | GridOp::ReplaceColumn { .. }
-            | GridOp::CreateDependency(_)
-            | GridOp::ReplaceDependency { .. } => records,
-            GridOp::DeleteColumn { .. }
-            | GridOp::AddViewColumn { .. }
-            | GridOp::RemoveViewColumn { .. }
-            | GridOp::CreateView(_)
-            | GridOp::DeleteView { .. }
-            | GridOp::DeleteDependency { .. }
-            | GridOp::MergeMark { .. } => 1,
-        };
-        weight.max(1) as u64
-    }
-}
-
 impl GridState {
     /// A branch with nothing in it, not even a view.
     pub fn empty(identity: RecordIdentity) -> GridState {

@@ -20,11 +20,8 @@ use crate::grid::ops::GridState;
 /// When branches write snapshots.
 #[derive(Debug, Clone, Copy)]
 pub struct SnapshotPolicy {
-    /// After this many records written to a branch (added, updated, deleted; a schema op that
-    /// recomputes cells counts every record of the branch: `GridOp::replay_weight`).
+    /// After this many WAL records of a branch.
     pub every_records: u64,
-    /// ...or this many bytes of its WAL records.
-    pub every_bytes: u64,
     /// And at least this often while a branch has changes (or its WAL floor lags).
     pub every: Duration,
 }

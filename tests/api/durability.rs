@@ -353,35 +353,3 @@ fn an_unreadable_catalogue_entry_is_rebuilt_from_the_image_and_the_wal() {
     assert_eq!(contents(&app, &view), expected(0..2));
     app.get_as(&key, &format!("/v1/views/{view}/records")).assert_status(200);
 }
-
-/// Snapshots taken so far, from `/metrics`.
-fn snapshots_taken(app: &TestApp) -> u64 {
-    let res = app.get("/metrics");
-    let line = res.text.lines().find(|l| l.starts_with("gridd_snapshot_seconds_count"));
-    line.and_then(|l| l.split_whitespace().last()).and_then(|n| n.parse().ok()).unwrap_or(0)
-}
-
-/// The snapshot policy counts records, not WAL entries: two bulk writes of 1000 records each
-/// pass a policy of 1500 records (they used to count 2 of 1500), so a crash replays little.
-#[test]
-fn bulk_writes_reach_the_snapshot_policy_by_records_not_wal_entries() {
-    let app = crate::helpers::spawn_app_with(|c| {
-        c.snapshot_every_records = 1500;
-        c.snapshot_interval_secs = 3600;
-    });
-    let (_, view) = app.create_grid("Bulk");
-    app.create_column(&view, json!({"id": "t", "name": "Text", "type": "singleLine"}));
-    assert_eq!(snapshots_taken(&app), 0);
-    for batch in 0..2 {
-        let records: Vec<Value> = (0..1000)
-            .map(|i| json!({"id": format!("r{batch}-{i}"), "cells": [{"columnId": "t", "value": "x"}]}))
-            .collect();
-        app.add_records(&view, Value::Array(records));
-    }
-    // The snapshot starts with the second write and is stored in the background.
-    let taken = (0..400).map(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(25));
-        snapshots_taken(&app)
-    });
-    assert!(taken.into_iter().any(|n| n >= 1), "no snapshot after 2000 records");
-}

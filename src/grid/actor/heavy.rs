@@ -40,8 +40,6 @@ pub(super) struct Gate {
 pub struct Staged {
     state: GridState,
     ops: Vec<GridOp>,
-    /// Records in the branch when the copy was taken.
-    records_before: usize,
 }
 
 impl Staged {
@@ -64,8 +62,6 @@ impl Staged {
 struct Finished<T> {
     state: GridState,
     payload: Option<Vec<u8>>,
-    /// The ops' replay weight (`GridOp::replay_weight`).
-    weight: u64,
     reply: T,
 }
 
@@ -86,17 +82,15 @@ impl GridActor {
         // The copy starts with an empty change journal, so after the swap the query indexes
         // catch up with exactly what the heavy write changed.
         self.query.sync(&mut self.state.store);
-        let records_before = self.state.store.len();
-        let staged = Staged { state: self.state.clone(), ops: Vec::new(), records_before };
+        let staged = Staged { state: self.state.clone(), ops: Vec::new() };
         let branch_id = self.branch_id.clone();
         let work = async move {
             tokio::task::spawn_blocking(move || {
                 let mut staged = staged;
                 let reply = job(&mut staged)?;
-                let Staged { state, ops, records_before } = staged;
-                let weight = ops.iter().map(|op| op.replay_weight(records_before)).sum();
+                let Staged { state, ops } = staged;
                 let payload = (!ops.is_empty()).then(|| WalEntry { branch_id, ops }.encode());
-                Ok(Finished { state, payload, weight, reply })
+                Ok(Finished { state, payload, reply })
             })
             .await
             .unwrap_or_else(|err| Err(ApiError::internal(format!("a heavy write stopped: {err}"))))
@@ -104,13 +98,13 @@ impl GridActor {
         let (done, answer) = oneshot::channel();
         ctx.spawn(work.into_actor(self).map(move |finished: ApiResult<Finished<T>>, act, ctx| {
             let installed = finished.and_then(|f| {
-                let durable = act.install(f.state, f.payload, f.weight)?;
+                let durable = act.install(f.state, f.payload)?;
                 Ok((durable, f.reply))
             });
             let _ = done.send(installed);
             act.gate.busy = false;
             act.release_held(ctx);
-            if act.snapshot_due() {
+            if act.since_snapshot >= act.durability.policy.every_records {
                 act.maybe_snapshot(ctx);
             }
         }));
@@ -134,10 +128,8 @@ impl GridActor {
         &mut self,
         state: GridState,
         payload: Option<Vec<u8>>,
-        weight: u64,
     ) -> ApiResult<Option<Durable>> {
         let Some(payload) = payload else { return Ok(None) };
-        let bytes = payload.len() as u64;
         let appended = self.durability.wal.append(payload).map_err(|err| {
             tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
             ApiError::new(
@@ -154,7 +146,7 @@ impl GridActor {
         }
         let old = std::mem::replace(&mut self.state, state);
         tokio::task::spawn_blocking(move || drop(old));
-        self.since_snapshot.add(weight, bytes);
+        self.since_snapshot += 1;
         Ok(Some(appended.durable))
     }
 
