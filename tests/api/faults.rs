@@ -15,30 +15,40 @@ use serde_json::{json, Value};
 
 use crate::helpers::copy_dir;
 
-const KEY: &str = "faults-test-owner-key-0123456789";
+pub(super) const KEY: &str = "faults-test-owner-key-0123456789";
 
 /// A `gridd` process; SIGKILLed when dropped.
-struct Server {
-    child: Child,
-    base: String,
+pub(super) struct Server {
+    pub(super) child: Child,
+    pub(super) base: String,
     lines: mpsc::Receiver<String>,
     log: Vec<String>,
 }
 
 impl Server {
-    fn start(dir: &Path) -> Server {
-        match Server::try_start(dir) {
+    pub(super) fn start(dir: &Path) -> Server {
+        Server::start_with(dir, &[])
+    }
+
+    /// Starts the binary with `extra` command-line arguments.
+    pub(super) fn start_with(dir: &Path, extra: &[&str]) -> Server {
+        match Server::try_start_with(dir, extra) {
             Ok(server) => server,
             Err((status, log)) => panic!("gridd did not listen (exit {status:?}); log:\n{log}"),
         }
     }
 
     /// Starts the binary; when it exits instead of listening, its exit code and log.
-    fn try_start(dir: &Path) -> Result<Server, (Option<i32>, String)> {
+    pub(super) fn try_start(dir: &Path) -> Result<Server, (Option<i32>, String)> {
+        Server::try_start_with(dir, &[])
+    }
+
+    fn try_start_with(dir: &Path, extra: &[&str]) -> Result<Server, (Option<i32>, String)> {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gridd"))
             .args(["--bind", "127.0.0.1:0", "--data-dir"])
             .arg(dir)
             .args(["--api-key", KEY, "--log-level", "info"])
+            .args(extra)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -80,20 +90,39 @@ impl Server {
     }
 
     /// Every stderr line so far.
-    fn log(&mut self) -> &[String] {
+    pub(super) fn log(&mut self) -> &[String] {
         self.log.extend(self.lines.try_iter());
         &self.log
     }
 
     /// SIGKILL; returns the log.
-    fn kill(mut self) -> Vec<String> {
+    pub(super) fn kill(mut self) -> Vec<String> {
         let _ = self.child.kill();
         let _ = self.child.wait();
         self.log.extend(self.lines.try_iter());
         std::mem::take(&mut self.log)
     }
 
-    fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>, key: &str) -> Value {
+    /// SIGTERM (a graceful stop: every branch's snapshot and the catalogue's image are
+    /// written); waits for the exit, which must be a clean one. Returns the log.
+    pub(super) fn terminate(mut self) -> Vec<String> {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs");
+        assert!(sent.success(), "SIGTERM sent");
+        let status = self.child.wait().expect("gridd exits");
+        let mut log = std::mem::take(&mut self.log);
+        log.extend(self.lines.iter());
+        assert!(status.success(), "graceful stop: {status:?}\n{}", log.join("\n"));
+        log
+    }
+
+    pub(super) fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        key: &str,
+    ) -> Value {
         let client = Client::builder().timeout(Duration::from_secs(10)).build().expect("client");
         let mut req = client
             .request(method, format!("{}{path}", self.base))
@@ -180,7 +209,7 @@ fn record_starts(bytes: &[u8]) -> Vec<usize> {
 }
 
 /// The record ids a view lists, as `key` sees them (None when refused).
-fn listed(server: &Server, view: &str, key: &str) -> Option<Vec<String>> {
+pub(super) fn listed(server: &Server, view: &str, key: &str) -> Option<Vec<String>> {
     let client = Client::builder().timeout(Duration::from_secs(10)).build().expect("client");
     let res = client
         .get(format!("{}/v1/views/{view}/records", server.base))
@@ -196,7 +225,7 @@ fn listed(server: &Server, view: &str, key: &str) -> Option<Vec<String>> {
 
 /// Restarts on a damaged copy: no panic, `/healthz` answers, and the log names the damage
 /// when `loud`.
-fn restart_damaged(dir: &Path, loud: bool) -> Server {
+pub(super) fn restart_damaged(dir: &Path, loud: bool) -> Server {
     let started = Instant::now();
     let mut server = Server::start(dir);
     let log = server.log().to_vec();

@@ -36,6 +36,7 @@ mod references;
 mod restart;
 mod shares;
 mod smoke;
+mod snapshot_faults;
 mod tasks;
 mod view_export;
 mod views;

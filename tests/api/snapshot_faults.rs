@@ -1,0 +1,341 @@
+//! Fault injection into the snapshot store of the real binary. Three sessions leave two
+//! generations of the grid's snapshot and of the catalogue's image in sled's `snapshot_chunks`
+//! tree plus acknowledged writes after them (records, a schema change, keys, a project and a
+//! grid that live only in the WAL); then SIGKILL, damage, restart. The damage is done through
+//! sled's own API (its checksums stay right, only gridd's catch it) or to sled's files on disk
+//! (sled's checksums catch it). Every acknowledged write must come back, the damage must be
+//! logged, and nothing may panic; a start that cannot serve everything refuses loudly.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::faults::{listed, restart_damaged, Server, KEY};
+use crate::helpers::copy_dir;
+
+/// A branch snapshot after every 3 of its WAL records.
+const SMALL_SNAPSHOTS: [&str; 2] = ["--snapshot-every-records", "3"];
+/// The snapshot store key of the catalogue's images.
+const CATALOG: &str = "~catalog";
+
+/// What was acknowledged before the kill.
+struct Acked {
+    /// The first grid's default view and its records: id, `t` and `u` values.
+    view: String,
+    records: Vec<(String, String, Option<String>)>,
+    /// Keys made in each session (the last one after the newest catalogue image).
+    keys: Vec<String>,
+    /// A project made after the newest catalogue image.
+    project: String,
+    /// A grid made after the newest catalogue image, and its one record.
+    late_view: String,
+}
+
+/// Adds record `i` (one request, acknowledged).
+fn add(
+    server: &Server,
+    view: &str,
+    i: usize,
+    u: bool,
+    acked: &mut Vec<(String, String, Option<String>)>,
+) {
+    let (id, t) = (format!("r{i:02}"), format!("t{i}"));
+    let u = u.then(|| format!("u{i}"));
+    let mut cells = vec![json!({"columnId": "t", "value": t})];
+    if let Some(u) = &u {
+        cells.push(json!({"columnId": "u", "value": u}));
+    }
+    let body = json!([{"id": id, "cells": cells}]);
+    server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(body), KEY);
+    acked.push((id, t, u));
+}
+
+fn new_key(server: &Server, name: &str) -> String {
+    let body =
+        json!({"name": name, "kind": "company", "privileges": ["read"], "access": {"all": true}});
+    let made = server.call(Method::POST, "/admin/v1/api-keys", Some(body), KEY);
+    made["key"].as_str().expect("key").to_owned()
+}
+
+/// Waits (bounded) until the server has stored at least `count` branch snapshots.
+fn await_snapshots(server: &Server, count: u64) {
+    let client = reqwest::blocking::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = client
+            .get(format!("{}/metrics", server.base))
+            .header("Authorization", format!("ApiKey {KEY}"))
+            .send()
+            .and_then(|r| r.text())
+            .unwrap_or_default();
+        let stored = text
+            .lines()
+            .find_map(|l| l.strip_prefix("gridd_snapshot_seconds_count "))
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if stored >= count {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no snapshot was stored:\n{text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Session 1 (small snapshots): a grid, records (a snapshot during the writes), a key; a
+/// graceful stop stores the grid's snapshot and the catalogue's first image. Session 2: more
+/// records (another snapshot), a new column, a key; graceful stop: second catalogue image.
+/// Session 3 (default policy, no snapshot): records using the new column, a key, a project, a
+/// grid with a record; SIGKILL.
+fn acknowledged_writes(dir: &Path) -> Acked {
+    let mut records = Vec::new();
+    let mut keys = Vec::new();
+    let server = Server::start_with(dir, &SMALL_SNAPSHOTS);
+    let dbs = server.call(Method::GET, "/v1/databases", None, KEY);
+    let db = dbs[0]["id"].as_str().expect("database").to_owned();
+    let grid =
+        server.call(Method::POST, &format!("/v1/grids?dbId={db}"), Some(json!({"name": "g"})), KEY);
+    let view = grid["defaultAccessViewId"].as_str().expect("view").to_owned();
+    let column = json!({"id": "t", "name": "T", "type": "singleLine"});
+    server.call(Method::POST, &format!("/v1/views/{view}/columns"), Some(column), KEY);
+    (0..4).for_each(|i| add(&server, &view, i, false, &mut records));
+    await_snapshots(&server, 1);
+    keys.push(new_key(&server, "k1"));
+    server.terminate();
+
+    let server = Server::start_with(dir, &SMALL_SNAPSHOTS);
+    (4..8).for_each(|i| add(&server, &view, i, false, &mut records));
+    await_snapshots(&server, 1);
+    let column = json!({"id": "u", "name": "U", "type": "singleLine"});
+    server.call(Method::POST, &format!("/v1/views/{view}/columns"), Some(column), KEY);
+    keys.push(new_key(&server, "k2"));
+    server.terminate();
+
+    let server = Server::start(dir);
+    (8..11).for_each(|i| add(&server, &view, i, true, &mut records));
+    keys.push(new_key(&server, "k3"));
+    let project = server.call(Method::POST, "/v1/projects", Some(json!({"name": "late"})), KEY);
+    let project = project["id"].to_string().trim_matches('"').to_owned();
+    let late = server.call(
+        Method::POST,
+        &format!("/v1/grids?dbId={db}"),
+        Some(json!({"name": "late"})),
+        KEY,
+    );
+    let late_view = late["defaultAccessViewId"].as_str().expect("view").to_owned();
+    let column = json!({"id": "t", "name": "T", "type": "singleLine"});
+    server.call(Method::POST, &format!("/v1/views/{late_view}/columns"), Some(column), KEY);
+    let body = json!([{"id": "late", "cells": [{"columnId": "t", "value": "late"}]}]);
+    server.call(Method::POST, &format!("/v1/views/{late_view}/records"), Some(body), KEY);
+    server.kill();
+    Acked { view, records, keys, project, late_view }
+}
+
+/// The records a view lists: id, `t` and `u` values (an empty cell is `None`).
+fn contents(server: &Server, view: &str) -> Vec<(String, String, Option<String>)> {
+    let listed = server.call(Method::GET, &format!("/v1/views/{view}/records"), None, KEY);
+    let rows = listed.as_array().expect("records");
+    let cell = |row: &Value, column: &str| {
+        let cells = row["cells"].as_array()?;
+        let found = cells.iter().find(|c| c["columnId"] == column)?;
+        found["value"].as_str().filter(|v| !v.is_empty()).map(str::to_owned)
+    };
+    rows.iter()
+        .map(|row| {
+            let id = row["id"].as_str().expect("id").to_owned();
+            (id, cell(row, "t").unwrap_or_default(), cell(row, "u"))
+        })
+        .collect()
+}
+
+/// Every acknowledged write is served.
+fn assert_all_back(server: &Server, acked: &Acked, case: &str) {
+    assert_eq!(contents(server, &acked.view), acked.records, "{case}: the records");
+    for key in &acked.keys {
+        assert!(listed(server, &acked.view, key).is_some(), "{case}: key {key}");
+    }
+    let projects = server.call(Method::GET, "/v1/projects", None, KEY);
+    let found = projects.as_array().expect("projects").iter();
+    let ids: Vec<String> =
+        found.map(|p| p["id"].to_string().trim_matches('"').to_owned()).collect();
+    assert!(ids.contains(&acked.project), "{case}: the late project in {ids:?}");
+    let late = listed(server, &acked.late_view, KEY).expect("the late grid");
+    assert_eq!(late, ["late"], "{case}: the late grid's record");
+}
+
+/// One entry of `snapshot_chunks`: store key, generation, and `header` or a chunk number.
+fn parse(entry: &[u8]) -> Option<(String, u64, String)> {
+    let text = std::str::from_utf8(entry).ok()?;
+    let mut parts = text.rsplitn(3, '/');
+    let (name, generation, key) = (parts.next()?, parts.next()?, parts.next()?);
+    Some((key.to_owned(), generation.parse().ok()?, name.to_owned()))
+}
+
+/// Store key -> generation -> entry keys (header last).
+type Layout = BTreeMap<String, BTreeMap<u64, Vec<sled::IVec>>>;
+
+fn layout(tree: &sled::Tree) -> Layout {
+    let mut out = Layout::new();
+    for entry in tree.iter().keys() {
+        let entry = entry.expect("entry key");
+        let (key, generation, _) = parse(&entry).expect("a snapshot entry key");
+        out.entry(key).or_default().entry(generation).or_default().push(entry);
+    }
+    out
+}
+
+/// What is done to one stored generation, through sled's API.
+#[derive(Debug, Clone, Copy)]
+enum Damage {
+    FlipChunk,
+    TruncateChunk,
+    DeleteChunk,
+    GarbageHeader,
+    DeleteHeader,
+}
+
+fn damage(tree: &sled::Tree, entries: &[sled::IVec], what: Damage) {
+    let chunk = entries.iter().find(|e| !e.ends_with(b"/header")).expect("a chunk");
+    let header = entries.iter().find(|e| e.ends_with(b"/header")).expect("a header");
+    let value = |k: &sled::IVec| tree.get(k).expect("read").expect("present").to_vec();
+    match what {
+        Damage::FlipChunk => {
+            let mut bytes = value(chunk);
+            let at = bytes.len() / 2;
+            bytes[at] ^= 0x42;
+            tree.insert(chunk, bytes).expect("written");
+        }
+        Damage::TruncateChunk => {
+            let bytes = value(chunk);
+            tree.insert(chunk, &bytes[..bytes.len() / 3]).expect("written");
+        }
+        Damage::DeleteChunk => {
+            tree.remove(chunk).expect("removed");
+        }
+        Damage::GarbageHeader => {
+            tree.insert(header, vec![0xa5u8; 36]).expect("written");
+        }
+        Damage::DeleteHeader => {
+            tree.remove(header).expect("removed");
+        }
+    }
+}
+
+/// Damages the newest generation (or, with `both`, the two newest) of the store keys `pick`
+/// selects; every such key must have two generations.
+fn damage_store(dir: &Path, pick: impl Fn(&str) -> bool, what: Damage, both: bool) {
+    let db = sled::open(dir.join("db")).expect("sled");
+    let tree = db.open_tree("snapshot_chunks").expect("tree");
+    let mut damaged = 0;
+    for (key, generations) in layout(&tree).into_iter().filter(|(k, _)| pick(k)) {
+        assert_eq!(generations.len(), 2, "two generations of {key}: {generations:?}");
+        for entries in generations.values().rev().take(if both { 2 } else { 1 }) {
+            damage(&tree, entries, what);
+            damaged += 1;
+        }
+    }
+    assert!(damaged > 0, "something was damaged");
+    db.flush().expect("flushed");
+}
+
+/// Damage to the grid's snapshot generations (sled's checksums right): the start falls back to
+/// the older generation or replays the whole WAL, logs the damage, and serves every write. A
+/// graceful stop then retires the damaged generation, so the next start finds no damage.
+#[test]
+fn damaged_branch_snapshots_fall_back_and_lose_no_acknowledged_write() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let acked = acknowledged_writes(dir.path());
+    let cases = [
+        (Damage::FlipChunk, false),
+        (Damage::TruncateChunk, false),
+        (Damage::DeleteChunk, false),
+        (Damage::GarbageHeader, false),
+        (Damage::DeleteHeader, false),
+        (Damage::FlipChunk, true),
+        (Damage::GarbageHeader, true),
+    ];
+    for (what, both) in cases {
+        let case = format!("{what:?}, both generations: {both}");
+        let copy = tempfile::tempdir().expect("temp dir");
+        copy_dir(dir.path(), copy.path());
+        damage_store(copy.path(), |k| k != CATALOG, what, both);
+        let server = restart_damaged(copy.path(), true);
+        assert_all_back(&server, &acked, &case);
+        if !both && matches!(what, Damage::FlipChunk) {
+            // The next snapshot keeps the intact older generation, not the damaged one.
+            let mut more = acked.records.clone();
+            add(&server, &acked.view, 11, true, &mut more);
+            server.terminate();
+            let mut again = Server::start(copy.path());
+            let log = again.log().join("\n");
+            assert!(!log.contains("damaged"), "{case}: damage left behind:\n{log}");
+            assert_eq!(contents(&again, &acked.view), more, "{case}: after the next snapshot");
+            again.kill();
+        } else {
+            server.kill();
+        }
+    }
+}
+
+/// Damage to the catalogue's images (sled's checksums right), alone or with sled's catalogue
+/// tree set back to an empty one: the keys, project and grid made after the newest image come
+/// back from the older image or the tree, and the WAL.
+#[test]
+fn damaged_catalogue_images_lose_no_acknowledged_change() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let acked = acknowledged_writes(dir.path());
+    let cases = [
+        (Damage::FlipChunk, false, false),
+        (Damage::GarbageHeader, false, false),
+        (Damage::FlipChunk, false, true),
+        (Damage::DeleteChunk, true, false),
+        (Damage::TruncateChunk, true, true),
+    ];
+    for (what, both, tree_lost) in cases {
+        let case = format!("{what:?}, both images: {both}, tree lost: {tree_lost}");
+        let copy = tempfile::tempdir().expect("temp dir");
+        copy_dir(dir.path(), copy.path());
+        damage_store(copy.path(), |k| k == CATALOG, what, both);
+        if tree_lost {
+            let db = sled::open(copy.path().join("db")).expect("sled");
+            db.open_tree("catalog").expect("tree").clear().expect("cleared");
+            db.flush().expect("flushed");
+        }
+        let server = restart_damaged(copy.path(), true);
+        assert_all_back(&server, &acked, &case);
+        server.kill();
+    }
+}
+
+/// Flipped bytes in sled's own files (sled's checksums catch them and it drops its log from
+/// there): the start serves every acknowledged write, or refuses with an error; never a panic.
+#[test]
+fn flipped_bytes_in_sled_files_with_snapshots_never_lose_a_write() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let acked = acknowledged_writes(dir.path());
+    let file = dir.path().join("db").join("db");
+    let original = std::fs::read(&file).expect("sled's file");
+    for k in 1..8 {
+        let at = original.len() * k / 8;
+        let copy = tempfile::tempdir().expect("temp dir");
+        copy_dir(dir.path(), copy.path());
+        let mut bytes = original.clone();
+        bytes[at] ^= 0x5a;
+        std::fs::write(copy.path().join("db").join("db"), &bytes).expect("damaged");
+        match Server::try_start(copy.path()) {
+            Ok(mut server) => {
+                let log = server.log().join("\n");
+                assert!(!log.contains("panicked"), "flip at {at}: a panic:\n{log}");
+                assert_all_back(&server, &acked, &format!("flip at {at}"));
+                server.kill();
+            }
+            Err((status, log)) => {
+                assert!(!log.contains("panicked"), "flip at {at}: a panic:\n{log}");
+                assert_ne!(status, Some(101), "flip at {at}: {log}");
+                assert!(log.contains("ERROR"), "flip at {at}: refused silently:\n{log}");
+            }
+        }
+    }
+}
