@@ -431,3 +431,29 @@ pub fn follow(app: &TestApp, url: &str) -> Resp {
     let path = url.strip_prefix(&app.base).unwrap_or_else(|| panic!("{url} is not absolute"));
     app.get(path)
 }
+
+impl TestApp {
+    /// The record `id` as `view` lists it (found with a `_recordId` query), asserting it exists.
+    #[track_caller]
+    pub fn record_by_id(&self, view: &str, id: &str) -> Value {
+        let query = json!({"_recordId": {"=": id}}).to_string();
+        let encoded = serde_urlencoded::to_string([("query", query)]).expect("query encodes");
+        let res = self.get(&format!("/v1/views/{view}/records?{encoded}"));
+        let found = res.assert_status(200).as_array().expect("a list of records");
+        assert_eq!(found.len(), 1, "record {id}: {}", res.text);
+        found[0].clone()
+    }
+
+    /// Waits for the task `id` to end (up to 10 minutes); its final body.
+    #[track_caller]
+    pub fn wait_task(&self, id: &str) -> Value {
+        for _ in 0..24_000 {
+            let body = self.get(&format!("/v1/tasks/{id}")).assert_status(200).clone();
+            if body["status"] != json!("running") {
+                return body;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!("task {id} did not finish");
+    }
+}
