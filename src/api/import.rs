@@ -39,15 +39,16 @@ use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{CopyBranch, ImportRecords, ReadSchema, RestoreRecords};
 use crate::grid::records::{RecordInput, MAX_PROBLEMS};
-use crate::grid::references::reference_columns;
+use crate::grid::references::{reference_columns, ReferenceColumns};
 use crate::grid::schema::ColumnDef;
 use crate::ids;
-use crate::io::csv_import::{clip, plan_layout, read_header, read_rows, ImportRequest};
+use crate::io::csv_import::{clip, plan_layout, ImportRequest, Layout};
+use crate::io::import_format::{header_hint, read_head, read_rows, Format, Head};
 use crate::state::AppState;
 
 /// The task kind of an import.
 const TASK_KIND: &str = "import";
-/// The largest CSV file accepted.
+/// The largest file accepted, of any type.
 pub const MAX_IMPORT_BYTES: u64 = 100 * 1024 * 1024;
 /// The largest `importRequest` part.
 const MAX_REQUEST_PART: usize = 64 * 1024;
@@ -81,7 +82,7 @@ async fn receive(
         match field.name().unwrap_or_default() {
             "file" => {
                 let file = Upload {
-                    path: data_dir.join("imports").join(format!("{}.csv", ids::generate())),
+                    path: data_dir.join("imports").join(format!("{}.upload", ids::generate())),
                 };
                 part_to_file(&mut field, &file.path, MAX_IMPORT_BYTES).await?;
                 upload = Some(file);
@@ -117,7 +118,99 @@ fn name_columns(message: &str, columns: &[&str]) -> String {
     }
 }
 
-#[utoipa::path(tag = "records", responses((status = 202, description = "an import task")))]
+/// What the import task reads: a table file under its layout, or a json file's records, read
+/// (and checked) before the task started.
+enum Source {
+    Table { upload: Upload, format: Format, layout: Layout },
+    Records(Vec<(String, RecordInput)>),
+}
+
+impl Source {
+    /// The view columns the rows write.
+    fn columns(&self) -> Vec<String> {
+        match self {
+            Source::Table { layout, .. } => {
+                layout.columns().into_iter().map(str::to_owned).collect()
+            }
+            Source::Records(rows) => {
+                let ids =
+                    rows.iter().flat_map(|(_, r)| &r.cells).filter_map(|c| c.column_id.as_ref());
+                let ids: std::collections::BTreeSet<&String> = ids.collect();
+                ids.into_iter().cloned().collect()
+            }
+        }
+    }
+
+    /// The columns a task message's `row <n>.cells[<j>]` names: a table's, in the order of
+    /// every row's cells (a json record's cells are its own).
+    fn message_columns(&self) -> Vec<String> {
+        match self {
+            Source::Table { .. } => self.columns(),
+            Source::Records(_) => Vec::new(),
+        }
+    }
+
+    /// The record writes, read off the HTTP workers; the upload is removed after.
+    async fn rows(self) -> ApiResult<Vec<(String, RecordInput)>> {
+        let (upload, format, layout) = match self {
+            Source::Records(rows) => return Ok(rows),
+            Source::Table { upload, format, layout } => (upload, format, layout),
+        };
+        web::block(move || {
+            let rows = std::fs::File::open(&upload.path)
+                .map_err(|e| format!("opening the upload: {e}"))
+                .and_then(|file| read_rows(format, file, &layout));
+            drop(upload);
+            rows
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))?
+        .map_err(ApiError::bad_request)
+    }
+}
+
+/// Reads what is checked before the task starts, off the HTTP worker (`read_head`: the content
+/// against `format`, the header row of a table, every record of a json file), and plans a
+/// table's layout. A refusal is a 400.
+async fn plan_source(
+    upload: Upload,
+    format: Format,
+    request: &ImportRequest,
+    columns: &[&ColumnDef],
+) -> ApiResult<Source> {
+    let limits = crate::io::csv_import::limits(columns.len());
+    let (path, checked) = (upload.path.clone(), request.clone());
+    let head = web::block(move || {
+        let mut file = std::fs::File::open(&path)
+            .map_err(|e| ApiError::internal(format!("opening the upload: {e}")))?;
+        let size = file
+            .metadata()
+            .map_err(|e| ApiError::internal(format!("reading the upload: {e}")))?
+            .len();
+        read_head(format, &mut file, size, limits, &checked).map_err(ApiError::bad_request)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))??;
+    match head {
+        Head::Records(rows) => Ok(Source::Records(rows)),
+        Head::Table(header) => {
+            let layout = plan_layout(request, columns, header.as_deref()).map_err(|e| {
+                ApiError::bad_request(format!("{e}{}", header_hint(format, header.as_deref())))
+            })?;
+            Ok(Source::Table { upload, format, layout })
+        }
+    }
+}
+
+#[utoipa::path(
+    tag = "records",
+    params(
+        ("viewId" = String, Path, description = "the view to import into"),
+        ("type" = Option<String>, Query, description = "the file's type: csv (the default), tsv, xlsx (the first sheet) or json (an array of records as the records API takes them); xls, po, html and others are refused"),
+        ("importRequest" = Option<String>, Query, description = "JSON: withHeader, backup, columnMappings, firstDataRow (or a multipart part of that name)"),
+    ),
+    responses((status = 202, description = "an import task"))
+)]
 #[post("/v1/views/{viewId}/import")]
 async fn import(
     state: web::Data<AppState>,
@@ -129,6 +222,8 @@ async fn import(
     let view_id = view_id.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Write)?;
     let query = query_pairs(&req)?;
+    let format = query.iter().find(|(k, _)| k == "type").map(|(_, v)| v.as_str());
+    let format = Format::parse(format).map_err(ApiError::bad_request)?;
     let body = Multipart::new(req.headers(), payload);
     let (upload, part) = receive(&state.data_dir, body).await?;
     let upload =
@@ -140,23 +235,11 @@ async fn import(
         .view(&view_id)
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &view_id))?;
     let columns: Vec<&ColumnDef> = schema.view_columns(view).into_iter().map(|(c, _)| c).collect();
-    let limits = crate::io::csv_import::limits(columns.len());
-    // The header row may be up to a row's limit: read off the HTTP worker.
-    let path = upload.path.clone();
-    let header = web::block(move || {
-        std::fs::File::open(&path)
-            .map_err(|e| ApiError::internal(format!("opening the upload: {e}")))
-            .and_then(|file| read_header(file, limits).map_err(ApiError::bad_request))
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))??;
-    let layout =
-        plan_layout(&request, &columns, header.as_deref()).map_err(ApiError::bad_request)?;
-    drop(header);
+    let source = plan_source(upload, format, &request, &columns).await?;
     let references = reference_columns(&schema, &view_id);
-    let imported = layout.columns();
+    let imported = source.columns();
     let written: Vec<_> =
-        references.iter().filter(|(id, _)| imported.contains(&id.as_str())).cloned().collect();
+        references.iter().filter(|(id, _)| imported.contains(id)).cloned().collect();
     check_reference_access(&state, &p, &written)?;
     let backup = request.backup.unwrap_or(true);
     let (pc, vid, branch) = (p.clone(), view_id.clone(), route.branch_id.clone());
@@ -167,30 +250,40 @@ async fn import(
         Ok::<_, ApiError>(task)
     })
     .await??;
-    let (task_id, user, state2) = (task.id.clone(), p.user().to_owned(), state.clone());
-    let p2 = p.clone();
-    actix_web::rt::spawn(async move {
-        let columns: Vec<String> = layout.columns().into_iter().map(str::to_owned).collect();
+    let run = Run { state: state.clone(), p, route, view_id, backup, references };
+    actix_web::rt::spawn(run.task(task.id.clone(), source));
+    Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
+}
+
+/// An import task's context.
+struct Run {
+    state: web::Data<AppState>,
+    p: Principal,
+    route: std::sync::Arc<BranchRoute>,
+    view_id: String,
+    backup: bool,
+    references: ReferenceColumns,
+}
+
+impl Run {
+    /// Reads the rows, keeps the backup, checks the references, imports, and ends the task.
+    async fn task(self, task_id: String, source: Source) {
+        let columns = source.message_columns();
+        let user = self.p.user().to_owned();
         let imported = async {
-            let read = web::block(move || {
-                let rows = std::fs::File::open(&upload.path)
-                    .map_err(|e| format!("opening the upload: {e}"))
-                    .and_then(|file| read_rows(std::io::BufReader::new(file), &layout));
-                drop(upload);
-                rows
-            })
-            .await
-            .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))?
-            .map_err(ApiError::bad_request)?;
-            if backup {
-                keep_backup(&state2, &route).await?;
+            let read = source.rows().await?;
+            if self.backup {
+                keep_backup(&self.state, &self.route).await?;
             }
-            if !references.is_empty() {
+            if !self.references.is_empty() {
                 let labelled: Vec<(String, &RecordInput)> =
                     read.iter().map(|(at, r)| (at.clone(), r)).collect();
-                check_written_references(&state2, &p2, &route, &references, &labelled).await?;
+                let (state, route) = (&self.state, &self.route);
+                check_written_references(state, &self.p, route, &self.references, &labelled)
+                    .await?;
             }
-            route.addr.send(ImportRecords { view_id, rows: read, user }).await?
+            let view_id = self.view_id.clone();
+            self.route.addr.send(ImportRecords { view_id, rows: read, user }).await?
         }
         .await;
         let error = match imported {
@@ -206,9 +299,8 @@ async fn import(
                 Some(TaskError { code: err.code.as_str().to_owned(), message })
             }
         };
-        end_task(&state2, task_id, vec![route.branch_id.clone()], error).await;
-    });
-    Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
+        end_task(&self.state, task_id, vec![self.route.branch_id.clone()], error).await;
+    }
 }
 
 /// A failed import's task message: the error's message, then its problems (`; `-separated,

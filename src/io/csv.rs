@@ -115,8 +115,13 @@ pub struct Reader<R> {
 
 impl<R: Read> Reader<R> {
     pub fn new(input: R, limits: Limits) -> Reader<R> {
+        Reader::with_delimiter(input, limits, b',')
+    }
+
+    /// A reader of fields separated by `delimiter` (`b'\t'` for TSV), quoted as in CSV.
+    pub fn with_delimiter(input: R, limits: Limits, delimiter: u8) -> Reader<R> {
         Reader {
-            core: csv_core::Reader::new(),
+            core: csv_core::ReaderBuilder::new().delimiter(delimiter).build(),
             input,
             buffer: vec![0; INPUT_BUFFER].into_boxed_slice(),
             start: 0,

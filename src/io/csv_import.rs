@@ -14,7 +14,7 @@ use std::io::Read;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::csv::{CsvError, Limits, Reader, Record};
+use super::csv::{Limits, Reader, Record};
 use crate::grid::records::{CellInput, RecordInput};
 use crate::grid::schema::{ColumnDef, ColumnType};
 use crate::grid::value::StorageKind;
@@ -251,8 +251,13 @@ fn field_text(bytes: &[u8], row: usize, column: usize) -> Result<String, String>
 }
 
 /// The header row (the first row), or `None` for an empty file; the error is a 400 message.
-pub fn read_header(input: impl Read, limits: Limits) -> Result<Option<Vec<String>>, String> {
-    let mut reader = Reader::new(input, limits);
+/// `delimiter` is `b','` for CSV, `b'\t'` for TSV.
+pub fn read_header(
+    input: impl Read,
+    limits: Limits,
+    delimiter: u8,
+) -> Result<Option<Vec<String>>, String> {
+    let mut reader = Reader::with_delimiter(input, limits, delimiter);
     let mut record = Record::default();
     match reader.read(&mut record) {
         Ok(false) => Ok(None),
@@ -263,6 +268,63 @@ pub fn read_header(input: impl Read, limits: Limits) -> Result<Option<Vec<String
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
         Err(err) => Err(format!("The header row cannot be read: {err}")),
+    }
+}
+
+/// A row of text fields, from any tabular format.
+pub trait Fields {
+    /// The number of fields.
+    fn width(&self) -> usize;
+    /// Field `i` (0-based) of row `row` as text; the error names the row and column.
+    fn text(&self, i: usize, row: usize) -> Result<String, String>;
+}
+
+impl Fields for Record {
+    fn width(&self) -> usize {
+        self.len()
+    }
+
+    fn text(&self, i: usize, row: usize) -> Result<String, String> {
+        field_text(self.get(i).unwrap_or_default(), row, i)
+    }
+}
+
+/// The rows of a file, one at a time.
+pub trait RowSource {
+    type Row: Fields;
+    /// Whether every row must have as many fields as the first (CSV and TSV; a sheet's rows
+    /// end at their last cell).
+    const RECTANGULAR: bool;
+    /// The next row and its 1-based row number, `None` at the end. The error is the task's
+    /// message.
+    fn next_row(&mut self) -> Result<Option<(usize, &Self::Row)>, String>;
+}
+
+/// The records of a CSV or TSV file.
+pub struct CsvRows<R> {
+    reader: Reader<R>,
+    record: Record,
+}
+
+impl<R: Read> CsvRows<R> {
+    pub fn new(input: R, limits: Limits, delimiter: u8) -> CsvRows<R> {
+        CsvRows {
+            reader: Reader::with_delimiter(input, limits, delimiter),
+            record: Record::default(),
+        }
+    }
+}
+
+impl<R: Read> RowSource for CsvRows<R> {
+    type Row = Record;
+    const RECTANGULAR: bool = true;
+
+    fn next_row(&mut self) -> Result<Option<(usize, &Record)>, String> {
+        match self.reader.read(&mut self.record) {
+            Ok(true) => Ok(Some((self.reader.rows(), &self.record))),
+            Ok(false) => Ok(None),
+            Err(err) => Err(format!("The file cannot be read: {err}")),
+        }
     }
 }
 
@@ -285,21 +347,32 @@ pub fn cell_value(text: String, list: bool, row: usize, column: &str) -> Result<
     Ok(Value::Array(vec![Value::String(text)]))
 }
 
-/// Every data row of `input` as a record write, labelled `row <n>`. Blocking. The error names
-/// the row (and column) and is the task's message.
-pub fn read_rows(input: impl Read, layout: &Layout) -> Result<Vec<(String, RecordInput)>, String> {
-    let mut reader = Reader::new(input, layout.limits);
-    let mut record = Record::default();
+/// Every data row of a CSV (`delimiter` `b','`) or TSV (`b'\t'`) file as a record write,
+/// labelled `row <n>`. Blocking. The error names the row (and column) and is the task's
+/// message.
+pub fn read_rows(
+    input: impl Read,
+    layout: &Layout,
+    delimiter: u8,
+) -> Result<Vec<(String, RecordInput)>, String> {
+    collect_rows(&mut CsvRows::new(input, layout.limits, delimiter), layout)
+}
+
+/// Every data row of `source` as a record write, labelled `row <n>`, under `MAX_ROWS` and
+/// `MAX_CELLS`.
+pub fn collect_rows<S: RowSource>(
+    source: &mut S,
+    layout: &Layout,
+) -> Result<Vec<(String, RecordInput)>, String> {
     let mapped = layout.targets.iter().filter(|t| matches!(t, Target::Column { .. })).count();
     let mut rows = Vec::new();
     let (mut width, mut cells) = (None, 0usize);
-    while reader.read(&mut record).map_err(|e| csv_problem(&e))? {
-        let row = reader.rows();
-        let expected = *width.get_or_insert(record.len());
-        if record.len() != expected {
+    while let Some((row, record)) = source.next_row()? {
+        let expected = *width.get_or_insert(record.width());
+        if S::RECTANGULAR && record.width() != expected {
             return Err(format!(
                 "row {row} has {} fields where the rows before it have {expected}.",
-                record.len()
+                record.width()
             ));
         }
         if row < layout.first_data_row {
@@ -314,25 +387,21 @@ pub fn read_rows(input: impl Read, layout: &Layout) -> Result<Vec<(String, Recor
                 "The file has more than {MAX_CELLS} cells (data rows times mapped columns); split it."
             ));
         }
-        rows.push((format!("row {row}"), row_input(&record, row, layout)?));
+        rows.push((format!("row {row}"), row_input(record, row, layout)?));
     }
     rows.shrink_to_fit();
     Ok(rows)
 }
 
-fn csv_problem(err: &CsvError) -> String {
-    format!("The file cannot be read: {err}")
-}
-
 /// One row as a record write.
-fn row_input(record: &Record, row: usize, layout: &Layout) -> Result<RecordInput, String> {
+fn row_input(record: &impl Fields, row: usize, layout: &Layout) -> Result<RecordInput, String> {
     let mut input = RecordInput::default();
-    for (i, field) in record.iter().enumerate() {
+    for i in 0..record.width() {
         let target = layout.targets.get(i).unwrap_or(&Target::Ignored);
         if matches!(target, Target::Ignored) {
             continue;
         }
-        let text = field_text(field, row, i)?;
+        let text = record.text(i, row)?;
         match target {
             Target::RecordId => input.id = Some(text).filter(|t| !t.is_empty()),
             Target::Path => input.path = Some(text),

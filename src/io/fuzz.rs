@@ -127,14 +127,14 @@ proptest! {
             ..ImportRequest::default()
         };
         let limits = super::csv_import::limits(columns.len());
-        let Ok(header) = read_header(&bytes[..], limits) else { return Ok(()) };
+        let Ok(header) = read_header(&bytes[..], limits, b',') else { return Ok(()) };
         let Ok(layout) = plan_layout(&request, &columns, header.as_deref()) else { return Ok(()) };
         let targets: Vec<&Target> =
             layout.targets.iter().filter(|t| !matches!(t, Target::Ignored)).collect();
         for (i, t) in targets.iter().enumerate() {
             prop_assert!(!targets[..i].contains(t), "a target twice: {:?}", layout.targets);
         }
-        if let Ok(rows) = read_rows(&bytes[..], &layout) {
+        if let Ok(rows) = read_rows(&bytes[..], &layout, b',') {
             prop_assert!(rows.len() <= bytes.len());
             let mapped = layout.columns().len();
             // A mapping past a row's last field writes nothing for that row.
@@ -156,9 +156,9 @@ proptest! {
         let columns = view();
         let columns: Vec<&ColumnDef> = columns.iter().collect();
         let limits = super::csv_import::limits(columns.len());
-        let header = read_header(&bytes[..], limits).expect("header");
+        let header = read_header(&bytes[..], limits, b',').expect("header");
         let layout = plan_layout(&ImportRequest::default(), &columns, header.as_deref()).expect("layout");
-        let read = read_rows(&bytes[..], &layout).expect("rows");
+        let read = read_rows(&bytes[..], &layout, b',').expect("rows");
         // Rows whose fields are all empty are blank lines when there is one column, never here.
         prop_assert_eq!(read.len(), rows.len());
         for ((_, input), row) in read.iter().zip(&rows) {
@@ -206,6 +206,54 @@ proptest! {
                 matches!(code, ErrorCode::BadRequest | ErrorCode::PayloadTooLarge), "{code:?}"),
         }
     }
+
+    #[test]
+    fn json_import_of_arbitrary_bytes_never_panics_and_stays_bounded(
+        bytes in prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..512),
+            "[\\[\\]{}\"a-z:,0-9 ]{0,256}".prop_map(String::into_bytes),
+        ],
+    ) {
+        if let Ok(records) = super::json_import::read_records(&bytes[..], SMALL) {
+            for (_, record) in &records {
+                prop_assert!(record.cells.len() <= SMALL.max_fields);
+            }
+        }
+    }
+
+    #[test]
+    fn mutated_workbooks_are_read_or_refused_cleanly(
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+        cut in prop::option::of(any::<prop::sample::Index>()),
+    ) {
+        let mut bytes = valid_workbook();
+        for (at, byte) in flips {
+            let at = at.index(bytes.len());
+            bytes[at] = byte;
+        }
+        if let Some(cut) = cut {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        let size = bytes.len() as u64;
+        if super::xlsx_import::check_archive(Cursor::new(&bytes), size).is_ok() {
+            let header = super::xlsx_import::read_header(Cursor::new(&bytes), SMALL, 1);
+            if let Ok(Some(header)) = header {
+                prop_assert!(header.len() <= SMALL.max_fields);
+            }
+        }
+    }
+}
+
+/// A small workbook of two rows (rust_xlsxwriter's output).
+fn valid_workbook() -> Vec<u8> {
+    let mut book = rust_xlsxwriter::Workbook::new();
+    let sheet = book.add_worksheet();
+    for (r, row) in [["_recordId", "en"], ["k1", "Start"]].iter().enumerate() {
+        for (c, text) in row.iter().enumerate() {
+            sheet.write_string(r as u32, c as u16, *text).expect("cell");
+        }
+    }
+    book.save_to_buffer().expect("workbook")
 }
 
 #[test]

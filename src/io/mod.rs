@@ -1,10 +1,15 @@
 //! File formats read from clients, apart from HTTP so that tests and fuzz targets can call
 //! them: `csv` (records under size limits), `csv_import` (a CSV file as an import's record
-//! writes) and `zip` (an uploaded archive checked and its mapped entries planned). `fuzz`
-//! holds their proptest fuzz targets.
+//! writes), `import_format` (an import's `type`: csv, tsv, xlsx or json, and its content
+//! checked against it), `xlsx_import` and `json_import` (the other types' readers) and `zip`
+//! (an uploaded archive checked and its mapped entries planned). `fuzz` holds their proptest
+//! fuzz targets.
 
 pub mod csv;
 pub mod csv_import;
 #[cfg(test)]
 mod fuzz;
+pub mod import_format;
+pub mod json_import;
+pub mod xlsx_import;
 pub mod zip;

@@ -22,6 +22,7 @@ mod hostile_limits;
 mod hostile_tenancy;
 mod hostile_uploads;
 mod import;
+mod import_formats;
 mod keys;
 mod loadtest;
 mod localization;

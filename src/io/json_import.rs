@@ -1,0 +1,198 @@
+//! A JSON file as an import's record writes (`type=json`, decisions.md section 7), apart from
+//! HTTP: an array of records as the records API takes them,
+//! `[{"id": "k1", "path": "ui", "cells": [{"columnId": "en", "value": "Start"}]}]` (`id` and
+//! `path` optional; an existing id updates that record, a new or absent one adds one).
+//!
+//! The file is read as a stream, one record at a time, under the limits every import format
+//! has: at most `MAX_ROWS` records and `MAX_CELLS` cells, a record at most
+//! `Limits::max_fields` cells and `Limits::max_record_bytes` bytes of text, a value, id or
+//! path at most `Limits::max_field_bytes` (the text of a value: its strings, list items and
+//! numbers). Anything else than such an array (other JSON, a record that is not an object, a
+//! cell of the wrong shape, trailing data) is refused whole, naming the record.
+
+use std::fmt;
+use std::io::Read;
+
+use serde::de::{DeserializeSeed, Error as _, SeqAccess, Visitor};
+use serde_json::Value;
+
+use super::csv::Limits;
+use super::csv_import::{MAX_CELLS, MAX_ROWS};
+use crate::grid::records::RecordInput;
+
+/// Every record of a JSON file, labelled `record <n>` (1-based). Blocking. The error is the
+/// message of a 400.
+pub fn read_records(
+    mut input: impl Read,
+    limits: Limits,
+) -> Result<Vec<(String, RecordInput)>, String> {
+    let mut head = [0u8; 3];
+    let mut read = 0;
+    while read < head.len() {
+        match input.read(&mut head[read..]) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("The file cannot be read: {e}.")),
+        }
+    }
+    let skip = if head[..read] == *b"\xEF\xBB\xBF" { 3 } else { 0 };
+    let input = std::io::Cursor::new(head[skip..read].to_vec()).chain(input);
+    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(input));
+    let records = Records { limits }.deserialize(&mut de).and_then(|records| {
+        de.end()?;
+        Ok(records)
+    });
+    records.map_err(|e| match e.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+            format!("The file is not valid JSON (type=json): {e}.")
+        }
+        serde_json::error::Category::Data => format!(
+            "The file is not a JSON array of records as the records API takes them \
+             (type=json): {e}."
+        ),
+        serde_json::error::Category::Io => format!("The file cannot be read: {e}."),
+    })
+}
+
+/// The top-level array, read record by record under the limits.
+struct Records {
+    limits: Limits,
+}
+
+impl<'de> DeserializeSeed<'de> for Records {
+    type Value = Vec<(String, RecordInput)>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Records {
+    type Value = Vec<(String, RecordInput)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of records like [{\"id\": \"k1\", \"cells\": [...]}]")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut records = Vec::new();
+        let mut cells = 0usize;
+        while let Some(value) = seq.next_element::<Value>()? {
+            let n = records.len() + 1;
+            if n > MAX_ROWS {
+                return Err(A::Error::custom(format!(
+                    "the file has more than {MAX_ROWS} records; split it"
+                )));
+            }
+            let record = record(value, n, self.limits).map_err(A::Error::custom)?;
+            cells += record.cells.len();
+            if cells > MAX_CELLS {
+                return Err(A::Error::custom(format!(
+                    "the file has more than {MAX_CELLS} cells; split it"
+                )));
+            }
+            records.push((format!("record {n}"), record));
+        }
+        records.shrink_to_fit();
+        Ok(records)
+    }
+}
+
+/// Record `n` of the file, checked against the limits.
+fn record(value: Value, n: usize, limits: Limits) -> Result<RecordInput, String> {
+    if !value.is_object() {
+        return Err(format!("record {n} is not an object"));
+    }
+    let record: RecordInput =
+        serde_json::from_value(value).map_err(|e| format!("record {n}: {e}"))?;
+    if record.cells.len() > limits.max_fields {
+        return Err(format!(
+            "record {n} has {} cells; a record has at most {} in an import into this view",
+            record.cells.len(),
+            limits.max_fields
+        ));
+    }
+    let field = |what: &str, bytes: usize| {
+        if bytes > limits.max_field_bytes {
+            Err(format!("record {n}: {what} is longer than {} bytes", limits.max_field_bytes))
+        } else {
+            Ok(bytes)
+        }
+    };
+    let mut total = field("the id", record.id.as_ref().map_or(0, String::len))?;
+    total += field("the path", record.path.as_ref().map_or(0, String::len))?;
+    for (j, cell) in record.cells.iter().enumerate() {
+        let what = format!("cells[{j}].value");
+        total += field(&what, cell.value.as_ref().map_or(0, value_bytes))?;
+    }
+    if total > limits.max_record_bytes {
+        return Err(format!("record {n} is longer than {} bytes", limits.max_record_bytes));
+    }
+    Ok(record)
+}
+
+/// The bytes of text a value holds: its strings, keys and numbers as written.
+pub fn value_bytes(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) => 0,
+        Value::Number(n) => n.to_string().len(),
+        Value::String(s) => s.len(),
+        Value::Array(items) => items.iter().map(value_bytes).fold(0, usize::saturating_add),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| k.len().saturating_add(value_bytes(v)))
+            .fold(0, usize::saturating_add),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: Limits = Limits { max_field_bytes: 16, max_record_bytes: 40, max_fields: 3 };
+
+    fn read(text: &str) -> Result<Vec<(String, RecordInput)>, String> {
+        read_records(text.as_bytes(), SMALL)
+    }
+
+    #[test]
+    fn an_array_of_records_is_read_with_labels() {
+        let rows = read(
+            "\u{feff}[{\"id\": \"k1\", \"path\": \"ui\", \"cells\": [{\"columnId\": \"en\", \
+             \"value\": \"Start\"}]}, {\"cells\": []}]",
+        )
+        .expect("records");
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].0, "record 1");
+        assert_eq!(rows[0].1.id.as_deref(), Some("k1"));
+        assert_eq!(rows[0].1.cells[0].value, Some(Value::String("Start".into())));
+        assert_eq!(rows[1].1.id, None);
+        assert!(read(" [ ] ").expect("empty").is_empty());
+    }
+
+    #[test]
+    fn other_json_and_other_shapes_are_refused_naming_the_record() {
+        for (text, part) in [
+            ("{\"id\": \"k1\"}", "not a JSON array of records"),
+            ("Record ID,English\nk1,Start\n", "not valid JSON"),
+            ("[{\"id\": \"k1\"}", "not valid JSON"),
+            ("[{\"id\": \"k1\"}] trailing", "not valid JSON"),
+            ("[[\"k1\", null, []]]", "record 1 is not an object"),
+            ("[{}, {\"cells\": \"x\"}]", "record 2:"),
+            ("[{\"id\": 5}]", "record 1:"),
+            ("[{\"id\": \"a-very-long-record-id\"}]", "record 1: the id is longer than 16"),
+            ("[{\"cells\": [{}, {}, {}, {}]}]", "record 1 has 4 cells"),
+            ("[{\"cells\": [{\"value\": [\"0123456789\", \"0123456789\"]}]}]", "cells[0].value"),
+        ] {
+            let err = read(text).expect_err(text);
+            assert!(err.contains(part), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn value_bytes_counts_nested_text() {
+        let value = serde_json::json!({"ab": ["cd", 12, true, null]});
+        assert_eq!(value_bytes(&value), 6);
+    }
+}
