@@ -35,6 +35,7 @@ mod references;
 mod restart;
 mod shares;
 mod smoke;
+mod surface;
 mod tasks;
 mod view_export;
 mod views;
