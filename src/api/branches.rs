@@ -41,6 +41,8 @@ fn branch_body(branch: &Branch, grid: &Grid, columns: Option<Vec<ColumnBody>>) -
         default_access_view_id: branch.default_access_view_id.clone(),
         record_identifier_type: identifier_str(grid.record_identifier_type),
         metadata: grid.metadata.clone(),
+        description: Some(branch.description.clone()),
+        is_master: Some(branch.is_master()),
         columns,
     }
 }
@@ -107,9 +109,34 @@ async fn get_branch(
     ok(&full_body(&state, &p, &branch, &grid).await?)
 }
 
+/// The OpenAPI's CreateBranch. gridd has no groups or automations, so `inheritGroupAccess`
+/// and `inheritAutomation` have nothing to inherit; `viewId` must be a view of the source
+/// branch (every view of it is copied); `customProperties` are not kept and refused when
+/// non-empty.
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct CreateBranchRequest {
     pub name: Option<String>,
+    pub description: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub custom_properties: Option<serde_json::Map<String, serde_json::Value>>,
+    pub inherit_group_access: Option<bool>,
+    pub inherit_automation: Option<bool>,
+    pub view_id: Option<String>,
+}
+
+/// The name and description of a new branch, checked (400 naming the field).
+fn branch_fields(req: CreateBranchRequest) -> ApiResult<(String, String, Option<String>)> {
+    let name = req.name.map(|n| n.trim().to_owned()).unwrap_or_default();
+    if name.is_empty() || name.chars().count() > 255 {
+        return Err(ApiError::bad_request("The branch name must be 1 to 255 characters."));
+    }
+    if req.custom_properties.is_some_and(|c| !c.is_empty()) {
+        return Err(ApiError::bad_request("customProperties are not supported by this server."));
+    }
+    let description =
+        crate::catalog::tenancy::check_description(req.description.as_deref().unwrap_or(""))?;
+    Ok((name, description, req.view_id.filter(|v| !v.is_empty())))
 }
 
 #[utoipa::path(tag = "branches", params(BranchQuery), request_body = CreateBranchRequest, responses((status = 201, body = GridBody)))]
@@ -129,11 +156,15 @@ async fn create_branch(
         (None, Some(grid)) => grid,
         (None, None) => return Err(ApiError::missing_parameter("branchId")),
     };
-    let name = body.into_inner().name.map(|n| n.trim().to_owned()).unwrap_or_default();
-    if name.is_empty() || name.chars().count() > 255 {
-        return Err(ApiError::bad_request("The branch name must be 1 to 255 characters."));
-    }
+    let (name, description, view_id) = branch_fields(body.into_inner())?;
     let route = branch_route(&state, &p, &source, Privilege::Manage, branch_not_found(&source))?;
+    if let Some(view_id) = view_id {
+        let in_source = view_route(&state, &p, &view_id, Privilege::Read)
+            .is_ok_and(|view| view.branch_id == route.branch_id);
+        if !in_source {
+            return Err(ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &view_id));
+        }
+    }
     let id = ids::generate();
     // The copy pins the source until the new branch exists (or its creation is refused, which
     // unpins it): run both steps on their own task, so a client that goes away between them
@@ -142,7 +173,7 @@ async fn create_branch(
     let made = actix_web::rt::spawn(async move {
         let copy = route.addr.send(CopyBranch { pin_for: Some(id.clone()) }).await?;
         exec(&state2, move |s| {
-            let branch = s.create_branch(&pc, &sc, id, name, copy)?;
+            let branch = s.create_branch(&pc, &sc, id, (name, description), copy)?;
             let grid = s.grid(&pc, &branch.grid_id, Privilege::Read)?.clone();
             Ok::<_, ApiError>((branch, grid))
         })

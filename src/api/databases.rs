@@ -1,4 +1,5 @@
-//! `/v1/databases`: list (optionally by project) and get; create, rename and delete (owner keys).
+//! `/v1/databases`: list (optionally by project) and get; create (with a description and an id
+//! of the client's choosing), rename and describe, delete and duplicate (owner keys).
 
 use actix_web::{delete, get, patch, post, put, web, HttpResponse};
 use serde::{Deserialize, Serialize};
@@ -9,7 +10,8 @@ use super::projects::integer_id;
 use super::{exec, no_content, ok, required};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{Database, ProjectId};
-use crate::error::ApiResult;
+use crate::catalog::tenancy::NewDatabase;
+use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -17,13 +19,19 @@ use crate::state::AppState;
 pub struct DatabaseBody {
     pub id: String,
     pub name: String,
+    pub description: String,
     #[schema(value_type = i64)]
     pub project_id: ProjectId,
 }
 
 impl From<&Database> for DatabaseBody {
     fn from(d: &Database) -> DatabaseBody {
-        DatabaseBody { id: d.id.clone(), name: d.name.clone(), project_id: d.project_id }
+        DatabaseBody {
+            id: d.id.clone(),
+            name: d.name.clone(),
+            description: d.description.clone(),
+            project_id: d.project_id,
+        }
     }
 }
 
@@ -35,9 +43,32 @@ pub struct ProjectQuery {
     pub project_id: Option<String>,
 }
 
+/// The OpenAPI's CreateDatabase: `id` (`^\w+$`) chooses the new database's id;
+/// `enableGuidRecord` is refused when true (gridd's record ids are the client's or random).
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct DatabaseRequest {
     pub name: String,
+    pub description: Option<String>,
+    pub id: Option<String>,
+    pub enable_guid_record: Option<bool>,
+}
+
+/// The OpenAPI's UpdateDatabase: `name` required, `description` replaced when given.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct UpdateDatabaseRequest {
+    pub name: String,
+    pub description: Option<String>,
+}
+
+/// A create or duplicate request as the catalogue takes it (400 for `enableGuidRecord: true`).
+pub(super) fn new_database(req: DatabaseRequest) -> ApiResult<NewDatabase> {
+    if req.enable_guid_record == Some(true) {
+        return Err(ApiError::bad_request(
+            "enableGuidRecord is not supported: record ids are the client's or random.",
+        ));
+    }
+    Ok(NewDatabase { name: req.name, description: req.description, id: req.id })
 }
 
 #[utoipa::path(tag = "databases", params(ProjectQuery), responses((status = 200, body = [DatabaseBody])))]
@@ -75,7 +106,8 @@ async fn create_database(
     body: web::Json<DatabaseRequest>,
 ) -> ApiResult<HttpResponse> {
     let project = integer_id(required(&query.project_id, "projectId")?, "projectId")?;
-    let db = exec(&state, move |s| s.create_database(&p, project, &body.name)).await??;
+    let spec = new_database(body.into_inner())?;
+    let db = exec(&state, move |s| s.create_database(&p, project, spec)).await??;
     ok(&DatabaseBody::from(&db))
 }
 
@@ -83,32 +115,34 @@ async fn rename(
     state: web::Data<AppState>,
     p: Principal,
     id: String,
-    name: String,
+    req: UpdateDatabaseRequest,
 ) -> ApiResult<HttpResponse> {
-    let db = exec(&state, move |s| s.rename_database(&p, &id, &name)).await??;
+    let db =
+        exec(&state, move |s| s.update_database(&p, &id, &req.name, req.description.as_deref()))
+            .await??;
     ok(&DatabaseBody::from(&db))
 }
 
-#[utoipa::path(tag = "databases", request_body = DatabaseRequest, responses((status = 200, body = DatabaseBody)))]
+#[utoipa::path(tag = "databases", request_body = UpdateDatabaseRequest, responses((status = 200, body = DatabaseBody)))]
 #[put("/v1/databases/{id}")]
 async fn put_database(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Json<DatabaseRequest>,
+    body: web::Json<UpdateDatabaseRequest>,
 ) -> ApiResult<HttpResponse> {
-    rename(state, p, id.into_inner(), body.into_inner().name).await
+    rename(state, p, id.into_inner(), body.into_inner()).await
 }
 
-#[utoipa::path(tag = "databases", request_body = DatabaseRequest, responses((status = 200, body = DatabaseBody)))]
+#[utoipa::path(tag = "databases", request_body = UpdateDatabaseRequest, responses((status = 200, body = DatabaseBody)))]
 #[patch("/v1/databases/{id}")]
 async fn patch_database(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Json<DatabaseRequest>,
+    body: web::Json<UpdateDatabaseRequest>,
 ) -> ApiResult<HttpResponse> {
-    rename(state, p, id.into_inner(), body.into_inner().name).await
+    rename(state, p, id.into_inner(), body.into_inner()).await
 }
 
 #[utoipa::path(tag = "databases", responses((status = 204)))]

@@ -240,6 +240,7 @@ async fn upload_file(
         content_type,
         size,
         created_time: now_timestamp(),
+        category_id: None,
     };
     let dir = files_dir(&state.data_dir);
     let (from, target) = (incoming.path.clone(), dir.join(&meta.id));

@@ -177,6 +177,7 @@ fn extract(
                 original_name: original,
                 size: 0,
                 created_time: now_timestamp(),
+                category_id: None,
             };
             let mut incoming = Incoming::partial(dir);
             let mut reader = archive.by_index(entry.index).map_err(|e| damaged(&entry.name, &e))?;

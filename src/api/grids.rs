@@ -30,6 +30,12 @@ pub struct GridBody {
     pub record_identifier_type: &'static str,
     #[schema(value_type = Object)]
     pub metadata: IndexMap<String, String>,
+    /// A branch's description (branches only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether a branch is its grid's master branch (branches only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_master: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub columns: Option<Vec<ColumnBody>>,
 }
@@ -81,6 +87,8 @@ fn grid_body(grid: &Grid, columns: Option<Vec<ColumnBody>>) -> GridBody {
         default_access_view_id: grid.default_access_view_id.clone(),
         record_identifier_type: identifier_str(grid.record_identifier_type),
         metadata: grid.metadata.clone(),
+        description: None,
+        is_master: None,
         columns,
     }
 }
@@ -94,6 +102,8 @@ pub struct DbQuery {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateGridRequest {
+    /// The new grid's id (`^\w+$`, at most 64 characters); random when absent.
+    pub id: Option<String>,
     pub name: Option<String>,
     pub template_grid_id: Option<String>,
     pub record_identifier_type: Option<String>,
@@ -192,6 +202,7 @@ async fn create_grid(
     let record_identifier_type = parse_identifier_type(req.record_identifier_type.as_deref())?;
     let schema = initial_columns(&state, &p, &req).await?;
     let spec = NewGrid {
+        id: req.id.clone(),
         name: req.name.clone().unwrap_or_default(),
         metadata: req
             .metadata

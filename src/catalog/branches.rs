@@ -55,10 +55,10 @@ impl Supervisor {
         p: &Principal,
         source_id: &str,
         id: String,
-        name: String,
+        (name, description): (String, String),
         copy: BranchCopy,
     ) -> ApiResult<Branch> {
-        let created = self.record_branch(p, source_id, &id, name, copy);
+        let created = self.record_branch(p, source_id, &id, (name, description), copy);
         if created.is_err() {
             self.durability.unpin(source_id, &id);
         }
@@ -70,7 +70,7 @@ impl Supervisor {
         p: &Principal,
         source_id: &str,
         id: &str,
-        name: String,
+        (name, description): (String, String),
         copy: BranchCopy,
     ) -> ApiResult<Branch> {
         let (source, grid) = self.branch(p, source_id, Privilege::Manage)?;
@@ -92,6 +92,7 @@ impl Supervisor {
             id: id.to_owned(),
             grid_id: grid.id.clone(),
             name,
+            description,
             source_branch_id: Some(source.id.clone()),
             default_access_view_id: default_view,
             created_time: now_timestamp(),

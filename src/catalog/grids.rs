@@ -12,6 +12,7 @@ use super::model::{now_timestamp, Branch, Grid, GridStatus, RecordIdentifierType
 use super::routes::BranchRoute;
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
+use super::tenancy::check_client_id;
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::Shutdown;
@@ -30,6 +31,8 @@ pub const MAX_METADATA_KEYS: usize = 50;
 /// What a new grid starts with.
 #[derive(Debug, Clone, Default)]
 pub struct NewGrid {
+    /// The id the client chose (`^\w+$`), else a random one.
+    pub id: Option<String>,
     pub name: String,
     pub metadata: IndexMap<String, String>,
     pub record_identifier_type: RecordIdentifierType,
@@ -87,7 +90,14 @@ impl Supervisor {
             return Err(ApiError::bad_request("The grid name is longer than 255 characters."));
         }
         let now = now_timestamp();
-        let id = ids::generate();
+        let id = match &spec.id {
+            // A master branch has its grid's id: it must be free among branches too.
+            Some(id) => {
+                let taken = self.grids.contains_key(id) || self.branches.contains_key(id);
+                check_client_id(id, "grid", taken)?
+            }
+            None => ids::generate(),
+        };
         let grid = Grid {
             id: id.clone(),
             company_id: db.company_id,
@@ -104,6 +114,7 @@ impl Supervisor {
             id: id.clone(),
             grid_id: id.clone(),
             name: "master".to_owned(),
+            description: String::new(),
             source_branch_id: None,
             default_access_view_id: grid.default_access_view_id.clone(),
             created_time: now,

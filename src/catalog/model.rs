@@ -41,6 +41,9 @@ pub struct Database {
     pub company_id: CompanyId,
     pub project_id: ProjectId,
     pub name: String,
+    /// Free text (`description` of the OpenAPI's Database); empty when none was given.
+    #[serde(default)]
+    pub description: String,
     pub created_time: String,
 }
 
@@ -88,6 +91,9 @@ pub struct Branch {
     pub id: String,
     pub grid_id: String,
     pub name: String,
+    /// Free text (`description` of the OpenAPI's CreateBranch and Branch); empty when none.
+    #[serde(default)]
+    pub description: String,
     pub source_branch_id: Option<String>,
     pub default_access_view_id: String,
     pub created_time: String,
@@ -167,6 +173,10 @@ pub struct FileMeta {
     pub content_type: String,
     pub size: u64,
     pub created_time: String,
+    /// The grid settings' file category holding it (`/v1/grids/<id>/settings/categories/...`);
+    /// `None` for a file uploaded into a cell. A category's file lives as long as its category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category_id: Option<String>,
 }
 
 /// A task's lifecycle state.

@@ -29,6 +29,49 @@ pub struct KeySpec {
 }
 
 const MAX_NAME_CHARS: usize = 255;
+/// The longest description of a database or a branch.
+pub const MAX_DESCRIPTION_CHARS: usize = 10_000;
+/// The longest id a client may choose for a database or a grid.
+pub const MAX_CLIENT_ID_CHARS: usize = 64;
+
+/// A database to create: its name, description and the id the client chose, if any.
+#[derive(Debug, Clone, Default)]
+pub struct NewDatabase {
+    pub name: String,
+    pub description: Option<String>,
+    pub id: Option<String>,
+}
+
+/// A description as given (400 naming the field when it is too long).
+pub(crate) fn check_description(text: &str) -> ApiResult<String> {
+    if text.chars().count() > MAX_DESCRIPTION_CHARS {
+        return Err(ApiError::bad_request(format!(
+            "description is longer than {MAX_DESCRIPTION_CHARS} characters."
+        )));
+    }
+    Ok(text.to_owned())
+}
+
+/// An id chosen by the client (the OpenAPI's `^\w+$`: ASCII letters, digits and `_`, at most
+/// `MAX_CLIENT_ID_CHARS`); 400 naming the field otherwise. `taken` says whether it is in use
+/// (409 idAlreadyExists).
+pub(crate) fn check_client_id(id: &str, what: &str, taken: bool) -> ApiResult<String> {
+    let valid = !id.is_empty()
+        && id.len() <= MAX_CLIENT_ID_CHARS
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(ApiError::bad_request(format!(
+            "id \"{id}\" is invalid: a {what} id is 1 to {MAX_CLIENT_ID_CHARS} letters, digits or _."
+        )));
+    }
+    if taken {
+        return Err(ApiError::new(
+            ErrorCode::IdAlreadyExists,
+            format!("A {what} with id \"{id}\" already exists."),
+        ));
+    }
+    Ok(id.to_owned())
+}
 
 pub(super) fn check_name(name: &str, what: &str) -> ApiResult<String> {
     let name = name.trim();
@@ -115,6 +158,7 @@ impl Supervisor {
             company_id: company.id,
             project_id: project.id,
             name: "Default database".to_owned(),
+            description: String::new(),
             created_time: now,
         };
         let secret = secret.map(str::to_owned).unwrap_or_else(ids::generate_secret);
@@ -340,24 +384,51 @@ impl Supervisor {
         &mut self,
         p: &Principal,
         project_id: ProjectId,
-        name: &str,
+        spec: NewDatabase,
     ) -> ApiResult<Database> {
-        let project = self.project(p, project_id, Privilege::Owner)?;
-        let db = Database {
-            id: ids::generate(),
-            company_id: project.company_id,
-            project_id: project.id,
-            name: check_name(name, "database")?,
-            created_time: now_timestamp(),
-        };
+        let db = self.new_database(p, project_id, spec)?;
         self.commit(&[CatalogChange::put(EntityKind::Database, &db.id, &db)])?;
         self.databases.insert(db.id.clone(), db.clone());
         Ok(db)
     }
 
-    pub fn rename_database(&mut self, p: &Principal, id: &str, name: &str) -> ApiResult<Database> {
+    /// A database `spec` describes in project `project_id`, checked but not recorded.
+    pub(super) fn new_database(
+        &self,
+        p: &Principal,
+        project_id: ProjectId,
+        spec: NewDatabase,
+    ) -> ApiResult<Database> {
+        let project = self.project(p, project_id, Privilege::Owner)?;
+        let name = check_name(&spec.name, "database")?;
+        let description = check_description(spec.description.as_deref().unwrap_or_default())?;
+        let id = match spec.id {
+            Some(id) => check_client_id(&id, "database", self.databases.contains_key(&id))?,
+            None => ids::generate(),
+        };
+        Ok(Database {
+            id,
+            company_id: project.company_id,
+            project_id: project.id,
+            name,
+            description,
+            created_time: now_timestamp(),
+        })
+    }
+
+    /// Renames a database and, when `description` is given, replaces its description.
+    pub fn update_database(
+        &mut self,
+        p: &Principal,
+        id: &str,
+        name: &str,
+        description: Option<&str>,
+    ) -> ApiResult<Database> {
         let mut db = self.database(p, id, Privilege::Owner)?.clone();
         db.name = check_name(name, "database")?;
+        if let Some(description) = description {
+            db.description = check_description(description)?;
+        }
         self.commit(&[CatalogChange::put(EntityKind::Database, id, &db)])?;
         self.databases.insert(id.to_owned(), db.clone());
         Ok(db)

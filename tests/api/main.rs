@@ -38,6 +38,7 @@ mod restart;
 mod shares;
 mod smoke;
 mod snapshot_faults;
+mod surface;
 mod tasks;
 mod view_export;
 mod views;

@@ -1,0 +1,153 @@
+//! The rest of the hosted OpenAPI's surface: databases' `description` and client-chosen `id`,
+//! branches' `description` and `isMaster`, grids' client-chosen `id`, template grids and
+//! templates that copy views and dependencies, database duplicate. Each with its bad cases and,
+//! for what is persisted, a restart.
+
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app, TestApp};
+
+fn project(app: &TestApp) -> Value {
+    app.get("/v1/projects").body[0]["id"].clone()
+}
+
+#[test]
+fn a_database_keeps_its_description_and_chosen_id_across_a_restart() {
+    let app = spawn_app();
+    let project = project(&app);
+    let path = format!("/v1/databases?projectId={project}");
+    let body = json!({"name": "Games", "description": "All the games", "id": "games_db"});
+    let created = app.post(&path, &body).assert_status(200).clone();
+    assert_eq!(created["id"], json!("games_db"));
+    assert_eq!(created["description"], json!("All the games"));
+    // No description: an empty one.
+    let plain = app.post(&path, &json!({"name": "Plain"})).assert_status(200).clone();
+    assert_eq!(plain["description"], json!(""));
+    // PUT renames; its description replaces the old one only when given.
+    let renamed = app.put("/v1/databases/games_db", &json!({"name": "Games 2"}));
+    assert_eq!(renamed.assert_status(200)["description"], json!("All the games"));
+    let described =
+        app.put("/v1/databases/games_db", &json!({"name": "Games 2", "description": "New"}));
+    assert_eq!(described.assert_status(200)["description"], json!("New"));
+    let before = app.snapshot("/v1/databases");
+    let app = app.restart();
+    app.assert_unchanged("/v1/databases", &before);
+    let one = app.get("/v1/databases/games_db");
+    assert_eq!(one.assert_status(200)["description"], json!("New"));
+    assert_eq!(one.body["name"], json!("Games 2"));
+}
+
+#[test]
+fn bad_database_ids_and_fields_are_refused_and_change_nothing() {
+    let app = spawn_app();
+    let project = project(&app);
+    let path = format!("/v1/databases?projectId={project}");
+    app.post(&path, &json!({"name": "A", "id": "taken"})).assert_status(200);
+    let before = app.snapshot("/v1/databases");
+    for bad in ["has space", "dash-ed", "", "é", &"x".repeat(65)] {
+        let res = app.post(&path, &json!({"name": "B", "id": bad}));
+        res.assert_error(400, "badRequest");
+        assert!(res.body["message"].as_str().unwrap_or("").contains("id"), "{}", res.body);
+    }
+    app.post(&path, &json!({"name": "B", "id": "taken"})).assert_error(409, "idAlreadyExists");
+    let guid = app.post(&path, &json!({"name": "B", "enableGuidRecord": true}));
+    guid.assert_error(400, "badRequest");
+    assert!(guid.body["message"].as_str().unwrap_or("").contains("enableGuidRecord"));
+    let long = "d".repeat(10_001);
+    app.post(&path, &json!({"name": "B", "description": long})).assert_error(400, "badRequest");
+    app.put("/v1/databases/taken", &json!({"name": "A", "description": long}))
+        .assert_error(400, "badRequest");
+    app.put("/v1/databases/nosuch", &json!({"name": "A", "description": "x"}))
+        .assert_error(404, "databaseIsNotFound");
+    app.assert_unchanged("/v1/databases", &before);
+    // enableGuidRecord false is what gridd does anyway.
+    app.post(&path, &json!({"name": "C", "enableGuidRecord": false})).assert_status(200);
+}
+
+#[test]
+fn branches_show_description_and_is_master() {
+    let app = spawn_app();
+    let (grid, _) = app.create_grid("g");
+    let body = json!({"name": "dev", "description": "Work in progress"});
+    let res = app.post(&format!("/v1/branches?gridId={grid}"), &body);
+    let branch = res.assert_status(201).clone();
+    assert_eq!(branch["description"], json!("Work in progress"));
+    assert_eq!(branch["isMaster"], json!(false));
+    let id = branch["id"].as_str().expect("id").to_owned();
+    let master = app.get(&format!("/v1/branches/{grid}"));
+    assert_eq!(master.assert_status(200)["isMaster"], json!(true));
+    assert_eq!(master.body["description"], json!(""));
+    let list = app.get(&format!("/v1/branches?gridId={grid}"));
+    let flags: Vec<&Value> =
+        list.assert_status(200).as_array().expect("list").iter().map(|b| &b["isMaster"]).collect();
+    assert_eq!(flags, vec![&json!(true), &json!(false)]);
+    let app = app.restart();
+    let again = app.get(&format!("/v1/branches/{id}"));
+    assert_eq!(again.assert_status(200)["description"], json!("Work in progress"));
+    assert_eq!(again.body["isMaster"], json!(false));
+}
+
+#[test]
+fn bad_branch_requests_are_refused_and_change_nothing() {
+    let app = spawn_app();
+    let (grid, view) = app.create_grid("g");
+    let (_, other_view) = app.create_grid("other");
+    let list = format!("/v1/branches?gridId={grid}");
+    let before = app.snapshot(&list);
+    let long = "d".repeat(10_001);
+    let cases = [
+        (json!({"name": "b", "description": long}), 400, "badRequest"),
+        (json!({"name": "b", "customProperties": {"k": 1}}), 400, "badRequest"),
+        (json!({"name": "b", "viewId": other_view}), 404, "viewIsNotFound"),
+        (json!({"name": "b", "viewId": "nosuchview"}), 404, "viewIsNotFound"),
+        (json!({"description": "no name"}), 400, "badRequest"),
+    ];
+    for (body, status, code) in cases {
+        app.post(&list, &body).assert_error(status, code);
+    }
+    app.assert_unchanged(&list, &before);
+    // The source's own view and empty extras are fine.
+    let ok = json!({"name": "b", "viewId": view, "customProperties": {},
+        "inheritGroupAccess": true, "inheritAutomation": false});
+    app.post(&list, &ok).assert_status(201);
+}
+
+#[test]
+fn a_grid_keeps_its_chosen_id_across_a_restart() {
+    let app = spawn_app();
+    let db = app.default_db();
+    let res = app.post(&format!("/v1/grids?dbId={db}"), &json!({"name": "g", "id": "my_grid"}));
+    assert_eq!(res.assert_status(201)["id"], json!("my_grid"));
+    let view = res.body["defaultAccessViewId"].as_str().expect("view").to_owned();
+    app.create_column(&view, json!({"id": "a", "name": "A", "type": "singleLine"}));
+    app.post(&format!("/v1/views/{view}/records"), &json!([{"id": "r1", "cells": []}]))
+        .assert_status(201);
+    let app = app.restart();
+    let grid = app.get("/v1/grids/my_grid");
+    assert_eq!(grid.assert_status(200)["id"], json!("my_grid"));
+    assert_eq!(
+        app.get(&format!("/v1/views/{view}/records")).body.as_array().map(Vec::len),
+        Some(1)
+    );
+    let master = app.get("/v1/branches/my_grid");
+    assert_eq!(master.assert_status(200)["isMaster"], json!(true));
+}
+
+#[test]
+fn bad_grid_ids_are_refused_and_change_nothing() {
+    let app = spawn_app();
+    let db = app.default_db();
+    let path = format!("/v1/grids?dbId={db}");
+    let (grid, _) = app.create_grid("g");
+    let branch = app.post(&format!("/v1/branches?gridId={grid}"), &json!({"name": "dev"}));
+    let branch = branch.assert_status(201)["id"].as_str().expect("id").to_owned();
+    let before = app.snapshot(&format!("/v1/grids?dbId={db}"));
+    for bad in ["a b", "a/b", "", "~x", &"g".repeat(65)] {
+        let res = app.post(&path, &json!({"name": "x", "id": bad}));
+        res.assert_error(400, "badRequest");
+    }
+    // A grid's id, and a branch's (a master branch has its grid's id), are taken.
+    app.post(&path, &json!({"name": "x", "id": grid})).assert_error(409, "idAlreadyExists");
+    app.post(&path, &json!({"name": "x", "id": branch})).assert_error(409, "idAlreadyExists");
+    app.assert_unchanged(&format!("/v1/grids?dbId={db}"), &before);
+}
