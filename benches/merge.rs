@@ -112,7 +112,7 @@ fn main() {
     let base = MergeBase { source: fork, destination: fork };
     let scope = MergeScope {
         options: MergeOptions { add: true, update: true, delete: true, override_: false },
-        columns: None,
+        ..MergeScope::default()
     };
     let (ops, counts) = plan_merge("branch", &source, &destination, base, &scope, ("u", 1));
     let entry = WalEntry { branch_id: "master".into(), ops }.encode();

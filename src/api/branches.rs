@@ -15,6 +15,9 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::grids::{default_view_columns, identifier_str, status_str, GridBody};
+use super::merge_request::{
+    cell_choices, check_last_resolve, query_filters, FilterField, MergeRecordConflict,
+};
 use super::tasks::{end_task, task_body};
 use super::{branch_route, created, exec, json_response, no_content, ok, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
@@ -23,6 +26,8 @@ use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ApplyMerge, CopyBranch, ReadSchema};
 use crate::grid::merge::{MergeOptions, MergeScope};
+use crate::grid::merge_resolve::{bind_query, CellChoice};
+use crate::grid::query::RawFilter;
 use crate::grid::render::ColumnBody;
 use crate::ids;
 use crate::state::AppState;
@@ -230,6 +235,10 @@ async fn delete_branch(
 struct MergeParams {
     destination: Option<String>,
     options: Vec<String>,
+    /// `mergeRecordConflicts` as cell choices (body only).
+    choices: Vec<CellChoice>,
+    /// `query` as listing filters (body only).
+    query: Vec<RawFilter>,
 }
 
 /// Body of a merge (each field may be given as a query parameter instead; the query wins).
@@ -240,11 +249,22 @@ struct MergeBody {
     merge_record_options: Option<Vec<String>>,
     destination_branch_id: Option<String>,
     destination_view_id: Option<String>,
+    merge_record_conflicts: Option<Vec<MergeRecordConflict>>,
+    use_last_merge_resolve: Option<bool>,
+    /// Cells of columns whose types differ between the branches are never merged (skipped),
+    /// so either value is honoured.
+    check_mismatched_column_type: Option<bool>,
+    query: Option<Vec<FilterField>>,
 }
 
 fn merge_params(req: &HttpRequest, body: &[u8], destination_key: &str) -> ApiResult<MergeParams> {
     let pairs = query_pairs(req)?;
-    let mut params = MergeParams { destination: None, options: Vec::new() };
+    let mut params = MergeParams {
+        destination: None,
+        options: Vec::new(),
+        choices: Vec::new(),
+        query: Vec::new(),
+    };
     for (key, value) in pairs {
         if key == destination_key {
             params.destination = Some(value).filter(|v| !v.is_empty());
@@ -256,6 +276,10 @@ fn merge_params(req: &HttpRequest, body: &[u8], destination_key: &str) -> ApiRes
         let parsed: MergeBody = serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("The request body is invalid: {e}")))?;
         params.options.extend(parsed.merge_record_options.unwrap_or_default());
+        check_last_resolve(parsed.use_last_merge_resolve)?;
+        let _ = parsed.check_mismatched_column_type;
+        params.choices = cell_choices(parsed.merge_record_conflicts.unwrap_or_default())?;
+        params.query = query_filters(parsed.query.unwrap_or_default())?;
         let from_body = if destination_key == "destinationBranchId" {
             parsed.destination_branch_id
         } else {
@@ -266,6 +290,16 @@ fn merge_params(req: &HttpRequest, body: &[u8], destination_key: &str) -> ApiRes
         }
     }
     Ok(params)
+}
+
+/// Refuses (400, the listing's codes) a merge query that does not bind to the source branch's
+/// columns, before a task starts.
+async fn check_query(source: &BranchRoute, query: &[RawFilter]) -> ApiResult<()> {
+    if query.is_empty() {
+        return Ok(());
+    }
+    let copy = source.addr.send(CopyBranch { pin_for: None }).await?;
+    bind_query(&copy.state, query).map(|_| ())
 }
 
 /// Records a merge task, shows both branches `merging`, and runs the merge: a copy of the
@@ -349,7 +383,8 @@ async fn merge_branch(
         Privilege::Manage,
         branch_not_found(&destination_id),
     )?;
-    let scope = MergeScope { options, columns: None };
+    check_query(&source, &params.query).await?;
+    let scope = MergeScope { options, columns: None, query: params.query, choices: params.choices };
     start_merge(&state, &p, source, destination, scope, None).await
 }
 
@@ -379,7 +414,13 @@ async fn merge_view(
         .view(&view_id)
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &view_id))?;
     let columns = schema.view_columns(view).into_iter().map(|(c, _)| c.id.clone()).collect();
-    let scope = MergeScope { options, columns: Some(columns) };
+    check_query(&source, &params.query).await?;
+    let scope = MergeScope {
+        options,
+        columns: Some(columns),
+        query: params.query,
+        choices: params.choices,
+    };
     start_merge(&state, &p, source, destination, scope, Some(view_id)).await
 }
 

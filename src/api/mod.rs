@@ -14,6 +14,7 @@ pub mod grids;
 pub mod health;
 pub mod history_export;
 pub mod import;
+pub mod merge_request;
 pub mod metrics;
 pub mod multipart;
 pub mod projects;

@@ -21,10 +21,12 @@
 //! `plan_merge` only reads the two states and returns ordinary ops (plus `MergeMark`), which the
 //! destination's actor commits as one WAL entry: the merge is atomic, logged and in history.
 
+use super::merge_resolve::{CellChoice, Choice, Choices, SideQuery};
 use super::ops::{CellWrite, GridOp, GridState, MergeBase, RecordWrite};
+use super::query::RawFilter;
 use super::schema::ColumnType;
 use super::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId};
-use super::value::CellValue;
+use super::value::{CellValue, DependencyStatus};
 use crate::error::{ApiError, ApiResult};
 
 /// What a merge brings over (`mergeRecordOptions`).
@@ -66,11 +68,23 @@ impl MergeOptions {
     }
 }
 
-/// What to merge: the options, and for a view merge the only columns merged.
+/// What to merge: the options, for a view merge the only columns merged, the query that
+/// picks the records merged (empty: all), and the per-cell choices (`grid::merge_resolve`).
 #[derive(Debug, Clone, Default)]
 pub struct MergeScope {
     pub options: MergeOptions,
     pub columns: Option<Vec<String>>,
+    /// Only source records matching it are added or updated, and only destination records
+    /// matching it are deleted (a deleted record has no source copy to test).
+    pub query: Vec<RawFilter>,
+    pub choices: Vec<CellChoice>,
+}
+
+/// How the cells of a record on both sides are merged.
+struct CellRules<'a> {
+    base: MergeBase,
+    options: MergeOptions,
+    choices: &'a Choices,
 }
 
 /// How many records a merge changed.
@@ -161,7 +175,11 @@ pub fn plan_merge(
             touched |= s.scan_changed_since(column.source, base.source);
         }
     }
-    for row in touched.iter().map(RowId::from_raw) {
+    let choices = Choices::new(&scope.choices);
+    let rules = CellRules { base, options, choices: &choices };
+    let source_query = SideQuery::new(source, &scope.query);
+    let rows = touched.iter().map(RowId::from_raw);
+    for row in rows.filter(|row| source_query.matches(source, *row)) {
         let (path, id) = (s.path(row), s.id(row));
         match d.find(path, id) {
             None => {
@@ -177,8 +195,7 @@ pub fn plan_merge(
                 }
             }
             Some(target) if options.update => {
-                let cells =
-                    updated_cells(source, row, destination, target, &columns, base, options);
+                let cells = updated_cells(source, row, destination, target, &columns, &rules);
                 let moved = by_id
                     && s.moved_at(row) > base.source
                     && s.path(row) != d.path(target)
@@ -198,7 +215,11 @@ pub fn plan_merge(
         }
     }
     if options.delete {
+        let query = SideQuery::new(destination, &scope.query);
         deletes = deleted_in_source(s, d, base);
+        deletes.retain(|(path, id)| {
+            d.find(path, id).is_some_and(|row| query.matches(destination, row))
+        });
     }
     let counts = MergeCounts { added: adds.len(), updated: updates.len(), deleted: deletes.len() };
     let mut ops = Vec::with_capacity(4);
@@ -272,30 +293,49 @@ fn added_cells(source: &GridState, row: RowId, columns: &[SharedColumn<'_>]) -> 
         .collect()
 }
 
-/// The cells of a record on both sides that the merge writes into the destination.
+/// The cells of a record on both sides that the merge writes into the destination: those the
+/// source changed since the common point, unless the destination changed them too (then only
+/// with `override`) or a choice for the cell decides otherwise; an unchanged cell is skipped.
 fn updated_cells(
     source: &GridState,
     row: RowId,
     destination: &GridState,
     target: RowId,
     columns: &[SharedColumn<'_>],
-    base: MergeBase,
-    options: MergeOptions,
+    rules: &CellRules<'_>,
 ) -> Vec<CellWrite> {
     let (s, d) = (&source.store, &destination.store);
+    let (id, path) = (s.id(row), d.path(target));
     columns
         .iter()
-        .filter(|c| s.version(row, c.source) > base.source)
-        .filter(|c| options.override_ || d.version(target, c.destination) <= base.destination)
-        .filter(|c| {
-            let same_value = s.value_ref(row, c.source) == d.value_ref(target, c.destination);
-            let same_statuses = !c.localized
-                || (s.dependency_status(row, c.source)
-                    == d.dependency_status(target, c.destination)
-                    && s.source_status(row, c.source) == d.source_status(target, c.destination));
-            !(same_value && same_statuses)
+        .filter(|c| s.version(row, c.source) > rules.base.source)
+        .filter_map(|c| {
+            let choice =
+                if rules.choices.is_empty() { None } else { rules.choices.get(id, path, c.id) };
+            let status = match choice {
+                Some(Choice::Destination) => return None,
+                Some(Choice::Source) => None,
+                Some(Choice::SourceUpToDate) => Some(DependencyStatus::UpToDate),
+                Some(Choice::SourceOutOfDate) => Some(DependencyStatus::OutOfDate),
+                None if rules.options.override_
+                    || d.version(target, c.destination) <= rules.base.destination =>
+                {
+                    None
+                }
+                None => return None,
+            };
+            let mut write = cell_write(source, row, c);
+            if let (Some(status), true) = (status, c.localized) {
+                write.dependency_status = Some(status);
+            }
+            let same = d.value_ref(target, c.destination) == s.value_ref(row, c.source)
+                && (!c.localized
+                    || (write.dependency_status
+                        == Some(d.dependency_status(target, c.destination))
+                        && s.source_status(row, c.source)
+                            == d.source_status(target, c.destination)));
+            (!same).then_some(write)
         })
-        .map(|c| cell_write(source, row, c))
         .collect()
 }
 

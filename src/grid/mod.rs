@@ -9,6 +9,7 @@ pub mod formula;
 pub mod history;
 pub mod image;
 pub mod merge;
+pub mod merge_resolve;
 pub mod ops;
 pub mod planner;
 pub mod query;

@@ -26,6 +26,7 @@ mod import_formats;
 mod keys;
 mod loadtest;
 mod localization;
+mod merge_options;
 mod merge_property;
 mod metrics;
 mod openapi;
