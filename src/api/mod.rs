@@ -7,6 +7,7 @@ pub mod branches;
 pub mod columns;
 pub mod databases;
 pub mod dependencies;
+pub mod diffcheck;
 pub mod errors;
 pub mod files;
 pub mod files_zip;
@@ -44,6 +45,8 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     projects::configure(cfg);
     databases::configure(cfg);
     grids::configure(cfg);
+    // Before branches: `/v1/branches/diffcheck` is not a branch id.
+    diffcheck::configure(cfg);
     branches::configure(cfg);
     views::configure(cfg);
     columns::configure(cfg);

@@ -10,6 +10,7 @@ mod compat;
 mod crash;
 mod databases;
 mod dependencies;
+mod diffcheck;
 mod durability;
 mod errors;
 mod faults;
