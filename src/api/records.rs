@@ -565,8 +565,71 @@ pub(super) fn history_body(
     }
 }
 
-#[utoipa::path(tag = "records", params(("page" = Option<String>, Query, description = "JSON {offset, limit}")),
-    responses((status = 200, description = "history entries, newest first; X-Total-Count")))]
+/// The hosted `FetchRecordHistoryRequest` (its fields as query parameters) and `path`.
+struct HistoryParams {
+    page: (usize, usize),
+    path: Option<String>,
+    column_ids: Option<Vec<String>>,
+    oldest_first: bool,
+}
+
+/// Reads the history listing's parameters: `page`, `path`, `columnIds` (repeated or
+/// comma-separated), `sort` (`{"_lastModifiedTime": "asc" | "desc"}`), `includeSystemUser`
+/// (gridd records every change under the user of the key that made it, so no entry is a
+/// system user's: either value is honoured). `query`, `groupBy` and `fetchOptions` are refused
+/// with a 400 naming them unless blank.
+fn history_params(pairs: Vec<(String, String)>) -> ApiResult<HistoryParams> {
+    let mut params = HistoryParams {
+        page: (0, DEFAULT_LIMIT),
+        path: None,
+        column_ids: None,
+        oldest_first: false,
+    };
+    let blank = |v: &str| matches!(v.trim(), "" | "{}" | "[]" | "null");
+    for (key, value) in pairs {
+        match key.as_str() {
+            "page" => params.page = parse_page(&value)?,
+            "path" => params.path = Some(value),
+            "columnIds" | "columnIds[]" => params.column_ids.get_or_insert_with(Vec::new).extend(
+                value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned),
+            ),
+            "sort" => params.oldest_first = history_sort(&value)?,
+            "includeSystemUser" if !matches!(value.as_str(), "true" | "false") => {
+                return Err(ApiError::bad_request(format!(
+                    "includeSystemUser \"{}\" is invalid; expected true or false.",
+                    crate::io::csv_import::clip(&value, 64)
+                )))
+            }
+            "query" | "groupBy" | "groupBy[]" | "fetchOptions" if !blank(&value) => {
+                return Err(ApiError::bad_request(format!(
+                    "{key} is not supported on the record history by this server."
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(params)
+}
+
+/// A history `sort`: blank, or `{"_lastModifiedTime": "asc" | "desc"}`; true for oldest first.
+fn history_sort(text: &str) -> ApiResult<bool> {
+    let keys = parse_sort(text)?;
+    match keys.as_slice() {
+        [] => Ok(false),
+        [key] if key.field == "_lastModifiedTime" => Ok(!key.descending),
+        _ => Err(ApiError::new(
+            ErrorCode::InvalidSortField,
+            "the record history sorts only by {\"_lastModifiedTime\": \"asc\" | \"desc\"}.",
+        )),
+    }
+}
+
+#[utoipa::path(tag = "records", params(
+    ("page" = Option<String>, Query, description = "JSON {offset, limit}"),
+    ("columnIds" = Option<Vec<String>>, Query, description = "only these columns' cells, and only entries that changed one of them"),
+    ("sort" = Option<String>, Query, description = "JSON {\"_lastModifiedTime\": \"asc\" | \"desc\"} (default newest first)"),
+    ("includeSystemUser" = Option<bool>, Query, description = "accepted: every entry is a key's user's"),
+), responses((status = 200, description = "history entries, newest first; X-Total-Count")))]
 #[get("/v1/views/{viewId}/records/{recordId}/histories")]
 async fn record_history(
     state: web::Data<AppState>,
@@ -577,19 +640,19 @@ async fn record_history(
     p.require_tier(Tier::Enterprise)?;
     let (view_id, record_id) = path.into_inner();
     let pairs = query_pairs(&req)?;
-    let mut page = (0, DEFAULT_LIMIT);
-    let mut record_path = None;
-    for (key, value) in pairs {
-        match key.as_str() {
-            "page" => page = parse_page(&value)?,
-            "path" => record_path = Some(value),
-            _ => {}
-        }
-    }
+    let fetch = history_params(pairs)?;
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
     let schema = route.addr.send(crate::grid::actor::ReadSchema).await?;
     let types = schema.columns.iter().map(|c| (c.id.clone(), c.column_type)).collect();
-    let msg = ReadHistory { view_id, record_id, path: record_path, offset: page.0, limit: page.1 };
+    let msg = ReadHistory {
+        view_id,
+        record_id,
+        path: fetch.path,
+        offset: fetch.page.0,
+        limit: fetch.page.1,
+        column_ids: fetch.column_ids,
+        oldest_first: fetch.oldest_first,
+    };
     let (entries, total) = route.addr.send(msg).await??;
     let body: Vec<HistoryBody> = entries.iter().map(|e| history_body(e, &types)).collect();
     let mut response = json_response(StatusCode::OK, &body);

@@ -316,7 +316,15 @@ async fn shared_history(
         ));
     }
     let schema = route.addr.send(ReadSchema).await?;
-    let msg = ReadHistory { view_id: share.view_id, record_id, path: None, offset: 0, limit: 1000 };
+    let msg = ReadHistory {
+        view_id: share.view_id,
+        record_id,
+        path: None,
+        offset: 0,
+        limit: 1000,
+        column_ids: None,
+        oldest_first: false,
+    };
     let (entries, _) = route.addr.send(msg).await??;
     Ok((entries, schema))
 }

@@ -605,6 +605,11 @@ pub struct ReadHistory {
     pub path: Option<String>,
     pub offset: usize,
     pub limit: usize,
+    /// Only these columns' cells (each must be in the view: 404 `columnNotFoundInView`), and
+    /// only the entries that changed one of them.
+    pub column_ids: Option<Vec<String>>,
+    /// Oldest first instead of newest first.
+    pub oldest_first: bool,
 }
 
 impl Handler<ReadHistory> for GridActor {
@@ -620,9 +625,21 @@ impl Handler<ReadHistory> for GridActor {
             ));
         }
         let key = history_key(&path, &msg.record_id, self.by_path());
-        let (mut entries, total) = self.state.history.page(&key, msg.offset, msg.limit);
-        let shown: Vec<String> =
-            self.state.schema.view_columns(&view).iter().map(|(c, _)| c.id.clone()).collect();
+        let shown: Vec<String> = match &msg.column_ids {
+            Some(ids) => picked_columns(&self.state.schema, &view, Some(ids))?
+                .into_iter()
+                .map(|c| c.id.clone())
+                .collect(),
+            None => {
+                self.state.schema.view_columns(&view).iter().map(|(c, _)| c.id.clone()).collect()
+            }
+        };
+        let narrowed = msg.column_ids.is_some();
+        let keep =
+            |e: &HistoryEntry| !narrowed || e.cells.iter().any(|c| shown.contains(&c.column_id));
+        let page = (msg.offset, msg.limit);
+        let (mut entries, total) =
+            self.state.history.page_where(&key, page, msg.oldest_first, keep);
         for entry in &mut entries {
             entry.cells.retain(|c| shown.contains(&c.column_id));
         }

@@ -76,15 +76,27 @@ impl History {
         self.entries.insert(retired, list);
     }
 
-    /// A page of a record's entries, newest first, and how many there are.
-    pub fn page(&self, key: &str, offset: usize, limit: usize) -> (Vec<HistoryEntry>, usize) {
-        match self.entries.get(key) {
-            Some(list) => (
-                list.iter().rev().skip(offset).take(limit).map(|e| (**e).clone()).collect(),
-                list.len(),
-            ),
-            None => (Vec::new(), 0),
+    /// A page of one record's entries that pass `keep`, newest first (oldest first when
+    /// `oldest_first`), and how many pass in all. Only the page is copied.
+    pub fn page_where(
+        &self,
+        key: &str,
+        (offset, limit): (usize, usize),
+        oldest_first: bool,
+        keep: impl Fn(&HistoryEntry) -> bool,
+    ) -> (Vec<HistoryEntry>, usize) {
+        let Some(list) = self.entries.get(key) else { return (Vec::new(), 0) };
+        let ordered: Box<dyn Iterator<Item = &Arc<HistoryEntry>>> =
+            if oldest_first { Box::new(list.iter()) } else { Box::new(list.iter().rev()) };
+        let mut total = 0;
+        let mut page = Vec::new();
+        for entry in ordered.filter(|e| keep(e)) {
+            if total >= offset && page.len() < limit {
+                page.push((**entry).clone());
+            }
+            total += 1;
         }
+        (page, total)
     }
 
     /// Every entry with its record key: keys in order, each key's entries oldest first.

@@ -235,3 +235,53 @@ fn history_through_a_view_shows_only_its_columns() {
     assert_eq!(all.len(), 1);
     assert_eq!(all[0]["cells"], json!([{"columnId": "count", "value": 1}]));
 }
+
+/// The hosted `FetchRecordHistoryRequest` fields (issue 19): `columnIds` narrows the cells and
+/// the entries, `sort` by `_lastModifiedTime` orders them, `includeSystemUser` is accepted;
+/// `query`, `groupBy`, `fetchOptions`, other sort keys and bad values are refused naming them.
+#[test]
+fn history_takes_the_fetch_request_fields() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    app.create_column(&view, json!({"id": "count", "name": "Count", "type": "number"}));
+    app.add_records(&view, json!([{"id": "r1", "cells": [{"columnId": "title", "value": "v1"}]}]));
+    app.patch(
+        &format!("/v1/views/{view}/records"),
+        &json!([{"id": "r1", "cells": [{"columnId": "count", "value": 5}]}]),
+    )
+    .assert_status(200);
+    set_title(&app, &view, &app.key, "r1", "v2");
+
+    let res = histories(&app, &view, "r1", "columnIds=title");
+    let narrowed = entries(&res);
+    assert_eq!(titles(&narrowed), [json!("v2"), json!("v1")], "only entries that changed title");
+    assert_eq!(res.header("x-total-count"), Some("2"));
+    for entry in &narrowed {
+        let columns: Vec<&Value> =
+            entry["cells"].as_array().expect("cells").iter().map(|c| &c["columnId"]).collect();
+        assert_eq!(columns, [&json!("title")]);
+    }
+    let counts = entries(&histories(&app, &view, "r1", "columnIds=count&columnIds=count"));
+    assert_eq!(counts.len(), 1);
+
+    let sort = |dir: &str| {
+        let text = format!("{{\"_lastModifiedTime\":\"{dir}\"}}");
+        serde_urlencoded::to_string([("sort", text)]).expect("encoded")
+    };
+    let oldest = entries(&histories(&app, &view, "r1", &sort("asc")));
+    assert_eq!(titles(&oldest), [json!("v1"), Value::Null, json!("v2")]);
+    let newest = entries(&histories(&app, &view, "r1", &sort("desc")));
+    assert_eq!(titles(&newest), [json!("v2"), Value::Null, json!("v1")]);
+    let with_system = entries(&histories(&app, &view, "r1", "includeSystemUser=false"));
+    assert_eq!(with_system.len(), 3);
+
+    histories(&app, &view, "r1", "columnIds=nosuch").assert_error(404, "columnNotFoundInView");
+    histories(&app, &view, "r1", "includeSystemUser=maybe").assert_error(400, "badRequest");
+    let query = serde_urlencoded::to_string([("query", r#"{"title":{"=":"v1"}}"#)]).expect("q");
+    let res = histories(&app, &view, "r1", &query);
+    res.assert_error(400, "badRequest");
+    assert!(res.text.contains("query"), "{}", res.text);
+    histories(&app, &view, "r1", "groupBy=title").assert_error(400, "badRequest");
+    let by_title = serde_urlencoded::to_string([("sort", r#"{"title":"asc"}"#)]).expect("s");
+    histories(&app, &view, "r1", &by_title).assert_error(400, "invalidSortField");
+}
