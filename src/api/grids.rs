@@ -133,6 +133,13 @@ async fn list_grids(
     ok(&grids.iter().map(|g| grid_body(g, None)).collect::<Vec<_>>())
 }
 
+#[utoipa::path(tag = "grids", responses((status = 200, body = [GridBody], description = "the grids whose metadata has \"template\": \"true\"")))]
+#[get("/v1/template-grids")]
+async fn list_template_grids(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResponse> {
+    let grids = exec(&state, move |s| Ok::<_, ApiError>(s.template_grids(&p))).await??;
+    ok(&grids.iter().map(|g| grid_body(g, None)).collect::<Vec<_>>())
+}
+
 async fn master_schema(state: &AppState, p: &Principal, grid_id: &str) -> ApiResult<Schema> {
     let not_found = || ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", grid_id);
     let route = branch_route(state, p, grid_id, Privilege::Read, not_found)?;
@@ -253,6 +260,7 @@ async fn delete_grid(
 
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
     cfg.service(list_grids)
+        .service(list_template_grids)
         .service(get_grid)
         .service(create_grid)
         .service(update_grid)

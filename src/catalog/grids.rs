@@ -28,6 +28,9 @@ use crate::persist::wal::Durable;
 /// The most metadata keys a grid may carry.
 pub const MAX_METADATA_KEYS: usize = 50;
 
+/// The grid metadata key that lists a grid in `GET /v1/template-grids` (value `"true"`).
+pub const TEMPLATE_KEY: &str = "template";
+
 /// What a new grid starts with.
 #[derive(Debug, Clone, Default)]
 pub struct NewGrid {
@@ -62,6 +65,21 @@ impl Supervisor {
             .filter(|g| p.sees(&grid_scope(g)))
             .cloned()
             .collect())
+    }
+
+    /// The template grids the key sees: grids whose metadata marks them `"template": "true"`
+    /// (`TEMPLATE_KEY`), newest first; any of them (or any grid the key reads) can be the
+    /// `templateGridId` of a new grid.
+    pub fn template_grids(&self, p: &Principal) -> Vec<Grid> {
+        let mut grids: Vec<Grid> = self
+            .grids
+            .values()
+            .filter(|g| g.metadata.get(TEMPLATE_KEY).is_some_and(|v| v == "true"))
+            .filter(|g| p.sees(&grid_scope(g)))
+            .cloned()
+            .collect();
+        grids.sort_by(|a, b| b.created_time.cmp(&a.created_time).then_with(|| a.id.cmp(&b.id)));
+        grids
     }
 
     pub fn grid(&self, p: &Principal, id: &str, needed: Privilege) -> ApiResult<&Grid> {

@@ -1,7 +1,6 @@
 //! The rest of the hosted OpenAPI's surface: databases' `description` and client-chosen `id`,
-//! branches' `description` and `isMaster`, grids' client-chosen `id`, template grids and
-//! templates that copy views and dependencies, database duplicate. Each with its bad cases and,
-//! for what is persisted, a restart.
+//! branches' `description` and `isMaster`, grids' client-chosen `id`, template grids. Each with
+//! its bad cases and, for what is persisted, a restart.
 
 use serde_json::{json, Value};
 
@@ -150,4 +149,38 @@ fn bad_grid_ids_are_refused_and_change_nothing() {
     app.post(&path, &json!({"name": "x", "id": grid})).assert_error(409, "idAlreadyExists");
     app.post(&path, &json!({"name": "x", "id": branch})).assert_error(409, "idAlreadyExists");
     app.assert_unchanged(&format!("/v1/grids?dbId={db}"), &before);
+}
+
+/// `GET /v1/template-grids`: the grids whose metadata says `"template": "true"`, as the key
+/// sees them; a new grid can be made from one (`templateGridId`).
+#[test]
+fn template_grids_are_the_grids_marked_as_templates() {
+    let app = spawn_app();
+    let db = app.default_db();
+    let made = |name: &str, metadata: Value| {
+        let res =
+            app.post(&format!("/v1/grids?dbId={db}"), &json!({"name": name, "metadata": metadata}));
+        res.assert_status(201)["id"].as_str().expect("grid id").to_owned()
+    };
+    let template = made("Strings template", json!({"template": "true"}));
+    made("Not a template", json!({"template": "no"}));
+    made("Plain", json!({}));
+    let listed = app.get("/v1/template-grids");
+    let names: Vec<&str> = listed
+        .assert_status(200)
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|g| g["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["Strings template"]);
+    assert_eq!(listed.body[0]["id"], json!(template));
+    let from = app.post(
+        &format!("/v1/grids?dbId={db}"),
+        &json!({"name": "From it", "templateGridId": template}),
+    );
+    from.assert_status(201);
+    let (stranger, _, _) = app.create_company("enterprise");
+    let theirs = app.get_as(&stranger, "/v1/template-grids");
+    assert_eq!(theirs.assert_status(200), &json!([]), "another company's templates are not listed");
 }
