@@ -17,10 +17,10 @@ use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::records::parse_page;
-use super::tasks::{end_task, task_body};
+use super::tasks::{end_task, require_successful, task_body};
 use super::{exec, json_response, ok, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
-use crate::catalog::model::{TaskError, TaskStatus};
+use crate::catalog::model::TaskError;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{CopyBranch, ReadSchema};
 use crate::grid::diff::{diff, Diff, DiffRecord, Sides};
@@ -171,22 +171,7 @@ async fn get_diffcheck(
     if task.kind != TASK_KIND {
         return Err(ApiError::not_found(ErrorCode::TaskIsNotFound, "Task", &task_id));
     }
-    match task.status {
-        TaskStatus::Running => {
-            return Err(ApiError::new(
-                ErrorCode::TaskIsRunning,
-                format!("Task \"{task_id}\" is still computing the preview."),
-            ))
-        }
-        TaskStatus::Failed => {
-            let why = task.error.map(|e| e.message).unwrap_or_default();
-            return Err(ApiError::new(
-                ErrorCode::FileIsNotFound,
-                format!("The preview of task \"{task_id}\" failed: {why}"),
-            ));
-        }
-        TaskStatus::Successful => {}
-    }
+    require_successful(&task, "computing the preview")?;
     let bytes = tokio::fs::read(result_path(&state.data_dir, &task_id)).await.map_err(|_| {
         ApiError::new(
             ErrorCode::FileIsNotFound,

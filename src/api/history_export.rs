@@ -13,10 +13,10 @@ use actix_web::{get, post, web, HttpResponse};
 use serde::Deserialize;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::tasks::{end_task, task_body};
+use super::tasks::{end_task, require_successful, task_body};
 use super::{exec, json_response, view_route};
 use crate::auth::{Principal, Privilege};
-use crate::catalog::model::{TaskError, TaskStatus};
+use crate::catalog::model::TaskError;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::ExportHistory;
 use crate::grid::codec::{export_text, format_timestamp, parse_datetime};
@@ -286,22 +286,7 @@ async fn serve(
     if task.kind != TASK_KIND || task.view_id.as_deref() != Some(view_id.as_str()) {
         return Err(ApiError::not_found(ErrorCode::TaskIsNotFound, "Task", &task_id));
     }
-    match task.status {
-        TaskStatus::Running => {
-            return Err(ApiError::new(
-                ErrorCode::TaskIsRunning,
-                format!("Task \"{task_id}\" is still writing the export."),
-            ))
-        }
-        TaskStatus::Failed => {
-            let why = task.error.map(|e| e.message).unwrap_or_default();
-            return Err(ApiError::new(
-                ErrorCode::FileIsNotFound,
-                format!("The export of task \"{task_id}\" failed: {why}"),
-            ));
-        }
-        TaskStatus::Successful => {}
-    }
+    require_successful(&task, "writing the export")?;
     for format in [FileFormat::Csv, FileFormat::Xlsx] {
         let path = export_path(&state.data_dir, &task_id, format);
         if let Ok(bytes) = tokio::fs::read(&path).await {

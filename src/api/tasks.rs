@@ -7,7 +7,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use super::{exec, ok};
 use crate::auth::Principal;
 use crate::catalog::model::{Task, TaskError, TaskStatus};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::state::AppState;
 
 /// A task as answered: id, status, type, progress, times and, when it failed, the error.
@@ -24,6 +24,25 @@ pub struct TaskBody<'a> {
     finished_time: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a TaskError>,
+}
+
+/// Refuses a task whose result is not there to serve: 409 `taskIsRunning` while it runs
+/// (`doing` says what it is doing), 404 `fileIsNotFound` naming why when it failed.
+pub fn require_successful(task: &Task, doing: &str) -> ApiResult<()> {
+    match task.status {
+        TaskStatus::Running => Err(ApiError::new(
+            ErrorCode::TaskIsRunning,
+            format!("Task \"{}\" is still {doing}.", task.id),
+        )),
+        TaskStatus::Failed => {
+            let why = task.error.as_ref().map(|e| e.message.as_str()).unwrap_or_default();
+            Err(ApiError::new(
+                ErrorCode::FileIsNotFound,
+                format!("Task \"{}\" failed: {why}", task.id),
+            ))
+        }
+        TaskStatus::Successful => Ok(()),
+    }
 }
 
 pub fn task_body(task: &Task) -> TaskBody<'_> {
