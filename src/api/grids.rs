@@ -160,19 +160,17 @@ async fn get_grid(
     ok(&grid_body(&grid, Some(grid_columns(&state, &p, &grid, &schema).await?)))
 }
 
-/// The columns a new grid starts with: the template's, then the request's own.
+/// The schema a new grid starts with: the template's columns, dependencies and views, then
+/// the request's own columns.
 async fn initial_columns(
     state: &AppState,
     p: &Principal,
     req: &CreateGridRequest,
 ) -> ApiResult<Schema> {
     let mut schema = match &req.template_grid_id {
-        Some(template) => {
-            let mut s = master_schema(state, p, template).await?;
-            s.views.clear();
-            s.dependencies.clear();
-            s
-        }
+        // The template's columns, dependencies and other views (its default view's columns
+        // become the new grid's default view).
+        Some(template) => master_schema(state, p, template).await?,
         None => Schema::default(),
     };
     for (i, column) in req.columns.iter().enumerate() {
@@ -219,6 +217,8 @@ async fn create_grid(
             .collect(),
         record_identifier_type,
         columns: schema.columns,
+        dependencies: schema.dependencies,
+        views: schema.views,
     };
     let pc = p.clone();
     let (grid, durable) = exec(&state, move |s| s.create_grid(&pc, &db, spec)).await??;

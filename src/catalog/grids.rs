@@ -17,7 +17,7 @@ use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::Shutdown;
 use crate::grid::ops::{GridOp, GridState};
-use crate::grid::schema::{ColumnDef, ViewDef};
+use crate::grid::schema::{ColumnDef, Dependency, ViewDef};
 use crate::grid::store::RecordIdentity;
 use crate::grid::GridActor;
 use crate::ids;
@@ -40,6 +40,10 @@ pub struct NewGrid {
     pub metadata: IndexMap<String, String>,
     pub record_identifier_type: RecordIdentifierType,
     pub columns: Vec<ColumnDef>,
+    /// A template's dependencies between those columns (given new ids here).
+    pub dependencies: Vec<Dependency>,
+    /// A template's views other than its default one (given new ids here).
+    pub views: Vec<ViewDef>,
 }
 
 fn check_metadata(metadata: &IndexMap<String, String>) -> ApiResult<()> {
@@ -153,6 +157,12 @@ impl Supervisor {
             column,
             view_id: None,
             editable: true,
+        }));
+        ops.extend(spec.dependencies.into_iter().map(|dependency| {
+            GridOp::CreateDependency(Dependency { id: ids::generate(), ..dependency })
+        }));
+        ops.extend(spec.views.into_iter().filter(|v| !v.is_default).map(|view| {
+            GridOp::CreateView(ViewDef { id: ids::generate(), is_default: false, ..view })
         }));
         let entry = WalEntry { branch_id: master.id.clone(), ops };
         let appended = self.durability.wal.append(entry.encode()).map_err(|err| {

@@ -372,3 +372,57 @@ fn a_view_key_cannot_read_or_change_grids() {
         .assert_error(403, "accessDenied");
     app.assert_unchanged(&path, &before);
 }
+
+/// A template's dependencies and views come with its columns (issue 19), under new ids, and
+/// the copy is independent of the template.
+#[test]
+fn a_grid_created_from_a_template_copies_its_dependencies_and_views() {
+    let app = spawn_app();
+    let db = app.default_db();
+    let (template, view) = app.create_grid("Template");
+    let language = |id: &str, code: &str| json!({"id": id, "name": id, "type": "language", "languageCode": code});
+    app.create_column(&view, language("enUS", "enUS"));
+    app.create_column(&view, language("deDE", "deDE"));
+    let dep = app.post(
+        &format!("/v1/views/{view}/dependencies"),
+        &json!({"sourceColumnId": "enUS", "targetColumnId": "deDE"}),
+    );
+    let dep = dep.assert_status(201).clone();
+    let translators = app.post(
+        "/v1/views",
+        &json!({"name": "Translators", "gridId": template,
+                "columns": [{"id": "deDE"}, {"id": "enUS", "editable": false}]}),
+    );
+    let translators = translators.assert_status(200).clone();
+
+    let res = app.post(
+        &format!("/v1/grids?dbId={db}"),
+        &json!({"name": "Copy", "templateGridId": template}),
+    );
+    let copy = res.assert_status(201).clone();
+    let copy_id = copy["id"].as_str().expect("id");
+    let copy_view = copy["defaultAccessViewId"].as_str().expect("view");
+    let deps = app.snapshot(&format!("/v1/views/{copy_view}/dependencies"));
+    let deps = deps.as_array().expect("a list");
+    assert_eq!(deps.len(), 1, "{deps:?}");
+    assert_eq!(
+        (&deps[0]["sourceColumnId"], &deps[0]["targetColumnId"]),
+        (&json!("enUS"), &json!("deDE"))
+    );
+    assert_ne!(deps[0]["id"], dep["id"], "a new dependency id");
+    let views = app.snapshot(&format!("/v1/views?gridId={copy_id}"));
+    let views = views.as_array().expect("a list");
+    assert_eq!(views.len(), 2, "{views:?}");
+    let copied = views.iter().find(|v| v["name"] == "Translators").expect("the view is copied");
+    assert_ne!(copied["id"], translators["id"], "a new view id");
+    assert_eq!(copied["columns"].as_array().map(Vec::len), Some(2));
+    let copied_id = copied["id"].as_str().expect("id");
+    // The copied view works on its own and survives a restart.
+    app.add_records(
+        copied_id,
+        json!([{"id": "k1", "cells": [{"columnId": "deDE", "value": "Hallo"}]}]),
+    );
+    let app = app.restart();
+    assert_eq!(app.records(copied_id).len(), 1);
+    assert_eq!(app.records(&view).len(), 0, "the template is untouched");
+}
