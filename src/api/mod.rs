@@ -8,6 +8,7 @@ pub mod columns;
 pub mod databases;
 pub mod dependencies;
 pub mod diffcheck;
+pub mod duplicate;
 pub mod errors;
 pub mod files;
 pub mod files_zip;
@@ -44,6 +45,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     metrics::configure(cfg);
     projects::configure(cfg);
     databases::configure(cfg);
+    duplicate::configure(cfg);
     grids::configure(cfg);
     // Before branches: `/v1/branches/diffcheck` is not a branch id.
     diffcheck::configure(cfg);

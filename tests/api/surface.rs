@@ -184,3 +184,72 @@ fn template_grids_are_the_grids_marked_as_templates() {
     let theirs = app.get_as(&stranger, "/v1/template-grids");
     assert_eq!(theirs.assert_status(200), &json!([]), "another company's templates are not listed");
 }
+
+/// `POST /v1/databases/<id>/duplicate`: a new database with a copy of every grid (schema,
+/// views, records with statuses); the source is untouched; bad requests create nothing.
+#[test]
+fn a_database_duplicate_copies_its_grids_and_records() {
+    let app = spawn_app();
+    let db = app.default_db();
+    let (grid, view) = app.create_grid("Strings");
+    let language = |id: &str| json!({"id": id, "name": id, "type": "language", "languageCode": id});
+    app.create_column(&view, language("enUS"));
+    app.create_column(&view, language("deDE"));
+    app.post(
+        &format!("/v1/views/{view}/dependencies"),
+        &json!({"sourceColumnId": "enUS", "targetColumnId": "deDE"}),
+    )
+    .assert_status(201);
+    app.post(
+        "/v1/views",
+        &json!({"name": "Translators", "gridId": grid, "columns": [{"id": "deDE"}]}),
+    )
+    .assert_status(200);
+    app.add_records(
+        &view,
+        json!([{"id": "k1", "cells": [{"columnId": "enUS", "value": "Start"},
+                                      {"columnId": "deDE", "value": "Starten", "dependencyStatus": "upToDate"}]},
+               {"id": "k2", "cells": [{"columnId": "enUS", "value": "日本語"}]}]),
+    );
+    let project = project(&app);
+    let before = app.records(&view);
+
+    let res = app.post(
+        &format!("/v1/databases/{db}/duplicate?projectId={project}"),
+        &json!({"name": "Copy", "description": "release 2"}),
+    );
+    let copy = res.assert_status(200).clone();
+    assert_eq!(copy["name"], json!("Copy"));
+    assert_eq!(copy["description"], json!("release 2"));
+    let copy_db = copy["id"].as_str().expect("id");
+    assert_ne!(copy_db, db);
+    let grids = app.snapshot(&format!("/v1/grids?dbId={copy_db}"));
+    let grids = grids.as_array().expect("a list");
+    assert_eq!(grids.len(), 1);
+    assert_eq!(grids[0]["name"], json!("Strings"));
+    let copy_view = grids[0]["defaultAccessViewId"].as_str().expect("view").to_owned();
+    let strip = |records: Vec<Value>| -> Vec<Value> {
+        records.into_iter().map(|r| json!({"id": r["id"], "cells": r["cells"]})).collect()
+    };
+    assert_eq!(strip(app.records(&copy_view)), strip(before.clone()));
+    let views = app.snapshot(&format!("/v1/views?gridId={}", grids[0]["id"].as_str().expect("id")));
+    assert_eq!(views.as_array().map(Vec::len), Some(2));
+    // The copy is independent of the source.
+    app.add_records(&copy_view, json!([{"id": "k3"}]));
+    assert_eq!(app.records(&view), before);
+
+    let dbs_before = app.snapshot(&format!("/v1/databases?projectId={project}"));
+    app.post(&format!("/v1/databases/{db}/duplicate"), &json!({"name": "x"}))
+        .assert_error(400, "requestParameterMissing");
+    let res = app.post(
+        &format!("/v1/databases/nosuchdb0001/duplicate?projectId={project}"),
+        &json!({"name": "x"}),
+    );
+    assert_eq!(res.status, 404, "{}", res.text);
+    app.post(
+        &format!("/v1/databases/{db}/duplicate?projectId={project}"),
+        &json!({"name": "x", "enableGuidRecord": true}),
+    )
+    .assert_error(400, "badRequest");
+    app.assert_unchanged(&format!("/v1/databases?projectId={project}"), &dbs_before);
+}
