@@ -7,7 +7,7 @@
 //! pattern, method and status; `gridd_wal_fsync_seconds`, `gridd_wal_batch_records`,
 //! `gridd_wal_records_total`, `gridd_wal_bytes_total`; `gridd_snapshot_seconds`;
 //! `gridd_branch_records`, `gridd_branch_store_bytes`, `gridd_branch_index_bytes` by grid and
-//! branch; `gridd_process_resident_bytes`.
+//! branch, `gridd_branch_heap_bytes` by grid, branch and part; `gridd_process_resident_bytes`.
 
 use std::fmt::Write as _;
 
@@ -61,10 +61,37 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
         header(&mut out, name, "gauge", help);
         for (route, answer) in branches.iter().zip(&answers) {
             let Ok(stats) = answer else { continue };
-            let value = [stats.records, stats.store_bytes, stats.index_bytes][i];
+            let value = [stats.records, stats.store.total(), stats.index_bytes][i];
             let _ = writeln!(
                 out,
                 "{name}{{grid=\"{}\",branch=\"{}\"}} {value}",
+                escape(&route.grid_id),
+                escape(&route.branch_id)
+            );
+        }
+    }
+    header(
+        &mut out,
+        "gridd_branch_heap_bytes",
+        "gauge",
+        "Heap bytes of a branch by part: cells, records (ids, paths, times, stamps), keys (the \
+         id index), history, indexes (the query indexes), journal (their change journal). \
+         Chunks shared with other branches are counted in each.",
+    );
+    for (route, answer) in branches.iter().zip(&answers) {
+        let Ok(stats) = answer else { continue };
+        let parts = [
+            ("cells", stats.store.cells),
+            ("records", stats.store.records),
+            ("keys", stats.store.keys),
+            ("history", stats.history_bytes),
+            ("indexes", stats.index_bytes),
+            ("journal", stats.store.journal),
+        ];
+        for (part, value) in parts {
+            let _ = writeln!(
+                out,
+                "gridd_branch_heap_bytes{{grid=\"{}\",branch=\"{}\",part=\"{part}\"}} {value}",
                 escape(&route.grid_id),
                 escape(&route.branch_id)
             );

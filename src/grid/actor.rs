@@ -13,7 +13,7 @@ use actix::{
     ResponseFuture, WrapFuture,
 };
 
-use super::history::{history_key, ExportFilter, ExportRow, History, HistoryEntry};
+use super::history::{EntryRef, ExportFilter, ExportRow, History, HistoryEntry};
 use super::merge::{merge_base, plan_merge, plan_restore, MergeCounts, MergeScope};
 use super::ops::{GridOp, GridState};
 use super::planner::{plan, SchemaChange};
@@ -27,7 +27,7 @@ use super::records::{
 };
 use super::references::{reference_columns, writes_references, ReferenceColumns};
 use super::schema::{distinct_column_ids, ColumnDef, Schema, ViewDef, PREDEFINED_COLUMNS};
-use super::store::{ColumnStore, RecordIdentity, RowId};
+use super::store::{ColumnStore, RecordIdentity, RowId, StoreBytes};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::persist::durability::Durability;
 use crate::persist::entry::WalEntry;
@@ -580,7 +580,8 @@ pub struct ReadStats;
 #[derive(Debug, Clone, Copy)]
 pub struct BranchStats {
     pub records: usize,
-    pub store_bytes: usize,
+    pub store: StoreBytes,
+    pub history_bytes: usize,
     pub index_bytes: usize,
 }
 
@@ -590,7 +591,8 @@ impl Handler<ReadStats> for GridActor {
     fn handle(&mut self, _: ReadStats, _: &mut Context<Self>) -> Self::Result {
         MessageResult(BranchStats {
             records: self.state.store.len(),
-            store_bytes: self.state.store.heap_bytes(),
+            store: self.state.store.heap_parts(),
+            history_bytes: self.state.history.heap_bytes(),
             index_bytes: self.query.heap_bytes(),
         })
     }
@@ -618,13 +620,13 @@ impl Handler<ReadHistory> for GridActor {
     fn handle(&mut self, msg: ReadHistory, _: &mut Context<Self>) -> Self::Result {
         let view = self.view(&msg.view_id)?;
         let path = msg.path.unwrap_or_default();
-        if self.state.store.find(&path, &msg.record_id).is_none() {
+        let Some(row) = self.state.store.find(&path, &msg.record_id) else {
             return Err(ApiError::new(
                 ErrorCode::NonexistentRecordId,
                 format!("Record \"{}\" does not exist.", msg.record_id),
             ));
-        }
-        let key = history_key(&path, &msg.record_id, self.by_path());
+        };
+        let head = self.state.store.history_head(row);
         let shown: Vec<String> = match &msg.column_ids {
             Some(ids) => picked_columns(&self.state.schema, &view, Some(ids))?
                 .into_iter()
@@ -639,7 +641,7 @@ impl Handler<ReadHistory> for GridActor {
             |e: &HistoryEntry| !narrowed || e.cells.iter().any(|c| shown.contains(&c.column_id));
         let page = (msg.offset, msg.limit);
         let (mut entries, total) =
-            self.state.history.page_where(&key, page, msg.oldest_first, keep);
+            self.state.history.page_where(head, page, msg.oldest_first, keep);
         for entry in &mut entries {
             entry.cells.retain(|c| shown.contains(&c.column_id));
         }
@@ -663,6 +665,8 @@ pub struct ExportHistory {
 /// The answer to `ExportHistory`.
 pub struct HistoryExport {
     history: History,
+    /// The live records' chain heads.
+    heads: Vec<EntryRef>,
     from_ms: i64,
     to_ms: i64,
     columns: Vec<String>,
@@ -672,12 +676,15 @@ pub struct HistoryExport {
 impl HistoryExport {
     /// The rows to export (reads the whole history: call it on a blocking thread).
     pub fn rows(&self) -> Vec<ExportRow> {
-        self.history.export_rows(&ExportFilter {
-            from_ms: self.from_ms,
-            to_ms: self.to_ms,
-            columns: &self.columns,
-            users: self.users.as_deref(),
-        })
+        self.history.export_rows(
+            &self.heads,
+            &ExportFilter {
+                from_ms: self.from_ms,
+                to_ms: self.to_ms,
+                columns: &self.columns,
+                users: self.users.as_deref(),
+            },
+        )
     }
 }
 
@@ -712,6 +719,7 @@ impl Handler<ExportHistory> for GridActor {
         };
         Ok(HistoryExport {
             history: self.state.history.clone(),
+            heads: self.state.store.live_rows().map(|r| self.state.store.history_head(r)).collect(),
             from_ms: msg.from_ms,
             to_ms: msg.to_ms,
             columns,

@@ -7,10 +7,10 @@
 use std::collections::HashSet;
 
 use super::codec::convert;
-use super::history::{history_key, HistoryCell, HistoryEntry};
+use super::history::CellRecord;
 use super::ops::{CellWrite, GridState, RecordWrite};
 use super::schema::ColumnDef;
-use super::store::{CellRef, RecordIdentity, RowId};
+use super::store::{CellRef, RowId};
 use super::value::DependencyStatus;
 
 /// Whether a stored cell is empty, without copying it.
@@ -33,10 +33,6 @@ fn initial_status(target_empty: bool, source_empty: bool) -> DependencyStatus {
 }
 
 impl GridState {
-    fn by_path(&self) -> bool {
-        self.store.identity() == RecordIdentity::PathAndId
-    }
-
     pub(super) fn add_column_storage(&mut self, column: &ColumnDef) {
         let slot = self.store.add_column(column.column_type.storage(), column.is_language());
         self.slots.insert(column.id.clone(), slot);
@@ -170,11 +166,6 @@ impl GridState {
         let path = record.new_path.clone().unwrap_or_else(|| record.path.clone());
         let moved = id != record.id || path != record.path;
         if moved {
-            let by_path = self.by_path();
-            self.history.rename(
-                &history_key(&record.path, &record.id, by_path),
-                history_key(&path, &id, by_path),
-            );
             self.store.set_identity(row, &id, &path);
         }
         let written = self.write_cells(row, &record.cells, record.mark_mt);
@@ -203,11 +194,9 @@ impl GridState {
     }
 
     pub(super) fn delete_records(&mut self, keys: &[(String, String)]) {
-        let by_path = self.by_path();
         for (path, id) in keys {
             if let Some(row) = self.store.find(path, id) {
-                let key = history_key(self.store.path(row), self.store.id(row), by_path);
-                self.history.retire(&key);
+                self.history.retire(self.store.history_head(row));
                 self.store.delete(row);
             }
         }
@@ -263,22 +252,28 @@ impl GridState {
     }
 
     fn record_history(&mut self, row: RowId, time_ms: i64, user: &str, cells: &[CellWrite]) {
-        let mut written: Vec<HistoryCell> = Vec::with_capacity(cells.len());
-        for cell in cells {
-            let Some(&slot) = self.slots.get(&cell.column_id) else { continue };
-            let statuses = self.store.is_localized(slot).then(|| {
-                (self.store.dependency_status(row, slot), self.store.source_status(row, slot))
-            });
-            written.push(HistoryCell {
-                column_id: cell.column_id.clone(),
-                value: self.store.value(row, slot),
-                statuses,
-            });
-        }
-        let path = self.store.path(row).to_owned();
-        let key = history_key(&path, self.store.id(row), self.by_path());
-        self.history
-            .push(key, HistoryEntry { time_ms, user: user.to_owned(), path, cells: written });
+        let store = &self.store;
+        let written: Vec<CellRecord<'_>> = cells
+            .iter()
+            .filter_map(|cell| {
+                let slot = *self.slots.get(&cell.column_id)?;
+                let statuses = store
+                    .is_localized(slot)
+                    .then(|| (store.dependency_status(row, slot), store.source_status(row, slot)));
+                Some(CellRecord {
+                    column_id: &cell.column_id,
+                    value: store.value_ref(row, slot),
+                    statuses,
+                })
+            })
+            .collect();
+        let head = self.history.push(
+            store.history_head(row),
+            store.id(row),
+            (time_ms, user, store.path(row)),
+            &written,
+        );
+        self.store.set_history_head(row, head);
     }
 }
 

@@ -2,22 +2,27 @@
 //! statuses, machine-translation flags and cell versions) and history, and the conversions
 //! between it and a live `GridState`.
 //!
-//! Format version 2: format 1's `BranchImageV1` plus the merge stamps (the branch's clock, each
-//! record's created/moved stamps, the merge bases, the journal of gone keys). Format 1 images still load
-//! (`GridState::from_image_v1`): their cell versions were change counters, so the clock starts
-//! above the highest of them. A change to these types is a new format version: bump
+//! Format version 3 (`BranchImage`): format 2's body with its history list left empty, and the
+//! history log as it is held in memory (`history::History`: its byte chunks, each live record's
+//! chain head, the retired chains). Format 2 (`BranchImageV2`): format 1's `BranchImageV1` plus
+//! the merge stamps (the branch's clock, each record's created/moved stamps, the merge bases,
+//! the journal of gone keys). Formats 1 and 2 still load (`GridState::from_image_v2`,
+//! `from_image_v1`; their history, kept per record key, is turned into the log), and format 1's
+//! cell versions were change counters, so the clock starts above the highest of them. A change to these types is a new format version: bump
 //! `IMAGE_FORMAT_VERSION`, keep a reader for the old one, and add a fixture under `snapshots/`.
 
 use rkyv::{Archive, Deserialize, Serialize};
 
-use super::history::{HistoryCell, HistoryEntry};
+use super::history::{
+    legacy_key, EntryRef, History, HistoryCell, HistoryEntry, HistoryParts, NO_ENTRY,
+};
 use super::ops::{GridState, MergeBase};
 use super::schema::Schema;
 use super::store::{CellRef, ColumnSlot, ColumnStore, GoneKey, RecordIdentity, RowId};
 use super::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
 /// The image format this build writes.
-pub const IMAGE_FORMAT_VERSION: u32 = 2;
+pub const IMAGE_FORMAT_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
 pub enum CellImage {
@@ -75,9 +80,28 @@ pub struct HistoryImage {
     pub cells: Vec<HistoryCellImage>,
 }
 
-/// Everything a branch holds (format 2).
+/// Everything a branch holds (format 3).
 #[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
 pub struct BranchImage {
+    /// Format 2's content; its `records.history` is empty.
+    pub body: BranchImageV2,
+    pub history: HistoryImage3,
+}
+
+/// The history log (`history::History`).
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct HistoryImage3 {
+    pub chunks: Vec<Vec<u8>>,
+    /// Per live record, in order: where its chain starts (`u64::MAX`: no entry).
+    pub heads: Vec<u64>,
+    /// The chains of deleted records.
+    pub retired: Vec<u64>,
+    pub count: u64,
+}
+
+/// Everything a branch held in format 2.
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct BranchImageV2 {
     pub records: BranchImageV1,
     /// The branch's logical clock.
     pub clock: u32,
@@ -120,17 +144,6 @@ pub struct BranchImageV1 {
     pub history: Vec<HistoryImage>,
 }
 
-fn to_cell(value: CellValue) -> CellImage {
-    match value {
-        CellValue::Empty => CellImage::Empty,
-        CellValue::Text(s) => CellImage::Text(s),
-        CellValue::Number(n) => CellImage::Number(n),
-        CellValue::Boolean(b) => CellImage::Boolean(b),
-        CellValue::Datetime(ms) => CellImage::Datetime(ms),
-        CellValue::List(items) => CellImage::List(items),
-    }
-}
-
 fn from_cell(cell: CellImage) -> CellValue {
     match cell {
         CellImage::Empty => CellValue::Empty,
@@ -158,6 +171,20 @@ impl GridState {
     /// Copies the branch into an image.
     pub fn to_image(&self) -> BranchImage {
         let rows: Vec<RowId> = self.store.live_rows().collect();
+        let HistoryParts { chunks, retired, count } = self.history.to_parts();
+        BranchImage {
+            history: HistoryImage3 {
+                chunks,
+                heads: rows.iter().map(|r| self.store.history_head(*r)).collect(),
+                retired,
+                count,
+            },
+            body: self.body_image(&rows),
+        }
+    }
+
+    /// The format-2 part of the image (history left out).
+    fn body_image(&self, rows: &[RowId]) -> BranchImageV2 {
         let mut merge_bases: Vec<MergeBaseImage> = self
             .merge_bases
             .iter()
@@ -168,7 +195,7 @@ impl GridState {
             })
             .collect();
         merge_bases.sort_by(|a, b| a.source_branch_id.cmp(&b.source_branch_id));
-        BranchImage {
+        BranchImageV2 {
             clock: self.store.clock(),
             created: rows.iter().map(|r| self.store.created_at(*r)).collect(),
             moved: rows.iter().map(|r| self.store.moved_at(*r)).collect(),
@@ -178,11 +205,11 @@ impl GridState {
                 .gone()
                 .map(|g| GoneKeyImage { clock: g.clock, path: g.path.clone(), id: g.id.clone() })
                 .collect(),
-            records: self.records_image(&rows),
+            records: self.records_image(rows),
         }
     }
 
-    /// The format-1 part of the image: schema, live records and history.
+    /// The format-1 part of the image: schema and live records (history is format 3's log).
     fn records_image(&self, rows: &[RowId]) -> BranchImageV1 {
         let columns = self
             .schema
@@ -206,25 +233,6 @@ impl GridState {
                 versions: rows.iter().map(|r| self.store.version(*r, slot)).collect(),
             })
             .collect();
-        let history = self
-            .history
-            .all()
-            .map(|(key, e)| HistoryImage {
-                key: key.to_owned(),
-                time_ms: e.time_ms,
-                user: e.user.clone(),
-                path: e.path.clone(),
-                cells: e
-                    .cells
-                    .iter()
-                    .map(|c| HistoryCellImage {
-                        column_id: c.column_id.clone(),
-                        value: to_cell(c.value.clone()),
-                        statuses: c.statuses.map_or(255, |(d, s)| pack(d, s, false)),
-                    })
-                    .collect(),
-            })
-            .collect();
         BranchImageV1 {
             schema_json: serde_json::to_string(&self.schema).expect("schemas always serialize"),
             by_path: self.store.identity() == RecordIdentity::PathAndId,
@@ -233,12 +241,31 @@ impl GridState {
             times: rows.iter().map(|r| self.store.modified_time(*r)).collect(),
             users: rows.iter().map(|r| self.store.modified_by(*r).to_owned()).collect(),
             columns,
-            history,
+            history: Vec::new(),
         }
     }
 
     /// Rebuilds a branch from an image; an inconsistent image is an error, never a panic.
     pub fn from_image(image: BranchImage) -> Result<GridState, String> {
+        let mut state = GridState::from_image_v2(image.body)?;
+        let HistoryImage3 { chunks, heads, retired, count } = image.history;
+        if heads.len() != state.store.len() {
+            return Err("history heads have the wrong length".to_owned());
+        }
+        let history = History::from_parts(HistoryParts { chunks, retired, count })?;
+        if let Some(bad) = heads.iter().find(|&&at| !history.holds(at)) {
+            return Err(format!("a history chain starts outside the log ({bad:#x})"));
+        }
+        let rows: Vec<RowId> = state.store.live_rows().collect();
+        for (row, head) in rows.into_iter().zip(heads) {
+            state.store.set_history_head(row, head);
+        }
+        state.history = history;
+        Ok(state)
+    }
+
+    /// Rebuilds a branch from a format-2 image.
+    pub fn from_image_v2(image: BranchImageV2) -> Result<GridState, String> {
         let n = image.records.ids.len();
         if image.created.len() != n || image.moved.len() != n {
             return Err("record stamps have the wrong length".to_owned());
@@ -313,7 +340,18 @@ impl GridState {
                 state.store.restore_version(rows[i], slot, column.versions[i]);
             }
         }
-        for h in image.history {
+        state.history_from_keyed(image.history);
+        Ok(state)
+    }
+}
+
+impl GridState {
+    /// Turns the per-key history of a format 1 or 2 image (keys in order, each key's entries
+    /// oldest first) into chains: a live key's chain goes to its record, a retired key's (or
+    /// one no record has) to the retired list.
+    fn history_from_keyed(&mut self, entries: Vec<HistoryImage>) {
+        let mut heads: std::collections::BTreeMap<String, EntryRef> = Default::default();
+        for h in entries {
             let cells = h
                 .cells
                 .into_iter()
@@ -326,12 +364,19 @@ impl GridState {
                     }),
                 })
                 .collect();
-            state.history.push(
-                h.key,
-                HistoryEntry { time_ms: h.time_ms, user: h.user, path: h.path, cells },
-            );
+            let entry = HistoryEntry { time_ms: h.time_ms, user: h.user, path: h.path, cells };
+            let prev = heads.get(&h.key).copied().unwrap_or(NO_ENTRY);
+            let (_, _, id) = legacy_key(&h.key);
+            let head = self.history.push_entry(prev, id, &entry);
+            heads.insert(h.key, head);
         }
-        Ok(state)
+        for (key, head) in heads {
+            let (retired, path, id) = legacy_key(&key);
+            match self.store.find(path, id).filter(|_| !retired) {
+                Some(row) => self.store.set_history_head(row, head),
+                None => self.history.retire(head),
+            }
+        }
     }
 }
 

@@ -13,7 +13,8 @@ use dashmap::DashMap;
 use super::snapshot::{SnapshotImage, SnapshotStore};
 use super::wal::WalHandle;
 use crate::grid::image::{
-    ArchivedBranchImage, ArchivedBranchImageV1, BranchImage, BranchImageV1, IMAGE_FORMAT_VERSION,
+    ArchivedBranchImage, ArchivedBranchImageV1, ArchivedBranchImageV2, BranchImage, BranchImageV1,
+    BranchImageV2, IMAGE_FORMAT_VERSION,
 };
 use crate::grid::ops::GridState;
 
@@ -229,11 +230,7 @@ impl Durability {
             .load_latest(&key)
             .map_err(|e| format!("reading: {e}"))?
             .ok_or_else(|| "the backup's image is missing".to_owned())?;
-        match loaded.format_version {
-            IMAGE_FORMAT_VERSION => decode_image(&loaded.bytes),
-            1 => decode_image_v1(&loaded.bytes),
-            version => Err(format!("unknown image format {version}")),
-        }
+        decode_any(loaded.format_version, &loaded.bytes)
     }
 
     /// Removes backup `id`'s image.
@@ -254,15 +251,7 @@ impl Durability {
                 return None;
             }
         };
-        let decoded = match loaded.format_version {
-            IMAGE_FORMAT_VERSION => decode_image(&loaded.bytes),
-            1 => decode_image_v1(&loaded.bytes),
-            version => {
-                tracing::error!(branch = branch_id, version, "unknown snapshot format");
-                return None;
-            }
-        };
-        match decoded {
+        match decode_any(loaded.format_version, &loaded.bytes) {
             Ok(state) => Some(LoadedBranch { state, wal_lsn: loaded.wal_lsn }),
             Err(err) => {
                 tracing::error!(branch = branch_id, error = %err, "snapshot does not decode; replaying the whole WAL");
@@ -292,6 +281,25 @@ pub fn decode_image(bytes: &[u8]) -> Result<GridState, String> {
     GridState::from_image(image)
 }
 
+/// Decodes an image of any format this build reads from an aligned buffer.
+pub fn decode_any(format_version: u32, bytes: &[u8]) -> Result<GridState, String> {
+    match format_version {
+        IMAGE_FORMAT_VERSION => decode_image(bytes),
+        2 => decode_image_v2(bytes),
+        1 => decode_image_v1(bytes),
+        version => Err(format!("unknown image format {version}")),
+    }
+}
+
+/// Decodes an image of format 2 from an aligned buffer.
+pub fn decode_image_v2(bytes: &[u8]) -> Result<GridState, String> {
+    let archived = rkyv::access::<ArchivedBranchImageV2, rkyv::rancor::Error>(bytes)
+        .map_err(|e| format!("validation: {e}"))?;
+    let image: BranchImageV2 = rkyv::deserialize::<BranchImageV2, rkyv::rancor::Error>(archived)
+        .map_err(|e| format!("decoding: {e}"))?;
+    GridState::from_image_v2(image)
+}
+
 /// Decodes an image of format 1 from an aligned buffer.
 pub fn decode_image_v1(bytes: &[u8]) -> Result<GridState, String> {
     let archived = rkyv::access::<ArchivedBranchImageV1, rkyv::rancor::Error>(bytes)
@@ -306,7 +314,7 @@ mod fixture_tests {
     //! `snapshots/` holds one image per format version; each must still load. Regenerate the
     //! current one with `GRIDD_WRITE_SNAPSHOT_FIXTURE=1 cargo test --lib fixture`.
 
-    use super::{decode_image, decode_image_v1};
+    use super::{decode_image, decode_image_v1, decode_image_v2};
     use crate::grid::columns::{build_column, ColumnRequest};
     use crate::grid::image::IMAGE_FORMAT_VERSION;
     use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
@@ -427,6 +435,29 @@ mod fixture_tests {
         assert_eq!((gone.len(), gone[0].id.as_str()), (1, "tmp"));
     }
 
+    /// Format 2 (history kept per record key) loads with the same records, stamps and history as
+    /// the fixture state: its entries become chains, the deleted record's a retired one.
+    #[test]
+    fn the_format_2_fixture_loads_with_its_history() {
+        let raw = std::fs::read(fixture_path(2)).expect("the format 2 fixture exists");
+        let mut aligned = rkyv::util::AlignedVec::<16>::new();
+        aligned.extend_from_slice(&raw);
+        let state = decode_image_v2(&aligned).expect("the fixture decodes");
+        let expected = fixture_state();
+        assert_eq!(state.schema, expected.schema);
+        assert_eq!(state.store.clock(), expected.store.clock());
+        assert_eq!(state.merge_bases, expected.merge_bases);
+        let history_of = |s: &GridState, id: &str| {
+            let row = s.store.find("", id).expect("record present");
+            s.history.page_where(s.store.history_head(row), (0, 10), false, |_| true)
+        };
+        for id in ["menu.start", "legal.tos"] {
+            assert_eq!(history_of(&state, id), history_of(&expected, id), "history of {id}");
+        }
+        assert_eq!(state.history.len(), 3, "two records added, one added and deleted");
+        assert_eq!(state.history.retired().count(), 1);
+    }
+
     /// Format 1 (before merge stamps) loads with its records, statuses and cell versions, and
     /// a clock at the highest version, so later changes are stamped above every cell.
     #[test]
@@ -452,6 +483,10 @@ mod fixture_tests {
         assert!(highest > 0);
         assert_eq!(state.store.clock(), highest);
         assert_eq!(state.history.all().count(), 2, "one history entry per record added");
+        let start_row = state.store.find("", "menu.start").expect("record present");
+        let (entries, total) =
+            state.history.page_where(state.store.history_head(start_row), (0, 10), false, |_| true);
+        assert_eq!((total, entries[0].cells.len()), (1, 4), "the record's chain holds its entry");
     }
 
     #[test]

@@ -55,3 +55,34 @@ fn metrics_count_requests_by_route_and_status_and_show_records_per_branch() {
     assert!(text.contains("# TYPE gridd_snapshot_seconds histogram"), "{text}");
     assert!(value_of(text, "gridd_process_resident_bytes").is_some_and(|n| n > 0.0), "{text}");
 }
+
+/// Heap bytes per branch by part: every part is reported, history grows with the writes (one
+/// entry per record written, more than the text it holds), and the parts add up to the store's
+/// total with history and indexes beside it.
+#[test]
+fn metrics_report_heap_bytes_per_branch_by_part() {
+    let app = spawn_app();
+    let (grid, view) = app.create_grid("g");
+    app.create_column(&view, json!({"id": "t", "name": "T", "type": "singleLine"}));
+    let part = |text: &str, part: &str| {
+        let series =
+            format!("gridd_branch_heap_bytes{{grid=\"{grid}\",branch=\"{grid}\",part=\"{part}\"}}");
+        value_of(text, &series).unwrap_or_else(|| panic!("no {part} part: {text}"))
+    };
+    let before = app.get("/metrics").text;
+    let records: Vec<_> = (0..200)
+        .map(|i| json!({"id": format!("r{i}"), "cells": [{"columnId": "t", "value": "x".repeat(100)}]}))
+        .collect();
+    app.add_records(&view, json!(records));
+    let after = app.get("/metrics").text;
+    for name in ["cells", "records", "keys", "history", "indexes", "journal"] {
+        assert!(part(&after, name) >= 0.0);
+    }
+    assert!(part(&after, "cells") >= 200.0 * 100.0, "{after}");
+    let grown = part(&after, "history") - part(&before, "history");
+    assert!(grown >= 200.0 * 100.0, "history holds every entry's text: grew {grown}");
+    let store =
+        value_of(&after, &format!("gridd_branch_store_bytes{{grid=\"{grid}\",branch=\"{grid}\"}}"));
+    let sum = ["cells", "records", "keys", "journal"].iter().map(|p| part(&after, p)).sum::<f64>();
+    assert_eq!(store, Some(sum), "{after}");
+}

@@ -200,8 +200,8 @@ fn held_files(state: &GridState) -> HashSet<String> {
             }
         }
     }
-    for (_, entry) in state.history.all() {
-        for cell in &entry.cells {
+    for stored in state.history.all() {
+        for cell in &stored.entry.cells {
             if let CellValue::List(ids) = &cell.value {
                 held.extend(ids.iter().cloned());
             }

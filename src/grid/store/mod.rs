@@ -3,7 +3,8 @@
 //! Owns record identity (id, path, the key -> row map), record metadata (last modified time and
 //! user), row order (insertion order), liveness (tombstones + compaction) and every cell with its
 //! version and statuses. It stores what it is told: validating values against column types,
-//! enforcing id uniqueness and limits, JSON, query indexes, history and persistence live
+//! enforcing id uniqueness and limits, JSON, query indexes, history entries (the store keeps only
+//! where each record's history chain starts) and persistence live
 //! elsewhere. For the query engine it offers whole-column scans into row bitmaps (`scan_*`) and
 //! a change journal (`set_tracking`/`take_changes`, `epoch` bumped by compaction) that its
 //! indexes follow.
@@ -111,6 +112,9 @@ pub struct ColumnStore {
     /// Per row: the clock when the record was inserted, and when its id or path last changed.
     created: ChunkedVec<u32>,
     moved: ChunkedVec<u32>,
+    /// Per row: where its record's history chain starts (`grid::history::EntryRef`,
+    /// `u64::MAX` for none). The entries live in `grid::history`.
+    history: ChunkedVec<u64>,
     /// Keys that stopped naming a record (deleted, or renamed/moved away), with the clock when,
     /// in clock order; persistent, so clones share it. A merge reads what its source deleted
     /// since the common point from it instead of looking up every record.
@@ -154,6 +158,7 @@ impl ColumnStore {
             user_names: Interner::default(),
             created: ChunkedVec::new(),
             moved: ChunkedVec::new(),
+            history: ChunkedVec::new(),
             gone: imbl::Vector::new(),
             clock: 0,
             live: RoaringBitmap::new(),
@@ -278,6 +283,7 @@ impl ColumnStore {
         self.editors.push(user);
         self.created.push(self.clock);
         self.moved.push(self.clock);
+        self.history.push(u64::MAX);
         self.live.push(row);
         self.by_key.insert(hash, row);
         for column in self.columns.iter_mut().flatten() {
@@ -397,6 +403,16 @@ impl ColumnStore {
     /// Restores the gone keys (loading a snapshot).
     pub fn restore_gone(&mut self, keys: impl IntoIterator<Item = GoneKey>) {
         self.gone = keys.into_iter().collect();
+    }
+
+    /// Where the record's history chain starts (`u64::MAX`: no entry yet).
+    pub fn history_head(&self, row: RowId) -> u64 {
+        self.history.get(row.at())
+    }
+
+    /// Sets where the record's history chain starts.
+    pub fn set_history_head(&mut self, row: RowId, head: u64) {
+        self.history.set(row.at(), head);
     }
 
     /// Restores a row's stamps (loading a snapshot).
@@ -717,6 +733,7 @@ impl ColumnStore {
         self.paths.retain_rows(&live);
         self.created.retain_rows(&live);
         self.moved.retain_rows(&live);
+        self.history.retain_rows(&live);
         for column in self.columns.iter_mut().flatten() {
             column.retain_rows(&live);
         }
@@ -729,8 +746,14 @@ impl ColumnStore {
 
     /// Approximate bytes held on the heap: vector capacities, arenas, maps and bitmaps.
     pub fn heap_bytes(&self) -> usize {
-        let columns: usize = self.columns.iter().flatten().map(Column::heap_bytes).sum();
-        self.ids.heap_bytes()
+        self.heap_parts().total()
+    }
+
+    /// `heap_bytes` by part.
+    pub fn heap_parts(&self) -> StoreBytes {
+        let cells: usize = self.columns.iter().flatten().map(Column::heap_bytes).sum::<usize>()
+            + self.columns.capacity() * std::mem::size_of::<Option<Column>>();
+        let records = self.ids.heap_bytes()
             + self.paths.heap_bytes()
             + self.path_names.heap_bytes()
             + self.times.heap_bytes()
@@ -738,11 +761,31 @@ impl ColumnStore {
             + self.user_names.heap_bytes()
             + self.created.heap_bytes()
             + self.moved.heap_bytes()
+            + self.history.heap_bytes()
             + self.live.serialized_size()
-            + self.by_key.heap_bytes()
-            + self.columns.capacity() * std::mem::size_of::<Option<Column>>()
-            + columns
-            + self.scratch.capacity()
+            + self.scratch.capacity();
+        let journal = (self.changes.cells.capacity() * 8) + self.changes.rows.capacity() * 4;
+        StoreBytes { cells, records, keys: self.by_key.heap_bytes(), journal }
+    }
+}
+
+/// Heap bytes of a store by part (`ColumnStore::heap_parts`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreBytes {
+    /// Cells of every column: values, versions, statuses.
+    pub cells: usize,
+    /// Per-record data: ids, paths, times, editors, stamps, history heads, liveness.
+    pub records: usize,
+    /// The key -> row hash index.
+    pub keys: usize,
+    /// The change journal the query indexes follow.
+    pub journal: usize,
+}
+
+impl StoreBytes {
+    /// Every part together (`ColumnStore::heap_bytes`).
+    pub fn total(&self) -> usize {
+        self.cells + self.records + self.keys + self.journal
     }
 }
 
