@@ -33,7 +33,7 @@ use crate::catalog::{Routes, Supervisor};
 pub use crate::config::Config;
 use crate::persist::durability::{Durability, SnapshotPolicy};
 use crate::persist::recovery::recover;
-use crate::persist::snapshot::{SledSnapshotStore, SnapshotError};
+use crate::persist::snapshot::{FileSnapshotStore, SledSnapshotStore, SnapshotError};
 use crate::persist::wal::{Recovered, Wal, WalError, WalHandle, WalOptions};
 use crate::state::AppState;
 
@@ -73,12 +73,17 @@ fn open_wal(dir: &std::path::Path) -> Result<(WalHandle, Recovered), WalError> {
     }
 }
 
+/// sled's page cache. sled keeps up to this many bytes of the pages it read or wrote; its
+/// default (1 GiB) kept every snapshot written or loaded resident. The catalogue is small and
+/// snapshots are written once and read once at start, so a small cache costs no speed.
+const SLED_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Opens the embedded store, waiting up to 5 s for a previous node of this process or a
 /// stopping server to release its lock (sled releases it from a background thread).
 fn open_sled(path: &std::path::Path) -> Result<sled::Db, sled::Error> {
     let mut attempts = 0;
     loop {
-        match sled::open(path) {
+        match sled::Config::new().path(path).cache_capacity(SLED_CACHE_BYTES).open() {
             Err(sled::Error::Io(err)) if is_lock_conflict(&err) && attempts < 100 => {
                 attempts += 1;
                 std::thread::sleep(Duration::from_millis(50));
@@ -167,7 +172,8 @@ impl Node {
         })?;
         let db = open_sled(&config.data_dir.join("db"))?;
         let store = SledCatalogStore::open(db.clone())?;
-        let snapshots = SledSnapshotStore::open(&db)?;
+        let legacy = SledSnapshotStore::open(&db)?;
+        let snapshots = FileSnapshotStore::open(&config.data_dir.join("snapshots"), Some(legacy))?;
         let keys = Arc::new(KeyRing::default());
         let routes = Arc::new(Routes::default());
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);

@@ -9,7 +9,9 @@ mod cli;
 
 /// mimalloc rather than glibc's allocator: listings allocate a page's values on the grid actor's
 /// thread and free them on an HTTP worker's, which glibc handles with arena locking and
-/// consolidation (a quarter of a page read's CPU in `perf`).
+/// consolidation (a quarter of a page read's CPU in `perf`). Built without transparent huge
+/// pages (`no_thp`): every first touch of a huge page zeroes 2 MiB, which was half of a 1M-record
+/// restart's CPU in `perf` (`clear_page_erms`), and huge pages kept partly used stay resident.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -9,6 +9,7 @@ runs before the server listens: a WAL replay), then stops it with SIGTERM (every
 snapshots) and times a start from that snapshot.
 
 Usage: loadtest/scripts/restart-after-kill.py GRIDD_BIN [N]
+With KEEP_DATA=1 it stops after the SIGKILL and prints the data directory (to profile a start).
 Only the Python standard library is needed.
 """
 import os, sys, time, subprocess, signal, urllib.request, shutil, tempfile, json, threading
@@ -68,11 +69,14 @@ def heap_parts():
     return parts
 def report(when):
     parts = heap_parts(); heap = sum(parts.values()); rss = rss_mib(p)
-    print(f"{when}: RSS {rss} MiB ({rss * 2**20 / raw_bytes:.2f}x the raw cell bytes); heap {heap / 2**20:.0f} MiB: " +
+    time.sleep(5); settled = rss_mib(p)
+    print(f"{when}: RSS {rss} MiB ({rss * 2**20 / raw_bytes:.2f}x the raw cell bytes), {settled} MiB 5 s later; heap {heap / 2**20:.0f} MiB: " +
           ", ".join(f"{k} {v / 2**20:.0f} MiB ({v / (N * 12):.1f} B/cell)" for k, v in sorted(parts.items())))
 print(f"raw cell bytes (values and ids as UTF-8): {raw_bytes / 2**20:.0f} MiB")
 report("after load")
 p.send_signal(signal.SIGKILL); p.wait()
+if os.environ.get("KEEP_DATA"):
+    print(f"killed; data directory kept: {data}"); sys.exit()
 p, dt = start()
 print(f"restart after SIGKILL (WAL replay): {dt:.2f} s")
 report("after the replay")

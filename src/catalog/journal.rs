@@ -13,7 +13,7 @@
 
 use super::store::{CatalogChange, CatalogStore, RawEntry, SledCatalogStore, StoreError};
 use crate::persist::durability::Durability;
-use crate::persist::entry::WalRecord;
+use crate::persist::entry::{WalRecord, CATALOG_MARKER};
 
 /// The snapshot store key of the catalogue's images (no branch id contains `~`).
 pub const CATALOG_IMAGE_KEY: &str = "~catalog";
@@ -62,10 +62,11 @@ fn load_image(durability: &Durability) -> Result<Option<LoadedImage>, String> {
 fn change_sets_after(records: &[(u64, Vec<u8>)], after: u64) -> Vec<(u64, Vec<CatalogChange>)> {
     records
         .iter()
-        .filter(|(lsn, _)| *lsn > after)
+        .filter(|(lsn, bytes)| *lsn > after && bytes.starts_with(&CATALOG_MARKER))
         .filter_map(|(lsn, bytes)| match WalRecord::decode(bytes) {
             Ok(WalRecord::Catalog(changes)) => Some((*lsn, changes)),
-            // Undecodable records are reported by the branch replay.
+            // Branch records are skipped undecoded; undecodable records are reported by the
+            // branch replay.
             Ok(WalRecord::Branch(_)) | Err(_) => None,
         })
         .collect()

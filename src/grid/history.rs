@@ -235,6 +235,13 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Releases a sealed chunk's spare capacity when it is worth a copy (over 1/8 of it).
+fn shrink(chunk: &mut Vec<u8>) {
+    if chunk.capacity() - chunk.len() > chunk.len() / 8 {
+        chunk.shrink_to_fit();
+    }
+}
+
 fn split(at: EntryRef) -> (usize, usize) {
     ((at >> 32) as usize, (at & 0xffff_ffff) as usize)
 }
@@ -280,13 +287,17 @@ impl History {
     ) -> EntryRef {
         if self.chunks.last().is_none_or(|c| c.len() >= CHUNK_BYTES) {
             if let Some(last) = self.chunks.last_mut() {
-                Arc::make_mut(last).shrink_to_fit();
+                shrink(Arc::make_mut(last));
             }
             self.chunks.push(Arc::new(Vec::new()));
         }
         let last = self.chunks.len() - 1;
         let chunk = Arc::make_mut(&mut self.chunks[last]);
         let start = chunk.len();
+        if start >= CHUNK_BYTES / 16 && chunk.capacity() < CHUNK_BYTES {
+            // A branch that writes this much fills the chunk: size it once, not by doubling.
+            chunk.reserve_exact(CHUNK_BYTES + CHUNK_BYTES / 16 - start);
+        }
         chunk.extend_from_slice(&prev.to_le_bytes());
         chunk.extend_from_slice(&time_ms.to_le_bytes());
         put_str(chunk, user);
@@ -297,7 +308,7 @@ impl History {
         let (chunk_no, offset) = if start > 0 && chunk.len() > CHUNK_BYTES {
             // The entry overflows a chunk that held others: it moves to a chunk of its own.
             let moved = chunk.split_off(start);
-            chunk.shrink_to_fit();
+            shrink(chunk);
             self.chunks.push(Arc::new(moved));
             (self.chunks.len() - 1, 0)
         } else {

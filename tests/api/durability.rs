@@ -169,24 +169,19 @@ fn a_wal_ending_before_a_snapshot_is_padded_on_the_first_start() {
     assert!(last_lsn(copy.path()) > covered, "LSNs below the snapshot's position are not reused");
 }
 
-/// Every snapshot generation's key in the store, with its generations (oldest first).
-fn generations(db: &sled::Db) -> std::collections::BTreeMap<Vec<u8>, Vec<Vec<u8>>> {
-    let tree = db.open_tree("snapshot_chunks").expect("tree");
-    let mut out: std::collections::BTreeMap<Vec<u8>, Vec<Vec<u8>>> = Default::default();
-    for key in tree.iter().keys() {
-        let key = key.expect("key");
-        let text = String::from_utf8_lossy(&key).into_owned();
-        let mut parts = text.rsplitn(3, '/');
-        let (Some(_entry), Some(generation), Some(name)) =
-            (parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        let gens = out.entry(name.as_bytes().to_vec()).or_default();
-        let prefix = format!("{name}/{generation}/").into_bytes();
-        if !gens.contains(&prefix) {
-            gens.push(prefix);
-        }
+/// Every snapshot key's generation files (`<data>/snapshots/<key>/<generation>.snap`), oldest
+/// first.
+fn generations(dir: &std::path::Path) -> Vec<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    for key in std::fs::read_dir(dir.join("snapshots")).expect("snapshots").flatten() {
+        let mut files: Vec<_> = std::fs::read_dir(key.path())
+            .expect("key directory")
+            .flatten()
+            .map(|f| f.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "snap"))
+            .collect();
+        files.sort();
+        out.push(files);
     }
     out
 }
@@ -204,24 +199,19 @@ fn a_damaged_newest_snapshot_falls_back_to_the_older_generation() {
     add(&app, &view, 6..9);
     let copy = killed_copy(app);
     {
-        let db = sled::open(copy.path().join("db")).expect("sled");
-        let tree = db.open_tree("snapshot_chunks").expect("tree");
         let mut damaged = 0;
-        for (_, gens) in generations(&db) {
+        for gens in generations(copy.path()) {
             let [.., newest] = gens.as_slice() else { continue };
             if gens.len() < 2 {
                 continue;
             }
-            let mut chunk = newest.clone();
-            chunk.extend_from_slice(b"00000000");
-            let mut value = tree.get(&chunk).expect("get").expect("chunk 0").to_vec();
-            let middle = value.len() / 2;
-            value[middle] ^= 0x01;
-            tree.insert(chunk, value).expect("insert");
+            let mut bytes = std::fs::read(newest).expect("generation file");
+            let middle = 36 + (bytes.len() - 36) / 2;
+            bytes[middle] ^= 0x01;
+            std::fs::write(newest, bytes).expect("damaged");
             damaged += 1;
         }
         assert!(damaged > 0, "two generations were stored");
-        db.flush().expect("flush");
     }
     let app = start(copy.path(), OWNER_KEY);
     assert_eq!(contents(&app, &view), expected(0..9));
@@ -248,8 +238,8 @@ fn a_branch_without_a_snapshot_is_rebuilt_from_its_source() {
     app.post(&format!("/v1/views/{branch_view}/records"), &body).assert_status(201);
     let copy = killed_copy(app);
     {
-        let db = sled::open(copy.path().join("db")).expect("sled");
-        let store = gridd::persist::snapshot::SledSnapshotStore::open(&db).expect("store");
+        let root = copy.path().join("snapshots");
+        let store = gridd::persist::snapshot::FileSnapshotStore::open(&root, None).expect("store");
         use gridd::persist::snapshot::SnapshotStore;
         assert!(!store.generations(&branch_id).expect("generations").is_empty());
         store.delete(&branch_id).expect("delete");

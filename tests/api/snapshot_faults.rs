@@ -1,13 +1,14 @@
 //! Fault injection into the snapshot store of the real binary. Three sessions leave two
-//! generations of the grid's snapshot and of the catalogue's image in sled's `snapshot_chunks`
-//! tree plus acknowledged writes after them (records, a schema change, keys, a project and a
-//! grid that live only in the WAL); then SIGKILL, damage, restart. The damage is done through
-//! sled's own API (its checksums stay right, only gridd's catch it) or to sled's files on disk
-//! (sled's checksums catch it). Every acknowledged write must come back, the damage must be
+//! generations of the grid's snapshot and of the catalogue's image as files under
+//! `<data>/snapshots/` plus acknowledged writes after them (records, a schema change, keys, a
+//! project and a grid that live only in the WAL); then SIGKILL, damage, restart. The damage is
+//! done to the generation files (flipped, cut, emptied of their payload, a garbage header,
+//! removed; only gridd's checksums catch it) or to sled's file on disk (the catalogue's tree;
+//! sled's checksums catch it). Every acknowledged write must come back, the damage must be
 //! logged, and nothing may panic; a start that cannot serve everything refuses loudly.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use reqwest::Method;
@@ -165,82 +166,75 @@ fn assert_all_back(server: &Server, acked: &Acked, case: &str) {
     assert_eq!(late, ["late"], "{case}: the late grid's record");
 }
 
-/// One entry of `snapshot_chunks`: store key, generation, and `header` or a chunk number.
-fn parse(entry: &[u8]) -> Option<(String, u64, String)> {
-    let text = std::str::from_utf8(entry).ok()?;
-    let mut parts = text.rsplitn(3, '/');
-    let (name, generation, key) = (parts.next()?, parts.next()?, parts.next()?);
-    Some((key.to_owned(), generation.parse().ok()?, name.to_owned()))
-}
+/// Store key -> generation -> its file (`<data>/snapshots/<key>/<generation:020>.snap`; the
+/// keys used here need no escaping).
+type Layout = BTreeMap<String, BTreeMap<u64, PathBuf>>;
 
-/// Store key -> generation -> entry keys (header last).
-type Layout = BTreeMap<String, BTreeMap<u64, Vec<sled::IVec>>>;
-
-fn layout(tree: &sled::Tree) -> Layout {
+fn layout(dir: &Path) -> Layout {
     let mut out = Layout::new();
-    for entry in tree.iter().keys() {
-        let entry = entry.expect("entry key");
-        let (key, generation, _) = parse(&entry).expect("a snapshot entry key");
-        out.entry(key).or_default().entry(generation).or_default().push(entry);
+    for key_dir in std::fs::read_dir(dir.join("snapshots")).expect("snapshots").flatten() {
+        let key = key_dir.file_name().to_string_lossy().into_owned();
+        for file in std::fs::read_dir(key_dir.path()).expect("key directory").flatten() {
+            let name = file.file_name().to_string_lossy().into_owned();
+            let Some(generation) = name.strip_suffix(".snap").and_then(|g| g.parse().ok()) else {
+                continue;
+            };
+            out.entry(key.clone()).or_default().insert(generation, file.path());
+        }
     }
     out
 }
 
-/// What is done to one stored generation, through sled's API.
+/// What is done to one stored generation's file.
 #[derive(Debug, Clone, Copy)]
 enum Damage {
-    FlipChunk,
-    TruncateChunk,
-    DeleteChunk,
+    /// A flipped byte in the payload.
+    FlipPayload,
+    /// The file cut to a third.
+    Truncate,
+    /// The file cut to its header (the payload is gone).
+    PayloadGone,
+    /// The 36-byte header overwritten.
     GarbageHeader,
-    DeleteHeader,
+    /// The file removed.
+    Remove,
 }
 
-fn damage(tree: &sled::Tree, entries: &[sled::IVec], what: Damage) {
-    let chunk = entries.iter().find(|e| !e.ends_with(b"/header")).expect("a chunk");
-    let header = entries.iter().find(|e| e.ends_with(b"/header")).expect("a header");
-    let value = |k: &sled::IVec| tree.get(k).expect("read").expect("present").to_vec();
+fn damage(file: &Path, what: Damage) {
+    let bytes = std::fs::read(file).expect("a generation file");
     match what {
-        Damage::FlipChunk => {
-            let mut bytes = value(chunk);
-            let at = bytes.len() / 2;
+        Damage::FlipPayload => {
+            let mut bytes = bytes;
+            let at = 36 + (bytes.len() - 36) / 2;
             bytes[at] ^= 0x42;
-            tree.insert(chunk, bytes).expect("written");
+            std::fs::write(file, bytes).expect("written");
         }
-        Damage::TruncateChunk => {
-            let bytes = value(chunk);
-            tree.insert(chunk, &bytes[..bytes.len() / 3]).expect("written");
-        }
-        Damage::DeleteChunk => {
-            tree.remove(chunk).expect("removed");
-        }
+        Damage::Truncate => std::fs::write(file, &bytes[..bytes.len() / 3]).expect("written"),
+        Damage::PayloadGone => std::fs::write(file, &bytes[..36]).expect("written"),
         Damage::GarbageHeader => {
-            tree.insert(header, vec![0xa5u8; 36]).expect("written");
+            let mut bytes = bytes;
+            bytes[..36].fill(0xa5);
+            std::fs::write(file, bytes).expect("written");
         }
-        Damage::DeleteHeader => {
-            tree.remove(header).expect("removed");
-        }
+        Damage::Remove => std::fs::remove_file(file).expect("removed"),
     }
 }
 
 /// Damages the newest generation (or, with `both`, the two newest) of the store keys `pick`
 /// selects; every such key must have two generations.
 fn damage_store(dir: &Path, pick: impl Fn(&str) -> bool, what: Damage, both: bool) {
-    let db = sled::open(dir.join("db")).expect("sled");
-    let tree = db.open_tree("snapshot_chunks").expect("tree");
     let mut damaged = 0;
-    for (key, generations) in layout(&tree).into_iter().filter(|(k, _)| pick(k)) {
+    for (key, generations) in layout(dir).into_iter().filter(|(k, _)| pick(k)) {
         assert_eq!(generations.len(), 2, "two generations of {key}: {generations:?}");
-        for entries in generations.values().rev().take(if both { 2 } else { 1 }) {
-            damage(&tree, entries, what);
+        for file in generations.values().rev().take(if both { 2 } else { 1 }) {
+            damage(file, what);
             damaged += 1;
         }
     }
     assert!(damaged > 0, "something was damaged");
-    db.flush().expect("flushed");
 }
 
-/// Damage to the grid's snapshot generations (sled's checksums right): the start falls back to
+/// Damage to the grid's snapshot generations: the start falls back to
 /// the older generation or replays the whole WAL, logs the damage, and serves every write. A
 /// graceful stop then retires the damaged generation, so the next start finds no damage.
 #[test]
@@ -248,12 +242,12 @@ fn damaged_branch_snapshots_fall_back_and_lose_no_acknowledged_write() {
     let dir = tempfile::tempdir().expect("temp dir");
     let acked = acknowledged_writes(dir.path());
     let cases = [
-        (Damage::FlipChunk, false),
-        (Damage::TruncateChunk, false),
-        (Damage::DeleteChunk, false),
+        (Damage::FlipPayload, false),
+        (Damage::Truncate, false),
+        (Damage::PayloadGone, false),
         (Damage::GarbageHeader, false),
-        (Damage::DeleteHeader, false),
-        (Damage::FlipChunk, true),
+        (Damage::Remove, false),
+        (Damage::FlipPayload, true),
         (Damage::GarbageHeader, true),
     ];
     for (what, both) in cases {
@@ -263,7 +257,7 @@ fn damaged_branch_snapshots_fall_back_and_lose_no_acknowledged_write() {
         damage_store(copy.path(), |k| k != CATALOG, what, both);
         let server = restart_damaged(copy.path(), true);
         assert_all_back(&server, &acked, &case);
-        if !both && matches!(what, Damage::FlipChunk) {
+        if !both && matches!(what, Damage::FlipPayload) {
             // The next snapshot keeps the intact older generation, not the damaged one.
             let mut more = acked.records.clone();
             add(&server, &acked.view, 11, true, &mut more);
@@ -279,7 +273,7 @@ fn damaged_branch_snapshots_fall_back_and_lose_no_acknowledged_write() {
     }
 }
 
-/// Damage to the catalogue's images (sled's checksums right), alone or with sled's catalogue
+/// Damage to the catalogue's images, alone or with sled's catalogue
 /// tree set back to an empty one: the keys, project and grid made after the newest image come
 /// back from the older image or the tree, and the WAL.
 #[test]
@@ -287,11 +281,11 @@ fn damaged_catalogue_images_lose_no_acknowledged_change() {
     let dir = tempfile::tempdir().expect("temp dir");
     let acked = acknowledged_writes(dir.path());
     let cases = [
-        (Damage::FlipChunk, false, false),
+        (Damage::FlipPayload, false, false),
         (Damage::GarbageHeader, false, false),
-        (Damage::FlipChunk, false, true),
-        (Damage::DeleteChunk, true, false),
-        (Damage::TruncateChunk, true, true),
+        (Damage::FlipPayload, false, true),
+        (Damage::PayloadGone, true, false),
+        (Damage::Truncate, true, true),
     ];
     for (what, both, tree_lost) in cases {
         let case = format!("{what:?}, both images: {both}, tree lost: {tree_lost}");

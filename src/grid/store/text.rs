@@ -28,6 +28,9 @@ const GC_MIN_GARBAGE: usize = 64 * 1024;
 #[cfg(test)]
 const GC_MIN_GARBAGE: usize = 32;
 
+/// Rows after which a filling chunk's arena is sized for the whole chunk (`TextChunk::reserve`).
+const PREDICT_AFTER: usize = if CHUNK_ROWS > 4096 { 4096 } else { CHUNK_ROWS / 2 };
+
 /// `Span::len` of an absent value.
 const EMPTY_LEN: u32 = u32::MAX;
 /// `Span::len` of a spilled value; `Span::off` is then the spill slot.
@@ -100,13 +103,23 @@ impl TextChunk {
         Span { off, len }
     }
 
-    /// Grows the arena by doubling while the chunk fills, then by 1/8 (updates only).
+    /// Grows the arena while the chunk fills: by doubling for its first `PREDICT_AFTER` rows,
+    /// then once to the size the rows so far predict for a full chunk (plus 1/8), so a large
+    /// chunk is copied about once instead of at every doubling (each copy of a big arena lands
+    /// on fresh pages the kernel must zero); past that, and for updates, by 1/8.
     fn reserve(&mut self, extra: usize) {
         if self.buf.capacity() - self.buf.len() >= extra {
             return;
         }
-        let growth =
-            if self.spans.len() < CHUNK_ROWS { self.buf.len() } else { self.buf.len() / 8 };
+        let rows = self.spans.len();
+        let growth = if rows < PREDICT_AFTER {
+            self.buf.len()
+        } else if rows < CHUNK_ROWS && self.buf.capacity() < self.buf.len() / rows * CHUNK_ROWS {
+            let predicted = self.buf.len() / rows * (CHUNK_ROWS - rows);
+            predicted + predicted / 8
+        } else {
+            self.buf.len() / 8
+        };
         self.buf.reserve_exact(extra.max(growth).max(64));
     }
 

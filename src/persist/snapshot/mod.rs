@@ -1,15 +1,18 @@
 //! Snapshot images: opaque, checksummed byte images of a grid branch, tagged with the WAL LSN they
 //! cover, kept in two generations per key so a damaged newest image still leaves an older one.
 //!
-//! Owns the [`SnapshotStore`] contract, the image header format and the sled implementation
-//! ([`SledSnapshotStore`], one tree of header and chunk entries). It must not interpret the image
+//! Owns the [`SnapshotStore`] contract, the image header format and its implementations: files
+//! ([`FileSnapshotStore`], one file per generation, the one gridd uses) and sled
+//! ([`SledSnapshotStore`], one tree of header and chunk entries: where images were kept before,
+//! read through the file store's legacy fallback). It must not interpret the image
 //! bytes (the caller validates them with `rkyv::access`) and must not touch the WAL: deciding which
 //! WAL segments a snapshot makes obsolete is the caller's job, using [`SnapshotStore::generations`].
 //!
-//! Every method blocks on sled I/O: call it from `spawn_blocking` or an actor's own thread, never
+//! Every method blocks on I/O: call it from `spawn_blocking` or an actor's own thread, never
 //! from an HTTP worker. At most one `put` per key may run at a time (the grid actor owning the key
 //! is the only writer).
 
+mod file_store;
 mod header;
 mod sled_store;
 
@@ -18,6 +21,7 @@ mod tests;
 
 use std::fmt;
 
+pub use file_store::FileSnapshotStore;
 pub use sled_store::SledSnapshotStore;
 
 /// A 16-byte aligned byte buffer, ready for `rkyv::access`.
@@ -131,6 +135,9 @@ pub enum SnapshotError {
     /// sled failed (I/O or its own corruption check); nothing can be said about the images.
     #[error("snapshot storage error: {0}")]
     Storage(#[from] sled::Error),
+    /// A snapshot file could not be read or written.
+    #[error("snapshot file error: {0}")]
+    Io(String),
     /// Keys must be non-empty.
     #[error("snapshot key must not be empty")]
     EmptyKey,

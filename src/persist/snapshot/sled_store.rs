@@ -214,6 +214,34 @@ impl SledSnapshotStore {
     }
 }
 
+impl SledSnapshotStore {
+    /// Loads one generation of `key`, checked (for a store that reads this one's images).
+    pub(super) fn load_generation_of(
+        &self,
+        key: &str,
+        generation: Generation,
+    ) -> Result<LoadedSnapshot, SnapshotError> {
+        let prefix = generation_prefix(&key_prefix(key)?, generation.0);
+        match self.load_generation(&prefix, generation) {
+            Ok(loaded) => Ok(loaded),
+            Err(LoadError::Storage(error)) => Err(SnapshotError::Storage(error)),
+            Err(LoadError::Damaged(damage)) => {
+                Err(SnapshotError::Damaged { key: key.to_owned(), generation, damage })
+            }
+        }
+    }
+
+    /// Removes one generation of `key` (durable after the next flush).
+    pub(super) fn delete_generation(
+        &self,
+        key: &str,
+        generation: Generation,
+    ) -> Result<(), SnapshotError> {
+        self.remove_prefix(&generation_prefix(&key_prefix(key)?, generation.0))?;
+        Ok(())
+    }
+}
+
 impl SnapshotStore for SledSnapshotStore {
     fn put(&self, key: &str, image: &SnapshotImage) -> Result<Generation, SnapshotError> {
         let prefix = key_prefix(key)?;
