@@ -34,7 +34,7 @@ pub use crate::config::Config;
 use crate::persist::durability::{Durability, SnapshotPolicy};
 use crate::persist::recovery::recover;
 use crate::persist::snapshot::{FileSnapshotStore, SledSnapshotStore, SnapshotError};
-use crate::persist::wal::{Recovered, Wal, WalError, WalHandle, WalOptions};
+use crate::persist::wal::{Recovered, Wal, WalError, WalHandle, WalOptions, WalRecords};
 use crate::state::AppState;
 
 /// Why the server could not start.
@@ -116,7 +116,7 @@ struct SupervisorParts {
 fn recover_catalogue(
     store: &SledCatalogStore,
     parts: SupervisorParts,
-    records: &[(u64, Vec<u8>)],
+    records: &WalRecords,
 ) -> Result<Supervisor, StartupError> {
     let durability = &parts.durability;
     durability.track(journal::CATALOG_IMAGE_KEY);
@@ -205,7 +205,7 @@ impl Node {
             .map_err(|e| StartupError::Bootstrap(e.message))?;
         supervisor.sweep_stray_files(&config.data_dir);
         let seeds = supervisor.branch_seeds();
-        let states = recover(&seeds, &durability, &recovered.records);
+        let states = recover(&seeds, &durability, &recovered.records)?;
         drop(recovered);
         supervisor.start_branches(states.states, &states.forked);
         let addr = Supervisor::start_in_arbiter(&arbiters[0].handle(), move |_| supervisor);

@@ -14,6 +14,7 @@
 use super::store::{CatalogChange, CatalogStore, RawEntry, SledCatalogStore, StoreError};
 use crate::persist::durability::Durability;
 use crate::persist::entry::{WalRecord, CATALOG_MARKER};
+use crate::persist::wal::WalRecords;
 
 /// The snapshot store key of the catalogue's images (no branch id contains `~`).
 pub const CATALOG_IMAGE_KEY: &str = "~catalog";
@@ -30,6 +31,8 @@ pub enum JournalError {
     Store(#[from] StoreError),
     #[error("no intact catalogue image to rebuild from: {0}")]
     NoImage(String),
+    #[error("reading the WAL again: {0}")]
+    Wal(String),
 }
 
 /// An image loaded from the snapshot store: its entries and the LSN it covers.
@@ -59,26 +62,33 @@ fn load_image(durability: &Durability) -> Result<Option<LoadedImage>, String> {
 }
 
 /// The catalogue change sets in the WAL after `after`, in LSN order.
-fn change_sets_after(records: &[(u64, Vec<u8>)], after: u64) -> Vec<(u64, Vec<CatalogChange>)> {
+fn change_sets_after(
+    records: &WalRecords,
+    after: u64,
+) -> Result<Vec<(u64, Vec<CatalogChange>)>, JournalError> {
+    let mut sets = Vec::new();
     records
-        .iter()
-        .filter(|(lsn, bytes)| *lsn > after && bytes.starts_with(&CATALOG_MARKER))
-        .filter_map(|(lsn, bytes)| match WalRecord::decode(bytes) {
-            Ok(WalRecord::Catalog(changes)) => Some((*lsn, changes)),
-            // Branch records are skipped undecoded; undecodable records are reported by the
-            // branch replay.
-            Ok(WalRecord::Branch(_)) | Err(_) => None,
+        .for_each(|lsn, bytes| {
+            if lsn <= after || !bytes.starts_with(&CATALOG_MARKER) {
+                // Branch records are skipped undecoded; undecodable records are reported by
+                // the branch replay.
+                return;
+            }
+            if let Ok(WalRecord::Catalog(changes)) = WalRecord::decode(bytes) {
+                sets.push((lsn, changes));
+            }
         })
-        .collect()
+        .map_err(|e| JournalError::Wal(e.to_string()))?;
+    Ok(sets)
 }
 
 /// Applies the WAL's change sets after `base` to the tree; returns how many.
 fn replay(
     store: &SledCatalogStore,
-    records: &[(u64, Vec<u8>)],
+    records: &WalRecords,
     base: u64,
-) -> Result<usize, StoreError> {
-    let sets = change_sets_after(records, base);
+) -> Result<usize, JournalError> {
+    let sets = change_sets_after(records, base)?;
     for (lsn, changes) in &sets {
         store.apply_at(changes, *lsn)?;
     }
@@ -86,12 +96,12 @@ fn replay(
 }
 
 /// Warns when the WAL no longer starts right after the base (change sets may be missing).
-fn check_coverage(records: &[(u64, Vec<u8>)], base: u64) {
-    if let Some((first, _)) = records.first() {
-        if *first > base + 1 {
+fn check_coverage(records: &WalRecords, base: u64) {
+    if let Some(first) = records.first_lsn() {
+        if first > base + 1 {
             tracing::error!(
                 base_lsn = base,
-                wal_first_lsn = *first,
+                wal_first_lsn = first,
                 "the WAL starts after the catalogue's base: catalogue changes in between may be lost"
             );
         }
@@ -103,7 +113,7 @@ fn check_coverage(records: &[(u64, Vec<u8>)], base: u64) {
 pub fn recover(
     store: &SledCatalogStore,
     durability: &Durability,
-    records: &[(u64, Vec<u8>)],
+    records: &WalRecords,
 ) -> Result<u64, JournalError> {
     let mut tree_lsn = store.applied_lsn()?;
     let wal_end = durability.wal.last_lsn();
@@ -153,7 +163,7 @@ pub fn recover(
 pub fn rebuild_from_image(
     store: &SledCatalogStore,
     durability: &Durability,
-    records: &[(u64, Vec<u8>)],
+    records: &WalRecords,
 ) -> Result<u64, JournalError> {
     let image = load_image(durability)
         .map_err(JournalError::NoImage)?
@@ -227,17 +237,18 @@ mod tests {
     #[test]
     fn the_tree_is_rebuilt_from_the_image_and_the_wal_only_when_behind() {
         let f = fixture();
-        let records = vec![
+        let listed = vec![
             (1, record(&put("p1", "one"))),
             (2, crate::persist::entry::WalEntry { branch_id: "b".into(), ops: vec![] }.encode()),
             (3, record(&put("p2", "two"))),
             (4, record(&[CatalogChange::delete(EntityKind::Project, "p1")])),
         ];
-        for (lsn, bytes) in &records[..3] {
+        for (lsn, bytes) in &listed[..3] {
             if let Ok(WalRecord::Catalog(changes)) = WalRecord::decode(bytes) {
                 f.store.apply_at(&changes, *lsn).expect("applied");
             }
         }
+        let records = WalRecords::from_vec(listed);
         let (bytes, lsn) = image_payload(&f.store).expect("payload");
         assert_eq!(lsn, 3);
         store_image(&f.durability, bytes, lsn).expect("image stored");
@@ -268,7 +279,10 @@ mod tests {
     #[test]
     fn without_an_image_the_tree_is_the_base() {
         let f = fixture();
-        let records = vec![(1, record(&put("p1", "one"))), (2, record(&put("p2", "two")))];
+        let records = WalRecords::from_vec(vec![
+            (1, record(&put("p1", "one"))),
+            (2, record(&put("p2", "two"))),
+        ]);
         assert_eq!(recover(&f.store, &f.durability, &records).expect("recovered"), 2);
         assert_eq!(projects(&f.store), vec!["one".to_owned(), "two".to_owned()]);
         assert!(rebuild_from_image(&f.store, &f.durability, &records).is_err());

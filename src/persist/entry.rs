@@ -38,6 +38,15 @@ pub enum WalRecord {
     Catalog(Vec<CatalogChange>),
 }
 
+/// The branch id a branch record names, read without decoding its ops (bincode writes the id
+/// first: a u64 length, then its bytes); `None` for a catalogue record or bytes that are not a
+/// branch record's start.
+pub fn branch_id_of(bytes: &[u8]) -> Option<&str> {
+    let len = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+    let end = usize::try_from(len).ok()?.checked_add(8)?;
+    std::str::from_utf8(bytes.get(8..end)?).ok()
+}
+
 impl WalRecord {
     /// A catalogue change set as a WAL payload.
     pub fn encode_catalog(changes: &[CatalogChange]) -> Vec<u8> {
@@ -71,5 +80,14 @@ mod tests {
         assert_eq!(WalRecord::decode(&bytes).ok(), Some(WalRecord::Catalog(changes)));
         assert!(WalRecord::decode(&bytes[..bytes.len() - 1]).is_err());
         assert!(WalRecord::decode(&CATALOG_MARKER).is_err());
+    }
+
+    #[test]
+    fn the_branch_id_is_read_without_decoding_the_ops() {
+        let entry = WalEntry { branch_id: "brånch-1".into(), ops: Vec::new() };
+        assert_eq!(branch_id_of(&entry.encode()), Some("brånch-1"));
+        assert_eq!(branch_id_of(&WalRecord::encode_catalog(&[])), None);
+        assert_eq!(branch_id_of(&[3, 0, 0, 0, 0, 0, 0, 0, b'a']), None, "cut short");
+        assert_eq!(branch_id_of(&[]), None);
     }
 }

@@ -30,6 +30,7 @@ use std::thread::JoinHandle;
 use tokio::sync::oneshot;
 
 pub use frame::DamageReason;
+pub use recovery::WalRecords;
 pub use writer::abort_on_io_failure;
 
 use writer::{Command, StatsCells, WalWriter};
@@ -68,6 +69,9 @@ pub enum WalError {
     /// The writer thread panicked; records it had not synced are not durable.
     #[error("the WAL writer thread panicked")]
     WriterPanicked,
+    /// Replaying the records found at open failed.
+    #[error("replaying the WAL: {0}")]
+    ReadAgain(String),
 }
 
 impl WalError {
@@ -110,8 +114,8 @@ pub struct TailDamage {
 /// What [`Wal::open`] found on disk.
 #[derive(Debug)]
 pub struct Recovered {
-    /// Every valid record as `(lsn, payload)`, in LSN order.
-    pub records: Vec<(u64, Vec<u8>)>,
+    /// Every valid record as `(lsn, payload)`, in LSN order, read on demand.
+    pub records: WalRecords,
     /// `Some` when a torn or corrupt record ended recovery early.
     pub dropped_tail: Option<TailDamage>,
 }

@@ -1,5 +1,7 @@
-//! Start-up scan of the write-ahead log: reads every segment in LSN order, returns the valid records,
-//! and repairs a damaged tail (truncate the damaged segment, delete every later segment).
+//! Start-up scan of the write-ahead log: reads every segment in LSN order, finds the valid records,
+//! and repairs a damaged tail (truncate the damaged segment, delete every later segment). The
+//! records themselves are not kept: `WalRecords` reads them again, one segment at a time, when
+//! the catalogue and the branches are replayed, so a start never holds the whole log in memory.
 //!
 //! Owns the repair decision at open time only. It must not be called while a writer thread is
 //! running on the same directory (`Wal::open` holds the directory lock before calling it).
@@ -14,7 +16,7 @@ use super::{TailDamage, WalError};
 /// Everything `Wal::open` needs from the scan.
 #[derive(Debug)]
 pub(super) struct RecoveryOutcome {
-    pub(super) records: Vec<(u64, Vec<u8>)>,
+    pub(super) records: WalRecords,
     pub(super) damage: Option<TailDamage>,
     /// The segment the writer continues appending to (already cut to its valid length);
     /// `None` when the directory held no segment at all.
@@ -33,7 +35,7 @@ struct SegmentScan {
 pub(super) fn recover(dir: &Path, max_record_len: u32) -> Result<RecoveryOutcome, WalError> {
     let segments = frame::list_segments(dir).map_err(|e| WalError::io(dir, e))?;
     let mut outcome = RecoveryOutcome {
-        records: Vec::new(),
+        records: WalRecords { source: Source::Segments(Vec::new()), max_record_len, count: 0 },
         damage: None,
         active: None,
         next_lsn: segments.first().map_or(1, |(first, _)| *first),
@@ -49,9 +51,18 @@ pub(super) fn recover(dir: &Path, max_record_len: u32) -> Result<RecoveryOutcome
             break;
         }
         let bytes = fs::read(path).map_err(|e| WalError::io(path, e))?;
-        let scan = scan_segment(&bytes, outcome.next_lsn, max_record_len, &mut outcome.records);
+        let first = outcome.next_lsn;
+        let scan = scan_segment(&bytes, first, max_record_len, |_, _| {});
         outcome.next_lsn = scan.next_lsn;
         let len = scan.valid_len as u64;
+        outcome.records.count += (scan.next_lsn - first) as usize;
+        if let Source::Segments(spans) = &mut outcome.records.source {
+            spans.push(SegmentSpan {
+                path: path.clone(),
+                first_lsn: first,
+                valid_len: scan.valid_len,
+            });
+        }
         outcome.active = Some(path.clone());
         if let Some(reason) = scan.damage {
             truncate(path, len)?;
@@ -63,19 +74,94 @@ pub(super) fn recover(dir: &Path, max_record_len: u32) -> Result<RecoveryOutcome
     Ok(outcome)
 }
 
-/// Decodes records from the start of `bytes` until the end or the first damaged record.
+/// The valid records a WAL held when it was opened, in LSN order, read from disk on demand.
+#[derive(Debug)]
+pub struct WalRecords {
+    source: Source,
+    max_record_len: u32,
+    count: usize,
+}
+
+#[derive(Debug)]
+enum Source {
+    /// The valid part of each segment, as found at open.
+    Segments(Vec<SegmentSpan>),
+    /// Records held in memory (tests of the replay).
+    Memory(Vec<(u64, Vec<u8>)>),
+}
+
+#[derive(Debug)]
+struct SegmentSpan {
+    path: PathBuf,
+    first_lsn: u64,
+    valid_len: usize,
+}
+
+impl WalRecords {
+    /// Records held in memory, as if a WAL held them.
+    pub fn from_vec(records: Vec<(u64, Vec<u8>)>) -> WalRecords {
+        let count = records.len();
+        WalRecords { source: Source::Memory(records), max_record_len: u32::MAX, count }
+    }
+
+    /// Calls `each` with every record, in LSN order, reading one segment at a time. A segment
+    /// that cannot be read again is an error; its records up to then were passed.
+    pub fn for_each(&self, mut each: impl FnMut(u64, &[u8])) -> Result<(), WalError> {
+        match &self.source {
+            Source::Memory(records) => records.iter().for_each(|(lsn, bytes)| each(*lsn, bytes)),
+            Source::Segments(spans) => {
+                for span in spans {
+                    let mut bytes =
+                        fs::read(&span.path).map_err(|e| WalError::io(&span.path, e))?;
+                    bytes.truncate(span.valid_len);
+                    scan_segment(&bytes, span.first_lsn, self.max_record_len, &mut each);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The first record's LSN.
+    pub fn first_lsn(&self) -> Option<u64> {
+        match &self.source {
+            Source::Memory(records) => records.first().map(|(lsn, _)| *lsn),
+            Source::Segments(spans) => {
+                spans.first().filter(|_| self.count > 0).map(|s| s.first_lsn)
+            }
+        }
+    }
+
+    /// How many records there are.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Every record, copied (tests).
+    pub fn to_vec(&self) -> Vec<(u64, Vec<u8>)> {
+        let mut out = Vec::with_capacity(self.count);
+        let _ = self.for_each(|lsn, bytes| out.push((lsn, bytes.to_vec())));
+        out
+    }
+}
+
+/// Decodes records from the start of `bytes` until the end or the first damaged record,
+/// passing each to `each`.
 fn scan_segment(
     bytes: &[u8],
     first_lsn: u64,
     max_record_len: u32,
-    records: &mut Vec<(u64, Vec<u8>)>,
+    mut each: impl FnMut(u64, &[u8]),
 ) -> SegmentScan {
     let mut offset = 0;
     let mut expected = first_lsn;
     loop {
         match frame::decode_record(bytes, offset, expected, max_record_len) {
             Decoded::Record { lsn, payload, next } => {
-                records.push((lsn, payload.to_vec()));
+                each(lsn, payload);
                 expected += 1;
                 offset = next;
             }

@@ -77,7 +77,7 @@ fn xor_byte(path: &Path, offset: u64, mask: u8) {
 /// of `segment` iff `damaged`, and new appends continue at kept + 1 and survive a reopen.
 fn check_recovery(dir: &Path, kept: u64, damaged: bool, segment: &Path, offset: u64) {
     let (wal, recovered) = open(dir, options(2));
-    assert_eq!(recovered.records, expected_records(1..=kept));
+    assert_eq!(recovered.records.to_vec(), expected_records(1..=kept));
     match &recovered.dropped_tail {
         Some(damage) => {
             assert!(damaged, "unexpected damage report {damage:?}");
@@ -90,7 +90,7 @@ fn check_recovery(dir: &Path, kept: u64, damaged: bool, segment: &Path, offset: 
     assert_eq!(append_durably(&wal, kept + 1..=kept + 2), vec![kept + 1, kept + 2]);
     wal.shutdown().expect("shutdown");
     let (wal, recovered) = open(dir, options(2));
-    assert_eq!(recovered.records, expected_records(1..=kept + 2));
+    assert_eq!(recovered.records.to_vec(), expected_records(1..=kept + 2));
     assert_eq!(recovered.dropped_tail, None);
     wal.shutdown().expect("shutdown");
 }
@@ -109,14 +109,14 @@ fn round_trip_across_segments() {
     assert_eq!(names[6], "wal-00000000000000000019.log");
 
     let (wal, recovered) = open(dir.path(), options(3));
-    assert_eq!(recovered.records, expected_records(1..=20));
+    assert_eq!(recovered.records.to_vec(), expected_records(1..=20));
     assert_eq!(recovered.dropped_tail, None);
     assert_eq!(wal.last_lsn(), 20);
     assert_eq!(wal.stats().durable_lsn, 20);
     assert_eq!(append_durably(&wal, 21..=22), vec![21, 22]);
     wal.shutdown().expect("shutdown");
     let (_wal, recovered) = open(dir.path(), options(3));
-    assert_eq!(recovered.records, expected_records(1..=22));
+    assert_eq!(recovered.records.to_vec(), expected_records(1..=22));
 }
 
 #[test]
@@ -158,12 +158,13 @@ fn group_commit_batches_concurrent_appends() {
     wal.shutdown().expect("shutdown");
 
     let (_wal, recovered) = open(dir.path(), WalOptions::default());
-    let lsns: Vec<u64> = recovered.records.iter().map(|(lsn, _)| *lsn).collect();
+    let lsns: Vec<u64> = recovered.records.to_vec().iter().map(|(lsn, _)| *lsn).collect();
     assert_eq!(lsns, (1..=total).collect::<Vec<_>>());
     for t in 0..THREADS {
         let prefix = format!("t{t}-");
         let own: Vec<u64> = recovered
             .records
+            .to_vec()
             .iter()
             .filter_map(|(_, p)| std::str::from_utf8(p).ok()?.strip_prefix(&prefix)?.parse().ok())
             .collect();
@@ -247,7 +248,7 @@ fn corrupt_record_in_an_older_segment_stops_recovery_there() {
     // Record 5 sits in the middle of the second segment (records 4, 5, 6).
     xor_byte(&all[1], RECORD_LEN + HEADER_LEN as u64 + 3, 0x40);
     let (wal, recovered) = open(dir.path(), options(3));
-    assert_eq!(recovered.records, expected_records(1..=4));
+    assert_eq!(recovered.records.to_vec(), expected_records(1..=4));
     let damage = recovered.dropped_tail.expect("damage reported");
     assert_eq!(damage.segment, all[1]);
     assert_eq!(damage.offset, RECORD_LEN);
@@ -258,7 +259,7 @@ fn corrupt_record_in_an_older_segment_stops_recovery_there() {
     assert_eq!(append_durably(&wal, 5..=9), (5..=9).collect::<Vec<_>>());
     wal.shutdown().expect("shutdown");
     let (_wal, recovered) = open(dir.path(), options(3));
-    assert_eq!(recovered.records, expected_records(1..=9));
+    assert_eq!(recovered.records.to_vec(), expected_records(1..=9));
 }
 
 #[test]
@@ -268,14 +269,14 @@ fn missing_segment_is_reported_and_later_ones_dropped() {
     let all = segments(dir.path());
     fs::remove_file(&all[1]).expect("remove");
     let (wal, recovered) = open(dir.path(), options(3));
-    assert_eq!(recovered.records, expected_records(1..=3));
+    assert_eq!(recovered.records.to_vec(), expected_records(1..=3));
     let damage = recovered.dropped_tail.expect("damage reported");
     assert_eq!(damage.reason, DamageReason::SegmentOutOfSequence { expected: 4, found: 7 });
     assert_eq!(damage.deleted_segments, all[2..].to_vec());
     assert_eq!(append_durably(&wal, 4..=4), vec![4]);
     wal.shutdown().expect("shutdown");
     let (_wal, recovered) = open(dir.path(), options(3));
-    assert_eq!(recovered.records, expected_records(1..=4));
+    assert_eq!(recovered.records.to_vec(), expected_records(1..=4));
 }
 
 #[test]
@@ -288,14 +289,14 @@ fn remove_segments_below_keeps_everything_at_or_above() {
     assert_eq!(wal.remove_segments_below(14).expect("remove again"), 0);
     wal.shutdown().expect("shutdown");
     let (wal, recovered) = open(dir.path(), options(3));
-    assert_eq!(recovered.records, expected_records(13..=30));
+    assert_eq!(recovered.records.to_vec(), expected_records(13..=30));
 
     assert_eq!(wal.remove_segments_below(u64::MAX).expect("remove"), 5);
     assert_eq!(segments(dir.path()).len(), 1, "the active segment stays");
     assert_eq!(append_durably(&wal, 31..=31), vec![31]);
     wal.shutdown().expect("shutdown");
     let (_wal, recovered) = open(dir.path(), options(3));
-    assert_eq!(recovered.records, expected_records(28..=31));
+    assert_eq!(recovered.records.to_vec(), expected_records(28..=31));
 }
 
 #[test]
@@ -342,7 +343,7 @@ fn dropping_the_last_handle_does_not_block_and_keeps_queued_records() {
             Err(e) => panic!("reopen failed: {e}"),
         }
     };
-    assert_eq!(recovered.records, expected_records(1..=100));
+    assert_eq!(recovered.records.to_vec(), expected_records(1..=100));
 }
 
 proptest! {
