@@ -506,3 +506,192 @@ fn cell_values(cells: ColumnCells, n: usize) -> Result<Vec<CellValue>, String> {
     }
     Ok(values)
 }
+
+impl GridState {
+    /// Rebuilds a branch straight from a validated archived image (format 3), without first
+    /// copying it into owned values: text cells, ids and names are read from the image's bytes
+    /// and written into the store's arenas, record by record (so each arena is sized once its
+    /// first rows predict it). An inconsistent image is an error, never a panic.
+    pub fn from_archived(image: &ArchivedBranchImage) -> Result<GridState, String> {
+        let v2 = &image.body;
+        let v1 = &v2.records;
+        if !v1.history.is_empty() {
+            // Format 3 never writes the old history list; an image that has one is converted
+            // the slow way.
+            let owned: BranchImage = rkyv::deserialize::<BranchImage, rkyv::rancor::Error>(image)
+                .map_err(|e| format!("decoding: {e}"))?;
+            return GridState::from_image(owned);
+        }
+        let n = v1.ids.len();
+        if v1.paths.len() != n || v1.times.len() != n || v1.users.len() != n {
+            return Err("record columns have different lengths".to_owned());
+        }
+        if v2.created.len() != n || v2.moved.len() != n || image.history.heads.len() != n {
+            return Err("record stamps have the wrong length".to_owned());
+        }
+        let schema: Schema =
+            serde_json::from_str(v1.schema_json.as_str()).map_err(|e| format!("schema: {e}"))?;
+        let identity =
+            if v1.by_path { RecordIdentity::PathAndId } else { RecordIdentity::RecordId };
+        let mut state = GridState::empty(identity);
+        for column in &schema.columns {
+            state.add_column_storage(column);
+        }
+        state.schema = schema;
+        state.schema.reindex();
+        state.compile_formulas();
+        let columns: Vec<(ColumnSlot, &ArchivedColumnImage)> = v1
+            .columns
+            .iter()
+            .filter_map(|c| state.slots.get(c.id.as_str()).map(|slot| (*slot, c)))
+            .collect();
+        for (_, column) in &columns {
+            check_column(column, n)?;
+        }
+        for i in 0..n {
+            let row = state.store.insert(
+                v1.ids[i].as_str(),
+                v1.paths[i].as_str(),
+                v1.times[i].to_native(),
+                v1.users[i].as_str(),
+            );
+            for (slot, column) in &columns {
+                load_cell(&mut state.store, row, *slot, column, i)?;
+            }
+            state.store.restore_row_stamps(row, v2.created[i].to_native(), v2.moved[i].to_native());
+            state.store.set_history_head(row, image.history.heads[i].to_native());
+        }
+        state.store.restore_clock(v2.clock.to_native());
+        state.store.restore_gone(v2.gone.iter().map(|g| GoneKey {
+            clock: g.clock.to_native(),
+            path: g.path.as_str().to_owned(),
+            id: g.id.as_str().to_owned(),
+        }));
+        state.merge_bases = v2
+            .merge_bases
+            .iter()
+            .map(|m| {
+                let base = MergeBase {
+                    source: m.source.to_native(),
+                    destination: m.destination.to_native(),
+                };
+                (m.source_branch_id.as_str().to_owned(), base)
+            })
+            .collect();
+        let history = History::from_parts(HistoryParts {
+            chunks: image.history.chunks.iter().map(|c| c.as_slice().to_vec()).collect(),
+            retired: image.history.retired.iter().map(|r| r.to_native()).collect(),
+            count: image.history.count.to_native(),
+        })?;
+        if let Some(bad) = image.history.heads.iter().find(|at| !history.holds(at.to_native())) {
+            return Err(format!("a history chain starts outside the log ({:#x})", bad.to_native()));
+        }
+        state.history = history;
+        Ok(state)
+    }
+}
+
+/// Checks that an archived column's offsets describe `n` cells inside its data.
+fn check_column(column: &ArchivedColumnImage, n: usize) -> Result<(), String> {
+    let id = column.id.as_str();
+    if column.statuses.len() != n || column.versions.len() != n {
+        return Err(format!("column {id} has the wrong number of cells"));
+    }
+    let ends_fit = |data_len: usize, ends: &[rkyv::rend::u64_le]| {
+        let mut last = 0u64;
+        ends.iter().all(|e| {
+            let e = e.to_native();
+            let ok = e >= last && e <= data_len as u64;
+            last = e;
+            ok
+        })
+    };
+    let cells = match &column.cells {
+        ArchivedColumnCells::Text { data, ends } => {
+            if !ends_fit(data.len(), ends) {
+                return Err(format!("column {id}: bad text offsets"));
+            }
+            ends.len()
+        }
+        ArchivedColumnCells::Number(v) => v.len(),
+        ArchivedColumnCells::Boolean(v) => v.len(),
+        ArchivedColumnCells::Datetime(v) => v.len(),
+        ArchivedColumnCells::List { data, item_ends, cell_ends } => {
+            if !ends_fit(data.len(), item_ends) || !ends_fit(item_ends.len(), cell_ends) {
+                return Err(format!("column {id}: bad list offsets"));
+            }
+            cell_ends.len()
+        }
+    };
+    if cells != n {
+        return Err(format!("column {id}: {cells} cells for {n} records"));
+    }
+    Ok(())
+}
+
+/// Writes cell `i` of an archived column (checked by `check_column`) into `row`.
+fn load_cell(
+    store: &mut ColumnStore,
+    row: RowId,
+    slot: ColumnSlot,
+    column: &ArchivedColumnImage,
+    i: usize,
+) -> Result<(), String> {
+    let fail = |e: super::store::KindMismatch| format!("column {}: {e}", column.id.as_str());
+    let start =
+        |ends: &[rkyv::rend::u64_le]| if i == 0 { 0 } else { ends[i - 1].to_native() as usize };
+    match &column.cells {
+        ArchivedColumnCells::Text { data, ends } => {
+            let text =
+                data.as_str().get(start(ends)..ends[i].to_native() as usize).ok_or_else(|| {
+                    format!("column {}: text offsets off a character", column.id.as_str())
+                })?;
+            if !text.is_empty() {
+                store.set_text(row, slot, text).map_err(fail)?;
+            }
+        }
+        ArchivedColumnCells::Number(v) => {
+            let x = v[i].to_native();
+            if !x.is_nan() {
+                store.set_value(row, slot, &CellValue::Number(x)).map_err(fail)?;
+            }
+        }
+        ArchivedColumnCells::Boolean(v) => {
+            if v[i] < 2 {
+                store.set_value(row, slot, &CellValue::Boolean(v[i] == 1)).map_err(fail)?;
+            }
+        }
+        ArchivedColumnCells::Datetime(v) => {
+            let ms = v[i].to_native();
+            if ms != i64::MIN {
+                store.set_value(row, slot, &CellValue::Datetime(ms)).map_err(fail)?;
+            }
+        }
+        ArchivedColumnCells::List { data, item_ends, cell_ends } => {
+            let items = start(cell_ends)..cell_ends[i].to_native() as usize;
+            if !items.is_empty() {
+                let mut list = Vec::with_capacity(items.len());
+                for k in items {
+                    let from = if k == 0 { 0 } else { item_ends[k - 1].to_native() as usize };
+                    let item = data
+                        .as_str()
+                        .get(from..item_ends[k].to_native() as usize)
+                        .ok_or_else(|| {
+                            format!("column {}: list offsets off a character", column.id.as_str())
+                        })?;
+                    list.push(item.to_owned());
+                }
+                store.set_value(row, slot, &CellValue::List(list)).map_err(fail)?;
+            }
+        }
+    }
+    let status = column.statuses[i];
+    if status != 0 {
+        let (d, s, mt) = unpack(status);
+        store.set_dependency_status(row, slot, d);
+        store.set_source_status(row, slot, s);
+        store.set_mt(row, slot, mt);
+    }
+    store.restore_version(row, slot, column.versions[i].to_native());
+    Ok(())
+}

@@ -13,7 +13,7 @@ use dashmap::DashMap;
 use super::snapshot::{SnapshotImage, SnapshotStore};
 use super::wal::WalHandle;
 use crate::grid::image::{
-    ArchivedBranchImage, ArchivedBranchImageV1, ArchivedBranchImageV2, BranchImage, BranchImageV1,
+    ArchivedBranchImage, ArchivedBranchImageV1, ArchivedBranchImageV2, BranchImageV1,
     BranchImageV2, IMAGE_FORMAT_VERSION,
 };
 use crate::grid::ops::GridState;
@@ -276,9 +276,7 @@ pub fn wait_off_runtime(durable: super::wal::Durable) -> Result<(), String> {
 pub fn decode_image(bytes: &[u8]) -> Result<GridState, String> {
     let archived = rkyv::access::<ArchivedBranchImage, rkyv::rancor::Error>(bytes)
         .map_err(|e| format!("validation: {e}"))?;
-    let image: BranchImage = rkyv::deserialize::<BranchImage, rkyv::rancor::Error>(archived)
-        .map_err(|e| format!("decoding: {e}"))?;
-    GridState::from_image(image)
+    GridState::from_archived(archived)
 }
 
 /// Decodes an image of any format this build reads from an aligned buffer.

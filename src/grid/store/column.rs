@@ -505,14 +505,31 @@ impl Column {
         clock: u32,
     ) -> Result<bool, KindMismatch> {
         let value = stored(self.kind, value, scratch)?;
+        Ok(self.set_stored(row, value, clock))
+    }
+
+    /// `set` of a text value borrowed as `&str` (loading an image: no owned value is made).
+    pub(super) fn set_text(
+        &mut self,
+        row: usize,
+        value: &str,
+        clock: u32,
+    ) -> Result<bool, KindMismatch> {
+        if self.kind != StorageKind::Text {
+            return Err(KindMismatch { column: self.kind, value: StorageKind::Text });
+        }
+        Ok(self.set_stored(row, Stored::Text(Some(value)), clock))
+    }
+
+    fn set_stored(&mut self, row: usize, value: Stored<'_>, clock: u32) -> bool {
         let (chunk, at) = self.chunks.chunk(row);
         if chunk.cells.stored_at(at) == value {
-            return Ok(false);
+            return false;
         }
         let (chunk, at) = self.chunks.chunk_mut(row);
         chunk.cells.write(at, value);
         chunk.stamp(at, clock);
-        Ok(true)
+        true
     }
 
     /// The cell's version: 0 for a never-written cell, else the store's clock at its last change.

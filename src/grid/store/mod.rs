@@ -442,6 +442,23 @@ impl ColumnStore {
         Ok(changed)
     }
 
+    /// `set_value` of a text cell given as `&str`.
+    pub fn set_text(
+        &mut self,
+        row: RowId,
+        slot: ColumnSlot,
+        value: &str,
+    ) -> Result<bool, KindMismatch> {
+        let column = self.columns.get_mut(slot.0 as usize).and_then(Option::as_mut);
+        let column = column.expect("column slots are not used after drop_column");
+        let changed = column.set_text(row.at(), value, self.clock)?;
+        if changed && self.tracking {
+            let limit = self.journal_limit();
+            self.changes.note_cell(row.0, slot.0, limit);
+        }
+        Ok(changed)
+    }
+
     /// The cell's value, owned.
     pub fn value(&self, row: RowId, slot: ColumnSlot) -> CellValue {
         self.value_ref(row, slot).to_value()
