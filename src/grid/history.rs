@@ -286,8 +286,9 @@ impl History {
         put_cells: impl FnOnce(&mut Vec<u8>),
     ) -> EntryRef {
         if self.chunks.last().is_none_or(|c| c.len() >= CHUNK_BYTES) {
-            if let Some(last) = self.chunks.last_mut() {
-                shrink(Arc::make_mut(last));
+            // A chunk shared with a clone is left as it is rather than copied to shrink it.
+            if let Some(last) = self.chunks.last_mut().and_then(Arc::get_mut) {
+                shrink(last);
             }
             self.chunks.push(Arc::new(Vec::new()));
         }

@@ -300,15 +300,9 @@ impl GridState {
         Ok(state)
     }
 
-    fn records_from_image(image: BranchImageV1) -> Result<GridState, String> {
-        let schema: Schema =
-            serde_json::from_str(&image.schema_json).map_err(|e| format!("schema: {e}"))?;
-        let n = image.ids.len();
-        if image.paths.len() != n || image.times.len() != n || image.users.len() != n {
-            return Err("record columns have different lengths".to_owned());
-        }
-        let identity =
-            if image.by_path { RecordIdentity::PathAndId } else { RecordIdentity::RecordId };
+    /// A branch with no records, `schema`'s columns and compiled formulas.
+    fn with_schema(schema: Schema, by_path: bool) -> GridState {
+        let identity = if by_path { RecordIdentity::PathAndId } else { RecordIdentity::RecordId };
         let mut state = GridState::empty(identity);
         for column in &schema.columns {
             state.add_column_storage(column);
@@ -316,6 +310,17 @@ impl GridState {
         state.schema = schema;
         state.schema.reindex();
         state.compile_formulas();
+        state
+    }
+
+    fn records_from_image(image: BranchImageV1) -> Result<GridState, String> {
+        let schema: Schema =
+            serde_json::from_str(&image.schema_json).map_err(|e| format!("schema: {e}"))?;
+        let n = image.ids.len();
+        if image.paths.len() != n || image.times.len() != n || image.users.len() != n {
+            return Err("record columns have different lengths".to_owned());
+        }
+        let mut state = GridState::with_schema(schema, image.by_path);
         let rows: Vec<RowId> = (0..n)
             .map(|i| {
                 state.store.insert(&image.ids[i], &image.paths[i], image.times[i], &image.users[i])
@@ -531,15 +536,7 @@ impl GridState {
         }
         let schema: Schema =
             serde_json::from_str(v1.schema_json.as_str()).map_err(|e| format!("schema: {e}"))?;
-        let identity =
-            if v1.by_path { RecordIdentity::PathAndId } else { RecordIdentity::RecordId };
-        let mut state = GridState::empty(identity);
-        for column in &schema.columns {
-            state.add_column_storage(column);
-        }
-        state.schema = schema;
-        state.schema.reindex();
-        state.compile_formulas();
+        let mut state = GridState::with_schema(schema, v1.by_path);
         let columns: Vec<(ColumnSlot, &ArchivedColumnImage)> = v1
             .columns
             .iter()

@@ -435,10 +435,7 @@ impl ColumnStore {
         let column = self.columns.get_mut(slot.0 as usize).and_then(Option::as_mut);
         let column = column.expect("column slots are not used after drop_column");
         let changed = column.set(row.at(), value, &mut self.scratch, self.clock)?;
-        if changed && self.tracking {
-            let limit = self.journal_limit();
-            self.changes.note_cell(row.0, slot.0, limit);
-        }
+        self.note_written(changed, row, slot);
         Ok(changed)
     }
 
@@ -452,11 +449,16 @@ impl ColumnStore {
         let column = self.columns.get_mut(slot.0 as usize).and_then(Option::as_mut);
         let column = column.expect("column slots are not used after drop_column");
         let changed = column.set_text(row.at(), value, self.clock)?;
+        self.note_written(changed, row, slot);
+        Ok(changed)
+    }
+
+    /// Journals a cell write that changed the cell.
+    fn note_written(&mut self, changed: bool, row: RowId, slot: ColumnSlot) {
         if changed && self.tracking {
             let limit = self.journal_limit();
             self.changes.note_cell(row.0, slot.0, limit);
         }
-        Ok(changed)
     }
 
     /// The cell's value, owned.

@@ -144,13 +144,7 @@ impl FileSnapshotStore {
             let stored = header.payload_crc;
             return Err(LoadError::Damaged(ImageDamage::PayloadCrc { stored, computed }));
         }
-        Ok(LoadedSnapshot {
-            format_version: header.format_version,
-            wal_lsn: header.wal_lsn,
-            generation,
-            bytes,
-            damaged_newer: Vec::new(),
-        })
+        Ok(LoadedSnapshot::checked(&header, generation, bytes))
     }
 
     /// Loads one generation from its home.

@@ -87,6 +87,19 @@ pub struct LoadedSnapshot {
     pub damaged_newer: Vec<Generation>,
 }
 
+impl LoadedSnapshot {
+    /// A generation whose header and payload passed their checks.
+    fn checked(header: &ImageHeader, generation: Generation, bytes: AlignedBytes) -> Self {
+        LoadedSnapshot {
+            format_version: header.format_version,
+            wal_lsn: header.wal_lsn,
+            generation,
+            bytes,
+            damaged_newer: Vec::new(),
+        }
+    }
+}
+
 /// What is wrong with one stored generation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImageDamage {

@@ -111,13 +111,7 @@ impl SledSnapshotStore {
         let stored = stored.ok_or(LoadError::Damaged(ImageDamage::MissingHeader))?;
         let header = header::decode(&stored).map_err(LoadError::Damaged)?;
         let bytes = self.read_payload(gen_prefix, &header)?;
-        Ok(LoadedSnapshot {
-            format_version: header.format_version,
-            wal_lsn: header.wal_lsn,
-            generation,
-            bytes,
-            damaged_newer: Vec::new(),
-        })
+        Ok(LoadedSnapshot::checked(&header, generation, bytes))
     }
 
     fn read_payload(
