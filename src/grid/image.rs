@@ -8,8 +8,10 @@
 //! the merge stamps (the branch's clock, each record's created/moved stamps, the merge bases,
 //! the journal of gone keys). Formats 1 and 2 still load (`GridState::from_image_v2`,
 //! `from_image_v1`; their history, kept per record key, is turned into the log), and format 1's
-//! cell versions were change counters, so the clock starts above the highest of them. A change to these types is a new format version: bump
-//! `IMAGE_FORMAT_VERSION`, keep a reader for the old one, and add a fixture under `snapshots/`.
+//! cell versions were change counters, so the clock starts above the highest of them. Format 3
+//! is read from the archived bytes (`GridState::from_archived`), never deserialized first. A
+//! change to these types is a new format version: bump `IMAGE_FORMAT_VERSION`, keep a reader
+//! for the old one, and add a fixture under `snapshots/`.
 
 use rkyv::{Archive, Deserialize, Serialize};
 
@@ -245,25 +247,6 @@ impl GridState {
         }
     }
 
-    /// Rebuilds a branch from an image; an inconsistent image is an error, never a panic.
-    pub fn from_image(image: BranchImage) -> Result<GridState, String> {
-        let mut state = GridState::from_image_v2(image.body)?;
-        let HistoryImage3 { chunks, heads, retired, count } = image.history;
-        if heads.len() != state.store.len() {
-            return Err("history heads have the wrong length".to_owned());
-        }
-        let history = History::from_parts(HistoryParts { chunks, retired, count })?;
-        if let Some(bad) = heads.iter().find(|&&at| !history.holds(at)) {
-            return Err(format!("a history chain starts outside the log ({bad:#x})"));
-        }
-        let rows: Vec<RowId> = state.store.live_rows().collect();
-        for (row, head) in rows.into_iter().zip(heads) {
-            state.store.set_history_head(row, head);
-        }
-        state.history = history;
-        Ok(state)
-    }
-
     /// Rebuilds a branch from a format-2 image.
     pub fn from_image_v2(image: BranchImageV2) -> Result<GridState, String> {
         let n = image.records.ids.len();
@@ -348,9 +331,7 @@ impl GridState {
         state.history_from_keyed(image.history);
         Ok(state)
     }
-}
 
-impl GridState {
     /// Turns the per-key history of a format 1 or 2 image (keys in order, each key's entries
     /// oldest first) into chains: a live key's chain goes to its record, a retired key's (or
     /// one no record has) to the retired list.
@@ -513,19 +494,16 @@ fn cell_values(cells: ColumnCells, n: usize) -> Result<Vec<CellValue>, String> {
 }
 
 impl GridState {
-    /// Rebuilds a branch straight from a validated archived image (format 3), without first
+    /// Rebuilds a branch from a validated archived image (format 3; an inconsistent one is an
+    /// error, never a panic), without first
     /// copying it into owned values: text cells, ids and names are read from the image's bytes
     /// and written into the store's arenas, record by record (so each arena is sized once its
-    /// first rows predict it). An inconsistent image is an error, never a panic.
+    /// first rows predict it).
     pub fn from_archived(image: &ArchivedBranchImage) -> Result<GridState, String> {
         let v2 = &image.body;
         let v1 = &v2.records;
         if !v1.history.is_empty() {
-            // Format 3 never writes the old history list; an image that has one is converted
-            // the slow way.
-            let owned: BranchImage = rkyv::deserialize::<BranchImage, rkyv::rancor::Error>(image)
-                .map_err(|e| format!("decoding: {e}"))?;
-            return GridState::from_image(owned);
+            return Err("a format 3 image holds history in the old per-key list".to_owned());
         }
         let n = v1.ids.len();
         if v1.paths.len() != n || v1.times.len() != n || v1.users.len() != n {

@@ -186,6 +186,60 @@ fn generations(dir: &std::path::Path) -> Vec<Vec<std::path::PathBuf>> {
     out
 }
 
+/// A data directory of a build that kept snapshots in sled: with the snapshot files moved into
+/// sled's `snapshot_chunks` tree (as that build wrote them) and the WAL gone (as when its
+/// segments below the snapshots were deleted), every record comes back from sled's images,
+/// and the next snapshots are files.
+#[test]
+fn snapshots_kept_in_sled_by_earlier_builds_still_load() {
+    use gridd::persist::snapshot::{SledSnapshotStore, SnapshotImage, SnapshotStore};
+    let app = spawn_app();
+    let view = grid_with_records(&app, 4);
+    // A graceful stop snapshots every branch and the catalogue.
+    let app = app.restart();
+    let copy = killed_copy(app);
+    {
+        let db = sled::open(copy.path().join("db")).expect("sled");
+        let legacy = SledSnapshotStore::open(&db).expect("store");
+        let mut moved = 0;
+        for key in std::fs::read_dir(copy.path().join("snapshots")).expect("snapshots").flatten() {
+            let name = key.file_name().to_string_lossy().into_owned();
+            let mut files: Vec<_> = std::fs::read_dir(key.path())
+                .expect("key directory")
+                .flatten()
+                .map(|f| f.path())
+                .collect();
+            files.sort();
+            for file in files {
+                let bytes = std::fs::read(&file).expect("generation file");
+                let field = |at: usize, n: usize| bytes[at..at + n].to_vec();
+                let image = SnapshotImage {
+                    format_version: u32::from_le_bytes(field(8, 4).try_into().expect("4 bytes")),
+                    wal_lsn: u64::from_le_bytes(field(12, 8).try_into().expect("8 bytes")),
+                    bytes: bytes[36..].to_vec(),
+                };
+                legacy.put(&name, &image).expect("stored in sled");
+                moved += 1;
+            }
+        }
+        assert!(moved >= 2, "the branch's and the catalogue's images");
+        legacy.flush().expect("flushed");
+        std::fs::remove_dir_all(copy.path().join("snapshots")).expect("files removed");
+        for segment in std::fs::read_dir(copy.path().join("wal")).expect("wal").flatten() {
+            if segment.file_name().to_string_lossy().ends_with(".log") {
+                std::fs::remove_file(segment.path()).expect("segment removed");
+            }
+        }
+    }
+    let app = start(copy.path(), OWNER_KEY);
+    assert_eq!(contents(&app, &view), expected(0..4), "sled's images serve every record");
+    add(&app, &view, 4..5);
+    let app = app.restart();
+    assert_eq!(contents(&app, &view), expected(0..5));
+    drop(app);
+    assert!(!generations(copy.path()).is_empty(), "the next snapshots are files");
+}
+
 /// The newest snapshot generation of the master is damaged: the first start falls back to the
 /// older one and replays the WAL from its position, so writes from before, between and after
 /// the two snapshots all come back.

@@ -96,18 +96,25 @@ impl FileSnapshotStore {
                 found.insert(info.generation.0, Home::Legacy);
             }
         }
-        let entries = match fs::read_dir(dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(found),
-            Err(e) => return Err(io_error(e)),
-        };
-        for entry in entries {
-            let name = entry.map_err(io_error)?.file_name();
-            if let Some(number) = name.to_str().and_then(|n| parse_name(n, SUFFIX)) {
-                found.insert(number, Home::File);
-            }
+        for number in Self::file_generations(dir)? {
+            found.insert(number, Home::File);
         }
         Ok(found)
+    }
+
+    /// The generations with a file in `dir`.
+    fn file_generations(dir: &Path) -> Result<Vec<u64>, SnapshotError> {
+        let entries = match fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error(e)),
+        };
+        let mut numbers = Vec::new();
+        for entry in entries {
+            let name = entry.map_err(io_error)?.file_name();
+            numbers.extend(name.to_str().and_then(|n| parse_name(n, SUFFIX)));
+        }
+        Ok(numbers)
     }
 
     fn file(dir: &Path, generation: u64, suffix: &str) -> PathBuf {
@@ -346,10 +353,7 @@ impl SnapshotStore for FileSnapshotStore {
         };
         let mut listed: BTreeMap<u64, GenerationInfo> =
             legacy.into_iter().map(|info| (info.generation.0, info)).collect();
-        for (number, home) in self.stored(key, &dir)? {
-            if home != Home::File {
-                continue;
-            }
+        for number in Self::file_generations(&dir)? {
             let mut head = [0u8; HEADER_LEN];
             let header = File::open(Self::file(&dir, number, SUFFIX))
                 .and_then(|mut f| read_up_to(&mut f, &mut head))
