@@ -7,7 +7,8 @@
 //! pattern, method and status; `gridd_wal_fsync_seconds`, `gridd_wal_batch_records`,
 //! `gridd_wal_records_total`, `gridd_wal_bytes_total`; `gridd_snapshot_seconds`;
 //! `gridd_branch_records`, `gridd_branch_store_bytes`, `gridd_branch_index_bytes` by grid and
-//! branch, `gridd_branch_heap_bytes` by grid, branch and part; `gridd_process_resident_bytes`.
+//! branch, `gridd_branch_heap_bytes` by grid, branch and part; `gridd_branch_cell_bytes` and
+//! `gridd_branch_cells` by grid, branch and column type; `gridd_process_resident_bytes`.
 
 use std::fmt::Write as _;
 
@@ -94,6 +95,37 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
                 "gridd_branch_heap_bytes{{grid=\"{}\",branch=\"{}\",part=\"{part}\"}} {value}",
                 escape(&route.grid_id),
                 escape(&route.branch_id)
+            );
+        }
+    }
+    header(
+        &mut out,
+        "gridd_branch_cell_bytes",
+        "gauge",
+        "Heap bytes of a branch's cells by column type (values, versions, statuses); divided by \
+         gridd_branch_cells of the same type, the bytes a cell of that type costs.",
+    );
+    for (route, answer) in branches.iter().zip(&answers) {
+        let Ok(stats) = answer else { continue };
+        for &(column_type, bytes, _) in &stats.by_type {
+            let _ = writeln!(
+                out,
+                "gridd_branch_cell_bytes{{grid=\"{}\",branch=\"{}\",type=\"{column_type}\"}} {bytes}",
+                escape(&route.grid_id),
+                escape(&route.branch_id)
+            );
+        }
+    }
+    header(&mut out, "gridd_branch_cells", "gauge", "Cells of a branch by column type.");
+    for (route, answer) in branches.iter().zip(&answers) {
+        let Ok(stats) = answer else { continue };
+        for &(column_type, _, columns) in &stats.by_type {
+            let _ = writeln!(
+                out,
+                "gridd_branch_cells{{grid=\"{}\",branch=\"{}\",type=\"{column_type}\"}} {}",
+                escape(&route.grid_id),
+                escape(&route.branch_id),
+                columns * stats.records
             );
         }
     }

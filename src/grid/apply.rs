@@ -4,8 +4,6 @@
 //!
 //! Called only from `GridState::apply`; deterministic (times and users come in the op).
 
-use std::collections::HashSet;
-
 use super::codec::convert;
 use super::history::CellRecord;
 use super::ops::{CellWrite, GridState, RecordWrite};
@@ -210,7 +208,7 @@ impl GridState {
         cells: &'a [CellWrite],
         mark_mt: bool,
     ) -> WrittenCells<'a> {
-        let mut written = WrittenCells { values: HashSet::new(), any: false };
+        let mut written = WrittenCells { values: foldhash::HashSet::default(), any: false };
         for cell in cells {
             let Some(&slot) = self.slots.get(&cell.column_id) else { continue };
             if let Some(value) = &cell.value {
@@ -280,7 +278,7 @@ impl GridState {
 /// What a write did to a record's cells.
 struct WrittenCells<'a> {
     /// The columns whose value changed.
-    values: HashSet<&'a str>,
+    values: foldhash::HashSet<&'a str>,
     /// Whether any value, status or flag changed.
     any: bool,
 }

@@ -110,7 +110,7 @@ pub struct GridState {
     pub schema: Schema,
     pub store: ColumnStore,
     /// Where each column's cells live in the store.
-    pub slots: HashMap<String, ColumnSlot>,
+    pub slots: foldhash::HashMap<String, ColumnSlot>,
     pub history: History,
     /// Per branch merged into this one: the common point after the last merge.
     pub merge_bases: HashMap<String, MergeBase>,
@@ -126,7 +126,7 @@ impl GridState {
         GridState {
             schema: Schema::default(),
             store: ColumnStore::new(identity),
-            slots: HashMap::new(),
+            slots: foldhash::HashMap::default(),
             history: History::default(),
             merge_bases: HashMap::new(),
             formulas: Arc::default(),

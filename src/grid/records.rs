@@ -425,9 +425,10 @@ fn check_cells(
     problems: &mut Problems,
 ) -> Vec<CellWrite> {
     let mut cells = Vec::with_capacity(input.cells.len());
-    let mut seen = HashSet::new();
+    let mut seen =
+        foldhash::HashSet::with_capacity_and_hasher(input.cells.len(), Default::default());
     for (j, cell) in input.cells.iter().enumerate() {
-        let at = format!("{at}.cells[{j}]");
+        let at = CellAt { record: at, cell: j };
         let Some(column_id) = cell.column_id.as_deref() else {
             problems.add(ErrorCode::BadRequest, format!("{at}: columnId is missing."));
             continue;
@@ -541,6 +542,18 @@ fn check_cells(
         });
     }
     cells
+}
+
+/// Where a cell of a request is (`records[3].cells[1]`), formatted only when a problem names it.
+struct CellAt<'a> {
+    record: &'a str,
+    cell: usize,
+}
+
+impl std::fmt::Display for CellAt<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.cells[{}]", self.record, self.cell)
+    }
 }
 
 /// Whether a source cell up `column_id`'s chain of dependencies holds `lockAllLanguages` in

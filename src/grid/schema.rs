@@ -271,10 +271,10 @@ pub struct Schema {
     pub dependencies: Vec<Dependency>,
     pub views: Vec<ViewDef>,
     #[serde(skip)]
-    index: HashMap<String, usize>,
+    index: foldhash::HashMap<String, usize>,
     /// View id -> (column id -> position in the view's `columns`).
     #[serde(skip)]
-    view_index: HashMap<String, HashMap<String, usize>>,
+    view_index: HashMap<String, foldhash::HashMap<String, usize>>,
 }
 
 impl PartialEq for Schema {
@@ -288,7 +288,7 @@ impl PartialEq for Schema {
 /// Where `id` is in `items` by `index` (`None`: in none), or `Err(())` when the index is out
 /// of step and the caller must scan.
 fn indexed<T>(
-    index: Option<&HashMap<String, usize>>,
+    index: Option<&foldhash::HashMap<String, usize>>,
     items: &[T],
     id: &str,
     id_of: impl Fn(&T) -> &str,

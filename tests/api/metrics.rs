@@ -86,3 +86,37 @@ fn metrics_report_heap_bytes_per_branch_by_part() {
     let sum = ["cells", "records", "keys", "journal"].iter().map(|p| part(&after, p)).sum::<f64>();
     assert_eq!(store, Some(sum), "{after}");
 }
+
+#[test]
+fn metrics_report_cell_bytes_per_column_type() {
+    let app = spawn_app();
+    let (grid, view) = app.create_grid("g");
+    app.create_column(&view, json!({"id": "t", "name": "T", "type": "singleLine"}));
+    app.create_column(&view, json!({"id": "n", "name": "N", "type": "number"}));
+    let records: Vec<_> = (0..300)
+        .map(|i| {
+            json!({"id": format!("r{i}"), "cells": [
+                {"columnId": "t", "value": "y".repeat(200)},
+                {"columnId": "n", "value": i}
+            ]})
+        })
+        .collect();
+    app.add_records(&view, json!(records));
+    let text = app.get("/metrics").text;
+    let series = |name: &str, column_type: &str| {
+        let key = format!("{name}{{grid=\"{grid}\",branch=\"{grid}\",type=\"{column_type}\"}}");
+        value_of(&text, &key).unwrap_or_else(|| panic!("no {key}: {text}"))
+    };
+    assert_eq!(series("gridd_branch_cells", "number"), 300.0);
+    let text_cells = series("gridd_branch_cells", "singleLine");
+    assert!(text_cells >= 300.0, "the grid's own text columns count too: {text}");
+    let text_bytes = series("gridd_branch_cell_bytes", "singleLine");
+    let number_bytes = series("gridd_branch_cell_bytes", "number");
+    assert!(text_bytes >= 300.0 * 200.0, "{text}");
+    assert!(number_bytes >= 300.0 * 8.0 && number_bytes < text_bytes, "{text}");
+    let cells = value_of(
+        &text,
+        &format!("gridd_branch_heap_bytes{{grid=\"{grid}\",branch=\"{grid}\",part=\"cells\"}}"),
+    );
+    assert!(cells.is_some_and(|all| all >= text_bytes + number_bytes), "{text}");
+}

@@ -200,7 +200,7 @@ fn cycle_through(schema: &Schema, column_id: &str, expr: &Expr) -> Option<String
 
 impl FormulaPlan {
     /// Compiles the formula columns of `schema` that have storage in `slots`.
-    pub fn build(schema: &Schema, slots: &HashMap<String, ColumnSlot>) -> FormulaPlan {
+    pub fn build(schema: &Schema, slots: &foldhash::HashMap<String, ColumnSlot>) -> FormulaPlan {
         let parsed = parsed_formulas(schema);
         let mut kinds: HashMap<String, ResultKind> = HashMap::new();
         let mut formulas = Vec::new();

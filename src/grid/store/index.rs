@@ -3,13 +3,14 @@
 //! Owns `HashIndex` (a 64-bit key hash to one or more `u32` values, verified by the caller against
 //! the stored strings, so no key string is kept twice) and `Interner`. Maps are split by hash into
 //! `SHARDS` shards behind `Arc`s, so a clone costs one reference count per shard and copies a
-//! shard only when one side writes to it. Hashing is deterministic (SipHash with fixed keys);
-//! nothing here knows about columns or liveness.
+//! shard only when one side writes to it. Keys are hashed with foldhash under a seed drawn once
+//! per process (hashes are never stored, and a tenant cannot aim ids at one bucket); nothing here
+//! knows about columns or liveness.
 
-use std::collections::hash_map::{DefaultHasher, Entry};
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::sync::{Arc, OnceLock};
 
 use super::chunked::arc_bytes;
 use super::text::TextColumn;
@@ -22,7 +23,10 @@ const SHARD_SHIFT: u32 = 32;
 /// Hashes a record key (or a name, with `path = None`). `0xFF` never occurs in UTF-8, so
 /// separating path and id with it keeps `(path, id)` pairs unambiguous.
 pub(super) fn key_hash(path: Option<&str>, id: &str) -> u64 {
-    let mut hasher = DefaultHasher::new();
+    static STATE: OnceLock<foldhash::quality::FixedState> = OnceLock::new();
+    let state =
+        STATE.get_or_init(|| foldhash::quality::FixedState::with_seed(rand::random::<u64>()));
+    let mut hasher = state.build_hasher();
     if let Some(path) = path {
         hasher.write(path.as_bytes());
         hasher.write_u8(0xFF);

@@ -768,6 +768,11 @@ impl ColumnStore {
         self.heap_parts().total()
     }
 
+    /// Heap bytes of one column's cells (values, versions, statuses); 0 for a dropped slot.
+    pub fn column_heap_bytes(&self, slot: ColumnSlot) -> usize {
+        self.columns.get(slot.0 as usize).and_then(Option::as_ref).map_or(0, Column::heap_bytes)
+    }
+
     /// `heap_bytes` by part.
     pub fn heap_parts(&self) -> StoreBytes {
         let cells: usize = self.columns.iter().flatten().map(Column::heap_bytes).sum::<usize>()
