@@ -2,21 +2,23 @@
 //! statuses, machine-translation flags and cell versions) and history, and the conversions
 //! between it and a live `GridState`.
 //!
-//! Format version 3 (`BranchImage`): format 2's body with its history list left empty, and the
-//! history log as it is held in memory (`history::History`: its byte chunks, each live record's
-//! chain head, the retired chains). Format 2 (`BranchImageV2`): format 1's `BranchImageV1` plus
+//! Format version 4 (`BranchImage`): format 2's body with its history list left empty, and the
+//! history log as it is held in memory (`history::History`: its chunks, the sealed ones packed
+//! as zstd blocks, each live record's chain head, the retired chains). Format 3
+//! (`BranchImageV3`) is format 4 with every chunk plain. Format 2 (`BranchImageV2`): format 1's `BranchImageV1` plus
 //! the merge stamps (the branch's clock, each record's created/moved stamps, the merge bases,
 //! the journal of gone keys). Formats 1 and 2 still load (`GridState::from_image_v2`,
 //! `from_image_v1`; their history, kept per record key, is turned into the log), and format 1's
-//! cell versions were change counters, so the clock starts above the highest of them. Format 3
-//! is read from the archived bytes (`GridState::from_archived`), never deserialized first. A
+//! cell versions were change counters, so the clock starts above the highest of them. Formats 3
+//! and 4 are read from the archived bytes (`GridState::from_archived`), never deserialized
+//! first. A
 //! change to these types is a new format version: bump `IMAGE_FORMAT_VERSION`, keep a reader
 //! for the old one, and add a fixture under `snapshots/`.
 
 use rkyv::{Archive, Deserialize, Serialize};
 
 use super::history::{
-    legacy_key, EntryRef, History, HistoryCell, HistoryEntry, HistoryParts, NO_ENTRY,
+    legacy_key, ChunkPart, EntryRef, History, HistoryCell, HistoryEntry, HistoryParts, NO_ENTRY,
 };
 use super::ops::{GridState, MergeBase};
 use super::schema::Schema;
@@ -24,7 +26,7 @@ use super::store::{CellRef, ColumnSlot, ColumnStore, GoneKey, RecordIdentity, Ro
 use super::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
 /// The image format this build writes.
-pub const IMAGE_FORMAT_VERSION: u32 = 3;
+pub const IMAGE_FORMAT_VERSION: u32 = 4;
 
 #[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
 pub enum CellImage {
@@ -82,15 +84,45 @@ pub struct HistoryImage {
     pub cells: Vec<HistoryCellImage>,
 }
 
-/// Everything a branch holds (format 3).
+/// Everything a branch holds (format 4).
 #[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
 pub struct BranchImage {
     /// Format 2's content; its `records.history` is empty.
     pub body: BranchImageV2,
+    pub history: HistoryImage4,
+}
+
+/// The history log (`history::History`) of format 4.
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct HistoryImage4 {
+    /// The sealed chunks, then the open one.
+    pub chunks: Vec<HistoryChunkImage>,
+    /// Per live record, in order: where its chain starts (`u64::MAX`: no entry).
+    pub heads: Vec<u64>,
+    /// The chains of deleted records.
+    pub retired: Vec<u64>,
+    pub count: u64,
+}
+
+/// A chunk of the history log (`history::ChunkPart`): zstd blocks ending at `ends` in `data`,
+/// or plain bytes when `ends` is empty.
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct HistoryChunkImage {
+    pub len: u32,
+    /// Plain bytes per block (0 when plain).
+    pub block: u32,
+    pub ends: Vec<u32>,
+    pub data: Vec<u8>,
+}
+
+/// Everything a branch held in format 3.
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct BranchImageV3 {
+    pub body: BranchImageV2,
     pub history: HistoryImage3,
 }
 
-/// The history log (`history::History`).
+/// The history log of format 3: every chunk plain.
 #[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
 pub struct HistoryImage3 {
     pub chunks: Vec<Vec<u8>>,
@@ -174,8 +206,12 @@ impl GridState {
     pub fn to_image(&self) -> BranchImage {
         let rows: Vec<RowId> = self.store.live_rows().collect();
         let HistoryParts { chunks, retired, count } = self.history.to_parts();
+        let chunks = chunks
+            .into_iter()
+            .map(|c| HistoryChunkImage { len: c.len, block: c.block, ends: c.ends, data: c.data })
+            .collect();
         BranchImage {
-            history: HistoryImage3 {
+            history: HistoryImage4 {
                 chunks,
                 heads: rows.iter().map(|r| self.store.history_head(*r)).collect(),
                 retired,
@@ -494,22 +530,58 @@ fn cell_values(cells: ColumnCells, n: usize) -> Result<Vec<CellValue>, String> {
 }
 
 impl GridState {
-    /// Rebuilds a branch from a validated archived image (format 3; an inconsistent one is an
-    /// error, never a panic), without first
-    /// copying it into owned values: text cells, ids and names are read from the image's bytes
-    /// and written into the store's arenas, record by record (so each arena is sized once its
-    /// first rows predict it).
+    /// Rebuilds a branch from a validated archived image (format 4; an inconsistent one is an
+    /// error, never a panic), without first copying it into owned values: text cells, ids and
+    /// names are read from the image's bytes and written into the store's arenas, record by
+    /// record (so each arena is sized once its first rows predict it); packed history chunks
+    /// stay packed.
     pub fn from_archived(image: &ArchivedBranchImage) -> Result<GridState, String> {
-        let v2 = &image.body;
+        let h = &image.history;
+        let chunks = h
+            .chunks
+            .iter()
+            .map(|c| ChunkPart {
+                len: c.len.to_native(),
+                block: c.block.to_native(),
+                ends: c.ends.iter().map(|e| e.to_native()).collect(),
+                data: c.data.as_slice().to_vec(),
+            })
+            .collect();
+        let retired = h.retired.iter().map(|r| r.to_native()).collect();
+        let history = HistoryParts { chunks, retired, count: h.count.to_native() };
+        GridState::from_archived_parts(&image.body, &h.heads, history)
+    }
+
+    /// `from_archived` for a format 3 image, whose history chunks are all plain.
+    pub fn from_archived_v3(image: &ArchivedBranchImageV3) -> Result<GridState, String> {
+        let h = &image.history;
+        let chunks = h
+            .chunks
+            .iter()
+            .map(|c| {
+                let len = u32::try_from(c.len()).map_err(|_| "history: a chunk over 4 GiB")?;
+                Ok(ChunkPart { len, block: 0, ends: Vec::new(), data: c.as_slice().to_vec() })
+            })
+            .collect::<Result<_, &str>>()?;
+        let retired = h.retired.iter().map(|r| r.to_native()).collect();
+        let history = HistoryParts { chunks, retired, count: h.count.to_native() };
+        GridState::from_archived_parts(&image.body, &h.heads, history)
+    }
+
+    fn from_archived_parts(
+        v2: &ArchivedBranchImageV2,
+        heads: &[rkyv::rend::u64_le],
+        history: HistoryParts,
+    ) -> Result<GridState, String> {
         let v1 = &v2.records;
         if !v1.history.is_empty() {
-            return Err("a format 3 image holds history in the old per-key list".to_owned());
+            return Err("a format 3 or 4 image holds history in the old per-key list".to_owned());
         }
         let n = v1.ids.len();
         if v1.paths.len() != n || v1.times.len() != n || v1.users.len() != n {
             return Err("record columns have different lengths".to_owned());
         }
-        if v2.created.len() != n || v2.moved.len() != n || image.history.heads.len() != n {
+        if v2.created.len() != n || v2.moved.len() != n || heads.len() != n {
             return Err("record stamps have the wrong length".to_owned());
         }
         let schema: Schema =
@@ -523,7 +595,7 @@ impl GridState {
         for (_, column) in &columns {
             check_column(column, n)?;
         }
-        for i in 0..n {
+        for (i, head) in heads.iter().enumerate() {
             let row = state.store.insert(
                 v1.ids[i].as_str(),
                 v1.paths[i].as_str(),
@@ -534,7 +606,7 @@ impl GridState {
                 load_cell(&mut state.store, row, *slot, column, i)?;
             }
             state.store.restore_row_stamps(row, v2.created[i].to_native(), v2.moved[i].to_native());
-            state.store.set_history_head(row, image.history.heads[i].to_native());
+            state.store.set_history_head(row, head.to_native());
         }
         state.store.restore_clock(v2.clock.to_native());
         state.store.restore_gone(v2.gone.iter().map(|g| GoneKey {
@@ -553,12 +625,8 @@ impl GridState {
                 (m.source_branch_id.as_str().to_owned(), base)
             })
             .collect();
-        let history = History::from_parts(HistoryParts {
-            chunks: image.history.chunks.iter().map(|c| c.as_slice().to_vec()).collect(),
-            retired: image.history.retired.iter().map(|r| r.to_native()).collect(),
-            count: image.history.count.to_native(),
-        })?;
-        if let Some(bad) = image.history.heads.iter().find(|at| !history.holds(at.to_native())) {
+        let history = History::from_parts(history)?;
+        if let Some(bad) = heads.iter().find(|at| !history.holds(at.to_native())) {
             return Err(format!("a history chain starts outside the log ({:#x})", bad.to_native()));
         }
         state.history = history;

@@ -13,8 +13,8 @@ use dashmap::DashMap;
 use super::snapshot::{SnapshotImage, SnapshotStore};
 use super::wal::WalHandle;
 use crate::grid::image::{
-    ArchivedBranchImage, ArchivedBranchImageV1, ArchivedBranchImageV2, BranchImageV1,
-    BranchImageV2, IMAGE_FORMAT_VERSION,
+    ArchivedBranchImage, ArchivedBranchImageV1, ArchivedBranchImageV2, ArchivedBranchImageV3,
+    BranchImageV1, BranchImageV2, IMAGE_FORMAT_VERSION,
 };
 use crate::grid::ops::GridState;
 
@@ -283,10 +283,18 @@ pub fn decode_image(bytes: &[u8]) -> Result<GridState, String> {
 pub fn decode_any(format_version: u32, bytes: &[u8]) -> Result<GridState, String> {
     match format_version {
         IMAGE_FORMAT_VERSION => decode_image(bytes),
+        3 => decode_image_v3(bytes),
         2 => decode_image_v2(bytes),
         1 => decode_image_v1(bytes),
         version => Err(format!("unknown image format {version}")),
     }
+}
+
+/// Decodes an image of format 3 from an aligned buffer.
+pub fn decode_image_v3(bytes: &[u8]) -> Result<GridState, String> {
+    let archived = rkyv::access::<ArchivedBranchImageV3, rkyv::rancor::Error>(bytes)
+        .map_err(|e| format!("validation: {e}"))?;
+    GridState::from_archived_v3(archived)
 }
 
 /// Decodes an image of format 2 from an aligned buffer.
@@ -312,7 +320,7 @@ mod fixture_tests {
     //! `snapshots/` holds one image per format version; each must still load. Regenerate the
     //! current one with `GRIDD_WRITE_SNAPSHOT_FIXTURE=1 cargo test --lib fixture`.
 
-    use super::{decode_image, decode_image_v1, decode_image_v2};
+    use super::{decode_image, decode_image_v1, decode_image_v2, decode_image_v3};
     use crate::grid::columns::{build_column, ColumnRequest};
     use crate::grid::image::IMAGE_FORMAT_VERSION;
     use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
@@ -454,6 +462,22 @@ mod fixture_tests {
         }
         assert_eq!(state.history.len(), 3, "two records added, one added and deleted");
         assert_eq!(state.history.retired().count(), 1);
+    }
+
+    /// Format 3 (history chunks plain) loads with the same records, stamps and history, and
+    /// writes back as the current format does.
+    #[test]
+    fn the_format_3_fixture_loads_with_its_history() {
+        let raw = std::fs::read(fixture_path(3)).expect("the format 3 fixture exists");
+        let mut aligned = rkyv::util::AlignedVec::<16>::new();
+        aligned.extend_from_slice(&raw);
+        let state = decode_image_v3(&aligned).expect("the fixture decodes");
+        let expected = fixture_state();
+        let encode = |s: &GridState| {
+            rkyv::to_bytes::<rkyv::rancor::Error>(&s.to_image()).expect("encodes").to_vec()
+        };
+        assert_eq!(encode(&state), encode(&expected), "format 3 holds what format 4 does");
+        assert_eq!(state.history.all().count(), expected.history.all().count());
     }
 
     /// Format 1 (before merge stamps) loads with its records, statuses and cell versions, and

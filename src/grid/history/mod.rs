@@ -10,8 +10,9 @@
 //! later record with the same id starts a new chain.
 //!
 //! Chunks sit behind `Arc`s: a clone (taken for each snapshot, each branch) shares them and
-//! costs O(chunks); the first write after it copies the last chunk alone (at most
-//! `CHUNK_BYTES`).
+//! costs O(chunks); the first write after it copies the open (last) chunk alone (at most
+//! `CHUNK_BYTES`). A full chunk is sealed and held compressed (`sealed`): history is written
+//! once and read rarely, and compressed it costs a fifth of its bytes.
 //!
 //! Entry layout (little endian; `str` is a LEB128 length then UTF-8 bytes):
 //! `prev: u64 | time_ms: i64 | user: str | id: str | path: str | cells: LEB128 count`, then per
@@ -19,8 +20,12 @@
 //! a tag byte (0 empty, 1 text + str, 2 number + f64, 3 boolean + u8, 4 datetime + i64, 5 list
 //! + LEB128 count + str each).
 
+mod sealed;
+
 use std::sync::Arc;
 
+pub use self::sealed::ChunkPart;
+use self::sealed::{ChunkBytes, Sealed};
 use super::store::CellRef;
 use super::value::{CellValue, DependencyStatus, SourceStatus};
 
@@ -66,7 +71,10 @@ pub struct CellRecord<'a> {
 /// The history of one branch. See the module doc.
 #[derive(Debug, Clone, Default)]
 pub struct History {
-    chunks: Vec<Arc<Vec<u8>>>,
+    /// Full chunks, numbered from 0.
+    sealed: Vec<Arc<Sealed>>,
+    /// The chunk entries are appended to: number `sealed.len()`.
+    open: Arc<Vec<u8>>,
     /// The newest entry of each deleted record, in deletion order.
     retired: imbl::Vector<EntryRef>,
     count: usize,
@@ -81,10 +89,10 @@ pub struct StoredEntry {
     pub entry: HistoryEntry,
 }
 
-/// The parts of a history as an image stores them.
+/// The parts of a history as an image stores them: the sealed chunks, then the open one.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HistoryParts {
-    pub chunks: Vec<Vec<u8>>,
+    pub chunks: Vec<ChunkPart>,
     pub retired: Vec<EntryRef>,
     pub count: u64,
 }
@@ -285,15 +293,10 @@ impl History {
         cell_count: usize,
         put_cells: impl FnOnce(&mut Vec<u8>),
     ) -> EntryRef {
-        if self.chunks.last().is_none_or(|c| c.len() >= CHUNK_BYTES) {
-            // A chunk shared with a clone is left as it is rather than copied to shrink it.
-            if let Some(last) = self.chunks.last_mut().and_then(Arc::get_mut) {
-                shrink(last);
-            }
-            self.chunks.push(Arc::new(Vec::new()));
+        if self.open.len() >= CHUNK_BYTES {
+            self.seal(Arc::new(Vec::new()));
         }
-        let last = self.chunks.len() - 1;
-        let chunk = Arc::make_mut(&mut self.chunks[last]);
+        let chunk = Arc::make_mut(&mut self.open);
         let start = chunk.len();
         if start >= CHUNK_BYTES / 16 && chunk.capacity() < CHUNK_BYTES {
             // A branch that writes this much fills the chunk: size it once, not by doubling.
@@ -309,16 +312,25 @@ impl History {
         let (chunk_no, offset) = if start > 0 && chunk.len() > CHUNK_BYTES {
             // The entry overflows a chunk that held others: it moves to a chunk of its own.
             let moved = chunk.split_off(start);
-            shrink(chunk);
-            self.chunks.push(Arc::new(moved));
-            (self.chunks.len() - 1, 0)
+            self.seal(Arc::new(moved));
+            (self.sealed.len(), 0)
         } else {
-            (last, start)
+            (self.sealed.len(), start)
         };
         self.count += 1;
         let chunk_no = u32::try_from(chunk_no).expect("fewer than 2^32 history chunks");
         let offset = u32::try_from(offset).expect("chunks are sealed before 4 GiB");
         u64::from(chunk_no) << 32 | u64::from(offset)
+    }
+
+    /// Seals the open chunk and opens `next`.
+    fn seal(&mut self, next: Arc<Vec<u8>>) {
+        let mut full = std::mem::replace(&mut self.open, next);
+        // A chunk shared with a clone is left as it is rather than copied to shrink it.
+        if let Some(full) = Arc::get_mut(&mut full) {
+            shrink(full);
+        }
+        self.sealed.push(Sealed::new(full));
     }
 
     /// Keeps a deleted record's chain (newest entry `head`) for exports.
@@ -334,8 +346,10 @@ impl History {
             return None;
         }
         let (chunk, offset) = split(at);
-        let bytes = self.chunks.get(chunk)?.get(offset..)?;
-        Reader { bytes }.entry()
+        if chunk == self.sealed.len() {
+            return Reader { bytes: self.open.get(offset..)? }.entry();
+        }
+        self.sealed.get(chunk)?.read(offset, |bytes| Reader { bytes }.entry())
     }
 
     /// The entries of the chain ending at `head`, newest first. A chain that leads into bytes
@@ -383,10 +397,17 @@ impl History {
     }
 
     /// Every entry, in log order (each record's entries oldest first among themselves).
+    /// A damaged sealed chunk is skipped.
     pub fn all(&self) -> impl Iterator<Item = StoredEntry> + '_ {
-        self.chunks.iter().flat_map(|chunk| {
-            let mut reader = Reader { bytes: chunk.as_slice() };
-            std::iter::from_fn(move || if reader.bytes.is_empty() { None } else { reader.entry() })
+        let open = std::iter::once(Some(ChunkBytes::Shared(Arc::clone(&self.open))));
+        self.sealed.iter().map(|chunk| chunk.whole()).chain(open).flatten().flat_map(|bytes| {
+            let mut at = 0;
+            std::iter::from_fn(move || {
+                let mut reader = Reader { bytes: bytes.get(at..).filter(|b| !b.is_empty())? };
+                let entry = reader.entry()?;
+                at = bytes.len() - reader.bytes.len();
+                Some(entry)
+            })
         })
     }
 
@@ -398,31 +419,46 @@ impl History {
         self.count == 0
     }
 
-    /// Bytes held on the heap (chunk capacities and the retired list).
+    /// Bytes held on the heap (chunks as held, packed or plain, and the retired list).
     pub fn heap_bytes(&self) -> usize {
-        self.chunks.iter().map(|c| c.capacity() + 16).sum::<usize>()
-            + self.chunks.capacity() * 8
+        self.sealed.iter().map(|c| c.heap_bytes() + 8).sum::<usize>()
+            + self.open.capacity()
             + self.retired.len() * 8
     }
 
-    /// The log as an image stores it.
+    /// The log as an image stores it: the sealed chunks packed, the open one plain.
     pub fn to_parts(&self) -> HistoryParts {
+        let open = ChunkPart {
+            len: u32::try_from(self.open.len()).expect("chunks are sealed before 4 GiB"),
+            block: 0,
+            ends: Vec::new(),
+            data: self.open.as_ref().clone(),
+        };
         HistoryParts {
-            chunks: self.chunks.iter().map(|c| c.as_ref().clone()).collect(),
+            chunks: self.sealed.iter().map(|c| c.to_part()).chain([open]).collect(),
             retired: self.retired.iter().copied().collect(),
             count: self.count as u64,
         }
     }
 
-    /// A log from an image's parts. Positions are checked when read (`get`), so damaged bytes
-    /// end a chain instead of failing the load; retired heads must name a chunk.
+    /// A log from an image's parts: every part but a plain last one is sealed (plain parts of
+    /// an older image are packed later). Positions are checked when read (`get`), so damaged
+    /// bytes end a chain instead of failing the load; retired heads must name a chunk.
     pub fn from_parts(parts: HistoryParts) -> Result<History, String> {
         let chunks = parts.chunks.len();
         if let Some(bad) = parts.retired.iter().find(|&&at| split(at).0 >= chunks) {
             return Err(format!("history: a retired chain starts outside the log ({bad:#x})"));
         }
+        let mut all = parts.chunks;
+        let open = match all.last() {
+            Some(last) if last.ends.is_empty() && last.data.len() == last.len as usize => {
+                all.pop().map(|last| last.data).unwrap_or_default()
+            }
+            _ => Vec::new(),
+        };
         Ok(History {
-            chunks: parts.chunks.into_iter().map(Arc::new).collect(),
+            sealed: all.into_iter().map(Sealed::from_part).collect::<Result<_, _>>()?,
+            open: Arc::new(open),
             retired: parts.retired.into_iter().collect(),
             count: usize::try_from(parts.count).map_err(|_| "history: bad count".to_owned())?,
         })
@@ -430,7 +466,13 @@ impl History {
 
     /// Whether `at` names a chunk of this log (`NO_ENTRY` counts as valid).
     pub fn holds(&self, at: EntryRef) -> bool {
-        at == NO_ENTRY || split(at).0 < self.chunks.len()
+        at == NO_ENTRY || split(at).0 <= self.sealed.len()
+    }
+
+    /// Packs every sealed chunk now instead of waiting for the packer.
+    #[cfg(test)]
+    fn pack_all(&self) {
+        self.sealed.iter().for_each(|c| c.pack_now());
     }
 }
 
@@ -632,7 +674,7 @@ mod tests {
         }
         let mut parts = h.to_parts();
         for chunk in &mut parts.chunks {
-            for (i, byte) in chunk.iter_mut().enumerate() {
+            for (i, byte) in chunk.data.iter_mut().enumerate() {
                 if i % 5 == 0 {
                     *byte ^= 0xa5;
                 }
@@ -641,6 +683,41 @@ mod tests {
         let damaged = History::from_parts(parts).expect("the parts are shaped right");
         let _ = damaged.chain(head).count();
         let _ = damaged.all().count();
+    }
+
+    #[test]
+    fn packed_chunks_read_back_entries_across_blocks_and_chunks() {
+        let mut h = History::default();
+        let mut heads = [NO_ENTRY; 3];
+        let mut texts = [Vec::new(), Vec::new(), Vec::new()];
+        for i in 0..60usize {
+            let record = i % 3;
+            // Short entries, entries over a 64-byte block and some over a whole chunk.
+            let text = "Speichern fehlgeschlagen ".repeat(1 + (i * 7) % 13);
+            let id = format!("r{record}");
+            heads[record] = push(&mut h, heads[record], &id, i as i64, "u", &[("c", &text)]);
+            texts[record].push(text);
+        }
+        h.pack_all();
+        assert!(h.sealed.iter().filter(|c| c.is_packed()).count() > 5, "repetitive text packs");
+        let parts = h.to_parts();
+        let packed: usize = parts.chunks.iter().map(|c| c.data.len()).sum();
+        let plain: usize = parts.chunks.iter().map(|c| c.len as usize).sum();
+        assert!(packed < plain, "packed chunks hold less than the log: {packed} of {plain}");
+        for history in [h.clone(), History::from_parts(h.to_parts()).expect("round trip")] {
+            for record in 0..3 {
+                let read: Vec<String> = history
+                    .chain(heads[record])
+                    .map(|s| match &s.entry.cells[0].value {
+                        CellValue::Text(t) => t.clone(),
+                        other => panic!("not text: {other:?}"),
+                    })
+                    .collect();
+                let want: Vec<String> = texts[record].iter().rev().cloned().collect();
+                assert_eq!(read, want, "record {record}");
+            }
+            assert_eq!(history.all().count(), 60);
+        }
     }
 
     proptest! {
@@ -661,7 +738,9 @@ mod tests {
                 expected[*record].push(text.clone());
             }
             let h2 = History::from_parts(h.to_parts()).expect("round trip");
-            for history in [&h, &h2] {
+            let h3 = h.clone();
+            h3.pack_all();
+            for history in [&h, &h2, &h3] {
                 for record in 0..6 {
                     let newest_first: Vec<String> = expected[record].iter().rev().cloned().collect();
                     let text = |e: &HistoryEntry| match &e.cells[0].value {
