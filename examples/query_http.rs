@@ -52,6 +52,7 @@ fn start_server(dir: &std::path::Path) -> String {
     // Snapshots of the growing 1M-record branch (seconds of encoding each, on the same two
     // cores) would land in the middle of the measurements; this run measures queries alone.
     config.snapshot_every_records = u64::MAX;
+    config.snapshot_every_bytes = u64::MAX;
     config.snapshot_interval_secs = 24 * 3600;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {

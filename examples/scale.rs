@@ -17,7 +17,9 @@
 //!
 //! `cargo build --release && cargo run --release --example scale -- [records] [connections]`
 //! (defaults 1000000 and 4). The server is `target/release/gridd` beside this example, or the
-//! binary `GRIDD_BIN` names. Client and server share the machine: the client builds each
+//! binary `GRIDD_BIN` names; `GRIDD_SCALE_DATA_DIR` names a data directory to use and keep
+//! (empty or absent at the start); with `GRIDD_SCALE_KILL_ONLY` set the run ends at the SIGKILL
+//! after the load and keeps the data directory (to profile a replay). Client and server share the machine: the client builds each
 //! request's JSON while others are in flight, as a loading script would.
 
 #![allow(clippy::print_stdout)] // the report is the program's output
@@ -350,8 +352,11 @@ fn main() {
     let connections: usize = args.next().map_or(4, |n| n.parse().expect("a connection count"));
     let batches = records.div_ceil(BATCH);
     let records = batches * BATCH;
-    let dir = tempfile::tempdir().expect("temp dir");
-    let (server, _) = start(dir.path(), &[]);
+    let temp = tempfile::tempdir().expect("temp dir");
+    // GRIDD_SCALE_DATA_DIR keeps the data directory (to profile a start on it afterwards).
+    let kept = std::env::var_os("GRIDD_SCALE_DATA_DIR").map(PathBuf::from);
+    let dir: &Path = kept.as_deref().unwrap_or(temp.path());
+    let (server, _) = start(dir, &[]);
     let client = client();
     let auth = format!("ApiKey {KEY}");
 
@@ -402,7 +407,12 @@ fn main() {
     report_memory("after the load and the queries", &server, raw, cells);
 
     server.kill();
-    let (server, took) = start(dir.path(), &[]);
+    if std::env::var_os("GRIDD_SCALE_KILL_ONLY").is_some() {
+        println!("\nkilled right after the load; data directory: {}", dir.display());
+        std::mem::forget(temp);
+        return;
+    }
+    let (server, took) = start(dir, &[]);
     assert_eq!(count(&server, &view), records, "every record back after the replay");
     println!(
         "\nrestart after SIGKILL right after the load (WAL replay): {:.2} s",
@@ -411,7 +421,7 @@ fn main() {
     report_memory("after the replay", &server, raw, cells);
 
     let stopped = server.stop();
-    let (server, took) = start(dir.path(), &[]);
+    let (server, took) = start(dir, &[]);
     assert_eq!(count(&server, &view), records, "every record back from the snapshot");
     println!("\ngraceful stop (every branch snapshots): {:.2} s", stopped.as_secs_f64());
     println!("start from that snapshot: {:.2} s", took.as_secs_f64());
@@ -420,7 +430,7 @@ fn main() {
     let more = (batches / 100).max(1);
     load(&server, &view, &ids, records, more, connections);
     server.kill();
-    let (server, took) = start(dir.path(), &[]);
+    let (server, took) = start(dir, &[]);
     assert_eq!(count(&server, &view), records + more * BATCH, "the later writes replayed");
     println!(
         "\nrestart after SIGKILL with a recent snapshot ({} records written after it): {:.2} s",

@@ -36,9 +36,13 @@ pub struct Config {
     #[arg(long, env = "GRIDD_MAX_JSON_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub max_json_bytes: usize,
 
-    /// A branch writes a snapshot after this many WAL records.
-    #[arg(long, env = "GRIDD_SNAPSHOT_EVERY_RECORDS", default_value_t = 50_000)]
+    /// A branch writes a snapshot after writing this many records (added, updated, deleted)...
+    #[arg(long, env = "GRIDD_SNAPSHOT_EVERY_RECORDS", default_value_t = 500_000)]
     pub snapshot_every_records: u64,
+
+    /// ...or this many bytes of WAL records, whichever comes first.
+    #[arg(long, env = "GRIDD_SNAPSHOT_EVERY_BYTES", default_value_t = 256 * 1024 * 1024)]
+    pub snapshot_every_bytes: u64,
 
     /// ...and at least this often (seconds) while it has changes.
     #[arg(long, env = "GRIDD_SNAPSHOT_INTERVAL_SECS", default_value_t = 300)]
@@ -99,7 +103,8 @@ impl Config {
             public_url: None,
             log_level: "warn".to_owned(),
             max_json_bytes: 32 * 1024 * 1024,
-            snapshot_every_records: 50_000,
+            snapshot_every_records: 500_000,
+            snapshot_every_bytes: 256 * 1024 * 1024,
             snapshot_interval_secs: 300,
             workers: Some(2),
             grid_threads: None,

@@ -189,6 +189,7 @@ impl Node {
         }
         let policy = SnapshotPolicy {
             every_records: config.snapshot_every_records.max(1),
+            every_bytes: config.snapshot_every_bytes.max(1),
             every: Duration::from_secs(config.snapshot_interval_secs.max(1)),
         };
         let durability = Arc::new(Durability::new(wal.clone(), Arc::new(snapshots), policy));

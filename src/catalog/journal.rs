@@ -215,7 +215,11 @@ mod tests {
         let (wal, _) = Wal::open(dir.path().join("wal"), WalOptions::default()).expect("wal");
         let db = sled::open(dir.path().join("db")).expect("sled");
         let snapshots = Arc::new(SledSnapshotStore::open(&db).expect("snapshots"));
-        let policy = SnapshotPolicy { every_records: 1000, every: Duration::from_secs(3600) };
+        let policy = SnapshotPolicy {
+            every_records: 1000,
+            every_bytes: u64::MAX,
+            every: Duration::from_secs(3600),
+        };
         let store = SledCatalogStore::open(db).expect("store");
         Fixture { _dir: dir, store, durability: Durability::new(wal, snapshots, policy) }
     }

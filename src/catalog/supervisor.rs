@@ -279,7 +279,7 @@ impl Actor for Supervisor {
                 .wal
                 .last_lsn()
                 .saturating_sub(durability.floor(super::journal::CATALOG_IMAGE_KEY))
-                > durability.policy.every_records;
+                > durability.policy.floor_lag();
             if act.since_image.load(Ordering::SeqCst) > 0 || lagging {
                 act.store_image_in_background();
             }

@@ -29,7 +29,7 @@ use super::references::{reference_columns, writes_references, ReferenceColumns};
 use super::schema::{distinct_column_ids, ColumnDef, Schema, ViewDef, PREDEFINED_COLUMNS};
 use super::store::{ColumnStore, RecordIdentity, RowId, StoreBytes};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::persist::durability::Durability;
+use crate::persist::durability::{Durability, SnapshotPolicy};
 use crate::persist::entry::WalEntry;
 use crate::persist::wal::Durable;
 
@@ -47,8 +47,8 @@ pub struct GridActor {
     /// Query indexes over `state.store`, built on first use.
     query: QueryEngine,
     durability: Arc<Durability>,
-    /// WAL records appended since the last snapshot started.
-    since_snapshot: u64,
+    /// What the branch wrote since the last snapshot started.
+    since_snapshot: Written,
     last_snapshot: Instant,
     snapshot_running: bool,
     /// The branch this one was copied from, until this branch's first snapshot is stored: till
@@ -57,6 +57,28 @@ pub struct GridActor {
     fork_source: Option<String>,
     /// The heavy write running, if any, and the writes waiting for it (`heavy`).
     gate: heavy::Gate,
+}
+
+/// Records and WAL bytes a branch wrote since its last snapshot (`SnapshotPolicy`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Written {
+    records: u64,
+    bytes: u64,
+}
+
+impl Written {
+    fn add(&mut self, records: u64, bytes: u64) {
+        self.records = self.records.saturating_add(records);
+        self.bytes = self.bytes.saturating_add(bytes);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.records == 0 && self.bytes == 0
+    }
+
+    fn is_due(&self, policy: &SnapshotPolicy) -> bool {
+        self.records >= policy.every_records || self.bytes >= policy.every_bytes
+    }
 }
 
 impl GridActor {
@@ -73,7 +95,7 @@ impl GridActor {
             state,
             query: QueryEngine::default(),
             durability,
-            since_snapshot: 0,
+            since_snapshot: Written::default(),
             last_snapshot: Instant::now(),
             snapshot_running: false,
             fork_source: None,
@@ -108,7 +130,9 @@ impl GridActor {
     /// Logs and applies ops; the returned future resolves when they are durable.
     fn commit(&mut self, ops: Vec<GridOp>) -> ApiResult<Durable> {
         let entry = WalEntry { branch_id: self.branch_id.clone(), ops };
-        let appended = self.durability.wal.append(entry.encode()).map_err(|err| {
+        let payload = entry.encode();
+        let bytes = payload.len() as u64;
+        let appended = self.durability.wal.append(payload).map_err(|err| {
             tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
             ApiError::new(
                 ErrorCode::ServiceUnavailable,
@@ -118,20 +142,21 @@ impl GridActor {
         for op in &entry.ops {
             self.state.apply(op);
         }
-        self.since_snapshot += 1;
+        let records = entry.ops.iter().map(GridOp::records_written).sum();
+        self.since_snapshot.add(records, bytes);
         Ok(appended.durable)
     }
 
-    /// Starts a snapshot when one is due: enough records, or time passed with changes or a
-    /// lagging WAL floor.
+    /// Starts a snapshot when one is due: enough records or WAL bytes written, or time passed
+    /// with changes or a lagging WAL floor.
     fn maybe_snapshot(&mut self, ctx: &mut Context<Self>) {
         let policy = self.durability.policy;
         let lagging =
             self.durability.wal.last_lsn().saturating_sub(self.durability.floor(&self.branch_id))
-                > policy.every_records;
-        let timely =
-            self.last_snapshot.elapsed() >= policy.every && (self.since_snapshot > 0 || lagging);
-        if self.since_snapshot >= policy.every_records || timely {
+                > policy.floor_lag();
+        let timely = self.last_snapshot.elapsed() >= policy.every
+            && (!self.since_snapshot.is_empty() || lagging);
+        if self.since_snapshot.is_due(&policy) || timely {
             self.start_snapshot(ctx);
         }
     }
@@ -142,7 +167,7 @@ impl GridActor {
         &mut self,
     ) -> impl std::future::Future<Output = Result<(), String>> + 'static {
         self.snapshot_running = true;
-        self.since_snapshot = 0;
+        self.since_snapshot = Written::default();
         self.last_snapshot = Instant::now();
         let lsn = self.durability.wal.last_lsn();
         let copied = Instant::now();
@@ -379,7 +404,7 @@ impl GridActor {
             }
         }
         let result = self.write_records(msg);
-        if self.since_snapshot >= self.durability.policy.every_records {
+        if self.since_snapshot.is_due(&self.durability.policy) {
             self.maybe_snapshot(ctx);
         }
         match result {

@@ -22,7 +22,7 @@ use super::history::{
 };
 use super::ops::{GridState, MergeBase};
 use super::schema::Schema;
-use super::store::{CellRef, ColumnSlot, ColumnStore, GoneKey, RecordIdentity, RowId};
+use super::store::{CellRef, ColumnSlot, ColumnStore, GoneKey, LoadCell, RecordIdentity, RowId};
 use super::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
 /// The image format this build writes.
@@ -595,18 +595,69 @@ impl GridState {
         for (_, column) in &columns {
             check_column(column, n)?;
         }
-        for (i, head) in heads.iter().enumerate() {
-            let row = state.store.insert(
-                v1.ids[i].as_str(),
-                v1.paths[i].as_str(),
-                v1.times[i].to_native(),
-                v1.users[i].as_str(),
-            );
-            for (slot, column) in &columns {
-                load_cell(&mut state.store, row, *slot, column, i)?;
+        // Every slot's column is built whole (columns the image lacks empty), on this thread
+        // and a helper taking columns from a shared counter, while this thread first inserts
+        // the records.
+        let mut jobs: Vec<(ColumnSlot, Option<&ArchivedColumnImage>)> =
+            state.slots.values().map(|&slot| (slot, None)).collect();
+        jobs.sort_by_key(|(slot, _)| slot.get());
+        for (slot, column) in &columns {
+            if let Some(job) = jobs.iter_mut().find(|(s, _)| s == slot) {
+                job.1 = Some(*column);
             }
-            state.store.restore_row_stamps(row, v2.created[i].to_native(), v2.moved[i].to_native());
-            state.store.set_history_head(row, head.to_native());
+        }
+        let shapes: Vec<(StorageKind, bool)> = jobs
+            .iter()
+            .map(|(slot, _)| (state.store.kind(*slot), state.store.is_localized(*slot)))
+            .collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let build = || {
+            let mut built = Vec::new();
+            loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let (Some(&(slot, image)), Some(&(kind, localized))) = (jobs.get(k), shapes.get(k))
+                else {
+                    return Ok::<_, String>(built);
+                };
+                let column = match image {
+                    Some(column) => {
+                        ColumnStore::build_column(kind, localized, n, |i| image_cell(column, i))
+                    }
+                    None => ColumnStore::build_column(kind, localized, n, |_| {
+                        Ok((LoadCell::Empty, 0, 0))
+                    }),
+                }?;
+                built.push((slot, column));
+            }
+        };
+        let (mine, theirs) = std::thread::scope(|scope| {
+            let helper =
+                std::thread::Builder::new().name("image-load".into()).spawn_scoped(scope, build);
+            for (i, head) in heads.iter().enumerate() {
+                let row = state.store.insert_without_cells(
+                    v1.ids[i].as_str(),
+                    v1.paths[i].as_str(),
+                    v1.times[i].to_native(),
+                    v1.users[i].as_str(),
+                );
+                state.store.restore_row_stamps(
+                    row,
+                    v2.created[i].to_native(),
+                    v2.moved[i].to_native(),
+                );
+                state.store.set_history_head(row, head.to_native());
+            }
+            let mine = build();
+            let theirs = match helper {
+                Ok(helper) => {
+                    helper.join().unwrap_or_else(|_| Err("loading a column panicked".to_owned()))
+                }
+                Err(_) => Ok(Vec::new()),
+            };
+            (mine, theirs)
+        });
+        for (slot, column) in mine?.into_iter().chain(theirs?) {
+            state.store.install_column(slot, column)?;
         }
         state.store.restore_clock(v2.clock.to_native());
         state.store.restore_gone(v2.gone.iter().map(|g| GoneKey {
@@ -673,68 +724,54 @@ fn check_column(column: &ArchivedColumnImage, n: usize) -> Result<(), String> {
 }
 
 /// Writes cell `i` of an archived column (checked by `check_column`) into `row`.
-fn load_cell(
-    store: &mut ColumnStore,
-    row: RowId,
-    slot: ColumnSlot,
-    column: &ArchivedColumnImage,
-    i: usize,
-) -> Result<(), String> {
-    let fail = |e: super::store::KindMismatch| format!("column {}: {e}", column.id.as_str());
+/// Cell `i` of a checked archived column, with its version and status byte.
+fn image_cell(column: &ArchivedColumnImage, i: usize) -> Result<(LoadCell<'_>, u32, u8), String> {
     let start =
         |ends: &[rkyv::rend::u64_le]| if i == 0 { 0 } else { ends[i - 1].to_native() as usize };
-    match &column.cells {
+    let value = match &column.cells {
         ArchivedColumnCells::Text { data, ends } => {
             let text =
                 data.as_str().get(start(ends)..ends[i].to_native() as usize).ok_or_else(|| {
                     format!("column {}: text offsets off a character", column.id.as_str())
                 })?;
-            if !text.is_empty() {
-                store.set_text(row, slot, text).map_err(fail)?;
+            if text.is_empty() {
+                LoadCell::Empty
+            } else {
+                LoadCell::Text(text)
             }
         }
         ArchivedColumnCells::Number(v) => {
             let x = v[i].to_native();
-            if !x.is_nan() {
-                store.set_value(row, slot, &CellValue::Number(x)).map_err(fail)?;
+            if x.is_nan() {
+                LoadCell::Empty
+            } else {
+                LoadCell::Number(x)
             }
         }
-        ArchivedColumnCells::Boolean(v) => {
-            if v[i] < 2 {
-                store.set_value(row, slot, &CellValue::Boolean(v[i] == 1)).map_err(fail)?;
-            }
-        }
-        ArchivedColumnCells::Datetime(v) => {
-            let ms = v[i].to_native();
-            if ms != i64::MIN {
-                store.set_value(row, slot, &CellValue::Datetime(ms)).map_err(fail)?;
-            }
-        }
+        ArchivedColumnCells::Boolean(v) => match v[i] {
+            0 | 1 => LoadCell::Boolean(v[i] == 1),
+            _ => LoadCell::Empty,
+        },
+        ArchivedColumnCells::Datetime(v) => match v[i].to_native() {
+            i64::MIN => LoadCell::Empty,
+            ms => LoadCell::Datetime(ms),
+        },
         ArchivedColumnCells::List { data, item_ends, cell_ends } => {
             let items = start(cell_ends)..cell_ends[i].to_native() as usize;
-            if !items.is_empty() {
-                let mut list = Vec::with_capacity(items.len());
-                for k in items {
-                    let from = if k == 0 { 0 } else { item_ends[k - 1].to_native() as usize };
-                    let item = data
-                        .as_str()
-                        .get(from..item_ends[k].to_native() as usize)
-                        .ok_or_else(|| {
-                            format!("column {}: list offsets off a character", column.id.as_str())
-                        })?;
-                    list.push(item.to_owned());
-                }
-                store.set_value(row, slot, &CellValue::List(list)).map_err(fail)?;
+            let mut list = Vec::with_capacity(items.len());
+            for k in items {
+                let from = if k == 0 { 0 } else { item_ends[k - 1].to_native() as usize };
+                let item = data.as_str().get(from..item_ends[k].to_native() as usize).ok_or_else(
+                    || format!("column {}: list offsets off a character", column.id.as_str()),
+                )?;
+                list.push(item);
+            }
+            if list.is_empty() {
+                LoadCell::Empty
+            } else {
+                LoadCell::List(list)
             }
         }
-    }
-    let status = column.statuses[i];
-    if status != 0 {
-        let (d, s, mt) = unpack(status);
-        store.set_dependency_status(row, slot, d);
-        store.set_source_status(row, slot, s);
-        store.set_mt(row, slot, mt);
-    }
-    store.restore_version(row, slot, column.versions[i].to_native());
-    Ok(())
+    };
+    Ok((value, column.versions[i].to_native(), column.statuses[i]))
 }

@@ -95,6 +95,20 @@ pub enum GridOp {
     },
 }
 
+impl GridOp {
+    /// Records the op writes (added, updated or deleted); 1 for any other op. The snapshot
+    /// policy counts these.
+    pub fn records_written(&self) -> u64 {
+        match self {
+            GridOp::AddRecords { records, .. } | GridOp::UpdateRecords { records, .. } => {
+                records.len() as u64
+            }
+            GridOp::DeleteRecords { keys } => keys.len() as u64,
+            _ => 1,
+        }
+    }
+}
+
 /// The last common point of this branch and a branch merged into it: the clock of each side
 /// when they last agreed. A cell changed since then on a side has a version above that side's
 /// clock.

@@ -21,10 +21,21 @@ use crate::grid::ops::GridState;
 /// When branches write snapshots.
 #[derive(Debug, Clone, Copy)]
 pub struct SnapshotPolicy {
-    /// After this many WAL records of a branch.
+    /// After this many records written (added, updated, deleted) by a branch...
     pub every_records: u64,
+    /// ...or this many bytes of its WAL records, whichever comes first: replaying the WAL
+    /// after a crash costs about what it holds.
+    pub every_bytes: u64,
     /// And at least this often while a branch has changes (or its WAL floor lags).
     pub every: Duration,
+}
+
+impl SnapshotPolicy {
+    /// WAL records (of any branch) past a branch's or the catalogue's floor after which an
+    /// idle one snapshots at its next interval, so that it does not hold the WAL back.
+    pub fn floor_lag(&self) -> u64 {
+        self.every_records.min(50_000)
+    }
 }
 
 /// The WAL, the snapshot store and the floors.

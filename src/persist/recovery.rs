@@ -236,7 +236,11 @@ mod tests {
         let (wal, _) = Wal::open(dir.path().join("wal"), WalOptions::default()).expect("wal");
         let db = sled::Config::new().temporary(true).open().expect("sled");
         let snapshots = Arc::new(SledSnapshotStore::open(&db).expect("store"));
-        let policy = SnapshotPolicy { every_records: 1000, every: Duration::from_secs(3600) };
+        let policy = SnapshotPolicy {
+            every_records: 1000,
+            every_bytes: u64::MAX,
+            every: Duration::from_secs(3600),
+        };
         let durability = Durability::new(wal, snapshots, policy);
         let request = serde_json::json!({"id": "en", "name": "English", "type": "singleLine"});
         let request: ColumnRequest = serde_json::from_value(request).expect("column request");

@@ -61,26 +61,25 @@ fn new_key(server: &Server, name: &str) -> String {
     made["key"].as_str().expect("key").to_owned()
 }
 
+/// Branch snapshots the server has stored (`gridd_snapshot_seconds_count`).
+fn snapshots_stored(server: &Server) -> u64 {
+    let text = reqwest::blocking::Client::new()
+        .get(format!("{}/metrics", server.base))
+        .header("Authorization", format!("ApiKey {KEY}"))
+        .send()
+        .and_then(|r| r.text())
+        .unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("gridd_snapshot_seconds_count "))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
 /// Waits (bounded) until the server has stored at least `count` branch snapshots.
 fn await_snapshots(server: &Server, count: u64) {
-    let client = reqwest::blocking::Client::new();
     let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let text = client
-            .get(format!("{}/metrics", server.base))
-            .header("Authorization", format!("ApiKey {KEY}"))
-            .send()
-            .and_then(|r| r.text())
-            .unwrap_or_default();
-        let stored = text
-            .lines()
-            .find_map(|l| l.strip_prefix("gridd_snapshot_seconds_count "))
-            .and_then(|n| n.trim().parse::<u64>().ok())
-            .unwrap_or(0);
-        if stored >= count {
-            return;
-        }
-        assert!(Instant::now() < deadline, "no snapshot was stored:\n{text}");
+    while snapshots_stored(server) < count {
+        assert!(Instant::now() < deadline, "no snapshot was stored");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -332,4 +331,30 @@ fn flipped_bytes_in_sled_files_with_snapshots_never_lose_a_write() {
             }
         }
     }
+}
+
+/// The snapshot policy counts WAL bytes as well as records: a branch that wrote few records but
+/// more bytes than `--snapshot-every-bytes` snapshots; below both limits it does not.
+#[test]
+fn a_branch_snapshots_once_its_wal_bytes_pass_the_limit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args = ["--snapshot-every-records", "1000000", "--snapshot-every-bytes", "200000"];
+    let server = Server::start_with(dir.path(), &args);
+    let dbs = server.call(Method::GET, "/v1/databases", None, KEY);
+    let db = dbs[0]["id"].as_str().expect("database").to_owned();
+    let grid =
+        server.call(Method::POST, &format!("/v1/grids?dbId={db}"), Some(json!({"name": "g"})), KEY);
+    let view = grid["defaultAccessViewId"].as_str().expect("view").to_owned();
+    let column = json!({"id": "t", "name": "T", "type": "singleLine"});
+    server.call(Method::POST, &format!("/v1/views/{view}/columns"), Some(column), KEY);
+    let write = |id: &str, bytes: usize| {
+        let body = json!([{"id": id, "cells": [{"columnId": "t", "value": "x".repeat(bytes)}]}]);
+        server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(body), KEY);
+    };
+    (0..5).for_each(|i| write(&format!("small{i}"), 1000));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(snapshots_stored(&server), 0, "5 records of 1 KB are below both limits");
+    write("large", 250_000);
+    await_snapshots(&server, 1);
+    server.terminate();
 }

@@ -104,7 +104,7 @@ impl GridActor {
             let _ = done.send(installed);
             act.gate.busy = false;
             act.release_held(ctx);
-            if act.since_snapshot >= act.durability.policy.every_records {
+            if act.since_snapshot.is_due(&act.durability.policy) {
                 act.maybe_snapshot(ctx);
             }
         }));
@@ -130,6 +130,7 @@ impl GridActor {
         payload: Option<Vec<u8>>,
     ) -> ApiResult<Option<Durable>> {
         let Some(payload) = payload else { return Ok(None) };
+        let bytes = payload.len() as u64;
         let appended = self.durability.wal.append(payload).map_err(|err| {
             tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
             ApiError::new(
@@ -146,7 +147,8 @@ impl GridActor {
         }
         let old = std::mem::replace(&mut self.state, state);
         tokio::task::spawn_blocking(move || drop(old));
-        self.since_snapshot += 1;
+        // A heavy write (an import, a schema change over every record) counts by its bytes.
+        self.since_snapshot.add(1, bytes);
         Ok(Some(appended.durable))
     }
 

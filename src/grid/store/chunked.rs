@@ -95,6 +95,12 @@ impl<C: Chunk> Chunked<C> {
         Chunked { chunks, len }
     }
 
+    /// Rows in `chunks`, each full but the last (built in order, e.g. from an image).
+    pub(super) fn from_chunks(chunks: Vec<C>, len: usize) -> Self {
+        debug_assert_eq!(len.div_ceil(CHUNK_ROWS), chunks.len());
+        Chunked { chunks: chunks.into_iter().map(Arc::new).collect(), len }
+    }
+
     /// Number of rows.
     #[inline]
     pub(super) fn len(&self) -> usize {

@@ -12,7 +12,7 @@ use std::fmt;
 
 use roaring::RoaringBitmap;
 
-use super::chunked::{reserve_row, Chunk, Chunked};
+use super::chunked::{reserve_row, Chunk, Chunked, CHUNK_ROWS};
 use super::scan::RowBits;
 use super::text::{encode_list, ListRef, TextChunk};
 use crate::grid::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
@@ -78,6 +78,17 @@ impl fmt::Display for KindMismatch {
 }
 
 impl std::error::Error for KindMismatch {}
+
+/// A cell as an image holds it, to build a column from (`ColumnStore::build_column`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadCell<'a> {
+    Empty,
+    Text(&'a str),
+    Number(f64),
+    Boolean(bool),
+    Datetime(i64),
+    List(Vec<&'a str>),
+}
 
 /// A value in its stored form, ready to compare with or write over a cell.
 #[derive(Clone, Copy, PartialEq)]
@@ -327,6 +338,50 @@ impl Column {
     pub(super) fn new(kind: StorageKind, localized: bool, rows: usize) -> Self {
         let chunks = Chunked::from_fn(rows, |n| ColumnChunk::filled_empty(kind, localized, n));
         Column { kind, localized, chunks }
+    }
+
+    /// A column of `rows` cells built in order, chunk by chunk (no copy-on-write check per
+    /// cell): `cell(row)` gives each cell, its version and its status byte (kept only when
+    /// `localized`). A cell of another kind than `kind` is an error.
+    pub(super) fn build<'a>(
+        kind: StorageKind,
+        localized: bool,
+        rows: usize,
+        mut cell: impl FnMut(usize) -> Result<(LoadCell<'a>, u32, u8), String>,
+    ) -> Result<Column, String> {
+        let mut scratch = String::new();
+        let mut chunks = Vec::with_capacity(rows.div_ceil(CHUNK_ROWS));
+        let mut row = 0;
+        while row < rows {
+            let n = (rows - row).min(CHUNK_ROWS);
+            let mut chunk = ColumnChunk::with_capacity(kind, localized, n);
+            for r in row..row + n {
+                let (value, version, status) = cell(r)?;
+                let stored = match (kind, &value) {
+                    (_, LoadCell::Empty) => empty_of(kind),
+                    (StorageKind::Text, LoadCell::Text(s)) => Stored::Text(Some(s)),
+                    (StorageKind::Number, LoadCell::Number(n)) => {
+                        Stored::Number(if n.is_nan() { f64::NAN } else { *n }.to_bits())
+                    }
+                    (StorageKind::Boolean, LoadCell::Boolean(b)) => Stored::Boolean(u8::from(*b)),
+                    (StorageKind::Datetime, LoadCell::Datetime(t)) => Stored::Datetime(*t),
+                    (StorageKind::List, LoadCell::List(items)) => {
+                        encode_list(items, &mut scratch);
+                        Stored::Text(Some(&scratch))
+                    }
+                    (kind, value) => return Err(format!("a {value:?} cell in a {kind:?} column")),
+                };
+                chunk.push(stored, version, status);
+            }
+            chunks.push(chunk);
+            row += n;
+        }
+        Ok(Column { kind, localized, chunks: Chunked::from_chunks(chunks, rows) })
+    }
+
+    /// Number of rows.
+    pub(super) fn len(&self) -> usize {
+        self.chunks.len()
     }
 
     /// The storage kind.

@@ -35,7 +35,7 @@ use std::fmt;
 
 use roaring::RoaringBitmap;
 
-pub use self::column::{CellRef, KindMismatch};
+pub use self::column::{CellRef, KindMismatch, LoadCell};
 pub use self::scan::{Changes, RowBits};
 pub use self::text::ListRef;
 
@@ -201,6 +201,32 @@ impl ColumnStore {
         ColumnSlot(slot)
     }
 
+    /// A column's cells built apart from any store (image loading, on several threads at once):
+    /// see `install_column`.
+    pub fn build_column<'a>(
+        kind: StorageKind,
+        localized: bool,
+        rows: usize,
+        cell: impl FnMut(usize) -> Result<(LoadCell<'a>, u32, u8), String>,
+    ) -> Result<BuiltColumn, String> {
+        Column::build(kind, localized, rows, cell).map(BuiltColumn)
+    }
+
+    /// Puts a built column in `slot` in place of its cells; it must have the kind, the
+    /// statuses and one cell per row of the slot's column.
+    pub fn install_column(&mut self, slot: ColumnSlot, built: BuiltColumn) -> Result<(), String> {
+        let rows = self.ids.len();
+        let column = self.column_mut(slot);
+        let fits = built.0.kind() == column.kind()
+            && built.0.is_localized() == column.is_localized()
+            && built.0.len() == rows;
+        if !fits {
+            return Err(format!("a built column does not fit slot {}", slot.0));
+        }
+        *column = built.0;
+        Ok(())
+    }
+
     /// Drops a column and frees its cells. The slot is never handed out again.
     pub fn drop_column(&mut self, slot: ColumnSlot) {
         if let Some(column) = self.columns.get_mut(slot.0 as usize) {
@@ -270,6 +296,22 @@ impl ColumnStore {
 
     /// Appends a record with empty cells. The caller guarantees its key is not in use.
     pub fn insert(&mut self, id: &str, path: &str, time_ms: i64, user: &str) -> RowId {
+        let row = self.insert_without_cells(id, path, time_ms, user);
+        for column in self.columns.iter_mut().flatten() {
+            column.push_empty();
+        }
+        row
+    }
+
+    /// `insert` leaving every column a row short: loading an image, whose columns are then
+    /// built and installed whole (`install_column`) before the store is used.
+    pub fn insert_without_cells(
+        &mut self,
+        id: &str,
+        path: &str,
+        time_ms: i64,
+        user: &str,
+    ) -> RowId {
         let row = u32::try_from(self.ids.len())
             .ok()
             .filter(|&row| row < u32::MAX)
@@ -286,9 +328,6 @@ impl ColumnStore {
         self.history.push(u64::MAX);
         self.live.push(row);
         self.by_key.insert(hash, row);
-        for column in self.columns.iter_mut().flatten() {
-            column.push_empty();
-        }
         self.note_row(row);
         RowId(row)
     }
@@ -792,6 +831,9 @@ impl ColumnStore {
         StoreBytes { cells, records, keys: self.by_key.heap_bytes(), journal }
     }
 }
+
+/// A column built by `ColumnStore::build_column`, to install in a store.
+pub struct BuiltColumn(Column);
 
 /// Heap bytes of a store by part (`ColumnStore::heap_parts`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -249,9 +249,10 @@ impl TextColumn {
 
 /// Encodes a list cell into `out` as consecutive netstring-like items `<len>:<item>`.
 /// An empty list encodes as `""`, which stays distinct from an absent value.
-pub(super) fn encode_list(items: &[String], out: &mut String) {
+pub(super) fn encode_list(items: &[impl AsRef<str>], out: &mut String) {
     out.clear();
     for item in items {
+        let item = item.as_ref();
         write!(out, "{}:", item.len()).expect("formatting into a String never fails");
         out.push_str(item);
     }
