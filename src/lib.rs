@@ -63,7 +63,11 @@ pub enum StartupError {
 fn open_wal(dir: &std::path::Path) -> Result<(WalHandle, Recovered), WalError> {
     let mut attempts = 0;
     loop {
-        match Wal::open(dir, WalOptions::default()) {
+        let options = WalOptions {
+            marked: crate::persist::entry::is_catalog_record,
+            ..WalOptions::default()
+        };
+        match Wal::open(dir, options) {
             Err(WalError::Locked(_)) if attempts < 100 => {
                 attempts += 1;
                 std::thread::sleep(Duration::from_millis(50));

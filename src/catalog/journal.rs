@@ -68,7 +68,7 @@ fn change_sets_after(
 ) -> Result<Vec<(u64, Vec<CatalogChange>)>, JournalError> {
     let mut sets = Vec::new();
     records
-        .for_each(|lsn, bytes| {
+        .for_each_marked_after(after, |lsn, bytes| {
             if lsn <= after || !bytes.starts_with(&CATALOG_MARKER) {
                 // Branch records are skipped undecoded; undecodable records are reported by
                 // the branch replay.

@@ -47,6 +47,11 @@ pub fn branch_id_of(bytes: &[u8]) -> Option<&str> {
     std::str::from_utf8(bytes.get(8..end)?).ok()
 }
 
+/// Whether a WAL payload is a catalogue change set (`WalOptions::marked` of gridd's WAL).
+pub fn is_catalog_record(bytes: &[u8]) -> bool {
+    bytes.starts_with(&CATALOG_MARKER)
+}
+
 impl WalRecord {
     /// A catalogue change set as a WAL payload.
     pub fn encode_catalog(changes: &[CatalogChange]) -> Vec<u8> {

@@ -78,6 +78,8 @@ pub fn recover(
         .map(|(id, (_, floor))| (id.clone(), *floor))
         .chain(pending.iter().map(|p| (p.branch_id.to_owned(), 0)))
         .collect();
+    // Segments wholly below every branch's floor are not read.
+    let lowest = floors.values().copied().min().unwrap_or(u64::MAX);
     let mut replayed = 0usize;
     // One thread reads and decodes records while this one applies them (the two took about
     // the same time at 1M records); the channel bounds what is decoded ahead.
@@ -85,7 +87,7 @@ pub fn recover(
         let (send, receive) = std::sync::mpsc::sync_channel::<(u64, WalEntry)>(32);
         let decoder = scope.spawn(move || {
             let mut skipped = 0usize;
-            let read = records.for_each(|lsn, bytes| {
+            let read = records.for_each_after(lowest, |lsn, bytes| {
                 let needed = match branch_id_of(bytes) {
                     Some(id) => floors.get(id).is_some_and(|floor| lsn > *floor),
                     // Catalogue change sets were applied by `catalog::journal::recover`.

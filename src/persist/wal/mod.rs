@@ -81,7 +81,7 @@ impl WalError {
 }
 
 /// Tuning of one log.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct WalOptions {
     /// Roll to a new segment once the active one would exceed this many bytes (a record larger
     /// than this gets a segment of its own). Default 64 MiB.
@@ -89,11 +89,19 @@ pub struct WalOptions {
     /// Longest payload accepted by `append`; a longer length on disk counts as corruption.
     /// Default 256 MiB.
     pub max_record_len: u32,
+    /// Records the open scan notes segment by segment, so that a pass over them
+    /// (`WalRecords::for_each_marked_after`) reads only the segments that hold one (the
+    /// catalogue's few change sets among a bulk load's records). Default: none.
+    pub marked: fn(&[u8]) -> bool,
 }
 
 impl Default for WalOptions {
     fn default() -> Self {
-        Self { segment_size: 64 * 1024 * 1024, max_record_len: 256 * 1024 * 1024 }
+        Self {
+            segment_size: 64 * 1024 * 1024,
+            max_record_len: 256 * 1024 * 1024,
+            marked: |_| false,
+        }
     }
 }
 
@@ -186,7 +194,7 @@ impl Wal {
         let dir = dir.as_ref().to_path_buf();
         validate(&options)?;
         let lock = lock_dir(&dir)?;
-        let outcome = recovery::recover(&dir, options.max_record_len)?;
+        let outcome = recovery::recover(&dir, options.max_record_len, options.marked)?;
         let active_path = match outcome.active {
             Some(path) => path,
             None => create_first_segment(&dir, outcome.next_lsn)?,

@@ -32,7 +32,11 @@ struct SegmentScan {
 }
 
 /// Scans and repairs the log in `dir`.
-pub(super) fn recover(dir: &Path, max_record_len: u32) -> Result<RecoveryOutcome, WalError> {
+pub(super) fn recover(
+    dir: &Path,
+    max_record_len: u32,
+    marked: fn(&[u8]) -> bool,
+) -> Result<RecoveryOutcome, WalError> {
     let segments = frame::list_segments(dir).map_err(|e| WalError::io(dir, e))?;
     let mut outcome = RecoveryOutcome {
         records: WalRecords { source: Source::Segments(Vec::new()), max_record_len, count: 0 },
@@ -40,6 +44,7 @@ pub(super) fn recover(dir: &Path, max_record_len: u32) -> Result<RecoveryOutcome
         active: None,
         next_lsn: segments.first().map_or(1, |(first, _)| *first),
     };
+    let mut bytes = Vec::new();
     for (index, (first_lsn, path)) in segments.iter().enumerate() {
         if *first_lsn != outcome.next_lsn {
             let reason = DamageReason::SegmentOutOfSequence {
@@ -50,9 +55,12 @@ pub(super) fn recover(dir: &Path, max_record_len: u32) -> Result<RecoveryOutcome
             outcome.damage = Some(report(path, 0, reason, deleted));
             break;
         }
-        let bytes = fs::read(path).map_err(|e| WalError::io(path, e))?;
+        read_into(path, &mut bytes).map_err(|e| WalError::io(path, e))?;
         let first = outcome.next_lsn;
-        let scan = scan_segment(&bytes, first, max_record_len, |_, _| {});
+        let mut holds_marked = false;
+        let scan = scan_segment(&bytes, first, max_record_len, |_, payload| {
+            holds_marked = holds_marked || marked(payload);
+        });
         outcome.next_lsn = scan.next_lsn;
         let len = scan.valid_len as u64;
         outcome.records.count += (scan.next_lsn - first) as usize;
@@ -60,7 +68,9 @@ pub(super) fn recover(dir: &Path, max_record_len: u32) -> Result<RecoveryOutcome
             spans.push(SegmentSpan {
                 path: path.clone(),
                 first_lsn: first,
+                end_lsn: scan.next_lsn,
                 valid_len: scan.valid_len,
+                holds_marked,
             });
         }
         outcome.active = Some(path.clone());
@@ -94,7 +104,11 @@ enum Source {
 struct SegmentSpan {
     path: PathBuf,
     first_lsn: u64,
+    /// The LSN after its last valid record.
+    end_lsn: u64,
     valid_len: usize,
+    /// Whether a record of it is one `WalOptions::marked` notes.
+    holds_marked: bool,
 }
 
 impl WalRecords {
@@ -106,15 +120,50 @@ impl WalRecords {
 
     /// Calls `each` with every record, in LSN order, reading one segment at a time. A segment
     /// that cannot be read again is an error; its records up to then were passed.
-    pub fn for_each(&self, mut each: impl FnMut(u64, &[u8])) -> Result<(), WalError> {
+    pub fn for_each(&self, each: impl FnMut(u64, &[u8])) -> Result<(), WalError> {
+        self.read(0, false, each)
+    }
+
+    /// `for_each` for the records after LSN `after`; segments that end at or before it are
+    /// not read.
+    pub fn for_each_after(&self, after: u64, each: impl FnMut(u64, &[u8])) -> Result<(), WalError> {
+        self.read(after, false, each)
+    }
+
+    /// `for_each_after` reading only the segments that hold a record `WalOptions::marked`
+    /// noted (records in memory are all passed).
+    pub fn for_each_marked_after(
+        &self,
+        after: u64,
+        each: impl FnMut(u64, &[u8]),
+    ) -> Result<(), WalError> {
+        self.read(after, true, each)
+    }
+
+    fn read(
+        &self,
+        after: u64,
+        only_marked: bool,
+        mut each: impl FnMut(u64, &[u8]),
+    ) -> Result<(), WalError> {
+        let mut after_floor = |lsn: u64, bytes: &[u8]| {
+            if lsn > after {
+                each(lsn, bytes);
+            }
+        };
         match &self.source {
-            Source::Memory(records) => records.iter().for_each(|(lsn, bytes)| each(*lsn, bytes)),
+            Source::Memory(records) => {
+                records.iter().for_each(|(lsn, bytes)| after_floor(*lsn, bytes))
+            }
             Source::Segments(spans) => {
-                for span in spans {
-                    let mut bytes =
-                        fs::read(&span.path).map_err(|e| WalError::io(&span.path, e))?;
+                let wanted = |s: &&SegmentSpan| {
+                    s.end_lsn.saturating_sub(1) > after && (s.holds_marked || !only_marked)
+                };
+                let mut bytes = Vec::new();
+                for span in spans.iter().filter(wanted) {
+                    read_into(&span.path, &mut bytes).map_err(|e| WalError::io(&span.path, e))?;
                     bytes.truncate(span.valid_len);
-                    scan_segment(&bytes, span.first_lsn, self.max_record_len, &mut each);
+                    scan_segment(&bytes, span.first_lsn, self.max_record_len, &mut after_floor);
                 }
             }
         }
@@ -146,6 +195,18 @@ impl WalRecords {
         let _ = self.for_each(|lsn, bytes| out.push((lsn, bytes.to_vec())));
         out
     }
+}
+
+/// Reads a whole segment into `buf`, reusing its memory: segments are tens of MiB, and fresh
+/// pages for each would be zeroed by the kernel first.
+fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
+    use std::io::Read;
+    buf.clear();
+    let mut file = fs::File::open(path)?;
+    let len = file.metadata().map_or(0, |m| m.len());
+    buf.reserve(usize::try_from(len).unwrap_or(0));
+    file.read_to_end(buf)?;
+    Ok(())
 }
 
 /// Decodes records from the start of `bytes` until the end or the first damaged record,

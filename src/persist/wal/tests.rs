@@ -398,3 +398,33 @@ fn handles_can_be_shared_across_threads() {
     assert_sendable::<Durable>();
     assert_sendable::<Appended>();
 }
+
+/// A pass after a position skips the segments that end before it, and a pass over marked
+/// records reads only the segments holding one: deleting every other segment file after the
+/// open scan leaves both passes whole, while a full pass fails on the missing files.
+#[test]
+fn passes_skip_segments_below_their_floor_or_without_a_marked_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_log(dir.path(), 4, 20);
+    fn ninth(bytes: &[u8]) -> bool {
+        bytes == payload(9).as_slice()
+    }
+    let marked = WalOptions { marked: ninth, ..options(4) };
+    let (wal, recovered) = open(dir.path(), marked);
+    let all = segments(dir.path());
+    assert_eq!(all.len(), 5, "4 records a segment");
+    type Pass<'a> = &'a dyn Fn(&mut dyn FnMut(u64, &[u8])) -> Result<(), WalError>;
+    let passed = |read: Pass<'_>| {
+        let mut seen = Vec::new();
+        read(&mut |lsn, bytes| seen.push((lsn, bytes.to_vec()))).map(|()| seen)
+    };
+    fs::remove_file(&all[0]).expect("remove the first segment");
+    let after = passed(&|each| recovered.records.for_each_after(6, each)).expect("reads");
+    assert_eq!(after, expected_records(7..=20));
+    assert!(passed(&|each| recovered.records.for_each(each)).is_err(), "a full pass reads it");
+    fs::remove_file(&all[1]).expect("remove the second segment");
+    fs::remove_file(&all[3]).expect("remove the fourth segment");
+    let marked = passed(&|each| recovered.records.for_each_marked_after(9, each)).expect("reads");
+    assert_eq!(marked, expected_records(10..=12), "the rest of the ninth record's segment");
+    wal.shutdown().expect("shutdown");
+}
