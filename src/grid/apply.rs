@@ -8,8 +8,8 @@ use super::codec::convert;
 use super::history::CellRecord;
 use super::ops::{CellWrite, GridState, RecordWrite};
 use super::schema::ColumnDef;
-use super::store::{CellRef, RowId};
-use super::value::DependencyStatus;
+use super::store::{CellRef, ColumnSlot, RowId};
+use super::value::{CellValue, DependencyStatus};
 
 /// Whether a stored cell is empty, without copying it.
 fn empty_cell(cell: CellRef<'_>) -> bool {
@@ -137,8 +137,18 @@ impl GridState {
         record: &RecordWrite,
         dependencies: &[(String, String)],
     ) {
-        let row = self.store.insert(&record.id, &record.path, time_ms, user);
-        self.write_cells(row, &record.cells, record.mark_mt);
+        // The values go in with the row (no empty cell written over); then the flags.
+        let values: Vec<(ColumnSlot, &CellValue)> = record
+            .cells
+            .iter()
+            .filter_map(|c| Some((*self.slots.get(&c.column_id)?, c.value.as_ref()?)))
+            .collect();
+        let row = self.store.insert_with(&record.id, &record.path, time_ms, user, &values);
+        for cell in &record.cells {
+            if let Some(&slot) = self.slots.get(&cell.column_id) {
+                self.write_flags(row, slot, cell, record.mark_mt);
+            }
+        }
         self.compute_formulas(row, None);
         for (target, source) in dependencies {
             if explicit_dependency_status(&record.cells, target).is_some() {
@@ -216,17 +226,33 @@ impl GridState {
                     written.values.insert(cell.column_id.as_str());
                     written.any = true;
                 }
-                let is_target = self.schema.dependency_of_target(&cell.column_id).is_some();
-                written.any |= self.store.set_mt(row, slot, mark_mt && is_target);
             }
-            if let Some(status) = cell.source_status {
-                written.any |= self.store.set_source_status(row, slot, status);
-            }
-            if let Some(status) = cell.dependency_status {
-                written.any |= self.store.set_dependency_status(row, slot, status);
-            }
+            written.any |= self.write_flags(row, slot, cell, mark_mt);
         }
         written
+    }
+
+    /// Writes a cell's machine-translation flag (with its value: set on a dependency target
+    /// when `mark_mt`, cleared otherwise) and explicit statuses; true when any changed.
+    fn write_flags(
+        &mut self,
+        row: RowId,
+        slot: ColumnSlot,
+        cell: &CellWrite,
+        mark_mt: bool,
+    ) -> bool {
+        let mut any = false;
+        if cell.value.is_some() {
+            let is_target = self.schema.dependency_of_target(&cell.column_id).is_some();
+            any |= self.store.set_mt(row, slot, mark_mt && is_target);
+        }
+        if let Some(status) = cell.source_status {
+            any |= self.store.set_source_status(row, slot, status);
+        }
+        if let Some(status) = cell.dependency_status {
+            any |= self.store.set_dependency_status(row, slot, status);
+        }
+        any
     }
 
     fn is_empty(&self, row: RowId, column: &str) -> bool {

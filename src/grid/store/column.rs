@@ -412,6 +412,23 @@ impl Column {
         self.chunks.push_with(new_chunk, |chunk| chunk.push(empty_of(kind), 0, 0));
     }
 
+    /// Appends a cell holding `value` (version `clock`, statuses unset); a value of another kind
+    /// than the column's appends an empty cell. True when the cell is not empty.
+    pub(super) fn push_value(
+        &mut self,
+        value: &CellValue,
+        scratch: &mut String,
+        clock: u32,
+    ) -> bool {
+        let (kind, localized) = (self.kind, self.localized);
+        let value = stored(kind, value, scratch).unwrap_or(empty_of(kind));
+        let written = value != empty_of(kind);
+        let version = if written { clock } else { 0 };
+        let new_chunk = || ColumnChunk::with_capacity(kind, localized, 0);
+        self.chunks.push_with(new_chunk, |chunk| chunk.push(value, version, 0));
+        written
+    }
+
     /// The cell of `row`.
     #[inline]
     pub(super) fn get(&self, row: usize) -> CellRef<'_> {

@@ -303,6 +303,41 @@ impl ColumnStore {
         row
     }
 
+    /// `insert` with cells given (a record added whole): each column gets its value, or an
+    /// empty cell, pushed at once rather than an empty cell written over. A value of another
+    /// kind than its column's is left out, as `set_value` refuses it.
+    pub fn insert_with(
+        &mut self,
+        id: &str,
+        path: &str,
+        time_ms: i64,
+        user: &str,
+        values: &[(ColumnSlot, &CellValue)],
+    ) -> RowId {
+        let row = self.insert_without_cells(id, path, time_ms, user);
+        let mut by_slot: Vec<Option<&CellValue>> = vec![None; self.columns.len()];
+        for &(slot, value) in values {
+            if let Some(at) = by_slot.get_mut(slot.0 as usize) {
+                *at = Some(value);
+            }
+        }
+        let mut written = Vec::new();
+        for (at, column) in self.columns.iter_mut().enumerate() {
+            let Some(column) = column else { continue };
+            match by_slot[at] {
+                Some(value) if column.push_value(value, &mut self.scratch, self.clock) => {
+                    written.push(ColumnSlot(at as u32))
+                }
+                Some(_) => {}
+                None => column.push_empty(),
+            }
+        }
+        for slot in written {
+            self.note_written(true, row, slot);
+        }
+        row
+    }
+
     /// `insert` leaving every column a row short: loading an image, whose columns are then
     /// built and installed whole (`install_column`) before the store is used.
     pub fn insert_without_cells(
