@@ -172,10 +172,8 @@ impl Durability {
         state: &GridState,
     ) -> Result<(), String> {
         let started = std::time::Instant::now();
-        let image = state.to_image();
-        let bytes =
-            rkyv::to_bytes::<rkyv::rancor::Error>(&image).map_err(|e| format!("encoding: {e}"))?;
-        self.store_image(branch_id, IMAGE_FORMAT_VERSION, wal_lsn, bytes.to_vec())?;
+        let bytes = encode_image(state)?;
+        self.store_image(branch_id, IMAGE_FORMAT_VERSION, wal_lsn, bytes)?;
         self.snapshot_seconds.observe_duration(started.elapsed());
         Ok(())
     }
@@ -221,13 +219,8 @@ impl Durability {
     /// Stores `state` as the image of backup `id` (its own key in the snapshot store, not a
     /// branch's), flushed. Blocking.
     pub fn store_backup(&self, id: &str, state: &GridState) -> Result<(), String> {
-        let bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&state.to_image())
-            .map_err(|e| format!("encoding: {e}"))?;
-        let image = SnapshotImage {
-            format_version: IMAGE_FORMAT_VERSION,
-            wal_lsn: 0,
-            bytes: bytes.to_vec(),
-        };
+        let bytes = encode_image(state)?;
+        let image = SnapshotImage { format_version: IMAGE_FORMAT_VERSION, wal_lsn: 0, bytes };
         let key = crate::catalog::model::backup_image_key(id);
         self.snapshots.put(&key, &image).map_err(|e| format!("storing: {e}"))?;
         self.snapshots.flush().map_err(|e| format!("flushing: {e}"))
@@ -281,6 +274,18 @@ pub fn wait_off_runtime(durable: super::wal::Durable) -> Result<(), String> {
             .join()
             .unwrap_or_else(|_| Err("waiting for the WAL panicked".to_owned()))
     })
+}
+
+/// A branch's image in the current format, as the bytes a snapshot stores. The owned image is
+/// dropped once encoded, and the encoding goes straight into one buffer reserved for about the
+/// branch's heap (pages never written are never resident), not into an aligned buffer copied
+/// after: a snapshot holds at most one copy of the branch besides the branch.
+pub fn encode_image(state: &GridState) -> Result<Vec<u8>, String> {
+    let estimate = state.store.heap_bytes() + state.history.heap_bytes();
+    let image = state.to_image();
+    let buffer = Vec::with_capacity(estimate + estimate / 4);
+    rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(&image, buffer)
+        .map_err(|e| format!("encoding: {e}"))
 }
 
 /// Decodes an image of the current format from an aligned buffer.
@@ -441,6 +446,8 @@ mod fixture_tests {
             "the fixture holds what the fixture state holds"
         );
         assert_eq!(encode(&state), raw, "this build writes the fixture's format byte for byte");
+        let stored = super::encode_image(&state).expect("encodes");
+        assert_eq!(stored, raw, "a snapshot stores the same bytes without an aligned buffer");
         let row = state.store.find("", "legal.tos").expect("record present");
         let slot = state.slots["enUS"];
         assert_eq!(state.store.source_status(row, slot), SourceStatus::Locked);
