@@ -192,6 +192,9 @@ impl GridActor {
                     ms = started.elapsed().as_millis() as u64,
                     "snapshot written"
                 ),
+                Err(err) if err.starts_with("postponed") => {
+                    tracing::warn!(lsn, reason = %err, "snapshot postponed")
+                }
                 Err(err) => tracing::error!(lsn, error = %err, "snapshot failed"),
             }
             written

@@ -172,6 +172,18 @@ impl Durability {
         state: &GridState,
     ) -> Result<(), String> {
         let started = std::time::Instant::now();
+        // Encoding holds a copy of the branch and the encoded bytes at once: a snapshot that
+        // would not fit is postponed (the WAL keeps every write) rather than risk the OOM killer.
+        let needed = 2 * (state.store.heap_bytes() + state.history.heap_bytes()) as u64;
+        if let Some(available) = available_memory() {
+            if needed > available {
+                return Err(format!(
+                    "postponed: encoding needs about {} MiB, {} MiB are available",
+                    needed >> 20,
+                    available >> 20
+                ));
+            }
+        }
         let bytes = encode_image(state)?;
         self.store_image(branch_id, IMAGE_FORMAT_VERSION, wal_lsn, bytes)?;
         self.snapshot_seconds.observe_duration(started.elapsed());
@@ -274,6 +286,37 @@ pub fn wait_off_runtime(durable: super::wal::Durable) -> Result<(), String> {
             .join()
             .unwrap_or_else(|_| Err("waiting for the WAL panicked".to_owned()))
     })
+}
+
+/// Memory the process may still take: the kernel's `MemAvailable`, or less when a cgroup
+/// (v2 `memory.max`, v1 `memory.limit_in_bytes`) bounds it closer. `None` where neither is
+/// readable.
+fn available_memory() -> Option<u64> {
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let system = read("/proc/meminfo").and_then(|text| mem_available(&text));
+    let v2 = read("/sys/fs/cgroup/memory.max").zip(read("/sys/fs/cgroup/memory.current"));
+    let v1 = read("/sys/fs/cgroup/memory/memory.limit_in_bytes")
+        .zip(read("/sys/fs/cgroup/memory/memory.usage_in_bytes"));
+    let cgroup = v2.or(v1).and_then(|(limit, used)| cgroup_headroom(&limit, &used));
+    match (system, cgroup) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes.
+fn mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// What a cgroup's limit leaves above its use; `None` without a limit (`max`, or v1's huge
+/// number).
+fn cgroup_headroom(limit: &str, used: &str) -> Option<u64> {
+    let limit: u64 = limit.trim().parse().ok().filter(|&l| l < (1 << 60))?;
+    let used: u64 = used.trim().parse().ok()?;
+    Some(limit.saturating_sub(used))
 }
 
 /// A branch's image in the current format, as the bytes a snapshot stores. The owned image is
@@ -542,5 +585,21 @@ mod fixture_tests {
         let mut short = rkyv::util::AlignedVec::<16>::new();
         short.extend_from_slice(&bytes[..bytes.len() / 2]);
         assert!(decode_image(&short).is_err());
+    }
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::{cgroup_headroom, mem_available};
+
+    #[test]
+    fn available_memory_reads_meminfo_and_cgroup_limits() {
+        let meminfo = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   2048 kB\n";
+        assert_eq!(mem_available(meminfo), Some(2048 * 1024));
+        assert_eq!(mem_available("MemTotal: 1 kB\n"), None);
+        assert_eq!(cgroup_headroom("1073741824\n", "73741824\n"), Some(1_000_000_000));
+        assert_eq!(cgroup_headroom("max\n", "5\n"), None, "v2 without a limit");
+        assert_eq!(cgroup_headroom("9223372036854771712\n", "5\n"), None, "v1 without a limit");
+        assert_eq!(cgroup_headroom("10\n", "20\n"), Some(0), "over the limit");
     }
 }

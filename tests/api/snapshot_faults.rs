@@ -84,6 +84,18 @@ fn await_snapshots(server: &Server, count: u64) {
     }
 }
 
+/// A grid "g" in the first database with a single-line column `t`: (database id, its view).
+fn grid_with_text_column(server: &Server) -> (String, String) {
+    let dbs = server.call(Method::GET, "/v1/databases", None, KEY);
+    let db = dbs[0]["id"].as_str().expect("database").to_owned();
+    let grid =
+        server.call(Method::POST, &format!("/v1/grids?dbId={db}"), Some(json!({"name": "g"})), KEY);
+    let view = grid["defaultAccessViewId"].as_str().expect("view").to_owned();
+    let column = json!({"id": "t", "name": "T", "type": "singleLine"});
+    server.call(Method::POST, &format!("/v1/views/{view}/columns"), Some(column), KEY);
+    (db, view)
+}
+
 /// Session 1 (small snapshots): a grid, records (a snapshot during the writes), a key; a
 /// graceful stop stores the grid's snapshot and the catalogue's first image. Session 2: more
 /// records (another snapshot), a new column, a key; graceful stop: second catalogue image.
@@ -93,13 +105,7 @@ fn acknowledged_writes(dir: &Path) -> Acked {
     let mut records = Vec::new();
     let mut keys = Vec::new();
     let server = Server::start_with(dir, &SMALL_SNAPSHOTS);
-    let dbs = server.call(Method::GET, "/v1/databases", None, KEY);
-    let db = dbs[0]["id"].as_str().expect("database").to_owned();
-    let grid =
-        server.call(Method::POST, &format!("/v1/grids?dbId={db}"), Some(json!({"name": "g"})), KEY);
-    let view = grid["defaultAccessViewId"].as_str().expect("view").to_owned();
-    let column = json!({"id": "t", "name": "T", "type": "singleLine"});
-    server.call(Method::POST, &format!("/v1/views/{view}/columns"), Some(column), KEY);
+    let (db, view) = grid_with_text_column(&server);
     (0..4).for_each(|i| add(&server, &view, i, false, &mut records));
     await_snapshots(&server, 1);
     keys.push(new_key(&server, "k1"));
@@ -340,13 +346,7 @@ fn a_branch_snapshots_once_its_wal_bytes_pass_the_limit() {
     let dir = tempfile::tempdir().expect("temp dir");
     let args = ["--snapshot-every-records", "1000000", "--snapshot-every-bytes", "200000"];
     let server = Server::start_with(dir.path(), &args);
-    let dbs = server.call(Method::GET, "/v1/databases", None, KEY);
-    let db = dbs[0]["id"].as_str().expect("database").to_owned();
-    let grid =
-        server.call(Method::POST, &format!("/v1/grids?dbId={db}"), Some(json!({"name": "g"})), KEY);
-    let view = grid["defaultAccessViewId"].as_str().expect("view").to_owned();
-    let column = json!({"id": "t", "name": "T", "type": "singleLine"});
-    server.call(Method::POST, &format!("/v1/views/{view}/columns"), Some(column), KEY);
+    let (_, view) = grid_with_text_column(&server);
     let write = |id: &str, bytes: usize| {
         let body = json!([{"id": id, "cells": [{"columnId": "t", "value": "x".repeat(bytes)}]}]);
         server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(body), KEY);
