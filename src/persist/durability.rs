@@ -323,13 +323,37 @@ fn cgroup_headroom(limit: &str, used: &str) -> Option<u64> {
 /// dropped once encoded, and the encoding goes straight into one buffer reserved for about the
 /// branch's heap (pages never written are never resident), not into an aligned buffer copied
 /// after: a snapshot holds at most one copy of the branch besides the branch.
+///
+/// rkyv's offsets are 32-bit: an image reaching 2 GiB cannot be encoded (rkyv panics while
+/// resolving it). A branch whose heap (about its image's size) is past `MAX_IMAGE_BYTES` is
+/// refused before any copy is made, and a panic of the encoder is turned into an error: such a
+/// branch is recovered from the WAL, which keeps its writes.
 pub fn encode_image(state: &GridState) -> Result<Vec<u8>, String> {
     let estimate = state.store.heap_bytes() + state.history.heap_bytes();
+    if estimate > MAX_IMAGE_BYTES {
+        return Err(format!(
+            "the branch ({} MiB) is too large for one image (at most {} MiB); its writes stay \
+             in the WAL",
+            estimate >> 20,
+            MAX_IMAGE_BYTES >> 20
+        ));
+    }
     let image = state.to_image();
     let buffer = Vec::with_capacity(estimate + estimate / 4);
-    rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(&image, buffer)
-        .map_err(|e| format!("encoding: {e}"))
+    let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(&image, buffer)
+    }));
+    match encoded {
+        Ok(bytes) => bytes.map_err(|e| format!("encoding: {e}")),
+        Err(_) => Err("encoding: the image is too large for 32-bit offsets".to_owned()),
+    }
 }
+
+/// The largest branch heap `encode_image` tries: images must stay below 2 GiB.
+#[cfg(not(test))]
+const MAX_IMAGE_BYTES: usize = 1900 << 20;
+#[cfg(test)]
+const MAX_IMAGE_BYTES: usize = 4 << 20;
 
 /// Decodes an image of the current format from an aligned buffer.
 pub fn decode_image(bytes: &[u8]) -> Result<GridState, String> {
@@ -590,7 +614,46 @@ mod fixture_tests {
 
 #[cfg(test)]
 mod memory_tests {
-    use super::{cgroup_headroom, mem_available};
+    use super::{cgroup_headroom, encode_image, mem_available};
+    use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
+    use crate::grid::store::RecordIdentity;
+    use crate::grid::value::CellValue;
+
+    /// A branch past the image size limit (4 MiB in tests, 1900 MiB in builds) is refused with
+    /// an error before it is copied; one below it encodes.
+    #[test]
+    fn a_branch_too_large_for_one_image_is_refused_not_a_panic() {
+        let mut state = GridState::new("view1", Vec::new(), RecordIdentity::RecordId);
+        let column = serde_json::json!({"id": "t", "name": "T", "type": "singleLine"});
+        let request = serde_json::from_value(column).expect("a column request");
+        let column = crate::grid::columns::build_column(&state.schema, &request).expect("valid");
+        state.apply(&GridOp::CreateColumn { column, view_id: None, editable: true });
+        let add = |state: &mut GridState, from: usize| {
+            let records = (from..from + 100)
+                .map(|i| RecordWrite {
+                    id: format!("r{i}"),
+                    path: String::new(),
+                    new_id: None,
+                    new_path: None,
+                    cells: vec![CellWrite {
+                        column_id: "t".into(),
+                        value: Some(CellValue::Text("x".repeat(10_000))),
+                        dependency_status: None,
+                        source_status: None,
+                    }],
+                    mark_mt: false,
+                })
+                .collect();
+            state.apply(&GridOp::AddRecords { time_ms: 0, user: "u".into(), records });
+        };
+        add(&mut state, 0);
+        assert!(encode_image(&state).is_ok(), "1 MB of text encodes");
+        for from in (100..600).step_by(100) {
+            add(&mut state, from);
+        }
+        let refused = encode_image(&state).expect_err("6 MB is past the test limit");
+        assert!(refused.contains("too large"), "{refused}");
+    }
 
     #[test]
     fn available_memory_reads_meminfo_and_cgroup_limits() {
