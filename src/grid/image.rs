@@ -659,6 +659,9 @@ impl GridState {
         for (slot, column) in mine?.into_iter().chain(theirs?) {
             state.store.install_column(slot, column)?;
         }
+        if !state.store.columns_complete() {
+            return Err("a column of the store was left without cells".to_owned());
+        }
         state.store.restore_clock(v2.clock.to_native());
         state.store.restore_gone(v2.gone.iter().map(|g| GoneKey {
             clock: g.clock.to_native(),

@@ -227,6 +227,12 @@ impl ColumnStore {
         Ok(())
     }
 
+    /// Whether every column has a cell per row (after `insert_without_cells` and
+    /// `install_column`, every column must have been installed).
+    pub fn columns_complete(&self) -> bool {
+        self.columns.iter().flatten().all(|c| c.len() == self.ids.len())
+    }
+
     /// Drops a column and frees its cells. The slot is never handed out again.
     pub fn drop_column(&mut self, slot: ColumnSlot) {
         if let Some(column) = self.columns.get_mut(slot.0 as usize) {
