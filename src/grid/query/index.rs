@@ -464,6 +464,14 @@ impl Shadow {
             }
             chunk.buf.clear();
             chunk.ends.clear();
+            // Sized once from the stored lengths: grown by doubling, a chunk's buffer kept up
+            // to twice its text.
+            let text: usize = store
+                .chunk_cells(self.slot, i)
+                .map(|cell| if let CellRef::Text(s) = cell { s.len() } else { 0 })
+                .sum();
+            chunk.buf.reserve_exact(text + rows);
+            chunk.ends.reserve_exact(rows);
             for cell in store.chunk_cells(self.slot, i) {
                 if let CellRef::Text(s) = cell {
                     if self.lowercase {
@@ -474,6 +482,11 @@ impl Shadow {
                 }
                 chunk.ends.push(u32::try_from(chunk.buf.len()).unwrap_or(u32::MAX));
                 chunk.buf.push('\n');
+            }
+            // Folding can lengthen text; a buffer left with much to spare (or kept from a larger
+            // build) gives it back.
+            if chunk.buf.capacity() - chunk.buf.len() > chunk.buf.len() / 8 {
+                chunk.buf.shrink_to_fit();
             }
             chunk.fresh = true;
         }
