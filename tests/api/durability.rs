@@ -287,6 +287,18 @@ fn a_branch_without_a_snapshot_is_rebuilt_from_its_source() {
     let branch = branch.assert_status(201).clone();
     let branch_id = branch["id"].as_str().expect("branch id").to_owned();
     let branch_view = branch["defaultAccessViewId"].as_str().expect("view").to_owned();
+    // The branch stores its first snapshot in the background: wait for it (bounded).
+    let branch_dir = app.data_dir.join("snapshots").join(&branch_id);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let stored = |dir: &std::path::Path| {
+        std::fs::read_dir(dir).is_ok_and(|files| {
+            files.flatten().any(|f| f.path().extension().is_some_and(|e| e == "snap"))
+        })
+    };
+    while !stored(&branch_dir) {
+        assert!(std::time::Instant::now() < deadline, "the branch stored no snapshot");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     add(&app, &view, 3..4);
     let body = json!([{"id": "b0", "cells": [{"columnId": "t", "value": "branch"}]}]);
     app.post(&format!("/v1/views/{branch_view}/records"), &body).assert_status(201);
