@@ -69,7 +69,7 @@ fn change_sets_after(
     let mut sets = Vec::new();
     records
         .for_each_marked_after(after, |lsn, bytes| {
-            if lsn <= after || !bytes.starts_with(&CATALOG_MARKER) {
+            if !bytes.starts_with(&CATALOG_MARKER) {
                 // Branch records are skipped undecoded; undecodable records are reported by
                 // the branch replay.
                 return;

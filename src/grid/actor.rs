@@ -29,7 +29,7 @@ use super::references::{reference_columns, writes_references, ReferenceColumns};
 use super::schema::{distinct_column_ids, ColumnDef, Schema, ViewDef, PREDEFINED_COLUMNS};
 use super::store::{ColumnStore, RecordIdentity, RowId, StoreBytes};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::persist::durability::{Durability, SnapshotPolicy};
+use crate::persist::durability::{Durability, SnapshotFailure, SnapshotPolicy};
 use crate::persist::entry::WalEntry;
 use crate::persist::wal::Durable;
 
@@ -182,20 +182,22 @@ impl GridActor {
             let synced = durability.wal.sync_now().map_err(|e| format!("WAL sync: {e}"))?;
             synced.await.map_err(|e| format!("WAL sync: {e}"))?;
             let written = tokio::task::spawn_blocking(move || {
-                durability.write_snapshot(&branch, lsn, &state)
+                durability.write_snapshot(&branch, lsn, &state).map_err(|failure| {
+                    match &failure {
+                        SnapshotFailure::Postponed { .. } => {
+                            tracing::warn!(lsn, reason = %failure, "snapshot postponed")
+                        }
+                        SnapshotFailure::Failed(_) => {
+                            tracing::error!(lsn, error = %failure, "snapshot failed")
+                        }
+                    }
+                    failure.to_string()
+                })
             })
             .await
             .map_err(|e| format!("snapshot task failed: {e}"))?;
-            match &written {
-                Ok(()) => tracing::info!(
-                    lsn,
-                    ms = started.elapsed().as_millis() as u64,
-                    "snapshot written"
-                ),
-                Err(err) if err.starts_with("postponed") => {
-                    tracing::warn!(lsn, reason = %err, "snapshot postponed")
-                }
-                Err(err) => tracing::error!(lsn, error = %err, "snapshot failed"),
+            if written.is_ok() {
+                tracing::info!(lsn, ms = started.elapsed().as_millis() as u64, "snapshot written");
             }
             written
         }

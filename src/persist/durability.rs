@@ -170,22 +170,18 @@ impl Durability {
         branch_id: &str,
         wal_lsn: u64,
         state: &GridState,
-    ) -> Result<(), String> {
+    ) -> Result<(), SnapshotFailure> {
         let started = std::time::Instant::now();
         // Encoding holds a copy of the branch and the encoded bytes at once: a snapshot that
         // would not fit is postponed (the WAL keeps every write) rather than risk the OOM killer.
-        let needed = 2 * (state.store.heap_bytes() + state.history.heap_bytes()) as u64;
-        if let Some(available) = available_memory() {
-            if needed > available {
-                return Err(format!(
-                    "postponed: encoding needs about {} MiB, {} MiB are available",
-                    needed >> 20,
-                    available >> 20
-                ));
-            }
+        let heap = image_estimate(state);
+        let needed = 2 * heap as u64;
+        if let Some(available) = available_memory().filter(|&a| needed > a) {
+            return Err(SnapshotFailure::Postponed { needed, available });
         }
-        let bytes = encode_image(state)?;
-        self.store_image(branch_id, IMAGE_FORMAT_VERSION, wal_lsn, bytes)?;
+        let bytes = encode_estimated(state, heap).map_err(SnapshotFailure::Failed)?;
+        self.store_image(branch_id, IMAGE_FORMAT_VERSION, wal_lsn, bytes)
+            .map_err(SnapshotFailure::Failed)?;
         self.snapshot_seconds.observe_duration(started.elapsed());
         Ok(())
     }
@@ -319,6 +315,21 @@ fn cgroup_headroom(limit: &str, used: &str) -> Option<u64> {
     Some(limit.saturating_sub(used))
 }
 
+/// Why `write_snapshot` wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotFailure {
+    /// Encoding would not fit in the memory left; the WAL keeps every write.
+    #[error("postponed: encoding needs about {} MiB, {} MiB are available", .needed >> 20, .available >> 20)]
+    Postponed { needed: u64, available: u64 },
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// About the size of a branch's image: its store's and history's heap.
+fn image_estimate(state: &GridState) -> usize {
+    state.store.heap_bytes() + state.history.heap_bytes()
+}
+
 /// A branch's image in the current format, as the bytes a snapshot stores. The owned image is
 /// dropped once encoded, and the encoding goes straight into one buffer reserved for about the
 /// branch's heap (pages never written are never resident), not into an aligned buffer copied
@@ -329,7 +340,11 @@ fn cgroup_headroom(limit: &str, used: &str) -> Option<u64> {
 /// refused before any copy is made, and a panic of the encoder is turned into an error: such a
 /// branch is recovered from the WAL, which keeps its writes.
 pub fn encode_image(state: &GridState) -> Result<Vec<u8>, String> {
-    let estimate = state.store.heap_bytes() + state.history.heap_bytes();
+    encode_estimated(state, image_estimate(state))
+}
+
+/// `encode_image` given the branch's `image_estimate`.
+fn encode_estimated(state: &GridState, estimate: usize) -> Result<Vec<u8>, String> {
     if estimate > MAX_IMAGE_BYTES {
         return Err(format!(
             "the branch ({} MiB) is too large for one image (at most {} MiB); its writes stay \

@@ -311,6 +311,7 @@ mod tests {
             (0..500u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
         let sealed = Sealed::new(Arc::new(noise.clone()));
         sealed.pack_now();
+        assert!(!sealed.is_packed(), "noise does not compress");
         assert_eq!(sealed.whole().as_deref(), Some(noise.as_slice()));
         assert_eq!(sealed.read(10, |b| Some(b[0])), Some(noise[10]));
     }

@@ -122,9 +122,7 @@ fn stored<'a>(
         (StorageKind::Boolean, CellValue::Empty) => Stored::Boolean(BOOLEAN_EMPTY),
         (StorageKind::Datetime, CellValue::Empty) => Stored::Datetime(DATETIME_EMPTY),
         (StorageKind::Text, CellValue::Text(s)) => Stored::Text(Some(s)),
-        (StorageKind::Number, CellValue::Number(n)) => {
-            Stored::Number(if n.is_nan() { f64::NAN } else { *n }.to_bits())
-        }
+        (StorageKind::Number, CellValue::Number(n)) => stored_number(*n),
         (StorageKind::Boolean, CellValue::Boolean(b)) => Stored::Boolean(u8::from(*b)),
         (StorageKind::Datetime, CellValue::Datetime(t)) => Stored::Datetime(*t),
         (StorageKind::List, CellValue::List(items)) => {
@@ -137,6 +135,12 @@ fn stored<'a>(
         }
     };
     Ok(stored)
+}
+
+/// The stored form of a number: every NaN as the canonical quiet `f64::NAN`, so that no value
+/// written is `NUMBER_EMPTY`.
+fn stored_number(n: f64) -> Stored<'static> {
+    Stored::Number(if n.is_nan() { f64::NAN } else { n }.to_bits())
 }
 
 /// The stored form of an empty cell of `kind`.
@@ -360,9 +364,7 @@ impl Column {
                 let stored = match (kind, &value) {
                     (_, LoadCell::Empty) => empty_of(kind),
                     (StorageKind::Text, LoadCell::Text(s)) => Stored::Text(Some(s)),
-                    (StorageKind::Number, LoadCell::Number(n)) => {
-                        Stored::Number(if n.is_nan() { f64::NAN } else { *n }.to_bits())
-                    }
+                    (StorageKind::Number, LoadCell::Number(n)) => stored_number(*n),
                     (StorageKind::Boolean, LoadCell::Boolean(b)) => Stored::Boolean(u8::from(*b)),
                     (StorageKind::Datetime, LoadCell::Datetime(t)) => Stored::Datetime(*t),
                     (StorageKind::List, LoadCell::List(items)) => {
