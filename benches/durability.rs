@@ -1,7 +1,8 @@
 //! Criterion bench of durability on a 1M-record, 12-column grid branch (`GridState`):
 //! - `snapshot_copy`: the copy a grid actor takes before writing a snapshot: the only time a
 //!   snapshot holds up the branch's writers (the longest write stall during a snapshot);
-//! - `snapshot_image`: building the rkyv image and encoding it (off the actor thread);
+//! - `snapshot_image`: encoding the sectioned image (off the actor thread; a snapshot streams
+//!   the same sections to its file);
 //! - `recovery_decode`: validated rkyv access + rebuilding the branch from the image (the
 //!   snapshot part of a restart; the WAL tail after it is at most one snapshot period).
 
@@ -9,7 +10,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::Criterion;
-use gridd::persist::durability::decode_image;
+use gridd::grid::image::PartLimits;
+use gridd::grid::ops::GridState;
 
 mod common;
 use common::build_state;
@@ -24,15 +26,14 @@ fn main() {
         .configure_from_args();
 
     c.bench_function("snapshot_copy_1m", |b| b.iter(|| black_box(state.clone())));
-    let encoded = rkyv::to_bytes::<rkyv::rancor::Error>(&state.to_image()).expect("encodes");
+    let mut encoded = rkyv::util::AlignedVec::<16>::new();
+    encoded.extend_from_slice(&state.encode_image(PartLimits::DEFAULT).expect("encodes"));
     eprintln!("snapshot image of {RECORDS} records: {} MiB", encoded.len() / (1 << 20));
     c.bench_function("snapshot_image_1m", |b| {
-        b.iter(|| {
-            black_box(rkyv::to_bytes::<rkyv::rancor::Error>(&state.to_image()).expect("encodes"))
-        })
+        b.iter(|| black_box(state.encode_image(PartLimits::DEFAULT).expect("encodes")))
     });
     c.bench_function("recovery_decode_1m", |b| {
-        b.iter(|| black_box(decode_image(&encoded).expect("decodes")))
+        b.iter(|| black_box(GridState::decode_image(&encoded).expect("decodes")))
     });
 
     c.final_summary();

@@ -14,7 +14,7 @@ use super::snapshot::{SnapshotImage, SnapshotStore};
 use super::wal::WalHandle;
 use crate::grid::image::{
     ArchivedBranchImage, ArchivedBranchImageV1, ArchivedBranchImageV2, ArchivedBranchImageV3,
-    BranchImageV1, BranchImageV2, IMAGE_FORMAT_VERSION,
+    BranchImageV1, BranchImageV2, PartLimits, IMAGE_FORMAT_VERSION,
 };
 use crate::grid::ops::GridState;
 
@@ -172,23 +172,30 @@ impl Durability {
         state: &GridState,
     ) -> Result<(), SnapshotFailure> {
         let started = std::time::Instant::now();
-        // Encoding holds a copy of the branch and the encoded bytes at once: a snapshot that
-        // would not fit is postponed (the WAL keeps every write) rather than risk the OOM killer.
-        let heap = image_estimate(state);
-        let needed = 2 * heap as u64;
-        if let Some(available) = available_memory().filter(|&a| needed > a) {
-            return Err(SnapshotFailure::Postponed { needed, available });
+        // The image is streamed to its file a section at a time; what a snapshot holds besides
+        // the branch is the chunks writers copy meanwhile and one section. With less than that
+        // left, it is postponed (the WAL keeps every write) rather than risk the OOM killer.
+        if let Some(available) = available_memory().filter(|&a| a < SNAPSHOT_HEADROOM) {
+            return Err(SnapshotFailure::Postponed { needed: SNAPSHOT_HEADROOM, available });
         }
-        let bytes = encode_estimated(state, heap).map_err(SnapshotFailure::Failed)?;
-        self.store_image(branch_id, IMAGE_FORMAT_VERSION, wal_lsn, bytes)
-            .map_err(SnapshotFailure::Failed)?;
+        self.store_streamed(branch_id, wal_lsn, state).map_err(SnapshotFailure::Failed)?;
         self.snapshot_seconds.observe_duration(started.elapsed());
         Ok(())
     }
 
-    /// Stores `bytes` as the newest image of `key` covering the WAL up to `wal_lsn`, moves the
-    /// key's floor, and deletes the WAL segments every floor covers. Blocking; one caller per
-    /// key at a time.
+    /// Stores `state` as the newest image of `key` covering the WAL up to `wal_lsn`, written to
+    /// the store as it is encoded, then `stored`.
+    fn store_streamed(&self, key: &str, wal_lsn: u64, state: &GridState) -> Result<(), String> {
+        self.snapshots
+            .put_streamed(key, IMAGE_FORMAT_VERSION, wal_lsn, &mut |out| {
+                state.write_image(PartLimits::DEFAULT, out)
+            })
+            .map_err(|e| format!("storing: {e}"))?;
+        self.stored(key)
+    }
+
+    /// Stores `bytes` as the newest image of `key` covering the WAL up to `wal_lsn`, then
+    /// `stored`. Blocking; one caller per key at a time.
     pub fn store_image(
         &self,
         key: &str,
@@ -198,6 +205,12 @@ impl Durability {
     ) -> Result<(), String> {
         let image = SnapshotImage { format_version, wal_lsn, bytes };
         self.snapshots.put(key, &image).map_err(|e| format!("storing: {e}"))?;
+        self.stored(key)
+    }
+
+    /// After a new image of `key`: flushes the store, moves the key's floor, and deletes the
+    /// WAL segments every floor covers.
+    fn stored(&self, key: &str) -> Result<(), String> {
         self.snapshots.flush().map_err(|e| format!("flushing: {e}"))?;
         let floor = self.floor_from_store(key);
         if self.floors.contains_key(key) {
@@ -227,10 +240,12 @@ impl Durability {
     /// Stores `state` as the image of backup `id` (its own key in the snapshot store, not a
     /// branch's), flushed. Blocking.
     pub fn store_backup(&self, id: &str, state: &GridState) -> Result<(), String> {
-        let bytes = encode_image(state)?;
-        let image = SnapshotImage { format_version: IMAGE_FORMAT_VERSION, wal_lsn: 0, bytes };
         let key = crate::catalog::model::backup_image_key(id);
-        self.snapshots.put(&key, &image).map_err(|e| format!("storing: {e}"))?;
+        self.snapshots
+            .put_streamed(&key, IMAGE_FORMAT_VERSION, 0, &mut |out| {
+                state.write_image(PartLimits::DEFAULT, out)
+            })
+            .map_err(|e| format!("storing: {e}"))?;
         self.snapshots.flush().map_err(|e| format!("flushing: {e}"))
     }
 
@@ -325,53 +340,17 @@ pub enum SnapshotFailure {
     Failed(String),
 }
 
-/// About the size of a branch's image: its store's and history's heap.
-fn image_estimate(state: &GridState) -> usize {
-    state.store.heap_bytes() + state.history.heap_bytes()
-}
+/// Memory a snapshot needs left: one section (at most about `PartLimits::DEFAULT.bytes`, its
+/// encoding twice that), the write buffer, and room for the chunks writers copy meanwhile.
+const SNAPSHOT_HEADROOM: u64 = 256 << 20;
 
-/// A branch's image in the current format, as the bytes a snapshot stores. The owned image is
-/// dropped once encoded, and the encoding goes straight into one buffer reserved for about the
-/// branch's heap (pages never written are never resident), not into an aligned buffer copied
-/// after: a snapshot holds at most one copy of the branch besides the branch.
-///
-/// rkyv's offsets are 32-bit: an image reaching 2 GiB cannot be encoded (rkyv panics while
-/// resolving it). A branch whose heap (about its image's size) is past `MAX_IMAGE_BYTES` is
-/// refused before any copy is made, and a panic of the encoder is turned into an error: such a
-/// branch is recovered from the WAL, which keeps its writes.
+/// A branch's image in the current format, in memory (snapshots stream theirs to the file).
 pub fn encode_image(state: &GridState) -> Result<Vec<u8>, String> {
-    encode_estimated(state, image_estimate(state))
+    state.encode_image(PartLimits::DEFAULT)
 }
 
-/// `encode_image` given the branch's `image_estimate`.
-fn encode_estimated(state: &GridState, estimate: usize) -> Result<Vec<u8>, String> {
-    if estimate > MAX_IMAGE_BYTES {
-        return Err(format!(
-            "the branch ({} MiB) is too large for one image (at most {} MiB); its writes stay \
-             in the WAL",
-            estimate >> 20,
-            MAX_IMAGE_BYTES >> 20
-        ));
-    }
-    let image = state.to_image();
-    let buffer = Vec::with_capacity(estimate + estimate / 4);
-    let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(&image, buffer)
-    }));
-    match encoded {
-        Ok(bytes) => bytes.map_err(|e| format!("encoding: {e}")),
-        Err(_) => Err("encoding: the image is too large for 32-bit offsets".to_owned()),
-    }
-}
-
-/// The largest branch heap `encode_image` tries: images must stay below 2 GiB.
-#[cfg(not(test))]
-const MAX_IMAGE_BYTES: usize = 1900 << 20;
-#[cfg(test)]
-const MAX_IMAGE_BYTES: usize = 4 << 20;
-
-/// Decodes an image of the current format from an aligned buffer.
-pub fn decode_image(bytes: &[u8]) -> Result<GridState, String> {
+/// Decodes an image of format 4 from an aligned buffer.
+pub fn decode_image_v4(bytes: &[u8]) -> Result<GridState, String> {
     let archived = rkyv::access::<ArchivedBranchImage, rkyv::rancor::Error>(bytes)
         .map_err(|e| format!("validation: {e}"))?;
     GridState::from_archived(archived)
@@ -380,7 +359,8 @@ pub fn decode_image(bytes: &[u8]) -> Result<GridState, String> {
 /// Decodes an image of any format this build reads from an aligned buffer.
 pub fn decode_any(format_version: u32, bytes: &[u8]) -> Result<GridState, String> {
     match format_version {
-        IMAGE_FORMAT_VERSION => decode_image(bytes),
+        IMAGE_FORMAT_VERSION => GridState::decode_image(bytes),
+        4 => decode_image_v4(bytes),
         3 => decode_image_v3(bytes),
         2 => decode_image_v2(bytes),
         1 => decode_image_v1(bytes),
@@ -418,7 +398,7 @@ mod fixture_tests {
     //! `snapshots/` holds one image per format version; each must still load. Regenerate the
     //! current one with `GRIDD_WRITE_SNAPSHOT_FIXTURE=1 cargo test --lib fixture`.
 
-    use super::{decode_image, decode_image_v1, decode_image_v2, decode_image_v3};
+    use super::{decode_any, decode_image_v1, decode_image_v2, decode_image_v3, decode_image_v4};
     use crate::grid::columns::{build_column, ColumnRequest};
     use crate::grid::image::IMAGE_FORMAT_VERSION;
     use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
@@ -505,31 +485,30 @@ mod fixture_tests {
             .join(format!("v{version}.img"))
     }
 
+    fn to_image_bytes(s: &GridState) -> Vec<u8> {
+        rkyv::to_bytes::<rkyv::rancor::Error>(&s.to_image()).expect("encodes").to_vec()
+    }
+
     #[test]
     fn every_fixture_format_still_loads() {
         let path = fixture_path(IMAGE_FORMAT_VERSION);
         if std::env::var_os("GRIDD_WRITE_SNAPSHOT_FIXTURE").is_some() {
-            let bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&fixture_state().to_image())
-                .expect("encodes");
-            std::fs::write(&path, bytes.as_slice()).expect("fixture written");
+            let bytes = super::encode_image(&fixture_state()).expect("encodes");
+            std::fs::write(&path, bytes).expect("fixture written");
         }
         let raw = std::fs::read(&path).expect("the fixture of the current format exists");
         let mut aligned = rkyv::util::AlignedVec::<16>::new();
         aligned.extend_from_slice(&raw);
-        let state = decode_image(&aligned).expect("the fixture decodes");
+        let state = decode_any(IMAGE_FORMAT_VERSION, &aligned).expect("the fixture decodes");
         let expected = fixture_state();
         assert_eq!(state.schema, expected.schema);
-        let encode = |s: &GridState| {
-            rkyv::to_bytes::<rkyv::rancor::Error>(&s.to_image()).expect("encodes").to_vec()
-        };
         assert_eq!(
-            encode(&state),
-            encode(&expected),
+            to_image_bytes(&state),
+            to_image_bytes(&expected),
             "the fixture holds what the fixture state holds"
         );
-        assert_eq!(encode(&state), raw, "this build writes the fixture's format byte for byte");
         let stored = super::encode_image(&state).expect("encodes");
-        assert_eq!(stored, raw, "a snapshot stores the same bytes without an aligned buffer");
+        assert_eq!(stored, raw, "this build writes the fixture's format byte for byte");
         let row = state.store.find("", "legal.tos").expect("record present");
         let slot = state.slots["enUS"];
         assert_eq!(state.store.source_status(row, slot), SourceStatus::Locked);
@@ -539,6 +518,20 @@ mod fixture_tests {
         let gone: Vec<_> = state.store.gone_since(0).collect();
         assert_eq!(gone, expected.store.gone_since(0).collect::<Vec<_>>());
         assert_eq!((gone.len(), gone[0].id.as_str()), (1, "tmp"));
+    }
+
+    /// Format 4 (one archive for the whole branch) loads with everything the fixture state
+    /// holds.
+    #[test]
+    fn the_format_4_fixture_loads() {
+        let raw = std::fs::read(fixture_path(4)).expect("the format 4 fixture exists");
+        let mut aligned = rkyv::util::AlignedVec::<16>::new();
+        aligned.extend_from_slice(&raw);
+        let state = decode_image_v4(&aligned).expect("the fixture decodes");
+        let expected = fixture_state();
+        assert_eq!(to_image_bytes(&state), to_image_bytes(&expected));
+        assert_eq!(to_image_bytes(&state), raw, "format 4 is `to_image` archived");
+        assert_eq!(state.history.all().count(), expected.history.all().count());
     }
 
     /// Format 2 (history kept per record key) loads with the same records, stamps and history as
@@ -573,10 +566,11 @@ mod fixture_tests {
         aligned.extend_from_slice(&raw);
         let state = decode_image_v3(&aligned).expect("the fixture decodes");
         let expected = fixture_state();
-        let encode = |s: &GridState| {
-            rkyv::to_bytes::<rkyv::rancor::Error>(&s.to_image()).expect("encodes").to_vec()
-        };
-        assert_eq!(encode(&state), encode(&expected), "format 3 holds what format 4 does");
+        assert_eq!(
+            to_image_bytes(&state),
+            to_image_bytes(&expected),
+            "format 3 holds what format 4 does"
+        );
         assert_eq!(state.history.all().count(), expected.history.all().count());
     }
 
@@ -613,62 +607,25 @@ mod fixture_tests {
 
     #[test]
     fn a_damaged_image_is_an_error_not_a_panic() {
-        let bytes =
-            rkyv::to_bytes::<rkyv::rancor::Error>(&fixture_state().to_image()).expect("encodes");
-        for i in (0..bytes.len()).step_by(7) {
-            let mut damaged = rkyv::util::AlignedVec::<16>::new();
-            damaged.extend_from_slice(&bytes);
-            damaged[i] ^= 0x5a;
-            let _ = decode_image(&damaged);
+        let state = fixture_state();
+        let images = [(4, to_image_bytes(&state)), (5, super::encode_image(&state).expect("ok"))];
+        for (format, bytes) in images {
+            for i in (0..bytes.len()).step_by(7) {
+                let mut damaged = rkyv::util::AlignedVec::<16>::new();
+                damaged.extend_from_slice(&bytes);
+                damaged[i] ^= 0x5a;
+                let _ = decode_any(format, &damaged);
+            }
+            let mut short = rkyv::util::AlignedVec::<16>::new();
+            short.extend_from_slice(&bytes[..bytes.len() / 2]);
+            assert!(decode_any(format, &short).is_err());
         }
-        let mut short = rkyv::util::AlignedVec::<16>::new();
-        short.extend_from_slice(&bytes[..bytes.len() / 2]);
-        assert!(decode_image(&short).is_err());
     }
 }
 
 #[cfg(test)]
 mod memory_tests {
-    use super::{cgroup_headroom, encode_image, mem_available};
-    use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
-    use crate::grid::store::RecordIdentity;
-    use crate::grid::value::CellValue;
-
-    /// A branch past the image size limit (4 MiB in tests, 1900 MiB in builds) is refused with
-    /// an error before it is copied; one below it encodes.
-    #[test]
-    fn a_branch_too_large_for_one_image_is_refused_not_a_panic() {
-        let mut state = GridState::new("view1", Vec::new(), RecordIdentity::RecordId);
-        let column = serde_json::json!({"id": "t", "name": "T", "type": "singleLine"});
-        let request = serde_json::from_value(column).expect("a column request");
-        let column = crate::grid::columns::build_column(&state.schema, &request).expect("valid");
-        state.apply(&GridOp::CreateColumn { column, view_id: None, editable: true });
-        let add = |state: &mut GridState, from: usize| {
-            let records = (from..from + 100)
-                .map(|i| RecordWrite {
-                    id: format!("r{i}"),
-                    path: String::new(),
-                    new_id: None,
-                    new_path: None,
-                    cells: vec![CellWrite {
-                        column_id: "t".into(),
-                        value: Some(CellValue::Text("x".repeat(10_000))),
-                        dependency_status: None,
-                        source_status: None,
-                    }],
-                    mark_mt: false,
-                })
-                .collect();
-            state.apply(&GridOp::AddRecords { time_ms: 0, user: "u".into(), records });
-        };
-        add(&mut state, 0);
-        assert!(encode_image(&state).is_ok(), "1 MB of text encodes");
-        for from in (100..600).step_by(100) {
-            add(&mut state, from);
-        }
-        let refused = encode_image(&state).expect_err("6 MB is past the test limit");
-        assert!(refused.contains("too large"), "{refused}");
-    }
+    use super::{cgroup_headroom, mem_available};
 
     #[test]
     fn available_memory_reads_meminfo_and_cgroup_limits() {

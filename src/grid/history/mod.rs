@@ -428,17 +428,32 @@ impl History {
 
     /// The log as an image stores it: the sealed chunks packed, the open one plain.
     pub fn to_parts(&self) -> HistoryParts {
-        let open = ChunkPart {
+        HistoryParts {
+            chunks: self.chunk_parts().collect(),
+            retired: self.retired.iter().copied().collect(),
+            count: self.count as u64,
+        }
+    }
+
+    /// `to_parts`'s chunks, one at a time: the sealed ones packed, then the open one plain.
+    pub fn chunk_parts(&self) -> impl Iterator<Item = ChunkPart> + '_ {
+        let open = std::iter::once_with(|| ChunkPart {
             len: u32::try_from(self.open.len()).expect("chunks are sealed before 4 GiB"),
             block: 0,
             ends: Vec::new(),
             data: self.open.as_ref().clone(),
-        };
-        HistoryParts {
-            chunks: self.sealed.iter().map(|c| c.to_part()).chain([open]).collect(),
-            retired: self.retired.iter().copied().collect(),
-            count: self.count as u64,
-        }
+        });
+        self.sealed.iter().map(|c| c.to_part()).chain(open)
+    }
+
+    /// How many chunks `chunk_parts` yields.
+    pub fn chunk_count(&self) -> usize {
+        self.sealed.len() + 1
+    }
+
+    /// How many entries the log holds.
+    pub fn entry_count(&self) -> u64 {
+        self.count as u64
     }
 
     /// A log from an image's parts: every part but a plain last one is sealed (plain parts of

@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -225,20 +225,31 @@ impl FileSnapshotStore {
         }
     }
 
-    /// Writes `image` as generation `number` of the key in `dir`: a partial file made durable,
+    /// Writes what `write` produces as generation `number` of the key in `dir`: a partial file
+    /// (header written last, once the payload's length and checksum are known) made durable,
     /// then renamed into place and the directory synced.
-    fn write_file(dir: &Path, number: u64, image: &SnapshotImage) -> io::Result<()> {
+    fn write_file(
+        dir: &Path,
+        number: u64,
+        format_version: u32,
+        wal_lsn: u64,
+        write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
         fs::create_dir_all(dir)?;
         let partial = Self::file(dir, number, PARTIAL);
+        let file = OpenOptions::new().write(true).create(true).truncate(true).open(&partial)?;
+        let mut payload = Payload { file: BufWriter::with_capacity(1 << 20, file), crc: 0, len: 0 };
+        payload.file.write_all(&[0u8; HEADER_LEN])?;
+        write(&mut payload)?;
         let header = header::encode(&ImageHeader {
-            format_version: image.format_version,
-            wal_lsn: image.wal_lsn,
-            payload_len: image.bytes.len() as u64,
-            payload_crc: crc32c::crc32c(&image.bytes),
+            format_version,
+            wal_lsn,
+            payload_len: payload.len,
+            payload_crc: payload.crc,
         });
-        let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&partial)?;
+        let mut file = payload.file.into_inner().map_err(|e| e.into_error())?;
+        file.seek(SeekFrom::Start(0))?;
         file.write_all(&header)?;
-        file.write_all(&image.bytes)?;
         file.sync_data()?;
         drop(file);
         fs::rename(&partial, Self::file(dir, number, SUFFIX))?;
@@ -258,6 +269,26 @@ impl FileSnapshotStore {
                 let _ = fs::remove_file(entry.path());
             }
         }
+    }
+}
+
+/// A payload on its way to a file, with its length and crc32c so far.
+struct Payload {
+    file: BufWriter<File>,
+    crc: u32,
+    len: u64,
+}
+
+impl Write for Payload {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
     }
 }
 
@@ -288,10 +319,22 @@ fn parse_name(name: &str, suffix: &str) -> Option<u64> {
 
 impl SnapshotStore for FileSnapshotStore {
     fn put(&self, key: &str, image: &SnapshotImage) -> Result<Generation, SnapshotError> {
+        self.put_streamed(key, image.format_version, image.wal_lsn, &mut |out| {
+            out.write_all(&image.bytes)
+        })
+    }
+
+    fn put_streamed(
+        &self,
+        key: &str,
+        format_version: u32,
+        wal_lsn: u64,
+        write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<Generation, SnapshotError> {
         let dir = self.key_dir(key)?;
         let older = self.stored(key, &dir)?;
         let number = older.keys().next_back().map_or(1, |g| g + 1);
-        if let Err(error) = Self::write_file(&dir, number, image) {
+        if let Err(error) = Self::write_file(&dir, number, format_version, wal_lsn, write) {
             tracing::error!(key, generation = number, %error, "writing a snapshot failed");
             Self::remove_partials(&dir);
             return Err(io_error(error));
@@ -432,6 +475,33 @@ mod tests {
         store.delete(KEY).expect("deleted");
         assert!(store.load_latest(KEY).expect("load").is_none());
         assert_eq!(numbers(&store, "other"), [1]);
+    }
+
+    /// A streamed put stores what its writer wrote, in pieces, with the header written after;
+    /// a writer that fails stores nothing and leaves no partial file.
+    #[test]
+    fn streamed_puts_store_what_was_written_and_a_failed_one_nothing() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = store(dir.path());
+        let whole = image(7, 3_000_000);
+        let put = store
+            .put_streamed(KEY, 3, 7, &mut |out| {
+                whole.bytes.chunks(1000).try_for_each(|piece| out.write_all(piece))
+            })
+            .expect("put");
+        let loaded = store.load_latest(KEY).expect("load").expect("present");
+        assert_eq!((loaded.generation, loaded.wal_lsn, loaded.format_version), (put, 7, 3));
+        assert_eq!(&loaded.bytes[..], &whole.bytes[..]);
+        let failed = store.put_streamed(KEY, 3, 8, &mut |out| {
+            out.write_all(b"half an image")?;
+            Err(io::Error::other("the encoder gave up"))
+        });
+        assert!(matches!(failed, Err(SnapshotError::Io(_))), "{failed:?}");
+        assert_eq!(numbers(&store, KEY), [put.0]);
+        let key_dir = store.key_dir(KEY).expect("key");
+        let names: Vec<_> = fs::read_dir(&key_dir).expect("dir").flatten().collect();
+        assert_eq!(names.len(), 1, "no partial file is left");
+        assert_eq!(store.load_latest(KEY).expect("load").expect("present").wal_lsn, 7);
     }
 
     #[test]

@@ -196,6 +196,21 @@ pub trait SnapshotStore: Send + Sync {
     /// it, and only then deletes every generation older than the previous one.
     fn put(&self, key: &str, image: &SnapshotImage) -> Result<Generation, SnapshotError>;
 
+    /// `put` of an image that `write` produces into the store's writer, so that a large image
+    /// is never held whole in memory (the default collects it first). An error of `write`
+    /// stores nothing.
+    fn put_streamed(
+        &self,
+        key: &str,
+        format_version: u32,
+        wal_lsn: u64,
+        write: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<Generation, SnapshotError> {
+        let mut bytes = Vec::new();
+        write(&mut bytes).map_err(|e| SnapshotError::Io(e.to_string()))?;
+        self.put(key, &SnapshotImage { format_version, wal_lsn, bytes })
+    }
+
     /// The newest generation of `key` that passes every check, falling back to older ones (with a
     /// warning). `Ok(None)` when the key has no generation at all;
     /// [`SnapshotError::NoIntactGeneration`] when it has some but all are damaged.

@@ -2,20 +2,28 @@
 //! statuses, machine-translation flags and cell versions) and history, and the conversions
 //! between it and a live `GridState`.
 //!
+//! Format version 5 (`sections`), the one this build writes: the branch as a sequence of
+//! independently archived sections (record parts, column parts, history chunks, a head), so no
+//! archive nears rkyv's 2 GiB limit and a snapshot is streamed to its file a section at a time.
+//!
 //! Format version 4 (`BranchImage`): format 2's body with its history list left empty, and the
 //! history log as it is held in memory (`history::History`: its chunks, the sealed ones packed
-//! as zstd blocks, each live record's chain head, the retired chains). Format 3
-//! (`BranchImageV3`) is format 4 with every chunk plain. Format 2 (`BranchImageV2`): format 1's `BranchImageV1` plus
-//! the merge stamps (the branch's clock, each record's created/moved stamps, the merge bases,
-//! the journal of gone keys). Formats 1 and 2 still load (`GridState::from_image_v2`,
-//! `from_image_v1`; their history, kept per record key, is turned into the log), and format 1's
-//! cell versions were change counters, so the clock starts above the highest of them. Formats 3
-//! and 4 are read from the archived bytes (`GridState::from_archived`), never deserialized
-//! first. A
-//! change to these types is a new format version: bump `IMAGE_FORMAT_VERSION`, keep a reader
-//! for the old one, and add a fixture under `snapshots/`.
+//! as zstd blocks, each live record's chain head, the retired chains); `to_image` still builds
+//! it, as the owned form tests compare branches by. Format 3 (`BranchImageV3`) is format 4 with
+//! every chunk plain. Format 2 (`BranchImageV2`): format 1's `BranchImageV1` plus the merge
+//! stamps (the branch's clock, each record's created/moved stamps, the merge bases, the journal
+//! of gone keys). Formats 1 and 2 still load (`GridState::from_image_v2`, `from_image_v1`;
+//! their history, kept per record key, is turned into the log), and format 1's cell versions
+//! were change counters, so the clock starts above the highest of them. Formats 3, 4 and 5 are
+//! read from the archived bytes (`GridState::from_archived`, `decode_image`), never
+//! deserialized first. A change to these types is a new format version: bump
+//! `IMAGE_FORMAT_VERSION`, keep a reader for the old one, and add a fixture under `snapshots/`.
 
 use rkyv::{Archive, Deserialize, Serialize};
+
+mod sections;
+
+pub use sections::PartLimits;
 
 use super::history::{
     legacy_key, ChunkPart, EntryRef, History, HistoryCell, HistoryEntry, HistoryParts, NO_ENTRY,
@@ -26,7 +34,7 @@ use super::store::{CellRef, ColumnSlot, ColumnStore, GoneKey, LoadCell, RecordId
 use super::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
 /// The image format this build writes.
-pub const IMAGE_FORMAT_VERSION: u32 = 4;
+pub const IMAGE_FORMAT_VERSION: u32 = 5;
 
 #[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
 pub enum CellImage {
@@ -593,7 +601,7 @@ impl GridState {
             .filter_map(|c| state.slots.get(c.id.as_str()).map(|slot| (*slot, c)))
             .collect();
         for (_, column) in &columns {
-            check_column(column, n)?;
+            CellsRef::of_column(column).check(n)?;
         }
         // Every slot's column is built whole (columns the image lacks empty), on this thread
         // and a helper taking columns from a shared counter, while this thread first inserts
@@ -621,7 +629,8 @@ impl GridState {
                 };
                 let column = match image {
                     Some(column) => {
-                        ColumnStore::build_column(kind, localized, n, |i| image_cell(column, i))
+                        let cells = CellsRef::of_column(column);
+                        ColumnStore::build_column(kind, localized, n, |i| cells.cell(i))
                     }
                     None => ColumnStore::build_column(kind, localized, n, |_| {
                         Ok((LoadCell::Empty, 0, 0))
@@ -688,93 +697,120 @@ impl GridState {
     }
 }
 
-/// Checks that an archived column's offsets describe `n` cells inside its data.
-fn check_column(column: &ArchivedColumnImage, n: usize) -> Result<(), String> {
-    let id = column.id.as_str();
-    if column.statuses.len() != n || column.versions.len() != n {
-        return Err(format!("column {id} has the wrong number of cells"));
-    }
-    let ends_fit = |data_len: usize, ends: &[rkyv::rend::u64_le]| {
-        let mut last = 0u64;
-        ends.iter().all(|e| {
-            let e = e.to_native();
-            let ok = e >= last && e <= data_len as u64;
-            last = e;
-            ok
-        })
-    };
-    let cells = match &column.cells {
-        ArchivedColumnCells::Text { data, ends } => {
-            if !ends_fit(data.len(), ends) {
-                return Err(format!("column {id}: bad text offsets"));
-            }
-            ends.len()
-        }
-        ArchivedColumnCells::Number(v) => v.len(),
-        ArchivedColumnCells::Boolean(v) => v.len(),
-        ArchivedColumnCells::Datetime(v) => v.len(),
-        ArchivedColumnCells::List { data, item_ends, cell_ends } => {
-            if !ends_fit(data.len(), item_ends) || !ends_fit(item_ends.len(), cell_ends) {
-                return Err(format!("column {id}: bad list offsets"));
-            }
-            cell_ends.len()
-        }
-    };
-    if cells != n {
-        return Err(format!("column {id}: {cells} cells for {n} records"));
-    }
-    Ok(())
+/// An archived column's cells with their statuses and versions (a format 4 column, or one
+/// part of a format 5 column), checked by `check` before any cell is read.
+pub(crate) struct CellsRef<'a> {
+    pub id: &'a str,
+    pub cells: &'a ArchivedColumnCells,
+    pub statuses: &'a [u8],
+    pub versions: &'a [rkyv::rend::u32_le],
 }
 
-/// Writes cell `i` of an archived column (checked by `check_column`) into `row`.
-/// Cell `i` of a checked archived column, with its version and status byte.
-fn image_cell(column: &ArchivedColumnImage, i: usize) -> Result<(LoadCell<'_>, u32, u8), String> {
-    let start =
-        |ends: &[rkyv::rend::u64_le]| if i == 0 { 0 } else { ends[i - 1].to_native() as usize };
-    let value = match &column.cells {
-        ArchivedColumnCells::Text { data, ends } => {
-            let text =
-                data.as_str().get(start(ends)..ends[i].to_native() as usize).ok_or_else(|| {
-                    format!("column {}: text offsets off a character", column.id.as_str())
-                })?;
-            if text.is_empty() {
-                LoadCell::Empty
-            } else {
-                LoadCell::Text(text)
-            }
+impl<'a> CellsRef<'a> {
+    fn of_column(column: &'a ArchivedColumnImage) -> CellsRef<'a> {
+        CellsRef {
+            id: column.id.as_str(),
+            cells: &column.cells,
+            statuses: column.statuses.as_slice(),
+            versions: column.versions.as_slice(),
         }
-        ArchivedColumnCells::Number(v) => {
-            let x = v[i].to_native();
-            if x.is_nan() {
-                LoadCell::Empty
-            } else {
-                LoadCell::Number(x)
-            }
+    }
+
+    /// How many cells the statuses say there are.
+    pub fn len(&self) -> usize {
+        self.statuses.len()
+    }
+
+    /// Checks that the offsets describe `n` cells inside the data, with a status and a
+    /// version each.
+    pub fn check(&self, n: usize) -> Result<(), String> {
+        let id = self.id;
+        if self.statuses.len() != n || self.versions.len() != n {
+            return Err(format!("column {id} has the wrong number of cells"));
         }
-        ArchivedColumnCells::Boolean(v) => match v[i] {
-            0 | 1 => LoadCell::Boolean(v[i] == 1),
-            _ => LoadCell::Empty,
-        },
-        ArchivedColumnCells::Datetime(v) => match v[i].to_native() {
-            i64::MIN => LoadCell::Empty,
-            ms => LoadCell::Datetime(ms),
-        },
-        ArchivedColumnCells::List { data, item_ends, cell_ends } => {
-            let items = start(cell_ends)..cell_ends[i].to_native() as usize;
-            let mut list = Vec::with_capacity(items.len());
-            for k in items {
-                let from = if k == 0 { 0 } else { item_ends[k - 1].to_native() as usize };
-                let item = data.as_str().get(from..item_ends[k].to_native() as usize).ok_or_else(
-                    || format!("column {}: list offsets off a character", column.id.as_str()),
-                )?;
-                list.push(item);
+        let ends_fit = |data_len: usize, ends: &[rkyv::rend::u64_le]| {
+            let mut last = 0u64;
+            ends.iter().all(|e| {
+                let e = e.to_native();
+                let ok = e >= last && e <= data_len as u64;
+                last = e;
+                ok
+            })
+        };
+        let cells = match self.cells {
+            ArchivedColumnCells::Text { data, ends } => {
+                if !ends_fit(data.len(), ends) {
+                    return Err(format!("column {id}: bad text offsets"));
+                }
+                ends.len()
             }
-            if list.is_empty() {
-                LoadCell::Empty
-            } else {
-                LoadCell::List(list)
+            ArchivedColumnCells::Number(v) => v.len(),
+            ArchivedColumnCells::Boolean(v) => v.len(),
+            ArchivedColumnCells::Datetime(v) => v.len(),
+            ArchivedColumnCells::List { data, item_ends, cell_ends } => {
+                if !ends_fit(data.len(), item_ends) || !ends_fit(item_ends.len(), cell_ends) {
+                    return Err(format!("column {id}: bad list offsets"));
+                }
+                cell_ends.len()
             }
+        };
+        if cells != n {
+            return Err(format!("column {id}: {cells} cells for {n} records"));
         }
-    };
-    Ok((value, column.versions[i].to_native(), column.statuses[i]))
+        Ok(())
+    }
+
+    /// Cell `i` (after `check`), with its version and status byte.
+    pub fn cell(&self, i: usize) -> Result<(LoadCell<'a>, u32, u8), String> {
+        let start =
+            |ends: &[rkyv::rend::u64_le]| if i == 0 { 0 } else { ends[i - 1].to_native() as usize };
+        let id = self.id;
+        let value = match self.cells {
+            ArchivedColumnCells::Text { data, ends } => {
+                let text = data
+                    .as_str()
+                    .get(start(ends)..ends[i].to_native() as usize)
+                    .ok_or_else(|| format!("column {id}: text offsets off a character"))?;
+                if text.is_empty() {
+                    LoadCell::Empty
+                } else {
+                    LoadCell::Text(text)
+                }
+            }
+            ArchivedColumnCells::Number(v) => {
+                let x = v[i].to_native();
+                if x.is_nan() {
+                    LoadCell::Empty
+                } else {
+                    LoadCell::Number(x)
+                }
+            }
+            ArchivedColumnCells::Boolean(v) => match v[i] {
+                0 | 1 => LoadCell::Boolean(v[i] == 1),
+                _ => LoadCell::Empty,
+            },
+            ArchivedColumnCells::Datetime(v) => match v[i].to_native() {
+                i64::MIN => LoadCell::Empty,
+                ms => LoadCell::Datetime(ms),
+            },
+            ArchivedColumnCells::List { data, item_ends, cell_ends } => {
+                let items = start(cell_ends)..cell_ends[i].to_native() as usize;
+                let mut list = Vec::with_capacity(items.len());
+                for k in items {
+                    let from = if k == 0 { 0 } else { item_ends[k - 1].to_native() as usize };
+                    let item = data
+                        .as_str()
+                        .get(from..item_ends[k].to_native() as usize)
+                        .ok_or_else(|| format!("column {id}: list offsets off a character"))?;
+                    list.push(item);
+                }
+                if list.is_empty() {
+                    LoadCell::Empty
+                } else {
+                    LoadCell::List(list)
+                }
+            }
+        };
+        Ok((value, self.versions[i].to_native(), self.statuses[i]))
+    }
 }

@@ -1,0 +1,513 @@
+//! Format 5: a branch image as a sequence of sections, each its own rkyv archive. No archive
+//! nears rkyv's 2 GiB offset limit whatever the branch's size, a snapshot is encoded and written
+//! one section at a time (its memory is one section, not a copy of the branch), and a load
+//! validates and reads the sections of each column on the thread that builds the column.
+//!
+//! Payload: the sections, each starting on a 16-byte boundary; then the table, one
+//! (offset u64, length u64) per section; then the number of sections (u64) and `GRIDSECT`.
+//! The sections are, in order: the record parts (`RecordsPart`: ids, paths, times, users,
+//! stamps and history heads of consecutive live records), each column's parts (`ColumnPart`:
+//! its cells of consecutive live records, cut apart from the record parts), the history log's
+//! chunks (`HistoryChunkImage`), and last the head (`BranchHead`), which says how many parts
+//! each list has. A part holds at most `PartLimits::rows` records and stops growing once its
+//! text passes `PartLimits::bytes`.
+
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rkyv::api::high::HighSerializer;
+use rkyv::rancor;
+use rkyv::ser::allocator::ArenaHandle;
+use rkyv::{Archive, Deserialize, Serialize};
+
+use super::{
+    column_cells, pack, ArchivedHistoryChunkImage, CellsRef, ColumnCells, GoneKeyImage,
+    HistoryChunkImage, MergeBaseImage,
+};
+use crate::grid::history::{ChunkPart, History, HistoryParts};
+use crate::grid::ops::{GridState, MergeBase};
+use crate::grid::schema::Schema;
+use crate::grid::store::{
+    CellRef, ColumnSlot, ColumnStore, GoneKey, LoadCell, RecordIdentity, RowId,
+};
+use crate::grid::value::StorageKind;
+
+/// Ends every format 5 payload.
+const MAGIC: [u8; 8] = *b"GRIDSECT";
+
+/// What the last section holds: everything but the records, cells and history chunks, and how
+/// many sections each of those took.
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct BranchHead {
+    /// The schema as JSON (small; keeps the image independent of schema type layout).
+    pub schema_json: String,
+    pub by_path: bool,
+    /// Live records.
+    pub rows: u64,
+    /// The branch's logical clock.
+    pub clock: u32,
+    pub merge_bases: Vec<MergeBaseImage>,
+    /// Keys that stopped naming a record, with the clock when, oldest first.
+    pub gone: Vec<GoneKeyImage>,
+    pub record_parts: u32,
+    /// The stored columns, in schema order, with how many parts each took.
+    pub columns: Vec<ColumnHead>,
+    pub history_chunks: u32,
+    /// The chains of deleted records.
+    pub retired: Vec<u64>,
+    pub history_count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct ColumnHead {
+    pub id: String,
+    pub parts: u32,
+}
+
+/// Consecutive live records.
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct RecordsPart {
+    pub ids: Vec<String>,
+    pub paths: Vec<String>,
+    pub times: Vec<i64>,
+    pub users: Vec<String>,
+    /// The clock when each was inserted and when it last moved.
+    pub created: Vec<u32>,
+    pub moved: Vec<u32>,
+    /// Where each one's history chain starts (`u64::MAX`: no entry).
+    pub heads: Vec<u64>,
+}
+
+/// A column's cells of consecutive live records.
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct ColumnPart {
+    pub cells: ColumnCells,
+    /// Per record: dependency status | source status << 2 | machine-translated << 5.
+    pub statuses: Vec<u8>,
+    pub versions: Vec<u32>,
+}
+
+/// Where parts are cut.
+#[derive(Debug, Clone, Copy)]
+pub struct PartLimits {
+    /// Records per part at most.
+    pub rows: usize,
+    /// A part ends at the first record that takes its text past this many bytes.
+    pub bytes: usize,
+}
+
+impl PartLimits {
+    /// What snapshots use: the store's chunk of 65,536 rows, and 64 MiB of text.
+    pub const DEFAULT: PartLimits = PartLimits { rows: 65_536, bytes: 64 << 20 };
+}
+
+/// Writes sections to `out`, each on a 16-byte boundary, and the table at the end.
+struct SectionWriter<'w> {
+    out: &'w mut dyn Write,
+    at: u64,
+    table: Vec<(u64, u64)>,
+    /// The last section's encoding buffer, reused.
+    buffer: Vec<u8>,
+}
+
+impl<'w> SectionWriter<'w> {
+    fn new(out: &'w mut dyn Write) -> Self {
+        SectionWriter { out, at: 0, table: Vec::new(), buffer: Vec::new() }
+    }
+
+    fn section(
+        &mut self,
+        value: &impl for<'a> Serialize<HighSerializer<Vec<u8>, ArenaHandle<'a>, rancor::Error>>,
+    ) -> io::Result<()> {
+        let mut buffer = std::mem::take(&mut self.buffer);
+        buffer.clear();
+        let bytes = rkyv::api::high::to_bytes_in::<_, rancor::Error>(value, buffer)
+            .map_err(|e| io::Error::other(format!("encoding a section: {e}")))?;
+        let pad = self.at.next_multiple_of(16) - self.at;
+        self.out.write_all(&[0u8; 16][..pad as usize])?;
+        self.at += pad;
+        self.out.write_all(&bytes)?;
+        self.table.push((self.at, bytes.len() as u64));
+        self.at += bytes.len() as u64;
+        // A large section's buffer is not kept for the small ones after it.
+        if bytes.capacity() <= 8 << 20 {
+            self.buffer = bytes;
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> io::Result<()> {
+        let mut tail = Vec::with_capacity(self.table.len() * 16 + 16);
+        for (offset, len) in &self.table {
+            tail.extend_from_slice(&offset.to_le_bytes());
+            tail.extend_from_slice(&len.to_le_bytes());
+        }
+        tail.extend_from_slice(&(self.table.len() as u64).to_le_bytes());
+        tail.extend_from_slice(&MAGIC);
+        self.out.write_all(&tail)?;
+        self.out.flush()
+    }
+}
+
+/// How many of `rows` the next part takes: at least one, at most `limits.rows`, ending at the
+/// first row that takes the part's bytes to `limits.bytes`.
+fn cut(rows: &[RowId], limits: PartLimits, mut bytes: impl FnMut(RowId) -> usize) -> usize {
+    let mut total = 0usize;
+    for (i, row) in rows.iter().take(limits.rows).enumerate() {
+        total += bytes(*row);
+        if total >= limits.bytes {
+            return i + 1;
+        }
+    }
+    rows.len().min(limits.rows)
+}
+
+/// The text bytes of one cell.
+fn cell_bytes(store: &ColumnStore, row: RowId, slot: ColumnSlot) -> usize {
+    match store.value_ref(row, slot) {
+        CellRef::Text(s) => s.len(),
+        CellRef::List(items) => items.map(|item| item.len() + 8).sum(),
+        _ => 0,
+    }
+}
+
+impl GridState {
+    /// Writes the branch as a format 5 payload to `out`, one section at a time.
+    pub fn write_image(&self, limits: PartLimits, out: &mut dyn Write) -> io::Result<()> {
+        let store = &self.store;
+        let rows: Vec<RowId> = store.live_rows().collect();
+        let mut w = SectionWriter::new(out);
+        let mut record_parts = 0u32;
+        let mut start = 0;
+        while start < rows.len() {
+            let n = cut(&rows[start..], limits, |r| {
+                store.id(r).len() + store.path(r).len() + store.modified_by(r).len()
+            });
+            let part = &rows[start..start + n];
+            w.section(&RecordsPart {
+                ids: part.iter().map(|r| store.id(*r).to_owned()).collect(),
+                paths: part.iter().map(|r| store.path(*r).to_owned()).collect(),
+                times: part.iter().map(|r| store.modified_time(*r)).collect(),
+                users: part.iter().map(|r| store.modified_by(*r).to_owned()).collect(),
+                created: part.iter().map(|r| store.created_at(*r)).collect(),
+                moved: part.iter().map(|r| store.moved_at(*r)).collect(),
+                heads: part.iter().map(|r| store.history_head(*r)).collect(),
+            })?;
+            record_parts += 1;
+            start += n;
+        }
+        let mut columns = Vec::new();
+        for column in &self.schema.columns {
+            let Some(&slot) = self.slots.get(&column.id) else { continue };
+            let mut parts = 0u32;
+            let mut start = 0;
+            while start < rows.len() {
+                let n = cut(&rows[start..], limits, |r| cell_bytes(store, r, slot));
+                let part = &rows[start..start + n];
+                w.section(&ColumnPart {
+                    cells: column_cells(store, slot, part),
+                    statuses: part
+                        .iter()
+                        .map(|r| {
+                            pack(
+                                store.dependency_status(*r, slot),
+                                store.source_status(*r, slot),
+                                store.is_mt(*r, slot),
+                            )
+                        })
+                        .collect(),
+                    versions: part.iter().map(|r| store.version(*r, slot)).collect(),
+                })?;
+                parts += 1;
+                start += n;
+            }
+            columns.push(ColumnHead { id: column.id.clone(), parts });
+        }
+        let mut history_chunks = 0u32;
+        for c in self.history.chunk_parts() {
+            w.section(&HistoryChunkImage {
+                len: c.len,
+                block: c.block,
+                ends: c.ends,
+                data: c.data,
+            })?;
+            history_chunks += 1;
+        }
+        let mut merge_bases: Vec<MergeBaseImage> = self
+            .merge_bases
+            .iter()
+            .map(|(id, base)| MergeBaseImage {
+                source_branch_id: id.clone(),
+                source: base.source,
+                destination: base.destination,
+            })
+            .collect();
+        merge_bases.sort_by(|a, b| a.source_branch_id.cmp(&b.source_branch_id));
+        w.section(&BranchHead {
+            schema_json: serde_json::to_string(&self.schema)
+                .map_err(|e| io::Error::other(format!("encoding the schema: {e}")))?,
+            by_path: store.identity() == RecordIdentity::PathAndId,
+            rows: rows.len() as u64,
+            clock: store.clock(),
+            merge_bases,
+            gone: store
+                .gone()
+                .map(|g| GoneKeyImage { clock: g.clock, path: g.path.clone(), id: g.id.clone() })
+                .collect(),
+            record_parts,
+            columns,
+            history_chunks,
+            retired: self.history.retired().collect(),
+            history_count: self.history.entry_count(),
+        })?;
+        w.finish()
+    }
+
+    /// The branch as a format 5 payload in memory (tests, fixtures and backups of small
+    /// branches; snapshots stream `write_image` to their file).
+    pub fn encode_image(&self, limits: PartLimits) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        self.write_image(limits, &mut out).map_err(|e| e.to_string())?;
+        Ok(out)
+    }
+
+    /// Rebuilds a branch from a format 5 payload (on a 16-byte boundary). Every section is
+    /// validated before it is read; an inconsistent image is an error, never a panic.
+    pub fn decode_image(bytes: &[u8]) -> Result<GridState, String> {
+        let sections = section_table(bytes)?;
+        let (head, parts) = sections.split_last().ok_or("a sectioned image without a head")?;
+        let head = access::<ArchivedBranchHead>(head, "head")?;
+        let record_parts = head.record_parts.to_native() as usize;
+        let column_parts: usize = head.columns.iter().map(|c| c.parts.to_native() as usize).sum();
+        let history_chunks = head.history_chunks.to_native() as usize;
+        if parts.len() != record_parts + column_parts + history_chunks {
+            return Err(format!(
+                "{} sections for {record_parts} record parts, {column_parts} column parts and \
+                 {history_chunks} history chunks",
+                parts.len()
+            ));
+        }
+        let (record_sections, rest) = parts.split_at(record_parts);
+        let (column_sections, history_sections) = rest.split_at(column_parts);
+        let n = usize::try_from(head.rows.to_native()).map_err(|_| "too many records")?;
+        let records = record_sections
+            .iter()
+            .map(|s| {
+                let part = access::<ArchivedRecordsPart>(s, "record part")?;
+                let len = part.ids.len();
+                let lengths = [
+                    part.paths.len(),
+                    part.times.len(),
+                    part.users.len(),
+                    part.created.len(),
+                    part.moved.len(),
+                    part.heads.len(),
+                ];
+                if lengths.iter().any(|&l| l != len) {
+                    return Err("a record part's lists have different lengths".to_owned());
+                }
+                Ok(part)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        if records.iter().map(|p| p.ids.len()).sum::<usize>() != n {
+            return Err("the record parts do not add up to the head's records".to_owned());
+        }
+        let schema: Schema =
+            serde_json::from_str(head.schema_json.as_str()).map_err(|e| format!("schema: {e}"))?;
+        let mut state = GridState::with_schema(schema, head.by_path);
+
+        // Each slot's column (one the image lacks stays empty) is built whole from its parts,
+        // on this thread and a helper taking columns from a shared counter, while this thread
+        // first inserts the records.
+        let mut stored: Vec<(&str, &[&[u8]])> = Vec::new();
+        let mut rest = column_sections;
+        for column in head.columns.iter() {
+            let (mine, after) = rest.split_at(column.parts.to_native() as usize);
+            stored.push((column.id.as_str(), mine));
+            rest = after;
+        }
+        let mut jobs: Vec<ColumnJob> = state
+            .slots
+            .values()
+            .map(|&slot| (slot, state.store.kind(slot), state.store.is_localized(slot), None))
+            .collect();
+        jobs.sort_by_key(|job| job.0.get());
+        for (id, sections) in stored {
+            let Some(&slot) = state.slots.get(id) else { continue };
+            if let Some(job) = jobs.iter_mut().find(|job| job.0 == slot) {
+                job.3 = Some((id, sections));
+            }
+        }
+        let next = AtomicUsize::new(0);
+        let build = || {
+            let mut built = Vec::new();
+            while let Some(&(slot, kind, localized, image)) =
+                jobs.get(next.fetch_add(1, Ordering::Relaxed))
+            {
+                let column = match image {
+                    Some((id, sections)) => build_column(id, sections, kind, localized, n)?,
+                    None => ColumnStore::build_column(kind, localized, n, |_| {
+                        Ok((LoadCell::Empty, 0, 0))
+                    })?,
+                };
+                built.push((slot, column));
+            }
+            Ok::<_, String>(built)
+        };
+        let (mine, theirs) = std::thread::scope(|scope| {
+            let helper =
+                std::thread::Builder::new().name("image-load".into()).spawn_scoped(scope, build);
+            for part in &records {
+                for i in 0..part.ids.len() {
+                    let row = state.store.insert_without_cells(
+                        part.ids[i].as_str(),
+                        part.paths[i].as_str(),
+                        part.times[i].to_native(),
+                        part.users[i].as_str(),
+                    );
+                    state.store.restore_row_stamps(
+                        row,
+                        part.created[i].to_native(),
+                        part.moved[i].to_native(),
+                    );
+                    state.store.set_history_head(row, part.heads[i].to_native());
+                }
+            }
+            let mine = build();
+            let theirs = match helper {
+                Ok(helper) => {
+                    helper.join().unwrap_or_else(|_| Err("loading a column panicked".to_owned()))
+                }
+                Err(_) => Ok(Vec::new()),
+            };
+            (mine, theirs)
+        });
+        for (slot, column) in mine?.into_iter().chain(theirs?) {
+            state.store.install_column(slot, column)?;
+        }
+        if !state.store.columns_complete() {
+            return Err("a column of the store was left without cells".to_owned());
+        }
+        state.store.restore_clock(head.clock.to_native());
+        state.store.restore_gone(head.gone.iter().map(|g| GoneKey {
+            clock: g.clock.to_native(),
+            path: g.path.as_str().to_owned(),
+            id: g.id.as_str().to_owned(),
+        }));
+        state.merge_bases = head
+            .merge_bases
+            .iter()
+            .map(|m| {
+                let base = MergeBase {
+                    source: m.source.to_native(),
+                    destination: m.destination.to_native(),
+                };
+                (m.source_branch_id.as_str().to_owned(), base)
+            })
+            .collect();
+        let chunks = history_sections
+            .iter()
+            .map(|s| {
+                let c = access::<ArchivedHistoryChunkImage>(s, "history chunk")?;
+                Ok(ChunkPart {
+                    len: c.len.to_native(),
+                    block: c.block.to_native(),
+                    ends: c.ends.iter().map(|e| e.to_native()).collect(),
+                    data: c.data.as_slice().to_vec(),
+                })
+            })
+            .collect::<Result<_, String>>()?;
+        let history = History::from_parts(HistoryParts {
+            chunks,
+            retired: head.retired.iter().map(|r| r.to_native()).collect(),
+            count: head.history_count.to_native(),
+        })?;
+        for part in &records {
+            if let Some(bad) = part.heads.iter().find(|at| !history.holds(at.to_native())) {
+                return Err(format!(
+                    "a history chain starts outside the log ({:#x})",
+                    bad.to_native()
+                ));
+            }
+        }
+        state.history = history;
+        Ok(state)
+    }
+}
+
+/// A slot to build: its kind, whether it is localized, and its id and sections in the image.
+type ColumnJob<'a> = (ColumnSlot, StorageKind, bool, Option<(&'a str, &'a [&'a [u8]])>);
+
+/// One column of `n` cells from its validated parts.
+fn build_column(
+    id: &str,
+    sections: &[&[u8]],
+    kind: StorageKind,
+    localized: bool,
+    n: usize,
+) -> Result<crate::grid::store::BuiltColumn, String> {
+    let mut parts = Vec::with_capacity(sections.len());
+    for section in sections {
+        let part = access::<ArchivedColumnPart>(section, "column part")?;
+        let cells = CellsRef {
+            id,
+            cells: &part.cells,
+            statuses: part.statuses.as_slice(),
+            versions: part.versions.as_slice(),
+        };
+        cells.check(cells.len())?;
+        parts.push(cells);
+    }
+    if parts.iter().map(CellsRef::len).sum::<usize>() != n {
+        return Err(format!("column {id}: its parts do not add up to the head's records"));
+    }
+    // Rows are asked for in order: walk the parts with a cursor.
+    let (mut part, mut base) = (0usize, 0usize);
+    ColumnStore::build_column(kind, localized, n, |i| {
+        while i - base >= parts[part].len() {
+            base += parts[part].len();
+            part += 1;
+        }
+        parts[part].cell(i - base)
+    })
+}
+
+/// The sections of a format 5 payload, checked to lie on 16-byte boundaries before the table.
+fn section_table(bytes: &[u8]) -> Result<Vec<&[u8]>, String> {
+    let fail = || "the section table is damaged".to_owned();
+    let n = bytes.len();
+    if n < 16 || bytes[n - 8..] != MAGIC {
+        return Err("not a sectioned image".to_owned());
+    }
+    let word = |at: usize| -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_le_bytes(b)
+    };
+    let count = usize::try_from(word(n - 16)).map_err(|_| fail())?;
+    let table_start =
+        count.checked_mul(16).and_then(|len| (n - 16).checked_sub(len)).ok_or_else(fail)?;
+    (0..count)
+        .map(|k| {
+            let at = table_start + 16 * k;
+            let (offset, len) = (word(at), word(at + 8));
+            let end = offset.checked_add(len).ok_or_else(fail)?;
+            if offset % 16 != 0 || end > table_start as u64 {
+                return Err(fail());
+            }
+            Ok(&bytes[offset as usize..end as usize])
+        })
+        .collect()
+}
+
+/// A validated archive of `T` in one section.
+fn access<'a, T>(section: &'a [u8], what: &str) -> Result<&'a T, String>
+where
+    T: rkyv::Portable
+        + for<'b> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'b, rancor::Error>>,
+{
+    rkyv::access::<T, rancor::Error>(section).map_err(|e| format!("{what}: validation: {e}"))
+}
+
+#[cfg(test)]
+mod tests;

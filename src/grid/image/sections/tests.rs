@@ -1,0 +1,129 @@
+use proptest::prelude::*;
+
+use super::PartLimits;
+use crate::grid::columns::{build_column, ColumnRequest};
+use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
+use crate::grid::store::RecordIdentity;
+use crate::grid::value::{CellValue, SourceStatus};
+
+/// Parts of at most 3 records or 20 bytes of text: every list is cut many times.
+const SMALL: PartLimits = PartLimits { rows: 3, bytes: 20 };
+
+fn state(count: usize) -> GridState {
+    let mut state = GridState::new("view1", Vec::new(), RecordIdentity::RecordId);
+    for body in [
+        serde_json::json!({"id":"enUS","name":"English","type":"language","languageCode":"enUS"}),
+        serde_json::json!({"id":"n","name":"Count","type":"number"}),
+        serde_json::json!({"id":"done","name":"Done","type":"boolean"}),
+        serde_json::json!({"id":"due","name":"Due","type":"datetime"}),
+        serde_json::json!({"id":"tags","name":"Tags","type":"multipleSelections","selection":{"options":[{"value":"ui"},{"value":"legal"}]}}),
+    ] {
+        let req: ColumnRequest = serde_json::from_value(body).expect("valid column");
+        let column = build_column(&state.schema, &req).expect("valid column");
+        state.apply(&GridOp::CreateColumn { column, view_id: None, editable: true });
+    }
+    let cell = |c: &str, v: CellValue| CellWrite {
+        column_id: c.into(),
+        value: Some(v),
+        dependency_status: None,
+        source_status: (c == "enUS").then_some(SourceStatus::Locked),
+    };
+    let records = (0..count)
+        .map(|i| RecordWrite {
+            id: format!("rec{i}"),
+            path: if i % 2 == 0 { String::new() } else { format!("ui/menu{i}") },
+            new_id: None,
+            new_path: None,
+            cells: if i % 5 == 4 {
+                Vec::new()
+            } else {
+                vec![
+                    cell("enUS", CellValue::Text(format!("Start {i} ゲーム 🌍").repeat(i % 4 + 1))),
+                    cell("n", CellValue::Number(i as f64 / 3.0)),
+                    cell("done", CellValue::Boolean(i % 3 == 0)),
+                    cell("due", CellValue::Datetime(1_769_854_530_000 + i as i64)),
+                    cell("tags", CellValue::List(vec!["ui".into(), "legal".into()])),
+                ]
+            },
+            mark_mt: i % 7 == 0,
+        })
+        .collect();
+    state.apply(&GridOp::AddRecords { time_ms: 1_769_854_530_000, user: "u".into(), records });
+    state.apply(&GridOp::MergeMark { source_branch_id: "branch1".into(), source_clock: 7 });
+    if count > 0 {
+        state.apply(&GridOp::DeleteRecords { keys: vec![(String::new(), "rec0".into())] });
+    }
+    state
+}
+
+/// The same branch, compared through format 4's image (every record, cell, status, version,
+/// stamp and history chunk; compared encoded, as an empty number cell is a NaN).
+fn same(a: &GridState, b: &GridState) {
+    let encode = |s: &GridState| rkyv::to_bytes::<rkyv::rancor::Error>(&s.to_image()).expect("ok");
+    assert_eq!(encode(a).as_slice(), encode(b).as_slice());
+    assert_eq!(a.schema, b.schema);
+}
+
+#[test]
+fn a_branch_cut_into_many_parts_round_trips() {
+    let original = state(40);
+    let bytes = original.encode_image(SMALL).expect("encodes");
+    let mut aligned = rkyv::util::AlignedVec::<16>::new();
+    aligned.extend_from_slice(&bytes);
+    let loaded = GridState::decode_image(&aligned).expect("decodes");
+    same(&loaded, &original);
+    let row = loaded.store.find("", "rec2").expect("present");
+    assert_eq!(loaded.store.source_status(row, loaded.slots["enUS"]), SourceStatus::Locked);
+    // Cut or not, the content is the same.
+    let whole = original.encode_image(PartLimits::DEFAULT).expect("encodes");
+    assert!(whole.len() < bytes.len(), "fewer sections, fewer tables");
+    let mut aligned = rkyv::util::AlignedVec::<16>::new();
+    aligned.extend_from_slice(&whole);
+    same(&GridState::decode_image(&aligned).expect("decodes"), &original);
+}
+
+#[test]
+fn an_empty_branch_round_trips() {
+    for records in [0, 1] {
+        let original = state(records);
+        let bytes = original.encode_image(SMALL).expect("encodes");
+        let mut aligned = rkyv::util::AlignedVec::<16>::new();
+        aligned.extend_from_slice(&bytes);
+        same(&GridState::decode_image(&aligned).expect("decodes"), &original);
+    }
+}
+
+#[test]
+fn a_cut_or_foreign_payload_is_an_error() {
+    let bytes = state(10).encode_image(SMALL).expect("encodes");
+    for len in [0, 8, 16, bytes.len() - 1, bytes.len() - 16, bytes.len() / 2] {
+        let mut aligned = rkyv::util::AlignedVec::<16>::new();
+        aligned.extend_from_slice(&bytes[..len]);
+        assert!(GridState::decode_image(&aligned).is_err(), "{len} bytes decode");
+    }
+    let mut aligned = rkyv::util::AlignedVec::<16>::new();
+    aligned.extend_from_slice(&[0u8; 64]);
+    assert!(GridState::decode_image(&aligned).is_err());
+}
+
+#[test]
+fn a_large_text_cell_ends_its_part() {
+    let rows: Vec<_> = state(3).store.live_rows().collect();
+    let cut = super::cut(&rows, PartLimits { rows: 10, bytes: 5 }, |_| 100);
+    assert_eq!(cut, 1, "one record past the byte limit is a part of its own");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Any flipped byte gives the same branch back or an error, never a panic.
+    #[test]
+    fn flipped_bytes_never_panic(at in any::<prop::sample::Index>(), bits in 1u8..=255) {
+        let bytes = state(12).encode_image(SMALL).expect("encodes");
+        let mut aligned = rkyv::util::AlignedVec::<16>::new();
+        aligned.extend_from_slice(&bytes);
+        let i = at.index(aligned.len());
+        aligned[i] ^= bits;
+        let _ = GridState::decode_image(&aligned);
+    }
+}
