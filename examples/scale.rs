@@ -274,11 +274,12 @@ fn report_memory(when: &str, server: &Server, raw: usize, cells: usize) {
     let (parts, types) = heap(server);
     std::thread::sleep(Duration::from_secs(3));
     let settled = server.rss_mib();
+    let peak = server.stat_field("status", "VmHWM:") as f64 / 1024.0;
     let total: f64 = parts.values().sum();
     let raw_mib = raw as f64 / MIB;
     println!(
-        "{when}: RSS {rss:.0} MiB ({:.2}x raw), {settled:.0} MiB 3 s later; heap {:.0} MiB \
-         ({:.2}x raw, {:.1} B/cell)",
+        "{when}: RSS {rss:.0} MiB ({:.2}x raw), {settled:.0} MiB 3 s later, peak {peak:.0} MiB \
+         since the start; heap {:.0} MiB ({:.2}x raw, {:.1} B/cell)",
         rss / raw_mib,
         total / MIB,
         total / MIB / raw_mib,

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 
-use super::snapshot::{SnapshotImage, SnapshotStore};
+use super::snapshot::{Generation, GenerationInfo, SnapshotImage, SnapshotStore};
 use super::wal::WalHandle;
 use crate::grid::image::{
     ArchivedBranchImage, ArchivedBranchImageV1, ArchivedBranchImageV2, ArchivedBranchImageV3,
-    BranchImageV1, BranchImageV2, PartLimits, IMAGE_FORMAT_VERSION,
+    BranchImageV1, BranchImageV2, ImageIndex, PartLimits, IMAGE_FORMAT_VERSION,
 };
 use crate::grid::ops::GridState;
 
@@ -48,7 +48,33 @@ pub struct Durability {
     pins: DashMap<String, Vec<String>>,
     /// Time to encode and store one snapshot, in seconds.
     pub snapshot_seconds: Histogram,
+    /// Per branch, the newest whole image this process wrote, which later snapshots borrow
+    /// unchanged sections from.
+    bases: DashMap<String, SnapshotBase>,
 }
+
+/// A branch's newest whole image (`Durability::bases`).
+struct SnapshotBase {
+    generation: Generation,
+    index: ImageIndex,
+    /// Images written on it since.
+    deltas: u32,
+    /// Bytes the whole image wrote, and the last image on it wrote itself.
+    whole_bytes: u64,
+    last_written: u64,
+}
+
+impl SnapshotBase {
+    /// Whether the next image should borrow from this one rather than be whole: while what the
+    /// images on it write stays under half of it, and for at most `MAX_DELTAS` of them.
+    fn worth_borrowing(&self) -> bool {
+        self.deltas < MAX_DELTAS && self.last_written.saturating_mul(2) < self.whole_bytes
+    }
+}
+
+/// Images borrowing from one whole image at most: the WAL is kept from the whole image before
+/// it (see `floor_from_store`), so this bounds the WAL a branch keeps.
+const MAX_DELTAS: u32 = 8;
 
 /// A branch state loaded from its newest intact snapshot, and the LSN the snapshot covers.
 pub struct LoadedBranch {
@@ -69,6 +95,7 @@ impl Durability {
             floors: DashMap::new(),
             pins: DashMap::new(),
             snapshot_seconds: Histogram::new(LATENCY_BOUNDS),
+            bases: DashMap::new(),
         }
     }
 
@@ -110,15 +137,21 @@ impl Durability {
     /// Forgets a deleted branch and its snapshots.
     pub fn forget(&self, branch_id: &str) {
         self.floors.remove(branch_id);
+        self.bases.remove(branch_id);
         if let Err(err) = self.snapshots.delete(branch_id) {
             tracing::warn!(branch = branch_id, error = %err, "deleting snapshots of a deleted branch failed");
         }
     }
 
-    /// The floor of a branch: the older generation's LSN when both generations are intact.
+    /// The floor of a branch: the oldest kept generation's LSN once two whole generations are
+    /// kept and every header is intact (the store keeps, besides the newest generation and its
+    /// base, an older generation and its base, so whichever one image is damaged, an image at
+    /// or after the floor still loads); else 0.
     fn floor_from_store(&self, branch_id: &str) -> u64 {
         match self.snapshots.generations(branch_id) {
-            Ok(gens) if gens.len() >= 2 && gens.iter().all(|g| g.header.is_some()) => {
+            Ok(gens)
+                if whole_generations(&gens) >= 2 && gens.iter().all(|g| g.header.is_some()) =>
+            {
                 gens.iter().filter_map(|g| g.header.as_ref().map(|h| h.wal_lsn)).min().unwrap_or(0)
             }
             Ok(_) => 0,
@@ -184,13 +217,53 @@ impl Durability {
     }
 
     /// Stores `state` as the newest image of `key` covering the WAL up to `wal_lsn`, written to
-    /// the store as it is encoded, then `stored`.
+    /// the store as it is encoded, then `stored`. The image borrows the sections of unchanged
+    /// chunks from the key's base (the newest whole image this process wrote) while that is
+    /// worth it and the store keeps two whole images; else it is whole and becomes the base.
     fn store_streamed(&self, key: &str, wal_lsn: u64, state: &GridState) -> Result<(), String> {
-        self.snapshots
-            .put_streamed(key, IMAGE_FORMAT_VERSION, wal_lsn, &mut |out| {
-                state.write_image(PartLimits::DEFAULT, out)
-            })
+        let wholes = self.snapshots.generations(key).map_or(0, |g| whole_generations(&g));
+        let base = self
+            .bases
+            .remove(key)
+            .map(|(_, base)| base)
+            .filter(|base| base.worth_borrowing() && wholes >= 2 && base.index.fits(state));
+        let mut written = None;
+        let generation = self
+            .snapshots
+            .put_streamed(
+                key,
+                IMAGE_FORMAT_VERSION,
+                wal_lsn,
+                base.as_ref().map(|b| b.generation),
+                &mut |out| {
+                    let index = base.as_ref().map(|b| &b.index);
+                    written = Some(state.write_image(PartLimits::DEFAULT, index, out)?);
+                    Ok(())
+                },
+            )
             .map_err(|e| format!("storing: {e}"))?;
+        let written = written.ok_or("the image was not written")?;
+        let next = match (base, written.index) {
+            (_, Some(index)) => SnapshotBase {
+                generation,
+                index,
+                deltas: 0,
+                whole_bytes: written.written,
+                last_written: 0,
+            },
+            (Some(base), None) => {
+                SnapshotBase { deltas: base.deltas + 1, last_written: written.written, ..base }
+            }
+            (None, None) => return Err("an image without a base borrowed sections".to_owned()),
+        };
+        tracing::debug!(
+            key,
+            generation = generation.0,
+            written = written.written,
+            borrowed = written.borrowed,
+            "snapshot image stored"
+        );
+        self.bases.insert(key.to_owned(), next);
         self.stored(key)
     }
 
@@ -242,8 +315,8 @@ impl Durability {
     pub fn store_backup(&self, id: &str, state: &GridState) -> Result<(), String> {
         let key = crate::catalog::model::backup_image_key(id);
         self.snapshots
-            .put_streamed(&key, IMAGE_FORMAT_VERSION, 0, &mut |out| {
-                state.write_image(PartLimits::DEFAULT, out)
+            .put_streamed(&key, IMAGE_FORMAT_VERSION, 0, None, &mut |out| {
+                state.write_image(PartLimits::DEFAULT, None, out).map(drop)
             })
             .map_err(|e| format!("storing: {e}"))?;
         self.snapshots.flush().map_err(|e| format!("flushing: {e}"))
@@ -257,7 +330,7 @@ impl Durability {
             .load_latest(&key)
             .map_err(|e| format!("reading: {e}"))?
             .ok_or_else(|| "the backup's image is missing".to_owned())?;
-        decode_any(loaded.format_version, &loaded.bytes)
+        decode_any(loaded.format_version, &loaded.bytes, loaded.base.as_deref())
     }
 
     /// Removes backup `id`'s image.
@@ -278,7 +351,7 @@ impl Durability {
                 return None;
             }
         };
-        match decode_any(loaded.format_version, &loaded.bytes) {
+        match decode_any(loaded.format_version, &loaded.bytes, loaded.base.as_deref()) {
             Ok(state) => Some(LoadedBranch { state, wal_lsn: loaded.wal_lsn }),
             Err(err) => {
                 tracing::error!(branch = branch_id, error = %err, "snapshot does not decode; replaying the whole WAL");
@@ -356,16 +429,29 @@ pub fn decode_image_v4(bytes: &[u8]) -> Result<GridState, String> {
     GridState::from_archived(archived)
 }
 
-/// Decodes an image of any format this build reads from an aligned buffer.
-pub fn decode_any(format_version: u32, bytes: &[u8]) -> Result<GridState, String> {
+/// Decodes an image of any format this build reads from an aligned buffer, with the payload
+/// of its base when it borrows sections (format 5 only).
+pub fn decode_any(
+    format_version: u32,
+    bytes: &[u8],
+    base: Option<&[u8]>,
+) -> Result<GridState, String> {
+    if base.is_some() && format_version != IMAGE_FORMAT_VERSION {
+        return Err(format!("an image of format {format_version} with a base"));
+    }
     match format_version {
-        IMAGE_FORMAT_VERSION => GridState::decode_image(bytes),
+        IMAGE_FORMAT_VERSION => GridState::decode_image(bytes, base),
         4 => decode_image_v4(bytes),
         3 => decode_image_v3(bytes),
         2 => decode_image_v2(bytes),
         1 => decode_image_v1(bytes),
         version => Err(format!("unknown image format {version}")),
     }
+}
+
+/// How many of `generations` are whole images (their header intact and without a base).
+fn whole_generations(generations: &[GenerationInfo]) -> usize {
+    generations.iter().filter(|g| g.header.is_some_and(|h| h.base.is_none())).count()
 }
 
 /// Decodes an image of format 3 from an aligned buffer.
@@ -499,7 +585,7 @@ mod fixture_tests {
         let raw = std::fs::read(&path).expect("the fixture of the current format exists");
         let mut aligned = rkyv::util::AlignedVec::<16>::new();
         aligned.extend_from_slice(&raw);
-        let state = decode_any(IMAGE_FORMAT_VERSION, &aligned).expect("the fixture decodes");
+        let state = decode_any(IMAGE_FORMAT_VERSION, &aligned, None).expect("the fixture decodes");
         let expected = fixture_state();
         assert_eq!(state.schema, expected.schema);
         assert_eq!(
@@ -614,11 +700,11 @@ mod fixture_tests {
                 let mut damaged = rkyv::util::AlignedVec::<16>::new();
                 damaged.extend_from_slice(&bytes);
                 damaged[i] ^= 0x5a;
-                let _ = decode_any(format, &damaged);
+                let _ = decode_any(format, &damaged, None);
             }
             let mut short = rkyv::util::AlignedVec::<16>::new();
             short.extend_from_slice(&bytes[..bytes.len() / 2]);
-            assert!(decode_any(format, &short).is_err());
+            assert!(decode_any(format, &short, None).is_err());
         }
     }
 }

@@ -8,6 +8,7 @@
 //! logged, and nothing may panic; a start that cannot serve everything refuses loudly.
 
 use std::collections::BTreeMap;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -226,11 +227,12 @@ fn damage(file: &Path, what: Damage) {
 }
 
 /// Damages the newest generation (or, with `both`, the two newest) of the store keys `pick`
-/// selects; every such key must have two generations.
+/// selects; every such key must have at least two generations (a branch keeps up to four: the
+/// newest, the whole image it borrows from, and an older one with its own).
 fn damage_store(dir: &Path, pick: impl Fn(&str) -> bool, what: Damage, both: bool) {
     let mut damaged = 0;
     for (key, generations) in layout(dir).into_iter().filter(|(k, _)| pick(k)) {
-        assert_eq!(generations.len(), 2, "two generations of {key}: {generations:?}");
+        assert!(generations.len() >= 2, "two generations of {key}: {generations:?}");
         for file in generations.values().rev().take(if both { 2 } else { 1 }) {
             damage(file, what);
             damaged += 1;
@@ -275,6 +277,44 @@ fn damaged_branch_snapshots_fall_back_and_lose_no_acknowledged_write() {
         } else {
             server.kill();
         }
+    }
+}
+
+/// The generation a generation file borrows sections from (its header's base), if any.
+fn base_of(file: &Path) -> Option<u64> {
+    let bytes = std::fs::read(file).expect("a generation file");
+    (bytes.len() >= 44 && &bytes[..8] == b"GRIDDSN2")
+        .then(|| u64::from_le_bytes(bytes[32..40].try_into().expect("eight bytes")))
+}
+
+/// A branch's newest snapshot borrows from an older whole image; damage to that base makes the
+/// newest unusable too: the start falls back to the older generation kept beside them and the
+/// WAL, and every acknowledged write is back.
+#[test]
+fn damage_to_the_image_a_snapshot_borrows_from_loses_no_acknowledged_write() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let acked = acknowledged_writes(dir.path());
+    let branch_key = |k: &str| k != CATALOG;
+    let bases: Vec<(PathBuf, u64)> = layout(dir.path())
+        .into_iter()
+        .filter(|(k, _)| branch_key(k))
+        .filter_map(|(_, generations)| {
+            let (_, newest) = generations.iter().next_back()?;
+            let base = base_of(newest)?;
+            Some((generations.get(&base)?.clone(), base))
+        })
+        .collect();
+    assert!(!bases.is_empty(), "a branch's newest snapshot borrows from a base");
+    for what in [Damage::FlipPayload, Damage::Remove] {
+        let copy = tempfile::tempdir().expect("temp dir");
+        copy_dir(dir.path(), copy.path());
+        for (file, _) in &bases {
+            let relative = file.strip_prefix(dir.path()).expect("inside the data directory");
+            damage(&copy.path().join(relative), what);
+        }
+        let server = restart_damaged(copy.path(), true);
+        assert_all_back(&server, &acked, &format!("base {what:?}"));
+        server.kill();
     }
 }
 
@@ -359,30 +399,50 @@ fn a_branch_snapshots_once_its_wal_bytes_pass_the_limit() {
     server.terminate();
 }
 
-/// Whether a snapshot generation is being written under `dir` (its `.partial` file is there).
-fn snapshot_being_written(dir: &Path) -> bool {
+/// Whether a branch snapshot of the kind `magic` names is being written: a `.partial` file
+/// whose provisional header starts with it (`GRIDDSNP` whole, `GRIDDSN2` on a base).
+fn snapshot_being_written(dir: &Path, magic: &[u8; 8]) -> bool {
     let Ok(keys) = std::fs::read_dir(dir.join("snapshots")) else { return false };
     keys.flatten().any(|key| {
         std::fs::read_dir(key.path()).is_ok_and(|files| {
-            files.flatten().any(|f| f.file_name().to_string_lossy().ends_with(".partial"))
+            files.flatten().any(|f| {
+                let partial = f.file_name().to_string_lossy().ends_with(".partial");
+                let mut head = [0u8; 8];
+                partial
+                    && std::fs::File::open(f.path())
+                        .and_then(|mut file| file.read_exact(&mut head))
+                        .is_ok()
+                    && &head == magic
+            })
         })
     })
 }
 
-/// SIGKILL while a branch snapshot is being written (its `.partial` file on disk): the next
-/// start ignores the partial file, starts from the previous generation and the WAL, and every
-/// acknowledged record is there with its value.
+/// SIGKILL while a whole branch snapshot is being written (its `.partial` file on disk): the
+/// next start ignores the partial file, starts from the previous generation and the WAL, and
+/// every acknowledged record is there with its value.
 #[test]
-fn a_kill_during_a_snapshot_write_loses_no_acknowledged_write() {
+fn a_kill_during_a_whole_snapshot_loses_no_acknowledged_write() {
+    kill_during_a_snapshot(b"GRIDDSNP");
+}
+
+/// The same while a snapshot that borrows from a whole one is being written.
+#[test]
+fn a_kill_during_an_incremental_snapshot_loses_no_acknowledged_write() {
+    kill_during_a_snapshot(b"GRIDDSN2");
+}
+
+fn kill_during_a_snapshot(magic: &[u8; 8]) {
     let dir = tempfile::tempdir().expect("temp dir");
     let args = ["--snapshot-every-records", "300", "--snapshot-every-bytes", "1000000000"];
     let server = Server::start_with(dir.path(), &args);
     let (_, view) = grid_with_text_column(&server);
     let mut acked = 0usize;
     let mut caught = false;
-    // Each round adds 300 records of 2 KB, after which a snapshot of the growing branch starts;
-    // the kill lands while one is being written.
-    for round in 0..60 {
+    // Each round adds 300 records of 2 KB, after which a snapshot of the growing branch starts
+    // (whole or on the last whole one, by turns as the branch grows); the kill lands while one
+    // of the wanted kind is being written.
+    for round in 0..80 {
         let records: Vec<Value> = (0..300)
             .map(|i| {
                 let value = format!("{round}.{i} {}", "y".repeat(2000));
@@ -393,7 +453,7 @@ fn a_kill_during_a_snapshot_write_loses_no_acknowledged_write() {
         acked += 300;
         let deadline = Instant::now() + Duration::from_millis(500);
         while !caught && Instant::now() < deadline {
-            caught = snapshot_being_written(dir.path());
+            caught = snapshot_being_written(dir.path(), magic);
             std::thread::sleep(Duration::from_micros(100));
         }
         if caught {
@@ -401,7 +461,7 @@ fn a_kill_during_a_snapshot_write_loses_no_acknowledged_write() {
         }
     }
     server.kill();
-    assert!(caught, "no snapshot was caught being written in 60 rounds");
+    assert!(caught, "no snapshot was caught being written in 80 rounds");
 
     let server = Server::start(dir.path());
     let client = reqwest::blocking::Client::new();

@@ -437,13 +437,26 @@ impl History {
 
     /// `to_parts`'s chunks, one at a time: the sealed ones packed, then the open one plain.
     pub fn chunk_parts(&self) -> impl Iterator<Item = ChunkPart> + '_ {
-        let open = std::iter::once_with(|| ChunkPart {
-            len: u32::try_from(self.open.len()).expect("chunks are sealed before 4 GiB"),
-            block: 0,
-            ends: Vec::new(),
-            data: self.open.as_ref().clone(),
-        });
-        self.sealed.iter().map(|c| c.to_part()).chain(open)
+        (0..self.chunk_count()).map(|index| self.chunk_part(index))
+    }
+
+    /// Chunk `index` of `chunk_parts` (`index < chunk_count()`; past the sealed ones, the
+    /// open one).
+    pub fn chunk_part(&self, index: usize) -> ChunkPart {
+        match self.sealed.get(index) {
+            Some(sealed) => sealed.to_part(),
+            None => ChunkPart {
+                len: u32::try_from(self.open.len()).expect("chunks are sealed before 4 GiB"),
+                block: 0,
+                ends: Vec::new(),
+                data: self.open.as_ref().clone(),
+            },
+        }
+    }
+
+    /// A handle on sealed chunk `index` (sealed chunks never change; the open one has none).
+    pub fn sealed_handle(&self, index: usize) -> Option<crate::grid::store::ChunkHandle> {
+        self.sealed.get(index).map(crate::grid::store::ChunkHandle::of)
     }
 
     /// How many chunks `chunk_parts` yields.

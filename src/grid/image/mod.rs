@@ -23,7 +23,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 
 mod sections;
 
-pub use sections::PartLimits;
+pub use sections::{ImageIndex, PartLimits, WrittenImage};
 
 use super::history::{
     legacy_key, ChunkPart, EntryRef, History, HistoryCell, HistoryEntry, HistoryParts, NO_ENTRY,

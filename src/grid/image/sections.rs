@@ -1,17 +1,24 @@
 //! Format 5: a branch image as a sequence of sections, each its own rkyv archive. No archive
 //! nears rkyv's 2 GiB offset limit whatever the branch's size, a snapshot is encoded and written
-//! one section at a time (its memory is one section, not a copy of the branch), and a load
-//! validates and reads the sections of each column on the thread that builds the column.
+//! one section at a time (its memory is one section, not a copy of the branch), a load
+//! validates and reads the sections of each column on the thread that builds the column, and
+//! an image can borrow the sections of unchanged chunks from an earlier whole image (its base).
 //!
 //! Payload: the sections, each starting on a 16-byte boundary; then the table, one
-//! (offset u64, length u64) per section; then the number of sections (u64) and `GRIDSECT`.
-//! The sections are, in order: the record parts (`RecordsPart`: ids, paths, times, users,
-//! stamps and history heads of consecutive live records), each column's parts (`ColumnPart`:
-//! its cells of consecutive live records, cut apart from the record parts), the history log's
-//! chunks (`HistoryChunkImage`), and last the head (`BranchHead`), which says how many parts
-//! each list has. A part holds at most `PartLimits::rows` records and stops growing once its
-//! text passes `PartLimits::bytes`.
+//! (offset u64, length u64) per section, an offset with the top bit set lying in the base's
+//! payload; then the number of sections (u64) and `GRIDSECT`. The sections are, in order: the
+//! record parts (`RecordsPart`: ids, paths, times, users, stamps and history heads of live
+//! records), each column's parts (`ColumnPart`: its cells of the same records), the history
+//! log's chunks (`HistoryChunkImage`), and last the head (`BranchHead`), which says how many
+//! parts each list has. Parts are cut along the store's chunks (the live rows of one chunk),
+//! further after `PartLimits::rows` records or once their text passes `PartLimits::bytes`. So
+//! the sections of a chunk depend on that chunk alone: a whole image notes what each chunk's
+//! sections were made from (`ImageIndex`: handles on the store's copy-on-write chunks and the
+//! chunk's live count), and a later image whose chunk still has the same contents and live rows
+//! (and no compaction renumbered rows since) points at the base's sections instead of writing
+//! them. Sealed history chunks never change; the open one and the head are always written.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -28,7 +35,7 @@ use crate::grid::history::{ChunkPart, History, HistoryParts};
 use crate::grid::ops::{GridState, MergeBase};
 use crate::grid::schema::Schema;
 use crate::grid::store::{
-    CellRef, ColumnSlot, ColumnStore, GoneKey, LoadCell, RecordIdentity, RowId,
+    CellRef, ChunkHandle, ColumnSlot, ColumnStore, GoneKey, LoadCell, RecordIdentity, RowId,
 };
 use crate::grid::value::StorageKind;
 
@@ -101,18 +108,77 @@ impl PartLimits {
     pub const DEFAULT: PartLimits = PartLimits { rows: 65_536, bytes: 64 << 20 };
 }
 
-/// Writes sections to `out`, each on a 16-byte boundary, and the table at the end.
+/// Marks a table entry whose section lies in the base's payload.
+const IN_BASE: u64 = 1 << 63;
+
+/// What a run of sections was made from: a storage chunk of the records or of a column, or a
+/// sealed history chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum ChunkKey {
+    Records(usize),
+    Column(ColumnSlot, usize),
+    History(usize),
+}
+
+/// The sections one chunk gave a full image, with handles on what they were made from.
+struct Borrowable {
+    handles: Vec<ChunkHandle>,
+    live: u64,
+    sections: Vec<(u64, u64)>,
+}
+
+/// What a full image's sections were made from, so that a later image of the branch can borrow
+/// the sections of every chunk not written since (`GridState::write_image`'s `base`). It holds
+/// handles, not the chunks: it keeps no memory of the branch alive.
+pub struct ImageIndex {
+    epoch: u64,
+    chunks: HashMap<ChunkKey, Borrowable>,
+}
+
+impl ImageIndex {
+    /// Whether an image of `state` can borrow from this one: no compaction renumbered its rows
+    /// since.
+    pub fn fits(&self, state: &GridState) -> bool {
+        self.epoch == state.store.epoch()
+    }
+}
+
+/// What `write_image` wrote.
+pub struct WrittenImage {
+    /// The image's sections for later images to borrow (an image written without a base).
+    pub index: Option<ImageIndex>,
+    /// Bytes of the sections written.
+    pub written: u64,
+    /// Bytes of the sections borrowed from the base.
+    pub borrowed: u64,
+}
+
+/// Writes sections to `out`, each on a 16-byte boundary, and the table at the end; borrows the
+/// sections of unchanged chunks from `base`, or notes what it writes in `index`.
 struct SectionWriter<'w> {
     out: &'w mut dyn Write,
     at: u64,
     table: Vec<(u64, u64)>,
     /// The last section's encoding buffer, reused.
     buffer: Vec<u8>,
+    base: Option<&'w ImageIndex>,
+    index: Option<ImageIndex>,
+    borrowed: u64,
 }
 
 impl<'w> SectionWriter<'w> {
-    fn new(out: &'w mut dyn Write) -> Self {
-        SectionWriter { out, at: 0, table: Vec::new(), buffer: Vec::new() }
+    fn new(out: &'w mut dyn Write, epoch: u64, base: Option<&'w ImageIndex>) -> Self {
+        let base = base.filter(|b| b.epoch == epoch);
+        let index = base.is_none().then(|| ImageIndex { epoch, chunks: HashMap::new() });
+        SectionWriter {
+            out,
+            at: 0,
+            table: Vec::new(),
+            buffer: Vec::new(),
+            base,
+            index,
+            borrowed: 0,
+        }
     }
 
     fn section(
@@ -136,7 +202,38 @@ impl<'w> SectionWriter<'w> {
         Ok(())
     }
 
-    fn finish(self) -> io::Result<()> {
+    /// The sections of one chunk: borrowed from the base when the chunk's handles and live
+    /// rows are what the base's were, else written by `write`. Returns how many there are.
+    fn chunk(
+        &mut self,
+        key: ChunkKey,
+        handles: Vec<ChunkHandle>,
+        live: u64,
+        write: impl FnOnce(&mut Self) -> io::Result<()>,
+    ) -> io::Result<u32> {
+        let unchanged = self.base.and_then(|base| base.chunks.get(&key)).filter(|b| {
+            b.live == live
+                && b.handles.len() == handles.len()
+                && b.handles.iter().zip(&handles).all(|(a, b)| a.same(b))
+        });
+        if let Some(borrowed) = unchanged {
+            for &(offset, len) in &borrowed.sections {
+                self.table.push((offset | IN_BASE, len));
+                self.borrowed += len;
+            }
+            return Ok(borrowed.sections.len() as u32);
+        }
+        let first = self.table.len();
+        write(self)?;
+        let sections = self.table[first..].to_vec();
+        let count = sections.len() as u32;
+        if let Some(index) = &mut self.index {
+            index.chunks.insert(key, Borrowable { handles, live, sections });
+        }
+        Ok(count)
+    }
+
+    fn finish(self) -> io::Result<WrittenImage> {
         let mut tail = Vec::with_capacity(self.table.len() * 16 + 16);
         for (offset, len) in &self.table {
             tail.extend_from_slice(&offset.to_le_bytes());
@@ -145,7 +242,8 @@ impl<'w> SectionWriter<'w> {
         tail.extend_from_slice(&(self.table.len() as u64).to_le_bytes());
         tail.extend_from_slice(&MAGIC);
         self.out.write_all(&tail)?;
-        self.out.flush()
+        self.out.flush()?;
+        Ok(WrittenImage { index: self.index, written: self.at, borrowed: self.borrowed })
     }
 }
 
@@ -171,67 +269,110 @@ fn cell_bytes(store: &ColumnStore, row: RowId, slot: ColumnSlot) -> usize {
     }
 }
 
+/// Writes `rows` as parts cut by `limits`, each made by `part`.
+fn parts<T>(
+    w: &mut SectionWriter<'_>,
+    rows: &[RowId],
+    limits: PartLimits,
+    mut bytes: impl FnMut(RowId) -> usize,
+    mut part: impl FnMut(&[RowId]) -> T,
+) -> io::Result<()>
+where
+    T: for<'a> Serialize<HighSerializer<Vec<u8>, ArenaHandle<'a>, rancor::Error>>,
+{
+    let mut start = 0;
+    while start < rows.len() {
+        let n = cut(&rows[start..], limits, &mut bytes);
+        w.section(&part(&rows[start..start + n]))?;
+        start += n;
+    }
+    Ok(())
+}
+
 impl GridState {
-    /// Writes the branch as a format 5 payload to `out`, one section at a time.
-    pub fn write_image(&self, limits: PartLimits, out: &mut dyn Write) -> io::Result<()> {
+    /// Writes the branch as a format 5 payload to `out`, one section at a time, cut along the
+    /// store's chunks. With a `base` (the index of a full image of this branch), the sections
+    /// of chunks not written since are borrowed from it instead of written.
+    pub fn write_image(
+        &self,
+        limits: PartLimits,
+        base: Option<&ImageIndex>,
+        out: &mut dyn Write,
+    ) -> io::Result<WrittenImage> {
         let store = &self.store;
-        let rows: Vec<RowId> = store.live_rows().collect();
-        let mut w = SectionWriter::new(out);
+        let mut w = SectionWriter::new(out, store.epoch(), base);
+        let chunks = store.chunk_count();
+        let mut live_rows = 0u64;
         let mut record_parts = 0u32;
-        let mut start = 0;
-        while start < rows.len() {
-            let n = cut(&rows[start..], limits, |r| {
-                store.id(r).len() + store.path(r).len() + store.modified_by(r).len()
-            });
-            let part = &rows[start..start + n];
-            w.section(&RecordsPart {
-                ids: part.iter().map(|r| store.id(*r).to_owned()).collect(),
-                paths: part.iter().map(|r| store.path(*r).to_owned()).collect(),
-                times: part.iter().map(|r| store.modified_time(*r)).collect(),
-                users: part.iter().map(|r| store.modified_by(*r).to_owned()).collect(),
-                created: part.iter().map(|r| store.created_at(*r)).collect(),
-                moved: part.iter().map(|r| store.moved_at(*r)).collect(),
-                heads: part.iter().map(|r| store.history_head(*r)).collect(),
+        for k in 0..chunks {
+            let live = store.live_in_chunk(k);
+            live_rows += live;
+            let handles = store.record_chunk_handles(k);
+            record_parts += w.chunk(ChunkKey::Records(k), handles, live, |w| {
+                let rows: Vec<RowId> = store.live_rows_of_chunk(k).collect();
+                let bytes =
+                    |r| store.id(r).len() + store.path(r).len() + store.modified_by(r).len();
+                parts(w, &rows, limits, bytes, |part| RecordsPart {
+                    ids: part.iter().map(|r| store.id(*r).to_owned()).collect(),
+                    paths: part.iter().map(|r| store.path(*r).to_owned()).collect(),
+                    times: part.iter().map(|r| store.modified_time(*r)).collect(),
+                    users: part.iter().map(|r| store.modified_by(*r).to_owned()).collect(),
+                    created: part.iter().map(|r| store.created_at(*r)).collect(),
+                    moved: part.iter().map(|r| store.moved_at(*r)).collect(),
+                    heads: part.iter().map(|r| store.history_head(*r)).collect(),
+                })
             })?;
-            record_parts += 1;
-            start += n;
         }
         let mut columns = Vec::new();
         for column in &self.schema.columns {
             let Some(&slot) = self.slots.get(&column.id) else { continue };
-            let mut parts = 0u32;
-            let mut start = 0;
-            while start < rows.len() {
-                let n = cut(&rows[start..], limits, |r| cell_bytes(store, r, slot));
-                let part = &rows[start..start + n];
-                w.section(&ColumnPart {
-                    cells: column_cells(store, slot, part),
-                    statuses: part
-                        .iter()
-                        .map(|r| {
-                            pack(
-                                store.dependency_status(*r, slot),
-                                store.source_status(*r, slot),
-                                store.is_mt(*r, slot),
-                            )
-                        })
-                        .collect(),
-                    versions: part.iter().map(|r| store.version(*r, slot)).collect(),
+            let mut count = 0u32;
+            for k in 0..chunks {
+                let live = store.live_in_chunk(k);
+                let handles = store.column_chunk_handle(slot, k).into_iter().collect();
+                count += w.chunk(ChunkKey::Column(slot, k), handles, live, |w| {
+                    let rows: Vec<RowId> = store.live_rows_of_chunk(k).collect();
+                    parts(
+                        w,
+                        &rows,
+                        limits,
+                        |r| cell_bytes(store, r, slot),
+                        |part| ColumnPart {
+                            cells: column_cells(store, slot, part),
+                            statuses: part
+                                .iter()
+                                .map(|r| {
+                                    pack(
+                                        store.dependency_status(*r, slot),
+                                        store.source_status(*r, slot),
+                                        store.is_mt(*r, slot),
+                                    )
+                                })
+                                .collect(),
+                            versions: part.iter().map(|r| store.version(*r, slot)).collect(),
+                        },
+                    )
                 })?;
-                parts += 1;
-                start += n;
             }
-            columns.push(ColumnHead { id: column.id.clone(), parts });
+            columns.push(ColumnHead { id: column.id.clone(), parts: count });
         }
-        let mut history_chunks = 0u32;
-        for c in self.history.chunk_parts() {
-            w.section(&HistoryChunkImage {
-                len: c.len,
-                block: c.block,
-                ends: c.ends,
-                data: c.data,
-            })?;
-            history_chunks += 1;
+        let history = &self.history;
+        for i in 0..history.chunk_count() {
+            let write = |w: &mut SectionWriter<'_>| {
+                let c = history.chunk_part(i);
+                w.section(&HistoryChunkImage {
+                    len: c.len,
+                    block: c.block,
+                    ends: c.ends,
+                    data: c.data,
+                })
+            };
+            match history.sealed_handle(i) {
+                Some(handle) => {
+                    w.chunk(ChunkKey::History(i), vec![handle], 1, write)?;
+                }
+                None => write(&mut w)?,
+            }
         }
         let mut merge_bases: Vec<MergeBaseImage> = self
             .merge_bases
@@ -247,7 +388,7 @@ impl GridState {
             schema_json: serde_json::to_string(&self.schema)
                 .map_err(|e| io::Error::other(format!("encoding the schema: {e}")))?,
             by_path: store.identity() == RecordIdentity::PathAndId,
-            rows: rows.len() as u64,
+            rows: live_rows,
             clock: store.clock(),
             merge_bases,
             gone: store
@@ -256,25 +397,27 @@ impl GridState {
                 .collect(),
             record_parts,
             columns,
-            history_chunks,
-            retired: self.history.retired().collect(),
-            history_count: self.history.entry_count(),
+            history_chunks: u32::try_from(history.chunk_count())
+                .map_err(|_| io::Error::other("too many history chunks"))?,
+            retired: history.retired().collect(),
+            history_count: history.entry_count(),
         })?;
         w.finish()
     }
 
-    /// The branch as a format 5 payload in memory (tests, fixtures and backups of small
-    /// branches; snapshots stream `write_image` to their file).
+    /// The branch as a whole format 5 payload in memory (tests, fixtures; snapshots stream
+    /// `write_image` to their file).
     pub fn encode_image(&self, limits: PartLimits) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
-        self.write_image(limits, &mut out).map_err(|e| e.to_string())?;
+        self.write_image(limits, None, &mut out).map_err(|e| e.to_string())?;
         Ok(out)
     }
 
-    /// Rebuilds a branch from a format 5 payload (on a 16-byte boundary). Every section is
-    /// validated before it is read; an inconsistent image is an error, never a panic.
-    pub fn decode_image(bytes: &[u8]) -> Result<GridState, String> {
-        let sections = section_table(bytes)?;
+    /// Rebuilds a branch from a format 5 payload (on a 16-byte boundary) and, for an image
+    /// that borrows sections, its base's payload. Every section is validated before it is
+    /// read; an inconsistent image is an error, never a panic.
+    pub fn decode_image(bytes: &[u8], base: Option<&[u8]>) -> Result<GridState, String> {
+        let sections = section_table(bytes, base)?;
         let (head, parts) = sections.split_last().ok_or("a sectioned image without a head")?;
         let head = access::<ArchivedBranchHead>(head, "head")?;
         let record_parts = head.record_parts.to_native() as usize;
@@ -472,32 +615,49 @@ fn build_column(
     })
 }
 
-/// The sections of a format 5 payload, checked to lie on 16-byte boundaries before the table.
-fn section_table(bytes: &[u8]) -> Result<Vec<&[u8]>, String> {
+/// The sections of a format 5 payload (borrowed ones in `base`'s), checked to lie on 16-byte
+/// boundaries before their payload's table.
+fn section_table<'a>(bytes: &'a [u8], base: Option<&'a [u8]>) -> Result<Vec<&'a [u8]>, String> {
     let fail = || "the section table is damaged".to_owned();
-    let n = bytes.len();
-    if n < 16 || bytes[n - 8..] != MAGIC {
-        return Err("not a sectioned image".to_owned());
-    }
-    let word = |at: usize| -> u64 {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&bytes[at..at + 8]);
-        u64::from_le_bytes(b)
+    let table_start = |payload: &[u8]| -> Result<(usize, usize), String> {
+        let n = payload.len();
+        if n < 16 || payload[n - 8..] != MAGIC {
+            return Err("not a sectioned image".to_owned());
+        }
+        let count = usize::try_from(word(payload, n - 16)).map_err(|_| fail())?;
+        let start =
+            count.checked_mul(16).and_then(|len| (n - 16).checked_sub(len)).ok_or_else(fail)?;
+        Ok((count, start))
     };
-    let count = usize::try_from(word(n - 16)).map_err(|_| fail())?;
-    let table_start =
-        count.checked_mul(16).and_then(|len| (n - 16).checked_sub(len)).ok_or_else(fail)?;
+    let (count, start) = table_start(bytes)?;
+    let base = match base {
+        Some(base) => Some((base, table_start(base)?.1)),
+        None => None,
+    };
     (0..count)
         .map(|k| {
-            let at = table_start + 16 * k;
-            let (offset, len) = (word(at), word(at + 8));
+            let at = start + 16 * k;
+            let (mut offset, len) = (word(bytes, at), word(bytes, at + 8));
+            let (payload, end_of_sections) = if offset & IN_BASE != 0 {
+                offset &= !IN_BASE;
+                base.ok_or("a section lies in a base the image was not given")?
+            } else {
+                (bytes, start)
+            };
             let end = offset.checked_add(len).ok_or_else(fail)?;
-            if offset % 16 != 0 || end > table_start as u64 {
+            if offset % 16 != 0 || end > end_of_sections as u64 {
                 return Err(fail());
             }
-            Ok(&bytes[offset as usize..end as usize])
+            Ok(&payload[offset as usize..end as usize])
         })
         .collect()
+}
+
+/// The little-endian u64 at `at` (inside `bytes`).
+fn word(bytes: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(b)
 }
 
 /// A validated archive of `T` in one section.

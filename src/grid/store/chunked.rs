@@ -9,8 +9,9 @@
 //! leave no capacity slack once full (`CHUNK_ROWS` is a power of two). It knows nothing of
 //! records, columns or liveness beyond the row set handed to `retain_with`.
 
+use std::any::Any;
 use std::ops::Index;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use roaring::RoaringBitmap;
 
@@ -43,6 +44,32 @@ pub(super) fn reserve_row<T>(rows: &mut Vec<T>) {
 /// Bytes of the `Arc` allocation holding a `C`, beyond what `C` itself points to.
 pub(super) const fn arc_bytes<C>() -> usize {
     std::mem::size_of::<C>() + 2 * std::mem::size_of::<usize>()
+}
+
+/// Names the contents of one chunk as they were when it was taken (`Chunked::handle`): it stays
+/// `same` as a later handle of that chunk until the chunk is written, since a write after a
+/// handle was taken moves or copies the contents to a new allocation (`Arc::make_mut`), and
+/// it does not keep the contents alive.
+#[derive(Clone)]
+pub struct ChunkHandle(Weak<dyn Any + Send + Sync>);
+
+impl ChunkHandle {
+    /// A handle on what `shared` holds now.
+    pub fn of<T: Send + Sync + 'static>(shared: &Arc<T>) -> ChunkHandle {
+        let weak: Weak<dyn Any + Send + Sync> = Arc::downgrade(shared) as Weak<_>;
+        ChunkHandle(weak)
+    }
+
+    /// Whether both name the same, unwritten contents.
+    pub fn same(&self, other: &ChunkHandle) -> bool {
+        Weak::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for ChunkHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ChunkHandle({:p})", self.0.as_ptr())
+    }
 }
 
 /// The contents of one chunk.
@@ -130,6 +157,14 @@ impl<C: Chunk> Chunked<C> {
         }
         push(Arc::make_mut(&mut self.chunks[chunk]));
         self.len += 1;
+    }
+
+    /// A handle on chunk `index`'s current contents, if there is such a chunk.
+    pub(super) fn handle(&self, index: usize) -> Option<ChunkHandle>
+    where
+        C: Send + Sync + 'static,
+    {
+        self.chunks.get(index).map(ChunkHandle::of)
     }
 
     /// Every chunk, in row order.
@@ -278,6 +313,22 @@ mod tests {
         v.retain_rows(&empty);
         assert_eq!(v.len(), 0);
         assert_eq!(v.heap_bytes(), v.chunks.capacity() * std::mem::size_of::<Vec<u32>>());
+    }
+
+    #[test]
+    fn a_handle_stays_the_same_until_its_chunk_is_written() {
+        let mut v = ChunkedVec::filled(2 * CHUNK_ROWS, 1u8);
+        let (first, second) = (v.handle(0).expect("chunk"), v.handle(1).expect("chunk"));
+        assert!(first.same(&v.handle(0).expect("chunk")));
+        v.set(CHUNK_ROWS, 2);
+        assert!(first.same(&v.handle(0).expect("chunk")), "an untouched chunk keeps its handle");
+        assert!(!second.same(&v.handle(1).expect("chunk")), "a written chunk gets a new one");
+        let copy = v.clone();
+        let before = v.handle(0).expect("chunk");
+        v.set(0, 3);
+        assert!(!before.same(&v.handle(0).expect("chunk")), "a shared chunk copied on write");
+        assert!(before.same(&copy.handle(0).expect("chunk")));
+        assert!(v.handle(2).is_none());
     }
 
     #[test]

@@ -386,6 +386,11 @@ impl Column {
         self.chunks.len()
     }
 
+    /// A handle on the contents of chunk `index`.
+    pub(super) fn handle(&self, index: usize) -> Option<super::ChunkHandle> {
+        self.chunks.handle(index)
+    }
+
     /// The storage kind.
     pub(super) fn kind(&self) -> StorageKind {
         self.kind

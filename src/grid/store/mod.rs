@@ -35,6 +35,7 @@ use std::fmt;
 
 use roaring::RoaringBitmap;
 
+pub use self::chunked::ChunkHandle;
 pub use self::column::{CellRef, KindMismatch, LoadCell};
 pub use self::scan::{Changes, RowBits};
 pub use self::text::ListRef;
@@ -621,6 +622,52 @@ impl ColumnStore {
     /// Every live row in insertion order.
     pub fn live_rows(&self) -> impl Iterator<Item = RowId> + '_ {
         self.live.iter().map(RowId)
+    }
+
+    /// How many storage chunks the rows (live or not) take; chunk `k` holds rows
+    /// `k * CHUNK_ROWS ..`, and a snapshot cuts its parts along them.
+    pub fn chunk_count(&self) -> usize {
+        self.ids.len().div_ceil(chunked::CHUNK_ROWS)
+    }
+
+    fn chunk_range(chunk: usize) -> std::ops::Range<u32> {
+        let start = chunk.saturating_mul(chunked::CHUNK_ROWS);
+        let end = start.saturating_add(chunked::CHUNK_ROWS);
+        u32::try_from(start).unwrap_or(u32::MAX)..u32::try_from(end).unwrap_or(u32::MAX)
+    }
+
+    /// The live rows of storage chunk `chunk`, in order.
+    pub fn live_rows_of_chunk(&self, chunk: usize) -> impl Iterator<Item = RowId> + '_ {
+        self.live.range(Self::chunk_range(chunk)).map(RowId)
+    }
+
+    /// How many rows of storage chunk `chunk` are live. Rows are only ever appended after the
+    /// last chunk and deleted (until a compaction renumbers them, `epoch`), so the same count
+    /// means the same rows.
+    pub fn live_in_chunk(&self, chunk: usize) -> u64 {
+        self.live.range_cardinality(Self::chunk_range(chunk))
+    }
+
+    /// Handles on what a record of storage chunk `chunk` is made of (id, path, time, editor,
+    /// stamps, history head): while all are `same`, so are its records.
+    pub fn record_chunk_handles(&self, chunk: usize) -> Vec<ChunkHandle> {
+        [
+            self.ids.handle(chunk),
+            self.paths.handle(chunk),
+            self.times.handle(chunk),
+            self.editors.handle(chunk),
+            self.created.handle(chunk),
+            self.moved.handle(chunk),
+            self.history.handle(chunk),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// A handle on storage chunk `chunk` of a column's cells, statuses and versions.
+    pub fn column_chunk_handle(&self, slot: ColumnSlot, chunk: usize) -> Option<ChunkHandle> {
+        self.columns.get(slot.0 as usize)?.as_ref()?.handle(chunk)
     }
 
     /// The rank of `row` among live rows (its offset in `page`). For a deleted row: the number

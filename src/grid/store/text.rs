@@ -236,6 +236,11 @@ impl TextColumn {
 
     /// Keeps only the rows in `live`, in order, into fresh arenas (dropping all garbage).
     /// Old chunks are released as soon as they are passed, so the peak is about one column.
+    /// A handle on the contents of chunk `index`.
+    pub(super) fn handle(&self, index: usize) -> Option<super::ChunkHandle> {
+        self.chunks.handle(index)
+    }
+
     pub(super) fn retain_rows(&mut self, live: &RoaringBitmap) {
         let new_chunk = |_| TextChunk::default();
         self.chunks.retain_with(live, new_chunk, |target, source, at| target.push(source.get(at)));

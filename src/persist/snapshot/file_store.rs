@@ -14,13 +14,13 @@
 //! any older generation. Images of a gigabyte went through sled at about 35 MB/s and took three
 //! times their size on disk; here they are written at disk speed.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::header::{self, HEADER_LEN};
+use super::header::{self, HEADER_LEN, LONGEST};
 use super::{
     AlignedBytes, Generation, GenerationInfo, ImageDamage, ImageHeader, LoadedSnapshot,
     SledSnapshotStore, SnapshotError, SnapshotImage, SnapshotStore,
@@ -131,10 +131,9 @@ impl FileSnapshotStore {
             Err(e) => return Err(LoadError::Io(e)),
         };
         let size = file.metadata().map_err(LoadError::Io)?.len();
-        let mut head = [0u8; HEADER_LEN];
-        let read = read_up_to(&mut file, &mut head).map_err(LoadError::Io)?;
-        let header = header::decode(&head[..read]).map_err(LoadError::Damaged)?;
-        let found = size.saturating_sub(HEADER_LEN as u64);
+        let (header, header_len) =
+            Self::read_header(&mut file).map_err(LoadError::Io)?.map_err(LoadError::Damaged)?;
+        let found = size.saturating_sub(header_len as u64);
         if found != header.payload_len {
             let expected = header.payload_len;
             return Err(LoadError::Damaged(ImageDamage::LengthMismatch { expected, found }));
@@ -154,8 +153,55 @@ impl FileSnapshotStore {
         Ok(LoadedSnapshot::checked(&header, generation, bytes))
     }
 
-    /// Loads one generation from its home.
+    /// Reads the header at the start of `file` (leaving the file at the payload) and its
+    /// length.
+    fn read_header(file: &mut File) -> io::Result<Result<(ImageHeader, usize), ImageDamage>> {
+        let mut head = [0u8; LONGEST];
+        let read = read_up_to(file, &mut head[..HEADER_LEN])?;
+        let len = header::len_for(&head[..read]).unwrap_or(HEADER_LEN);
+        let more = if len > read && read == HEADER_LEN {
+            read_up_to(file, &mut head[HEADER_LEN..len])?
+        } else {
+            0
+        };
+        Ok(header::decode(&head[..read + more]).map(|h| (h, len)))
+    }
+
+    /// The header of generation `number`'s file, if it reads and checks.
+    fn file_header(dir: &Path, number: u64) -> Option<ImageHeader> {
+        let mut file = File::open(Self::file(dir, number, SUFFIX)).ok()?;
+        Self::read_header(&mut file).ok()?.ok().map(|(header, _)| header)
+    }
+
+    /// Loads one generation from its home, with the payload of its base.
     fn load_generation(
+        &self,
+        key: &str,
+        dir: &Path,
+        number: u64,
+        home: Home,
+    ) -> Result<LoadedSnapshot, SnapshotError> {
+        let mut loaded = self.load_one(key, dir, number, home)?;
+        if let Some(base) = Self::file_header(dir, number).and_then(|h| h.base) {
+            let damaged = || SnapshotError::Damaged {
+                key: key.to_owned(),
+                generation: Generation(number),
+                damage: ImageDamage::BaseDamaged { base },
+            };
+            if base >= number || Self::file_header(dir, base).is_none_or(|h| h.base.is_some()) {
+                return Err(damaged());
+            }
+            match self.load_one(key, dir, base, Home::File) {
+                Ok(base) => loaded.base = Some(base.bytes),
+                Err(SnapshotError::Damaged { .. }) => return Err(damaged()),
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(loaded)
+    }
+
+    /// Loads one generation's own payload from its home.
+    fn load_one(
         &self,
         key: &str,
         dir: &Path,
@@ -233,19 +279,25 @@ impl FileSnapshotStore {
         number: u64,
         format_version: u32,
         wal_lsn: u64,
+        base: Option<u64>,
         write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
     ) -> io::Result<()> {
         fs::create_dir_all(dir)?;
         let partial = Self::file(dir, number, PARTIAL);
         let file = OpenOptions::new().write(true).create(true).truncate(true).open(&partial)?;
         let mut payload = Payload { file: BufWriter::with_capacity(1 << 20, file), crc: 0, len: 0 };
-        payload.file.write_all(&[0u8; HEADER_LEN])?;
+        // A provisional header (no length, no checksum) says what kind of image is on its way;
+        // the real one replaces it once the payload is written.
+        let provisional =
+            ImageHeader { format_version, wal_lsn, payload_len: 0, payload_crc: 0, base };
+        payload.file.write_all(&header::encode(&provisional))?;
         write(&mut payload)?;
         let header = header::encode(&ImageHeader {
             format_version,
             wal_lsn,
             payload_len: payload.len,
             payload_crc: payload.crc,
+            base,
         });
         let mut file = payload.file.into_inner().map_err(|e| e.into_error())?;
         file.seek(SeekFrom::Start(0))?;
@@ -319,7 +371,7 @@ fn parse_name(name: &str, suffix: &str) -> Option<u64> {
 
 impl SnapshotStore for FileSnapshotStore {
     fn put(&self, key: &str, image: &SnapshotImage) -> Result<Generation, SnapshotError> {
-        self.put_streamed(key, image.format_version, image.wal_lsn, &mut |out| {
+        self.put_streamed(key, image.format_version, image.wal_lsn, None, &mut |out| {
             out.write_all(&image.bytes)
         })
     }
@@ -329,28 +381,47 @@ impl SnapshotStore for FileSnapshotStore {
         key: &str,
         format_version: u32,
         wal_lsn: u64,
+        base: Option<Generation>,
         write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
     ) -> Result<Generation, SnapshotError> {
         let dir = self.key_dir(key)?;
         let older = self.stored(key, &dir)?;
         let number = older.keys().next_back().map_or(1, |g| g + 1);
-        if let Err(error) = Self::write_file(&dir, number, format_version, wal_lsn, write) {
+        if let Some(base) = base {
+            let whole = older.get(&base.0) == Some(&Home::File)
+                && Self::file_header(&dir, base.0).is_some_and(|h| h.base.is_none());
+            if !whole {
+                return Err(SnapshotError::Damaged {
+                    key: key.to_owned(),
+                    generation: Generation(number),
+                    damage: ImageDamage::BaseDamaged { base: base.0 },
+                });
+            }
+        }
+        let base = base.map(|b| b.0);
+        if let Err(error) = Self::write_file(&dir, number, format_version, wal_lsn, base, write) {
             tracing::error!(key, generation = number, %error, "writing a snapshot failed");
             Self::remove_partials(&dir);
             return Err(io_error(error));
         }
         self.written.lock().unwrap_or_else(|e| e.into_inner()).insert((key.to_owned(), number));
         Self::remove_partials(&dir);
-        // Keep the newest intact older generation (after a fallback, the damaged one goes).
-        let mut keep = None;
-        for (&older_number, &home) in older.iter().rev() {
+        // Keep the new generation and its base, then the newest intact generation older than
+        // both with its base: whichever one generation is damaged, another loads, and with it
+        // the WAL from the oldest kept position (after a fallback, the damaged one goes).
+        let mut keep: BTreeSet<u64> = [number].into_iter().chain(base).collect();
+        let oldest_kept = keep.first().copied().unwrap_or(number);
+        for (&older_number, &home) in older.range(..oldest_kept).rev() {
             if self.intact(key, &dir, older_number, home)? {
-                keep = Some(older_number);
+                keep.insert(older_number);
+                if home == Home::File {
+                    keep.extend(Self::file_header(&dir, older_number).and_then(|h| h.base));
+                }
                 break;
             }
         }
         for (&older_number, &home) in &older {
-            if Some(older_number) != keep {
+            if !keep.contains(&older_number) {
                 self.remove(key, &dir, older_number, home)?;
             }
         }
@@ -397,11 +468,7 @@ impl SnapshotStore for FileSnapshotStore {
         let mut listed: BTreeMap<u64, GenerationInfo> =
             legacy.into_iter().map(|info| (info.generation.0, info)).collect();
         for number in Self::file_generations(&dir)? {
-            let mut head = [0u8; HEADER_LEN];
-            let header = File::open(Self::file(&dir, number, SUFFIX))
-                .and_then(|mut f| read_up_to(&mut f, &mut head))
-                .ok()
-                .and_then(|read| header::decode(&head[..read]).ok());
+            let header = Self::file_header(&dir, number);
             listed.insert(number, GenerationInfo { generation: Generation(number), header });
         }
         Ok(listed.into_values().collect())
@@ -485,14 +552,14 @@ mod tests {
         let store = store(dir.path());
         let whole = image(7, 3_000_000);
         let put = store
-            .put_streamed(KEY, 3, 7, &mut |out| {
+            .put_streamed(KEY, 3, 7, None, &mut |out: &mut dyn Write| {
                 whole.bytes.chunks(1000).try_for_each(|piece| out.write_all(piece))
             })
             .expect("put");
         let loaded = store.load_latest(KEY).expect("load").expect("present");
         assert_eq!((loaded.generation, loaded.wal_lsn, loaded.format_version), (put, 7, 3));
         assert_eq!(&loaded.bytes[..], &whole.bytes[..]);
-        let failed = store.put_streamed(KEY, 3, 8, &mut |out| {
+        let failed = store.put_streamed(KEY, 3, 8, None, &mut |out: &mut dyn Write| {
             out.write_all(b"half an image")?;
             Err(io::Error::other("the encoder gave up"))
         });
@@ -502,6 +569,53 @@ mod tests {
         let names: Vec<_> = fs::read_dir(&key_dir).expect("dir").flatten().collect();
         assert_eq!(names.len(), 1, "no partial file is left");
         assert_eq!(store.load_latest(KEY).expect("load").expect("present").wal_lsn, 7);
+    }
+
+    /// A generation with a base loads with the base's payload; the base and an older
+    /// generation (with its base) are kept beside the newest, so any one damaged file leaves a
+    /// generation that loads.
+    #[test]
+    fn generations_on_a_base_keep_it_and_fall_back_past_its_damage() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = store(dir.path());
+        let put = |lsn: u64, base: Option<u64>| {
+            let bytes = image(lsn, 100 + lsn as usize).bytes;
+            store.put_streamed(KEY, 5, lsn, base.map(Generation), &mut |out: &mut dyn Write| {
+                out.write_all(&bytes)
+            })
+        };
+        put(1, None).expect("whole");
+        put(2, None).expect("whole");
+        put(3, Some(2)).expect("on 2");
+        assert_eq!(numbers(&store, KEY), [1, 2, 3]);
+        let loaded = store.load_latest(KEY).expect("load").expect("present");
+        assert_eq!(loaded.generation, Generation(3));
+        assert_eq!(&loaded.base.expect("the base's payload")[..], &image(2, 102).bytes[..]);
+        let header = store.generations(KEY).expect("listed")[2].header.expect("intact");
+        assert_eq!(header.base, Some(2));
+        put(4, Some(2)).expect("on 2");
+        assert_eq!(numbers(&store, KEY), [1, 2, 4], "an older generation on the base goes");
+        assert!(put(5, Some(4)).is_err(), "a base must be whole");
+        assert!(put(5, Some(3)).is_err(), "a base must be stored");
+        put(5, None).expect("whole");
+        assert_eq!(numbers(&store, KEY), [2, 4, 5], "the older generation keeps its base");
+        assert!(store.load_latest(KEY).expect("load").expect("present").base.is_none());
+
+        let file = |n| generation_file(dir.path(), KEY, n);
+        let flip = |n| {
+            let mut bytes = fs::read(file(n)).expect("read");
+            let at = bytes.len() - 1;
+            bytes[at] ^= 0x42;
+            fs::write(file(n), bytes).expect("write");
+        };
+        flip(2);
+        assert_eq!(store.load_latest(KEY).expect("load").expect("ok").generation, Generation(5));
+        flip(5);
+        let failed = store.load_latest(KEY).expect_err("no generation loads");
+        let SnapshotError::NoIntactGeneration { damaged, .. } = failed else {
+            panic!("{failed:?}")
+        };
+        assert_eq!(damaged[1], (Generation(4), ImageDamage::BaseDamaged { base: 2 }));
     }
 
     #[test]

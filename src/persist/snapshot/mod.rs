@@ -59,6 +59,8 @@ pub struct ImageHeader {
     pub payload_len: u64,
     /// crc32c of the payload.
     pub payload_crc: u32,
+    /// The generation whose payload this one borrows sections from (a delta on that base).
+    pub base: Option<u64>,
 }
 
 /// One stored generation as listed by [`SnapshotStore::generations`].
@@ -82,6 +84,8 @@ pub struct LoadedSnapshot {
     pub generation: Generation,
     /// The payload, starting on a 16-byte boundary.
     pub bytes: AlignedBytes,
+    /// The payload of the generation this one borrows sections from, checked like it.
+    pub base: Option<AlignedBytes>,
     /// Newer generations that were skipped because they were damaged (newest first); non-empty
     /// means this is a fallback and the caller should write a fresh snapshot soon.
     pub damaged_newer: Vec<Generation>,
@@ -95,6 +99,7 @@ impl LoadedSnapshot {
             wal_lsn: header.wal_lsn,
             generation,
             bytes,
+            base: None,
             damaged_newer: Vec::new(),
         }
     }
@@ -131,6 +136,12 @@ pub enum ImageDamage {
         expected: u64,
         /// Length found (at least this much, when the chunks run over).
         found: u64,
+    },
+    /// The generation this one borrows from is missing, damaged or itself borrows.
+    #[error("its base generation {base} is missing or damaged")]
+    BaseDamaged {
+        /// The base generation.
+        base: u64,
     },
     /// The payload checksum does not match the header.
     #[error("payload checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
@@ -198,14 +209,20 @@ pub trait SnapshotStore: Send + Sync {
 
     /// `put` of an image that `write` produces into the store's writer, so that a large image
     /// is never held whole in memory (the default collects it first). An error of `write`
-    /// stores nothing.
+    /// stores nothing. With a `base`, the image borrows sections of that generation (which must
+    /// be a stored generation without a base of its own): a load hands both payloads over, and
+    /// the base is kept as long as a kept generation borrows from it.
     fn put_streamed(
         &self,
         key: &str,
         format_version: u32,
         wal_lsn: u64,
+        base: Option<Generation>,
         write: &mut dyn FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
     ) -> Result<Generation, SnapshotError> {
+        if base.is_some() {
+            return Err(SnapshotError::Io("this store keeps whole images only".to_owned()));
+        }
         let mut bytes = Vec::new();
         write(&mut bytes).map_err(|e| SnapshotError::Io(e.to_string()))?;
         self.put(key, &SnapshotImage { format_version, wal_lsn, bytes })

@@ -96,6 +96,7 @@ impl SledSnapshotStore {
             wal_lsn: image.wal_lsn,
             payload_len: image.bytes.len() as u64,
             payload_crc: crc32c::crc32c(&image.bytes),
+            base: None,
         });
         self.tree.insert(header_key(gen_prefix), &header[..])?;
         Ok(())

@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 
-use super::PartLimits;
+use super::{ImageIndex, PartLimits};
 use crate::grid::columns::{build_column, ColumnRequest};
 use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
 use crate::grid::store::RecordIdentity;
@@ -70,7 +70,7 @@ fn a_branch_cut_into_many_parts_round_trips() {
     let bytes = original.encode_image(SMALL).expect("encodes");
     let mut aligned = rkyv::util::AlignedVec::<16>::new();
     aligned.extend_from_slice(&bytes);
-    let loaded = GridState::decode_image(&aligned).expect("decodes");
+    let loaded = GridState::decode_image(&aligned, None).expect("decodes");
     same(&loaded, &original);
     let row = loaded.store.find("", "rec2").expect("present");
     assert_eq!(loaded.store.source_status(row, loaded.slots["enUS"]), SourceStatus::Locked);
@@ -79,7 +79,7 @@ fn a_branch_cut_into_many_parts_round_trips() {
     assert!(whole.len() < bytes.len(), "fewer sections, fewer tables");
     let mut aligned = rkyv::util::AlignedVec::<16>::new();
     aligned.extend_from_slice(&whole);
-    same(&GridState::decode_image(&aligned).expect("decodes"), &original);
+    same(&GridState::decode_image(&aligned, None).expect("decodes"), &original);
 }
 
 #[test]
@@ -89,7 +89,7 @@ fn an_empty_branch_round_trips() {
         let bytes = original.encode_image(SMALL).expect("encodes");
         let mut aligned = rkyv::util::AlignedVec::<16>::new();
         aligned.extend_from_slice(&bytes);
-        same(&GridState::decode_image(&aligned).expect("decodes"), &original);
+        same(&GridState::decode_image(&aligned, None).expect("decodes"), &original);
     }
 }
 
@@ -99,11 +99,11 @@ fn a_cut_or_foreign_payload_is_an_error() {
     for len in [0, 8, 16, bytes.len() - 1, bytes.len() - 16, bytes.len() / 2] {
         let mut aligned = rkyv::util::AlignedVec::<16>::new();
         aligned.extend_from_slice(&bytes[..len]);
-        assert!(GridState::decode_image(&aligned).is_err(), "{len} bytes decode");
+        assert!(GridState::decode_image(&aligned, None).is_err(), "{len} bytes decode");
     }
     let mut aligned = rkyv::util::AlignedVec::<16>::new();
     aligned.extend_from_slice(&[0u8; 64]);
-    assert!(GridState::decode_image(&aligned).is_err());
+    assert!(GridState::decode_image(&aligned, None).is_err());
 }
 
 #[test]
@@ -111,6 +111,84 @@ fn a_large_text_cell_ends_its_part() {
     let rows: Vec<_> = state(3).store.live_rows().collect();
     let cut = super::cut(&rows, PartLimits { rows: 10, bytes: 5 }, |_| 100);
     assert_eq!(cut, 1, "one record past the byte limit is a part of its own");
+}
+
+fn aligned(bytes: &[u8]) -> rkyv::util::AlignedVec<16> {
+    let mut aligned = rkyv::util::AlignedVec::<16>::new();
+    aligned.extend_from_slice(bytes);
+    aligned
+}
+
+/// A whole image of `state` and its index.
+fn whole(state: &GridState) -> (rkyv::util::AlignedVec<16>, ImageIndex) {
+    let mut out = Vec::new();
+    let written = state.write_image(SMALL, None, &mut out).expect("encodes");
+    (aligned(&out), written.index.expect("a whole image has an index"))
+}
+
+/// An image of `state` borrowing from `base`, how much it wrote and borrowed.
+fn on(state: &GridState, base: &ImageIndex) -> (rkyv::util::AlignedVec<16>, u64, u64) {
+    let mut out = Vec::new();
+    let written = state.write_image(SMALL, Some(base), &mut out).expect("encodes");
+    assert!(written.index.is_none(), "an image on a base is not a base");
+    (aligned(&out), written.written, written.borrowed)
+}
+
+fn edit(state: &mut GridState, id: &str, text: &str) {
+    state.apply(&GridOp::UpdateRecords {
+        time_ms: 1_769_854_600_000,
+        user: "editor".into(),
+        records: vec![RecordWrite {
+            id: id.into(),
+            path: String::new(),
+            new_id: None,
+            new_path: None,
+            cells: vec![CellWrite {
+                column_id: "enUS".into(),
+                value: Some(CellValue::Text(text.into())),
+                dependency_status: None,
+                source_status: None,
+            }],
+            mark_mt: false,
+        }],
+    });
+}
+
+/// An image on a base writes the chunks written since (and the head and open history chunk),
+/// borrows the rest, and loads to the branch as it is now; the base alone still loads to the
+/// branch as it was.
+#[test]
+fn an_image_on_a_base_borrows_what_did_not_change() {
+    let mut state = state(200);
+    let before = state.clone();
+    let (base_bytes, index) = whole(&state);
+    let (unchanged, written, borrowed) = on(&state, &index);
+    assert!(borrowed > 0 && written < base_bytes.len() as u64 / 4, "{written} of {borrowed}");
+    same(&GridState::decode_image(&unchanged, Some(&base_bytes)).expect("decodes"), &state);
+
+    edit(&mut state, "rec2", "changed");
+    state.apply(&GridOp::DeleteRecords { keys: vec![(String::new(), "rec9".into())] });
+    let (delta, written_after, _) = on(&state, &index);
+    assert!(written_after > written, "the edited chunks are written");
+    let loaded = GridState::decode_image(&delta, Some(&base_bytes)).expect("decodes");
+    same(&loaded, &state);
+    let row = loaded.store.find("", "rec2").expect("present");
+    assert_eq!(loaded.store.value(row, loaded.slots["enUS"]), CellValue::Text("changed".into()));
+    assert!(loaded.store.find("", "rec9").is_none());
+    same(&GridState::decode_image(&base_bytes, None).expect("decodes"), &before);
+    assert!(GridState::decode_image(&delta, None).is_err(), "a delta needs its base");
+}
+
+/// A compaction renumbers rows: nothing is borrowed across it.
+#[test]
+fn nothing_is_borrowed_across_a_compaction() {
+    let mut state = state(200);
+    let (_, index) = whole(&state);
+    assert!(index.fits(&state));
+    state.apply(&GridOp::DeleteRecords { keys: vec![(String::new(), "rec1".into())] });
+    assert!(index.fits(&state), "a delete leaves a tombstone");
+    state.store.compact();
+    assert!(!index.fits(&state), "a compaction renumbers the rows");
 }
 
 proptest! {
@@ -124,6 +202,6 @@ proptest! {
         aligned.extend_from_slice(&bytes);
         let i = at.index(aligned.len());
         aligned[i] ^= bits;
-        let _ = GridState::decode_image(&aligned);
+        let _ = GridState::decode_image(&aligned, None);
     }
 }
