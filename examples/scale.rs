@@ -238,14 +238,28 @@ fn quantile(sorted: &[Duration], q: f64) -> Duration {
     sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)]
 }
 
-/// `/metrics` series of the branch: heap bytes by part, and (bytes, cells) by column type.
-fn heap(server: &Server) -> (BTreeMap<String, f64>, BTreeMap<String, (f64, f64)>) {
-    let text = client()
+/// The server's `/metrics` text.
+fn metrics_text(server: &Server) -> String {
+    client()
         .get(format!("{}/metrics", server.base))
         .header("Authorization", format!("ApiKey {KEY}"))
         .send()
         .and_then(|r| r.text())
-        .expect("metrics");
+        .expect("metrics")
+}
+
+/// The sum of the `/metrics` series whose name and labels start with `series`.
+fn metric(server: &Server, series: &str) -> f64 {
+    metrics_text(server)
+        .lines()
+        .filter(|line| line.starts_with(series))
+        .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
+
+/// `/metrics` series of the branch: heap bytes by part, and (bytes, cells) by column type.
+fn heap(server: &Server) -> (BTreeMap<String, f64>, BTreeMap<String, (f64, f64)>) {
+    let text = metrics_text(server);
     let mut parts = BTreeMap::new();
     let mut types: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for line in text.lines() {
@@ -401,6 +415,12 @@ fn main() {
         quantile(&seeded.latencies, 0.99),
         seeded.server_cpu * 1000.0 / batches as f64,
         raw as f64 / MIB
+    );
+    println!(
+        "snapshots during the load: {:.0}, {:.0} MiB written, {:.0} MiB borrowed from whole images",
+        metric(&server, "gridd_snapshot_seconds_count"),
+        metric(&server, "gridd_snapshot_bytes_total{kind=\"written\"}") / MIB,
+        metric(&server, "gridd_snapshot_bytes_total{kind=\"borrowed\"}") / MIB,
     );
     println!("\nqueries after the load (each answered {QUERY_RUNS} times after the first):\n");
     queries(&server, &view);

@@ -5,7 +5,8 @@
 //!
 //! Series: `gridd_http_requests_total` and `gridd_http_request_duration_seconds` by route
 //! pattern, method and status; `gridd_wal_fsync_seconds`, `gridd_wal_batch_records`,
-//! `gridd_wal_records_total`, `gridd_wal_bytes_total`; `gridd_snapshot_seconds`;
+//! `gridd_wal_records_total`, `gridd_wal_bytes_total`; `gridd_snapshot_seconds`,
+//! `gridd_snapshot_bytes_total` by kind (written, borrowed);
 //! `gridd_branch_records`, `gridd_branch_store_bytes`, `gridd_branch_index_bytes` by grid and
 //! branch, `gridd_branch_heap_bytes` by grid, branch and part; `gridd_branch_cell_bytes` and
 //! `gridd_branch_cells` by grid, branch and column type; `gridd_process_resident_bytes`.
@@ -49,6 +50,19 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
     let _ = writeln!(out, "gridd_wal_bytes_total {}", stats.bytes_written);
     header(&mut out, "gridd_snapshot_seconds", "histogram", "Time to encode and store a snapshot.");
     durability.snapshot_seconds.render(&mut out, "gridd_snapshot_seconds", "");
+    header(
+        &mut out,
+        "gridd_snapshot_bytes_total",
+        "counter",
+        "Bytes of snapshot images: written, or borrowed from an earlier whole image.",
+    );
+    for (kind, bytes) in [
+        ("written", &durability.snapshot_bytes_written),
+        ("borrowed", &durability.snapshot_bytes_borrowed),
+    ] {
+        let bytes = bytes.load(std::sync::atomic::Ordering::Relaxed);
+        let _ = writeln!(out, "gridd_snapshot_bytes_total{{kind=\"{kind}\"}} {bytes}");
+    }
     drop(durability);
 
     let branches: Vec<_> = state.routes.branches.iter().map(|e| e.value().clone()).collect();

@@ -5,6 +5,7 @@
 //! Snapshot writing (image, rkyv, sled) is blocking work: callers run it off the actor thread.
 
 use crate::metrics::{Histogram, LATENCY_BOUNDS};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,6 +52,9 @@ pub struct Durability {
     /// Per branch, the newest whole image this process wrote, which later snapshots borrow
     /// unchanged sections from.
     bases: DashMap<String, SnapshotBase>,
+    /// Bytes of snapshot sections written, and borrowed from a whole image instead.
+    pub snapshot_bytes_written: AtomicU64,
+    pub snapshot_bytes_borrowed: AtomicU64,
 }
 
 /// A branch's newest whole image (`Durability::bases`).
@@ -96,6 +100,8 @@ impl Durability {
             pins: DashMap::new(),
             snapshot_seconds: Histogram::new(LATENCY_BOUNDS),
             bases: DashMap::new(),
+            snapshot_bytes_written: AtomicU64::new(0),
+            snapshot_bytes_borrowed: AtomicU64::new(0),
         }
     }
 
@@ -256,6 +262,8 @@ impl Durability {
             }
             (None, None) => return Err("an image without a base borrowed sections".to_owned()),
         };
+        self.snapshot_bytes_written.fetch_add(written.written, Ordering::Relaxed);
+        self.snapshot_bytes_borrowed.fetch_add(written.borrowed, Ordering::Relaxed);
         tracing::debug!(
             key,
             generation = generation.0,

@@ -484,3 +484,47 @@ fn kill_during_a_snapshot(magic: &[u8; 8]) {
     assert!(value.starts_with(&format!("{last_round}.299 ")), "the last record's value: {value}");
     server.terminate();
 }
+
+/// Snapshots after the first two whole ones borrow the sections of unchanged chunks (here the
+/// sealed history chunks) and `/metrics` counts the bytes written and borrowed.
+#[test]
+fn incremental_snapshots_borrow_and_metrics_count_the_bytes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let args = ["--snapshot-every-records", "300", "--snapshot-every-bytes", "1000000000"];
+    let server = Server::start_with(dir.path(), &args);
+    let (_, view) = grid_with_text_column(&server);
+    let metric = |kind: &str| -> f64 {
+        let text = reqwest::blocking::Client::new()
+            .get(format!("{}/metrics", server.base))
+            .header("Authorization", format!("ApiKey {KEY}"))
+            .send()
+            .and_then(|r| r.text())
+            .expect("metrics");
+        let series = format!("gridd_snapshot_bytes_total{{kind=\"{kind}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(series.as_str()))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {series}in {text}"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut round = 0;
+    while metric("borrowed") == 0.0 {
+        assert!(Instant::now() < deadline, "no snapshot borrowed in {round} rounds");
+        let records: Vec<Value> = (0..300)
+            .map(|i| {
+                let value = format!("{round}.{i} {}", "z".repeat(2000));
+                json!({"id": format!("r{round}-{i}"), "cells": [{"columnId": "t", "value": value}]})
+            })
+            .collect();
+        server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(json!(records)), KEY);
+        round += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(metric("written") > metric("borrowed"), "whole images were written first");
+    let on_base = layout(dir.path())
+        .values()
+        .flat_map(|g| g.values().cloned())
+        .any(|f| base_of(&f).is_some());
+    assert!(on_base, "a stored generation borrows from a base");
+    server.terminate();
+}
