@@ -37,11 +37,11 @@ pub struct Config {
     pub max_json_bytes: usize,
 
     /// A branch writes a snapshot after writing this many records (added, updated, deleted)...
-    #[arg(long, env = "GRIDD_SNAPSHOT_EVERY_RECORDS", default_value_t = 500_000)]
+    #[arg(long, env = "GRIDD_SNAPSHOT_EVERY_RECORDS", default_value_t = 250_000)]
     pub snapshot_every_records: u64,
 
     /// ...or this many bytes of WAL records, whichever comes first.
-    #[arg(long, env = "GRIDD_SNAPSHOT_EVERY_BYTES", default_value_t = 256 * 1024 * 1024)]
+    #[arg(long, env = "GRIDD_SNAPSHOT_EVERY_BYTES", default_value_t = 128 * 1024 * 1024)]
     pub snapshot_every_bytes: u64,
 
     /// ...and at least this often (seconds) while it has changes.
@@ -103,8 +103,8 @@ impl Config {
             public_url: None,
             log_level: "warn".to_owned(),
             max_json_bytes: 32 * 1024 * 1024,
-            snapshot_every_records: 500_000,
-            snapshot_every_bytes: 256 * 1024 * 1024,
+            snapshot_every_records: 250_000,
+            snapshot_every_bytes: 128 * 1024 * 1024,
             snapshot_interval_secs: 300,
             workers: Some(2),
             grid_threads: None,
