@@ -19,6 +19,8 @@
 //! deserialized first. A change to these types is a new format version: bump
 //! `IMAGE_FORMAT_VERSION`, keep a reader for the old one, and add a fixture under `snapshots/`.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use rkyv::{Archive, Deserialize, Serialize};
 
 mod sections;
@@ -30,7 +32,9 @@ use super::history::{
 };
 use super::ops::{GridState, MergeBase};
 use super::schema::Schema;
-use super::store::{CellRef, ColumnSlot, ColumnStore, GoneKey, LoadCell, RecordIdentity, RowId};
+use super::store::{
+    BuiltColumn, CellRef, ColumnSlot, ColumnStore, GoneKey, LoadCell, RecordIdentity, RowId,
+};
 use super::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
 /// The image format this build writes.
@@ -603,91 +607,24 @@ impl GridState {
         for (_, column) in &columns {
             CellsRef::of_column(column).check(n)?;
         }
-        // Every slot's column is built whole (columns the image lacks empty), on this thread
-        // and a helper taking columns from a shared counter, while this thread first inserts
-        // the records.
-        let mut jobs: Vec<(ColumnSlot, Option<&ArchivedColumnImage>)> =
-            state.slots.values().map(|&slot| (slot, None)).collect();
-        jobs.sort_by_key(|(slot, _)| slot.get());
-        for (slot, column) in &columns {
-            if let Some(job) = jobs.iter_mut().find(|(s, _)| s == slot) {
-                job.1 = Some(*column);
-            }
-        }
-        let shapes: Vec<(StorageKind, bool)> = jobs
-            .iter()
-            .map(|(slot, _)| (state.store.kind(*slot), state.store.is_localized(*slot)))
-            .collect();
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let build = || {
-            let mut built = Vec::new();
-            loop {
-                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let (Some(&(slot, image)), Some(&(kind, localized))) = (jobs.get(k), shapes.get(k))
-                else {
-                    return Ok::<_, String>(built);
-                };
-                let column = match image {
-                    Some(column) => {
-                        let cells = CellsRef::of_column(column);
-                        ColumnStore::build_column(kind, localized, n, |i| cells.cell(i))
-                    }
-                    None => ColumnStore::build_column(kind, localized, n, |_| {
-                        Ok((LoadCell::Empty, 0, 0))
-                    }),
-                }?;
-                built.push((slot, column));
-            }
+        let images = columns.iter().map(|&(slot, column)| (slot, column)).collect();
+        let build = |column: &ArchivedColumnImage, kind, localized| {
+            let cells = CellsRef::of_column(column);
+            ColumnStore::build_column(kind, localized, n, |i| cells.cell(i))
         };
-        let (mine, theirs) = std::thread::scope(|scope| {
-            let helper =
-                std::thread::Builder::new().name("image-load".into()).spawn_scoped(scope, build);
+        load_columns(&mut state, n, images, build, |store| {
             for (i, head) in heads.iter().enumerate() {
-                let row = state.store.insert_without_cells(
+                let row = store.insert_without_cells(
                     v1.ids[i].as_str(),
                     v1.paths[i].as_str(),
                     v1.times[i].to_native(),
                     v1.users[i].as_str(),
                 );
-                state.store.restore_row_stamps(
-                    row,
-                    v2.created[i].to_native(),
-                    v2.moved[i].to_native(),
-                );
-                state.store.set_history_head(row, head.to_native());
+                store.restore_row_stamps(row, v2.created[i].to_native(), v2.moved[i].to_native());
+                store.set_history_head(row, head.to_native());
             }
-            let mine = build();
-            let theirs = match helper {
-                Ok(helper) => {
-                    helper.join().unwrap_or_else(|_| Err("loading a column panicked".to_owned()))
-                }
-                Err(_) => Ok(Vec::new()),
-            };
-            (mine, theirs)
-        });
-        for (slot, column) in mine?.into_iter().chain(theirs?) {
-            state.store.install_column(slot, column)?;
-        }
-        if !state.store.columns_complete() {
-            return Err("a column of the store was left without cells".to_owned());
-        }
-        state.store.restore_clock(v2.clock.to_native());
-        state.store.restore_gone(v2.gone.iter().map(|g| GoneKey {
-            clock: g.clock.to_native(),
-            path: g.path.as_str().to_owned(),
-            id: g.id.as_str().to_owned(),
-        }));
-        state.merge_bases = v2
-            .merge_bases
-            .iter()
-            .map(|m| {
-                let base = MergeBase {
-                    source: m.source.to_native(),
-                    destination: m.destination.to_native(),
-                };
-                (m.source_branch_id.as_str().to_owned(), base)
-            })
-            .collect();
+        })?;
+        restore_archived_stamps(&mut state, v2.clock.to_native(), &v2.gone, &v2.merge_bases);
         let history = History::from_parts(history)?;
         if let Some(bad) = heads.iter().find(|at| !history.holds(at.to_native())) {
             return Err(format!("a history chain starts outside the log ({:#x})", bad.to_native()));
@@ -695,6 +632,90 @@ impl GridState {
         state.history = history;
         Ok(state)
     }
+}
+
+/// Builds every column of `state`'s store whole, from the image's column (`images`, by slot;
+/// a slot without one gets empty cells) by `build`, on this thread and a helper taking columns
+/// from a shared counter, while this thread first runs `records` (which inserts the `n`
+/// records); then installs them.
+fn load_columns<S: Copy + Send + Sync>(
+    state: &mut GridState,
+    n: usize,
+    images: Vec<(ColumnSlot, S)>,
+    build: impl Fn(S, StorageKind, bool) -> Result<BuiltColumn, String> + Sync,
+    records: impl FnOnce(&mut ColumnStore),
+) -> Result<(), String> {
+    let mut jobs: Vec<(ColumnSlot, StorageKind, bool, Option<S>)> = state
+        .slots
+        .values()
+        .map(|&slot| (slot, state.store.kind(slot), state.store.is_localized(slot), None))
+        .collect();
+    jobs.sort_by_key(|job| job.0.get());
+    for (slot, image) in images {
+        if let Some(job) = jobs.iter_mut().find(|job| job.0 == slot) {
+            job.3 = Some(image);
+        }
+    }
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut built = Vec::new();
+        while let Some(&(slot, kind, localized, image)) =
+            jobs.get(next.fetch_add(1, Ordering::Relaxed))
+        {
+            let column = match image {
+                Some(image) => build(image, kind, localized)?,
+                None => {
+                    ColumnStore::build_column(kind, localized, n, |_| Ok((LoadCell::Empty, 0, 0)))?
+                }
+            };
+            built.push((slot, column));
+        }
+        Ok::<_, String>(built)
+    };
+    let store = &mut state.store;
+    let (mine, theirs) = std::thread::scope(|scope| {
+        let helper =
+            std::thread::Builder::new().name("image-load".into()).spawn_scoped(scope, work);
+        records(store);
+        let mine = work();
+        let theirs = match helper {
+            Ok(helper) => {
+                helper.join().unwrap_or_else(|_| Err("loading a column panicked".to_owned()))
+            }
+            Err(_) => Ok(Vec::new()),
+        };
+        (mine, theirs)
+    });
+    for (slot, column) in mine?.into_iter().chain(theirs?) {
+        state.store.install_column(slot, column)?;
+    }
+    if !state.store.columns_complete() {
+        return Err("a column of the store was left without cells".to_owned());
+    }
+    Ok(())
+}
+
+/// Restores the branch's clock, gone keys and merge bases from an archived image.
+fn restore_archived_stamps(
+    state: &mut GridState,
+    clock: u32,
+    gone: &[ArchivedGoneKeyImage],
+    merge_bases: &[ArchivedMergeBaseImage],
+) {
+    state.store.restore_clock(clock);
+    state.store.restore_gone(gone.iter().map(|g| GoneKey {
+        clock: g.clock.to_native(),
+        path: g.path.as_str().to_owned(),
+        id: g.id.as_str().to_owned(),
+    }));
+    state.merge_bases = merge_bases
+        .iter()
+        .map(|m| {
+            let base =
+                MergeBase { source: m.source.to_native(), destination: m.destination.to_native() };
+            (m.source_branch_id.as_str().to_owned(), base)
+        })
+        .collect();
 }
 
 /// An archived column's cells with their statuses and versions (a format 4 column, or one

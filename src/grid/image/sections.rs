@@ -20,7 +20,6 @@
 
 use std::collections::HashMap;
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rkyv::api::high::HighSerializer;
 use rkyv::rancor;
@@ -28,15 +27,13 @@ use rkyv::ser::allocator::ArenaHandle;
 use rkyv::{Archive, Deserialize, Serialize};
 
 use super::{
-    column_cells, pack, ArchivedHistoryChunkImage, CellsRef, ColumnCells, GoneKeyImage,
-    HistoryChunkImage, MergeBaseImage,
+    column_cells, load_columns, pack, restore_archived_stamps, ArchivedHistoryChunkImage, CellsRef,
+    ColumnCells, GoneKeyImage, HistoryChunkImage, MergeBaseImage,
 };
 use crate::grid::history::{ChunkPart, History, HistoryParts};
-use crate::grid::ops::{GridState, MergeBase};
+use crate::grid::ops::GridState;
 use crate::grid::schema::Schema;
-use crate::grid::store::{
-    CellRef, ChunkHandle, ColumnSlot, ColumnStore, GoneKey, LoadCell, RecordIdentity, RowId,
-};
+use crate::grid::store::{CellRef, ChunkHandle, ColumnSlot, ColumnStore, RecordIdentity, RowId};
 use crate::grid::value::StorageKind;
 
 /// Ends every format 5 payload.
@@ -459,95 +456,34 @@ impl GridState {
             serde_json::from_str(head.schema_json.as_str()).map_err(|e| format!("schema: {e}"))?;
         let mut state = GridState::with_schema(schema, head.by_path);
 
-        // Each slot's column (one the image lacks stays empty) is built whole from its parts,
-        // on this thread and a helper taking columns from a shared counter, while this thread
-        // first inserts the records.
-        let mut stored: Vec<(&str, &[&[u8]])> = Vec::new();
+        let mut images: Vec<(ColumnSlot, StoredColumn)> = Vec::new();
         let mut rest = column_sections;
         for column in head.columns.iter() {
             let (mine, after) = rest.split_at(column.parts.to_native() as usize);
-            stored.push((column.id.as_str(), mine));
             rest = after;
-        }
-        let mut jobs: Vec<ColumnJob> = state
-            .slots
-            .values()
-            .map(|&slot| (slot, state.store.kind(slot), state.store.is_localized(slot), None))
-            .collect();
-        jobs.sort_by_key(|job| job.0.get());
-        for (id, sections) in stored {
-            let Some(&slot) = state.slots.get(id) else { continue };
-            if let Some(job) = jobs.iter_mut().find(|job| job.0 == slot) {
-                job.3 = Some((id, sections));
+            if let Some(&slot) = state.slots.get(column.id.as_str()) {
+                images.push((slot, (column.id.as_str(), mine)));
             }
         }
-        let next = AtomicUsize::new(0);
-        let build = || {
-            let mut built = Vec::new();
-            while let Some(&(slot, kind, localized, image)) =
-                jobs.get(next.fetch_add(1, Ordering::Relaxed))
-            {
-                let column = match image {
-                    Some((id, sections)) => build_column(id, sections, kind, localized, n)?,
-                    None => ColumnStore::build_column(kind, localized, n, |_| {
-                        Ok((LoadCell::Empty, 0, 0))
-                    })?,
-                };
-                built.push((slot, column));
-            }
-            Ok::<_, String>(built)
+        let build = |(id, sections): StoredColumn, kind, localized| {
+            build_column(id, sections, kind, localized, n)
         };
-        let (mine, theirs) = std::thread::scope(|scope| {
-            let helper =
-                std::thread::Builder::new().name("image-load".into()).spawn_scoped(scope, build);
+        load_columns(&mut state, n, images, build, |store| {
             for part in &records {
                 for i in 0..part.ids.len() {
-                    let row = state.store.insert_without_cells(
+                    let row = store.insert_without_cells(
                         part.ids[i].as_str(),
                         part.paths[i].as_str(),
                         part.times[i].to_native(),
                         part.users[i].as_str(),
                     );
-                    state.store.restore_row_stamps(
-                        row,
-                        part.created[i].to_native(),
-                        part.moved[i].to_native(),
-                    );
-                    state.store.set_history_head(row, part.heads[i].to_native());
+                    let (created, moved) = (part.created[i].to_native(), part.moved[i].to_native());
+                    store.restore_row_stamps(row, created, moved);
+                    store.set_history_head(row, part.heads[i].to_native());
                 }
             }
-            let mine = build();
-            let theirs = match helper {
-                Ok(helper) => {
-                    helper.join().unwrap_or_else(|_| Err("loading a column panicked".to_owned()))
-                }
-                Err(_) => Ok(Vec::new()),
-            };
-            (mine, theirs)
-        });
-        for (slot, column) in mine?.into_iter().chain(theirs?) {
-            state.store.install_column(slot, column)?;
-        }
-        if !state.store.columns_complete() {
-            return Err("a column of the store was left without cells".to_owned());
-        }
-        state.store.restore_clock(head.clock.to_native());
-        state.store.restore_gone(head.gone.iter().map(|g| GoneKey {
-            clock: g.clock.to_native(),
-            path: g.path.as_str().to_owned(),
-            id: g.id.as_str().to_owned(),
-        }));
-        state.merge_bases = head
-            .merge_bases
-            .iter()
-            .map(|m| {
-                let base = MergeBase {
-                    source: m.source.to_native(),
-                    destination: m.destination.to_native(),
-                };
-                (m.source_branch_id.as_str().to_owned(), base)
-            })
-            .collect();
+        })?;
+        restore_archived_stamps(&mut state, head.clock.to_native(), &head.gone, &head.merge_bases);
         let chunks = history_sections
             .iter()
             .map(|s| {
@@ -578,8 +514,8 @@ impl GridState {
     }
 }
 
-/// A slot to build: its kind, whether it is localized, and its id and sections in the image.
-type ColumnJob<'a> = (ColumnSlot, StorageKind, bool, Option<(&'a str, &'a [&'a [u8]])>);
+/// A column's id and its sections in an image.
+type StoredColumn<'a> = (&'a str, &'a [&'a [u8]]);
 
 /// One column of `n` cells from its validated parts.
 fn build_column(
