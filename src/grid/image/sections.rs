@@ -299,11 +299,9 @@ impl GridState {
         let store = &self.store;
         let mut w = SectionWriter::new(out, store.epoch(), base);
         let chunks = store.chunk_count();
-        let mut live_rows = 0u64;
+        let live: Vec<u64> = (0..chunks).map(|k| store.live_in_chunk(k)).collect();
         let mut record_parts = 0u32;
-        for k in 0..chunks {
-            let live = store.live_in_chunk(k);
-            live_rows += live;
+        for (k, &live) in live.iter().enumerate() {
             let handles = store.record_chunk_handles(k);
             record_parts += w.chunk(ChunkKey::Records(k), handles, live, |w| {
                 let rows: Vec<RowId> = store.live_rows_of_chunk(k).collect();
@@ -324,8 +322,7 @@ impl GridState {
         for column in &self.schema.columns {
             let Some(&slot) = self.slots.get(&column.id) else { continue };
             let mut count = 0u32;
-            for k in 0..chunks {
-                let live = store.live_in_chunk(k);
+            for (k, &live) in live.iter().enumerate() {
                 let handles = store.column_chunk_handle(slot, k).into_iter().collect();
                 count += w.chunk(ChunkKey::Column(slot, k), handles, live, |w| {
                     let rows: Vec<RowId> = store.live_rows_of_chunk(k).collect();
@@ -385,7 +382,7 @@ impl GridState {
             schema_json: serde_json::to_string(&self.schema)
                 .map_err(|e| io::Error::other(format!("encoding the schema: {e}")))?,
             by_path: store.identity() == RecordIdentity::PathAndId,
-            rows: live_rows,
+            rows: live.iter().sum(),
             clock: store.clock(),
             merge_bases,
             gone: store
