@@ -227,7 +227,11 @@ impl Durability {
     /// chunks from the key's base (the newest whole image this process wrote) while that is
     /// worth it and the store keeps two whole images; else it is whole and becomes the base.
     fn store_streamed(&self, key: &str, wal_lsn: u64, state: &GridState) -> Result<(), String> {
-        let wholes = self.snapshots.generations(key).map_or(0, |g| whole_generations(&g));
+        let wholes = if self.snapshots.keeps_bases() {
+            self.snapshots.generations(key).map_or(0, |g| whole_generations(&g))
+        } else {
+            0
+        };
         let base = self
             .bases
             .remove(key)

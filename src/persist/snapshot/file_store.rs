@@ -370,6 +370,10 @@ fn parse_name(name: &str, suffix: &str) -> Option<u64> {
 }
 
 impl SnapshotStore for FileSnapshotStore {
+    fn keeps_bases(&self) -> bool {
+        true
+    }
+
     fn put(&self, key: &str, image: &SnapshotImage) -> Result<Generation, SnapshotError> {
         self.put_streamed(key, image.format_version, image.wal_lsn, None, &mut |out| {
             out.write_all(&image.bytes)

@@ -207,6 +207,11 @@ pub trait SnapshotStore: Send + Sync {
     /// it, and only then deletes every generation older than the previous one.
     fn put(&self, key: &str, image: &SnapshotImage) -> Result<Generation, SnapshotError>;
 
+    /// Whether generations may borrow from a base (`put_streamed`'s `base`).
+    fn keeps_bases(&self) -> bool {
+        false
+    }
+
     /// `put` of an image that `write` produces into the store's writer, so that a large image
     /// is never held whole in memory (the default collects it first). An error of `write`
     /// stores nothing. With a `base`, the image borrows sections of that generation (which must
