@@ -429,11 +429,6 @@ pub enum SnapshotFailure {
 /// encoding twice that), the write buffer, and room for the chunks writers copy meanwhile.
 const SNAPSHOT_HEADROOM: u64 = 256 << 20;
 
-/// A branch's image in the current format, in memory (snapshots stream theirs to the file).
-pub fn encode_image(state: &GridState) -> Result<Vec<u8>, String> {
-    state.encode_image(PartLimits::DEFAULT)
-}
-
 /// Decodes an image of format 4 from an aligned buffer.
 pub fn decode_image_v4(bytes: &[u8]) -> Result<GridState, String> {
     let archived = rkyv::access::<ArchivedBranchImage, rkyv::rancor::Error>(bytes)
@@ -498,6 +493,7 @@ mod fixture_tests {
 
     use super::{decode_any, decode_image_v1, decode_image_v2, decode_image_v3, decode_image_v4};
     use crate::grid::columns::{build_column, ColumnRequest};
+    use crate::grid::image::PartLimits;
     use crate::grid::image::IMAGE_FORMAT_VERSION;
     use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
     use crate::grid::schema::Dependency;
@@ -591,7 +587,7 @@ mod fixture_tests {
     fn every_fixture_format_still_loads() {
         let path = fixture_path(IMAGE_FORMAT_VERSION);
         if std::env::var_os("GRIDD_WRITE_SNAPSHOT_FIXTURE").is_some() {
-            let bytes = super::encode_image(&fixture_state()).expect("encodes");
+            let bytes = fixture_state().encode_image(PartLimits::DEFAULT).expect("encodes");
             std::fs::write(&path, bytes).expect("fixture written");
         }
         let raw = std::fs::read(&path).expect("the fixture of the current format exists");
@@ -605,7 +601,7 @@ mod fixture_tests {
             to_image_bytes(&expected),
             "the fixture holds what the fixture state holds"
         );
-        let stored = super::encode_image(&state).expect("encodes");
+        let stored = state.encode_image(PartLimits::DEFAULT).expect("encodes");
         assert_eq!(stored, raw, "this build writes the fixture's format byte for byte");
         let row = state.store.find("", "legal.tos").expect("record present");
         let slot = state.slots["enUS"];
@@ -706,7 +702,10 @@ mod fixture_tests {
     #[test]
     fn a_damaged_image_is_an_error_not_a_panic() {
         let state = fixture_state();
-        let images = [(4, to_image_bytes(&state)), (5, super::encode_image(&state).expect("ok"))];
+        let images = [
+            (4, to_image_bytes(&state)),
+            (5, state.encode_image(PartLimits::DEFAULT).expect("ok")),
+        ];
         for (format, bytes) in images {
             for i in (0..bytes.len()).step_by(7) {
                 let mut damaged = rkyv::util::AlignedVec::<16>::new();
@@ -718,6 +717,56 @@ mod fixture_tests {
             short.extend_from_slice(&bytes[..bytes.len() / 2]);
             assert!(decode_any(format, &short, None).is_err());
         }
+    }
+}
+
+#[cfg(test)]
+mod base_tests {
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::{Durability, SnapshotPolicy};
+    use crate::grid::ops::{GridOp, GridState};
+    use crate::grid::store::RecordIdentity;
+    use crate::persist::snapshot::{FileSnapshotStore, SledSnapshotStore, SnapshotStore};
+    use crate::persist::wal::{Wal, WalOptions};
+
+    fn durability(dir: &Path, snapshots: Arc<dyn SnapshotStore>) -> Durability {
+        let (wal, _) = Wal::open(dir.join("wal"), WalOptions::default()).expect("wal");
+        let policy =
+            SnapshotPolicy { every_records: 1, every_bytes: 1, every: Duration::from_secs(3600) };
+        Durability::new(wal, snapshots, policy)
+    }
+
+    /// The bases each of four snapshots of a branch names, its state growing between them.
+    fn bases_of_four(durability: &Durability) -> Vec<Option<u64>> {
+        let mut state = GridState::new("view1", Vec::new(), RecordIdentity::RecordId);
+        for lsn in 1..=4 {
+            state
+                .apply(&GridOp::MergeMark { source_branch_id: format!("b{lsn}"), source_clock: 1 });
+            durability.write_snapshot("branch", lsn, &state).expect("stored");
+        }
+        let generations = durability.snapshots.generations("branch").expect("listed");
+        generations.iter().map(|g| g.header.expect("intact").base).collect()
+    }
+
+    /// After two whole images the file store's snapshots borrow from the newest whole one; a
+    /// store that keeps no bases (sled, of older data directories) gets whole images only.
+    #[test]
+    fn snapshots_borrow_only_where_the_store_keeps_bases() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let files = FileSnapshotStore::open(&dir.path().join("snapshots"), None).expect("store");
+        let with_files = durability(dir.path(), Arc::new(files));
+        // 1 and 2 whole, 3 on 2; 4 whole again, as 3 wrote more than half of 2 (the branch
+        // is all head); 1 retired.
+        assert_eq!(bases_of_four(&with_files), [None, Some(2), None]);
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = sled::Config::new().temporary(true).open().expect("sled");
+        let sled = SledSnapshotStore::open(&db).expect("store");
+        let with_sled = durability(dir.path(), Arc::new(sled));
+        assert_eq!(bases_of_four(&with_sled), [None, None], "two whole generations kept");
     }
 }
 

@@ -121,8 +121,11 @@ impl FileSnapshotStore {
         dir.join(format!("{generation:0GENERATION_DIGITS$}{suffix}"))
     }
 
-    /// Reads and checks one generation file.
-    fn load_file(path: &Path, generation: Generation) -> Result<LoadedSnapshot, LoadError> {
+    /// Reads and checks one generation file; also returns the base its header names.
+    fn load_file(
+        path: &Path,
+        generation: Generation,
+    ) -> Result<(LoadedSnapshot, Option<u64>), LoadError> {
         let mut file = match File::open(path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -150,7 +153,7 @@ impl FileSnapshotStore {
             let stored = header.payload_crc;
             return Err(LoadError::Damaged(ImageDamage::PayloadCrc { stored, computed }));
         }
-        Ok(LoadedSnapshot::checked(&header, generation, bytes))
+        Ok((LoadedSnapshot::checked(&header, generation, bytes), header.base))
     }
 
     /// Reads the header at the start of `file` (leaving the file at the payload) and its
@@ -181,33 +184,31 @@ impl FileSnapshotStore {
         number: u64,
         home: Home,
     ) -> Result<LoadedSnapshot, SnapshotError> {
-        let mut loaded = self.load_one(key, dir, number, home)?;
-        if let Some(base) = Self::file_header(dir, number).and_then(|h| h.base) {
+        let (mut loaded, base) = self.load_one(key, dir, number, home)?;
+        if let Some(base) = base {
             let damaged = || SnapshotError::Damaged {
                 key: key.to_owned(),
                 generation: Generation(number),
                 damage: ImageDamage::BaseDamaged { base },
             };
-            if base >= number || Self::file_header(dir, base).is_none_or(|h| h.base.is_some()) {
-                return Err(damaged());
-            }
+            // A base is an older generation that borrows from none itself.
             match self.load_one(key, dir, base, Home::File) {
-                Ok(base) => loaded.base = Some(base.bytes),
-                Err(SnapshotError::Damaged { .. }) => return Err(damaged()),
+                Ok((whole, None)) if base < number => loaded.base = Some(whole.bytes),
+                Ok(_) | Err(SnapshotError::Damaged { .. }) => return Err(damaged()),
                 Err(other) => return Err(other),
             }
         }
         Ok(loaded)
     }
 
-    /// Loads one generation's own payload from its home.
+    /// Loads one generation's own payload from its home, and the base its header names.
     fn load_one(
         &self,
         key: &str,
         dir: &Path,
         number: u64,
         home: Home,
-    ) -> Result<LoadedSnapshot, SnapshotError> {
+    ) -> Result<(LoadedSnapshot, Option<u64>), SnapshotError> {
         let generation = Generation(number);
         match home {
             Home::File => match Self::load_file(&Self::file(dir, number, SUFFIX), generation) {
@@ -219,7 +220,7 @@ impl FileSnapshotStore {
             },
             Home::Legacy => {
                 let legacy = self.legacy.as_ref().ok_or(SnapshotError::EmptyKey)?;
-                legacy.load_generation_of(key, generation)
+                legacy.load_generation_of(key, generation).map(|loaded| (loaded, None))
             }
         }
     }
