@@ -6,7 +6,7 @@
 
 use crate::metrics::{Histogram, LATENCY_BOUNDS};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -55,6 +55,11 @@ pub struct Durability {
     /// Bytes of snapshot sections written, and borrowed from a whole image instead.
     pub snapshot_bytes_written: AtomicU64,
     pub snapshot_bytes_borrowed: AtomicU64,
+    /// Per branch, held while one of its snapshots is written, over the WAL position of the
+    /// newest one this process stored: a branch's snapshots are written one at a time (a
+    /// shutdown's snapshot may meet the one a burst of writes started), never an older over a
+    /// newer.
+    writing: DashMap<String, Arc<Mutex<Option<u64>>>>,
 }
 
 /// A branch's newest whole image (`Durability::bases`).
@@ -102,6 +107,7 @@ impl Durability {
             bases: DashMap::new(),
             snapshot_bytes_written: AtomicU64::new(0),
             snapshot_bytes_borrowed: AtomicU64::new(0),
+            writing: DashMap::new(),
         }
     }
 
@@ -144,6 +150,7 @@ impl Durability {
     pub fn forget(&self, branch_id: &str) {
         self.floors.remove(branch_id);
         self.bases.remove(branch_id);
+        self.writing.remove(branch_id);
         if let Err(err) = self.snapshots.delete(branch_id) {
             tracing::warn!(branch = branch_id, error = %err, "deleting snapshots of a deleted branch failed");
         }
@@ -217,7 +224,14 @@ impl Durability {
         if let Some(available) = available_memory().filter(|&a| a < SNAPSHOT_HEADROOM) {
             return Err(SnapshotFailure::Postponed { needed: SNAPSHOT_HEADROOM, available });
         }
+        let lock = self.writing.entry(branch_id.to_owned()).or_default().clone();
+        let mut newest = lock.lock().unwrap_or_else(|e| e.into_inner());
+        if newest.is_some_and(|newest| newest >= wal_lsn) {
+            // A snapshot at this position or later was stored while this one waited.
+            return Ok(());
+        }
         self.store_streamed(branch_id, wal_lsn, state).map_err(SnapshotFailure::Failed)?;
+        *newest = Some(wal_lsn);
         self.snapshot_seconds.observe_duration(started.elapsed());
         Ok(())
     }
@@ -767,6 +781,34 @@ mod base_tests {
         let sled = SledSnapshotStore::open(&db).expect("store");
         let with_sled = durability(dir.path(), Arc::new(sled));
         assert_eq!(bases_of_four(&with_sled), [None, None], "two whole generations kept");
+    }
+
+    /// Snapshots of one branch started together (a shutdown's and the one a burst of writes
+    /// started) are written one after the other, and one older than the stored one is skipped.
+    #[test]
+    fn snapshots_of_a_branch_are_written_one_at_a_time_never_older_over_newer() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let files = FileSnapshotStore::open(&dir.path().join("snapshots"), None).expect("store");
+        let durability = durability(dir.path(), Arc::new(files));
+        let mut state = GridState::new("view1", Vec::new(), RecordIdentity::RecordId);
+        for n in 0..2000 {
+            state.apply(&GridOp::MergeMark { source_branch_id: format!("b{n}"), source_clock: 1 });
+        }
+        std::thread::scope(|scope| {
+            for lsn in [7, 9, 8, 9] {
+                let (durability, state) = (&durability, &state);
+                scope.spawn(move || durability.write_snapshot("branch", lsn, state).expect("ok"));
+            }
+        });
+        let generations = durability.snapshots.generations("branch").expect("listed");
+        let newest = generations.last().and_then(|g| g.header.as_ref()).expect("intact");
+        assert_eq!(newest.wal_lsn, 9);
+        let lsns: Vec<u64> =
+            generations.iter().filter_map(|g| g.header.as_ref().map(|h| h.wal_lsn)).collect();
+        assert!(lsns.windows(2).all(|w| w[0] < w[1]), "generations go forward: {lsns:?}");
+        durability.write_snapshot("branch", 3, &state).expect("skipped");
+        let after = durability.snapshots.generations("branch").expect("listed");
+        assert_eq!(after.len(), generations.len(), "an older snapshot is not stored");
     }
 }
 
