@@ -9,10 +9,11 @@
 //! `ColumnStore`; this module never decides which rows live.
 
 use std::fmt;
+use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
-use super::chunked::{reserve_row, Chunk, Chunked, CHUNK_ROWS};
+use super::chunked::{arc_bytes, reserve_row, Chunk, Chunked, CHUNK_ROWS};
 use super::scan::RowBits;
 use super::text::{encode_list, ListRef, TextChunk};
 use crate::grid::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
@@ -272,10 +273,12 @@ fn push_row<T>(rows: &mut Vec<T>, value: T) {
 }
 
 /// Up to `CHUNK_ROWS` rows of one column: cells, versions and (when localized) status bytes.
-/// One write touches one chunk, so it pays one copy-on-write check.
+/// One write touches one chunk, so it pays one copy-on-write check. The cells are shared on
+/// their own: a status change on a chunk shared with a snapshot's copy copies the small
+/// versions and statuses, not a megabyte-sized text arena.
 #[derive(Clone)]
 struct ColumnChunk {
-    cells: Cells,
+    cells: Arc<Cells>,
     versions: Vec<u32>,
     status: Option<Vec<u8>>,
 }
@@ -283,7 +286,7 @@ struct ColumnChunk {
 impl ColumnChunk {
     fn filled_empty(kind: StorageKind, localized: bool, rows: usize) -> Self {
         ColumnChunk {
-            cells: Cells::filled_empty(kind, rows),
+            cells: Arc::new(Cells::filled_empty(kind, rows)),
             versions: vec![0; rows],
             status: localized.then(|| vec![0; rows]),
         }
@@ -291,14 +294,14 @@ impl ColumnChunk {
 
     fn with_capacity(kind: StorageKind, localized: bool, rows: usize) -> Self {
         ColumnChunk {
-            cells: Cells::with_capacity(kind, rows),
+            cells: Arc::new(Cells::with_capacity(kind, rows)),
             versions: Vec::with_capacity(rows),
             status: localized.then(|| Vec::with_capacity(rows)),
         }
     }
 
     fn push(&mut self, value: Stored<'_>, version: u32, status: u8) {
-        self.cells.push(value);
+        Arc::make_mut(&mut self.cells).push(value);
         push_row(&mut self.versions, version);
         if let Some(statuses) = &mut self.status {
             push_row(statuses, status);
@@ -319,11 +322,12 @@ impl ColumnChunk {
 impl Chunk for ColumnChunk {
     fn heap_bytes(&self) -> usize {
         let status = self.status.as_ref().map_or(0, Chunk::heap_bytes);
-        self.cells.heap_bytes() + self.versions.heap_bytes() + status
+        arc_bytes::<Cells>() + self.cells.heap_bytes() + self.versions.heap_bytes() + status
     }
 
     fn shrink(&mut self) {
-        if let Cells::Text(cells) | Cells::List(cells) = &mut self.cells {
+        // Cells shared with a copy stay as they are (shrinking them would copy them).
+        if let Some(Cells::Text(cells) | Cells::List(cells)) = Arc::get_mut(&mut self.cells) {
             cells.shrink();
         }
     }
@@ -463,7 +467,7 @@ impl Column {
         let mut bits = RowBits::default();
         let mut row = 0u32;
         for chunk in self.chunks.iter_chunks() {
-            let Cells::Number(cells) = &chunk.cells else { other_kind() };
+            let Cells::Number(cells) = &*chunk.cells else { other_kind() };
             for (at, &stored) in cells.iter().enumerate() {
                 if stored != NUMBER_EMPTY && keep(f64::from_bits(stored)) {
                     bits.insert(row + at as u32);
@@ -481,7 +485,7 @@ impl Column {
         let mut bits = RowBits::default();
         let mut row = 0u32;
         for chunk in self.chunks.iter_chunks() {
-            let Cells::Boolean(cells) = &chunk.cells else { other_kind() };
+            let Cells::Boolean(cells) = &*chunk.cells else { other_kind() };
             for (at, &stored) in cells.iter().enumerate() {
                 if stored != BOOLEAN_EMPTY && table[usize::from(stored & 1)] {
                     bits.insert(row + at as u32);
@@ -498,7 +502,7 @@ impl Column {
         let mut bits = RowBits::default();
         let mut row = 0u32;
         for chunk in self.chunks.iter_chunks() {
-            let Cells::Datetime(cells) = &chunk.cells else { other_kind() };
+            let Cells::Datetime(cells) = &*chunk.cells else { other_kind() };
             for (at, &stored) in cells.iter().enumerate() {
                 if stored != DATETIME_EMPTY && keep(stored) {
                     bits.insert(row + at as u32);
@@ -517,7 +521,7 @@ impl Column {
         for chunk in self.chunks.iter_chunks() {
             let rows = chunk.versions.len();
             let base = row;
-            match &chunk.cells {
+            match &*chunk.cells {
                 Cells::Text(cells) | Cells::List(cells) => {
                     insert_where(&mut bits, base, rows, |at| cells.is_blank(at))
                 }
@@ -606,7 +610,7 @@ impl Column {
             return false;
         }
         let (chunk, at) = self.chunks.chunk_mut(row);
-        chunk.cells.write(at, value);
+        Arc::make_mut(&mut chunk.cells).write(at, value);
         chunk.stamp(at, clock);
         true
     }
@@ -694,5 +698,42 @@ impl Column {
     #[cfg(test)]
     pub(super) fn shared_with(&self, other: &Column) -> Vec<bool> {
         self.chunks.shared_with(&other.chunks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the two columns share the cells (not only the chunk) of chunk `index`.
+    fn cells_shared(a: &Column, b: &Column, index: usize) -> bool {
+        Arc::ptr_eq(&a.chunks[index].cells, &b.chunks[index].cells)
+    }
+
+    /// A status change on a chunk shared with a copy (a snapshot's) copies its versions and
+    /// statuses but leaves its text shared; a value change copies the text.
+    #[test]
+    fn a_status_change_on_a_shared_chunk_leaves_its_cells_shared() {
+        let mut column = Column::new(StorageKind::Text, true, 3 * CHUNK_ROWS);
+        let mut scratch = String::new();
+        for row in 0..3 * CHUNK_ROWS {
+            let value = CellValue::Text(format!("text {row}"));
+            column.set(row, &value, &mut scratch, 1).expect("a text column");
+        }
+        let copy = column.clone();
+        assert!(column.set_dependency_status(CHUNK_ROWS + 1, DependencyStatus::OutOfDate, 2));
+        assert_eq!(column.shared_with(&copy), [true, false, true]);
+        assert!(cells_shared(&column, &copy, 1), "the text stays shared");
+        assert_eq!(copy.dependency_status(CHUNK_ROWS + 1), DependencyStatus::Unset);
+        assert_eq!(column.dependency_status(CHUNK_ROWS + 1), DependencyStatus::OutOfDate);
+        assert_eq!(column.version(CHUNK_ROWS + 1), 2);
+        assert_eq!(copy.version(CHUNK_ROWS + 1), 1);
+
+        let value = CellValue::Text("changed".to_owned());
+        assert!(column.set(CHUNK_ROWS + 1, &value, &mut scratch, 3).expect("a text column"));
+        assert!(!cells_shared(&column, &copy, 1), "a value change copies the text");
+        assert_eq!(copy.get(CHUNK_ROWS + 1), CellRef::Text(&format!("text {}", CHUNK_ROWS + 1)));
+        assert_eq!(column.get(CHUNK_ROWS + 1), CellRef::Text("changed"));
+        assert!(cells_shared(&column, &copy, 0) && cells_shared(&column, &copy, 2));
     }
 }
