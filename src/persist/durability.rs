@@ -111,7 +111,8 @@ impl Durability {
         }
     }
 
-    /// Registers a live branch (at recovery or creation) with its current floor.
+    /// Registers a live branch (at recovery or creation) with its current floor; only a
+    /// registered (or pinned) branch's snapshots are written.
     pub fn track(&self, branch_id: &str) {
         let floor = self.floor_from_store(branch_id);
         self.floors.insert(branch_id.to_owned(), floor);
@@ -146,7 +147,8 @@ impl Durability {
         self.pins.get(branch).is_some_and(|children| !children.is_empty())
     }
 
-    /// Forgets a deleted branch and its snapshots.
+    /// Forgets a deleted branch and its snapshots. A snapshot of it still on its way is not
+    /// stored, or deleted once stored (`write_snapshot` writes only tracked branches).
     pub fn forget(&self, branch_id: &str) {
         self.floors.remove(branch_id);
         self.bases.remove(branch_id);
@@ -230,8 +232,16 @@ impl Durability {
             // A snapshot at this position or later was stored while this one waited.
             return Ok(());
         }
+        if !self.floors.contains_key(branch_id) {
+            // The branch was deleted (`forget`) after this snapshot was asked for.
+            return Ok(());
+        }
         self.store_streamed(branch_id, wal_lsn, state).map_err(SnapshotFailure::Failed)?;
         *newest = Some(wal_lsn);
+        if !self.floors.contains_key(branch_id) {
+            // Deleted while it was written: what `forget` deleted may not have held it yet.
+            self.snapshots.delete(branch_id).map_err(|e| SnapshotFailure::Failed(e.to_string()))?;
+        }
         self.snapshot_seconds.observe_duration(started.elapsed());
         Ok(())
     }
@@ -750,7 +760,9 @@ mod base_tests {
         let (wal, _) = Wal::open(dir.join("wal"), WalOptions::default()).expect("wal");
         let policy =
             SnapshotPolicy { every_records: 1, every_bytes: 1, every: Duration::from_secs(3600) };
-        Durability::new(wal, snapshots, policy)
+        let durability = Durability::new(wal, snapshots, policy);
+        durability.track("branch");
+        durability
     }
 
     /// The bases each of four snapshots of a branch names, its state growing between them.
@@ -809,6 +821,21 @@ mod base_tests {
         durability.write_snapshot("branch", 3, &state).expect("skipped");
         let after = durability.snapshots.generations("branch").expect("listed");
         assert_eq!(after.len(), generations.len(), "an older snapshot is not stored");
+    }
+
+    /// A deleted branch's snapshot still on its way is not stored, nor one asked for after.
+    #[test]
+    fn a_forgotten_branch_gets_no_more_snapshots() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let files = FileSnapshotStore::open(&dir.path().join("snapshots"), None).expect("store");
+        let durability = durability(dir.path(), Arc::new(files));
+        let state = GridState::new("view1", Vec::new(), RecordIdentity::RecordId);
+        durability.write_snapshot("branch", 1, &state).expect("stored");
+        assert_eq!(durability.snapshots.generations("branch").expect("listed").len(), 1);
+        durability.forget("branch");
+        durability.write_snapshot("branch", 2, &state).expect("skipped");
+        assert!(durability.snapshots.generations("branch").expect("listed").is_empty());
+        assert!(!dir.path().join("snapshots").join("branch").exists(), "no directory is left");
     }
 }
 

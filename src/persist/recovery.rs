@@ -244,6 +244,7 @@ mod tests {
             every: Duration::from_secs(3600),
         };
         let durability = Durability::new(wal, snapshots, policy);
+        durability.track("m");
         let request = serde_json::json!({"id": "en", "name": "English", "type": "singleLine"});
         let request: ColumnRequest = serde_json::from_value(request).expect("column request");
         let column = build_column(&Default::default(), &request).expect("column");
