@@ -101,7 +101,8 @@ pub struct PartLimits {
 }
 
 impl PartLimits {
-    /// What snapshots use: the store's chunk of 65,536 rows, and 64 MiB of text.
+    /// What snapshots use: at most 65,536 rows (a part never spans two of the store's 8,192-row
+    /// chunks, so in effect a chunk), and 64 MiB of text.
     pub const DEFAULT: PartLimits = PartLimits { rows: 65_536, bytes: 64 << 20 };
 }
 

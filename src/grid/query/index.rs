@@ -28,9 +28,8 @@ use crate::grid::store::{CellRef, ColumnSlot, ColumnStore, RowBits, RowId};
 const BLOCK_MAX: usize = 1024;
 /// Block size when building from scratch.
 const BLOCK_BUILD: usize = 512;
-/// Storage chunks (64K rows each) a scan thread takes at least: smaller columns are scanned on
-/// the calling thread alone.
-const SCAN_CHUNKS_PER_THREAD: usize = 2;
+/// Rows a scan thread takes at least: smaller columns are scanned on the calling thread alone.
+const SCAN_ROWS_PER_THREAD: usize = 1 << 17;
 /// `block_of` entry of a row not in the index.
 const NONE: u32 = u32::MAX;
 
@@ -499,7 +498,7 @@ impl Shadow {
     fn scan_chunks(&self, scan: impl Fn(&ShadowChunk, u32, &mut RowBits) + Sync) -> RoaringBitmap {
         let chunk_rows = ColumnStore::chunk_rows();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let workers = cores.min(self.chunks.len() / SCAN_CHUNKS_PER_THREAD).max(1);
+        let workers = cores.min(self.chunks.len() * chunk_rows / SCAN_ROWS_PER_THREAD).max(1);
         let per = self.chunks.len().div_ceil(workers).max(1);
         let run = |group: usize| {
             let mut bits = RowBits::default();

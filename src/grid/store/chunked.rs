@@ -16,8 +16,12 @@ use std::sync::{Arc, Weak};
 use roaring::RoaringBitmap;
 
 /// log2 of the rows per chunk. Tests use tiny chunks so that chunk boundaries are crossed often.
+///
+/// 8,192 rows: the first write to a chunk shared with a snapshot's copy copies it, and a text
+/// chunk of 65,536 rows was megabytes, so the first edits after a snapshot started waited tens
+/// of milliseconds each; at 8,192 a chunk of localized text is about 600 KiB.
 #[cfg(not(test))]
-pub(super) const CHUNK_BITS: u32 = 16;
+pub(super) const CHUNK_BITS: u32 = 13;
 #[cfg(test)]
 pub(super) const CHUNK_BITS: u32 = 3;
 

@@ -9,7 +9,7 @@
 //! a change journal (`set_tracking`/`take_changes`, `epoch` bumped by compaction) that its
 //! indexes follow.
 //!
-//! Layout: every per-row vector is split in chunks of 64K rows (`chunked`); strings live in
+//! Layout: every per-row vector is split in chunks of 8K rows (`chunked`); strings live in
 //! per-chunk arenas (`text`); keys are hashed to `u64` and verified against the stored id, so an
 //! id is stored once (`index`). A `RowId` is a physical row: deleting only tombstones it, and it
 //! stays valid until the next `compact`/`maybe_compact`, which renumbers rows. Callers resolve
