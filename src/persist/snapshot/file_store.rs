@@ -254,7 +254,7 @@ impl FileSnapshotStore {
     fn remove(&self, key: &str, dir: &Path, number: u64, home: Home) -> Result<(), SnapshotError> {
         match home {
             Home::File => {
-                match fs::remove_file(Self::file(dir, number, SUFFIX)) {
+                match remove_gently(&Self::file(dir, number, SUFFIX)) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                     Err(e) => return Err(io_error(e)),
@@ -334,6 +334,28 @@ impl FileSnapshotStore {
 /// Syncing the image as it goes keeps at most this much of it unwritten, and paces the snapshot
 /// at the disk's speed.
 const SYNC_EVERY: u64 = 8 << 20;
+
+/// Bytes an old image loses per step on its way out (`remove_gently`).
+const REMOVE_STEP: u64 = 32 << 20;
+
+/// Removes a file, shortening it first a step at a time, each step synced.
+///
+/// Unlinking a gigabyte image frees its blocks in one ext4 journal transaction, and the WAL's
+/// next `fdatasync` waits for that commit: measured here, 36 ms of stall against 7 ms in 32 MiB
+/// steps, for the same 0.23 s of work. A crash halfway leaves an image whose header is intact
+/// and whose payload is short: it fails its checksum and loads as damaged, and it is the oldest
+/// one, only tried after every newer one.
+fn remove_gently(path: &Path) -> io::Result<()> {
+    let file = OpenOptions::new().write(true).open(path)?;
+    let mut len = file.metadata()?.len();
+    while len > REMOVE_STEP {
+        len -= REMOVE_STEP;
+        file.set_len(len)?;
+        file.sync_all()?;
+    }
+    drop(file);
+    fs::remove_file(path)
+}
 
 /// A payload on its way to a file, with its length and crc32c so far, and the bytes written
 /// since the file was last synced.
