@@ -546,6 +546,19 @@ impl SnapshotStore for FileSnapshotStore {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_large_file_is_removed_in_steps_and_a_missing_one_is_reported() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("old.snap");
+        let file = File::create(&path).expect("created");
+        file.set_len(3 * REMOVE_STEP + 5).expect("sized (sparse)");
+        drop(file);
+        remove_gently(&path).expect("removed");
+        assert!(!path.exists());
+        let missing = remove_gently(&path).expect_err("gone already");
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+    }
+
     const KEY: &str = "grid-1";
 
     fn image(wal_lsn: u64, len: usize) -> SnapshotImage {
