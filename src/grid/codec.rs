@@ -67,6 +67,27 @@ pub fn parse_value(column: &ColumnDef, value: &Value) -> Result<CellValue, Strin
     }
 }
 
+/// `parse_value` of a value the caller gives up: a text cell's string moves into the cell
+/// instead of being copied (a bulk add of 1000 records x 12 columns copies no text).
+pub fn parse_value_owned(column: &ColumnDef, value: Value) -> Result<CellValue, String> {
+    match (column.column_type, value) {
+        (
+            ColumnType::SingleLine
+            | ColumnType::MultipleLines
+            | ColumnType::RichText
+            | ColumnType::Markdown
+            | ColumnType::Html
+            | ColumnType::Language,
+            Value::String(s),
+        ) if !s.is_empty() => Ok(CellValue::Text(s)),
+        (ColumnType::SingleSelection, Value::String(s)) if !s.is_empty() => {
+            check_option(column, &s)?;
+            Ok(CellValue::Text(s))
+        }
+        (_, value) => parse_value(column, &value),
+    }
+}
+
 fn list(items: Vec<String>) -> CellValue {
     if items.is_empty() {
         CellValue::Empty
@@ -318,6 +339,33 @@ mod tests {
             reference: None,
             formula: None,
             date_time_format: None,
+        }
+    }
+
+    /// Taking the value gives what reading it gives, for every column type and kind of value.
+    #[test]
+    fn parse_value_owned_agrees_with_parse_value() {
+        let values = [
+            json!(null),
+            json!(""),
+            json!("a"),
+            json!("b"),
+            json!("übersetzt 訳"),
+            json!("1.5"),
+            json!("true"),
+            json!("2026-01-31"),
+            json!(["a", "b"]),
+            json!([]),
+            json!(7),
+            json!(false),
+            json!({"a": 1}),
+        ];
+        for &t in ColumnType::ALL {
+            let column = column(t);
+            for value in &values {
+                let owned = parse_value_owned(&column, value.clone());
+                assert_eq!(owned, parse_value(&column, value), "{t:?} {value}");
+            }
         }
     }
 

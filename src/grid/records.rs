@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::codec::parse_value;
+use super::codec::parse_value_owned;
 use super::ops::{CellWrite, GridOp, GridState, RecordWrite};
 use super::schema::{ColumnType, ViewDef};
 use super::store::RecordIdentity;
@@ -206,7 +206,7 @@ pub fn plan_import(
     let mut problems = Problems::default();
     let mut seen = HashSet::new();
     let mut updated = Vec::with_capacity(updates.len());
-    for (at, input) in &updates {
+    for (at, input) in &mut updates {
         let id = input.id.clone().unwrap_or_default();
         if let Some(write) =
             check_update(state, view, input, &id, None, at, &mut seen, &mut problems)
@@ -237,8 +237,8 @@ fn check_adds(
 ) -> Vec<RecordWrite> {
     let by_path = state.store.identity() == RecordIdentity::PathAndId;
     let mut records = Vec::with_capacity(inputs.size_hint().0);
-    for (at, input) in inputs {
-        let input = &input;
+    for (at, mut input) in inputs {
+        let input = &mut input;
         let path = input.path.clone().unwrap_or_default();
         let id = match &input.id {
             Some(id) => id.clone(),
@@ -280,7 +280,7 @@ fn check_adds(
 pub fn plan_update(
     state: &GridState,
     view: &ViewDef,
-    inputs: Vec<RecordInput>,
+    mut inputs: Vec<RecordInput>,
     user: &str,
     time_ms: i64,
 ) -> ApiResult<GridOp> {
@@ -288,7 +288,7 @@ pub fn plan_update(
     let mut problems = Problems::default();
     let mut seen = HashSet::new();
     let mut records = Vec::with_capacity(inputs.len());
-    for (i, input) in inputs.iter().enumerate() {
+    for (i, input) in inputs.iter_mut().enumerate() {
         let at = format!("records[{i}]");
         let Some(id) = input.id.clone() else {
             problems.add(ErrorCode::NullRecordId, format!("{at}: the record id is missing."));
@@ -341,18 +341,19 @@ pub fn plan_update_one(
     state: &GridState,
     view: &ViewDef,
     record_id: &str,
-    input: RecordInput,
+    mut input: RecordInput,
     user: &str,
     time_ms: i64,
 ) -> ApiResult<(GridOp, String, String)> {
     let mut problems = Problems::default();
     let mut seen = HashSet::new();
+    let rename_to = input.id.clone();
     let write = check_update(
         state,
         view,
-        &input,
+        &mut input,
         record_id,
-        input.id.as_deref(),
+        rename_to.as_deref(),
         "record",
         &mut seen,
         &mut problems,
@@ -368,7 +369,7 @@ pub fn plan_update_one(
 fn check_update(
     state: &GridState,
     view: &ViewDef,
-    input: &RecordInput,
+    input: &mut RecordInput,
     id: &str,
     rename_to: Option<&str>,
     at: &str,
@@ -418,7 +419,7 @@ fn check_update(
 fn check_cells(
     state: &GridState,
     view: &ViewDef,
-    input: &RecordInput,
+    input: &mut RecordInput,
     row: Option<super::store::RowId>,
     at: &str,
     kind: WriteKind,
@@ -427,6 +428,9 @@ fn check_cells(
     let mut cells = Vec::with_capacity(input.cells.len());
     let mut seen =
         foldhash::HashSet::with_capacity_and_hasher(input.cells.len(), Default::default());
+    // The values are taken out of the input: text moves into the op rather than being copied.
+    let mut values: Vec<Option<Value>> = input.cells.iter_mut().map(|c| c.value.take()).collect();
+    let input = &*input;
     for (j, cell) in input.cells.iter().enumerate() {
         let at = CellAt { record: at, cell: j };
         let Some(column_id) = cell.column_id.as_deref() else {
@@ -447,7 +451,7 @@ fn check_cells(
             );
             continue;
         }
-        let value = match &cell.value {
+        let value = match values[j].take() {
             Some(_) if column.column_type == ColumnType::Formula => {
                 problems.add(
                     ErrorCode::ColumnIsNotEditableInView,
@@ -465,7 +469,7 @@ fn check_cells(
                 );
                 continue;
             }
-            Some(v) => match parse_value(column, v) {
+            Some(v) => match parse_value_owned(column, v) {
                 Ok(parsed) if parsed.payload_bytes() > MAX_CELL_TEXT_BYTES => {
                     let record = row.map(|r| state.store.id(r)).or(input.id.as_deref());
                     let record = record.map_or(String::new(), |id| format!(" of record \"{id}\""));
