@@ -19,14 +19,11 @@ use crate::ids;
 /// The most records one add or update may carry.
 pub const MAX_RECORDS_PER_REQUEST: usize = 1000;
 
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
-}
-
 /// A cell as written: an absent `value` leaves the value alone; `null` empties it. A reference
 /// cell's ids may come as `referencedIds` instead of `value` (the OpenAPI's `SetCell`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", try_from = "CellWire")]
+/// Deserialized field by field (`CellVisitor`), straight into this form: a bulk add parses
+/// twelve thousand of them.
+#[derive(Debug, Clone, Default)]
 pub struct CellInput {
     pub column_id: Option<String>,
     pub value: Option<Value>,
@@ -34,12 +31,12 @@ pub struct CellInput {
     pub source_status: Option<String>,
 }
 
-/// A cell as it arrives, before `referencedIds` is folded into the value.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+/// A cell as it arrives (the OpenAPI schema of `CellInput`).
+#[derive(Debug, Clone, Default, ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // describes the wire form; `CellVisitor` reads it
 pub struct CellWire {
     column_id: Option<String>,
-    #[serde(default, deserialize_with = "present")]
     /// Any JSON value: text, a number, a boolean, a list of texts (selections, files,
     /// references) or null.
     #[schema(value_type = Option<Value>)]
@@ -50,23 +47,79 @@ pub struct CellWire {
     source_status: Option<String>,
 }
 
-impl TryFrom<CellWire> for CellInput {
-    type Error = String;
+/// The fields of a cell object; others are ignored.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum CellField {
+    ColumnId,
+    Value,
+    ReferencedIds,
+    DependencyStatus,
+    SourceStatus,
+    #[serde(other)]
+    Other,
+}
 
-    fn try_from(wire: CellWire) -> Result<CellInput, String> {
-        let value = match (wire.value, wire.referenced_ids) {
-            (value, None) => value,
-            (None, Some(ids)) => Some(Value::Array(ids.into_iter().map(Value::String).collect())),
-            (Some(_), Some(_)) => {
-                return Err("a cell gives either value or referencedIds, not both".to_owned())
+struct CellVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CellVisitor {
+    type Value = CellInput;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a cell object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<CellInput, A::Error> {
+        use serde::de::Error;
+        /// Sets a field given once at most, as a derived `Deserialize` would.
+        fn once<T, E: Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
+            if slot.is_some() {
+                return Err(E::duplicate_field(name));
             }
-        };
-        Ok(CellInput {
-            column_id: wire.column_id,
-            value,
-            dependency_status: wire.dependency_status,
-            source_status: wire.source_status,
-        })
+            *slot = Some(value);
+            Ok(())
+        }
+        let mut cell = CellInput::default();
+        let mut referenced_ids: Option<Option<Vec<String>>> = None;
+        let (mut column_id, mut dependency, mut source) = (None, None, None);
+        while let Some(field) = map.next_key::<CellField>()? {
+            match field {
+                CellField::ColumnId => once(&mut column_id, map.next_value()?, "columnId")?,
+                // `null` is a value (it empties the cell), unlike an absent `value`.
+                CellField::Value => once(&mut cell.value, map.next_value::<Value>()?, "value")?,
+                CellField::ReferencedIds => {
+                    once(&mut referenced_ids, map.next_value()?, "referencedIds")?
+                }
+                CellField::DependencyStatus => {
+                    once(&mut dependency, map.next_value()?, "dependencyStatus")?
+                }
+                CellField::SourceStatus => once(&mut source, map.next_value()?, "sourceStatus")?,
+                CellField::Other => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        cell.column_id = column_id.flatten();
+        cell.dependency_status = dependency.flatten();
+        cell.source_status = source.flatten();
+        match (cell.value.is_some(), referenced_ids.flatten()) {
+            (_, None) => {}
+            (false, Some(ids)) => {
+                cell.value = Some(Value::Array(ids.into_iter().map(Value::String).collect()))
+            }
+            (true, Some(_)) => {
+                return Err(A::Error::custom(
+                    "a cell gives either value or referencedIds, not both",
+                ))
+            }
+        }
+        Ok(cell)
+    }
+}
+
+impl<'de> Deserialize<'de> for CellInput {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<CellInput, D::Error> {
+        d.deserialize_map(CellVisitor)
     }
 }
 
@@ -632,4 +685,38 @@ pub fn plan_delete(state: &GridState, input: DeleteRecordsInput) -> ApiResult<Gr
     }
     problems.into_result()?;
     Ok(GridOp::DeleteRecords { keys })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CellInput;
+    use serde_json::{json, Value};
+
+    fn cell(body: Value) -> Result<CellInput, String> {
+        serde_json::from_value(body).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_cell_reads_as_the_wire_form_says() {
+        let absent = cell(json!({"columnId": "c", "extra": [1, {"x": 2}]})).expect("parses");
+        assert_eq!((absent.column_id.as_deref(), absent.value), (Some("c"), None));
+        let null = cell(json!({"columnId": "c", "value": null})).expect("parses");
+        assert_eq!(null.value, Some(Value::Null), "null empties the cell");
+        let text = cell(json!({"columnId": "c", "value": "x", "sourceStatus": "final",
+            "dependencyStatus": null}))
+        .expect("parses");
+        assert_eq!(text.value, Some(json!("x")));
+        assert_eq!(text.source_status.as_deref(), Some("final"));
+        assert_eq!(text.dependency_status, None);
+        let ids = cell(json!({"columnId": "r", "referencedIds": ["a", "b"]})).expect("parses");
+        assert_eq!(ids.value, Some(json!(["a", "b"])));
+        let no_ids = cell(json!({"columnId": "r", "referencedIds": null})).expect("parses");
+        assert_eq!(no_ids.value, None);
+        let both = cell(json!({"columnId": "r", "value": ["a"], "referencedIds": ["a"]}));
+        assert!(both.expect_err("refused").contains("either value or referencedIds"));
+        let twice = serde_json::from_str::<CellInput>(r#"{"columnId": "a", "columnId": "b"}"#);
+        assert!(twice.expect_err("refused").to_string().contains("duplicate field `columnId`"));
+        assert!(cell(json!({"columnId": 5})).is_err(), "a column id is a string");
+        assert!(cell(json!("c")).is_err(), "a cell is an object");
+    }
 }
