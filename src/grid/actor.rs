@@ -129,6 +129,11 @@ impl GridActor {
 
     /// Logs and applies ops; the returned future resolves when they are durable.
     fn commit(&mut self, ops: Vec<GridOp>) -> ApiResult<Durable> {
+        self.commit_returning(ops).map(|(durable, _)| durable)
+    }
+
+    /// `commit`, handing the ops back.
+    fn commit_returning(&mut self, ops: Vec<GridOp>) -> ApiResult<(Durable, Vec<GridOp>)> {
         let entry = WalEntry { branch_id: self.branch_id.clone(), ops };
         let payload = entry.encode();
         let bytes = payload.len() as u64;
@@ -144,7 +149,7 @@ impl GridActor {
         }
         let records = entry.ops.iter().map(GridOp::records_written).sum();
         self.since_snapshot.add(records, bytes);
-        Ok(appended.durable)
+        Ok((appended.durable, entry.ops))
     }
 
     /// Starts a snapshot when one is due: enough records or WAL bytes written, or time passed
@@ -342,11 +347,11 @@ impl GridActor {
         let view = self.view(&msg.view_id)?;
         let now = chrono::Utc::now().timestamp_millis();
         let state = &self.state;
-        let (op, keys): (GridOp, Vec<(String, String)>) = match msg.write {
+        let (first_row, epoch) = (state.store.rows(), state.store.epoch());
+        let (op, keys_before): (GridOp, Vec<(String, String)>) = match msg.write {
+            // An add's records are the rows it appends (found by key only after a compaction).
             RecordsWrite::Add(inputs) => {
-                let op = plan_add(state, &view, inputs, &msg.user, now)?;
-                let keys = written_keys(&op);
-                (op, keys)
+                (plan_add(state, &view, inputs, &msg.user, now)?, Vec::new())
             }
             RecordsWrite::Update(inputs) => {
                 let op = plan_update(state, &view, inputs, &msg.user, now)?;
@@ -361,11 +366,27 @@ impl GridActor {
             }
             RecordsWrite::Delete(input) => (plan_delete(state, input)?, Vec::new()),
         };
-        let durable = self.commit(vec![op])?;
+        let added = match &op {
+            GridOp::AddRecords { records, .. } => Some(records.len()),
+            _ => None,
+        };
+        let (durable, ops) = self.commit_returning(vec![op])?;
+        let store = &self.state.store;
         let columns: Vec<&ColumnDef> =
             self.state.schema.view_columns(&view).into_iter().map(|(c, _)| c).collect();
-        let rows = keys.iter().filter_map(|(path, id)| self.state.store.find(path, id));
-        let records = self.state.read_rows(&columns, rows);
+        let records = match added {
+            // Adds append rows and never compact: the records are the rows past the old end.
+            Some(n) if store.epoch() == epoch && store.rows() == first_row + n => {
+                let rows = (first_row..first_row + n).map(|row| RowId::from_raw(row as u32));
+                self.state.read_rows(&columns, rows)
+            }
+            _ => {
+                let keys = if added.is_some() { ops.first().map(written_keys) } else { None };
+                let keys = keys.unwrap_or(keys_before);
+                let rows = keys.iter().filter_map(|(path, id)| store.find(path, id));
+                self.state.read_rows(&columns, rows)
+            }
+        };
         Ok((durable, records))
     }
 }
