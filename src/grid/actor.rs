@@ -374,19 +374,20 @@ impl GridActor {
         let store = &self.state.store;
         let columns: Vec<&ColumnDef> =
             self.state.schema.view_columns(&view).into_iter().map(|(c, _)| c).collect();
-        let records = match added {
+        let rows: Vec<RowId> = match added {
             // Adds append rows and never compact: the records are the rows past the old end.
             Some(n) if store.epoch() == epoch && store.rows() == first_row + n => {
-                let rows = (first_row..first_row + n).map(|row| RowId::from_raw(row as u32));
-                self.state.read_rows(&columns, rows)
+                (first_row..first_row + n).map(|row| RowId::from_raw(row as u32)).collect()
             }
             _ => {
-                let keys = if added.is_some() { ops.first().map(written_keys) } else { None };
-                let keys = keys.unwrap_or(keys_before);
-                let rows = keys.iter().filter_map(|(path, id)| store.find(path, id));
-                self.state.read_rows(&columns, rows)
+                let keys = match added {
+                    Some(_) => ops.first().map(written_keys).unwrap_or_default(),
+                    None => keys_before,
+                };
+                keys.iter().filter_map(|(path, id)| store.find(path, id)).collect()
             }
         };
+        let records = self.state.read_rows(&columns, rows.into_iter());
         Ok((durable, records))
     }
 }
