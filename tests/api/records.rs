@@ -122,6 +122,28 @@ fn add_returns_201_with_every_view_column_and_empty_cells() {
     assert_eq!(app.records(&view), added);
 }
 
+/// A bulk add's answer is the records it added, as a listing then shows them, also after
+/// deletes compacted the branch (rows renumbered under the next add).
+#[test]
+fn a_bulk_add_answers_with_the_records_it_added_as_listed() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    let path = format!("/v1/views/{view}/records");
+    for first in [0, 1000] {
+        app.add_records(&view, titled((first..first + 1000).map(|i| format!("r{i}"))));
+    }
+    let gone: Vec<String> = (0..1200).map(|i| format!("r{}", i * 5 / 3)).collect();
+    let res = app.delete_with(&path, &json!({ "ids": gone }));
+    assert_eq!(res.status, 204, "{}", res.text);
+    let res = app.post(&path, &titled(["z", "b", "m"].map(str::to_owned)));
+    let added = res.assert_status(201).as_array().expect("a list").clone();
+    assert_eq!(ids_of(&added), ["z", "b", "m"]);
+    assert_eq!(cell(&added[1], "title")["value"], "T b");
+    let listed = app.records(&view);
+    assert_eq!(listed.len(), 2000 - 1200 + 3);
+    assert_eq!(listed[listed.len() - 3..], added[..]);
+}
+
 #[test]
 fn add_without_an_id_generates_one() {
     let app = spawn_app();
