@@ -443,13 +443,8 @@ fn kill_during_a_snapshot(magic: &[u8; 8]) {
     // (whole or on the last whole one, by turns as the branch grows); the kill lands while one
     // of the wanted kind is being written.
     for round in 0..80 {
-        let records: Vec<Value> = (0..300)
-            .map(|i| {
-                let value = format!("{round}.{i} {}", "y".repeat(2000));
-                json!({"id": format!("r{round}-{i}"), "cells": [{"columnId": "t", "value": value}]})
-            })
-            .collect();
-        server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(json!(records)), KEY);
+        let records = round_of_records(round, 'y');
+        server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(records), KEY);
         acked += 300;
         let deadline = Instant::now() + Duration::from_millis(500);
         while !caught && Instant::now() < deadline {
@@ -485,6 +480,17 @@ fn kill_during_a_snapshot(magic: &[u8; 8]) {
     server.terminate();
 }
 
+/// Round `round` of 300 records `r<round>-<i>` whose text cell `t` holds 2 KB of `fill`.
+fn round_of_records(round: usize, fill: char) -> Value {
+    let filler: String = std::iter::repeat_n(fill, 2000).collect();
+    (0..300)
+        .map(|i| {
+            let value = format!("{round}.{i} {filler}");
+            json!({"id": format!("r{round}-{i}"), "cells": [{"columnId": "t", "value": value}]})
+        })
+        .collect()
+}
+
 /// Snapshots after the first two whole ones borrow the sections of unchanged chunks (here the
 /// sealed history chunks) and `/metrics` counts the bytes written and borrowed.
 #[test]
@@ -510,13 +516,8 @@ fn incremental_snapshots_borrow_and_metrics_count_the_bytes() {
     let mut round = 0;
     while metric("borrowed") == 0.0 {
         assert!(Instant::now() < deadline, "no snapshot borrowed in {round} rounds");
-        let records: Vec<Value> = (0..300)
-            .map(|i| {
-                let value = format!("{round}.{i} {}", "z".repeat(2000));
-                json!({"id": format!("r{round}-{i}"), "cells": [{"columnId": "t", "value": value}]})
-            })
-            .collect();
-        server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(json!(records)), KEY);
+        let records = round_of_records(round, 'z');
+        server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(records), KEY);
         round += 1;
         std::thread::sleep(Duration::from_millis(50));
     }
