@@ -174,6 +174,8 @@ impl Node {
             path: config.data_dir.display().to_string(),
             source,
         })?;
+        // Packed history goes to anonymous files here (before the branches load and spill theirs).
+        grid::history::spill_to(&config.data_dir);
         let db = open_sled(&config.data_dir.join("db"))?;
         let store = SledCatalogStore::open(db.clone())?;
         let legacy = SledSnapshotStore::open(&db)?;

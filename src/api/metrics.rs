@@ -9,7 +9,8 @@
 //! `gridd_snapshot_bytes_total` by kind (written, borrowed);
 //! `gridd_branch_records`, `gridd_branch_store_bytes`, `gridd_branch_index_bytes` by grid and
 //! branch, `gridd_branch_heap_bytes` by grid, branch and part; `gridd_branch_cell_bytes` and
-//! `gridd_branch_cells` by grid, branch and column type; `gridd_process_resident_bytes`.
+//! `gridd_branch_cells` by grid, branch and column type; `gridd_history_disk_bytes`;
+//! `gridd_process_resident_bytes`.
 
 use std::fmt::Write as _;
 
@@ -143,6 +144,13 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
             );
         }
     }
+    header(
+        &mut out,
+        "gridd_history_disk_bytes",
+        "gauge",
+        "Bytes of packed record history held on disk instead of the heap (all branches).",
+    );
+    let _ = writeln!(out, "gridd_history_disk_bytes {}", crate::grid::history::spilled_bytes());
     if let Some(bytes) = resident_bytes() {
         header(&mut out, "gridd_process_resident_bytes", "gauge", "Resident memory of gridd.");
         let _ = writeln!(out, "gridd_process_resident_bytes {bytes}");

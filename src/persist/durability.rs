@@ -604,7 +604,9 @@ mod fixture_tests {
     }
 
     fn to_image_bytes(s: &GridState) -> Vec<u8> {
-        rkyv::to_bytes::<rkyv::rancor::Error>(&s.to_image()).expect("encodes").to_vec()
+        rkyv::to_bytes::<rkyv::rancor::Error>(&s.to_image().expect("reads history"))
+            .expect("encodes")
+            .to_vec()
     }
 
     #[test]

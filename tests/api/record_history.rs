@@ -285,3 +285,88 @@ fn history_takes_the_fetch_request_fields() {
     let by_title = serde_urlencoded::to_string([("sort", r#"{"title":"asc"}"#)]).expect("s");
     histories(&app, &view, "r1", &by_title).assert_error(400, "invalidSortField");
 }
+
+/// History past a chunk (1 MiB) is packed and held on disk, not on the heap: the branch's
+/// history part in `/metrics` stays near one open chunk while megabytes were written, and every
+/// entry reads back, also after a restart (which loads the chunks from the snapshot and spills
+/// them again).
+#[test]
+fn history_past_a_chunk_is_held_on_disk_and_reads_back_after_a_restart() {
+    let app = spawn_app();
+    let (grid, view) = simple_grid(&app);
+    // Words in an order that does not repeat, so the text packs about 3x, not 30x.
+    let words = [
+        "Einstellungen",
+        "speichern",
+        "設定を保存",
+        "Сохранить",
+        "настройки",
+        "guardar",
+        "paramètres",
+        "저장",
+        "opslaan",
+        "salvare",
+        "impostazioni",
+        "保存",
+    ];
+    let text = |round: usize, i: usize| {
+        let mut seed = (round * 1000 + i) as u64 + 1;
+        let mut out = format!("{round}/{i}");
+        while out.len() < 3000 {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            out.push(' ');
+            out.push_str(words[(seed >> 33) as usize % words.len()]);
+        }
+        out
+    };
+    for round in 0..5 {
+        let records: Vec<Value> = (0..300)
+            .map(|i| {
+                json!({"id": format!("r{i}"), "cells": [
+                    {"columnId": "title", "value": text(round, i)}
+                ]})
+            })
+            .collect();
+        let path = format!("/v1/views/{view}/records");
+        let res = if round == 0 {
+            app.post(&path, &json!(records))
+        } else {
+            app.patch(&path, &json!(records))
+        };
+        assert!(res.status == 200 || res.status == 201, "{}", res.text);
+    }
+    let written = 5.0 * 300.0 * text(0, 0).len() as f64;
+    let series =
+        format!("gridd_branch_heap_bytes{{grid=\"{grid}\",branch=\"{grid}\",part=\"history\"}}");
+    let held = |app: &TestApp| {
+        // The packer works in the background: wait (bounded) for it to reach the full chunks.
+        let mut held = f64::MAX;
+        for _ in 0..200 {
+            let metrics = app.get("/metrics").text;
+            held = metrics
+                .lines()
+                .find_map(|l| l.strip_prefix(series.as_str()).and_then(|v| v.trim().parse().ok()))
+                .unwrap_or_else(|| panic!("no {series}: {metrics}"));
+            if held < 1.3 * 1024.0 * 1024.0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        held
+    };
+    let on_heap = held(&app);
+    assert!(on_heap < 1.3 * 1024.0 * 1024.0, "{on_heap} of {written} bytes of history on the heap");
+    let expected: Vec<Value> = (0..5).rev().map(|round| json!(text(round, 7))).collect();
+    assert_eq!(titles(&entries(&histories(&app, &view, "r7", "limit=10"))), expected);
+    let app = app.restart();
+    let on_heap = held(&app);
+    assert!(
+        on_heap < 1.3 * 1024.0 * 1024.0,
+        "{on_heap} bytes of history on the heap after a restart"
+    );
+    assert_eq!(titles(&entries(&histories(&app, &view, "r7", "limit=10"))), expected);
+    let expected: Vec<Value> = (0..5).rev().map(|round| json!(text(round, 299))).collect();
+    assert_eq!(titles(&entries(&histories(&app, &view, "r299", "limit=10"))), expected);
+}

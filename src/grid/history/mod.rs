@@ -21,11 +21,13 @@
 //! + LEB128 count + str each).
 
 mod sealed;
+mod spill;
 
 use std::sync::Arc;
 
 pub use self::sealed::ChunkPart;
 use self::sealed::{ChunkBytes, Sealed};
+pub use self::spill::{configure as spill_to, held_bytes as spilled_bytes};
 use super::store::CellRef;
 use super::value::{CellValue, DependencyStatus, SourceStatus};
 
@@ -426,32 +428,30 @@ impl History {
             + self.retired.len() * 8
     }
 
-    /// The log as an image stores it: the sealed chunks packed, the open one plain.
-    pub fn to_parts(&self) -> HistoryParts {
-        HistoryParts {
-            chunks: self.chunk_parts().collect(),
+    /// The log as an image stores it: the sealed chunks packed, the open one plain; an error
+    /// when a chunk spilled to disk cannot be read back.
+    pub fn to_parts(&self) -> std::io::Result<HistoryParts> {
+        Ok(HistoryParts {
+            chunks: (0..self.chunk_count())
+                .map(|i| self.chunk_part(i))
+                .collect::<Result<_, _>>()?,
             retired: self.retired.iter().copied().collect(),
             count: self.count as u64,
-        }
+        })
     }
 
-    /// `to_parts`'s chunks, one at a time: the sealed ones packed, then the open one plain.
-    pub fn chunk_parts(&self) -> impl Iterator<Item = ChunkPart> + '_ {
-        (0..self.chunk_count()).map(|index| self.chunk_part(index))
-    }
-
-    /// Chunk `index` of `chunk_parts` (`index < chunk_count()`; past the sealed ones, the
-    /// open one).
-    pub fn chunk_part(&self, index: usize) -> ChunkPart {
-        match self.sealed.get(index) {
-            Some(sealed) => sealed.to_part(),
+    /// Chunk `index` of `to_parts` (`index < chunk_count()`; past the sealed ones, the open
+    /// one).
+    pub fn chunk_part(&self, index: usize) -> std::io::Result<ChunkPart> {
+        Ok(match self.sealed.get(index) {
+            Some(sealed) => sealed.to_part()?,
             None => ChunkPart {
                 len: u32::try_from(self.open.len()).expect("chunks are sealed before 4 GiB"),
                 block: 0,
                 ends: Vec::new(),
                 data: self.open.as_ref().clone(),
             },
-        }
+        })
     }
 
     /// A handle on sealed chunk `index` (sealed chunks never change; the open one has none).
@@ -459,7 +459,7 @@ impl History {
         self.sealed.get(index).map(crate::grid::store::ChunkHandle::of)
     }
 
-    /// How many chunks `chunk_parts` yields.
+    /// How many chunks `to_parts` yields.
     pub fn chunk_count(&self) -> usize {
         self.sealed.len() + 1
     }
@@ -473,22 +473,35 @@ impl History {
     /// an older image are packed later). Positions are checked when read (`get`), so damaged
     /// bytes end a chain instead of failing the load; retired heads must name a chunk.
     pub fn from_parts(parts: HistoryParts) -> Result<History, String> {
-        let chunks = parts.chunks.len();
-        if let Some(bad) = parts.retired.iter().find(|&&at| split(at).0 >= chunks) {
+        History::from_chunks(parts.chunks.into_iter().map(Ok), parts.retired, parts.count)
+    }
+
+    /// `from_parts` with the chunks made one at a time (a load spills each before it reads
+    /// the next).
+    pub fn from_chunks(
+        chunks: impl ExactSizeIterator<Item = Result<ChunkPart, String>>,
+        retired: Vec<EntryRef>,
+        count: u64,
+    ) -> Result<History, String> {
+        let n = chunks.len();
+        if let Some(bad) = retired.iter().find(|&&at| split(at).0 >= n) {
             return Err(format!("history: a retired chain starts outside the log ({bad:#x})"));
         }
-        let mut all = parts.chunks;
-        let open = match all.last() {
-            Some(last) if last.ends.is_empty() && last.data.len() == last.len as usize => {
-                all.pop().map(|last| last.data).unwrap_or_default()
+        let mut sealed = Vec::with_capacity(n);
+        let mut open = Vec::new();
+        for (i, part) in chunks.enumerate() {
+            let part = part?;
+            if i + 1 == n && part.ends.is_empty() && part.data.len() == part.len as usize {
+                open = part.data;
+            } else {
+                sealed.push(Sealed::from_part(part)?);
             }
-            _ => Vec::new(),
-        };
+        }
         Ok(History {
-            sealed: all.into_iter().map(Sealed::from_part).collect::<Result<_, _>>()?,
+            sealed,
             open: Arc::new(open),
-            retired: parts.retired.into_iter().collect(),
-            count: usize::try_from(parts.count).map_err(|_| "history: bad count".to_owned())?,
+            retired: retired.into_iter().collect(),
+            count: usize::try_from(count).map_err(|_| "history: bad count".to_owned())?,
         })
     }
 
@@ -700,7 +713,7 @@ mod tests {
         for i in 0..20 {
             head = push(&mut h, head, "r", i, "u", &[("c", "v")]);
         }
-        let mut parts = h.to_parts();
+        let mut parts = h.to_parts().expect("reads");
         for chunk in &mut parts.chunks {
             for (i, byte) in chunk.data.iter_mut().enumerate() {
                 if i % 5 == 0 {
@@ -728,11 +741,13 @@ mod tests {
         }
         h.pack_all();
         assert!(h.sealed.iter().filter(|c| c.is_packed()).count() > 5, "repetitive text packs");
-        let parts = h.to_parts();
+        let parts = h.to_parts().expect("reads");
         let packed: usize = parts.chunks.iter().map(|c| c.data.len()).sum();
         let plain: usize = parts.chunks.iter().map(|c| c.len as usize).sum();
         assert!(packed < plain, "packed chunks hold less than the log: {packed} of {plain}");
-        for history in [h.clone(), History::from_parts(h.to_parts()).expect("round trip")] {
+        for history in
+            [h.clone(), History::from_parts(h.to_parts().expect("reads")).expect("round trip")]
+        {
             for record in 0..3 {
                 let read: Vec<String> = history
                     .chain(heads[record])
@@ -765,7 +780,7 @@ mod tests {
                 heads[*record] = push(&mut h, heads[*record], &id, i as i64, "u", &[("c", text)]);
                 expected[*record].push(text.clone());
             }
-            let h2 = History::from_parts(h.to_parts()).expect("round trip");
+            let h2 = History::from_parts(h.to_parts().expect("reads")).expect("round trip");
             let h3 = h.clone();
             h3.pack_all();
             for history in [&h, &h2, &h3] {

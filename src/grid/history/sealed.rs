@@ -5,10 +5,15 @@
 //! bytes (localization text shrinks four to five times). Readers use whichever form is there:
 //! an entry read from a packed chunk decompresses only the blocks it spans. A chunk that does not
 //! compress (or a packer that cannot start) stays plain. Snapshots store packed chunks as they
-//! are (`to_part`), packing first any the packer has not reached.
+//! are (`to_part`), packing first any the packer has not reached. Packed bytes are spilled to
+//! disk once made (`spill`), so a chunk holds only where its blocks end.
 
+use std::borrow::Cow;
+use std::io;
 use std::ops::Deref;
 use std::sync::{mpsc, Arc, Mutex, OnceLock, Weak};
+
+use super::spill::{self, Spilled};
 
 /// Plain bytes per compressed block a chunk is packed in (each chunk records its own): an entry
 /// read costs one block's decompression (tens of microseconds) unless it spans more.
@@ -38,7 +43,38 @@ struct Packed {
     block: usize,
     /// Where each compressed block ends in `data`.
     ends: Box<[u32]>,
-    data: Box<[u8]>,
+    data: Data,
+}
+
+/// Where a packed chunk's compressed blocks are.
+#[derive(Debug)]
+enum Data {
+    Heap(Box<[u8]>),
+    Disk(Spilled),
+}
+
+impl Data {
+    /// Spilled to disk when it can be, else kept.
+    fn spilled(bytes: Box<[u8]>) -> Data {
+        match spill::spill(&bytes) {
+            Some(spilled) => Data::Disk(spilled),
+            None => Data::Heap(bytes),
+        }
+    }
+
+    /// Bytes `start..end`; `None` when they lie outside or cannot be read back.
+    fn get(&self, start: usize, end: usize) -> Option<Cow<'_, [u8]>> {
+        match self {
+            Data::Heap(bytes) => bytes.get(start..end).map(Cow::Borrowed),
+            Data::Disk(spilled) => match spilled.read(start, end) {
+                Ok(bytes) => Some(Cow::Owned(bytes)),
+                Err(error) => {
+                    tracing::warn!(%error, "a history chunk could not be read back from disk");
+                    None
+                }
+            },
+        }
+    }
 }
 
 /// A sealed chunk as an image stores it: packed (`ends` non-empty) or plain.
@@ -94,7 +130,7 @@ fn pack(plain: &[u8]) -> Option<Packed> {
         (data.len() < plain.len()).then(|| Packed {
             block: BLOCK_BYTES,
             ends: ends.into_boxed_slice(),
-            data: data.into_boxed_slice(),
+            data: Data::spilled(data.into_boxed_slice()),
         })
     })
 }
@@ -104,12 +140,17 @@ impl Packed {
     /// is damaged.
     fn unpack(&self, len: usize, first: usize, last: usize) -> Option<Vec<u8>> {
         debug_assert!(first <= last && last <= self.ends.len());
+        let end_of =
+            |block: usize| if block == 0 { Some(0) } else { self.ends.get(block - 1).copied() };
+        // One read for the blocks wanted, however many.
+        let from = end_of(first)? as usize;
+        let data = self.data.get(from, end_of(last)? as usize)?;
         let mut out = Vec::with_capacity((last - first) * self.block);
         for block in first..last {
-            let start = if block == 0 { 0 } else { *self.ends.get(block - 1)? as usize };
-            let end = *self.ends.get(block)? as usize;
+            let start = (end_of(block)? as usize).checked_sub(from)?;
+            let end = (*self.ends.get(block)? as usize).checked_sub(from)?;
             let plain = len.checked_sub(block * self.block)?.min(self.block);
-            let bytes = zstd::bulk::decompress(self.data.get(start..end)?, plain).ok()?;
+            let bytes = zstd::bulk::decompress(data.get(start..end)?, plain).ok()?;
             if bytes.len() != plain {
                 return None;
             }
@@ -180,7 +221,7 @@ impl Sealed {
         let packed = Packed {
             block,
             ends: part.ends.into_boxed_slice(),
-            data: part.data.into_boxed_slice(),
+            data: Data::spilled(part.data.into_boxed_slice()),
         };
         Ok(Arc::new(Sealed { len, plain: Mutex::new(None), packed: OnceLock::from(Some(packed)) }))
     }
@@ -243,16 +284,20 @@ impl Sealed {
         packed.unpack(self.len, 0, packed.ends.len()).map(ChunkBytes::Owned)
     }
 
-    /// The chunk as an image stores it, packing it first if the packer has not.
-    pub(super) fn to_part(&self) -> ChunkPart {
+    /// The chunk as an image stores it, packing it first if the packer has not; an error when
+    /// its spilled bytes cannot be read back.
+    pub(super) fn to_part(&self) -> io::Result<ChunkPart> {
         self.pack_now();
         let len = self.len as u32;
-        match self.packed() {
+        Ok(match self.packed() {
             Some(packed) => ChunkPart {
                 len,
                 block: packed.block as u32,
                 ends: packed.ends.to_vec(),
-                data: packed.data.to_vec(),
+                data: match &packed.data {
+                    Data::Heap(bytes) => bytes.to_vec(),
+                    Data::Disk(spilled) => spilled.read(0, spilled.len())?,
+                },
             },
             None => ChunkPart {
                 len,
@@ -260,12 +305,19 @@ impl Sealed {
                 ends: Vec::new(),
                 data: self.plain().map(|p| p.as_ref().clone()).unwrap_or_default(),
             },
-        }
+        })
     }
 
-    /// Heap bytes held: the packed form and the plain bytes while they are kept.
+    /// Heap bytes held: the packed form unless spilled, and the plain bytes while they are
+    /// kept.
     pub(super) fn heap_bytes(&self) -> usize {
-        let packed = self.packed().map_or(0, |p| p.data.len() + p.ends.len() * 4);
+        let packed = self.packed().map_or(0, |p| {
+            let data = match &p.data {
+                Data::Heap(bytes) => bytes.len(),
+                Data::Disk(_) => 0,
+            };
+            data + p.ends.len() * 4
+        });
         let plain = self.plain().map_or(0, |p| p.capacity());
         std::mem::size_of::<Sealed>() + packed + plain
     }
@@ -301,8 +353,30 @@ mod tests {
             }
         }
         assert_eq!(sealed.whole().as_deref(), Some(plain.as_slice()));
-        let again = Sealed::from_part(sealed.to_part()).expect("a stored part loads");
+        let again =
+            Sealed::from_part(sealed.to_part().expect("reads")).expect("a stored part loads");
         assert_eq!(again.whole().as_deref(), Some(plain.as_slice()));
+    }
+
+    #[test]
+    fn a_spilled_chunk_holds_only_its_block_ends_and_reads_back() {
+        super::super::spill::tests::test_dir();
+        let plain = text(5000);
+        let sealed = Sealed::new(Arc::new(plain.clone()));
+        sealed.pack_now();
+        let Some(Packed { data: Data::Disk(_), ends, .. }) = sealed.packed() else {
+            panic!("a packed chunk is spilled once a directory is configured");
+        };
+        assert_eq!(sealed.heap_bytes(), std::mem::size_of::<Sealed>() + ends.len() * 4);
+        for offset in [0, 64, 4000] {
+            let got = sealed.read(offset, |b| (b.len() >= 100).then(|| b[..100].to_vec()));
+            assert_eq!(got.as_deref(), Some(&plain[offset..offset + 100]));
+        }
+        assert_eq!(sealed.whole().as_deref(), Some(plain.as_slice()));
+        let part = sealed.to_part().expect("reads back");
+        let again = Sealed::from_part(part.clone()).expect("loads");
+        assert_eq!(again.whole().as_deref(), Some(plain.as_slice()));
+        assert_eq!(again.to_part().expect("reads back"), part);
     }
 
     #[test]
@@ -319,7 +393,7 @@ mod tests {
     #[test]
     fn damaged_parts_are_refused_or_read_as_nothing() {
         let sealed = Sealed::new(Arc::new(text(300)));
-        let mut part = sealed.to_part();
+        let mut part = sealed.to_part().expect("reads");
         assert!(!part.ends.is_empty());
         let mut short = part.clone();
         short.ends.pop();

@@ -214,15 +214,16 @@ fn unpack(byte: u8) -> (DependencyStatus, SourceStatus, bool) {
 }
 
 impl GridState {
-    /// Copies the branch into an image.
-    pub fn to_image(&self) -> BranchImage {
+    /// Copies the branch into an image; an error when history spilled to disk cannot be read
+    /// back.
+    pub fn to_image(&self) -> std::io::Result<BranchImage> {
         let rows: Vec<RowId> = self.store.live_rows().collect();
-        let HistoryParts { chunks, retired, count } = self.history.to_parts();
+        let HistoryParts { chunks, retired, count } = self.history.to_parts()?;
         let chunks = chunks
             .into_iter()
             .map(|c| HistoryChunkImage { len: c.len, block: c.block, ends: c.ends, data: c.data })
             .collect();
-        BranchImage {
+        Ok(BranchImage {
             history: HistoryImage4 {
                 chunks,
                 heads: rows.iter().map(|r| self.store.history_head(*r)).collect(),
@@ -230,7 +231,7 @@ impl GridState {
                 count,
             },
             body: self.body_image(&rows),
-        }
+        })
     }
 
     /// The format-2 part of the image (history left out).

@@ -30,7 +30,7 @@ use super::{
     column_cells, load_columns, pack, restore_archived_stamps, ArchivedHistoryChunkImage, CellsRef,
     ColumnCells, GoneKeyImage, HistoryChunkImage, MergeBaseImage,
 };
-use crate::grid::history::{ChunkPart, History, HistoryParts};
+use crate::grid::history::{ChunkPart, History};
 use crate::grid::ops::GridState;
 use crate::grid::schema::Schema;
 use crate::grid::store::{CellRef, ChunkHandle, ColumnSlot, ColumnStore, RecordIdentity, RowId};
@@ -354,7 +354,7 @@ impl GridState {
         let history = &self.history;
         for i in 0..history.chunk_count() {
             let write = |w: &mut SectionWriter<'_>| {
-                let c = history.chunk_part(i);
+                let c = history.chunk_part(i)?;
                 w.section(&HistoryChunkImage {
                     len: c.len,
                     block: c.block,
@@ -482,23 +482,17 @@ impl GridState {
             }
         })?;
         restore_archived_stamps(&mut state, head.clock.to_native(), &head.gone, &head.merge_bases);
-        let chunks = history_sections
-            .iter()
-            .map(|s| {
-                let c = access::<ArchivedHistoryChunkImage>(s, "history chunk")?;
-                Ok(ChunkPart {
-                    len: c.len.to_native(),
-                    block: c.block.to_native(),
-                    ends: c.ends.iter().map(|e| e.to_native()).collect(),
-                    data: c.data.as_slice().to_vec(),
-                })
+        let chunks = history_sections.iter().map(|s| {
+            let c = access::<ArchivedHistoryChunkImage>(s, "history chunk")?;
+            Ok(ChunkPart {
+                len: c.len.to_native(),
+                block: c.block.to_native(),
+                ends: c.ends.iter().map(|e| e.to_native()).collect(),
+                data: c.data.as_slice().to_vec(),
             })
-            .collect::<Result<_, String>>()?;
-        let history = History::from_parts(HistoryParts {
-            chunks,
-            retired: head.retired.iter().map(|r| r.to_native()).collect(),
-            count: head.history_count.to_native(),
-        })?;
+        });
+        let retired = head.retired.iter().map(|r| r.to_native()).collect();
+        let history = History::from_chunks(chunks, retired, head.history_count.to_native())?;
         for part in &records {
             if let Some(bad) = part.heads.iter().find(|at| !history.holds(at.to_native())) {
                 return Err(format!(
