@@ -305,7 +305,11 @@ fn report_memory(when: &str, server: &Server, raw: usize, cells: usize) {
             format!("{part} {:.0} MiB ({:.1} B/cell)", bytes / MIB, bytes / cells as f64)
         })
         .collect();
-    println!("  heap by part: {}", by_part.join(", "));
+    println!(
+        "  heap by part: {}; history on disk {:.0} MiB",
+        by_part.join(", "),
+        metric(server, "gridd_history_disk_bytes") / MIB
+    );
     let by_type: Vec<String> = types
         .iter()
         .filter(|(_, (_, cells))| *cells > 0.0)

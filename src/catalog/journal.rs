@@ -57,7 +57,8 @@ fn load_image(durability: &Durability) -> Result<Option<LoadedImage>, String> {
     if loaded.format_version != IMAGE_FORMAT {
         return Err(format!("unknown catalogue image format {}", loaded.format_version));
     }
-    let entries = bincode::deserialize(&loaded.bytes).map_err(|e| e.to_string())?;
+    let bytes = loaded.bytes.whole().map_err(|e| format!("reading the catalogue image: {e}"))?;
+    let entries = bincode::deserialize(&bytes).map_err(|e| e.to_string())?;
     Ok(Some(LoadedImage { entries, wal_lsn: loaded.wal_lsn }))
 }
 

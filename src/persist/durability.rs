@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 
-use super::snapshot::{Generation, GenerationInfo, SnapshotImage, SnapshotStore};
+use super::snapshot::{Generation, GenerationInfo, Payload, SnapshotImage, SnapshotStore};
 use super::wal::WalHandle;
 use crate::grid::image::{
     ArchivedBranchImage, ArchivedBranchImageV1, ArchivedBranchImageV2, ArchivedBranchImageV3,
-    BranchImageV1, BranchImageV2, ImageIndex, PartLimits, IMAGE_FORMAT_VERSION,
+    BranchImageV1, BranchImageV2, ImageIndex, PartLimits, SectionSource, IMAGE_FORMAT_VERSION,
 };
 use crate::grid::ops::GridState;
 
@@ -366,7 +366,7 @@ impl Durability {
             .load_latest(&key)
             .map_err(|e| format!("reading: {e}"))?
             .ok_or_else(|| "the backup's image is missing".to_owned())?;
-        decode_any(loaded.format_version, &loaded.bytes, loaded.base.as_deref())
+        decode_any(loaded.format_version, &loaded.bytes, loaded.base.as_ref())
     }
 
     /// Removes backup `id`'s image.
@@ -387,7 +387,7 @@ impl Durability {
                 return None;
             }
         };
-        match decode_any(loaded.format_version, &loaded.bytes, loaded.base.as_deref()) {
+        match decode_any(loaded.format_version, &loaded.bytes, loaded.base.as_ref()) {
             Ok(state) => Some(LoadedBranch { state, wal_lsn: loaded.wal_lsn }),
             Err(err) => {
                 tracing::error!(branch = branch_id, error = %err, "snapshot does not decode; replaying the whole WAL");
@@ -464,18 +464,22 @@ pub fn decode_image_v4(bytes: &[u8]) -> Result<GridState, String> {
 /// of its base when it borrows sections (format 5 only).
 pub fn decode_any(
     format_version: u32,
-    bytes: &[u8],
-    base: Option<&[u8]>,
+    payload: &Payload,
+    base: Option<&Payload>,
 ) -> Result<GridState, String> {
     if base.is_some() && format_version != IMAGE_FORMAT_VERSION {
         return Err(format!("an image of format {format_version} with a base"));
     }
+    if format_version == IMAGE_FORMAT_VERSION {
+        // Read a section at a time.
+        return GridState::decode_sections(payload, base.map(|b| b as &dyn SectionSource));
+    }
+    let bytes = payload.whole().map_err(|e| format!("reading the image: {e}"))?;
     match format_version {
-        IMAGE_FORMAT_VERSION => GridState::decode_image(bytes, base),
-        4 => decode_image_v4(bytes),
-        3 => decode_image_v3(bytes),
-        2 => decode_image_v2(bytes),
-        1 => decode_image_v1(bytes),
+        4 => decode_image_v4(&bytes),
+        3 => decode_image_v3(&bytes),
+        2 => decode_image_v2(&bytes),
+        1 => decode_image_v1(&bytes),
         version => Err(format!("unknown image format {version}")),
     }
 }
@@ -515,7 +519,9 @@ mod fixture_tests {
     //! `snapshots/` holds one image per format version; each must still load. Regenerate the
     //! current one with `GRIDD_WRITE_SNAPSHOT_FIXTURE=1 cargo test --lib fixture`.
 
-    use super::{decode_any, decode_image_v1, decode_image_v2, decode_image_v3, decode_image_v4};
+    use super::{
+        decode_any, decode_image_v1, decode_image_v2, decode_image_v3, decode_image_v4, Payload,
+    };
     use crate::grid::columns::{build_column, ColumnRequest};
     use crate::grid::image::PartLimits;
     use crate::grid::image::IMAGE_FORMAT_VERSION;
@@ -619,7 +625,8 @@ mod fixture_tests {
         let raw = std::fs::read(&path).expect("the fixture of the current format exists");
         let mut aligned = rkyv::util::AlignedVec::<16>::new();
         aligned.extend_from_slice(&raw);
-        let state = decode_any(IMAGE_FORMAT_VERSION, &aligned, None).expect("the fixture decodes");
+        let state = decode_any(IMAGE_FORMAT_VERSION, &Payload::Memory(aligned), None)
+            .expect("the fixture decodes");
         let expected = fixture_state();
         assert_eq!(state.schema, expected.schema);
         assert_eq!(
@@ -737,11 +744,11 @@ mod fixture_tests {
                 let mut damaged = rkyv::util::AlignedVec::<16>::new();
                 damaged.extend_from_slice(&bytes);
                 damaged[i] ^= 0x5a;
-                let _ = decode_any(format, &damaged, None);
+                let _ = decode_any(format, &Payload::Memory(damaged), None);
             }
             let mut short = rkyv::util::AlignedVec::<16>::new();
             short.extend_from_slice(&bytes[..bytes.len() / 2]);
-            assert!(decode_any(format, &short, None).is_err());
+            assert!(decode_any(format, &Payload::Memory(short), None).is_err());
         }
     }
 }

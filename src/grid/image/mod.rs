@@ -25,7 +25,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 
 mod sections;
 
-pub use sections::{ImageIndex, PartLimits, WrittenImage};
+pub use sections::{slice_at, ImageIndex, PartLimits, SectionBytes, SectionSource, WrittenImage};
 
 use super::history::{
     legacy_key, ChunkPart, EntryRef, History, HistoryCell, HistoryEntry, HistoryParts, NO_ENTRY,
@@ -624,6 +624,7 @@ impl GridState {
                 store.restore_row_stamps(row, v2.created[i].to_native(), v2.moved[i].to_native());
                 store.set_history_head(row, head.to_native());
             }
+            Ok(())
         })?;
         restore_archived_stamps(&mut state, v2.clock.to_native(), &v2.gone, &v2.merge_bases);
         let history = History::from_parts(history)?;
@@ -638,13 +639,13 @@ impl GridState {
 /// Builds every column of `state`'s store whole, from the image's column (`images`, by slot;
 /// a slot without one gets empty cells) by `build`, on this thread and a helper taking columns
 /// from a shared counter, while this thread first runs `records` (which inserts the `n`
-/// records); then installs them.
+/// records; an error ends the load); then installs them.
 fn load_columns<S: Copy + Send + Sync>(
     state: &mut GridState,
     n: usize,
     images: Vec<(ColumnSlot, S)>,
     build: impl Fn(S, StorageKind, bool) -> Result<BuiltColumn, String> + Sync,
-    records: impl FnOnce(&mut ColumnStore),
+    records: impl FnOnce(&mut ColumnStore) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut jobs: Vec<(ColumnSlot, StorageKind, bool, Option<S>)> = state
         .slots
@@ -677,7 +678,11 @@ fn load_columns<S: Copy + Send + Sync>(
     let (mine, theirs) = std::thread::scope(|scope| {
         let helper =
             std::thread::Builder::new().name("image-load".into()).spawn_scoped(scope, work);
-        records(store);
+        let inserted = records(store);
+        if inserted.is_err() {
+            // The load fails: the helper takes no further column.
+            next.store(jobs.len(), Ordering::Relaxed);
+        }
         let mine = work();
         let theirs = match helper {
             Ok(helper) => {
@@ -685,7 +690,7 @@ fn load_columns<S: Copy + Send + Sync>(
             }
             Err(_) => Ok(Vec::new()),
         };
-        (mine, theirs)
+        (inserted.and(mine), theirs)
     });
     for (slot, column) in mine?.into_iter().chain(theirs?) {
         state.store.install_column(slot, column)?;

@@ -412,9 +412,20 @@ impl GridState {
     /// that borrows sections, its base's payload. Every section is validated before it is
     /// read; an inconsistent image is an error, never a panic.
     pub fn decode_image(bytes: &[u8], base: Option<&[u8]>) -> Result<GridState, String> {
-        let sections = section_table(bytes, base)?;
-        let (head, parts) = sections.split_last().ok_or("a sectioned image without a head")?;
-        let head = access::<ArchivedBranchHead>(head, "head")?;
+        GridState::decode_sections(&bytes, base.as_ref().map(|b| b as &dyn SectionSource))
+    }
+
+    /// `decode_image` over payloads read a section at a time (a snapshot file's): the load
+    /// holds the sections of the columns being built, not the whole image.
+    pub fn decode_sections(
+        payload: &dyn SectionSource,
+        base: Option<&dyn SectionSource>,
+    ) -> Result<GridState, String> {
+        let sources = Sources { payload, base };
+        let table = section_table(payload, base)?;
+        let (head, parts) = table.split_last().ok_or("a sectioned image without a head")?;
+        let head_bytes = sources.read(*head)?;
+        let head = access::<ArchivedBranchHead>(&head_bytes, "head")?;
         let record_parts = head.record_parts.to_native() as usize;
         let column_parts: usize = head.columns.iter().map(|c| c.parts.to_native() as usize).sum();
         let history_chunks = head.history_chunks.to_native() as usize;
@@ -428,10 +439,42 @@ impl GridState {
         let (record_sections, rest) = parts.split_at(record_parts);
         let (column_sections, history_sections) = rest.split_at(column_parts);
         let n = usize::try_from(head.rows.to_native()).map_err(|_| "too many records")?;
-        let records = record_sections
-            .iter()
-            .map(|s| {
-                let part = access::<ArchivedRecordsPart>(s, "record part")?;
+        let schema: Schema =
+            serde_json::from_str(head.schema_json.as_str()).map_err(|e| format!("schema: {e}"))?;
+        let mut state = GridState::with_schema(schema, head.by_path);
+
+        // History first (each chunk read, spilled and dropped in turn), so that the records'
+        // chain heads are checked as they are inserted.
+        let chunks = history_sections.iter().map(|&at| {
+            let bytes = sources.read(at)?;
+            let c = access::<ArchivedHistoryChunkImage>(&bytes, "history chunk")?;
+            Ok(ChunkPart {
+                len: c.len.to_native(),
+                block: c.block.to_native(),
+                ends: c.ends.iter().map(|e| e.to_native()).collect(),
+                data: c.data.as_slice().to_vec(),
+            })
+        });
+        let retired = head.retired.iter().map(|r| r.to_native()).collect();
+        let history = History::from_chunks(chunks, retired, head.history_count.to_native())?;
+
+        let mut images: Vec<(ColumnSlot, StoredColumn)> = Vec::new();
+        let mut rest = column_sections;
+        for column in head.columns.iter() {
+            let (mine, after) = rest.split_at(column.parts.to_native() as usize);
+            rest = after;
+            if let Some(&slot) = state.slots.get(column.id.as_str()) {
+                images.push((slot, (column.id.as_str(), mine)));
+            }
+        }
+        let build = |(id, sections): StoredColumn, kind, localized| {
+            build_column(&sources, id, sections, kind, localized, n)
+        };
+        load_columns(&mut state, n, images, build, |store| {
+            let mut inserted = 0usize;
+            for &at in record_sections {
+                let bytes = sources.read(at)?;
+                let part = access::<ArchivedRecordsPart>(&bytes, "record part")?;
                 let len = part.ids.len();
                 let lengths = [
                     part.paths.len(),
@@ -444,31 +487,17 @@ impl GridState {
                 if lengths.iter().any(|&l| l != len) {
                     return Err("a record part's lists have different lengths".to_owned());
                 }
-                Ok(part)
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-        if records.iter().map(|p| p.ids.len()).sum::<usize>() != n {
-            return Err("the record parts do not add up to the head's records".to_owned());
-        }
-        let schema: Schema =
-            serde_json::from_str(head.schema_json.as_str()).map_err(|e| format!("schema: {e}"))?;
-        let mut state = GridState::with_schema(schema, head.by_path);
-
-        let mut images: Vec<(ColumnSlot, StoredColumn)> = Vec::new();
-        let mut rest = column_sections;
-        for column in head.columns.iter() {
-            let (mine, after) = rest.split_at(column.parts.to_native() as usize);
-            rest = after;
-            if let Some(&slot) = state.slots.get(column.id.as_str()) {
-                images.push((slot, (column.id.as_str(), mine)));
-            }
-        }
-        let build = |(id, sections): StoredColumn, kind, localized| {
-            build_column(id, sections, kind, localized, n)
-        };
-        load_columns(&mut state, n, images, build, |store| {
-            for part in &records {
-                for i in 0..part.ids.len() {
+                inserted += len;
+                if inserted > n {
+                    return Err("the record parts add up to more than the head's records".into());
+                }
+                if let Some(bad) = part.heads.iter().find(|at| !history.holds(at.to_native())) {
+                    return Err(format!(
+                        "a history chain starts outside the log ({:#x})",
+                        bad.to_native()
+                    ));
+                }
+                for i in 0..len {
                     let row = store.insert_without_cells(
                         part.ids[i].as_str(),
                         part.paths[i].as_str(),
@@ -480,45 +509,102 @@ impl GridState {
                     store.set_history_head(row, part.heads[i].to_native());
                 }
             }
+            if inserted != n {
+                return Err("the record parts do not add up to the head's records".to_owned());
+            }
+            Ok(())
         })?;
         restore_archived_stamps(&mut state, head.clock.to_native(), &head.gone, &head.merge_bases);
-        let chunks = history_sections.iter().map(|s| {
-            let c = access::<ArchivedHistoryChunkImage>(s, "history chunk")?;
-            Ok(ChunkPart {
-                len: c.len.to_native(),
-                block: c.block.to_native(),
-                ends: c.ends.iter().map(|e| e.to_native()).collect(),
-                data: c.data.as_slice().to_vec(),
-            })
-        });
-        let retired = head.retired.iter().map(|r| r.to_native()).collect();
-        let history = History::from_chunks(chunks, retired, head.history_count.to_native())?;
-        for part in &records {
-            if let Some(bad) = part.heads.iter().find(|at| !history.holds(at.to_native())) {
-                return Err(format!(
-                    "a history chain starts outside the log ({:#x})",
-                    bad.to_native()
-                ));
-            }
-        }
         state.history = history;
         Ok(state)
     }
 }
 
-/// A column's id and its sections in an image.
-type StoredColumn<'a> = (&'a str, &'a [&'a [u8]]);
+/// Where a format 5 payload is read from: bytes in memory, or a snapshot file read a section
+/// at a time.
+pub trait SectionSource: Sync {
+    /// The payload's length in bytes.
+    fn payload_len(&self) -> u64;
 
-/// One column of `n` cells from its validated parts.
+    /// `len` bytes at `offset` (inside the payload), starting on a 16-byte boundary when
+    /// `offset` is a multiple of 16.
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<SectionBytes<'_>>;
+}
+
+/// Bytes of a section: borrowed from a payload in memory or read into an aligned buffer.
+pub enum SectionBytes<'a> {
+    Borrowed(&'a [u8]),
+    Owned(rkyv::util::AlignedVec<16>),
+}
+
+impl std::ops::Deref for SectionBytes<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            SectionBytes::Borrowed(bytes) => bytes,
+            SectionBytes::Owned(bytes) => bytes,
+        }
+    }
+}
+
+impl SectionSource for &[u8] {
+    fn payload_len(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<SectionBytes<'_>> {
+        slice_at(self, offset, len)
+    }
+}
+
+/// `len` bytes at `offset` of a payload in memory.
+pub fn slice_at(bytes: &[u8], offset: u64, len: usize) -> io::Result<SectionBytes<'_>> {
+    usize::try_from(offset)
+        .ok()
+        .and_then(|start| bytes.get(start..start.checked_add(len)?))
+        .map(SectionBytes::Borrowed)
+        .ok_or_else(|| io::Error::other("a read past the payload's end"))
+}
+
+/// Where one section lies: in the image's payload or its base's, at an offset, of a length.
+#[derive(Debug, Clone, Copy)]
+struct SectionAt {
+    in_base: bool,
+    offset: u64,
+    len: usize,
+}
+
+/// An image's payload and its base's.
+struct Sources<'a> {
+    payload: &'a dyn SectionSource,
+    base: Option<&'a dyn SectionSource>,
+}
+
+impl Sources<'_> {
+    fn read(&self, at: SectionAt) -> Result<SectionBytes<'_>, String> {
+        let source = if at.in_base { self.base } else { Some(self.payload) };
+        let source = source.ok_or("a section lies in a base the image was not given")?;
+        source.read_at(at.offset, at.len).map_err(|e| format!("reading a section: {e}"))
+    }
+}
+
+/// A column's id and its sections in an image.
+type StoredColumn<'a> = (&'a str, &'a [SectionAt]);
+
+/// One column of `n` cells from its parts, each read and validated (the column's sections are
+/// held until it is built).
 fn build_column(
+    sources: &Sources<'_>,
     id: &str,
-    sections: &[&[u8]],
+    sections: &[SectionAt],
     kind: StorageKind,
     localized: bool,
     n: usize,
 ) -> Result<crate::grid::store::BuiltColumn, String> {
+    let bytes = sections.iter().map(|&at| sources.read(at)).collect::<Result<Vec<_>, _>>()?;
     let mut parts = Vec::with_capacity(sections.len());
-    for section in sections {
+    for section in &bytes {
         let part = access::<ArchivedColumnPart>(section, "column part")?;
         let cells = CellsRef {
             id,
@@ -545,38 +631,55 @@ fn build_column(
 
 /// The sections of a format 5 payload (borrowed ones in `base`'s), checked to lie on 16-byte
 /// boundaries before their payload's table.
-fn section_table<'a>(bytes: &'a [u8], base: Option<&'a [u8]>) -> Result<Vec<&'a [u8]>, String> {
+fn section_table(
+    payload: &dyn SectionSource,
+    base: Option<&dyn SectionSource>,
+) -> Result<Vec<SectionAt>, String> {
     let fail = || "the section table is damaged".to_owned();
-    let table_start = |payload: &[u8]| -> Result<(usize, usize), String> {
-        let n = payload.len();
-        if n < 16 || payload[n - 8..] != MAGIC {
+    fn read(source: &dyn SectionSource, offset: u64, len: usize) -> Result<Vec<u8>, String> {
+        let bytes = source.read_at(offset, len);
+        bytes.map(|b| b.to_vec()).map_err(|e| format!("reading the section table: {e}"))
+    }
+    // The table's start and its entries' bytes.
+    let table = |source: &dyn SectionSource, entries: bool| -> Result<(u64, Vec<u8>), String> {
+        let n = source.payload_len();
+        if n < 16 {
             return Err("not a sectioned image".to_owned());
         }
-        let count = usize::try_from(word(payload, n - 16)).map_err(|_| fail())?;
-        let start =
-            count.checked_mul(16).and_then(|len| (n - 16).checked_sub(len)).ok_or_else(fail)?;
-        Ok((count, start))
+        let tail = read(source, n - 16, 16)?;
+        if tail[8..] != MAGIC {
+            return Err("not a sectioned image".to_owned());
+        }
+        let count = word(&tail, 0);
+        let len = count.checked_mul(16).ok_or_else(fail)?;
+        let start = (n - 16).checked_sub(len).ok_or_else(fail)?;
+        if !entries {
+            return Ok((start, Vec::new()));
+        }
+        let len = usize::try_from(len).map_err(|_| fail())?;
+        Ok((start, read(source, start, len)?))
     };
-    let (count, start) = table_start(bytes)?;
-    let base = match base {
-        Some(base) => Some((base, table_start(base)?.1)),
+    let (start, entries) = table(payload, true)?;
+    let base_start = match base {
+        Some(base) => Some(table(base, false)?.0),
         None => None,
     };
-    (0..count)
-        .map(|k| {
-            let at = start + 16 * k;
-            let (mut offset, len) = (word(bytes, at), word(bytes, at + 8));
-            let (payload, end_of_sections) = if offset & IN_BASE != 0 {
+    entries
+        .chunks_exact(16)
+        .map(|entry| {
+            let (mut offset, len) = (word(entry, 0), word(entry, 8));
+            let in_base = offset & IN_BASE != 0;
+            let end_of_sections = if in_base {
                 offset &= !IN_BASE;
-                base.ok_or("a section lies in a base the image was not given")?
+                base_start.ok_or("a section lies in a base the image was not given")?
             } else {
-                (bytes, start)
+                start
             };
             let end = offset.checked_add(len).ok_or_else(fail)?;
-            if offset % 16 != 0 || end > end_of_sections as u64 {
+            if offset % 16 != 0 || end > end_of_sections {
                 return Err(fail());
             }
-            Ok(&payload[offset as usize..end as usize])
+            Ok(SectionAt { in_base, offset, len: usize::try_from(len).map_err(|_| fail())? })
         })
         .collect()
 }

@@ -22,11 +22,13 @@ use std::sync::Mutex;
 
 use super::header::{self, HEADER_LEN, LONGEST};
 use super::{
-    AlignedBytes, Generation, GenerationInfo, ImageDamage, ImageHeader, LoadedSnapshot,
+    FilePayload, Generation, GenerationInfo, ImageDamage, ImageHeader, LoadedSnapshot, Payload,
     SledSnapshotStore, SnapshotError, SnapshotImage, SnapshotStore,
 };
 
 const GENERATION_DIGITS: usize = 20;
+/// Bytes read at a time to check a payload's checksum.
+const CHECK_BUFFER: usize = 4 << 20;
 const SUFFIX: &str = ".snap";
 const PARTIAL: &str = ".partial";
 
@@ -141,19 +143,28 @@ impl FileSnapshotStore {
             let expected = header.payload_len;
             return Err(LoadError::Damaged(ImageDamage::LengthMismatch { expected, found }));
         }
-        let len = usize::try_from(found).map_err(|_| {
-            LoadError::Damaged(ImageDamage::LengthMismatch { expected: found, found: 0 })
-        })?;
-        // At least one byte, so even an empty payload has a real (aligned) allocation.
-        let mut bytes = AlignedBytes::with_capacity(len.max(1));
-        bytes.resize(len, 0);
-        file.read_exact(&mut bytes[..]).map_err(LoadError::Io)?;
-        let computed = crc32c::crc32c(&bytes);
-        if computed != header.payload_crc {
-            let stored = header.payload_crc;
-            return Err(LoadError::Damaged(ImageDamage::PayloadCrc { stored, computed }));
+        // The checksum is computed over the file as it streams past (the payload is not
+        // kept): a load then reads the sections it needs (`Payload::File`).
+        let mut crc = 0u32;
+        let mut buffer = vec![0u8; CHECK_BUFFER];
+        let mut left = found;
+        while left > 0 {
+            let want = usize::try_from(left.min(CHECK_BUFFER as u64)).unwrap_or(CHECK_BUFFER);
+            let read = read_up_to(&mut file, &mut buffer[..want]).map_err(LoadError::Io)?;
+            if read == 0 {
+                // The file shrank since its size was read.
+                let (expected, found) = (found, found - left);
+                return Err(LoadError::Damaged(ImageDamage::LengthMismatch { expected, found }));
+            }
+            crc = crc32c::crc32c_append(crc, &buffer[..read]);
+            left -= read as u64;
         }
-        Ok((LoadedSnapshot::checked(&header, generation, bytes), header.base))
+        if crc != header.payload_crc {
+            let stored = header.payload_crc;
+            return Err(LoadError::Damaged(ImageDamage::PayloadCrc { stored, computed: crc }));
+        }
+        let payload = Payload::File(FilePayload::new(file, header_len as u64, found));
+        Ok((LoadedSnapshot::checked(&header, generation, payload), header.base))
     }
 
     /// Reads the header at the start of `file` (leaving the file at the payload) and its
@@ -286,8 +297,12 @@ impl FileSnapshotStore {
         fs::create_dir_all(dir)?;
         let partial = Self::file(dir, number, PARTIAL);
         let file = OpenOptions::new().write(true).create(true).truncate(true).open(&partial)?;
-        let mut payload =
-            Payload { file: BufWriter::with_capacity(1 << 20, file), crc: 0, len: 0, unsynced: 0 };
+        let mut payload = PayloadWriter {
+            file: BufWriter::with_capacity(1 << 20, file),
+            crc: 0,
+            len: 0,
+            unsynced: 0,
+        };
         // A provisional header (no length, no checksum) says what kind of image is on its way;
         // the real one replaces it once the payload is written.
         let provisional =
@@ -359,14 +374,14 @@ fn remove_gently(path: &Path) -> io::Result<()> {
 
 /// A payload on its way to a file, with its length and crc32c so far, and the bytes written
 /// since the file was last synced.
-struct Payload {
+struct PayloadWriter {
     file: BufWriter<File>,
     crc: u32,
     len: u64,
     unsynced: u64,
 }
 
-impl Write for Payload {
+impl Write for PayloadWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.file.write(buf)?;
         self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
@@ -545,6 +560,7 @@ impl SnapshotStore for FileSnapshotStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::grid::image::SectionSource;
 
     #[test]
     fn a_large_file_is_removed_in_steps_and_a_missing_one_is_reported() {
@@ -592,8 +608,9 @@ mod tests {
         assert_eq!(numbers(&store, KEY), [3, 4]);
         let loaded = store.load_latest(KEY).expect("load").expect("present");
         assert_eq!((loaded.generation, loaded.wal_lsn), (Generation(4), 4));
-        assert_eq!(&loaded.bytes[..], &image(4, 1004).bytes[..]);
-        assert_eq!(loaded.bytes.as_ptr() as usize % 16, 0);
+        let bytes = loaded.bytes.whole().expect("reads");
+        assert_eq!(&bytes[..], &image(4, 1004).bytes[..]);
+        assert_eq!(bytes.as_ptr() as usize % 16, 0);
         let empty = SnapshotImage { format_version: 1, wal_lsn: 9, bytes: Vec::new() };
         store.put("other", &empty).expect("put");
         assert_eq!(store.load_latest("other").expect("load").expect("present").bytes.len(), 0);
@@ -616,7 +633,13 @@ mod tests {
             .expect("put");
         let loaded = store.load_latest(KEY).expect("load").expect("present");
         assert_eq!((loaded.generation, loaded.wal_lsn, loaded.format_version), (put, 7, 3));
-        assert_eq!(&loaded.bytes[..], &whole.bytes[..]);
+        assert_eq!(&loaded.bytes.whole().expect("reads")[..], &whole.bytes[..]);
+        // The payload stays in its file and is read a range at a time, aligned.
+        assert!(matches!(loaded.bytes, Payload::File(_)), "{:?}", loaded.bytes);
+        let range = loaded.bytes.read_at(1_000_016, 4096).expect("reads");
+        assert_eq!(&range[..], &whole.bytes[1_000_016..1_004_112]);
+        assert_eq!(range.as_ptr() as usize % 16, 0);
+        assert!(loaded.bytes.read_at(2_999_000, 1001).is_err(), "past the end");
         let failed = store.put_streamed(KEY, 3, 8, None, &mut |out: &mut dyn Write| {
             out.write_all(b"half an image")?;
             Err(io::Error::other("the encoder gave up"))
@@ -648,7 +671,8 @@ mod tests {
         assert_eq!(numbers(&store, KEY), [1, 2, 3]);
         let loaded = store.load_latest(KEY).expect("load").expect("present");
         assert_eq!(loaded.generation, Generation(3));
-        assert_eq!(&loaded.base.expect("the base's payload")[..], &image(2, 102).bytes[..]);
+        let base = loaded.base.expect("the base's payload");
+        assert_eq!(&base.whole().expect("reads")[..], &image(2, 102).bytes[..]);
         let header = store.generations(KEY).expect("listed")[2].header.expect("intact");
         assert_eq!(header.base, Some(2));
         put(4, Some(2)).expect("on 2");

@@ -20,12 +20,84 @@ mod sled_store;
 mod tests;
 
 use std::fmt;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
 
+use crate::grid::image::{slice_at, SectionBytes, SectionSource};
 pub use file_store::FileSnapshotStore;
 pub use sled_store::SledSnapshotStore;
 
 /// A 16-byte aligned byte buffer, ready for `rkyv::access`.
 pub type AlignedBytes = rkyv::util::AlignedVec<16>;
+
+/// A loaded image's payload: in memory, or in its snapshot file (checked when loaded, then read
+/// a section at a time, so a load need not hold a whole image).
+#[derive(Debug)]
+pub enum Payload {
+    /// Starting on a 16-byte boundary.
+    Memory(AlignedBytes),
+    File(FilePayload),
+}
+
+/// A payload in a file: `len` bytes from `start`.
+#[derive(Debug)]
+pub struct FilePayload {
+    file: File,
+    start: u64,
+    len: u64,
+}
+
+impl FilePayload {
+    /// `len` bytes of `file` from `start`.
+    fn new(file: File, start: u64, len: u64) -> Self {
+        FilePayload { file, start, len }
+    }
+}
+
+impl Payload {
+    /// The payload's length in bytes.
+    pub fn len(&self) -> u64 {
+        match self {
+            Payload::Memory(bytes) => bytes.len() as u64,
+            Payload::File(file) => file.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole payload in memory (read from its file when there), 16-byte aligned.
+    pub fn whole(&self) -> io::Result<SectionBytes<'_>> {
+        let len = usize::try_from(self.len()).map_err(|_| io::Error::other("too large"))?;
+        self.read_at(0, len)
+    }
+}
+
+impl SectionSource for Payload {
+    fn payload_len(&self) -> u64 {
+        self.len()
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<SectionBytes<'_>> {
+        let past = || io::Error::other("a read past the payload's end");
+        match self {
+            Payload::Memory(bytes) => slice_at(bytes, offset, len),
+            Payload::File(payload) => {
+                let end = offset.checked_add(len as u64).ok_or_else(past)?;
+                if end > payload.len {
+                    return Err(past());
+                }
+                // At least one byte, so even an empty read has a real (aligned) allocation.
+                let mut bytes = AlignedBytes::with_capacity(len.max(1));
+                bytes.resize(len, 0);
+                payload.file.read_exact_at(&mut bytes, payload.start + offset)?;
+                Ok(SectionBytes::Owned(bytes))
+            }
+        }
+    }
+}
 
 /// An image to store: opaque bytes plus what the caller needs to interpret and replay from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,10 +154,9 @@ pub struct LoadedSnapshot {
     pub wal_lsn: u64,
     /// Which generation was loaded.
     pub generation: Generation,
-    /// The payload, starting on a 16-byte boundary.
-    pub bytes: AlignedBytes,
+    pub bytes: Payload,
     /// The payload of the generation this one borrows sections from, checked like it.
-    pub base: Option<AlignedBytes>,
+    pub base: Option<Payload>,
     /// Newer generations that were skipped because they were damaged (newest first); non-empty
     /// means this is a fallback and the caller should write a fresh snapshot soon.
     pub damaged_newer: Vec<Generation>,
@@ -93,7 +164,7 @@ pub struct LoadedSnapshot {
 
 impl LoadedSnapshot {
     /// A generation whose header and payload passed their checks.
-    fn checked(header: &ImageHeader, generation: Generation, bytes: AlignedBytes) -> Self {
+    fn checked(header: &ImageHeader, generation: Generation, bytes: Payload) -> Self {
         LoadedSnapshot {
             format_version: header.format_version,
             wal_lsn: header.wal_lsn,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use super::header;
 use super::{
-    AlignedBytes, Generation, GenerationInfo, ImageDamage, ImageHeader, LoadedSnapshot,
+    AlignedBytes, Generation, GenerationInfo, ImageDamage, ImageHeader, LoadedSnapshot, Payload,
     SnapshotError, SnapshotImage, SnapshotStore,
 };
 
@@ -112,7 +112,7 @@ impl SledSnapshotStore {
         let stored = stored.ok_or(LoadError::Damaged(ImageDamage::MissingHeader))?;
         let header = header::decode(&stored).map_err(LoadError::Damaged)?;
         let bytes = self.read_payload(gen_prefix, &header)?;
-        Ok(LoadedSnapshot::checked(&header, generation, bytes))
+        Ok(LoadedSnapshot::checked(&header, generation, Payload::Memory(bytes)))
     }
 
     fn read_payload(
@@ -164,7 +164,7 @@ impl SledSnapshotStore {
             Ok(loaded)
                 if loaded.format_version == image.format_version
                     && loaded.wal_lsn == image.wal_lsn
-                    && loaded.bytes[..] == image.bytes[..] =>
+                    && matches!(&loaded.bytes, Payload::Memory(b) if b[..] == image.bytes[..]) =>
             {
                 Ok(())
             }

@@ -52,8 +52,9 @@ fn assert_loaded(loaded: &LoadedSnapshot, expected: &SnapshotImage, generation: 
     assert_eq!(loaded.generation, Generation(generation));
     assert_eq!(loaded.format_version, expected.format_version);
     assert_eq!(loaded.wal_lsn, expected.wal_lsn);
-    assert_eq!(&loaded.bytes[..], &expected.bytes[..]);
-    assert_eq!(loaded.bytes.as_ptr() as usize % 16, 0, "payload must be 16-byte aligned");
+    let bytes = loaded.bytes.whole().expect("reads");
+    assert_eq!(&bytes[..], &expected.bytes[..]);
+    assert_eq!(bytes.as_ptr() as usize % 16, 0, "payload must be 16-byte aligned");
 }
 
 fn load(store: &SledSnapshotStore) -> LoadedSnapshot {
@@ -213,7 +214,8 @@ fn loaded_bytes_feed_rkyv_access() {
     let stored = SnapshotImage { format_version: 1, wal_lsn: 1, bytes: archived.to_vec() };
     f.store.put(KEY, &stored).expect("put");
     let loaded = load(&f.store);
-    let view = rkyv::access::<rkyv::Archived<Vec<u64>>, rkyv::rancor::Error>(&loaded.bytes)
+    let bytes = loaded.bytes.whole().expect("reads");
+    let view = rkyv::access::<rkyv::Archived<Vec<u64>>, rkyv::rancor::Error>(&bytes)
         .expect("validated access");
     assert_eq!(view.len(), 1000);
     assert_eq!(view[999].to_native(), 2997);

@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 
-use super::{ImageIndex, PartLimits};
+use super::{slice_at, ImageIndex, PartLimits, SectionBytes, SectionSource};
 use crate::grid::columns::{build_column, ColumnRequest};
 use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
 use crate::grid::store::RecordIdentity;
@@ -179,6 +179,48 @@ fn an_image_on_a_base_borrows_what_did_not_change() {
     assert!(loaded.store.find("", "rec9").is_none());
     same(&GridState::decode_image(&base_bytes, None).expect("decodes"), &before);
     assert!(GridState::decode_image(&delta, None).is_err(), "a delta needs its base");
+}
+
+/// A payload served the way a snapshot file serves it: every read a fresh aligned copy, and a
+/// read that fails once the payload is "cut" at `fail_past`.
+struct FileLike {
+    bytes: Vec<u8>,
+    fail_past: u64,
+}
+
+impl SectionSource for FileLike {
+    fn payload_len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn read_at(&self, offset: u64, len: usize) -> std::io::Result<SectionBytes<'_>> {
+        if offset + len as u64 > self.fail_past {
+            return Err(std::io::Error::other("an I/O error"));
+        }
+        let mut owned = rkyv::util::AlignedVec::<16>::new();
+        owned.extend_from_slice(&slice_at(&self.bytes, offset, len)?);
+        Ok(SectionBytes::Owned(owned))
+    }
+}
+
+/// Read a section at a time (whole images and one on a base), a branch loads as from memory;
+/// a read that fails anywhere fails the load.
+#[test]
+fn an_image_read_a_section_at_a_time_loads_the_same() {
+    let mut state = state(200);
+    let (base_bytes, index) = whole(&state);
+    let file = |bytes: &[u8]| FileLike { bytes: bytes.to_vec(), fail_past: u64::MAX };
+    let base = file(&base_bytes);
+    same(&GridState::decode_sections(&base, None).expect("decodes"), &state);
+    edit(&mut state, "rec3", "changed");
+    let (delta, _, borrowed) = on(&state, &index);
+    assert!(borrowed > 0);
+    let loaded = GridState::decode_sections(&file(&delta), Some(&base)).expect("decodes");
+    same(&loaded, &state);
+    for cut in [0, 100, base_bytes.len() as u64 / 2, base_bytes.len() as u64 - 17] {
+        let failing = FileLike { bytes: base_bytes.to_vec(), fail_past: cut };
+        assert!(GridState::decode_sections(&failing, None).is_err(), "reads fail past {cut}");
+    }
 }
 
 /// A compaction renumbers rows: nothing is borrowed across it.
