@@ -25,7 +25,9 @@ use rkyv::{Archive, Deserialize, Serialize};
 
 mod sections;
 
-pub use sections::{slice_at, ImageIndex, PartLimits, SectionBytes, SectionSource, WrittenImage};
+pub use sections::{
+    slice_at, ImageIndex, PartLimits, Scratch, SectionBytes, SectionSource, WrittenImage,
+};
 
 use super::history::{
     legacy_key, ChunkPart, EntryRef, History, HistoryCell, HistoryEntry, HistoryParts, NO_ENTRY,
@@ -609,7 +611,7 @@ impl GridState {
             CellsRef::of_column(column).check(n)?;
         }
         let images = columns.iter().map(|&(slot, column)| (slot, column)).collect();
-        let build = |column: &ArchivedColumnImage, kind, localized| {
+        let build = |column: &ArchivedColumnImage, kind, localized, _: &mut Scratch| {
             let cells = CellsRef::of_column(column);
             ColumnStore::build_column(kind, localized, n, |i| cells.cell(i))
         };
@@ -644,7 +646,7 @@ fn load_columns<S: Copy + Send + Sync>(
     state: &mut GridState,
     n: usize,
     images: Vec<(ColumnSlot, S)>,
-    build: impl Fn(S, StorageKind, bool) -> Result<BuiltColumn, String> + Sync,
+    build: impl Fn(S, StorageKind, bool, &mut Scratch) -> Result<BuiltColumn, String> + Sync,
     records: impl FnOnce(&mut ColumnStore) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut jobs: Vec<(ColumnSlot, StorageKind, bool, Option<S>)> = state
@@ -661,11 +663,13 @@ fn load_columns<S: Copy + Send + Sync>(
     let next = AtomicUsize::new(0);
     let work = || {
         let mut built = Vec::new();
+        // Sections are read into one buffer, reused column after column.
+        let mut scratch = Scratch::new();
         while let Some(&(slot, kind, localized, image)) =
             jobs.get(next.fetch_add(1, Ordering::Relaxed))
         {
             let column = match image {
-                Some(image) => build(image, kind, localized)?,
+                Some(image) => build(image, kind, localized, &mut scratch)?,
                 None => {
                     ColumnStore::build_column(kind, localized, n, |_| Ok((LoadCell::Empty, 0, 0)))?
                 }

@@ -445,9 +445,10 @@ impl GridState {
 
         // History first (each chunk read, spilled and dropped in turn), so that the records'
         // chain heads are checked as they are inserted.
+        let mut scratch = Scratch::new();
         let chunks = history_sections.iter().map(|&at| {
-            let bytes = sources.read(at)?;
-            let c = access::<ArchivedHistoryChunkImage>(&bytes, "history chunk")?;
+            let read = sources.read_all(&[at], &mut scratch)?;
+            let c = access::<ArchivedHistoryChunkImage>(read[0], "history chunk")?;
             Ok(ChunkPart {
                 len: c.len.to_native(),
                 block: c.block.to_native(),
@@ -467,14 +468,15 @@ impl GridState {
                 images.push((slot, (column.id.as_str(), mine)));
             }
         }
-        let build = |(id, sections): StoredColumn, kind, localized| {
-            build_column(&sources, id, sections, kind, localized, n)
+        let build = |(id, sections): StoredColumn, kind, localized, scratch: &mut Scratch| {
+            let read = sources.read_all(sections, scratch)?;
+            build_column(id, &read, kind, localized, n)
         };
         load_columns(&mut state, n, images, build, |store| {
             let mut inserted = 0usize;
             for &at in record_sections {
-                let bytes = sources.read(at)?;
-                let part = access::<ArchivedRecordsPart>(&bytes, "record part")?;
+                let read = sources.read_all(&[at], &mut scratch)?;
+                let part = access::<ArchivedRecordsPart>(read[0], "record part")?;
                 let len = part.ids.len();
                 let lengths = [
                     part.paths.len(),
@@ -526,15 +528,33 @@ pub trait SectionSource: Sync {
     /// The payload's length in bytes.
     fn payload_len(&self) -> u64;
 
-    /// `len` bytes at `offset` (inside the payload), starting on a 16-byte boundary when
-    /// `offset` is a multiple of 16.
-    fn read_at(&self, offset: u64, len: usize) -> io::Result<SectionBytes<'_>>;
+    /// The whole payload when it is in memory (sections are then borrowed, not read).
+    fn in_memory(&self) -> Option<&[u8]>;
+
+    /// Fills `out` with the bytes at `offset` (inside the payload).
+    fn read_exact_at(&self, offset: u64, out: &mut [u8]) -> io::Result<()>;
+
+    /// `len` bytes at `offset`, borrowed or read into an aligned buffer of their own.
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<SectionBytes<'_>> {
+        if let Some(bytes) = self.in_memory() {
+            return slice_at(bytes, offset, len);
+        }
+        // At least one byte, so even an empty read has a real (aligned) allocation.
+        let mut out = Scratch::with_capacity(len.max(1));
+        out.resize(len, 0);
+        self.read_exact_at(offset, &mut out)?;
+        Ok(SectionBytes::Owned(out))
+    }
 }
+
+/// An aligned buffer sections are read into, reused from one read to the next (a load's
+/// allocations are then a few buffers as large as the largest column, not one per section).
+pub type Scratch = rkyv::util::AlignedVec<16>;
 
 /// Bytes of a section: borrowed from a payload in memory or read into an aligned buffer.
 pub enum SectionBytes<'a> {
     Borrowed(&'a [u8]),
-    Owned(rkyv::util::AlignedVec<16>),
+    Owned(Scratch),
 }
 
 impl std::ops::Deref for SectionBytes<'_> {
@@ -553,17 +573,25 @@ impl SectionSource for &[u8] {
         self.len() as u64
     }
 
-    fn read_at(&self, offset: u64, len: usize) -> io::Result<SectionBytes<'_>> {
-        slice_at(self, offset, len)
+    fn in_memory(&self) -> Option<&[u8]> {
+        Some(self)
+    }
+
+    fn read_exact_at(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
+        out.copy_from_slice(&slice_at(self, offset, out.len())?);
+        Ok(())
     }
 }
 
 /// `len` bytes at `offset` of a payload in memory.
 pub fn slice_at(bytes: &[u8], offset: u64, len: usize) -> io::Result<SectionBytes<'_>> {
+    slice(bytes, offset, len).map(SectionBytes::Borrowed)
+}
+
+fn slice(bytes: &[u8], offset: u64, len: usize) -> io::Result<&[u8]> {
     usize::try_from(offset)
         .ok()
         .and_then(|start| bytes.get(start..start.checked_add(len)?))
-        .map(SectionBytes::Borrowed)
         .ok_or_else(|| io::Error::other("a read past the payload's end"))
 }
 
@@ -581,30 +609,72 @@ struct Sources<'a> {
     base: Option<&'a dyn SectionSource>,
 }
 
-impl Sources<'_> {
-    fn read(&self, at: SectionAt) -> Result<SectionBytes<'_>, String> {
+impl<'a> Sources<'a> {
+    fn source(&self, at: SectionAt) -> Result<&'a dyn SectionSource, String> {
         let source = if at.in_base { self.base } else { Some(self.payload) };
-        let source = source.ok_or("a section lies in a base the image was not given")?;
-        source.read_at(at.offset, at.len).map_err(|e| format!("reading a section: {e}"))
+        source.ok_or_else(|| "a section lies in a base the image was not given".to_owned())
+    }
+
+    fn read(&self, at: SectionAt) -> Result<SectionBytes<'a>, String> {
+        self.source(at)?.read_at(at.offset, at.len).map_err(|e| format!("reading a section: {e}"))
+    }
+
+    /// The sections `ats`: borrowed from payloads in memory, the others read into `scratch`
+    /// (cleared first; each on a 16-byte boundary).
+    fn read_all<'s>(
+        &self,
+        ats: &[SectionAt],
+        scratch: &'s mut Scratch,
+    ) -> Result<Vec<&'s [u8]>, String>
+    where
+        'a: 's,
+    {
+        /// Where a section's bytes are.
+        enum Place<'m> {
+            Memory(&'m [u8]),
+            Scratch(std::ops::Range<usize>),
+        }
+        let fail = |e: io::Error| format!("reading a section: {e}");
+        let mut places = Vec::with_capacity(ats.len());
+        let total = ats.iter().map(|at| at.len.next_multiple_of(16)).sum::<usize>();
+        scratch.clear();
+        scratch.reserve(total);
+        for &at in ats {
+            let source = self.source(at)?;
+            if let Some(bytes) = source.in_memory() {
+                places.push(Place::Memory(slice(bytes, at.offset, at.len).map_err(fail)?));
+            } else {
+                let start = scratch.len();
+                scratch.resize(start + at.len, 0);
+                source.read_exact_at(at.offset, &mut scratch[start..]).map_err(fail)?;
+                scratch.resize(scratch.len().next_multiple_of(16), 0);
+                places.push(Place::Scratch(start..start + at.len));
+            }
+        }
+        let scratch: &'s Scratch = scratch;
+        Ok(places
+            .into_iter()
+            .map(|place| match place {
+                Place::Memory(bytes) => bytes,
+                Place::Scratch(range) => &scratch[range],
+            })
+            .collect())
     }
 }
 
 /// A column's id and its sections in an image.
 type StoredColumn<'a> = (&'a str, &'a [SectionAt]);
 
-/// One column of `n` cells from its parts, each read and validated (the column's sections are
-/// held until it is built).
+/// One column of `n` cells from its parts' sections, each validated.
 fn build_column(
-    sources: &Sources<'_>,
     id: &str,
-    sections: &[SectionAt],
+    sections: &[&[u8]],
     kind: StorageKind,
     localized: bool,
     n: usize,
 ) -> Result<crate::grid::store::BuiltColumn, String> {
-    let bytes = sections.iter().map(|&at| sources.read(at)).collect::<Result<Vec<_>, _>>()?;
     let mut parts = Vec::with_capacity(sections.len());
-    for section in &bytes {
+    for section in sections {
         let part = access::<ArchivedColumnPart>(section, "column part")?;
         let cells = CellsRef {
             id,

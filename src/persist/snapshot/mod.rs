@@ -24,7 +24,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use crate::grid::image::{slice_at, SectionBytes, SectionSource};
+use crate::grid::image::{SectionBytes, SectionSource};
 pub use file_store::FileSnapshotStore;
 pub use sled_store::SledSnapshotStore;
 
@@ -80,20 +80,22 @@ impl SectionSource for Payload {
         self.len()
     }
 
-    fn read_at(&self, offset: u64, len: usize) -> io::Result<SectionBytes<'_>> {
-        let past = || io::Error::other("a read past the payload's end");
+    fn in_memory(&self) -> Option<&[u8]> {
         match self {
-            Payload::Memory(bytes) => slice_at(bytes, offset, len),
+            Payload::Memory(bytes) => Some(bytes),
+            Payload::File(_) => None,
+        }
+    }
+
+    fn read_exact_at(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
+        match self {
+            Payload::Memory(bytes) => (&bytes[..]).read_exact_at(offset, out),
             Payload::File(payload) => {
-                let end = offset.checked_add(len as u64).ok_or_else(past)?;
-                if end > payload.len {
-                    return Err(past());
+                let end = offset.checked_add(out.len() as u64);
+                if end.is_none_or(|end| end > payload.len) {
+                    return Err(io::Error::other("a read past the payload's end"));
                 }
-                // At least one byte, so even an empty read has a real (aligned) allocation.
-                let mut bytes = AlignedBytes::with_capacity(len.max(1));
-                bytes.resize(len, 0);
-                payload.file.read_exact_at(&mut bytes, payload.start + offset)?;
-                Ok(SectionBytes::Owned(bytes))
+                payload.file.read_exact_at(out, payload.start + offset)
             }
         }
     }

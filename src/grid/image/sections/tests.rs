@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 
-use super::{slice_at, ImageIndex, PartLimits, SectionBytes, SectionSource};
+use super::{slice_at, ImageIndex, PartLimits, SectionSource};
 use crate::grid::columns::{build_column, ColumnRequest};
 use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
 use crate::grid::store::RecordIdentity;
@@ -193,13 +193,16 @@ impl SectionSource for FileLike {
         self.bytes.len() as u64
     }
 
-    fn read_at(&self, offset: u64, len: usize) -> std::io::Result<SectionBytes<'_>> {
-        if offset + len as u64 > self.fail_past {
+    fn in_memory(&self) -> Option<&[u8]> {
+        None
+    }
+
+    fn read_exact_at(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
+        if offset + out.len() as u64 > self.fail_past {
             return Err(std::io::Error::other("an I/O error"));
         }
-        let mut owned = rkyv::util::AlignedVec::<16>::new();
-        owned.extend_from_slice(&slice_at(&self.bytes, offset, len)?);
-        Ok(SectionBytes::Owned(owned))
+        out.copy_from_slice(&slice_at(&self.bytes, offset, out.len())?);
+        Ok(())
     }
 }
 
