@@ -17,7 +17,7 @@ use std::ops::Bound;
 use roaring::RoaringBitmap;
 
 use super::filter::{cmp_key, Filter, Kind, Operand, Pred, SortKey, Target, Val};
-use super::index::{DictIndex, OrderedIndex, Shadow};
+use super::index::{ArenaOrder, DictIndex, OrderedIndex, Shadow};
 use crate::grid::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId};
 
 /// The state of a column's hash index.
@@ -33,8 +33,10 @@ pub struct QueryEngine {
     epoch: u64,
     ordered: HashMap<SortKey, OrderedIndex>,
     dicts: HashMap<Target, Dict>,
-    /// Joined text per (column, lowercased).
-    shadows: HashMap<(ColumnSlot, bool), Shadow>,
+    /// Lowercased joined text per column (case-insensitive operators).
+    shadows: HashMap<ColumnSlot, Shadow>,
+    /// Where each value lies in the store's arenas, per column (`regexp`).
+    orders: HashMap<ColumnSlot, ArenaOrder>,
 }
 
 impl std::fmt::Debug for QueryEngine {
@@ -43,6 +45,7 @@ impl std::fmt::Debug for QueryEngine {
             .field("ordered", &self.ordered.len())
             .field("dicts", &self.dicts.len())
             .field("shadows", &self.shadows.len())
+            .field("orders", &self.orders.len())
             .finish()
     }
 }
@@ -56,7 +59,10 @@ pub struct QueryPage {
 
 impl QueryEngine {
     fn is_empty(&self) -> bool {
-        self.ordered.is_empty() && self.dicts.is_empty() && self.shadows.is_empty()
+        self.ordered.is_empty()
+            && self.dicts.is_empty()
+            && self.shadows.is_empty()
+            && self.orders.is_empty()
     }
 
     /// Drops every index (they are rebuilt on next use).
@@ -64,12 +70,14 @@ impl QueryEngine {
         self.ordered.clear();
         self.dicts.clear();
         self.shadows.clear();
+        self.orders.clear();
     }
 
     /// Bytes held by the indexes (approximate).
     pub fn heap_bytes(&self) -> usize {
         self.ordered.values().map(OrderedIndex::heap_bytes).sum::<usize>()
             + self.shadows.values().map(Shadow::heap_bytes).sum::<usize>()
+            + self.orders.values().map(ArenaOrder::heap_bytes).sum::<usize>()
     }
 
     /// Brings every index up to date with the store's journal.
@@ -85,7 +93,8 @@ impl QueryEngine {
         }
         self.ordered.retain(|key, _| target_exists(store, key.target));
         self.dicts.retain(|target, _| target_exists(store, *target));
-        self.shadows.retain(|(slot, _), _| store.has_column(*slot));
+        self.shadows.retain(|slot, _| store.has_column(*slot));
+        self.orders.retain(|slot, _| store.has_column(*slot));
         if changes.is_empty() {
             return;
         }
@@ -113,11 +122,16 @@ impl QueryEngine {
             Dict::Built(index) => index.update(store, &touched(slot_of(*target))),
             Dict::TooManyValues => true,
         });
-        // A shadow holds every physical row's text, live or not, and catches up with appended
-        // rows by itself: only changed cells make its chunks stale.
-        for ((slot, _), shadow) in &mut self.shadows {
+        // A shadow (and an arena order) covers every physical row, live or not, and catches up
+        // with appended rows by itself: only changed cells make its chunks stale.
+        for (slot, shadow) in &mut self.shadows {
             for &row in by_slot.get(&slot.get()).into_iter().flatten() {
                 shadow.mark(row);
+            }
+        }
+        for (slot, order) in &mut self.orders {
+            for &row in by_slot.get(&slot.get()).into_iter().flatten() {
+                order.mark(row);
             }
         }
     }
@@ -332,16 +346,18 @@ impl QueryEngine {
         pred: &Pred,
     ) -> Option<RoaringBitmap> {
         match pred {
-            Pred::Contains(needle) => Some(self.shadow(store, slot, true).contains(needle)),
-            Pred::StartsWith(needle) => Some(
-                self.shadow(store, slot, true).matching(|text| text.starts_with(needle.as_str())),
-            ),
-            Pred::EndsWith(needle) => Some(
-                self.shadow(store, slot, true).matching(|text| text.ends_with(needle.as_str())),
-            ),
+            Pred::Contains(needle) => Some(self.shadow(store, slot).contains(needle)),
+            Pred::StartsWith(needle) => {
+                Some(self.shadow(store, slot).matching(|text| text.starts_with(needle.as_str())))
+            }
+            Pred::EndsWith(needle) => {
+                Some(self.shadow(store, slot).matching(|text| text.ends_with(needle.as_str())))
+            }
             Pred::Regex(pattern) => {
-                let joined = pattern.joined.as_ref()?;
-                Some(self.shadow(store, slot, false).regex_rows(&pattern.regex, joined))
+                let search = pattern.search.as_ref()?;
+                let order = self.orders.entry(slot).or_insert_with(|| ArenaOrder::new(slot));
+                order.refresh(store)?;
+                Some(order.regex_rows(store, &pattern.regex, search))
             }
             _ => None,
         }
@@ -359,9 +375,8 @@ impl QueryEngine {
         }
     }
 
-    fn shadow(&mut self, store: &ColumnStore, slot: ColumnSlot, lowercase: bool) -> &Shadow {
-        let shadow =
-            self.shadows.entry((slot, lowercase)).or_insert_with(|| Shadow::new(slot, lowercase));
+    fn shadow(&mut self, store: &ColumnStore, slot: ColumnSlot) -> &Shadow {
+        let shadow = self.shadows.entry(slot).or_insert_with(|| Shadow::new(slot));
         shadow.refresh(store);
         shadow
     }

@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 
 use regex::{Regex, RegexBuilder};
-use regex_syntax::hir::Look;
+use regex_syntax::hir::{Hir, HirKind, Look};
 use serde_json::Value;
 
 use super::parse::{Op, RawFilter, RawSort};
@@ -176,11 +176,12 @@ pub enum Pred {
 pub struct Pattern {
     /// The pattern as written, matched against one value.
     pub regex: Regex,
-    /// The same pattern in multi-line mode, for a search over many values joined by `\n`: it
-    /// finds a match in every value that has one (plus some that have not, which `regex`
-    /// rejects). `None` when the pattern uses `\A` or `\z`, which only hold at the ends of
-    /// the joined text.
-    pub joined: Option<Regex>,
+    /// For one search over many values each followed by `\n` (a store arena): the pattern in
+    /// multi-line mode, or for a pattern with `\A` or `\z` (which only hold at the ends of
+    /// the whole text) the pattern without its assertions (removing one only widens what
+    /// matches). Either matches inside every value that has a match (plus in some that have
+    /// not, which `regex` rejects). `None` when it cannot be built.
+    pub search: Option<Regex>,
 }
 
 impl Pred {
@@ -557,13 +558,40 @@ fn compile_regex(pattern: &str, label: &str) -> ApiResult<Pattern> {
             .map_err(|e| refuse(e.to_string().lines().last().unwrap_or_default().trim().to_owned()))
     };
     let regex = build(false)?;
-    let hir = regex_syntax::ParserBuilder::new().multi_line(true).build().parse(pattern);
-    let absolute = hir.map_or(true, |hir| {
+    let hir = regex_syntax::ParserBuilder::new().multi_line(true).build().parse(pattern).ok();
+    let search = hir.and_then(|hir| {
         let looks = hir.properties().look_set();
-        looks.contains(Look::Start) || looks.contains(Look::End)
+        if !looks.contains(Look::Start) && !looks.contains(Look::End) {
+            return build(true).ok();
+        }
+        RegexBuilder::new(&without_assertions(hir).to_string())
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .ok()
     });
-    let joined = if absolute { None } else { Some(build(true)?) };
-    Ok(Pattern { regex, joined })
+    Ok(Pattern { regex, search })
+}
+
+/// `hir` with every assertion replaced by the empty match.
+fn without_assertions(hir: Hir) -> Hir {
+    match hir.into_kind() {
+        HirKind::Look(_) | HirKind::Empty => Hir::empty(),
+        HirKind::Literal(literal) => Hir::literal(literal.0),
+        HirKind::Class(class) => Hir::class(class),
+        HirKind::Repetition(mut repetition) => {
+            repetition.sub = Box::new(without_assertions(*repetition.sub));
+            Hir::repetition(repetition)
+        }
+        HirKind::Capture(mut capture) => {
+            capture.sub = Box::new(without_assertions(*capture.sub));
+            Hir::capture(capture)
+        }
+        HirKind::Concat(subs) => Hir::concat(subs.into_iter().map(without_assertions).collect()),
+        HirKind::Alternation(subs) => {
+            Hir::alternation(subs.into_iter().map(without_assertions).collect())
+        }
+    }
 }
 
 /// Parses one scalar operand for the target's kind.

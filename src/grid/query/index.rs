@@ -7,10 +7,14 @@
 //!   in O(log n) through block start positions.
 //! - `DictIndex`: a text column's distinct values to their row sets, for `=` and `in`, kept only
 //!   while the column has few distinct values.
-//! - `Shadow`: a text column's values joined by `\n` into one buffer per storage chunk,
-//!   lowercased for case-insensitive `contains`/`startsWith`/`endsWith` (a SIMD substring
-//!   search over the buffer) or as written for `regexp` (one regex search over the buffer,
-//!   confirmed per row found).
+//! - `Shadow`: a text column's values lowercased and joined by `\n` into one buffer per storage
+//!   chunk, for case-insensitive `contains`/`startsWith`/`endsWith` (a SIMD substring search
+//!   over the buffer).
+//! - `ArenaOrder`: for `regexp`, where a text column's values lie in the store's own arenas (the
+//!   rows of each chunk sorted by where their value lies, 2 bytes a row): one search of the
+//!   pattern in multi-line form runs over each arena as stored (each value followed by `\n`,
+//!   garbage and all), and each row found is confirmed with the pattern. No copy of the text
+//!   is made.
 //!
 //! Row numbers are physical store rows; the engine drops every index when the store compacts.
 
@@ -429,18 +433,16 @@ impl ShadowChunk {
     }
 }
 
-/// A text column's values joined per storage chunk, as written or lowercased; see the module
-/// doc.
+/// A text column's values lowercased and joined per storage chunk; see the module doc.
 pub struct Shadow {
     slot: ColumnSlot,
-    lowercase: bool,
     chunks: Vec<ShadowChunk>,
 }
 
 impl Shadow {
     /// A shadow of a text column, filled on the first `refresh`.
-    pub fn new(slot: ColumnSlot, lowercase: bool) -> Self {
-        Shadow { slot, lowercase, chunks: Vec::new() }
+    pub fn new(slot: ColumnSlot) -> Self {
+        Shadow { slot, chunks: Vec::new() }
     }
 
     /// Marks the chunk of a changed row for rebuilding.
@@ -473,11 +475,7 @@ impl Shadow {
             chunk.ends.reserve_exact(rows);
             for cell in store.chunk_cells(self.slot, i) {
                 if let CellRef::Text(s) = cell {
-                    if self.lowercase {
-                        push_folded(&mut chunk.buf, s);
-                    } else {
-                        chunk.buf.push_str(s);
-                    }
+                    push_folded(&mut chunk.buf, s);
                 }
                 chunk.ends.push(u32::try_from(chunk.buf.len()).unwrap_or(u32::MAX));
                 chunk.buf.push('\n');
@@ -491,37 +489,12 @@ impl Shadow {
         }
     }
 
-    /// Runs `scan(chunk, first row of the chunk, out)` over every chunk and gathers the rows
-    /// it inserts. Columns of several chunks are split between up to one thread per core
-    /// (scoped threads; the calling thread takes the first share), so a scan of a large column
-    /// uses the machine's memory bandwidth rather than one core's.
+    /// Runs `scan(chunk, first row of the chunk, out)` over every chunk (`scan_chunks`).
     fn scan_chunks(&self, scan: impl Fn(&ShadowChunk, u32, &mut RowBits) + Sync) -> RoaringBitmap {
-        let chunk_rows = ColumnStore::chunk_rows();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let workers = cores.min(self.chunks.len() * chunk_rows / SCAN_ROWS_PER_THREAD).max(1);
-        let per = self.chunks.len().div_ceil(workers).max(1);
-        let run = |group: usize| {
-            let mut bits = RowBits::default();
-            let first = group * per;
-            for (i, chunk) in self.chunks.iter().enumerate().skip(first).take(per) {
-                scan(chunk, (i * chunk_rows) as u32, &mut bits);
-            }
-            bits.finish()
-        };
-        if workers == 1 {
-            return run(0);
-        }
-        std::thread::scope(|scope| {
-            let others: Vec<_> = (1..workers).map(|g| scope.spawn(move || run(g))).collect();
-            let mut rows = run(0);
-            for other in others {
-                rows |= other.join().expect("a scan thread does not panic");
-            }
-            rows
-        })
+        scan_chunks(self.chunks.len(), |i, base, bits| scan(&self.chunks[i], base, bits))
     }
 
-    /// Physical rows whose text contains `needle` (lowercased when the shadow is).
+    /// Physical rows whose text contains `needle` (lowercased).
     pub fn contains(&self, needle: &str) -> RoaringBitmap {
         if needle.is_empty() {
             return self.matching(|_| true);
@@ -563,28 +536,6 @@ impl Shadow {
         })
     }
 
-    /// Physical rows whose text matches `regex` (as written), searching each chunk's joined
-    /// text with `joined` (the multi-line form) and confirming each row found with `regex`.
-    pub fn regex_rows(&self, regex: &Regex, joined: &Regex) -> RoaringBitmap {
-        self.scan_chunks(|chunk, base, bits| {
-            let mut from = 0;
-            while from < chunk.buf.len() {
-                // The earliest end of any match at or after `from` lies in a row no later than
-                // any row with a match of its own, so no such row is skipped.
-                let Some(end) = joined.shortest_match_at(&chunk.buf, from) else { break };
-                let at = chunk.row_at(end.saturating_sub(1)).max(chunk.row_at(from));
-                if at >= chunk.ends.len() {
-                    break;
-                }
-                let (start, end) = chunk.row_span(at);
-                if regex.is_match(&chunk.buf[start..end]) {
-                    bits.insert(base + at as u32);
-                }
-                from = end + 1;
-            }
-        })
-    }
-
     /// Physical rows whose text satisfies `test`.
     pub fn matching(&self, test: impl Fn(&str) -> bool + Sync) -> RoaringBitmap {
         self.scan_chunks(|chunk, base, bits| {
@@ -600,5 +551,154 @@ impl Shadow {
     /// Bytes held on the heap.
     pub fn heap_bytes(&self) -> usize {
         self.chunks.iter().map(|c| c.buf.capacity() + c.ends.capacity() * 4).sum()
+    }
+}
+
+/// Runs `scan(chunk index, first row of the chunk, out)` over `chunks` storage chunks and gathers
+/// the rows it inserts. Columns of several chunks are split between up to one thread per core
+/// (scoped threads; the calling thread takes the first share), so a scan of a large column uses
+/// the machine's memory bandwidth rather than one core's.
+fn scan_chunks(chunks: usize, scan: impl Fn(usize, u32, &mut RowBits) + Sync) -> RoaringBitmap {
+    let chunk_rows = ColumnStore::chunk_rows();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = cores.min(chunks * chunk_rows / SCAN_ROWS_PER_THREAD).max(1);
+    let per = chunks.div_ceil(workers).max(1);
+    let run = |group: usize| {
+        let mut bits = RowBits::default();
+        for i in (group * per..chunks).take(per) {
+            scan(i, (i * chunk_rows) as u32, &mut bits);
+        }
+        bits.finish()
+    };
+    if workers == 1 {
+        return run(0);
+    }
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..workers).map(|g| scope.spawn(move || run(g))).collect();
+        let mut rows = run(0);
+        for other in others {
+            rows |= other.join().expect("a scan thread does not panic");
+        }
+        rows
+    })
+}
+
+/// One storage chunk of an `ArenaOrder`.
+#[derive(Default)]
+struct OrderChunk {
+    /// The rows whose value lies in the arena, by where it lies.
+    order: Vec<u16>,
+    /// The rows whose value is held outside the arena (long values).
+    outside: Vec<u16>,
+    /// Rows of the chunk when built.
+    rows: usize,
+    fresh: bool,
+}
+
+/// Where a text column's values lie in the store's arenas; see the module doc.
+pub struct ArenaOrder {
+    slot: ColumnSlot,
+    chunks: Vec<OrderChunk>,
+}
+
+// Rows of a chunk are numbered in `u16`.
+const _: () = assert!(ColumnStore::chunk_rows() <= 1 << 16);
+
+impl ArenaOrder {
+    /// The order of a text column, filled on the first `refresh`.
+    pub fn new(slot: ColumnSlot) -> Self {
+        ArenaOrder { slot, chunks: Vec::new() }
+    }
+
+    /// Marks the chunk of a changed row for rebuilding (a write may move any value of it: the
+    /// arena collects its garbage).
+    pub fn mark(&mut self, row: u32) {
+        if let Some(chunk) = self.chunks.get_mut(row as usize / ColumnStore::chunk_rows()) {
+            chunk.fresh = false;
+        }
+    }
+
+    /// Rebuilds marked or grown chunks; `None` when the column is not stored as text.
+    pub fn refresh(&mut self, store: &ColumnStore) -> Option<()> {
+        let count = store.rows().div_ceil(ColumnStore::chunk_rows());
+        self.chunks.resize_with(count, OrderChunk::default);
+        for (i, chunk) in self.chunks.iter_mut().enumerate() {
+            let arena = store.text_arena(self.slot, i)?;
+            if chunk.fresh && chunk.rows == arena.rows() {
+                continue;
+            }
+            let mut placed: Vec<(u32, u16)> = Vec::with_capacity(arena.rows());
+            chunk.outside.clear();
+            for at in 0..arena.rows() {
+                match arena.span(at) {
+                    Some(span) => placed.push((span.start as u32, at as u16)),
+                    None if arena.value(at).is_some_and(|v| !v.is_empty()) => {
+                        chunk.outside.push(at as u16);
+                    }
+                    None => {}
+                }
+            }
+            placed.sort_unstable();
+            chunk.order.clear();
+            chunk.order.extend(placed.iter().map(|&(_, at)| at));
+            chunk.order.shrink_to_fit();
+            chunk.outside.shrink_to_fit();
+            chunk.rows = arena.rows();
+            chunk.fresh = true;
+        }
+        Some(())
+    }
+
+    /// Physical rows whose text matches `regex`: `search` (`Pattern::search`) searches each
+    /// arena once, and the row holding the earliest end of a match at or after
+    /// the search point is confirmed with `regex`; the search goes on after that row. A row
+    /// with a match of its own ends no earlier than that earliest end, so none is skipped.
+    /// Values outside the arenas are tested one by one, and absent or empty ones when `regex`
+    /// matches the empty text.
+    pub fn regex_rows(&self, store: &ColumnStore, regex: &Regex, search: &Regex) -> RoaringBitmap {
+        let empty_matches = regex.is_match("");
+        scan_chunks(self.chunks.len(), |i, base, bits| {
+            let (Some(chunk), Some(arena)) = (self.chunks.get(i), store.text_arena(self.slot, i))
+            else {
+                return;
+            };
+            let text = arena.bytes();
+            let span = |k: usize| arena.span(chunk.order[k] as usize).unwrap_or(0..0);
+            let (mut from, mut k) = (0usize, 0usize);
+            while from < text.len() && k < chunk.order.len() {
+                let Some(end) = search.shortest_match_at(text, from) else { break };
+                // The first row (in arena order) ending at or past the match's end; a match of
+                // no bytes at `from` names the row starting there.
+                let target = end.max(from + 1);
+                k += chunk.order[k..]
+                    .partition_point(|&at| arena.span(at as usize).is_some_and(|s| s.end < target));
+                let Some(&at) = chunk.order.get(k) else { break };
+                let found = span(k);
+                if regex.is_match(&text[found.clone()]) {
+                    bits.insert(base + u32::from(at));
+                }
+                from = found.end;
+                k += 1;
+            }
+            let value = |at: usize| arena.value(at).unwrap_or_default();
+            let mut extra: Vec<u16> = chunk
+                .outside
+                .iter()
+                .copied()
+                .filter(|&at| regex.is_match(value(at as usize)))
+                .collect();
+            if empty_matches {
+                extra
+                    .extend((0..chunk.rows).filter(|&at| value(at).is_empty()).map(|at| at as u16));
+            }
+            for at in extra {
+                bits.insert(base + u32::from(at));
+            }
+        })
+    }
+
+    /// Bytes held on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        self.chunks.iter().map(|c| (c.order.capacity() + c.outside.capacity()) * 2).sum()
     }
 }

@@ -33,8 +33,22 @@ const NUMBERS: [f64; 6] = [-2.5, 0.0, 1.0, 1.0, 7.25, 1e6];
 const DATES: [&str; 5] = ["2025-01-01", "2025-06-30", "2026-01-31", "2026-01-31", "2027-12-24"];
 const USERS: [&str; 3] = ["alice", "Bob", "carol"];
 const PATHS: [&str; 3] = ["", "ui/menu", "UI/hud"];
-const PATTERNS: [&str; 9] =
-    ["^a", "(?i)APPLE", "e$", "[0-9]", "ß|Σ", r"\Aa", r"e\z", "(?s)o.*a", r"\ba\b|^l"];
+const PATTERNS: [&str; 12] = [
+    "^a",
+    "(?i)APPLE",
+    "e$",
+    "[0-9]",
+    "ß|Σ",
+    r"\Aa",
+    r"e\z",
+    "(?s)o.*a",
+    r"\ba\b|^l",
+    // Matches the empty text: absent and empty values match.
+    "^$|z*",
+    // Runs on past one value into the next in an arena.
+    "p.*e",
+    "^$",
+];
 
 fn column(id: &str, column_type: ColumnType) -> ColumnDef {
     ColumnDef {

@@ -573,6 +573,14 @@ impl Column {
     }
 
     /// The cells of chunk number `index` (rows `index * CHUNK_ROWS ..`), in row order.
+    /// The text cells of chunk `index` as stored (`None` for other kinds).
+    pub(super) fn chunk_text(&self, index: usize) -> Option<&TextChunk> {
+        match self.chunks[index].cells.as_ref() {
+            Cells::Text(cells) => Some(cells),
+            _ => None,
+        }
+    }
+
     pub(super) fn chunk_cells(&self, index: usize) -> impl Iterator<Item = CellRef<'_>> + '_ {
         let chunk = &self.chunks[index];
         (0..chunk.versions.len()).map(move |at| chunk.cells.get(at))

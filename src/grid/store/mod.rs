@@ -40,6 +40,37 @@ pub use self::column::{CellRef, KindMismatch, LoadCell};
 pub use self::scan::{Changes, RowBits};
 pub use self::text::ListRef;
 
+/// One chunk of a text column as stored: an arena holding the inline values in the order they
+/// were written, with garbage between them, and where each row's value lies.
+#[derive(Clone, Copy)]
+pub struct TextArena<'a> {
+    cells: &'a text::TextChunk,
+}
+
+impl<'a> TextArena<'a> {
+    /// The arena's bytes.
+    pub fn bytes(&self) -> &'a str {
+        self.cells.arena()
+    }
+
+    /// Rows of the chunk.
+    pub fn rows(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Where row `at`'s value lies in `bytes()`; `None` when it is absent, empty, or held
+    /// outside the arena (a long value: `value` reads it).
+    #[inline]
+    pub fn span(&self, at: usize) -> Option<std::ops::Range<usize>> {
+        self.cells.arena_span(at)
+    }
+
+    /// Row `at`'s value; `None` when absent.
+    pub fn value(&self, at: usize) -> Option<&'a str> {
+        self.cells.get(at)
+    }
+}
+
 use self::chunked::{ChunkedVec, CHUNK_ROWS};
 use self::column::Column;
 use self::index::{key_hash, HashIndex, Interner};
@@ -695,7 +726,7 @@ impl ColumnStore {
     }
 
     /// Rows per storage chunk: chunk `i` holds rows `i * chunk_rows() ..`.
-    pub fn chunk_rows() -> usize {
+    pub const fn chunk_rows() -> usize {
         CHUNK_ROWS
     }
 
@@ -706,6 +737,12 @@ impl ColumnStore {
         chunk: usize,
     ) -> impl Iterator<Item = CellRef<'_>> + '_ {
         self.column(slot).chunk_cells(chunk)
+    }
+
+    /// Chunk `chunk` of a text column as stored (`None` for other kinds): searches run over its
+    /// arena instead of a copy of its text.
+    pub fn text_arena(&self, slot: ColumnSlot, chunk: usize) -> Option<TextArena<'_>> {
+        self.column(slot).chunk_text(chunk).map(|cells| TextArena { cells })
     }
 
     /// The live rows whose cell satisfies `keep`.

@@ -2,7 +2,9 @@
 //!
 //! Owns the byte layout of string cells (text and list columns, record ids, interned names): rows
 //! are grouped in chunks of `CHUNK_ROWS`; each `TextChunk` keeps one `String` arena plus one
-//! `(offset, len)` span per row. An update appends and leaves the old bytes as garbage, which the
+//! `(offset, len)` span per row; each inline value is followed by `\n` in the arena, so that a
+//! search over the arena sees where values end. An update appends and leaves the old bytes as
+//! garbage, which the
 //! chunk collects itself once garbage outweighs live bytes, so row positions never move here.
 //! Values longer than `INLINE_MAX` live in their own allocation (a spill slot) so that arena
 //! offsets always fit in `u32`. `TextColumn` (record ids, interned names) is a `Chunked` of text
@@ -30,6 +32,10 @@ const GC_MIN_GARBAGE: usize = 32;
 
 /// Rows after which a filling chunk's arena is sized for the whole chunk (`TextChunk::reserve`).
 const PREDICT_AFTER: usize = if CHUNK_ROWS > 4096 { 4096 } else { CHUNK_ROWS / 2 };
+
+/// Follows every inline value in the arena, so that a search over the arena (`regexp`) sees
+/// where values end, as in text joined by lines: `.` and `[^...]`-style runs stop there.
+const SEPARATOR: char = '\n';
 
 /// `Span::len` of an absent value.
 const EMPTY_LEN: u32 = u32::MAX;
@@ -85,6 +91,28 @@ impl TextChunk {
         }
     }
 
+    /// The arena: every inline value followed by `\n`, in the order written, with garbage
+    /// (values replaced since, each followed by `\n` too) between them.
+    pub(super) fn arena(&self) -> &str {
+        &self.buf
+    }
+
+    /// Where the value at `at` lies in `arena()`; `None` when it is absent, empty or held on
+    /// its own (`get` still reads it).
+    #[inline]
+    pub(super) fn arena_span(&self, at: usize) -> Option<std::ops::Range<usize>> {
+        let span = self.spans[at];
+        match span.len {
+            EMPTY_LEN | SPILLED_LEN | 0 => None,
+            len => Some(span.off as usize..span.off as usize + len as usize),
+        }
+    }
+
+    /// Rows held.
+    pub(super) fn len(&self) -> usize {
+        self.spans.len()
+    }
+
     /// Stores `value` (appending) and returns its span.
     fn store(&mut self, value: Option<&str>) -> Span {
         let Some(value) = value else {
@@ -95,10 +123,11 @@ impl TextChunk {
             self.spill.push(value.into());
             return Span { off, len: SPILLED_LEN };
         }
-        self.reserve(value.len());
+        self.reserve(value.len() + 1);
         let off = u32::try_from(self.buf.len())
             .expect("arena stays below 4 GiB: inline values are capped and garbage is collected");
         self.buf.push_str(value);
+        self.buf.push(SEPARATOR);
         let len = u32::try_from(value.len()).expect("inline values are at most INLINE_MAX bytes");
         Span { off, len }
     }
@@ -144,7 +173,7 @@ impl TextChunk {
             self.spill[old.off as usize] = Box::default();
             self.garbage += SPILL_SLOT_BYTES;
         } else if old.len != EMPTY_LEN {
-            self.garbage += old.len as usize;
+            self.garbage += old.len as usize + 1;
         }
         self.spans[at] = self.store(value);
         let held = self.buf.len() + self.spill.len() * SPILL_SLOT_BYTES;
@@ -159,7 +188,7 @@ impl TextChunk {
             .spans
             .iter()
             .filter(|s| s.len != EMPTY_LEN && s.len != SPILLED_LEN)
-            .map(|s| s.len as usize)
+            .map(|s| s.len as usize + 1)
             .sum();
         let mut buf = String::with_capacity(live);
         let mut spill = Vec::new();
@@ -175,6 +204,7 @@ impl TextChunk {
                     let start = span.off as usize;
                     span.off = u32::try_from(buf.len()).expect("live bytes fit the arena");
                     buf.push_str(&self.buf[start..start + len as usize]);
+                    buf.push(SEPARATOR);
                 }
             }
         }
