@@ -30,7 +30,7 @@ use super::{
     column_cells, load_columns, pack, restore_archived_stamps, ArchivedHistoryChunkImage, CellsRef,
     ColumnCells, GoneKeyImage, HistoryChunkImage, MergeBaseImage,
 };
-use crate::grid::history::{ChunkPart, History};
+use crate::grid::history::{ChunkPart, History, NO_ENTRY};
 use crate::grid::ops::GridState;
 use crate::grid::schema::Schema;
 use crate::grid::store::{CellRef, ChunkHandle, ColumnSlot, ColumnStore, RecordIdentity, RowId};
@@ -443,21 +443,27 @@ impl GridState {
             serde_json::from_str(head.schema_json.as_str()).map_err(|e| format!("schema: {e}"))?;
         let mut state = GridState::with_schema(schema, head.by_path);
 
-        // History first (each chunk read, spilled and dropped in turn), so that the records'
-        // chain heads are checked as they are inserted.
-        let mut scratch = Scratch::new();
-        let chunks = history_sections.iter().map(|&at| {
-            let read = sources.read_all(&[at], &mut scratch)?;
-            let c = access::<ArchivedHistoryChunkImage>(read[0], "history chunk")?;
-            Ok(ChunkPart {
-                len: c.len.to_native(),
-                block: c.block.to_native(),
-                ends: c.ends.iter().map(|e| e.to_native()).collect(),
-                data: c.data.as_slice().to_vec(),
-            })
-        });
-        let retired = head.retired.iter().map(|r| r.to_native()).collect();
-        let history = History::from_chunks(chunks, retired, head.history_count.to_native())?;
+        // History is loaded on a thread of its own while the records and columns are (each
+        // chunk read, spilled and dropped in turn); the records' chain heads are checked
+        // against it after, by the furthest one.
+        let load_history = || {
+            let began = std::time::Instant::now();
+            let mut scratch = Scratch::new();
+            let chunks = history_sections.iter().map(|&at| {
+                let read = sources.read_all(&[at], &mut scratch)?;
+                let c = access::<ArchivedHistoryChunkImage>(read[0], "history chunk")?;
+                Ok(ChunkPart {
+                    len: c.len.to_native(),
+                    block: c.block.to_native(),
+                    ends: c.ends.iter().map(|e| e.to_native()).collect(),
+                    data: c.data.as_slice().to_vec(),
+                })
+            });
+            let retired = head.retired.iter().map(|r| r.to_native()).collect();
+            let history = History::from_chunks(chunks, retired, head.history_count.to_native());
+            tracing::debug!(ms = began.elapsed().as_millis() as u64, "image history loaded");
+            history
+        };
 
         let mut images: Vec<(ColumnSlot, StoredColumn)> = Vec::new();
         let mut rest = column_sections;
@@ -472,7 +478,15 @@ impl GridState {
             let read = sources.read_all(sections, scratch)?;
             build_column(id, &read, kind, localized, n)
         };
-        load_columns(&mut state, n, images, build, |store| {
+        let began = std::time::Instant::now();
+        let mut furthest = NO_ENTRY;
+        let records = |store: &mut ColumnStore| {
+            let mut scratch = Scratch::new();
+            // Room for the records the head claims, as far as the parts' bytes can hold them
+            // (an archived record takes more than 8 bytes): a damaged head reserves nothing
+            // unreasonable.
+            let record_bytes: usize = record_sections.iter().map(|at| at.len).sum();
+            store.reserve_records(n.min(record_bytes / 8));
             let mut inserted = 0usize;
             for &at in record_sections {
                 let read = sources.read_all(&[at], &mut scratch)?;
@@ -493,12 +507,9 @@ impl GridState {
                 if inserted > n {
                     return Err("the record parts add up to more than the head's records".into());
                 }
-                if let Some(bad) = part.heads.iter().find(|at| !history.holds(at.to_native())) {
-                    return Err(format!(
-                        "a history chain starts outside the log ({:#x})",
-                        bad.to_native()
-                    ));
-                }
+                let heads = part.heads.iter().map(|at| at.to_native()).filter(|&at| at != NO_ENTRY);
+                furthest =
+                    heads.fold(furthest, |far, at| if far == NO_ENTRY { at } else { far.max(at) });
                 for i in 0..len {
                     let row = store.insert_without_cells(
                         part.ids[i].as_str(),
@@ -514,8 +525,28 @@ impl GridState {
             if inserted != n {
                 return Err("the record parts do not add up to the head's records".to_owned());
             }
+            tracing::debug!(ms = began.elapsed().as_millis() as u64, "image records inserted");
             Ok(())
-        })?;
+        };
+        let (history, loaded) = std::thread::scope(|scope| {
+            let helper = std::thread::Builder::new()
+                .name("image-history".into())
+                .spawn_scoped(scope, load_history);
+            let loaded = load_columns(&mut state, n, images, build, records);
+            let history = match helper {
+                Ok(helper) => {
+                    helper.join().unwrap_or_else(|_| Err("loading the history panicked".to_owned()))
+                }
+                Err(_) => load_history(),
+            };
+            (history, loaded)
+        });
+        loaded?;
+        let history = history?;
+        tracing::debug!(ms = began.elapsed().as_millis() as u64, "image columns built");
+        if !history.holds(furthest) {
+            return Err(format!("a history chain starts outside the log ({furthest:#x})"));
+        }
         restore_archived_stamps(&mut state, head.clock.to_native(), &head.gone, &head.merge_bases);
         state.history = history;
         Ok(state)

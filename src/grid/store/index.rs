@@ -96,6 +96,19 @@ impl<V: Clone> ShardedMap<V> {
         Arc::make_mut(&mut self.shards[shard_of(hash)])
     }
 
+    /// Room for `more` entries spread evenly over the shards (a load that knows how many keys
+    /// it inserts grows each shard once instead of by doubling).
+    fn reserve(&mut self, more: usize) {
+        if self.shards.is_empty() {
+            self.shards = vec![Arc::default(); SHARDS];
+        }
+        let per = more.div_ceil(SHARDS) + more.div_ceil(SHARDS) / 16;
+        for shard in &mut self.shards {
+            // Without the room, the map grows as it fills.
+            let _ = Arc::make_mut(shard).try_reserve(per);
+        }
+    }
+
     fn entry(&mut self, hash: u64) -> Entry<'_, u64, V> {
         self.shard_mut(hash).entry(hash)
     }
@@ -152,6 +165,11 @@ impl HashIndex {
             return Some(first);
         }
         self.more.get(hash)?.iter().copied().find(|&v| is_match(v))
+    }
+
+    /// Room for `more` values under distinct hashes.
+    pub(super) fn reserve(&mut self, more: usize) {
+        self.first.reserve(more);
     }
 
     /// Adds `value` under `hash`.

@@ -376,6 +376,11 @@ impl ColumnStore {
         row
     }
 
+    /// Room in the id index for `more` records (a load inserting that many).
+    pub fn reserve_records(&mut self, more: usize) {
+        self.by_key.reserve(more);
+    }
+
     /// `insert` leaving every column a row short: loading an image, whose columns are then
     /// built and installed whole (`install_column`) before the store is used.
     pub fn insert_without_cells(
