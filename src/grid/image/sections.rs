@@ -479,7 +479,7 @@ impl GridState {
             build_column(id, &read, kind, localized, n)
         };
         let began = std::time::Instant::now();
-        let mut furthest = NO_ENTRY;
+        let mut furthest: Option<u64> = None;
         let records = |store: &mut ColumnStore| {
             let mut scratch = Scratch::new();
             // Room for the records the head claims, as far as the parts' bytes can hold them
@@ -508,8 +508,7 @@ impl GridState {
                     return Err("the record parts add up to more than the head's records".into());
                 }
                 let heads = part.heads.iter().map(|at| at.to_native()).filter(|&at| at != NO_ENTRY);
-                furthest =
-                    heads.fold(furthest, |far, at| if far == NO_ENTRY { at } else { far.max(at) });
+                furthest = furthest.max(heads.max());
                 for i in 0..len {
                     let row = store.insert_without_cells(
                         part.ids[i].as_str(),
@@ -544,8 +543,8 @@ impl GridState {
         loaded?;
         let history = history?;
         tracing::debug!(ms = began.elapsed().as_millis() as u64, "image columns built");
-        if !history.holds(furthest) {
-            return Err(format!("a history chain starts outside the log ({furthest:#x})"));
+        if let Some(bad) = furthest.filter(|&at| !history.holds(at)) {
+            return Err(format!("a history chain starts outside the log ({bad:#x})"));
         }
         restore_archived_stamps(&mut state, head.clock.to_native(), &head.gone, &head.merge_bases);
         state.history = history;
