@@ -252,3 +252,14 @@ proptest! {
         let _ = GridState::decode_image(&aligned, None);
     }
 }
+
+/// A record whose history chain starts past the log's chunks is refused on load.
+#[test]
+fn a_chain_head_outside_the_history_is_refused() {
+    let mut original = state(20);
+    let row = original.store.find("", "rec3").expect("present");
+    original.store.set_history_head(row, 99 << 32);
+    let bytes = aligned(&original.encode_image(SMALL).expect("encodes"));
+    let error = GridState::decode_image(&bytes, None).err().expect("refused");
+    assert!(error.contains("outside the log"), "{error}");
+}
