@@ -62,6 +62,22 @@ impl Data {
         }
     }
 
+    /// All the bytes, read back when spilled.
+    fn to_vec(&self) -> io::Result<Vec<u8>> {
+        match self {
+            Data::Heap(bytes) => Ok(bytes.to_vec()),
+            Data::Disk(spilled) => spilled.read(0, spilled.len()),
+        }
+    }
+
+    /// Bytes held on the heap.
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Data::Heap(bytes) => bytes.len(),
+            Data::Disk(_) => 0,
+        }
+    }
+
     /// Bytes `start..end`; `None` when they lie outside or cannot be read back.
     fn get(&self, start: usize, end: usize) -> Option<Cow<'_, [u8]>> {
         match self {
@@ -294,10 +310,7 @@ impl Sealed {
                 len,
                 block: packed.block as u32,
                 ends: packed.ends.to_vec(),
-                data: match &packed.data {
-                    Data::Heap(bytes) => bytes.to_vec(),
-                    Data::Disk(spilled) => spilled.read(0, spilled.len())?,
-                },
+                data: packed.data.to_vec()?,
             },
             None => ChunkPart {
                 len,
@@ -311,13 +324,7 @@ impl Sealed {
     /// Heap bytes held: the packed form unless spilled, and the plain bytes while they are
     /// kept.
     pub(super) fn heap_bytes(&self) -> usize {
-        let packed = self.packed().map_or(0, |p| {
-            let data = match &p.data {
-                Data::Heap(bytes) => bytes.len(),
-                Data::Disk(_) => 0,
-            };
-            data + p.ends.len() * 4
-        });
+        let packed = self.packed().map_or(0, |p| p.data.heap_bytes() + p.ends.len() * 4);
         let plain = self.plain().map_or(0, |p| p.capacity());
         std::mem::size_of::<Sealed>() + packed + plain
     }

@@ -408,15 +408,15 @@ impl GridState {
         Ok(out)
     }
 
-    /// Rebuilds a branch from a format 5 payload (on a 16-byte boundary) and, for an image
-    /// that borrows sections, its base's payload. Every section is validated before it is
-    /// read; an inconsistent image is an error, never a panic.
+    /// `decode_sections` of payloads in memory (on a 16-byte boundary): tests and benches.
     pub fn decode_image(bytes: &[u8], base: Option<&[u8]>) -> Result<GridState, String> {
         GridState::decode_sections(&bytes, base.as_ref().map(|b| b as &dyn SectionSource))
     }
 
-    /// `decode_image` over payloads read a section at a time (a snapshot file's): the load
-    /// holds the sections of the columns being built, not the whole image.
+    /// Rebuilds a branch from a format 5 payload and, for an image that borrows sections, its
+    /// base's payload, read a section at a time (a snapshot file's: the load holds the sections
+    /// of the columns being built, not the whole image). Every section is validated before it
+    /// is read; an inconsistent image is an error, never a panic.
     pub fn decode_sections(
         payload: &dyn SectionSource,
         base: Option<&dyn SectionSource>,

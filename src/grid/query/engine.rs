@@ -124,15 +124,12 @@ impl QueryEngine {
         });
         // A shadow (and an arena order) covers every physical row, live or not, and catches up
         // with appended rows by itself: only changed cells make its chunks stale.
+        let changed = |slot: &ColumnSlot| by_slot.get(&slot.get()).into_iter().flatten().copied();
         for (slot, shadow) in &mut self.shadows {
-            for &row in by_slot.get(&slot.get()).into_iter().flatten() {
-                shadow.mark(row);
-            }
+            changed(slot).for_each(|row| shadow.mark(row));
         }
         for (slot, order) in &mut self.orders {
-            for &row in by_slot.get(&slot.get()).into_iter().flatten() {
-                order.mark(row);
-            }
+            changed(slot).for_each(|row| order.mark(row));
         }
     }
 

@@ -163,7 +163,7 @@ impl FileSnapshotStore {
             let stored = header.payload_crc;
             return Err(LoadError::Damaged(ImageDamage::PayloadCrc { stored, computed: crc }));
         }
-        let payload = Payload::File(FilePayload::new(file, header_len as u64, found));
+        let payload = Payload::File(FilePayload::new(file, start, found));
         Ok((LoadedSnapshot::checked(&header, generation, payload), header.base))
     }
 
