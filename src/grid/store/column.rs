@@ -1,4 +1,5 @@
-//! One column of the store: typed cells, per-cell versions and, for language columns, statuses.
+//! One column of the store: typed cells, per-cell versions (in runs: `versions`) and, for
+//! language columns, statuses.
 //!
 //! Owns the per-kind cell layouts and their empty markers, the packed status byte and the version
 //! rule (a version is set to the store's clock exactly when the cell's value or statuses change).
@@ -16,6 +17,7 @@ use roaring::RoaringBitmap;
 use super::chunked::{arc_bytes, reserve_row, Chunk, Chunked, CHUNK_ROWS};
 use super::scan::RowBits;
 use super::text::{encode_list, ListRef, TextChunk};
+use super::versions::Versions;
 use crate::grid::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
 /// Stored bits of an empty number cell: a signalling NaN that writes never produce, because
@@ -279,7 +281,8 @@ fn push_row<T>(rows: &mut Vec<T>, value: T) {
 #[derive(Clone)]
 struct ColumnChunk {
     cells: Arc<Cells>,
-    versions: Vec<u32>,
+    /// In runs while rows come in runs (a bulk add's rows share one version).
+    versions: Versions,
     status: Option<Vec<u8>>,
 }
 
@@ -287,7 +290,7 @@ impl ColumnChunk {
     fn filled_empty(kind: StorageKind, localized: bool, rows: usize) -> Self {
         ColumnChunk {
             cells: Arc::new(Cells::filled_empty(kind, rows)),
-            versions: vec![0; rows],
+            versions: Versions::zeros(rows),
             status: localized.then(|| vec![0; rows]),
         }
     }
@@ -295,14 +298,14 @@ impl ColumnChunk {
     fn with_capacity(kind: StorageKind, localized: bool, rows: usize) -> Self {
         ColumnChunk {
             cells: Arc::new(Cells::with_capacity(kind, rows)),
-            versions: Vec::with_capacity(rows),
+            versions: Versions::default(),
             status: localized.then(|| Vec::with_capacity(rows)),
         }
     }
 
     fn push(&mut self, value: Stored<'_>, version: u32, status: u8) {
         Arc::make_mut(&mut self.cells).push(value);
-        push_row(&mut self.versions, version);
+        self.versions.push(version);
         if let Some(statuses) = &mut self.status {
             push_row(statuses, status);
         }
@@ -311,11 +314,11 @@ impl ColumnChunk {
     /// Appends a copy of row `at` of `source`.
     fn push_from(&mut self, source: &ColumnChunk, at: usize) {
         let status = source.status.as_ref().map_or(0, |s| s[at]);
-        self.push(source.cells.stored_at(at), source.versions[at], status);
+        self.push(source.cells.stored_at(at), source.versions.get(at), status);
     }
 
     fn stamp(&mut self, at: usize, clock: u32) {
-        self.versions[at] = clock;
+        self.versions.set(at, clock);
     }
 }
 
@@ -326,6 +329,7 @@ impl Chunk for ColumnChunk {
     }
 
     fn shrink(&mut self) {
+        self.versions.shrink();
         // Cells shared with a copy stay as they are (shrinking them would copy them).
         if let Some(Cells::Text(cells) | Cells::List(cells)) = Arc::get_mut(&mut self.cells) {
             cells.shrink();
@@ -562,7 +566,7 @@ impl Column {
         let mut bits = RowBits::default();
         let mut row = 0u32;
         for chunk in self.chunks.iter_chunks() {
-            for (at, &version) in chunk.versions.iter().enumerate() {
+            for (at, version) in chunk.versions.iter().enumerate() {
                 if version > since {
                     bits.insert(row + at as u32);
                 }
@@ -626,13 +630,13 @@ impl Column {
     /// The cell's version: 0 for a never-written cell, else the store's clock at its last change.
     pub(super) fn version(&self, row: usize) -> u32 {
         let (chunk, at) = self.chunks.chunk(row);
-        chunk.versions[at]
+        chunk.versions.get(at)
     }
 
     pub(super) fn restore_version(&mut self, row: usize, version: u32) {
         if self.version(row) != version {
             let (chunk, at) = self.chunks.chunk_mut(row);
-            chunk.versions[at] = version;
+            chunk.versions.set(at, version);
         }
     }
 

@@ -25,6 +25,7 @@ mod column;
 mod index;
 mod scan;
 mod text;
+mod versions;
 
 #[cfg(test)]
 mod model_tests;

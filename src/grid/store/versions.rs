@@ -1,0 +1,266 @@
+//! `Versions`: the per-row versions of one column chunk, held in runs while they come in runs.
+//!
+//! A version is the store's clock at a cell's last change (0: never written); only merges read
+//! them. Rows added by one request share one version, so a bulk-loaded chunk of `CHUNK_ROWS`
+//! rows holds a few runs (6 bytes each) instead of 4 bytes a row. Writes split runs; once a
+//! chunk has more than `MAX_RUNS` of them it is kept as a plain vector (what it would cost as
+//! runs is then close to that). Owns only this encoding: what a version means belongs to
+//! `column`.
+
+use super::chunked::{reserve_row, CHUNK_ROWS};
+
+/// Runs past which a chunk's versions are a plain vector: at `CHUNK_ROWS / 16` the runs take
+/// under a tenth of the plain vector's bytes (tests' tiny chunks allow 4).
+#[cfg(not(test))]
+const MAX_RUNS: usize = CHUNK_ROWS / 16;
+#[cfg(test)]
+const MAX_RUNS: usize = 4;
+
+// Run starts are `u16` row offsets within a chunk.
+const _: () = assert!(CHUNK_ROWS <= 1 << 16);
+
+/// The versions of up to `CHUNK_ROWS` rows.
+#[derive(Clone, Debug)]
+pub(super) enum Versions {
+    /// Run `i` covers rows `starts[i] .. starts[i + 1]` (the last one up to `len`), all at
+    /// version `values[i]`; neighbouring runs have different versions.
+    Runs { len: usize, starts: Vec<u16>, values: Vec<u32> },
+    /// One version per row.
+    Plain(Vec<u32>),
+}
+
+impl Default for Versions {
+    fn default() -> Self {
+        Versions::Runs { len: 0, starts: Vec::new(), values: Vec::new() }
+    }
+}
+
+impl Versions {
+    /// `rows` rows at version 0.
+    pub(super) fn zeros(rows: usize) -> Self {
+        let mut versions = Versions::default();
+        versions.push_run(rows, 0);
+        versions
+    }
+
+    /// Rows held.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Versions::Runs { len, .. } => *len,
+            Versions::Plain(rows) => rows.len(),
+        }
+    }
+
+    /// The version of row `at`.
+    #[inline]
+    pub(super) fn get(&self, at: usize) -> u32 {
+        match self {
+            Versions::Runs { len, starts, values } => {
+                assert!(at < *len, "row {at} of a chunk of {len}");
+                values[starts.partition_point(|&start| usize::from(start) <= at) - 1]
+            }
+            Versions::Plain(rows) => rows[at],
+        }
+    }
+
+    /// Appends a row at `version`.
+    pub(super) fn push(&mut self, version: u32) {
+        self.push_run(1, version);
+    }
+
+    /// Appends `rows` rows at `version`.
+    fn push_run(&mut self, rows: usize, version: u32) {
+        if rows == 0 {
+            return;
+        }
+        match self {
+            Versions::Runs { len, starts, values } => {
+                if values.last() != Some(&version) {
+                    starts.push(u16::try_from(*len).expect("a chunk has at most 2^16 rows"));
+                    values.push(version);
+                }
+                *len += rows;
+                if values.len() > MAX_RUNS {
+                    self.make_plain();
+                }
+            }
+            Versions::Plain(plain) => {
+                for _ in 0..rows {
+                    reserve_row(plain);
+                    plain.push(version);
+                }
+            }
+        }
+    }
+
+    /// Sets row `at` to `version`.
+    pub(super) fn set(&mut self, at: usize, version: u32) {
+        let runs = match self {
+            Versions::Plain(rows) => {
+                rows[at] = version;
+                return;
+            }
+            Versions::Runs { len, starts, values } => {
+                set_in_runs(*len, starts, values, at, version)
+            }
+        };
+        if runs > MAX_RUNS {
+            self.make_plain();
+        }
+    }
+
+    /// Every row's version, in order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        let (runs, plain) = match self {
+            Versions::Runs { len, starts, values } => (Some((len, starts, values)), None),
+            Versions::Plain(rows) => (None, Some(rows)),
+        };
+        let runs = runs.into_iter().flat_map(|(len, starts, values)| {
+            (0..values.len()).flat_map(move |i| {
+                let end = starts.get(i + 1).map_or(*len, |&s| usize::from(s));
+                std::iter::repeat_n(values[i], end - usize::from(starts[i]))
+            })
+        });
+        runs.chain(plain.into_iter().flatten().copied())
+    }
+
+    /// Bytes held on the heap.
+    pub(super) fn heap_bytes(&self) -> usize {
+        match self {
+            Versions::Runs { starts, values, .. } => {
+                starts.capacity() * std::mem::size_of::<u16>()
+                    + values.capacity() * std::mem::size_of::<u32>()
+            }
+            Versions::Plain(rows) => rows.capacity() * std::mem::size_of::<u32>(),
+        }
+    }
+
+    /// Drops spare capacity (a chunk that is full).
+    pub(super) fn shrink(&mut self) {
+        match self {
+            Versions::Runs { starts, values, .. } => {
+                starts.shrink_to_fit();
+                values.shrink_to_fit();
+            }
+            Versions::Plain(rows) => rows.shrink_to_fit(),
+        }
+    }
+
+    fn make_plain(&mut self) {
+        let plain: Vec<u32> = self.iter().collect();
+        *self = Versions::Plain(plain);
+    }
+
+    /// True when held as runs (tests).
+    #[cfg(test)]
+    pub(super) fn is_runs(&self) -> bool {
+        matches!(self, Versions::Runs { .. })
+    }
+}
+
+/// Sets row `at` of the runs to `version` (splitting its run, then joining neighbours of one
+/// version); returns how many runs there are now.
+fn set_in_runs(
+    len: usize,
+    starts: &mut Vec<u16>,
+    values: &mut Vec<u32>,
+    at: usize,
+    version: u32,
+) -> usize {
+    assert!(at < len, "row {at} of a chunk of {len}");
+    let run = starts.partition_point(|&start| usize::from(start) <= at) - 1;
+    let old = values[run];
+    if old == version {
+        return values.len();
+    }
+    let start = usize::from(starts[run]);
+    let end = starts.get(run + 1).map_or(len, |&s| usize::from(s));
+    let mut split: Vec<(usize, u32)> = Vec::with_capacity(3);
+    if start < at {
+        split.push((start, old));
+    }
+    split.push((at, version));
+    if at + 1 < end {
+        split.push((at + 1, old));
+    }
+    let row = |r: usize| u16::try_from(r).expect("a chunk has at most 2^16 rows");
+    starts.splice(run..=run, split.iter().map(|&(r, _)| row(r)));
+    values.splice(run..=run, split.iter().map(|&(_, v)| v));
+    // The new run may continue the one before it, or be continued by the one after.
+    let mut keep = 0;
+    for i in 0..values.len() {
+        if keep > 0 && values[keep - 1] == values[i] {
+            continue;
+        }
+        starts[keep] = starts[i];
+        values[keep] = values[i];
+        keep += 1;
+    }
+    starts.truncate(keep);
+    values.truncate(keep);
+    keep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn rows_written_together_take_one_run_and_edits_split_and_merge_runs() {
+        let mut versions = Versions::zeros(3);
+        for _ in 0..4 {
+            versions.push(7);
+        }
+        assert_eq!(versions.iter().collect::<Vec<_>>(), [0, 0, 0, 7, 7, 7, 7]);
+        versions.set(4, 9);
+        assert_eq!(versions.iter().collect::<Vec<_>>(), [0, 0, 0, 7, 9, 7, 7]);
+        versions.set(4, 7);
+        let Versions::Runs { starts, values, .. } = &versions else { panic!("runs") };
+        assert_eq!((starts.as_slice(), values.as_slice()), (&[0, 3][..], &[0, 7][..]));
+        versions.set(2, 7);
+        versions.set(0, 5);
+        assert_eq!(versions.iter().collect::<Vec<_>>(), [5, 0, 7, 7, 7, 7, 7]);
+        assert_eq!((versions.get(0), versions.get(1), versions.get(6)), (5, 0, 7));
+    }
+
+    #[test]
+    fn too_many_runs_turn_the_versions_plain() {
+        let mut versions = Versions::default();
+        for row in 0..=MAX_RUNS as u32 {
+            versions.push(row);
+        }
+        assert!(!versions.is_runs());
+        assert_eq!(versions.iter().collect::<Vec<_>>(), (0..=MAX_RUNS as u32).collect::<Vec<_>>());
+    }
+
+    proptest! {
+        /// Any pushes and writes read back as a plain vector would.
+        #[test]
+        fn versions_read_back_as_a_plain_vector(
+            pushes in proptest::collection::vec((1usize..50, 0u32..4), 1..20),
+            writes in proptest::collection::vec((0usize..1000, 0u32..4), 0..200),
+        ) {
+            let mut versions = Versions::default();
+            let mut model = Vec::new();
+            for (rows, version) in pushes {
+                for _ in 0..rows {
+                    versions.push(version);
+                    model.push(version);
+                }
+            }
+            for (at, version) in writes {
+                let at = at % model.len();
+                versions.set(at, version);
+                model[at] = version;
+                prop_assert_eq!(versions.get(at), version);
+            }
+            prop_assert_eq!(versions.len(), model.len());
+            prop_assert_eq!(versions.iter().collect::<Vec<_>>(), model.clone());
+            for (at, version) in model.iter().enumerate() {
+                prop_assert_eq!(versions.get(at), *version);
+            }
+        }
+    }
+}
