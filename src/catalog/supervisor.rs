@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use actix::{Actor, ArbiterHandle, AsyncContext, Context, Handler, Message, MessageResult};
 use indexmap::IndexMap;
@@ -66,6 +67,8 @@ pub struct Supervisor {
     tree_stale: AtomicBool,
     /// One catalogue image write at a time.
     image_lock: Arc<Mutex<()>>,
+    /// An image started in the background has not ended: another is not queued behind it.
+    image_pending: Arc<AtomicBool>,
 }
 
 impl Supervisor {
@@ -124,6 +127,7 @@ impl Supervisor {
             since_image: AtomicU64::new(0),
             tree_stale: AtomicBool::new(false),
             image_lock: Arc::default(),
+            image_pending: Arc::default(),
         };
         supervisor.sort_by_creation();
         supervisor.index_share_tokens();
@@ -237,8 +241,19 @@ impl Supervisor {
 
     /// Stores an image on a blocking thread, not holding up the supervisor.
     fn store_image_in_background(&self) {
-        if let Some(job) = self.image_job() {
-            tokio::task::spawn_blocking(job);
+        if self.image_pending.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        match self.image_job() {
+            Some(job) => {
+                // Cleared when the job ends, panics included.
+                let pending = ClearOnDrop(Arc::clone(&self.image_pending));
+                tokio::task::spawn_blocking(move || {
+                    let _pending = pending;
+                    job()
+                });
+            }
+            None => self.image_pending.store(false, Ordering::SeqCst),
         }
     }
 
@@ -272,18 +287,29 @@ impl Actor for Supervisor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.run_interval(self.durability.policy.every, |act, _| {
-            // Also when only branches wrote: the catalogue's floor must not hold the WAL back.
-            let durability = &act.durability;
-            let lagging = durability
-                .wal
-                .last_lsn()
-                .saturating_sub(durability.floor(super::journal::CATALOG_IMAGE_KEY))
-                > durability.policy.floor_lag();
-            if act.since_image.load(Ordering::SeqCst) > 0 || lagging {
+        let policy = self.durability.policy;
+        ctx.run_interval(policy.every, |act, _| {
+            if act.since_image.load(Ordering::SeqCst) > 0 {
                 act.store_image_in_background();
             }
         });
+        // Also when only branches wrote: the catalogue's floor must not hold the WAL back. An
+        // image is small, so its lag is checked often (a bulk load writes 25 MB/s of WAL).
+        let check = (policy.every / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+        ctx.run_interval(check, |act, _| {
+            if act.durability.floor_lags(super::journal::CATALOG_IMAGE_KEY) {
+                act.store_image_in_background();
+            }
+        });
+    }
+}
+
+/// Clears its flag when dropped.
+struct ClearOnDrop(Arc<AtomicBool>);
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
     }
 }
 

@@ -156,11 +156,9 @@ impl GridActor {
     /// with changes or a lagging WAL floor.
     fn maybe_snapshot(&mut self, ctx: &mut Context<Self>) {
         let policy = self.durability.policy;
-        let lagging =
-            self.durability.wal.last_lsn().saturating_sub(self.durability.floor(&self.branch_id))
-                > policy.floor_lag();
+        // The floor's lag (a listing of the WAL) is looked at only once the interval passed.
         let timely = self.last_snapshot.elapsed() >= policy.every
-            && (!self.since_snapshot.is_empty() || lagging);
+            && (!self.since_snapshot.is_empty() || self.durability.floor_lags(&self.branch_id));
         if self.since_snapshot.is_due(&policy) || timely {
             self.start_snapshot(ctx);
         }

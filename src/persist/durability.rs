@@ -37,6 +37,12 @@ impl SnapshotPolicy {
     pub fn floor_lag(&self) -> u64 {
         self.every_records.min(50_000)
     }
+
+    /// WAL bytes kept for a floor past which it lags as well: a bulk load writes a thousand
+    /// records in one WAL record, so records alone let an idle floor hold gigabytes.
+    pub fn floor_lag_bytes(&self) -> u64 {
+        self.every_bytes.saturating_mul(2)
+    }
 }
 
 /// The WAL, the snapshot store and the floors.
@@ -175,6 +181,18 @@ impl Durability {
                 0
             }
         }
+    }
+
+    /// True when `key`'s floor holds the WAL back: more than `floor_lag` records, or more than
+    /// `floor_lag_bytes` of segments a floor at the WAL's end would let go.
+    pub fn floor_lags(&self, key: &str) -> bool {
+        let floor = self.floor(key);
+        let records = self.wal.last_lsn().saturating_sub(floor) > self.policy.floor_lag();
+        records
+            || self
+                .wal
+                .bytes_held_by_floor(floor)
+                .is_ok_and(|bytes| bytes > self.policy.floor_lag_bytes())
     }
 
     /// Makes sure the WAL's next LSN is above every LSN a snapshot covers. A snapshot is written
@@ -772,6 +790,45 @@ mod base_tests {
         let durability = Durability::new(wal, snapshots, policy);
         durability.track("branch");
         durability
+    }
+
+    /// A floor lags once the WAL keeps more than `floor_lag_bytes` for it, however few records
+    /// that is (a bulk load's thousand records are one WAL record).
+    #[test]
+    fn a_floor_lags_by_the_bytes_the_wal_keeps_for_it_as_well_as_by_records() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = WalOptions { segment_size: 1000, ..WalOptions::default() };
+        let (wal, _) = Wal::open(dir.path().join("wal"), options).expect("wal");
+        let policy = SnapshotPolicy {
+            every_records: 1_000_000,
+            every_bytes: 2000,
+            every: Duration::from_secs(3600),
+        };
+        let store = FileSnapshotStore::open(&dir.path().join("snapshots"), None).expect("store");
+        let durability = Durability::new(wal, Arc::new(store), policy);
+        durability.track("branch");
+        let append = |len: usize| {
+            let appended = durability.wal.append(vec![7; len]).expect("append");
+            appended.durable.wait().expect("durable");
+        };
+        append(500);
+        append(500);
+        assert!(!durability.floor_lags("branch"), "two records, 1 KB kept");
+        for _ in 0..8 {
+            append(500);
+        }
+        assert!(durability.wal.last_lsn() < policy.floor_lag());
+        assert!(durability.floor_lags("branch"), "ten records, 4.5 KB held for a 4 KB limit");
+
+        // The newest segment is never held by a floor, however large it is.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (wal, _) = Wal::open(dir.path().join("wal"), options).expect("wal");
+        let store = FileSnapshotStore::open(&dir.path().join("snapshots"), None).expect("store");
+        let durability = Durability::new(wal, Arc::new(store), policy);
+        durability.track("branch");
+        let appended = durability.wal.append(vec![7; 9000]).expect("append");
+        appended.durable.wait().expect("durable");
+        assert!(!durability.floor_lags("branch"), "one 9 KB segment, the newest");
     }
 
     /// The bases each of four snapshots of a branch names, its state growing between them.

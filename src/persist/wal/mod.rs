@@ -364,6 +364,26 @@ impl WalHandle {
         Ok(removed)
     }
 
+    /// Bytes a floor at `lsn` holds: the sizes of the segments `remove_segments_below(lsn)`
+    /// would leave but a floor at the log's end would not (never the newest segment).
+    pub fn bytes_held_by_floor(&self, lsn: u64) -> Result<u64, WalError> {
+        let dir = &self.shared.dir;
+        let segments = frame::list_segments(dir).map_err(|e| WalError::io(dir, e))?;
+        let end = self.last_lsn();
+        let mut held = 0;
+        for ((_, path), (next_first, _)) in segments.iter().zip(segments.iter().skip(1)) {
+            if *next_first > lsn && *next_first <= end {
+                held += match fs::metadata(path) {
+                    Ok(meta) => meta.len(),
+                    // Removed meanwhile (a concurrent `remove_segments_below`).
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+                    Err(e) => return Err(WalError::io(path, e)),
+                };
+            }
+        }
+        Ok(held)
+    }
+
     /// Current counters.
     pub fn stats(&self) -> WalStats {
         self.shared.stats.read()

@@ -428,3 +428,19 @@ fn passes_skip_segments_below_their_floor_or_without_a_marked_record() {
     assert_eq!(marked, expected_records(10..=12), "the rest of the ninth record's segment");
     wal.shutdown().expect("shutdown");
 }
+
+#[test]
+fn a_floor_holds_the_segments_only_it_keeps() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_log(dir.path(), 3, 10);
+    let (wal, _) = open(dir.path(), options(3));
+    // Segments start at 1, 4, 7 and 10: a floor at 3 keeps the first (records 1 to 3 are not
+    // all below it) and every later one; one at the end keeps only the newest.
+    assert_eq!(wal.bytes_held_by_floor(0).expect("held"), 9 * RECORD_LEN);
+    assert_eq!(wal.bytes_held_by_floor(3).expect("held"), 9 * RECORD_LEN);
+    assert_eq!(wal.bytes_held_by_floor(4).expect("held"), 6 * RECORD_LEN);
+    assert_eq!(wal.bytes_held_by_floor(9).expect("held"), 3 * RECORD_LEN);
+    assert_eq!(wal.bytes_held_by_floor(10).expect("held"), 0, "the newest always stays");
+    assert_eq!(wal.remove_segments_below(4).expect("remove"), 1);
+    assert_eq!(wal.bytes_held_by_floor(0).expect("held"), 6 * RECORD_LEN);
+}
