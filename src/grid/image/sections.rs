@@ -33,7 +33,9 @@ use super::{
 use crate::grid::history::{ChunkPart, History, NO_ENTRY};
 use crate::grid::ops::GridState;
 use crate::grid::schema::Schema;
-use crate::grid::store::{CellRef, ChunkHandle, ColumnSlot, ColumnStore, RecordIdentity, RowId};
+use crate::grid::store::{
+    CellRef, ChunkHandle, ColumnSlot, ColumnStore, LoadedRecord, RecordIdentity, RowId,
+};
 use crate::grid::value::StorageKind;
 
 /// Ends every format 5 payload.
@@ -488,6 +490,8 @@ impl GridState {
             let record_bytes: usize = record_sections.iter().map(|at| at.len).sum();
             store.reserve_records(n.min(record_bytes / 8));
             let mut inserted = 0usize;
+            // Every key goes into the id index at the end, shard by shard.
+            let mut keys = Vec::with_capacity(n.min(record_bytes / 8));
             for &at in record_sections {
                 let read = sources.read_all(&[at], &mut scratch)?;
                 let part = access::<ArchivedRecordsPart>(read[0], "record part")?;
@@ -510,20 +514,22 @@ impl GridState {
                 let heads = part.heads.iter().map(|at| at.to_native()).filter(|&at| at != NO_ENTRY);
                 furthest = furthest.max(heads.max());
                 for i in 0..len {
-                    let row = store.insert_without_cells(
-                        part.ids[i].as_str(),
-                        part.paths[i].as_str(),
-                        part.times[i].to_native(),
-                        part.users[i].as_str(),
-                    );
-                    let (created, moved) = (part.created[i].to_native(), part.moved[i].to_native());
-                    store.restore_row_stamps(row, created, moved);
-                    store.set_history_head(row, part.heads[i].to_native());
+                    let record = LoadedRecord {
+                        id: part.ids[i].as_str(),
+                        path: part.paths[i].as_str(),
+                        time_ms: part.times[i].to_native(),
+                        user: part.users[i].as_str(),
+                        created: part.created[i].to_native(),
+                        moved: part.moved[i].to_native(),
+                        history_head: part.heads[i].to_native(),
+                    };
+                    store.insert_loaded(&record, &mut keys);
                 }
             }
             if inserted != n {
                 return Err("the record parts do not add up to the head's records".to_owned());
             }
+            store.index_loaded_keys(keys);
             tracing::debug!(ms = began.elapsed().as_millis() as u64, "image records inserted");
             Ok(())
         };

@@ -182,6 +182,29 @@ impl HashIndex {
         }
     }
 
+    /// Inserts every `(hash, value)` pair, as `insert` one after another would, but shard by
+    /// shard (a stable counting sort by shard first), so that each shard's table is in cache
+    /// while its values go in.
+    pub(super) fn insert_many(&mut self, pairs: Vec<(u64, u32)>) {
+        let mut starts = vec![0usize; SHARDS + 1];
+        for &(hash, _) in &pairs {
+            starts[shard_of(hash) + 1] += 1;
+        }
+        for shard in 0..SHARDS {
+            starts[shard + 1] += starts[shard];
+        }
+        let mut sorted = vec![(0u64, 0u32); pairs.len()];
+        for &(hash, value) in &pairs {
+            let at = &mut starts[shard_of(hash)];
+            sorted[*at] = (hash, value);
+            *at += 1;
+        }
+        drop(pairs);
+        for (hash, value) in sorted {
+            self.insert(hash, value);
+        }
+    }
+
     /// Removes `value` from under `hash` (no-op when absent).
     pub(super) fn remove(&mut self, hash: u64, value: u32) {
         let Some(&first) = self.first.get(hash) else {
@@ -258,6 +281,26 @@ impl Interner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inserting_many_at_once_finds_what_inserting_one_by_one_finds() {
+        // Hashes spread over the shards, some shared by several values.
+        let pairs: Vec<(u64, u32)> = (0..5000u32)
+            .map(|v| (u64::from(v % 3000).wrapping_mul(0x9E37_79B9_7F4A_7C15), v))
+            .collect();
+        let mut one_by_one = HashIndex::default();
+        for &(hash, value) in &pairs {
+            one_by_one.insert(hash, value);
+        }
+        let mut at_once = HashIndex::default();
+        at_once.insert_many(pairs.clone());
+        for &(hash, value) in &pairs {
+            assert_eq!(at_once.find(hash, |v| v == value), Some(value));
+            // The first value under a hash is the same: values keep their order.
+            assert_eq!(at_once.find(hash, |_| true), one_by_one.find(hash, |_| true));
+        }
+        assert_eq!(at_once.find(7, |_| true), None);
+    }
 
     #[test]
     fn colliding_hashes_keep_every_value() {

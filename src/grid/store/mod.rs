@@ -132,6 +132,20 @@ pub struct GoneKey {
     pub id: String,
 }
 
+/// A record as an image holds it, appended by `ColumnStore::insert_loaded`.
+#[derive(Debug, Clone, Copy)]
+pub struct LoadedRecord<'a> {
+    pub id: &'a str,
+    pub path: &'a str,
+    pub time_ms: i64,
+    pub user: &'a str,
+    /// The clocks of its insertion and of its last id or path change.
+    pub created: u32,
+    pub moved: u32,
+    /// Where its history chain starts (`u64::MAX`: none).
+    pub history_head: u64,
+}
+
 /// The records of one grid branch in typed columns. See the module doc.
 #[derive(Clone)]
 pub struct ColumnStore {
@@ -391,24 +405,55 @@ impl ColumnStore {
         time_ms: i64,
         user: &str,
     ) -> RowId {
+        let record = LoadedRecord {
+            id,
+            path,
+            time_ms,
+            user,
+            created: self.clock,
+            moved: self.clock,
+            history_head: u64::MAX,
+        };
+        let (row, hash) = self.append_row(&record);
+        self.by_key.insert(hash, row.0);
+        row
+    }
+
+    /// A record of an image, appended as `insert_without_cells` would with its stamps and
+    /// history head, but with its key left out of the id index: `(hash, row)` is pushed to
+    /// `keys`, for `index_loaded_keys` to file every key of the load at once. The store must
+    /// not be searched by key in between.
+    pub fn insert_loaded(&mut self, record: &LoadedRecord<'_>, keys: &mut Vec<(u64, u32)>) {
+        let (row, hash) = self.append_row(record);
+        keys.push((hash, row.0));
+    }
+
+    /// Files the keys `insert_loaded` set aside into the id index, shard by shard: at millions
+    /// of records, each shard's table then stays in cache while its keys go in, where key
+    /// after key in row order missed the cache every time.
+    pub fn index_loaded_keys(&mut self, keys: Vec<(u64, u32)>) {
+        self.by_key.insert_many(keys);
+    }
+
+    /// Appends a row with empty cells everywhere but the columns; returns it and its key's hash.
+    fn append_row(&mut self, record: &LoadedRecord<'_>) -> (RowId, u64) {
         let row = u32::try_from(self.ids.len())
             .ok()
             .filter(|&row| row < u32::MAX)
             .expect("a grid branch holds fewer than 2^32 - 1 rows");
-        let hash = self.hash_of(path, id);
-        self.ids.push(Some(id));
-        let path = self.path_names.intern(path);
+        let hash = self.hash_of(record.path, record.id);
+        self.ids.push(Some(record.id));
+        let path = self.path_names.intern(record.path);
         self.paths.push(path);
-        self.times.push(time_ms);
-        let user = self.user_names.intern(user);
+        self.times.push(record.time_ms);
+        let user = self.user_names.intern(record.user);
         self.editors.push(user);
-        self.created.push(self.clock);
-        self.moved.push(self.clock);
-        self.history.push(u64::MAX);
+        self.created.push(record.created);
+        self.moved.push(record.moved);
+        self.history.push(record.history_head);
         self.live.push(row);
-        self.by_key.insert(hash, row);
         self.note_row(row);
-        RowId(row)
+        (RowId(row), hash)
     }
 
     /// Renames a record and/or moves it to another path. The caller guarantees the new key is
