@@ -673,18 +673,21 @@ impl<'a> Sources<'a> {
         let fail = |e: io::Error| format!("reading a section: {e}");
         let mut places = Vec::with_capacity(ats.len());
         let total = ats.iter().map(|at| at.len.next_multiple_of(16)).sum::<usize>();
-        scratch.clear();
-        scratch.reserve(total);
+        // The buffer only grows: bytes left from earlier reads are overwritten, never zeroed
+        // again (zeroing each section first cost a memset of the whole image per start).
+        if scratch.len() < total {
+            scratch.resize(total, 0);
+        }
+        let mut used = 0;
         for &at in ats {
             let source = self.source(at)?;
             if let Some(bytes) = source.in_memory() {
                 places.push(Place::Memory(slice(bytes, at.offset, at.len).map_err(fail)?));
             } else {
-                let start = scratch.len();
-                scratch.resize(start + at.len, 0);
-                source.read_exact_at(at.offset, &mut scratch[start..]).map_err(fail)?;
-                scratch.resize(scratch.len().next_multiple_of(16), 0);
-                places.push(Place::Scratch(start..start + at.len));
+                let range = used..used + at.len;
+                source.read_exact_at(at.offset, &mut scratch[range.clone()]).map_err(fail)?;
+                used = range.end.next_multiple_of(16);
+                places.push(Place::Scratch(range));
             }
         }
         let scratch: &'s Scratch = scratch;
