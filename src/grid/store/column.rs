@@ -363,12 +363,28 @@ impl Column {
     ) -> Result<Column, String> {
         let mut scratch = String::new();
         let mut chunks = Vec::with_capacity(rows.div_ceil(CHUNK_ROWS));
+        // A chunk's cells are gathered first, so that a text arena is sized once, exactly.
+        let mut gathered = Vec::with_capacity(rows.min(CHUNK_ROWS));
         let mut row = 0;
         while row < rows {
             let n = (rows - row).min(CHUNK_ROWS);
-            let mut chunk = ColumnChunk::with_capacity(kind, localized, n);
+            gathered.clear();
             for r in row..row + n {
-                let (value, version, status) = cell(r)?;
+                gathered.push(cell(r)?);
+            }
+            let mut cells = match kind {
+                StorageKind::Text => {
+                    let text = |(value, ..): &(LoadCell<'_>, u32, u8)| match value {
+                        LoadCell::Text(s) => s.len() + 1,
+                        _ => 0,
+                    };
+                    Cells::Text(TextChunk::with_capacity(n, gathered.iter().map(text).sum()))
+                }
+                _ => Cells::with_capacity(kind, n),
+            };
+            let mut versions = Versions::default();
+            let mut statuses = localized.then(|| Vec::with_capacity(n));
+            for (value, version, status) in gathered.drain(..) {
                 let stored = match (kind, &value) {
                     (_, LoadCell::Empty) => empty_of(kind),
                     (StorageKind::Text, LoadCell::Text(s)) => Stored::Text(Some(s)),
@@ -381,9 +397,13 @@ impl Column {
                     }
                     (kind, value) => return Err(format!("a {value:?} cell in a {kind:?} column")),
                 };
-                chunk.push(stored, version, status);
+                cells.push(stored);
+                versions.push(version);
+                if let Some(statuses) = &mut statuses {
+                    statuses.push(status);
+                }
             }
-            chunks.push(chunk);
+            chunks.push(ColumnChunk { cells: Arc::new(cells), versions, status: statuses });
             row += n;
         }
         Ok(Column { kind, localized, chunks: Chunked::from_chunks(chunks, rows) })

@@ -70,6 +70,16 @@ impl TextChunk {
         TextChunk { spans: vec![Span::EMPTY; rows], ..TextChunk::default() }
     }
 
+    /// No rows, with room for `rows` spans and `bytes` of arena (values and their separators):
+    /// a chunk built whole (loading an image) then never grows or shrinks its arena.
+    pub(super) fn with_capacity(rows: usize, bytes: usize) -> Self {
+        TextChunk {
+            buf: String::with_capacity(bytes),
+            spans: Vec::with_capacity(rows),
+            ..TextChunk::default()
+        }
+    }
+
     /// True when the value at `at` is absent or `""` (no bytes are read).
     #[inline]
     pub(super) fn is_blank(&self, at: usize) -> bool {
@@ -336,6 +346,19 @@ impl<'a> Iterator for ListRef<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chunk_sized_for_its_values_holds_them_without_growing() {
+        let values = [Some("ab"), None, Some("cdé"), Some("")];
+        // Each value and its separator: 3 + 5 + 1 bytes.
+        let mut chunk = TextChunk::with_capacity(values.len(), 9);
+        for value in values {
+            chunk.push(value);
+        }
+        assert_eq!((chunk.buf.len(), chunk.buf.capacity()), (9, 9));
+        assert_eq!(chunk.spans.capacity(), values.len());
+        assert_eq!((0..4).map(|at| chunk.get(at)).collect::<Vec<_>>(), values);
+    }
 
     fn column_of(values: &[Option<&str>]) -> TextColumn {
         let mut col = TextColumn::new();
