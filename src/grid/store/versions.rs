@@ -2,7 +2,9 @@
 //!
 //! A version is the store's clock at a cell's last change (0: never written); only merges read
 //! them. Rows added by one request share one version, so a bulk-loaded chunk of `CHUNK_ROWS`
-//! rows holds a few runs (6 bytes each) instead of 4 bytes a row. Writes split runs; once a
+//! rows holds a few runs (6 bytes each) instead of 4 bytes a row. An empty cell a request
+//! leaves keeps version 0 inside its neighbours' run, as a bit of its own (`zeros`), so sparse
+//! columns stay in runs too. Writes split runs; once a
 //! chunk has more than `MAX_RUNS` of them it is kept as a plain vector (what it would cost as
 //! runs is then close to that). Owns only this encoding: what a version means belongs to
 //! `column`.
@@ -23,15 +25,16 @@ const _: () = assert!(CHUNK_ROWS <= 1 << 16);
 #[derive(Clone, Debug)]
 pub(super) enum Versions {
     /// Run `i` covers rows `starts[i] .. starts[i + 1]` (the last one up to `len`), all at
-    /// version `values[i]`; neighbouring runs have different versions.
-    Runs { len: usize, starts: Vec<u16>, values: Vec<u32> },
+    /// version `values[i]` but the rows whose bit is set in `zeros` (a bitset, empty until a
+    /// row needs it), which are at version 0; neighbouring runs have different versions.
+    Runs { len: usize, starts: Vec<u16>, values: Vec<u32>, zeros: Vec<u64> },
     /// One version per row.
     Plain(Vec<u32>),
 }
 
 impl Default for Versions {
     fn default() -> Self {
-        Versions::Runs { len: 0, starts: Vec::new(), values: Vec::new() }
+        Versions::Runs { len: 0, starts: Vec::new(), values: Vec::new(), zeros: Vec::new() }
     }
 }
 
@@ -56,8 +59,11 @@ impl Versions {
     #[inline]
     pub(super) fn get(&self, at: usize) -> u32 {
         match self {
-            Versions::Runs { len, starts, values } => {
+            Versions::Runs { len, starts, values, zeros } => {
                 assert!(at < *len, "row {at} of a chunk of {len}");
+                if bit(zeros, at) {
+                    return 0;
+                }
                 values[starts.partition_point(|&start| usize::from(start) <= at) - 1]
             }
             Versions::Plain(rows) => rows[at],
@@ -75,7 +81,15 @@ impl Versions {
             return;
         }
         match self {
-            Versions::Runs { len, starts, values } => {
+            Versions::Runs { len, starts, values, zeros } => {
+                if version == 0 && values.last().is_some_and(|&last| last != 0) {
+                    // A never-written cell among written ones: a bit, not two more runs.
+                    for at in *len..*len + rows {
+                        set_bit(zeros, at, true);
+                    }
+                    *len += rows;
+                    return;
+                }
                 if values.last() != Some(&version) {
                     starts.push(u16::try_from(*len).expect("a chunk has at most 2^16 rows"));
                     values.push(version);
@@ -101,7 +115,17 @@ impl Versions {
                 rows[at] = version;
                 return;
             }
-            Versions::Runs { len, starts, values } => {
+            Versions::Runs { len, starts, values, zeros } => {
+                assert!(at < *len, "row {at} of a chunk of {len}");
+                if version == 0 {
+                    // Version 0 is a bit over the row's run (already 0 when the run is).
+                    let run = starts.partition_point(|&start| usize::from(start) <= at) - 1;
+                    if values[run] != 0 {
+                        set_bit(zeros, at, true);
+                    }
+                    return;
+                }
+                set_bit(zeros, at, false);
                 set_in_runs(*len, starts, values, at, version)
             }
         };
@@ -113,14 +137,17 @@ impl Versions {
     /// Every row's version, in order.
     pub(super) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         let (runs, plain) = match self {
-            Versions::Runs { len, starts, values } => (Some((len, starts, values)), None),
+            Versions::Runs { len, starts, values, zeros } => {
+                (Some((len, starts, values, zeros)), None)
+            }
             Versions::Plain(rows) => (None, Some(rows)),
         };
-        let runs = runs.into_iter().flat_map(|(len, starts, values)| {
-            (0..values.len()).flat_map(move |i| {
+        let runs = runs.into_iter().flat_map(|(len, starts, values, zeros)| {
+            let expanded = (0..values.len()).flat_map(move |i| {
                 let end = starts.get(i + 1).map_or(*len, |&s| usize::from(s));
                 std::iter::repeat_n(values[i], end - usize::from(starts[i]))
-            })
+            });
+            expanded.enumerate().map(|(at, version)| if bit(zeros, at) { 0 } else { version })
         });
         runs.chain(plain.into_iter().flatten().copied())
     }
@@ -128,9 +155,10 @@ impl Versions {
     /// Bytes held on the heap.
     pub(super) fn heap_bytes(&self) -> usize {
         match self {
-            Versions::Runs { starts, values, .. } => {
+            Versions::Runs { starts, values, zeros, .. } => {
                 starts.capacity() * std::mem::size_of::<u16>()
                     + values.capacity() * std::mem::size_of::<u32>()
+                    + zeros.capacity() * std::mem::size_of::<u64>()
             }
             Versions::Plain(rows) => rows.capacity() * std::mem::size_of::<u32>(),
         }
@@ -139,9 +167,10 @@ impl Versions {
     /// Drops spare capacity (a chunk that is full).
     pub(super) fn shrink(&mut self) {
         match self {
-            Versions::Runs { starts, values, .. } => {
+            Versions::Runs { starts, values, zeros, .. } => {
                 starts.shrink_to_fit();
                 values.shrink_to_fit();
+                zeros.shrink_to_fit();
             }
             Versions::Plain(rows) => rows.shrink_to_fit(),
         }
@@ -156,6 +185,23 @@ impl Versions {
     #[cfg(test)]
     pub(super) fn is_runs(&self) -> bool {
         matches!(self, Versions::Runs { .. })
+    }
+}
+
+/// True when bit `at` of the bitset is set (bits past its end are clear).
+fn bit(bits: &[u64], at: usize) -> bool {
+    bits.get(at / 64).is_some_and(|word| word >> (at % 64) & 1 == 1)
+}
+
+/// Sets or clears bit `at`, growing the bitset only to set one.
+fn set_bit(bits: &mut Vec<u64>, at: usize, on: bool) {
+    if on {
+        if bits.len() <= at / 64 {
+            bits.resize(at / 64 + 1, 0);
+        }
+        bits[at / 64] |= 1 << (at % 64);
+    } else if let Some(word) = bits.get_mut(at / 64) {
+        *word &= !(1 << (at % 64));
     }
 }
 
@@ -223,6 +269,22 @@ mod tests {
         versions.set(0, 5);
         assert_eq!(versions.iter().collect::<Vec<_>>(), [5, 0, 7, 7, 7, 7, 7]);
         assert_eq!((versions.get(0), versions.get(1), versions.get(6)), (5, 0, 7));
+    }
+
+    #[test]
+    fn never_written_rows_among_written_ones_stay_in_their_run() {
+        let mut versions = Versions::default();
+        for version in [7, 7, 0, 7, 0, 0, 7] {
+            versions.push(version);
+        }
+        let Versions::Runs { values, .. } = &versions else { panic!("runs") };
+        assert_eq!(values.as_slice(), &[7][..], "one run, the zeros as bits");
+        assert_eq!(versions.iter().collect::<Vec<_>>(), [7, 7, 0, 7, 0, 0, 7]);
+        versions.set(2, 9);
+        versions.set(0, 0);
+        versions.set(4, 7);
+        assert_eq!(versions.iter().collect::<Vec<_>>(), [0, 7, 9, 7, 7, 0, 7]);
+        assert_eq!((versions.get(0), versions.get(2), versions.get(5)), (0, 9, 0));
     }
 
     #[test]
