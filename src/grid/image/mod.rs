@@ -35,7 +35,8 @@ use super::history::{
 use super::ops::{GridState, MergeBase};
 use super::schema::Schema;
 use super::store::{
-    BuiltColumn, CellRef, ColumnSlot, ColumnStore, GoneKey, LoadCell, RecordIdentity, RowId,
+    BuiltColumn, CellRef, ColumnSlot, ColumnStore, GoneKey, LoadCell, LoadedRecord, RecordIdentity,
+    RowId,
 };
 use super::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
@@ -616,16 +617,20 @@ impl GridState {
             ColumnStore::build_column(kind, localized, n, |i| cells.cell(i))
         };
         load_columns(&mut state, n, images, build, |store| {
+            let mut keys = Vec::with_capacity(n);
             for (i, head) in heads.iter().enumerate() {
-                let row = store.insert_without_cells(
-                    v1.ids[i].as_str(),
-                    v1.paths[i].as_str(),
-                    v1.times[i].to_native(),
-                    v1.users[i].as_str(),
-                );
-                store.restore_row_stamps(row, v2.created[i].to_native(), v2.moved[i].to_native());
-                store.set_history_head(row, head.to_native());
+                let record = LoadedRecord {
+                    id: v1.ids[i].as_str(),
+                    path: v1.paths[i].as_str(),
+                    time_ms: v1.times[i].to_native(),
+                    user: v1.users[i].as_str(),
+                    created: v2.created[i].to_native(),
+                    moved: v2.moved[i].to_native(),
+                    history_head: head.to_native(),
+                };
+                store.insert_loaded(&record, &mut keys);
             }
+            store.index_loaded_keys(keys);
             Ok(())
         })?;
         restore_archived_stamps(&mut state, v2.clock.to_native(), &v2.gone, &v2.merge_bases);

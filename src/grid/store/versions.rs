@@ -64,7 +64,7 @@ impl Versions {
                 if bit(zeros, at) {
                     return 0;
                 }
-                values[starts.partition_point(|&start| usize::from(start) <= at) - 1]
+                values[run_of(starts, at)]
             }
             Versions::Plain(rows) => rows[at],
         }
@@ -119,8 +119,7 @@ impl Versions {
                 assert!(at < *len, "row {at} of a chunk of {len}");
                 if version == 0 {
                     // Version 0 is a bit over the row's run (already 0 when the run is).
-                    let run = starts.partition_point(|&start| usize::from(start) <= at) - 1;
-                    if values[run] != 0 {
+                    if values[run_of(starts, at)] != 0 {
                         set_bit(zeros, at, true);
                     }
                     return;
@@ -188,6 +187,11 @@ impl Versions {
     }
 }
 
+/// The run holding row `at` (a row of the chunk, so some run starts at or before it).
+fn run_of(starts: &[u16], at: usize) -> usize {
+    starts.partition_point(|&start| usize::from(start) <= at) - 1
+}
+
 /// True when bit `at` of the bitset is set (bits past its end are clear).
 fn bit(bits: &[u64], at: usize) -> bool {
     bits.get(at / 64).is_some_and(|word| word >> (at % 64) & 1 == 1)
@@ -214,8 +218,7 @@ fn set_in_runs(
     at: usize,
     version: u32,
 ) -> usize {
-    assert!(at < len, "row {at} of a chunk of {len}");
-    let run = starts.partition_point(|&start| usize::from(start) <= at) - 1;
+    let run = run_of(starts, at);
     let old = values[run];
     if old == version {
         return values.len();
