@@ -146,20 +146,24 @@ fn json_error(err: &JsonPayloadError) -> ApiError {
 
 /// `JsonConfig` error handler: keeps the actix error typed so the middleware maps it.
 pub fn json_config(limit: usize) -> web::JsonConfig {
-    web::JsonConfig::default().limit(limit).error_handler(|err, req: &HttpRequest| {
-        let empty = req
-            .headers()
-            .get(actix_web::http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .is_none_or(|v| v == "0");
-        let api = match &err {
-            JsonPayloadError::ContentType if empty => {
-                ApiError::new(ErrorCode::RequestBodyMissing, "The request body is missing.")
-            }
-            other => json_error(other),
-        };
-        api.into()
-    })
+    web::JsonConfig::default().limit(limit).error_handler(json_payload_error)
+}
+
+/// The error a JSON body extractor answers with: a body missing (no content type and no
+/// length) or else what `json_error` makes of it.
+pub fn json_payload_error(err: JsonPayloadError, req: &HttpRequest) -> actix_web::Error {
+    let empty = req
+        .headers()
+        .get(actix_web::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|v| v == "0");
+    let api = match &err {
+        JsonPayloadError::ContentType if empty => {
+            ApiError::new(ErrorCode::RequestBodyMissing, "The request body is missing.")
+        }
+        other => json_error(other),
+    };
+    api.into()
 }
 
 pub fn query_config() -> web::QueryConfig {

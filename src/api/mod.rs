@@ -23,6 +23,7 @@ pub mod projects;
 pub mod records;
 pub mod references;
 pub mod shares;
+pub mod sized_json;
 pub mod tasks;
 pub mod view_export;
 pub mod views;

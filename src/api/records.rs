@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::references::{check_written_references, resolve_references, ReferenceReader};
+use super::sized_json::SizedJson;
 use super::{exec, json_response, json_response_sized, no_content, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::FileMeta;
@@ -206,6 +207,16 @@ pub(super) fn record_body(record: &RecordOut) -> RecordBody<'_> {
         last_modified_by: &record.user,
         last_modified_time: format_timestamp(record.time_ms),
     }
+}
+
+/// The records a write answers with, written into a buffer sized from their text (a bulk write's
+/// reply is a megabyte: grown by doubling it would be copied a dozen times).
+fn records_response(status: StatusCode, records: &[RecordOut]) -> HttpResponse {
+    let text: usize = records.iter().flat_map(|r| &r.cells).map(|c| c.value.payload_bytes()).sum();
+    let cells: usize = records.iter().map(|r| r.cells.len()).sum();
+    let capacity = text + cells * 64 + records.len() * 256;
+    let body: Vec<RecordBody<'_>> = records.iter().map(record_body).collect();
+    json_response_sized(status, &body, capacity)
 }
 
 /// The metadata of every file the files cells of `records` name.
@@ -469,11 +480,11 @@ async fn add_records(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
-    body: web::Json<Vec<RecordInput>>,
+    body: SizedJson<Vec<RecordInput>>,
 ) -> ApiResult<HttpResponse> {
     let records =
         write(&state, &p, view_id.into_inner(), RecordsWrite::Add(body.into_inner())).await?;
-    Ok(json_response(StatusCode::CREATED, &records.iter().map(record_body).collect::<Vec<_>>()))
+    Ok(records_response(StatusCode::CREATED, &records))
 }
 
 #[utoipa::path(tag = "records", request_body = Vec<RecordInput>, responses((status = 200, description = "the updated records")))]
@@ -482,11 +493,11 @@ async fn update_records(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
-    body: web::Json<Vec<RecordInput>>,
+    body: SizedJson<Vec<RecordInput>>,
 ) -> ApiResult<HttpResponse> {
     let records =
         write(&state, &p, view_id.into_inner(), RecordsWrite::Update(body.into_inner())).await?;
-    Ok(json_response(StatusCode::OK, &records.iter().map(record_body).collect::<Vec<_>>()))
+    Ok(records_response(StatusCode::OK, &records))
 }
 
 #[utoipa::path(tag = "records", params(
@@ -498,7 +509,7 @@ async fn update_record(
     p: Principal,
     path: web::Path<(String, String)>,
     req: HttpRequest,
-    body: web::Json<RecordInput>,
+    body: SizedJson<RecordInput>,
 ) -> ApiResult<HttpResponse> {
     let (view_id, record_id) = path.into_inner();
     let at_path = query_pairs(&req)?.into_iter().find(|(k, _)| k == "path").map(|(_, v)| v);

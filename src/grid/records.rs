@@ -479,12 +479,14 @@ fn check_cells(
     problems: &mut Problems,
 ) -> Vec<CellWrite> {
     let mut cells = Vec::with_capacity(input.cells.len());
+    // The input cell each write comes from: its column id moves into the write at the end.
+    let mut sources = Vec::with_capacity(input.cells.len());
     let mut seen =
         foldhash::HashSet::with_capacity_and_hasher(input.cells.len(), Default::default());
     // The values are taken out of the input: text moves into the op rather than being copied.
     let mut values: Vec<Option<Value>> = input.cells.iter_mut().map(|c| c.value.take()).collect();
-    let input = &*input;
-    for (j, cell) in input.cells.iter().enumerate() {
+    let read = &*input;
+    for (j, cell) in read.cells.iter().enumerate() {
         let at = CellAt { record: at, cell: j };
         let Some(column_id) = cell.column_id.as_deref() else {
             problems.add(ErrorCode::BadRequest, format!("{at}: columnId is missing."));
@@ -524,7 +526,7 @@ fn check_cells(
             }
             Some(v) => match parse_value_owned(column, v) {
                 Ok(parsed) if parsed.payload_bytes() > MAX_CELL_TEXT_BYTES => {
-                    let record = row.map(|r| state.store.id(r)).or(input.id.as_deref());
+                    let record = row.map(|r| state.store.id(r)).or(read.id.as_deref());
                     let record = record.map_or(String::new(), |id| format!(" of record \"{id}\""));
                     problems.add(
                         ErrorCode::BadRequest,
@@ -581,7 +583,7 @@ fn check_cells(
             let locked = slot.is_some_and(|s| state.store.source_status(row, s).locks_value());
             let unlocking = source_status.is_some_and(|s| !s.locks_value());
             let changes = slot.is_some_and(|s| state.store.value(row, s) != *new_value);
-            if ((locked && !unlocking) || locked_by_source(state, input, row, column_id)) && changes
+            if ((locked && !unlocking) || locked_by_source(state, read, row, column_id)) && changes
             {
                 problems.add(
                     ErrorCode::CellIsLocked,
@@ -591,12 +593,17 @@ fn check_cells(
             }
         }
         let localized = column.is_language();
+        sources.push(j);
         cells.push(CellWrite {
-            column_id: column_id.to_owned(),
+            column_id: String::new(),
             value,
             dependency_status: dependency_status.filter(|_| localized),
             source_status: source_status.filter(|_| localized),
         });
+    }
+    drop(seen);
+    for (write, j) in cells.iter_mut().zip(sources) {
+        write.column_id = input.cells[j].column_id.take().unwrap_or_default();
     }
     cells
 }

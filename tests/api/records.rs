@@ -2,6 +2,7 @@
 //! with paging, `columnIds`, `X-Total-Count` and `Link`, the rules of issue 3, order, unicode,
 //! long values and restarts. Value formats per column type live in `records::values`.
 
+mod bodies;
 mod rules;
 mod values;
 

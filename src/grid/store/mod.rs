@@ -374,7 +374,7 @@ impl ColumnStore {
                 *at = Some(value);
             }
         }
-        let mut written = Vec::new();
+        let mut written = Vec::with_capacity(values.len());
         for (at, column) in self.columns.iter_mut().enumerate() {
             let Some(column) = column else { continue };
             match by_slot[at] {

@@ -1,0 +1,91 @@
+//! `SizedJson<T>`: actix's `web::Json<T>` for large bodies. actix's extractor reads a body into
+//! a buffer of 8 KiB that doubles as chunks arrive, so a 1 MB bulk write is copied seven more
+//! times on its way in; this one sizes the buffer from `Content-Length` at the start (up to
+//! `MAX_RESERVE`, so a client announcing a large body that never comes ties up little memory) and
+//! otherwise behaves the same: the same content-type check, limit (`JsonConfig`'s, set with
+//! [`json_limit`]), decompression of `Content-Encoding`, deadline errors and error responses
+//! (`errors::json_config`'s handler).
+
+use actix_web::dev::{Decompress, Payload};
+use actix_web::error::JsonPayloadError;
+use actix_web::http::header::CONTENT_LENGTH;
+use actix_web::web::BytesMut;
+use actix_web::{mime, FromRequest, HttpMessage, HttpRequest};
+use futures_util::future::LocalBoxFuture;
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+
+use super::errors::json_payload_error;
+
+/// The most bytes reserved for a body before any of it arrived; a larger body grows the buffer
+/// as it comes.
+const MAX_RESERVE: usize = 4 << 20;
+
+/// The body limit `SizedJson` applies (app data; 2 MiB when absent, as actix's default).
+#[derive(Debug, Clone, Copy)]
+pub struct JsonLimit(pub usize);
+
+/// App data setting `SizedJson`'s body limit.
+pub fn json_limit(limit: usize) -> JsonLimit {
+    JsonLimit(limit)
+}
+
+/// A JSON request body read into a buffer sized up front. See the module doc.
+#[derive(Debug)]
+pub struct SizedJson<T>(pub T);
+
+impl<T> SizedJson<T> {
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for SizedJson<T> {
+    type Error = actix_web::Error;
+    type Future = LocalBoxFuture<'static, Result<Self, actix_web::Error>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        let limit = req.app_data::<JsonLimit>().map_or(2 << 20, |l| l.0);
+        let is_json = matches!(
+            req.mime_type(),
+            Ok(Some(mime)) if mime.subtype() == mime::JSON || mime.suffix() == Some(mime::JSON)
+        );
+        let length = req
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        let payload = Decompress::from_headers(payload.take(), req.headers());
+        Box::pin(async move {
+            read(is_json, length, limit, payload)
+                .await
+                .map(SizedJson)
+                .map_err(|err| json_payload_error(err, &req))
+        })
+    }
+}
+
+/// Reads and parses the body as `web::Json` does, into a buffer of the announced length.
+async fn read<T: DeserializeOwned>(
+    is_json: bool,
+    length: Option<usize>,
+    limit: usize,
+    mut payload: Decompress<Payload>,
+) -> Result<T, JsonPayloadError> {
+    if !is_json {
+        return Err(JsonPayloadError::ContentType);
+    }
+    if let Some(length) = length.filter(|&length| length > limit) {
+        return Err(JsonPayloadError::OverflowKnownLength { length, limit });
+    }
+    let mut buf = BytesMut::with_capacity(length.unwrap_or(8192).min(limit).min(MAX_RESERVE));
+    while let Some(chunk) = payload.next().await {
+        let chunk: actix_web::web::Bytes = chunk.map_err(JsonPayloadError::Payload)?;
+        if buf.len() + chunk.len() > limit {
+            return Err(JsonPayloadError::Overflow { limit });
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    serde_json::from_slice(&buf).map_err(JsonPayloadError::Deserialize)
+}
