@@ -14,7 +14,9 @@ use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::FileMeta;
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{ReadHistory, ReadRecords, RecordsWrite, WriteOutcome, WriteRecords};
+use crate::grid::actor::{
+    ReadHistory, ReadRecords, RecordsWrite, WriteOutcome, WriteRecords, WrittenRecords,
+};
 use crate::grid::codec::{format_timestamp, render_value, Rendered};
 use crate::grid::history::HistoryEntry;
 use crate::grid::query::{parse_query, parse_sort, Direction, RawFilter, RawSort};
@@ -209,14 +211,26 @@ pub(super) fn record_body(record: &RecordOut) -> RecordBody<'_> {
     }
 }
 
-/// The records a write answers with, written into a buffer sized from their text (a bulk write's
-/// reply is a megabyte: grown by doubling it would be copied a dozen times).
-fn records_response(status: StatusCode, records: &[RecordOut]) -> HttpResponse {
-    let text: usize = records.iter().flat_map(|r| &r.cells).map(|c| c.value.payload_bytes()).sum();
-    let cells: usize = records.iter().map(|r| r.cells.len()).sum();
-    let capacity = text + cells * 64 + records.len() * 256;
-    let body: Vec<RecordBody<'_>> = records.iter().map(record_body).collect();
-    json_response_sized(status, &body, capacity)
+/// The records a write answers with: as the actor rendered them, or rendered here into a buffer
+/// sized from their text (a bulk write's reply is a megabyte: grown by doubling it would be
+/// copied a dozen times).
+fn records_response(status: StatusCode, records: WrittenRecords) -> HttpResponse {
+    match records {
+        WrittenRecords::Rendered(rendered) => rendered_response(status, rendered.into_array()),
+        WrittenRecords::Read(records) => {
+            let text: usize =
+                records.iter().flat_map(|r| &r.cells).map(|c| c.value.payload_bytes()).sum();
+            let cells: usize = records.iter().map(|r| r.cells.len()).sum();
+            let capacity = text + cells * 64 + records.len() * 256;
+            let body: Vec<RecordBody<'_>> = records.iter().map(record_body).collect();
+            json_response_sized(status, &body, capacity)
+        }
+    }
+}
+
+/// An answer whose JSON is already written.
+fn rendered_response(status: StatusCode, json: Vec<u8>) -> HttpResponse {
+    actix_web::HttpResponseBuilder::new(status).content_type("application/json").body(json)
 }
 
 /// The metadata of every file the files cells of `records` name.
@@ -444,7 +458,7 @@ async fn write(
     p: &Principal,
     view_id: String,
     write: RecordsWrite,
-) -> ApiResult<Vec<RecordOut>> {
+) -> ApiResult<WrittenRecords> {
     let route = view_route(state, p, &view_id, Privilege::Write)?;
     let msg = |write, references_checked| WriteRecords {
         view_id: view_id.clone(),
@@ -470,7 +484,9 @@ async fn write(
             }
         }
     };
-    resolve_references(state, ReferenceReader::Hide(p), &route, &mut records).await?;
+    if let WrittenRecords::Read(records) = &mut records {
+        resolve_references(state, ReferenceReader::Hide(p), &route, records).await?;
+    }
     Ok(records)
 }
 
@@ -484,7 +500,7 @@ async fn add_records(
 ) -> ApiResult<HttpResponse> {
     let records =
         write(&state, &p, view_id.into_inner(), RecordsWrite::Add(body.into_inner())).await?;
-    Ok(records_response(StatusCode::CREATED, &records))
+    Ok(records_response(StatusCode::CREATED, records))
 }
 
 #[utoipa::path(tag = "records", request_body = Vec<RecordInput>, responses((status = 200, description = "the updated records")))]
@@ -497,7 +513,7 @@ async fn update_records(
 ) -> ApiResult<HttpResponse> {
     let records =
         write(&state, &p, view_id.into_inner(), RecordsWrite::Update(body.into_inner())).await?;
-    Ok(records_response(StatusCode::OK, &records))
+    Ok(records_response(StatusCode::OK, records))
 }
 
 #[utoipa::path(tag = "records", params(
@@ -514,10 +530,16 @@ async fn update_record(
     let (view_id, record_id) = path.into_inner();
     let at_path = query_pairs(&req)?.into_iter().find(|(k, _)| k == "path").map(|(_, v)| v);
     let write_one = RecordsWrite::UpdateOne { record_id, at_path, input: body.into_inner() };
-    let records = write(&state, &p, view_id, write_one).await?;
-    let record =
-        records.first().ok_or_else(|| ApiError::internal("the updated record is missing"))?;
-    Ok(json_response(StatusCode::OK, &record_body(record)))
+    let missing = || ApiError::internal("the updated record is missing");
+    match write(&state, &p, view_id, write_one).await? {
+        WrittenRecords::Rendered(rendered) => {
+            Ok(rendered_response(StatusCode::OK, rendered.into_single().ok_or_else(missing)?))
+        }
+        WrittenRecords::Read(records) => {
+            let record = records.first().ok_or_else(missing)?;
+            Ok(json_response(StatusCode::OK, &record_body(record)))
+        }
+    }
 }
 
 #[utoipa::path(tag = "records", request_body = DeleteRecordsInput, responses((status = 204)))]
@@ -682,4 +704,66 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
         .service(update_record)
         .service(delete_records)
         .service(record_history);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::record_body;
+    use crate::grid::ops::{CellWrite, GridOp, RecordWrite};
+    use crate::grid::read_json::renders_alone;
+    use crate::grid::schema::ColumnDef;
+    use crate::grid::value::{CellValue, DependencyStatus, SourceStatus};
+
+    /// `GridState::render_rows` writes the bytes `read_rows`, `record_body` and serde_json give,
+    /// for every column type, extreme values, statuses, MT flags and a column with no slot.
+    #[test]
+    fn records_rendered_from_the_columns_are_the_bytes_of_the_records_read() {
+        let mut state = crate::grid::query::fuzz::world(60);
+        let statuses = [
+            (DependencyStatus::OutOfDate, SourceStatus::DoNotTranslate),
+            (DependencyStatus::UpToDate, SourceStatus::LockAllLanguages),
+        ];
+        let records = (0..60)
+            .step_by(3)
+            .map(|i: usize| RecordWrite {
+                id: format!("r{i}"),
+                path: String::new(),
+                new_id: None,
+                new_path: None,
+                cells: vec![CellWrite {
+                    column_id: "l".into(),
+                    value: Some(CellValue::Text(format!("\"quoted\"\t{i}\u{1}"))),
+                    dependency_status: Some(statuses[i % 2].0),
+                    source_status: Some(statuses[i % 2].1),
+                }],
+                mark_mt: i % 2 == 0,
+            })
+            .collect();
+        state.apply(&GridOp::UpdateRecords { time_ms: -5, user: "ü\"ser".into(), records });
+        let view = state.schema.view("v").expect("the default view").clone();
+        let mut columns: Vec<ColumnDef> =
+            state.schema.view_columns(&view).into_iter().map(|(c, _)| c.clone()).collect();
+        let mut missing = columns[0].clone();
+        missing.id = "not-stored".into();
+        columns.push(missing);
+        let columns: Vec<&ColumnDef> = columns.iter().collect();
+        assert!(renders_alone(&columns));
+        let read = state.read_rows(&columns, state.store.live_rows());
+        let expected =
+            serde_json::to_vec(&read.iter().map(record_body).collect::<Vec<_>>()).expect("JSON");
+        let rendered = state.render_rows(&columns, state.store.live_rows());
+        assert_eq!(rendered.len(), 60);
+        let rendered = rendered.into_array();
+        if let Some(at) = rendered.iter().zip(&expected).position(|(a, b)| a != b) {
+            let around = |bytes: &[u8]| {
+                String::from_utf8_lossy(&bytes[at.saturating_sub(80)..(at + 40).min(bytes.len())])
+                    .into_owned()
+            };
+            panic!("rendered {:?}\nexpected {:?}", around(&rendered), around(&expected));
+        }
+        assert_eq!(rendered.len(), expected.len());
+        let one = state.render_rows(&columns, state.store.live_rows().take(1));
+        let expected = serde_json::to_vec(&record_body(&read[0])).expect("JSON");
+        assert_eq!(one.into_single(), Some(expected));
+    }
 }

@@ -21,6 +21,7 @@ use super::query::{
     bind_filters, bind_sort, Direction, Filter, QueryEngine, RawFilter, RawSort, SortKey,
 };
 use super::read::{RecordOut, RecordPage};
+use super::read_json::{renders_alone, RenderedRecords};
 use super::records::{
     locate_by_path, plan_add, plan_delete, plan_import, plan_update, plan_update_one,
     DeleteRecordsInput, RecordInput,
@@ -322,10 +323,19 @@ pub struct WriteRecords {
 #[derive(Debug)]
 pub enum WriteOutcome {
     /// Committed and durable: the written records as the view shows them.
-    Written(Vec<RecordOut>),
+    Written(WrittenRecords),
     /// Not applied: its reference cells must be checked first, against the view's reference
     /// columns given.
     CheckReferences { write: RecordsWrite, columns: ReferenceColumns },
+}
+
+/// The records a write leaves, as the view shows them.
+#[derive(Debug)]
+pub enum WrittenRecords {
+    /// Read for the caller to finish (reference cells) and render.
+    Read(Vec<RecordOut>),
+    /// Rendered to JSON already (a view without reference columns).
+    Rendered(RenderedRecords),
 }
 
 impl RecordsWrite {
@@ -341,7 +351,7 @@ impl RecordsWrite {
 
 impl GridActor {
     /// Plans and commits a records write; returns the written records as the view shows them.
-    fn write_records(&mut self, msg: WriteRecords) -> ApiResult<(Durable, Vec<RecordOut>)> {
+    fn write_records(&mut self, msg: WriteRecords) -> ApiResult<(Durable, WrittenRecords)> {
         let view = self.view(&msg.view_id)?;
         let now = chrono::Utc::now().timestamp_millis();
         let state = &self.state;
@@ -385,7 +395,12 @@ impl GridActor {
                 keys.iter().filter_map(|(path, id)| store.find(path, id)).collect()
             }
         };
-        let records = self.state.read_rows(&columns, rows.into_iter());
+        // Rendered here when it can be: straight from the columns, no copy of each cell.
+        let records = if renders_alone(&columns) {
+            WrittenRecords::Rendered(self.state.render_rows(&columns, rows.into_iter()))
+        } else {
+            WrittenRecords::Read(self.state.read_rows(&columns, rows.into_iter()))
+        };
         Ok((durable, records))
     }
 }

@@ -15,6 +15,7 @@ pub mod ops;
 pub mod planner;
 pub mod query;
 pub mod read;
+pub mod read_json;
 pub mod records;
 pub mod references;
 pub mod render;

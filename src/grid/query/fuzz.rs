@@ -62,7 +62,7 @@ const TIMES: [i64; 5] = [0, -62_135_596_800_000, 253_402_300_799_999, 1_700_000_
 
 /// A branch with a column of every type and `rows` records whose values come from small
 /// pools with extremes, one record holding a 256 KiB text.
-fn world(rows: usize) -> GridState {
+pub(crate) fn world(rows: usize) -> GridState {
     let mut columns: Vec<ColumnDef> = Vec::new();
     let mut schema = crate::grid::schema::Schema::default();
     for mut body in column_requests() {

@@ -71,7 +71,7 @@ mod index;
 mod parse;
 
 #[cfg(test)]
-mod fuzz;
+pub(crate) mod fuzz;
 #[cfg(test)]
 mod tests;
 
