@@ -736,7 +736,7 @@ mod tests {
                     dependency_status: Some(statuses[i % 2].0),
                     source_status: Some(statuses[i % 2].1),
                 }],
-                mark_mt: i % 2 == 0,
+                mark_mt: i.is_multiple_of(2),
             })
             .collect();
         state.apply(&GridOp::UpdateRecords { time_ms: -5, user: "ü\"ser".into(), records });
