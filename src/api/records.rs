@@ -308,6 +308,7 @@ pub(super) async fn records_value(
         filters: params.filters.clone(),
         sort: params.sort.clone(),
         cursor: params.cursor.clone(),
+        rendered: false,
     };
     let mut page = route.addr.send(msg).await??;
     resolve_references(state, ReferenceReader::Refuse(p), route, &mut page.records).await?;
@@ -354,16 +355,16 @@ fn cursor_links(
         let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
         format!("{}{path}?{query}", state.public_url)
     };
-    let (Some(first), Some(last)) = (page.records.first(), page.records.last()) else {
+    let Some((first, last)) = &page.ends else {
         return Vec::new();
     };
     let mut links = Vec::new();
     let after = matches!(params.cursor, Some((Direction::After, _)));
     if !after || page.more {
-        links.push(format!("<{}>; rel=\"next\"", url("afterRecordId", &last.id)));
+        links.push(format!("<{}>; rel=\"next\"", url("afterRecordId", last)));
     }
     if after || page.more {
-        links.push(format!("<{}>; rel=\"prev\"", url("beforeRecordId", &first.id)));
+        links.push(format!("<{}>; rel=\"prev\"", url("beforeRecordId", first)));
     }
     links
 }
@@ -428,18 +429,21 @@ async fn list_records(
         filters: params.filters.clone(),
         sort: params.sort.clone(),
         cursor: params.cursor.clone(),
+        // Files cells shown by name need the files' metadata: such pages are read as records.
+        rendered: !matches!(params.fetch_file_option.as_deref(), Some("name" | "all")),
     };
     let mut page = route.addr.send(msg).await??;
     resolve_references(&state, ReferenceReader::Refuse(&p), &route, &mut page.records).await?;
     let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
     let capacity = page.records.iter().map(json_size_guess).sum::<usize>() + 2;
-    let mut response = match params.fetch_file_option.as_deref() {
-        Some(option @ ("name" | "all")) => {
+    let mut response = match (page.rendered.take(), params.fetch_file_option.as_deref()) {
+        (Some(rendered), _) => rendered_response(StatusCode::OK, rendered.into_array()),
+        (None, Some(option @ ("name" | "all"))) => {
             let files = file_metas(&state, &route.grid_id, &page.records).await?;
             let body = with_file_details(&body, &page.records, &files, option == "all")?;
             json_response_sized(StatusCode::OK, &body, capacity)
         }
-        _ => json_response_sized(StatusCode::OK, &body, capacity),
+        (None, _) => json_response_sized(StatusCode::OK, &body, capacity),
     };
     let headers = response.headers_mut();
     if let Ok(v) = page.total.to_string().parse() {

@@ -212,6 +212,7 @@ async fn share_page(
         filters: Vec::new(),
         sort: Vec::new(),
         cursor: None,
+        rendered: false,
     };
     let mut records = route.addr.send(msg).await??;
     resolve_references(&state, ReferenceReader::Share, &route, &mut records.records).await?;
@@ -290,6 +291,7 @@ async fn share_records(
         filters: params.filters,
         sort: params.sort,
         cursor: None,
+        rendered: false,
     };
     let mut page = route.addr.send(msg).await??;
     resolve_references(&state, ReferenceReader::Share, &route, &mut page.records).await?;

@@ -491,6 +491,9 @@ pub struct ReadRecords {
     /// `afterRecordId` / `beforeRecordId`: the page starts right after (ends right before) this
     /// record in the listing's order; `offset` is then 0.
     pub cursor: Option<(Direction, String)>,
+    /// The page wanted as JSON (`RecordPage::rendered`) rather than as records, when the
+    /// columns allow it (`renders_alone`).
+    pub rendered: bool,
 }
 
 impl Handler<ReadRecords> for GridActor {
@@ -519,8 +522,16 @@ impl Handler<ReadRecords> for GridActor {
                 (page, more)
             }
         };
-        let records = self.state.read_rows(&columns, page.rows.into_iter());
-        Ok(RecordPage { records, total: page.total, more })
+        let store = &self.state.store;
+        let ends = page.rows.first().zip(page.rows.last());
+        let ends =
+            ends.map(|(first, last)| (store.id(*first).to_owned(), store.id(*last).to_owned()));
+        let (records, rendered) = if msg.rendered && renders_alone(&columns) {
+            (Vec::new(), Some(self.state.render_rows(&columns, page.rows.into_iter())))
+        } else {
+            (self.state.read_rows(&columns, page.rows.into_iter()), None)
+        };
+        Ok(RecordPage { records, rendered, ends, total: page.total, more })
     }
 }
 

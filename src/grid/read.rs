@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::formula::typed_value;
 use super::ops::GridState;
+use super::read_json::RenderedRecords;
 use super::references::Referenced;
 use super::schema::{ColumnDef, ColumnType, ReferenceSetting};
 use super::store::RowId;
@@ -40,7 +41,12 @@ pub struct RecordOut {
 /// A page of records and how many records match in all.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordPage {
+    /// The records, unless `rendered` holds them.
     pub records: Vec<RecordOut>,
+    /// The records as JSON, when the read asked for that and the columns allow it.
+    pub rendered: Option<RenderedRecords>,
+    /// The ids of the page's first and last records.
+    pub ends: Option<(String, String)>,
     pub total: usize,
     /// A cursor page: whether more matching records lie beyond it in its direction.
     pub more: bool,
