@@ -144,8 +144,11 @@ impl GridState {
             .filter_map(|c| Some((*self.slots.get(&c.column_id)?, c.value.as_ref()?)))
             .collect();
         let row = self.store.insert_with(&record.id, &record.path, time_ms, user, &values);
+        // A new row's flags are clear: only cells that set one are looked at.
         for cell in &record.cells {
-            if let Some(&slot) = self.slots.get(&cell.column_id) {
+            let sets_flags =
+                record.mark_mt || cell.source_status.is_some() || cell.dependency_status.is_some();
+            if let Some(&slot) = self.slots.get(&cell.column_id).filter(|_| sets_flags) {
                 self.write_flags(row, slot, cell, record.mark_mt);
             }
         }

@@ -129,11 +129,36 @@ impl<'de> Deserialize<'de> for CellInput {
 pub struct RecordInput {
     pub id: Option<String>,
     pub path: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "cells_with_room")]
     #[schema(value_type = Vec<CellWire>)]
     pub cells: Vec<CellInput>,
     #[serde(default, rename = "markUpdatedCellsWithMTFlag")]
     pub mark_mt: Option<bool>,
+}
+
+/// A record's cells, into a vector with room for a typical record's from the start (serde's
+/// own starts empty when the format gives no length, as JSON does, and copies at each doubling).
+fn cells_with_room<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<CellInput>, D::Error> {
+    struct Cells;
+    impl<'de> serde::de::Visitor<'de> for Cells {
+        type Value = Vec<CellInput>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of cells")
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut cells = Vec::with_capacity(seq.size_hint().unwrap_or(0).clamp(16, 256));
+            while let Some(cell) = seq.next_element()? {
+                cells.push(cell);
+            }
+            Ok(cells)
+        }
+    }
+    d.deserialize_seq(Cells)
 }
 
 impl RecordInput {
@@ -292,7 +317,9 @@ fn check_adds(
     let mut records = Vec::with_capacity(inputs.size_hint().0);
     for (at, mut input) in inputs {
         let input = &mut input;
-        let path = input.path.clone().unwrap_or_default();
+        // The path moves into the write; the id only after the cells are checked (their
+        // messages name it).
+        let path = input.path.take().unwrap_or_default();
         let id = match &input.id {
             Some(id) => id.clone(),
             None => loop {
