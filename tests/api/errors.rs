@@ -270,7 +270,7 @@ fn a_client_that_never_finishes_its_request_head_is_dropped() {
 
 #[test]
 fn a_body_that_does_not_arrive_in_time_is_answered_408_and_changes_nothing() {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let app = crate::helpers::spawn_app_with(|config| config.body_timeout_ms = 300);
     let before = app.snapshot("/v1/projects");
     let addr = app.base.trim_start_matches("http://").to_owned();
@@ -284,16 +284,7 @@ fn a_body_that_does_not_arrive_in_time_is_answered_408_and_changes_nothing() {
     );
     stream.write_all(head.as_bytes()).expect("writes the head");
     stream.write_all(&body[..10]).expect("writes part of the body");
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
-    let mut answer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while !String::from_utf8_lossy(&answer).contains("}") {
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => answer.extend_from_slice(&chunk[..n]),
-        }
-    }
-    let text = String::from_utf8_lossy(&answer);
+    let text = crate::helpers::read_answer(&mut stream, std::time::Duration::from_secs(5));
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
     assert!(text.contains("\"requestTimeout\""), "{text}");
     app.assert_unchanged("/v1/projects", &before);

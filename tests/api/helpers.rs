@@ -457,3 +457,19 @@ impl TestApp {
         panic!("task {id} did not finish");
     }
 }
+
+/// What a raw connection reads until the answer's JSON body closes (a `}`), the peer closes, or
+/// `timeout` passes; for tests that write requests by hand.
+pub fn read_answer(stream: &mut std::net::TcpStream, timeout: std::time::Duration) -> String {
+    use std::io::Read;
+    stream.set_read_timeout(Some(timeout)).expect("timeout");
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !String::from_utf8_lossy(&answer).contains('}') {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => answer.extend_from_slice(&chunk[..n]),
+        }
+    }
+    String::from_utf8_lossy(&answer).into_owned()
+}

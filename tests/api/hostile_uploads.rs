@@ -263,7 +263,7 @@ fn unknown_parts_are_skipped_without_being_kept() {
 
 /// Sends the head of a multipart upload and `sent` of its body, then stalls; the answer.
 fn stall(app: &TestApp, path: &str, body: &[u8], sent: usize) -> String {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let addr = app.base.trim_start_matches("http://").to_owned();
     let mut stream = std::net::TcpStream::connect(addr).expect("connects");
     let head = format!(
@@ -274,16 +274,7 @@ fn stall(app: &TestApp, path: &str, body: &[u8], sent: usize) -> String {
     );
     stream.write_all(head.as_bytes()).expect("writes the head");
     stream.write_all(&body[..sent]).expect("writes part of the body");
-    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    let mut answer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while !String::from_utf8_lossy(&answer).contains('}') {
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => answer.extend_from_slice(&chunk[..n]),
-        }
-    }
-    String::from_utf8_lossy(&answer).into_owned()
+    crate::helpers::read_answer(&mut stream, Duration::from_secs(10))
 }
 
 #[test]

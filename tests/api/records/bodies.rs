@@ -2,7 +2,7 @@
 //! the same answers as every other JSON body for a wrong content type, a missing, malformed,
 //! oversized, compressed, chunked or late body, and a refused body changes nothing.
 
-use std::io::{Read, Write};
+use std::io::Write;
 
 use reqwest::Method;
 use serde_json::json;
@@ -116,16 +116,7 @@ fn a_record_write_whose_body_announces_more_than_it_sends_is_408_and_changes_not
         30 << 20
     );
     stream.write_all(head.as_bytes()).expect("writes the head");
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(5))).expect("timeout");
-    let mut answer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while !String::from_utf8_lossy(&answer).contains('}') {
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => answer.extend_from_slice(&chunk[..n]),
-        }
-    }
-    let text = String::from_utf8_lossy(&answer);
+    let text = crate::helpers::read_answer(&mut stream, std::time::Duration::from_secs(5));
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
     assert!(text.contains("\"requestTimeout\""), "{text}");
     assert_eq!(app.records(&view), before);
