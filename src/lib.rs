@@ -341,7 +341,7 @@ impl Application {
             let (app, _) = App::new().into_utoipa_app().configure(api::configure).split_for_parts();
             app.app_data(web::Data::new(state.clone()))
                 .app_data(api::errors::json_config(max_json))
-                .app_data(api::sized_json::json_limit(max_json))
+                .app_data(api::sized_json::JsonLimit(max_json))
                 .app_data(api::errors::query_config())
                 .app_data(api::errors::path_config())
                 .app_data(web::PayloadConfig::new(max_json))

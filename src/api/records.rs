@@ -218,10 +218,7 @@ fn records_response(status: StatusCode, records: WrittenRecords) -> HttpResponse
     match records {
         WrittenRecords::Rendered(rendered) => rendered_response(status, rendered.into_array()),
         WrittenRecords::Read(records) => {
-            let text: usize =
-                records.iter().flat_map(|r| &r.cells).map(|c| c.value.payload_bytes()).sum();
-            let cells: usize = records.iter().map(|r| r.cells.len()).sum();
-            let capacity = text + cells * 64 + records.len() * 256;
+            let capacity = records.iter().map(json_size_guess).sum::<usize>() + 2;
             let body: Vec<RecordBody<'_>> = records.iter().map(record_body).collect();
             json_response_sized(status, &body, capacity)
         }
@@ -433,17 +430,22 @@ async fn list_records(
         rendered: !matches!(params.fetch_file_option.as_deref(), Some("name" | "all")),
     };
     let mut page = route.addr.send(msg).await??;
-    resolve_references(&state, ReferenceReader::Refuse(&p), &route, &mut page.records).await?;
-    let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
-    let capacity = page.records.iter().map(json_size_guess).sum::<usize>() + 2;
-    let mut response = match (page.rendered.take(), params.fetch_file_option.as_deref()) {
-        (Some(rendered), _) => rendered_response(StatusCode::OK, rendered.into_array()),
-        (None, Some(option @ ("name" | "all"))) => {
-            let files = file_metas(&state, &route.grid_id, &page.records).await?;
-            let body = with_file_details(&body, &page.records, &files, option == "all")?;
-            json_response_sized(StatusCode::OK, &body, capacity)
+    let mut response = match page.rendered.take() {
+        Some(rendered) => rendered_response(StatusCode::OK, rendered.into_array()),
+        None => {
+            resolve_references(&state, ReferenceReader::Refuse(&p), &route, &mut page.records)
+                .await?;
+            let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
+            let capacity = page.records.iter().map(json_size_guess).sum::<usize>() + 2;
+            match params.fetch_file_option.as_deref() {
+                Some(option @ ("name" | "all")) => {
+                    let files = file_metas(&state, &route.grid_id, &page.records).await?;
+                    let body = with_file_details(&body, &page.records, &files, option == "all")?;
+                    json_response_sized(StatusCode::OK, &body, capacity)
+                }
+                _ => json_response_sized(StatusCode::OK, &body, capacity),
+            }
         }
-        (None, _) => json_response_sized(StatusCode::OK, &body, capacity),
     };
     let headers = response.headers_mut();
     if let Ok(v) = page.total.to_string().parse() {

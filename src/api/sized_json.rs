@@ -2,8 +2,8 @@
 //! a buffer of 8 KiB that doubles as chunks arrive, so a 1 MB bulk write is copied seven more
 //! times on its way in; this one sizes the buffer from `Content-Length` at the start (up to
 //! `MAX_RESERVE`, so a client announcing a large body that never comes ties up little memory) and
-//! otherwise behaves the same: the same content-type check, limit (`JsonConfig`'s, set with
-//! [`json_limit`]), decompression of `Content-Encoding`, deadline errors and error responses
+//! otherwise behaves the same: the same content-type check, limit (`JsonLimit`, app data set to
+//! `JsonConfig`'s), decompression of `Content-Encoding`, deadline errors and error responses
 //! (`errors::json_config`'s handler).
 
 use actix_web::dev::{Decompress, Payload};
@@ -24,11 +24,6 @@ const MAX_RESERVE: usize = 4 << 20;
 /// The body limit `SizedJson` applies (app data; 2 MiB when absent, as actix's default).
 #[derive(Debug, Clone, Copy)]
 pub struct JsonLimit(pub usize);
-
-/// App data setting `SizedJson`'s body limit.
-pub fn json_limit(limit: usize) -> JsonLimit {
-    JsonLimit(limit)
-}
 
 /// A JSON request body read into a buffer sized up front. See the module doc.
 #[derive(Debug)]

@@ -82,7 +82,7 @@ impl GridState {
                 }
             })
             .collect();
-        let mut json = Vec::with_capacity(self.render_guess(&shown, rows.size_hint().0));
+        let mut json = Vec::with_capacity(render_guess(&shown, rows.size_hint().0));
         json.push(b'[');
         let mut count = 0;
         for row in rows {
@@ -94,12 +94,6 @@ impl GridState {
         }
         json.push(b']');
         RenderedRecords { json, count }
-    }
-
-    /// About the bytes `rows` records take (a little over for short text).
-    fn render_guess(&self, shown: &[Shown<'_>], rows: usize) -> usize {
-        let per_cell: usize = shown.iter().map(|s| s.prefix.len() + 96).sum();
-        (per_cell + 160).saturating_mul(rows).min(64 << 20)
     }
 
     fn render_row(&self, out: &mut Vec<u8>, shown: &[Shown<'_>], row: RowId) {
@@ -144,6 +138,12 @@ impl GridState {
         write_str(out, &format_timestamp(store.modified_time(row)));
         out.push(b'}');
     }
+}
+
+/// About the bytes `rows` records take (a little over for short text).
+fn render_guess(shown: &[Shown<'_>], rows: usize) -> usize {
+    let per_cell: usize = shown.iter().map(|s| s.prefix.len() + 96).sum();
+    (per_cell + 160).saturating_mul(rows).min(64 << 20)
 }
 
 /// An empty cell of a column of `column_type`, as `codec::Rendered` writes it.
