@@ -66,7 +66,7 @@ fn edit(state: &mut GridState, ids: &[String], cells: usize, seed: u64, side: &s
             new_id: None,
             new_path: None,
             cells: vec![CellWrite {
-                column_id: column.clone(),
+                column_id: column.as_str().into(),
                 value: Some(CellValue::Text(format!("{side} edit {n}: Übersetzung überarbeitet"))),
                 dependency_status: None,
                 source_status: None,

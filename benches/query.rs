@@ -105,7 +105,7 @@ fn main() {
                 new_id: None,
                 new_path: None,
                 cells: vec![CellWrite {
-                    column_id: "enUS".to_owned(),
+                    column_id: "enUS".into(),
                     value: Some(CellValue::Text(format!("after restart {flip}"))),
                     dependency_status: None,
                     source_status: None,

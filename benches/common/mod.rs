@@ -63,7 +63,7 @@ pub fn batch(rng: &mut StdRng, start: usize, ids: &[String], prefix: &str) -> Ve
                     .iter()
                     .zip(rec.values)
                     .map(|(id, value)| CellWrite {
-                        column_id: id.clone(),
+                        column_id: id.as_str().into(),
                         value: Some(value),
                         dependency_status: None,
                         source_status: None,

@@ -127,7 +127,7 @@ fn record_writes(state: &GridState, by_path: bool) -> Vec<Vec<(String, RecordInp
                     return None;
                 }
                 Some(CellInput {
-                    column_id: Some(column.id.clone()),
+                    column_id: Some(column.id.as_str().into()),
                     value: Some(render_value(column.column_type, &value)),
                     dependency_status: localized
                         .then(|| store.dependency_status(row, *slot).as_str().to_owned()),

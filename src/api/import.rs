@@ -135,8 +135,8 @@ impl Source {
             Source::Records(rows) => {
                 let ids =
                     rows.iter().flat_map(|(_, r)| &r.cells).filter_map(|c| c.column_id.as_ref());
-                let ids: std::collections::BTreeSet<&String> = ids.collect();
-                ids.into_iter().cloned().collect()
+                let ids: std::collections::BTreeSet<&str> = ids.map(|id| id.as_str()).collect();
+                ids.into_iter().map(str::to_owned).collect()
             }
         }
     }

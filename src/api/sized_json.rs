@@ -82,5 +82,41 @@ async fn read<T: DeserializeOwned>(
         }
         buf.extend_from_slice(&chunk);
     }
-    serde_json::from_slice(&buf).map_err(JsonPayloadError::Deserialize)
+    parse(&buf).map_err(JsonPayloadError::Deserialize)
+}
+
+/// Parses a JSON body as `serde_json::from_slice` does. A body of valid UTF-8 (checked whole,
+/// with SIMD) is parsed as text, so serde_json does not check each string's bytes again; any
+/// other goes to `from_slice`, which gives the same error as before.
+fn parse<T: DeserializeOwned>(body: &[u8]) -> serde_json::Result<T> {
+    match simdutf8::basic::from_utf8(body) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(body),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+    use serde_json::Value;
+
+    #[test]
+    fn parse_answers_as_from_slice_does() {
+        let bodies: [&[u8]; 9] = [
+            r#"[{"cells": [{"columnId": "a", "value": "Grüße, 世界 \u00e9\n"}]}]"#.as_bytes(),
+            b"[\"ab\xc3\x28\"]",
+            b"[\"ab\xff\"]",
+            b"[\"truncated \xe4\xb8\"]",
+            b"\xef\xbb\xbf[]",
+            b"[1, 2] \xff",
+            b"[\"\\ud800\"]",
+            b"{\"k\": -1.8218816927580057e294}",
+            b"",
+        ];
+        for body in bodies {
+            let ours = parse::<Value>(body).map_err(|e| e.to_string());
+            let theirs = serde_json::from_slice::<Value>(body).map_err(|e| e.to_string());
+            assert_eq!(ours, theirs, "{}", String::from_utf8_lossy(body));
+        }
+    }
 }

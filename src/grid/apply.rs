@@ -141,14 +141,14 @@ impl GridState {
         let values: Vec<(ColumnSlot, &CellValue)> = record
             .cells
             .iter()
-            .filter_map(|c| Some((*self.slots.get(&c.column_id)?, c.value.as_ref()?)))
+            .filter_map(|c| Some((*self.slots.get(c.column_id.as_str())?, c.value.as_ref()?)))
             .collect();
         let row = self.store.insert_with(&record.id, &record.path, time_ms, user, &values);
         // A new row's flags are clear: only cells that set one are looked at.
         for cell in &record.cells {
             let sets_flags =
                 record.mark_mt || cell.source_status.is_some() || cell.dependency_status.is_some();
-            if let Some(&slot) = self.slots.get(&cell.column_id).filter(|_| sets_flags) {
+            if let Some(&slot) = self.slots.get(cell.column_id.as_str()).filter(|_| sets_flags) {
                 self.write_flags(row, slot, cell, record.mark_mt);
             }
         }
@@ -190,7 +190,7 @@ impl GridState {
                 continue;
             }
             let target_written =
-                record.cells.iter().any(|c| &c.column_id == target && c.value.is_some());
+                record.cells.iter().any(|c| c.column_id == target && c.value.is_some());
             if target_written {
                 let status = initial_status(self.is_empty(row, target), self.is_empty(row, source));
                 changed |= self.set_dependency_status(row, target, status);
@@ -223,7 +223,7 @@ impl GridState {
     ) -> WrittenCells<'a> {
         let mut written = WrittenCells { values: foldhash::HashSet::default(), any: false };
         for cell in cells {
-            let Some(&slot) = self.slots.get(&cell.column_id) else { continue };
+            let Some(&slot) = self.slots.get(cell.column_id.as_str()) else { continue };
             if let Some(value) = &cell.value {
                 if self.store.set_value(row, slot, value).unwrap_or(false) {
                     written.values.insert(cell.column_id.as_str());
@@ -283,7 +283,7 @@ impl GridState {
         let written: Vec<CellRecord<'_>> = cells
             .iter()
             .filter_map(|cell| {
-                let slot = *self.slots.get(&cell.column_id)?;
+                let slot = *self.slots.get(cell.column_id.as_str())?;
                 let statuses = store
                     .is_localized(slot)
                     .then(|| (store.dependency_status(row, slot), store.source_status(row, slot)));

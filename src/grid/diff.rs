@@ -8,6 +8,7 @@
 
 use std::collections::HashSet;
 
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -83,7 +84,7 @@ pub fn diff(sides: &Sides<'_>, columns: Option<Vec<String>>) -> Diff {
         let scope = scope(override_);
         plan_merge(sides.source_id, sides.source, sides.destination, sides.base, &scope, ("", 0)).0
     };
-    let without_conflicts: HashSet<(String, String, String)> = plan(false)
+    let without_conflicts: HashSet<(String, String, CompactString)> = plan(false)
         .iter()
         .filter_map(|op| match op {
             GridOp::UpdateRecords { records, .. } => Some(records),
@@ -115,7 +116,7 @@ pub fn diff(sides: &Sides<'_>, columns: Option<Vec<String>>) -> Diff {
                 for r in records {
                     let source = sides.source.store.find(&r.path, &r.id);
                     let target = sides.destination.store.find(&r.path, &r.id);
-                    let conflicts: HashSet<String> = r
+                    let conflicts: HashSet<CompactString> = r
                         .cells
                         .iter()
                         .filter(|c| {
@@ -171,7 +172,7 @@ fn push<'c>(
     source: Option<RowId>,
     target: Option<RowId>,
     columns: impl Iterator<Item = &'c str>,
-    conflicts: &HashSet<String>,
+    conflicts: &HashSet<CompactString>,
 ) {
     out.total += 1;
     if out.records.len() >= MAX_DIFF_RECORDS {

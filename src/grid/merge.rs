@@ -276,7 +276,7 @@ fn same_cell(
 fn cell_write(state: &GridState, row: RowId, column: &SharedColumn<'_>) -> CellWrite {
     let store = &state.store;
     CellWrite {
-        column_id: column.id.to_owned(),
+        column_id: column.id.into(),
         value: Some(store.value(row, column.source)),
         dependency_status: column.localized.then(|| store.dependency_status(row, column.source)),
         source_status: column.localized.then(|| store.source_status(row, column.source)),

@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 
+use compact_str::CompactString;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -25,7 +26,7 @@ pub const MAX_RECORDS_PER_REQUEST: usize = 1000;
 /// twelve thousand of them.
 #[derive(Debug, Clone, Default)]
 pub struct CellInput {
-    pub column_id: Option<String>,
+    pub column_id: Option<CompactString>,
     pub value: Option<Value>,
     pub dependency_status: Option<String>,
     pub source_status: Option<String>,
@@ -622,7 +623,7 @@ fn check_cells(
         let localized = column.is_language();
         sources.push(j);
         cells.push(CellWrite {
-            column_id: String::new(),
+            column_id: CompactString::default(),
             value,
             dependency_status: dependency_status.filter(|_| localized),
             source_status: source_status.filter(|_| localized),

@@ -87,7 +87,7 @@ impl GridActor {
                 id: Some(change.record_id.clone()),
                 path: path.clone(),
                 cells: vec![CellInput {
-                    column_id: Some(column.id.clone()),
+                    column_id: Some(column.id.as_str().into()),
                     value: Some(serde_json::json!(ids)),
                     dependency_status: None,
                     source_status: None,

@@ -94,7 +94,7 @@ fn branch() -> GridState {
                 cells: cells
                     .into_iter()
                     .map(|(id, value)| CellWrite {
-                        column_id: id.to_owned(),
+                        column_id: id.into(),
                         value: Some(value),
                         dependency_status: None,
                         source_status: None,

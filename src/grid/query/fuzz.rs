@@ -95,7 +95,7 @@ pub(crate) fn world(rows: usize) -> GridState {
             let cells = ["t", "ml", "rt", "md", "h", "j", "y", "s", "m", "b", "n", "d", "fl", "l"]
                 .into_iter()
                 .map(|id| CellWrite {
-                    column_id: id.to_owned(),
+                    column_id: id.into(),
                     value: Some(value(id)),
                     dependency_status: None,
                     source_status: None,

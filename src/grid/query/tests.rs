@@ -376,7 +376,7 @@ impl World {
                                 .iter()
                                 .zip(picks)
                                 .map(|(c, &p)| CellWrite {
-                                    column_id: (*c).to_owned(),
+                                    column_id: (*c).into(),
                                     value: Some(value_for(c, p)),
                                     dependency_status: None,
                                     source_status: None,
@@ -391,7 +391,7 @@ impl World {
             Step::Update { record, column, pick } if !ids.is_empty() => {
                 let id = ids[record % ids.len()].clone();
                 let cell = CellWrite {
-                    column_id: cols[*column].to_owned(),
+                    column_id: cols[*column].into(),
                     value: Some(value_for(cols[*column], *pick)),
                     dependency_status: None,
                     source_status: None,

@@ -37,6 +37,12 @@ fn record_writes_answer_bad_bodies_like_every_json_body_and_change_nothing() {
         }
         let res = app.raw(method.clone(), &path, "application/json", vec![0xff, 0xfe, 0x5b]);
         assert_refused(&app, &view, &res, 400, "badRequest", &before);
+        // Invalid UTF-8 inside a value of an otherwise well-formed body.
+        let mut body = br#"[{"id": "r1", "cells": [{"columnId": "title", "value": "ab"#.to_vec();
+        body.extend_from_slice(&[0xc3, 0x28]);
+        body.extend_from_slice(br#""}]}]"#);
+        let res = app.raw(method.clone(), &path, "application/json", body);
+        assert_refused(&app, &view, &res, 400, "badRequest", &before);
         for content_type in ["text/plain", "application/xml", "multipart/form-data; boundary=x"] {
             let res = app.raw(method.clone(), &path, content_type, b"[]".to_vec());
             assert_refused(&app, &view, &res, 415, "unsupportedMediaType", &before);
