@@ -1,22 +1,20 @@
 //! Hash lookups of the store: record keys to rows, and interned names (paths, user names).
 //!
 //! Owns `HashIndex` (a 64-bit key hash to one or more `u32` values, verified by the caller against
-//! the stored strings, so no key string is kept twice) and `Interner`. Maps are split by hash into
+//! the stored strings, so no key string is kept twice) and `Interner`. Tables are split by hash into
 //! `SHARDS` shards behind `Arc`s, so a clone costs one reference count per shard and copies a
 //! shard only when one side writes to it. Keys are hashed with foldhash under a seed drawn once
-//! per process (hashes are never stored, and a tenant cannot aim ids at one bucket); nothing here
+//! per process (hashes are never written to disk, and a tenant cannot aim ids at one bucket); nothing here
 //! knows about columns or liveness.
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, OnceLock};
 
 use super::chunked::arc_bytes;
 use super::text::TextColumn;
 
-/// Shards per map. Chosen by hash bits 32.. (hashbrown uses the low bits for buckets and the top
-/// 7 for tags, so these leave both uniform within a shard).
+/// Shards per index. Chosen by hash bits 32.. (a shard's table works from the low 32 bits, so
+/// both stay uniform).
 const SHARDS: usize = 256;
 const SHARD_SHIFT: u32 = 32;
 
@@ -35,151 +33,72 @@ pub(super) fn key_hash(path: Option<&str>, id: &str) -> u64 {
     hasher.finish()
 }
 
-/// A `Hasher` for keys that already are hashes.
-#[derive(Default)]
-pub(super) struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn write_u64(&mut self, hash: u64) {
-        self.0 = hash;
-    }
-}
-
-type PrehashedMap<V> = HashMap<u64, V, BuildHasherDefault<Prehashed>>;
-
-/// A hash -> value map in `SHARDS` copy-on-write shards. No shard exists before the first
-/// write; then every shard starts as one shared empty map and gets its own on its first write.
-#[derive(Clone)]
-struct ShardedMap<V> {
-    shards: Vec<Arc<PrehashedMap<V>>>,
-}
-
-impl<V> Default for ShardedMap<V> {
-    fn default() -> Self {
-        ShardedMap { shards: Vec::new() }
-    }
-}
-
 #[inline]
 fn shard_of(hash: u64) -> usize {
     (hash >> SHARD_SHIFT) as usize % SHARDS
 }
 
-impl<V: Clone> ShardedMap<V> {
-    #[inline]
-    fn get(&self, hash: u64) -> Option<&V> {
-        self.shards.get(shard_of(hash))?.get(&hash)
-    }
+/// One shard of a `HashIndex`: (the low 32 bits of a key's hash, value) pairs, 8 bytes each.
+/// The table hashes an entry by those 32 bits alone (`table_hash`), so it never needs the
+/// key; several entries may share them.
+type Shard = hashbrown::HashTable<(u32, u32)>;
 
-    /// The value under `hash`, made writable (its shard copied when shared). A missing hash
-    /// copies nothing.
-    fn get_mut(&mut self, hash: u64) -> Option<&mut V> {
-        self.get(hash)?;
-        Arc::make_mut(&mut self.shards[shard_of(hash)]).get_mut(&hash)
-    }
-
-    /// The writable shard of `hash`, creating the shards on first use.
-    fn shard_mut(&mut self, hash: u64) -> &mut PrehashedMap<V> {
-        if self.shards.is_empty() {
-            self.shards = vec![Arc::default(); SHARDS];
-        }
-        Arc::make_mut(&mut self.shards[shard_of(hash)])
-    }
-
-    /// Room for `more` entries spread evenly over the shards (a load that knows how many keys
-    /// it inserts grows each shard once instead of by doubling).
-    fn reserve(&mut self, more: usize) {
-        if self.shards.is_empty() {
-            self.shards = vec![Arc::default(); SHARDS];
-        }
-        let per = more.div_ceil(SHARDS) + more.div_ceil(SHARDS) / 16;
-        for shard in &mut self.shards {
-            // Without the room, the map grows as it fills.
-            let _ = Arc::make_mut(shard).try_reserve(per);
-        }
-    }
-
-    fn entry(&mut self, hash: u64) -> Entry<'_, u64, V> {
-        self.shard_mut(hash).entry(hash)
-    }
-
-    fn remove(&mut self, hash: u64) {
-        if self.get(hash).is_some() {
-            self.shard_mut(hash).remove(&hash);
-        }
-    }
-
-    #[cfg(test)]
-    fn is_empty(&self) -> bool {
-        self.shards.iter().all(|shard| shard.is_empty())
-    }
-
-    /// Every value, writable (copies every shared non-empty shard).
-    fn values_mut(&mut self) -> impl Iterator<Item = &mut V> + '_ {
-        let shards = self.shards.iter_mut().filter(|shard| !shard.is_empty());
-        shards.flat_map(|shard| Arc::make_mut(shard).values_mut())
-    }
-
-    /// Every value.
-    fn values(&self) -> impl Iterator<Item = &V> {
-        self.shards.iter().flat_map(|shard| shard.values())
-    }
-
-    /// Approximate bytes held on the heap (buckets at 7/8 load, one control byte each), counting
-    /// shared shards in full but the shared empty shard once.
-    fn heap_bytes(&self) -> usize {
-        let entry = std::mem::size_of::<(u64, V)>() + 1;
-        let buckets: usize = self.shards.iter().map(|shard| shard.capacity() * 8 / 7).sum();
-        let own = self.shards.iter().filter(|shard| shard.capacity() > 0).count() + 1;
-        let arcs = own.min(self.shards.len()) * arc_bytes::<PrehashedMap<V>>();
-        buckets * entry
-            + arcs
-            + self.shards.capacity() * std::mem::size_of::<Arc<PrehashedMap<V>>>()
-    }
+/// The table's hash of an entry whose key hash ends in `low`: `low` in both halves (hashbrown
+/// picks buckets with the low bits and tags with the top seven).
+#[inline]
+fn table_hash(low: u32) -> u64 {
+    u64::from(low) * 0x1_0000_0001
 }
 
-/// Key hash -> values. Almost every hash has one value (16 bytes per entry); the rare hashes
-/// shared by several keys keep the extra values in `more`.
+#[inline]
+fn entry_hash(&(low, _): &(u32, u32)) -> u64 {
+    table_hash(low)
+}
+
+/// Key hash -> values, in `SHARDS` copy-on-write shards picked by hash bits 32.., each entry
+/// holding the hash's low 32 bits and the value (8 bytes; a hash and a value were 16). A value
+/// found under a hash is checked by the caller against the stored key, which a shared low half
+/// cannot fool. No shard exists before the first write; then every shard starts as one shared
+/// empty table and gets its own on its first write.
 #[derive(Clone, Default)]
 pub(super) struct HashIndex {
-    first: ShardedMap<u32>,
-    more: ShardedMap<Vec<u32>>,
+    shards: Vec<Arc<Shard>>,
 }
 
 impl HashIndex {
     /// The value under `hash` that `is_match` accepts.
     #[inline]
     pub(super) fn find(&self, hash: u64, mut is_match: impl FnMut(u32) -> bool) -> Option<u32> {
-        let first = *self.first.get(hash)?;
-        if is_match(first) {
-            return Some(first);
-        }
-        self.more.get(hash)?.iter().copied().find(|&v| is_match(v))
+        let low = hash as u32;
+        let shard = self.shards.get(shard_of(hash))?;
+        shard.find(table_hash(low), |&(l, value)| l == low && is_match(value)).map(|&(_, v)| v)
     }
 
-    /// Room for `more` values under distinct hashes.
+    /// The writable shard of `hash`, creating the shards on first use.
+    fn shard_mut(&mut self, hash: u64) -> &mut Shard {
+        if self.shards.is_empty() {
+            self.shards = vec![Arc::default(); SHARDS];
+        }
+        Arc::make_mut(&mut self.shards[shard_of(hash)])
+    }
+
+    /// Room for `more` values spread evenly over the shards (a load that knows how many keys
+    /// it inserts grows each shard once instead of by doubling).
     pub(super) fn reserve(&mut self, more: usize) {
-        self.first.reserve(more);
+        if self.shards.is_empty() {
+            self.shards = vec![Arc::default(); SHARDS];
+        }
+        let per = more.div_ceil(SHARDS) + more.div_ceil(SHARDS) / 16;
+        for shard in &mut self.shards {
+            // Without the room, the table grows as it fills.
+            let _ = Arc::make_mut(shard).try_reserve(per, entry_hash);
+        }
     }
 
     /// Adds `value` under `hash`.
     pub(super) fn insert(&mut self, hash: u64, value: u32) {
-        match self.first.entry(hash) {
-            Entry::Vacant(slot) => {
-                slot.insert(value);
-            }
-            Entry::Occupied(_) => self.more.entry(hash).or_default().push(value),
-        }
+        let low = hash as u32;
+        self.shard_mut(hash).insert_unique(table_hash(low), (low, value), entry_hash);
     }
 
     /// Inserts every `(hash, value)` pair, as `insert` one after another would, but shard by
@@ -205,38 +124,41 @@ impl HashIndex {
         }
     }
 
-    /// Removes `value` from under `hash` (no-op when absent).
+    /// Removes `value` from under `hash` (no-op when absent; a shared shard is copied only
+    /// when it holds the value).
     pub(super) fn remove(&mut self, hash: u64, value: u32) {
-        let Some(&first) = self.first.get(hash) else {
+        let low = hash as u32;
+        let matches = |&(l, v): &(u32, u32)| l == low && v == value;
+        let Some(shard) = self.shards.get(shard_of(hash)) else { return };
+        if shard.find(table_hash(low), matches).is_none() {
             return;
-        };
-        let Some(more) = self.more.get_mut(hash) else {
-            if first == value {
-                self.first.remove(hash);
-            }
-            return;
-        };
-        if first == value {
-            let last = more.pop().expect("`more` lists are never empty");
-            *self.first.get_mut(hash).expect("`first` holds every hash of `more`") = last;
-        } else {
-            more.retain(|&v| v != value);
         }
-        if more.is_empty() {
-            self.more.remove(hash);
+        if let Ok(entry) = self.shard_mut(hash).find_entry(table_hash(low), matches) {
+            entry.remove();
         }
     }
 
-    /// Rewrites every value through `map` (row renumbering after compaction).
+    /// Rewrites every value through `map` (row renumbering after compaction); copies every
+    /// shared non-empty shard.
     pub(super) fn remap(&mut self, map: impl Fn(u32) -> u32) {
-        self.first.values_mut().for_each(|v| *v = map(*v));
-        self.more.values_mut().flatten().for_each(|v| *v = map(*v));
+        for shard in self.shards.iter_mut().filter(|shard| !shard.is_empty()) {
+            Arc::make_mut(shard).iter_mut().for_each(|(_, v)| *v = map(*v));
+        }
     }
 
-    /// Approximate bytes held on the heap.
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.shards.iter().all(|shard| shard.is_empty())
+    }
+
+    /// Approximate bytes held on the heap (buckets at 7/8 load, one control byte each),
+    /// counting shared shards in full but the shared empty shard once.
     pub(super) fn heap_bytes(&self) -> usize {
-        let lists: usize = self.more.values().map(|v| v.capacity() * 4).sum();
-        self.first.heap_bytes() + self.more.heap_bytes() + lists
+        let entry = std::mem::size_of::<(u32, u32)>() + 1;
+        let buckets: usize = self.shards.iter().map(|shard| shard.capacity() * 8 / 7).sum();
+        let own = self.shards.iter().filter(|shard| shard.capacity() > 0).count() + 1;
+        let arcs = own.min(self.shards.len()) * arc_bytes::<Shard>();
+        buckets * entry + arcs + self.shards.capacity() * std::mem::size_of::<Arc<Shard>>()
     }
 }
 
@@ -296,8 +218,7 @@ mod tests {
         at_once.insert_many(pairs.clone());
         for &(hash, value) in &pairs {
             assert_eq!(at_once.find(hash, |v| v == value), Some(value));
-            // The first value under a hash is the same: values keep their order.
-            assert_eq!(at_once.find(hash, |_| true), one_by_one.find(hash, |_| true));
+            assert_eq!(one_by_one.find(hash, |v| v == value), Some(value));
         }
         assert_eq!(at_once.find(7, |_| true), None);
     }
@@ -321,7 +242,7 @@ mod tests {
         for v in [10, 20, 40] {
             index.remove(42, v);
         }
-        assert!(index.first.is_empty() && index.more.is_empty());
+        assert!(index.is_empty());
     }
 
     #[test]
@@ -352,7 +273,7 @@ mod tests {
         a.insert(hashes[5], 7000);
         let mut b = a.clone();
         let distinct = |x: &HashIndex, y: &HashIndex| {
-            x.first.shards.iter().zip(&y.first.shards).filter(|(p, q)| !Arc::ptr_eq(p, q)).count()
+            x.shards.iter().zip(&y.shards).filter(|(p, q)| !Arc::ptr_eq(p, q)).count()
         };
         assert_eq!(distinct(&a, &b), 0);
         b.insert(hashes[1], 9000);
@@ -367,16 +288,16 @@ mod tests {
         a.remap(|v| v + 1);
         assert_eq!(b.find(hashes[3], |v| v == 3), Some(3));
         assert_eq!(a.find(hashes[3], |v| v == 4), Some(4));
-        assert!(a.heap_bytes() > 2000 * 12);
+        assert!(a.heap_bytes() > 2000 * 8);
     }
 
     #[test]
     fn an_empty_index_allocates_no_shards() {
         let mut index = HashIndex::default();
-        assert!(index.first.shards.is_empty() && index.heap_bytes() == 0);
+        assert!(index.shards.is_empty() && index.heap_bytes() == 0);
         index.remove(1, 1);
-        assert!(index.first.shards.is_empty());
+        assert!(index.shards.is_empty());
         index.insert(1, 1);
-        assert!(index.more.shards.is_empty(), "`more` stays unallocated without collisions");
+        assert_eq!(index.find(1, |v| v == 1), Some(1));
     }
 }
