@@ -273,13 +273,6 @@ impl<T: Copy> Chunked<Vec<T>> {
         chunk[at] = value;
     }
 
-    /// Rewrites every value through `map`, in row order (one copy-on-write check per chunk).
-    pub(super) fn update_each(&mut self, mut map: impl FnMut(T) -> T) {
-        for chunk in self.chunks_mut() {
-            chunk.iter_mut().for_each(|v| *v = map(*v));
-        }
-    }
-
     /// Keeps only the rows in `live`, in order.
     pub(super) fn retain_rows(&mut self, live: &RoaringBitmap) {
         self.retain_with(live, Vec::with_capacity, |target, source, at| target.push(source[at]));
@@ -352,7 +345,7 @@ mod tests {
         b.set(CHUNK_ROWS + 1, 99);
         assert_eq!(a.shared_with(&b), [true, false, true, true]);
         assert_eq!((a.get(CHUNK_ROWS + 1), b.get(CHUNK_ROWS + 1)), (CHUNK_ROWS as u32 + 1, 99));
-        a.update_each(|v| v + 1000);
+        a.chunks_mut().for_each(|chunk| chunk.iter_mut().for_each(|v| *v += 1000));
         assert_eq!(a.shared_with(&b), [false; 4]);
         assert_eq!((a.get(0), b.get(0)), (1000, 0));
         let before: Vec<u32> = (0..b.len()).map(|row| b.get(row)).collect();

@@ -23,6 +23,7 @@
 mod chunked;
 mod column;
 mod index;
+mod runs;
 mod scan;
 mod text;
 mod versions;
@@ -75,6 +76,7 @@ impl<'a> TextArena<'a> {
 use self::chunked::{ChunkedVec, CHUNK_ROWS};
 use self::column::Column;
 use self::index::{key_hash, HashIndex, Interner};
+use self::runs::ChunkedRuns;
 use self::text::TextColumn;
 use crate::grid::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
@@ -151,14 +153,15 @@ pub struct LoadedRecord<'a> {
 pub struct ColumnStore {
     identity: RecordIdentity,
     ids: TextColumn,
-    paths: ChunkedVec<u32>,
+    paths: ChunkedRuns<u32>,
     path_names: Interner,
-    times: ChunkedVec<i64>,
-    editors: ChunkedVec<u32>,
+    /// Per row: the last modification's time and editor (runs: a bulk add's records share them).
+    times: ChunkedRuns<i64>,
+    editors: ChunkedRuns<u32>,
     user_names: Interner,
     /// Per row: the clock when the record was inserted, and when its id or path last changed.
-    created: ChunkedVec<u32>,
-    moved: ChunkedVec<u32>,
+    created: ChunkedRuns<u32>,
+    moved: ChunkedRuns<u32>,
     /// Per row: where its record's history chain starts (`grid::history::EntryRef`,
     /// `u64::MAX` for none). The entries live in `grid::history`.
     history: ChunkedVec<u64>,
@@ -198,13 +201,13 @@ impl ColumnStore {
         ColumnStore {
             identity,
             ids: TextColumn::new(),
-            paths: ChunkedVec::new(),
+            paths: ChunkedRuns::new(),
             path_names: Interner::default(),
-            times: ChunkedVec::new(),
-            editors: ChunkedVec::new(),
+            times: ChunkedRuns::new(),
+            editors: ChunkedRuns::new(),
             user_names: Interner::default(),
-            created: ChunkedVec::new(),
-            moved: ChunkedVec::new(),
+            created: ChunkedRuns::new(),
+            moved: ChunkedRuns::new(),
             history: ChunkedVec::new(),
             gone: imbl::Vector::new(),
             clock: 0,
@@ -852,13 +855,9 @@ impl ColumnStore {
     /// The live rows inserted or moved (id or path changed) after clock `since`.
     pub fn scan_moved_since(&self, since: u32) -> RoaringBitmap {
         let mut bits = RowBits::default();
-        let mut row = 0u32;
-        for chunk in self.moved.iter_chunks() {
-            for &stamp in chunk {
-                if stamp > since {
-                    bits.insert(row);
-                }
-                row += 1;
+        for (row, stamp) in self.moved.values().enumerate() {
+            if stamp > since {
+                bits.insert(row as u32);
             }
         }
         bits.finish() & &self.live
@@ -888,13 +887,9 @@ impl ColumnStore {
     /// The live rows whose last modified time satisfies `keep`.
     pub fn scan_times(&self, mut keep: impl FnMut(i64) -> bool) -> RoaringBitmap {
         let mut bits = RowBits::default();
-        let mut row = 0u32;
-        for chunk in self.times.iter_chunks() {
-            for &time in chunk {
-                if keep(time) {
-                    bits.insert(row);
-                }
-                row += 1;
+        for (row, time) in self.times.values().enumerate() {
+            if keep(time) {
+                bits.insert(row as u32);
             }
         }
         bits.finish() & &self.live
@@ -1035,26 +1030,22 @@ impl StoreBytes {
 
 /// The physical rows whose interned name satisfies `keep`, deciding once per name.
 fn scan_interned(
-    numbers: &ChunkedVec<u32>,
+    numbers: &ChunkedRuns<u32>,
     names: &Interner,
     mut keep: impl FnMut(&str) -> bool,
 ) -> RoaringBitmap {
     let table: Vec<bool> = (0..names.len()).map(|n| keep(names.name(n as u32))).collect();
     let mut bits = RowBits::default();
-    let mut row = 0u32;
-    for chunk in numbers.iter_chunks() {
-        for &number in chunk {
-            if table[number as usize] {
-                bits.insert(row);
-            }
-            row += 1;
+    for (row, number) in numbers.values().enumerate() {
+        if table[number as usize] {
+            bits.insert(row as u32);
         }
     }
     bits.finish()
 }
 
 /// Rebuilds an interner with only the names `numbers` still uses, renumbering `numbers`.
-fn reintern(numbers: &mut ChunkedVec<u32>, names: &Interner) -> Interner {
+fn reintern(numbers: &mut ChunkedRuns<u32>, names: &Interner) -> Interner {
     let mut kept = Interner::default();
     let mut renumbered = vec![u32::MAX; names.len()];
     numbers.update_each(|old| {

@@ -4,22 +4,13 @@
 //! them. Rows added by one request share one version, so a bulk-loaded chunk of `CHUNK_ROWS`
 //! rows holds a few runs (6 bytes each) instead of 4 bytes a row. An empty cell a request
 //! leaves keeps version 0 inside its neighbours' run, as a bit of its own (`zeros`), so sparse
-//! columns stay in runs too. Writes split runs; once a
-//! chunk has more than `MAX_RUNS` of them it is kept as a plain vector (what it would cost as
-//! runs is then close to that). Owns only this encoding: what a version means belongs to
+//! columns stay in runs too. Writes split runs; once a chunk has more than `MAX_RUNS` of them
+//! it is kept as a plain vector (what it would cost as runs is then close to that). The run
+//! arithmetic is `runs`'; this owns the versions' encoding: what a version means belongs to
 //! `column`.
 
-use super::chunked::{reserve_row, CHUNK_ROWS};
-
-/// Runs past which a chunk's versions are a plain vector: at `CHUNK_ROWS / 16` the runs take
-/// under a tenth of the plain vector's bytes (tests' tiny chunks allow 4).
-#[cfg(not(test))]
-const MAX_RUNS: usize = CHUNK_ROWS / 16;
-#[cfg(test)]
-const MAX_RUNS: usize = 4;
-
-// Run starts are `u16` row offsets within a chunk.
-const _: () = assert!(CHUNK_ROWS <= 1 << 16);
+use super::chunked::reserve_row;
+use super::runs::{run_of, set_in_runs, MAX_RUNS};
 
 /// The versions of up to `CHUNK_ROWS` rows.
 #[derive(Clone, Debug)]
@@ -187,11 +178,6 @@ impl Versions {
     }
 }
 
-/// The run holding row `at` (a row of the chunk, so some run starts at or before it).
-fn run_of(starts: &[u16], at: usize) -> usize {
-    starts.partition_point(|&start| usize::from(start) <= at) - 1
-}
-
 /// True when bit `at` of the bitset is set (bits past its end are clear).
 fn bit(bits: &[u64], at: usize) -> bool {
     bits.get(at / 64).is_some_and(|word| word >> (at % 64) & 1 == 1)
@@ -207,48 +193,6 @@ fn set_bit(bits: &mut Vec<u64>, at: usize, on: bool) {
     } else if let Some(word) = bits.get_mut(at / 64) {
         *word &= !(1 << (at % 64));
     }
-}
-
-/// Sets row `at` of the runs to `version` (splitting its run, then joining neighbours of one
-/// version); returns how many runs there are now.
-fn set_in_runs(
-    len: usize,
-    starts: &mut Vec<u16>,
-    values: &mut Vec<u32>,
-    at: usize,
-    version: u32,
-) -> usize {
-    let run = run_of(starts, at);
-    let old = values[run];
-    if old == version {
-        return values.len();
-    }
-    let start = usize::from(starts[run]);
-    let end = starts.get(run + 1).map_or(len, |&s| usize::from(s));
-    let mut split: Vec<(usize, u32)> = Vec::with_capacity(3);
-    if start < at {
-        split.push((start, old));
-    }
-    split.push((at, version));
-    if at + 1 < end {
-        split.push((at + 1, old));
-    }
-    let row = |r: usize| u16::try_from(r).expect("a chunk has at most 2^16 rows");
-    starts.splice(run..=run, split.iter().map(|&(r, _)| row(r)));
-    values.splice(run..=run, split.iter().map(|&(_, v)| v));
-    // The new run may continue the one before it, or be continued by the one after.
-    let mut keep = 0;
-    for i in 0..values.len() {
-        if keep > 0 && values[keep - 1] == values[i] {
-            continue;
-        }
-        starts[keep] = starts[i];
-        values[keep] = values[i];
-        keep += 1;
-    }
-    starts.truncate(keep);
-    values.truncate(keep);
-    keep
 }
 
 #[cfg(test)]
