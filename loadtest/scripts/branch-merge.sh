@@ -25,13 +25,21 @@ until curl -sf $U/healthz >/dev/null; do sleep 0.1; done
 
 ms() { date +%s%3N; }
 rss_mib() { awk '/VmRSS/ {print int($2 / 1024)}' /proc/$PID/status; }
+# Heap by branch and part, in MiB (a chunk two branches share counts in each).
+heap_mib() {
+  curl -s -H "$H" $U/metrics | awk -F'[{}]' '/^gridd_branch_heap_bytes\{/ {
+      n = split($2, kv, ","); b = ""; p = ""
+      for (i = 1; i <= n; i++) { split(kv[i], f, "=\""); sub(/"$/, "", f[2])
+        if (f[1] == "branch") b = f[2]; if (f[1] == "part") p = f[2] }
+      printf "%s/%s %d, ", substr(b, 1, 4), p, $3 / 1048576 }'
+}
 
 target/release/loadtest --url $U --key $KEY --records "$RECORDS" --keep-grid \
   --duration 1s --warmup 0s --rate 1 >/dev/null
 DB=$(curl -s -H "$H" $U/v1/databases | jq -r '.[0].id')
 GRID=$(curl -s -H "$H" "$U/v1/grids?dbId=$DB" | jq -r '.[-1].id')
 VIEW=$(curl -s -H "$H" "$U/v1/grids/$GRID" | jq -r .defaultAccessViewId)
-echo "seeded $RECORDS records; resident memory $(rss_mib) MiB"
+echo "seeded $RECORDS records; resident memory $(rss_mib) MiB; heap by part: $(heap_mib)"
 
 start=$(ms)
 BRANCH=$(curl -sf -H "$H" -H "$J" -X POST "$U/v1/branches?branchId=$GRID" -d '{"name":"bench"}')
@@ -63,4 +71,4 @@ TASK=$(curl -sf -H "$H" -X POST \
   jq -r .id)
 until [ "$(curl -s -H "$H" $U/v1/tasks/$TASK | jq -r .status)" != running ]; do sleep 0.02; done
 echo "merge: $(($(ms) - start)) ms, task $(curl -s -H "$H" $U/v1/tasks/$TASK | jq -c '{status, error}')"
-echo "resident memory at the end $(rss_mib) MiB"
+echo "resident memory at the end $(rss_mib) MiB; heap by part: $(heap_mib)"
