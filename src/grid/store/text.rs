@@ -55,41 +55,87 @@ impl Span {
     const EMPTY: Span = Span { off: 0, len: EMPTY_LEN };
 }
 
+/// Marks a row without a value in `Rows::Ends` (its end is the previous row's).
+const ABSENT: u32 = 1 << 31;
+
+// In `Rows::Ends` the arena holds each row's value once, in row order, inline values only:
+// at most `CHUNK_ROWS * (INLINE_MAX + 1)` bytes, below `ABSENT`.
+const _: () = assert!(CHUNK_ROWS * (INLINE_MAX + 1) < ABSENT as usize);
+
+/// Where each row's value lives in its chunk.
+#[derive(Clone)]
+enum Rows {
+    /// The arena holds the rows' values in row order and nothing else (a chunk only appended
+    /// to, or just collected): row `i`'s value and separator end at `ends[i]`, and start where
+    /// row `i - 1`'s end; `ABSENT` marks a row without one. 4 bytes a row.
+    Ends(Vec<u32>),
+    /// One span per row, anywhere in the arena or in a spill slot: once a row was replaced or
+    /// a value spilled. 8 bytes a row.
+    Spans(Vec<Span>),
+}
+
 /// Up to `CHUNK_ROWS` rows of strings.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(super) struct TextChunk {
     buf: String,
-    spans: Vec<Span>,
+    rows: Rows,
     spill: Vec<Box<str>>,
     garbage: usize,
+}
+
+impl Default for TextChunk {
+    fn default() -> Self {
+        TextChunk {
+            buf: String::new(),
+            rows: Rows::Ends(Vec::new()),
+            spill: Vec::new(),
+            garbage: 0,
+        }
+    }
 }
 
 impl TextChunk {
     /// `rows` absent values.
     pub(super) fn filled_empty(rows: usize) -> Self {
-        TextChunk { spans: vec![Span::EMPTY; rows], ..TextChunk::default() }
+        TextChunk { rows: Rows::Ends(vec![ABSENT; rows]), ..TextChunk::default() }
     }
 
-    /// No rows, with room for `rows` spans and `bytes` of arena (values and their separators):
+    /// No rows, with room for `rows` rows and `bytes` of arena (values and their separators):
     /// a chunk built whole (loading an image) then never grows or shrinks its arena.
     pub(super) fn with_capacity(rows: usize, bytes: usize) -> Self {
         TextChunk {
             buf: String::with_capacity(bytes),
-            spans: Vec::with_capacity(rows),
+            rows: Rows::Ends(Vec::with_capacity(rows)),
             ..TextChunk::default()
+        }
+    }
+
+    /// Where row `at`'s value lives.
+    #[inline]
+    fn span(&self, at: usize) -> Span {
+        match &self.rows {
+            Rows::Spans(spans) => spans[at],
+            Rows::Ends(ends) => {
+                let end = ends[at];
+                if end & ABSENT != 0 {
+                    return Span::EMPTY;
+                }
+                let start = if at == 0 { 0 } else { ends[at - 1] & !ABSENT };
+                Span { off: start, len: end - start - 1 }
+            }
         }
     }
 
     /// True when the value at `at` is absent or `""` (no bytes are read).
     #[inline]
     pub(super) fn is_blank(&self, at: usize) -> bool {
-        matches!(self.spans[at].len, EMPTY_LEN | 0)
+        matches!(self.span(at).len, EMPTY_LEN | 0)
     }
 
     /// The value at `at`; `None` when absent.
     #[inline]
     pub(super) fn get(&self, at: usize) -> Option<&str> {
-        let span = self.spans[at];
+        let span = self.span(at);
         match span.len {
             EMPTY_LEN => None,
             SPILLED_LEN => Some(&self.spill[span.off as usize]),
@@ -111,7 +157,7 @@ impl TextChunk {
     /// its own (`get` still reads it).
     #[inline]
     pub(super) fn arena_span(&self, at: usize) -> Option<std::ops::Range<usize>> {
-        let span = self.spans[at];
+        let span = self.span(at);
         match span.len {
             EMPTY_LEN | SPILLED_LEN | 0 => None,
             len => Some(span.off as usize..span.off as usize + len as usize),
@@ -120,7 +166,23 @@ impl TextChunk {
 
     /// Rows held.
     pub(super) fn len(&self) -> usize {
-        self.spans.len()
+        match &self.rows {
+            Rows::Ends(ends) => ends.len(),
+            Rows::Spans(spans) => spans.len(),
+        }
+    }
+
+    /// The rows as spans, converting them first when held as ends.
+    fn spans_mut(&mut self) -> &mut Vec<Span> {
+        if let Rows::Ends(ends) = &self.rows {
+            let mut spans = Vec::with_capacity(ends.capacity().max(ends.len()));
+            spans.extend((0..ends.len()).map(|at| self.span(at)));
+            self.rows = Rows::Spans(spans);
+        }
+        match &mut self.rows {
+            Rows::Spans(spans) => spans,
+            Rows::Ends(_) => unreachable!("the rows were just turned into spans"),
+        }
     }
 
     /// Stores `value` (appending) and returns its span.
@@ -150,7 +212,7 @@ impl TextChunk {
         if self.buf.capacity() - self.buf.len() >= extra {
             return;
         }
-        let rows = self.spans.len();
+        let rows = self.len();
         let growth = if rows < PREDICT_AFTER {
             self.buf.len()
         } else if rows < CHUNK_ROWS && self.buf.capacity() < self.buf.len() / rows * CHUNK_ROWS {
@@ -164,17 +226,29 @@ impl TextChunk {
 
     /// Appends a row.
     pub(super) fn push(&mut self, value: Option<&str>) {
-        let span = self.store(value);
-        reserve_row(&mut self.spans);
-        self.spans.push(span);
-        if self.spans.len() == CHUNK_ROWS {
+        if matches!(self.rows, Rows::Ends(_)) && value.is_none_or(|v| v.len() <= INLINE_MAX) {
+            let span = self.store(value);
+            let Rows::Ends(ends) = &mut self.rows else { unreachable!("checked above") };
+            let end = match span.len {
+                EMPTY_LEN => ends.last().map_or(0, |&end| end & !ABSENT) | ABSENT,
+                len => span.off + len + 1,
+            };
+            reserve_row(ends);
+            ends.push(end);
+        } else {
+            let span = self.store(value);
+            let spans = self.spans_mut();
+            reserve_row(spans);
+            spans.push(span);
+        }
+        if self.len() == CHUNK_ROWS {
             self.buf.shrink_to_fit();
         }
     }
 
     /// Replaces the value at `at`; the old bytes become garbage, collected past a threshold.
     pub(super) fn set(&mut self, at: usize, value: Option<&str>) {
-        let old = self.spans[at];
+        let old = self.spans_mut()[at];
         if old.len == SPILLED_LEN {
             if let Some(big) = value.filter(|v| v.len() > INLINE_MAX) {
                 self.spill[old.off as usize] = big.into();
@@ -185,24 +259,27 @@ impl TextChunk {
         } else if old.len != EMPTY_LEN {
             self.garbage += old.len as usize + 1;
         }
-        self.spans[at] = self.store(value);
+        let span = self.store(value);
+        self.spans_mut()[at] = span;
         let held = self.buf.len() + self.spill.len() * SPILL_SLOT_BYTES;
         if self.garbage > GC_MIN_GARBAGE && self.garbage * 2 > held {
             self.collect_garbage();
         }
     }
 
-    /// Rewrites the arena and spill slots with live values only; spans keep their rows.
+    /// Rewrites the arena and spill slots with live values only, in row order (back to ends
+    /// when nothing is spilled); rows keep their positions.
     fn collect_garbage(&mut self) {
-        let live: usize = self
-            .spans
+        let spans = std::mem::take(self.spans_mut());
+        let live: usize = spans
             .iter()
             .filter(|s| s.len != EMPTY_LEN && s.len != SPILLED_LEN)
             .map(|s| s.len as usize + 1)
             .sum();
         let mut buf = String::with_capacity(live);
         let mut spill = Vec::new();
-        for span in &mut self.spans {
+        let mut collected = Vec::with_capacity(spans.len());
+        for mut span in spans {
             match span.len {
                 EMPTY_LEN => {}
                 SPILLED_LEN => {
@@ -217,20 +294,44 @@ impl TextChunk {
                     buf.push(SEPARATOR);
                 }
             }
+            collected.push(span);
         }
         self.buf = buf;
-        self.spill = spill;
         self.garbage = 0;
+        self.rows = if spill.is_empty() {
+            let mut end = 0;
+            let ends = collected.iter().map(|span| match span.len {
+                EMPTY_LEN => end | ABSENT,
+                len => {
+                    end = span.off + len + 1;
+                    end
+                }
+            });
+            Rows::Ends(ends.collect())
+        } else {
+            Rows::Spans(collected)
+        };
+        self.spill = spill;
+    }
+
+    /// Room held for rows (tests).
+    #[cfg(test)]
+    fn rows_capacity(&self) -> usize {
+        match &self.rows {
+            Rows::Ends(ends) => ends.capacity(),
+            Rows::Spans(spans) => spans.capacity(),
+        }
     }
 }
 
 impl Chunk for TextChunk {
     fn heap_bytes(&self) -> usize {
         let spilled: usize = self.spill.iter().map(|s| s.len()).sum();
-        self.buf.capacity()
-            + self.spans.capacity() * std::mem::size_of::<Span>()
-            + self.spill.capacity() * SPILL_SLOT_BYTES
-            + spilled
+        let rows = match &self.rows {
+            Rows::Ends(ends) => ends.capacity() * std::mem::size_of::<u32>(),
+            Rows::Spans(spans) => spans.capacity() * std::mem::size_of::<Span>(),
+        };
+        self.buf.capacity() + rows + self.spill.capacity() * SPILL_SLOT_BYTES + spilled
     }
 
     fn shrink(&mut self) {
@@ -356,8 +457,63 @@ mod tests {
             chunk.push(value);
         }
         assert_eq!((chunk.buf.len(), chunk.buf.capacity()), (9, 9));
-        assert_eq!(chunk.spans.capacity(), values.len());
+        assert_eq!(chunk.rows_capacity(), values.len());
         assert_eq!((0..4).map(|at| chunk.get(at)).collect::<Vec<_>>(), values);
+    }
+
+    proptest::proptest! {
+        /// Any pushes and replacements (absent, empty, short, spilled values) read back as a
+        /// vector of the same would, whether the chunk holds ends or spans, and the arena
+        /// spans agree with the values.
+        #[test]
+        fn a_chunk_reads_as_a_vector_of_its_values(
+            ops in proptest::collection::vec((0usize..CHUNK_ROWS, 0u8..5), 1..60),
+        ) {
+            let value = |kind: u8, n: usize| match kind {
+                0 => None,
+                1 => Some(String::new()),
+                2 => Some("x".repeat(n % 7 + 1)),
+                3 => Some("ü".repeat(INLINE_MAX)),
+                _ => Some(format!("row {n} é")),
+            };
+            let mut chunk = TextChunk::default();
+            let mut model: Vec<Option<String>> = Vec::new();
+            for (i, &(at, kind)) in ops.iter().enumerate() {
+                if model.len() < CHUNK_ROWS && (model.is_empty() || i % 2 == 0) {
+                    chunk.push(value(kind, i).as_deref());
+                    model.push(value(kind, i));
+                } else {
+                    let at = at % model.len();
+                    chunk.set(at, value(kind, i).as_deref());
+                    model[at] = value(kind, i);
+                }
+                proptest::prop_assert_eq!(chunk.len(), model.len());
+                for (row, expected) in model.iter().enumerate() {
+                    proptest::prop_assert_eq!(chunk.get(row), expected.as_deref());
+                    if let Some(range) = chunk.arena_span(row) {
+                        proptest::prop_assert_eq!(Some(&chunk.arena()[range]), expected.as_deref());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn appended_rows_take_ends_until_a_replacement_and_again_once_collected() {
+        let mut chunk = TextChunk::default();
+        for value in [Some("a"), None, Some("bc")] {
+            chunk.push(value);
+        }
+        assert!(matches!(chunk.rows, Rows::Ends(_)));
+        chunk.set(0, Some("z"));
+        assert!(matches!(chunk.rows, Rows::Spans(_)));
+        let mut collected_to_ends = false;
+        for i in 0..100 {
+            chunk.set(2, Some(&format!("value {i}")));
+            collected_to_ends |= matches!(chunk.rows, Rows::Ends(_));
+        }
+        assert!(collected_to_ends);
+        assert_eq!((chunk.get(0), chunk.get(1), chunk.get(2)), (Some("z"), None, Some("value 99")));
     }
 
     fn column_of(values: &[Option<&str>]) -> TextColumn {
@@ -456,6 +612,6 @@ mod tests {
         assert_eq!(clone.get(row), Some("clone value number 199"));
         clone.push(Some("tail"));
         assert_eq!((clone.len(), original.len()), (3 * CHUNK_ROWS + 1, 3 * CHUNK_ROWS));
-        assert!((0..4).all(|chunk| clone.chunks[chunk].spans.capacity() <= CHUNK_ROWS));
+        assert!((0..4).all(|chunk| clone.chunks[chunk].rows_capacity() <= CHUNK_ROWS));
     }
 }
