@@ -1,11 +1,12 @@
 //! `TextChunk`/`TextColumn`: per-row optional strings in chunked arenas, and the list encoding.
 //!
 //! Owns the byte layout of string cells (text and list columns, record ids, interned names): rows
-//! are grouped in chunks of `CHUNK_ROWS`; each `TextChunk` keeps one `String` arena plus one
-//! `(offset, len)` span per row; each inline value is followed by `\n` in the arena, so that a
-//! search over the arena sees where values end. An update appends and leaves the old bytes as
-//! garbage, which the
-//! chunk collects itself once garbage outweighs live bytes, so row positions never move here.
+//! are grouped in chunks of `CHUNK_ROWS`; each `TextChunk` keeps one `String` arena plus, per
+//! row, where its value ends while the arena holds the values in row order (a chunk appended
+//! to), or an `(offset, len)` span once one was replaced (`Rows`); each inline value is followed
+//! by `\n` in the arena, so that a search over the arena sees where values end. An update
+//! appends and leaves the old bytes as garbage, which the chunk collects itself once garbage
+//! outweighs live bytes, so row positions never move here.
 //! Values longer than `INLINE_MAX` live in their own allocation (a spill slot) so that arena
 //! offsets always fit in `u32`. `TextColumn` (record ids, interned names) is a `Chunked` of text
 //! chunks, shared copy-on-write with its clones; text and list columns keep a `TextChunk` inside
