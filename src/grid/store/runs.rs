@@ -4,8 +4,8 @@
 //! A bulk add's records share their modification time, editor and clock stamps, so a chunk of
 //! `CHUNK_ROWS` bulk-loaded records holds a few runs of each (2 bytes and one value a run)
 //! instead of a value a row. Writes split runs; past `MAX_RUNS` runs a chunk is kept as a plain
-//! vector (as runs it would cost about as much). The run arithmetic (`run_of`, `set_in_runs`)
-//! is shared with the cell versions (`versions`).
+//! vector (as runs it would cost about as much). The cell versions (`versions`) are runs too,
+//! with a bitset of never-written rows over them.
 
 use roaring::RoaringBitmap;
 
@@ -39,8 +39,8 @@ impl<T> Default for Runs<T> {
 
 impl<T: Copy + PartialEq> Runs<T> {
     /// Rows held.
-    #[cfg(test)]
-    fn len(&self) -> usize {
+    #[inline]
+    pub(super) fn len(&self) -> usize {
         match self {
             Runs::Runs { len, .. } => *len,
             Runs::Plain(rows) => rows.len(),
@@ -128,10 +128,17 @@ impl<T: Copy + PartialEq> Runs<T> {
         *self = Runs::Plain(plain);
     }
 
-    /// True when held as runs (tests).
-    #[cfg(test)]
+    /// True when held as runs.
     pub(super) fn is_runs(&self) -> bool {
         matches!(self, Runs::Runs { .. })
+    }
+
+    /// The value of the last run while held as runs.
+    pub(super) fn last_run(&self) -> Option<T> {
+        match self {
+            Runs::Runs { values, .. } => values.last().copied(),
+            Runs::Plain(_) => None,
+        }
     }
 }
 
@@ -211,13 +218,13 @@ fn row_offset(row: usize) -> u16 {
 
 /// The run holding row `at` (a row of the chunk, so some run starts at or before it).
 #[inline]
-pub(super) fn run_of(starts: &[u16], at: usize) -> usize {
+fn run_of(starts: &[u16], at: usize) -> usize {
     starts.partition_point(|&start| usize::from(start) <= at) - 1
 }
 
 /// Sets row `at` of the runs to `value` (splitting its run, then joining neighbours of one
 /// value); returns how many runs there are now.
-pub(super) fn set_in_runs<T: Copy + PartialEq>(
+fn set_in_runs<T: Copy + PartialEq>(
     len: usize,
     starts: &mut Vec<u16>,
     values: &mut Vec<T>,

@@ -5,176 +5,108 @@
 //! rows holds a few runs (6 bytes each) instead of 4 bytes a row. An empty cell a request
 //! leaves keeps version 0 inside its neighbours' run, as a bit of its own (`zeros`), so sparse
 //! columns stay in runs too. Writes split runs; once a chunk has more than `MAX_RUNS` of them
-//! it is kept as a plain vector (what it would cost as runs is then close to that). The run
-//! arithmetic is `runs`'; this owns the versions' encoding: what a version means belongs to
+//! it is kept as a plain vector (what it would cost as runs is then close to that): the runs
+//! are a `runs::Runs`, the bitset is this module's, and what a version means belongs to
 //! `column`.
 
-use super::chunked::reserve_row;
-use super::runs::{run_of, set_in_runs, MAX_RUNS};
+use super::chunked::Chunk;
+use super::runs::Runs;
 
 /// The versions of up to `CHUNK_ROWS` rows.
-#[derive(Clone, Debug)]
-pub(super) enum Versions {
-    /// Run `i` covers rows `starts[i] .. starts[i + 1]` (the last one up to `len`), all at
-    /// version `values[i]` but the rows whose bit is set in `zeros` (a bitset, empty until a
-    /// row needs it), which are at version 0; neighbouring runs have different versions.
-    Runs { len: usize, starts: Vec<u16>, values: Vec<u32>, zeros: Vec<u64> },
-    /// One version per row.
-    Plain(Vec<u32>),
-}
-
-impl Default for Versions {
-    fn default() -> Self {
-        Versions::Runs { len: 0, starts: Vec::new(), values: Vec::new(), zeros: Vec::new() }
-    }
+#[derive(Clone, Debug, Default)]
+pub(super) struct Versions {
+    /// Every row's version, but for the rows in `zeros`.
+    runs: Runs<u32>,
+    /// While `runs` holds runs, the rows at version 0 inside a run of another version (a
+    /// bitset, empty until a row needs it); empty once `runs` is plain.
+    zeros: Vec<u64>,
 }
 
 impl Versions {
     /// `rows` rows at version 0.
     pub(super) fn zeros(rows: usize) -> Self {
         let mut versions = Versions::default();
-        versions.push_run(rows, 0);
+        for _ in 0..rows {
+            versions.runs.push(0);
+        }
         versions
     }
 
     /// Rows held.
     #[inline]
     pub(super) fn len(&self) -> usize {
-        match self {
-            Versions::Runs { len, .. } => *len,
-            Versions::Plain(rows) => rows.len(),
-        }
+        self.runs.len()
     }
 
     /// The version of row `at`.
     #[inline]
     pub(super) fn get(&self, at: usize) -> u32 {
-        match self {
-            Versions::Runs { len, starts, values, zeros } => {
-                assert!(at < *len, "row {at} of a chunk of {len}");
-                if bit(zeros, at) {
-                    return 0;
-                }
-                values[run_of(starts, at)]
-            }
-            Versions::Plain(rows) => rows[at],
+        if bit(&self.zeros, at) {
+            return 0;
         }
+        self.runs.get(at)
     }
 
     /// Appends a row at `version`.
     pub(super) fn push(&mut self, version: u32) {
-        self.push_run(1, version);
-    }
-
-    /// Appends `rows` rows at `version`.
-    fn push_run(&mut self, rows: usize, version: u32) {
-        if rows == 0 {
+        if let Some(last) = self.runs.last_run().filter(|&last| version == 0 && last != 0) {
+            // A never-written cell among written ones: a bit, not two more runs.
+            set_bit(&mut self.zeros, self.runs.len(), true);
+            self.runs.push(last);
             return;
         }
-        match self {
-            Versions::Runs { len, starts, values, zeros } => {
-                if version == 0 && values.last().is_some_and(|&last| last != 0) {
-                    // A never-written cell among written ones: a bit, not two more runs.
-                    for at in *len..*len + rows {
-                        set_bit(zeros, at, true);
-                    }
-                    *len += rows;
-                    return;
-                }
-                if values.last() != Some(&version) {
-                    starts.push(u16::try_from(*len).expect("a chunk has at most 2^16 rows"));
-                    values.push(version);
-                }
-                *len += rows;
-                if values.len() > MAX_RUNS {
-                    self.make_plain();
-                }
-            }
-            Versions::Plain(plain) => {
-                for _ in 0..rows {
-                    reserve_row(plain);
-                    plain.push(version);
-                }
-            }
-        }
+        self.runs.push(version);
+        self.fold_zeros_when_plain();
     }
 
     /// Sets row `at` to `version`.
     pub(super) fn set(&mut self, at: usize, version: u32) {
-        let runs = match self {
-            Versions::Plain(rows) => {
-                rows[at] = version;
-                return;
+        if version == 0 && self.runs.is_runs() {
+            // Version 0 is a bit over the row's run (already 0 when the run is).
+            if self.runs.get(at) != 0 {
+                set_bit(&mut self.zeros, at, true);
             }
-            Versions::Runs { len, starts, values, zeros } => {
-                assert!(at < *len, "row {at} of a chunk of {len}");
-                if version == 0 {
-                    // Version 0 is a bit over the row's run (already 0 when the run is).
-                    if values[run_of(starts, at)] != 0 {
-                        set_bit(zeros, at, true);
-                    }
-                    return;
-                }
-                set_bit(zeros, at, false);
-                set_in_runs(*len, starts, values, at, version)
-            }
-        };
-        if runs > MAX_RUNS {
-            self.make_plain();
+            return;
         }
+        set_bit(&mut self.zeros, at, false);
+        self.runs.set(at, version);
+        self.fold_zeros_when_plain();
+    }
+
+    /// Once the runs turned plain, writes the rows of `zeros` as version 0 there.
+    fn fold_zeros_when_plain(&mut self) {
+        if self.runs.is_runs() || self.zeros.is_empty() {
+            return;
+        }
+        for at in 0..self.runs.len() {
+            if bit(&self.zeros, at) {
+                self.runs.set(at, 0);
+            }
+        }
+        self.zeros = Vec::new();
     }
 
     /// Every row's version, in order.
     pub(super) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        let (runs, plain) = match self {
-            Versions::Runs { len, starts, values, zeros } => {
-                (Some((len, starts, values, zeros)), None)
-            }
-            Versions::Plain(rows) => (None, Some(rows)),
-        };
-        let runs = runs.into_iter().flat_map(|(len, starts, values, zeros)| {
-            let expanded = (0..values.len()).flat_map(move |i| {
-                let end = starts.get(i + 1).map_or(*len, |&s| usize::from(s));
-                std::iter::repeat_n(values[i], end - usize::from(starts[i]))
-            });
-            expanded.enumerate().map(|(at, version)| if bit(zeros, at) { 0 } else { version })
-        });
-        runs.chain(plain.into_iter().flatten().copied())
+        let zeros = &self.zeros;
+        self.runs.iter().enumerate().map(|(at, version)| if bit(zeros, at) { 0 } else { version })
     }
 
     /// Bytes held on the heap.
     pub(super) fn heap_bytes(&self) -> usize {
-        match self {
-            Versions::Runs { starts, values, zeros, .. } => {
-                starts.capacity() * std::mem::size_of::<u16>()
-                    + values.capacity() * std::mem::size_of::<u32>()
-                    + zeros.capacity() * std::mem::size_of::<u64>()
-            }
-            Versions::Plain(rows) => rows.capacity() * std::mem::size_of::<u32>(),
-        }
+        self.runs.heap_bytes() + self.zeros.capacity() * std::mem::size_of::<u64>()
     }
 
     /// Drops spare capacity (a chunk that is full).
     pub(super) fn shrink(&mut self) {
-        match self {
-            Versions::Runs { starts, values, zeros, .. } => {
-                starts.shrink_to_fit();
-                values.shrink_to_fit();
-                zeros.shrink_to_fit();
-            }
-            Versions::Plain(rows) => rows.shrink_to_fit(),
-        }
-    }
-
-    fn make_plain(&mut self) {
-        let plain: Vec<u32> = self.iter().collect();
-        *self = Versions::Plain(plain);
+        self.runs.shrink();
+        self.zeros.shrink_to_fit();
     }
 
     /// True when held as runs (tests).
     #[cfg(test)]
     pub(super) fn is_runs(&self) -> bool {
-        matches!(self, Versions::Runs { .. })
+        self.runs.is_runs()
     }
 }
 
@@ -197,6 +129,7 @@ fn set_bit(bits: &mut Vec<u64>, at: usize, on: bool) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::runs::MAX_RUNS;
     use super::*;
     use proptest::prelude::*;
 
@@ -210,7 +143,7 @@ mod tests {
         versions.set(4, 9);
         assert_eq!(versions.iter().collect::<Vec<_>>(), [0, 0, 0, 7, 9, 7, 7]);
         versions.set(4, 7);
-        let Versions::Runs { starts, values, .. } = &versions else { panic!("runs") };
+        let Runs::Runs { starts, values, .. } = &versions.runs else { panic!("runs") };
         assert_eq!((starts.as_slice(), values.as_slice()), (&[0, 3][..], &[0, 7][..]));
         versions.set(2, 7);
         versions.set(0, 5);
@@ -224,7 +157,7 @@ mod tests {
         for version in [7, 7, 0, 7, 0, 0, 7] {
             versions.push(version);
         }
-        let Versions::Runs { values, .. } = &versions else { panic!("runs") };
+        let Runs::Runs { values, .. } = &versions.runs else { panic!("runs") };
         assert_eq!(values.as_slice(), &[7][..], "one run, the zeros as bits");
         assert_eq!(versions.iter().collect::<Vec<_>>(), [7, 7, 0, 7, 0, 0, 7]);
         versions.set(2, 9);
