@@ -17,7 +17,8 @@ use std::ops::Bound;
 use roaring::RoaringBitmap;
 
 use super::filter::{cmp_key, Filter, Kind, Operand, Pred, SortKey, Target, Val};
-use super::index::{ArenaOrder, DictIndex, OrderedIndex, Shadow};
+use super::fold::{self, ContainsSearch};
+use super::index::{text_rows, ArenaOrder, DictIndex, OrderedIndex};
 use crate::grid::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId};
 
 /// The state of a column's hash index.
@@ -33,9 +34,7 @@ pub struct QueryEngine {
     epoch: u64,
     ordered: HashMap<SortKey, OrderedIndex>,
     dicts: HashMap<Target, Dict>,
-    /// Lowercased joined text per column (case-insensitive operators).
-    shadows: HashMap<ColumnSlot, Shadow>,
-    /// Where each value lies in the store's arenas, per column (`regexp`).
+    /// Where each value lies in the store's arenas, per column (`contains`, `regexp`).
     orders: HashMap<ColumnSlot, ArenaOrder>,
 }
 
@@ -44,7 +43,6 @@ impl std::fmt::Debug for QueryEngine {
         f.debug_struct("QueryEngine")
             .field("ordered", &self.ordered.len())
             .field("dicts", &self.dicts.len())
-            .field("shadows", &self.shadows.len())
             .field("orders", &self.orders.len())
             .finish()
     }
@@ -59,24 +57,19 @@ pub struct QueryPage {
 
 impl QueryEngine {
     fn is_empty(&self) -> bool {
-        self.ordered.is_empty()
-            && self.dicts.is_empty()
-            && self.shadows.is_empty()
-            && self.orders.is_empty()
+        self.ordered.is_empty() && self.dicts.is_empty() && self.orders.is_empty()
     }
 
     /// Drops every index (they are rebuilt on next use).
     pub fn clear(&mut self) {
         self.ordered.clear();
         self.dicts.clear();
-        self.shadows.clear();
         self.orders.clear();
     }
 
     /// Bytes held by the indexes (approximate).
     pub fn heap_bytes(&self) -> usize {
         self.ordered.values().map(OrderedIndex::heap_bytes).sum::<usize>()
-            + self.shadows.values().map(Shadow::heap_bytes).sum::<usize>()
             + self.orders.values().map(ArenaOrder::heap_bytes).sum::<usize>()
     }
 
@@ -93,7 +86,6 @@ impl QueryEngine {
         }
         self.ordered.retain(|key, _| target_exists(store, key.target));
         self.dicts.retain(|target, _| target_exists(store, *target));
-        self.shadows.retain(|slot, _| store.has_column(*slot));
         self.orders.retain(|slot, _| store.has_column(*slot));
         if changes.is_empty() {
             return;
@@ -122,12 +114,9 @@ impl QueryEngine {
             Dict::Built(index) => index.update(store, &touched(slot_of(*target))),
             Dict::TooManyValues => true,
         });
-        // A shadow (and an arena order) covers every physical row, live or not, and catches up
-        // with appended rows by itself: only changed cells make its chunks stale.
+        // An arena order covers every physical row, live or not, and catches up with appended
+        // rows by itself: only changed cells make its chunks stale.
         let changed = |slot: &ColumnSlot| by_slot.get(&slot.get()).into_iter().flatten().copied();
-        for (slot, shadow) in &mut self.shadows {
-            changed(slot).for_each(|row| shadow.mark(row));
-        }
         for (slot, order) in &mut self.orders {
             changed(slot).for_each(|row| order.mark(row));
         }
@@ -343,12 +332,24 @@ impl QueryEngine {
         pred: &Pred,
     ) -> Option<RoaringBitmap> {
         match pred {
-            Pred::Contains(needle) => Some(self.shadow(store, slot).contains(needle)),
+            Pred::Contains(needle) if needle.is_empty() => {
+                Some(RoaringBitmap::from_iter(0..store.rows() as u32))
+            }
+            Pred::Contains(needle) => match ContainsSearch::new(needle) {
+                Some(search) => {
+                    let order = self.orders.entry(slot).or_insert_with(|| ArenaOrder::new(slot));
+                    order.refresh(store)?;
+                    Some(order.contains_rows(store, needle, &search))
+                }
+                None => Some(text_rows(store, slot, |text| {
+                    super::filter::fold_case(text).contains(needle.as_str())
+                })),
+            },
             Pred::StartsWith(needle) => {
-                Some(self.shadow(store, slot).matching(|text| text.starts_with(needle.as_str())))
+                Some(text_rows(store, slot, |text| fold::starts_with(text, needle)))
             }
             Pred::EndsWith(needle) => {
-                Some(self.shadow(store, slot).matching(|text| text.ends_with(needle.as_str())))
+                Some(text_rows(store, slot, |text| fold::ends_with(text, needle)))
             }
             Pred::Regex(pattern) => {
                 let search = pattern.search.as_ref()?;
@@ -370,12 +371,6 @@ impl QueryEngine {
             Dict::Built(index) => Some(index),
             Dict::TooManyValues => None,
         }
-    }
-
-    fn shadow(&mut self, store: &ColumnStore, slot: ColumnSlot) -> &Shadow {
-        let shadow = self.shadows.entry(slot).or_insert_with(|| Shadow::new(slot));
-        shadow.refresh(store);
-        shadow
     }
 
     pub(super) fn ordered(&mut self, store: &ColumnStore, key: SortKey) -> &OrderedIndex {

@@ -7,25 +7,24 @@
 //!   in O(log n) through block start positions.
 //! - `DictIndex`: a text column's distinct values to their row sets, for `=` and `in`, kept only
 //!   while the column has few distinct values.
-//! - `Shadow`: a text column's values lowercased and joined by `\n` into one buffer per storage
-//!   chunk, for case-insensitive `contains`/`startsWith`/`endsWith` (a SIMD substring search
-//!   over the buffer).
-//! - `ArenaOrder`: for `regexp`, where a text column's values lie in the store's own arenas (the
-//!   rows of each chunk sorted by where their value lies, 2 bytes a row): one search of the
-//!   pattern in multi-line form runs over each arena as stored (each value followed by `\n`,
-//!   garbage and all), and each row found is confirmed with the pattern. No copy of the text
-//!   is made.
+//! - `ArenaOrder`: for `contains` and `regexp`, where a text column's values lie in the store's
+//!   own arenas (the rows of each chunk sorted by where their value lies, 2 bytes a row): one
+//!   search (the needle's spellings, `fold::ContainsSearch`; the pattern in multi-line form)
+//!   runs over each arena as stored (each value followed by `\n`, garbage and all), and each
+//!   row found is confirmed when the match does not prove it. No copy of the text is made.
+//!   `startsWith`/`endsWith` test each value (`text_rows`), folding only as many chars as the
+//!   needle has.
 //!
 //! Row numbers are physical store rows; the engine drops every index when the store compacts.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use memchr::memmem;
 use regex::Regex;
 use roaring::RoaringBitmap;
 
-use super::filter::{cmp_key, push_folded, SortKey, Target, Val};
+use super::filter::{cmp_key, fold_case, SortKey, Target, Val};
+use super::fold::ContainsSearch;
 use crate::grid::store::{CellRef, ColumnSlot, ColumnStore, RowBits, RowId};
 
 /// Largest block; a block past it splits in two.
@@ -411,147 +410,22 @@ impl DictIndex {
     }
 }
 
-/// One storage chunk of a text column's shadow.
-#[derive(Default)]
-struct ShadowChunk {
-    /// Every row's text followed by `\n`.
-    buf: String,
-    /// End offset in `buf` of each row's text (its `\n` is at that offset).
-    ends: Vec<u32>,
-    fresh: bool,
-}
-
-impl ShadowChunk {
-    fn row_span(&self, at: usize) -> (usize, usize) {
-        let start = if at == 0 { 0 } else { self.ends[at - 1] as usize + 1 };
-        (start, self.ends[at] as usize)
-    }
-
-    /// The row whose text or separator holds byte `offset`.
-    fn row_at(&self, offset: usize) -> usize {
-        self.ends.partition_point(|&end| (end as usize) < offset)
-    }
-}
-
-/// A text column's values lowercased and joined per storage chunk; see the module doc.
-pub struct Shadow {
+/// Physical rows of a text column whose text (`""` when absent or not text) satisfies `test`,
+/// tested one by one (`starts_with`, `ends_with`, and needles `ContainsSearch` cannot search).
+pub fn text_rows(
+    store: &ColumnStore,
     slot: ColumnSlot,
-    chunks: Vec<ShadowChunk>,
-}
-
-impl Shadow {
-    /// A shadow of a text column, filled on the first `refresh`.
-    pub fn new(slot: ColumnSlot) -> Self {
-        Shadow { slot, chunks: Vec::new() }
-    }
-
-    /// Marks the chunk of a changed row for rebuilding.
-    pub fn mark(&mut self, row: u32) {
-        let chunk = row as usize / ColumnStore::chunk_rows();
-        if let Some(chunk) = self.chunks.get_mut(chunk) {
-            chunk.fresh = false;
+    test: impl Fn(&str) -> bool + Sync,
+) -> RoaringBitmap {
+    let chunks = store.rows().div_ceil(ColumnStore::chunk_rows());
+    scan_chunks(chunks, |i, base, bits| {
+        for (at, cell) in store.chunk_cells(slot, i).enumerate() {
+            let text = if let CellRef::Text(s) = cell { s } else { "" };
+            if test(text) {
+                bits.insert(base + at as u32);
+            }
         }
-    }
-
-    /// Rebuilds marked or grown chunks.
-    pub fn refresh(&mut self, store: &ColumnStore) {
-        let chunk_rows = ColumnStore::chunk_rows();
-        let count = store.rows().div_ceil(chunk_rows);
-        self.chunks.resize_with(count, ShadowChunk::default);
-        for (i, chunk) in self.chunks.iter_mut().enumerate() {
-            let rows = (store.rows() - i * chunk_rows).min(chunk_rows);
-            if chunk.fresh && chunk.ends.len() == rows {
-                continue;
-            }
-            chunk.buf.clear();
-            chunk.ends.clear();
-            // Sized once from the stored lengths: grown by doubling, a chunk's buffer kept up
-            // to twice its text.
-            let text: usize = store
-                .chunk_cells(self.slot, i)
-                .map(|cell| if let CellRef::Text(s) = cell { s.len() } else { 0 })
-                .sum();
-            chunk.buf.reserve_exact(text + rows);
-            chunk.ends.reserve_exact(rows);
-            for cell in store.chunk_cells(self.slot, i) {
-                if let CellRef::Text(s) = cell {
-                    push_folded(&mut chunk.buf, s);
-                }
-                chunk.ends.push(u32::try_from(chunk.buf.len()).unwrap_or(u32::MAX));
-                chunk.buf.push('\n');
-            }
-            // Folding can lengthen text; a buffer left with much to spare (or kept from a larger
-            // build) gives it back.
-            if chunk.buf.capacity() - chunk.buf.len() > chunk.buf.len() / 8 {
-                chunk.buf.shrink_to_fit();
-            }
-            chunk.fresh = true;
-        }
-    }
-
-    /// Runs `scan(chunk, first row of the chunk, out)` over every chunk (`scan_chunks`).
-    fn scan_chunks(&self, scan: impl Fn(&ShadowChunk, u32, &mut RowBits) + Sync) -> RoaringBitmap {
-        scan_chunks(self.chunks.len(), |i, base, bits| scan(&self.chunks[i], base, bits))
-    }
-
-    /// Physical rows whose text contains `needle` (lowercased).
-    pub fn contains(&self, needle: &str) -> RoaringBitmap {
-        if needle.is_empty() {
-            return self.matching(|_| true);
-        }
-        let finder = memmem::Finder::new(needle.as_bytes());
-        let len = needle.len();
-        if needle.contains('\n') {
-            // A hit may run across rows: restart after each one rather than skip past it.
-            return self.scan_chunks(|chunk, base, bits| {
-                let buf = chunk.buf.as_bytes();
-                let mut from = 0;
-                while let Some(found) = finder.find(&buf[from..]) {
-                    let hit = from + found;
-                    let at = chunk.row_at(hit);
-                    let (_, end) = chunk.row_span(at);
-                    if hit + len <= end {
-                        bits.insert(base + at as u32);
-                        from = end + 1;
-                    } else {
-                        from = hit + 1;
-                    }
-                }
-            });
-        }
-        // Without a newline in the needle no hit crosses a row, and one pass over the buffer
-        // finds every row with a hit; hits come in order, so the row cursor only moves forward.
-        self.scan_chunks(|chunk, base, bits| {
-            let mut at = 0;
-            let mut last = usize::MAX;
-            for hit in finder.find_iter(chunk.buf.as_bytes()) {
-                while (chunk.ends[at] as usize) < hit {
-                    at += 1;
-                }
-                if at != last {
-                    bits.insert(base + at as u32);
-                    last = at;
-                }
-            }
-        })
-    }
-
-    /// Physical rows whose text satisfies `test`.
-    pub fn matching(&self, test: impl Fn(&str) -> bool + Sync) -> RoaringBitmap {
-        self.scan_chunks(|chunk, base, bits| {
-            for at in 0..chunk.ends.len() {
-                let (start, end) = chunk.row_span(at);
-                if test(&chunk.buf[start..end]) {
-                    bits.insert(base + at as u32);
-                }
-            }
-        })
-    }
-
-    /// Bytes held on the heap.
-    pub fn heap_bytes(&self) -> usize {
-        self.chunks.iter().map(|c| c.buf.capacity() + c.ends.capacity() * 4).sum()
-    }
+    })
 }
 
 /// Runs `scan(chunk index, first row of the chunk, out)` over `chunks` storage chunks and gathers
@@ -588,6 +462,8 @@ fn scan_chunks(chunks: usize, scan: impl Fn(usize, u32, &mut RowBits) + Sync) ->
 struct OrderChunk {
     /// The rows whose value lies in the arena, by where it lies.
     order: Vec<u16>,
+    /// Where each of those values ends in the arena (ascending).
+    ends: Vec<u32>,
     /// The rows whose value is held outside the arena (long values).
     outside: Vec<u16>,
     /// Rows of the chunk when built.
@@ -641,6 +517,13 @@ impl ArenaOrder {
             placed.sort_unstable();
             chunk.order.clear();
             chunk.order.extend(placed.iter().map(|&(_, at)| at));
+            chunk.ends.clear();
+            chunk.ends.extend(
+                placed
+                    .iter()
+                    .map(|&(_, at)| arena.span(at as usize).map_or(0, |span| span.end as u32)),
+            );
+            chunk.ends.shrink_to_fit();
             chunk.order.shrink_to_fit();
             chunk.outside.shrink_to_fit();
             chunk.rows = arena.rows();
@@ -670,8 +553,7 @@ impl ArenaOrder {
                 // The first row (in arena order) ending at or past the match's end; a match of
                 // no bytes at `from` names the row starting there.
                 let target = end.max(from + 1);
-                k += chunk.order[k..]
-                    .partition_point(|&at| arena.span(at as usize).is_some_and(|s| s.end < target));
+                k += chunk.ends[k..].partition_point(|&end| (end as usize) < target);
                 let Some(&at) = chunk.order.get(k) else { break };
                 let found = span(k);
                 if regex.is_match(&text[found.clone()]) {
@@ -697,8 +579,59 @@ impl ArenaOrder {
         })
     }
 
+    /// Physical rows whose text contains `needle` (folded, not empty), found by `search` in
+    /// each arena as stored. A match holds no `\n`, so it lies inside one value or in garbage;
+    /// matches come in order, and a cursor over the rows in arena order moves forward to the
+    /// first row ending at or past the match's end, which holds the match when it starts no
+    /// earlier than that row's value. Such a row is confirmed with `fold_case` unless the match
+    /// proves it, and the search goes on after it. Values outside the arenas are tested one by
+    /// one.
+    pub fn contains_rows(
+        &self,
+        store: &ColumnStore,
+        needle: &str,
+        search: &ContainsSearch,
+    ) -> RoaringBitmap {
+        let holds = |text: &str| fold_case(text).contains(needle);
+        scan_chunks(self.chunks.len(), |i, base, bits| {
+            let (Some(chunk), Some(arena)) = (self.chunks.get(i), store.text_arena(self.slot, i))
+            else {
+                return;
+            };
+            let text = arena.bytes();
+            let (order, ends) = (&chunk.order, &chunk.ends);
+            let (mut from, mut k) = (0usize, 0usize);
+            while k < order.len() {
+                let Some(found) = search.find(text, from) else { break };
+                // A linear walk: the ends are read in order, which the prefetcher keeps up
+                // with; a binary search would miss the cache at each probe.
+                let target = found.end as u32;
+                k += ends[k..].iter().take_while(|&&end| end < target).count();
+                let Some(&at) = order.get(k) else { break };
+                let value = arena.span(at as usize).unwrap_or(0..0);
+                if found.start < value.start {
+                    from = found.end;
+                    continue;
+                }
+                if search.proves() || holds(&text[value.clone()]) {
+                    bits.insert(base + u32::from(at));
+                }
+                from = value.end;
+                k += 1;
+            }
+            for &at in &chunk.outside {
+                if arena.value(at as usize).is_some_and(holds) {
+                    bits.insert(base + u32::from(at));
+                }
+            }
+        })
+    }
+
     /// Bytes held on the heap.
     pub fn heap_bytes(&self) -> usize {
-        self.chunks.iter().map(|c| (c.order.capacity() + c.outside.capacity()) * 2).sum()
+        self.chunks
+            .iter()
+            .map(|c| (c.order.capacity() + c.outside.capacity()) * 2 + c.ends.capacity() * 4)
+            .sum()
     }
 }

@@ -57,8 +57,9 @@
 //!
 //! Filters become row sets (roaring bitmaps), cheapest first; once few candidates remain the rest
 //! are tested row by row. Equality on text columns uses a hash index (value to row set) when the
-//! column has few distinct values; case-insensitive matching scans a lowercased copy of the
-//! column with a SIMD substring search; sorting walks an ordered index of the first sort key or,
+//! column has few distinct values; case-insensitive `contains` searches the column's text as
+//! stored for every spelling of the needle at once (`fold`: SIMD over two bytes, then the rest
+//! char by char), with no lowercased copy; sorting walks an ordered index of the first sort key or,
 //! when few records match, selects the top rows directly. Indexes are built on first use and
 //! then follow the store's change journal (patched per write, rebuilt only after compaction or a
 //! very large change). Cursor pages (`cursor`) start at the cursor record's place in the
@@ -67,6 +68,7 @@
 mod cursor;
 mod engine;
 mod filter;
+mod fold;
 mod index;
 mod parse;
 

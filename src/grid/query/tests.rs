@@ -15,7 +15,7 @@ use crate::grid::store::RecordIdentity;
 use crate::grid::value::CellValue;
 
 const VIEW: &str = "view";
-const TEXTS: [&str; 11] = [
+const TEXTS: [&str; 14] = [
     "",
     "apple",
     "Apple pie",
@@ -27,6 +27,9 @@ const TEXTS: [&str; 11] = [
     "pie",
     "zeta 9",
     "two\nlines a",
+    "Kelvin \u{212A}K",
+    "İstanbul pie",
+    "НАСТРОЙКИ сети",
 ];
 const OPTIONS: [&str; 4] = ["Draft", "Review", "Done", "draft"];
 const NUMBERS: [f64; 6] = [-2.5, 0.0, 1.0, 1.0, 7.25, 1e6];
