@@ -804,6 +804,39 @@ fn a_capital_sigma_ending_a_needle_is_found_inside_a_word() {
     );
 }
 
+/// `contains` searches text as stored for every spelling of the needle: the Kelvin sign is a
+/// `k`, Cyrillic capitals their small letters, `İ` lowercases to `i` and a combining dot; a
+/// value replaced (its old text still in the column's storage) no longer matches.
+#[test]
+fn contains_finds_every_spelling_and_not_replaced_text() {
+    let app = spawn_app();
+    let (_, view) = title_grid(&app);
+    app.add_records(
+        &view,
+        titled(&[
+            ("k1", "Kelvin \u{212A}"),
+            ("k2", "НАСТРОЙКИ сети"),
+            ("k3", "открыть настройки"),
+            ("k4", "İstanbul"),
+            ("k5", "istanbul"),
+        ]),
+    );
+    let cases: &[Case] = &[
+        ("title", "contains", json!("kelvin k"), &["k1"]),
+        ("title", "contains", json!("НаСтРоЙкИ"), &["k2", "k3"]),
+        ("title", "contains", json!("ISTANBUL"), &["k5"]),
+        ("title", "contains", json!("i\u{307}stanbul"), &["k4"]),
+        ("title", "notContains", json!("настройки"), &["k1", "k4", "k5"]),
+    ];
+    check(&app, &view, cases);
+    app.patch(
+        &format!("/v1/views/{view}/records"),
+        &json!([{"id": "k3", "cells": [{"columnId": "title", "value": "сеть"}]}]),
+    )
+    .assert_status(200);
+    check(&app, &view, &[("title", "contains", json!("настройки"), &["k2"])]);
+}
+
 // ----- sorting -----
 
 #[test]

@@ -16,7 +16,7 @@ use std::ops::Bound;
 
 use roaring::RoaringBitmap;
 
-use super::filter::{cmp_key, Filter, Kind, Operand, Pred, SortKey, Target, Val};
+use super::filter::{cmp_key, fold_case, Filter, Kind, Operand, Pred, SortKey, Target, Val};
 use super::fold::{self, ContainsSearch};
 use super::index::{text_rows, ArenaOrder, DictIndex, OrderedIndex};
 use crate::grid::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId};
@@ -333,7 +333,9 @@ impl QueryEngine {
     ) -> Option<RoaringBitmap> {
         match pred {
             Pred::Contains(needle) if needle.is_empty() => {
-                Some(RoaringBitmap::from_iter(0..store.rows() as u32))
+                let mut all = RoaringBitmap::new();
+                all.insert_range(0..store.rows() as u32);
+                Some(all)
             }
             Pred::Contains(needle) => match ContainsSearch::new(needle) {
                 Some(search) => {
@@ -341,9 +343,9 @@ impl QueryEngine {
                     order.refresh(store)?;
                     Some(order.contains_rows(store, needle, &search))
                 }
-                None => Some(text_rows(store, slot, |text| {
-                    super::filter::fold_case(text).contains(needle.as_str())
-                })),
+                None => {
+                    Some(text_rows(store, slot, |text| fold_case(text).contains(needle.as_str())))
+                }
             },
             Pred::StartsWith(needle) => {
                 Some(text_rows(store, slot, |text| fold::starts_with(text, needle)))
