@@ -223,9 +223,7 @@ pub fn push_folded(out: &mut String, s: &str) {
         out.extend(s.bytes().map(|b| char::from(b.to_ascii_lowercase())));
         return;
     }
-    for c in s.chars().flat_map(char::to_lowercase) {
-        out.push(if c == 'ς' { 'σ' } else { c });
-    }
+    out.extend(s.chars().flat_map(char::to_lowercase).map(super::fold::final_sigma));
 }
 
 /// Applies a text test to a text value (an empty value is `""`) or to each item of a list.

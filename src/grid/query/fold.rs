@@ -67,8 +67,9 @@ fn inverse() -> &'static Inverse {
     })
 }
 
+/// The word-final sigma read as sigma (`filter::fold_case`'s rule).
 #[inline]
-fn final_sigma(c: char) -> char {
+pub(super) fn final_sigma(c: char) -> char {
     if c == 'ς' {
         'σ'
     } else {
@@ -374,17 +375,22 @@ fn rank(byte: u8) -> u8 {
 /// Finds where a run may start.
 enum Finder {
     Pair(Pair),
+    /// The spellings of the run's first chars, and how many chars they cover.
+    Spellings(Box<Spellings>, usize),
+}
+
+/// Finds any of the spellings of a run's first chars.
+enum Spellings {
     One(memmem::Finder<'static>),
     Packed(packed::Searcher),
     Automaton(AhoCorasick),
 }
 
 impl Finder {
-    /// A pair finder, or one for the spellings of the run's first chars (with how many chars
-    /// they cover).
-    fn new(run: &str, steps: &[Step]) -> Option<(Self, usize)> {
+    /// A pair finder, or one for the spellings of the run's first chars.
+    fn new(run: &str, steps: &[Step]) -> Option<Self> {
         if let Some(pair) = Pair::new(steps) {
-            return Some((Finder::Pair(pair), 0));
+            return Some(Finder::Pair(pair));
         }
         let mut found = vec![String::new()];
         let mut covered = 0;
@@ -403,7 +409,8 @@ impl Finder {
             return None;
         }
         if let [one] = &found[..] {
-            return Some((Finder::One(memmem::Finder::new(one.as_bytes()).into_owned()), covered));
+            let finder = memmem::Finder::new(one.as_bytes()).into_owned();
+            return Some(Finder::Spellings(Box::new(Spellings::One(finder)), covered));
         }
         let packed = packed::Config::new()
             .match_kind(packed::MatchKind::LeftmostFirst)
@@ -411,26 +418,27 @@ impl Finder {
             .extend(&found)
             .build();
         if let Some(searcher) = packed {
-            return Some((Finder::Packed(searcher), covered));
+            return Some(Finder::Spellings(Box::new(Spellings::Packed(searcher)), covered));
         }
         let automaton =
             AhoCorasick::builder().match_kind(MatchKind::LeftmostFirst).build(&found).ok()?;
-        Some((Finder::Automaton(automaton), covered))
+        Some(Finder::Spellings(Box::new(Spellings::Automaton(automaton)), covered))
     }
+}
 
-    /// The next place at or after `from` where the chars the finder covers are found.
+impl Spellings {
+    /// The next place at or after `from` where a spelling is found.
     #[inline]
     fn find(&self, text: &[u8], from: usize) -> Option<Range<usize>> {
         match self {
-            Finder::Pair(_) => unreachable!("a pair finder is walked with `Pair::each`"),
-            Finder::One(finder) => {
+            Spellings::One(finder) => {
                 let at = from + finder.find(&text[from..])?;
                 Some(at..at + finder.needle().len())
             }
-            Finder::Packed(searcher) => {
+            Spellings::Packed(searcher) => {
                 searcher.find_in(text, Span { start: from, end: text.len() }).map(|m| m.range())
             }
-            Finder::Automaton(automaton) => {
+            Spellings::Automaton(automaton) => {
                 automaton.find(Input::new(text).range(from..)).map(|m| m.range())
             }
         }
@@ -453,8 +461,11 @@ impl ContainsSearch {
         let breaks = |c: char| c == '\n' || inverse.partial.binary_search(&c).is_ok();
         let run = needle.split(breaks).max_by_key(|run| run.len()).filter(|run| !run.is_empty())?;
         let steps = plan(run.chars())?;
-        let (finder, covered) = Finder::new(run, &steps)?;
-        let rest = if covered == 0 { steps } else { plan(run.chars().skip(covered))? };
+        let finder = Finder::new(run, &steps)?;
+        let rest = match finder {
+            Finder::Pair(_) => steps,
+            Finder::Spellings(_, covered) => plan(run.chars().skip(covered))?,
+        };
         Some(ContainsSearch { finder, rest: Steps::new(rest), whole: run.len() == needle.len() })
     }
 
@@ -466,11 +477,14 @@ impl ContainsSearch {
     /// The first match of the run in `text` at or after `from`.
     pub fn find(&self, text: &str, mut from: usize) -> Option<Range<usize>> {
         let bytes = text.as_bytes();
-        if let Finder::Pair(pair) = &self.finder {
-            return pair.each(bytes, from, |at| self.rest.run(text, at).map(|end| at..end));
-        }
+        let spellings = match &self.finder {
+            Finder::Pair(pair) => {
+                return pair.each(bytes, from, |at| self.rest.run(text, at).map(|end| at..end));
+            }
+            Finder::Spellings(spellings, _) => spellings,
+        };
         while from < bytes.len() {
-            let found = self.finder.find(bytes, from)?;
+            let found = spellings.find(bytes, from)?;
             if let Some(end) = self.rest.run(text, found.end) {
                 return Some(found.start..end);
             }
