@@ -33,7 +33,7 @@ fn main() {
         b.iter(|| black_box(state.encode_image(PartLimits::DEFAULT).expect("encodes")))
     });
     c.bench_function("recovery_decode_1m", |b| {
-        b.iter(|| black_box(GridState::decode_image(&encoded, None).expect("decodes")))
+        b.iter(|| black_box(GridState::decode_image(&encoded, &[]).expect("decodes")))
     });
 
     c.final_summary();

@@ -5,6 +5,7 @@
 //! Snapshot writing (image, rkyv, sled) is blocking work: callers run it off the actor thread.
 
 use crate::metrics::{Histogram, LATENCY_BOUNDS};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -68,28 +69,31 @@ pub struct Durability {
     writing: DashMap<String, Arc<Mutex<Option<u64>>>>,
 }
 
-/// A branch's newest whole image (`Durability::bases`).
+/// A branch's newest image this process stored (`Durability::bases`), and its chain.
 struct SnapshotBase {
     generation: Generation,
+    /// Where its sections and its chain's lie; `chain()` starts with `generation`.
     index: ImageIndex,
-    /// Images written on it since.
-    deltas: u32,
-    /// Bytes the whole image wrote, and the last image on it wrote itself.
-    whole_bytes: u64,
-    last_written: u64,
+    /// Bytes the images of the chain wrote (what a load of the newest reads), and bytes of
+    /// sections the newest holds or borrows (what the load uses).
+    stored: u64,
+    referenced: u64,
 }
 
 impl SnapshotBase {
-    /// Whether the next image should borrow from this one rather than be whole: while what the
-    /// images on it write stays under half of it, and for at most `MAX_DELTAS` of them.
+    /// Whether the next image should borrow from this one rather than be whole: while the
+    /// chain has fewer than `MAX_DELTAS` images on its whole one, and sections no image of it
+    /// uses any more are at most a third of what a load reads.
     fn worth_borrowing(&self) -> bool {
-        self.deltas < MAX_DELTAS && self.last_written.saturating_mul(2) < self.whole_bytes
+        self.index.chain().len() <= MAX_DELTAS
+            && self.stored.saturating_mul(2) <= self.referenced.saturating_mul(3)
     }
 }
 
-/// Images borrowing from one whole image at most: the WAL is kept from the whole image before
-/// it (see `floor_from_store`), so this bounds the WAL a branch keeps.
-const MAX_DELTAS: u32 = 8;
+/// Images on one whole image at most (each writes what changed since the one before). The WAL
+/// is kept from the newest image before that whole one (see `floor_from_store`), so this bounds
+/// the WAL a branch keeps to about `MAX_DELTAS + 1` snapshot intervals.
+const MAX_DELTAS: usize = 16;
 
 /// A branch state loaded from its newest intact snapshot, and the LSN the snapshot covers.
 pub struct LoadedBranch {
@@ -164,16 +168,22 @@ impl Durability {
         }
     }
 
-    /// The floor of a branch: the oldest kept generation's LSN once two whole generations are
-    /// kept and every header is intact (the store keeps, besides the newest generation and its
-    /// base, an older generation and its base, so whichever one image is damaged, an image at
-    /// or after the floor still loads); else 0.
+    /// The floor of a branch: once two whole generations are kept and every header is intact,
+    /// the oldest position of a kept generation that is no kept generation's base (the store
+    /// keeps, besides the newest generation and its chain, an older generation and its chain,
+    /// so whichever one image is damaged, an image at or after the floor still loads); else 0.
     fn floor_from_store(&self, branch_id: &str) -> u64 {
         match self.snapshots.generations(branch_id) {
             Ok(gens)
                 if whole_generations(&gens) >= 2 && gens.iter().all(|g| g.header.is_some()) =>
             {
-                gens.iter().filter_map(|g| g.header.as_ref().map(|h| h.wal_lsn)).min().unwrap_or(0)
+                let bases: HashSet<u64> =
+                    gens.iter().filter_map(|g| g.header.and_then(|h| h.base)).collect();
+                gens.iter()
+                    .filter(|g| !bases.contains(&g.generation.0))
+                    .filter_map(|g| g.header.as_ref().map(|h| h.wal_lsn))
+                    .min()
+                    .unwrap_or(0)
             }
             Ok(_) => 0,
             Err(err) => {
@@ -266,8 +276,8 @@ impl Durability {
 
     /// Stores `state` as the newest image of `key` covering the WAL up to `wal_lsn`, written to
     /// the store as it is encoded, then `stored`. The image borrows the sections of unchanged
-    /// chunks from the key's base (the newest whole image this process wrote) while that is
-    /// worth it and the store keeps two whole images; else it is whole and becomes the base.
+    /// chunks from the key's base (the newest image this process stored) and its chain while
+    /// that is worth it and the store keeps two whole images; else it is whole.
     fn store_streamed(&self, key: &str, wal_lsn: u64, state: &GridState) -> Result<(), String> {
         let wholes = if self.snapshots.keeps_bases() {
             self.snapshots.generations(key).map_or(0, |g| whole_generations(&g))
@@ -295,18 +305,16 @@ impl Durability {
             )
             .map_err(|e| format!("storing: {e}"))?;
         let written = written.ok_or("the image was not written")?;
-        let next = match (base, written.index) {
-            (_, Some(index)) => SnapshotBase {
-                generation,
-                index,
-                deltas: 0,
-                whole_bytes: written.written,
-                last_written: 0,
-            },
-            (Some(base), None) => {
-                SnapshotBase { deltas: base.deltas + 1, last_written: written.written, ..base }
-            }
-            (None, None) => return Err("an image without a base borrowed sections".to_owned()),
+        if written.on_base && base.is_none() {
+            return Err("an image without a base borrowed sections".to_owned());
+        }
+        // A load reads the chain its header names, whether or not the image borrowed from it.
+        let chain_bytes = base.as_ref().map_or(0, |b| b.stored);
+        let next = SnapshotBase {
+            generation,
+            index: written.index.stored_as(generation.0),
+            stored: chain_bytes + written.written,
+            referenced: written.written + written.borrowed,
         };
         self.snapshot_bytes_written.fetch_add(written.written, Ordering::Relaxed);
         self.snapshot_bytes_borrowed.fetch_add(written.borrowed, Ordering::Relaxed);
@@ -315,6 +323,7 @@ impl Durability {
             generation = generation.0,
             written = written.written,
             borrowed = written.borrowed,
+            chain = next.index.chain().len(),
             "snapshot image stored"
         );
         self.bases.insert(key.to_owned(), next);
@@ -384,7 +393,7 @@ impl Durability {
             .load_latest(&key)
             .map_err(|e| format!("reading: {e}"))?
             .ok_or_else(|| "the backup's image is missing".to_owned())?;
-        decode_any(loaded.format_version, &loaded.bytes, loaded.base.as_ref())
+        decode_any(loaded.format_version, &loaded.bytes, &loaded.chain)
     }
 
     /// Removes backup `id`'s image.
@@ -405,7 +414,7 @@ impl Durability {
                 return None;
             }
         };
-        match decode_any(loaded.format_version, &loaded.bytes, loaded.base.as_ref()) {
+        match decode_any(loaded.format_version, &loaded.bytes, &loaded.chain) {
             Ok(state) => Some(LoadedBranch { state, wal_lsn: loaded.wal_lsn }),
             Err(err) => {
                 tracing::error!(branch = branch_id, error = %err, "snapshot does not decode; replaying the whole WAL");
@@ -479,18 +488,20 @@ pub fn decode_image_v4(bytes: &[u8]) -> Result<GridState, String> {
 }
 
 /// Decodes an image of any format this build reads from an aligned buffer, with the payload
-/// of its base when it borrows sections (format 5 only).
+/// payloads of its chain when it borrows sections (format 5 only).
 pub fn decode_any(
     format_version: u32,
     payload: &Payload,
-    base: Option<&Payload>,
+    chain: &[Payload],
 ) -> Result<GridState, String> {
-    if base.is_some() && format_version != IMAGE_FORMAT_VERSION {
+    if !chain.is_empty() && format_version != IMAGE_FORMAT_VERSION {
         return Err(format!("an image of format {format_version} with a base"));
     }
     if format_version == IMAGE_FORMAT_VERSION {
         // Read a section at a time.
-        return GridState::decode_sections(payload, base.map(|b| b as &dyn SectionSource));
+        let chain: Vec<&dyn SectionSource> =
+            chain.iter().map(|p| p as &dyn SectionSource).collect();
+        return GridState::decode_sections(payload, &chain);
     }
     let bytes = payload.whole().map_err(|e| format!("reading the image: {e}"))?;
     match format_version {
@@ -643,7 +654,7 @@ mod fixture_tests {
         let raw = std::fs::read(&path).expect("the fixture of the current format exists");
         let mut aligned = rkyv::util::AlignedVec::<16>::new();
         aligned.extend_from_slice(&raw);
-        let state = decode_any(IMAGE_FORMAT_VERSION, &Payload::Memory(aligned), None)
+        let state = decode_any(IMAGE_FORMAT_VERSION, &Payload::Memory(aligned), &[])
             .expect("the fixture decodes");
         let expected = fixture_state();
         assert_eq!(state.schema, expected.schema);
@@ -762,11 +773,11 @@ mod fixture_tests {
                 let mut damaged = rkyv::util::AlignedVec::<16>::new();
                 damaged.extend_from_slice(&bytes);
                 damaged[i] ^= 0x5a;
-                let _ = decode_any(format, &Payload::Memory(damaged), None);
+                let _ = decode_any(format, &Payload::Memory(damaged), &[]);
             }
             let mut short = rkyv::util::AlignedVec::<16>::new();
             short.extend_from_slice(&bytes[..bytes.len() / 2]);
-            assert!(decode_any(format, &Payload::Memory(short), None).is_err());
+            assert!(decode_any(format, &Payload::Memory(short), &[]).is_err());
         }
     }
 }
@@ -777,9 +788,12 @@ mod base_tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use super::{Durability, SnapshotPolicy};
-    use crate::grid::ops::{GridOp, GridState};
+    use std::sync::atomic::Ordering;
+
+    use super::{Durability, SnapshotPolicy, MAX_DELTAS};
+    use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
     use crate::grid::store::RecordIdentity;
+    use crate::grid::value::CellValue;
     use crate::persist::snapshot::{FileSnapshotStore, SledSnapshotStore, SnapshotStore};
     use crate::persist::wal::{Wal, WalOptions};
 
@@ -859,6 +873,85 @@ mod base_tests {
         let sled = SledSnapshotStore::open(&db).expect("store");
         let with_sled = durability(dir.path(), Arc::new(sled));
         assert_eq!(bases_of_four(&with_sled), [None, None], "two whole generations kept");
+    }
+
+    /// A branch of `n` records with one text column.
+    fn branch_of(n: usize) -> GridState {
+        use crate::grid::columns::{build_column, ColumnRequest};
+        let mut state = GridState::new("view1", Vec::new(), RecordIdentity::RecordId);
+        let body = serde_json::json!({"id": "text", "name": "Text", "type": "singleLine"});
+        let req: ColumnRequest = serde_json::from_value(body).expect("valid column");
+        let column = build_column(&state.schema, &req).expect("valid column");
+        state.apply(&GridOp::CreateColumn { column, view_id: None, editable: true });
+        let records = (0..n).map(|i| record(i, &format!("text of record {i}"))).collect();
+        state.apply(&GridOp::AddRecords { time_ms: 1, user: "u".into(), records });
+        state
+    }
+
+    fn record(i: usize, text: &str) -> RecordWrite {
+        RecordWrite {
+            id: format!("r{i}"),
+            path: String::new(),
+            new_id: None,
+            new_path: None,
+            cells: vec![CellWrite {
+                column_id: "text".into(),
+                value: Some(CellValue::Text(text.into())),
+                dependency_status: None,
+                source_status: None,
+            }],
+            mark_mt: false,
+        }
+    }
+
+    /// Each snapshot on a chain writes what changed since the one before (not since the whole
+    /// one) and loads as the branch it was taken of; after `MAX_DELTAS` of them the next one is
+    /// whole; the WAL floor is the position of the newest image under the newest whole one.
+    #[test]
+    fn snapshots_form_chains_of_at_most_max_deltas() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let files = FileSnapshotStore::open(&dir.path().join("snapshots"), None).expect("store");
+        let durability = durability(dir.path(), Arc::new(files));
+        // Three of the store's 8,192-row chunks.
+        let mut state = branch_of(20_000);
+        let written = || durability.snapshot_bytes_written.load(Ordering::Relaxed);
+        durability.write_snapshot("branch", 1, &state).expect("stored");
+        let whole = written();
+        durability.write_snapshot("branch", 2, &state).expect("stored");
+        let mut lsn = 2;
+        for k in 0..MAX_DELTAS {
+            lsn += 1;
+            // One record edited in a chunk the snapshot before did not write.
+            let row = (k % 3) * 8_192 + k;
+            let edit = GridOp::UpdateRecords {
+                time_ms: 2,
+                user: "u".into(),
+                records: vec![record(row, &format!("edited before snapshot {lsn}"))],
+            };
+            state.apply(&edit);
+            let before = written();
+            durability.write_snapshot("branch", lsn, &state).expect("stored");
+            assert!(written() - before < whole / 2, "snapshot {lsn} wrote {}", written() - before);
+            let loaded = durability.load("branch").expect("loads");
+            assert_eq!(loaded.wal_lsn, lsn);
+            let found = loaded.state.store.find("", &format!("r{row}")).expect("present");
+            let text = loaded.state.store.value(found, loaded.state.slots["text"]);
+            assert_eq!(text, CellValue::Text(format!("edited before snapshot {lsn}")));
+            assert_eq!(loaded.state.store.len(), 20_000);
+        }
+        let bases = |d: &Durability| -> Vec<Option<u64>> {
+            let generations = d.snapshots.generations("branch").expect("listed");
+            generations.iter().map(|g| g.header.expect("intact").base).collect()
+        };
+        let chain: Vec<Option<u64>> = [None, None].into_iter().chain((2..lsn).map(Some)).collect();
+        assert_eq!(bases(&durability), chain, "generation n is on n - 1");
+        assert_eq!(durability.floor("branch"), 1, "the floor is the image under the whole one");
+        lsn += 1;
+        durability.write_snapshot("branch", lsn, &state).expect("stored");
+        let mut kept = chain[1..].to_vec();
+        kept.push(None);
+        assert_eq!(bases(&durability), kept, "a whole image after MAX_DELTAS on one");
+        assert_eq!(durability.floor("branch"), lsn - 1);
     }
 
     /// Snapshots of one branch started together (a shutdown's and the one a burst of writes

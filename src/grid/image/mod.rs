@@ -26,7 +26,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 mod sections;
 
 pub use sections::{
-    slice_at, ImageIndex, PartLimits, Scratch, SectionBytes, SectionSource, WrittenImage,
+    slice_at, ImageIndex, PartLimits, Scratch, SectionBytes, SectionSource, WrittenImage, MAX_LINKS,
 };
 
 use super::history::{

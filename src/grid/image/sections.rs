@@ -2,21 +2,25 @@
 //! nears rkyv's 2 GiB offset limit whatever the branch's size, a snapshot is encoded and written
 //! one section at a time (its memory is one section, not a copy of the branch), a load
 //! validates and reads the sections of each column on the thread that builds the column, and
-//! an image can borrow the sections of unchanged chunks from an earlier whole image (its base).
+//! an image can borrow the sections of unchanged chunks from the images before it (its chain).
 //!
 //! Payload: the sections, each starting on a 16-byte boundary; then the table, one
-//! (offset u64, length u64) per section, an offset with the top bit set lying in the base's
-//! payload; then the number of sections (u64) and `GRIDSECT`. The sections are, in order: the
+//! (offset u64, length u64) per section; then the number of sections (u64) and `GRIDSECT`. An
+//! offset's top byte says whose payload the section lies in: 0, this image's; `0x80 | k`, the
+//! payload of link `k` of the image's chain (link 0 is the base its snapshot header names, link
+//! 1 that image's base, and so on; images written before chains only ever used link 0). The sections are, in order: the
 //! record parts (`RecordsPart`: ids, paths, times, users, stamps and history heads of live
 //! records), each column's parts (`ColumnPart`: its cells of the same records), the history
 //! log's chunks (`HistoryChunkImage`), and last the head (`BranchHead`), which says how many
 //! parts each list has. Parts are cut along the store's chunks (the live rows of one chunk),
 //! further after `PartLimits::rows` records or once their text passes `PartLimits::bytes`. So
-//! the sections of a chunk depend on that chunk alone: a whole image notes what each chunk's
-//! sections were made from (`ImageIndex`: handles on the store's copy-on-write chunks and the
-//! chunk's live count), and a later image whose chunk still has the same contents and live rows
-//! (and no compaction renumbered rows since) points at the base's sections instead of writing
-//! them. Sealed history chunks never change; the open one and the head are always written.
+//! the sections of a chunk depend on that chunk alone: every image notes what each chunk's
+//! sections were made from and where they lie (`ImageIndex`: handles on the store's
+//! copy-on-write chunks, the chunk's live count, the image holding the sections), and the next
+//! image whose chunk still has the same contents and live rows (and no compaction renumbered
+//! rows since) points at those sections instead of writing them. So an image writes only what
+//! changed since the image before it. Sealed history chunks never change; the open one and the
+//! head are always written.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -108,8 +112,15 @@ impl PartLimits {
     pub const DEFAULT: PartLimits = PartLimits { rows: 65_536, bytes: 64 << 20 };
 }
 
-/// Marks a table entry whose section lies in the base's payload.
-const IN_BASE: u64 = 1 << 63;
+/// Marks a table entry whose section lies in a payload of the image's chain; the link's number
+/// is in the seven bits under it (`LINK_SHIFT`).
+const IN_CHAIN: u64 = 1 << 63;
+const LINK_SHIFT: u32 = 56;
+/// The offset bits of a table entry.
+const OFFSET_MASK: u64 = (1 << LINK_SHIFT) - 1;
+
+/// Links an image's chain may have: the images its table can reach besides its own.
+pub const MAX_LINKS: usize = 128;
 
 /// What a run of sections was made from: a storage chunk of the records or of a column, or a
 /// sealed history chunk.
@@ -120,41 +131,78 @@ enum ChunkKey {
     History(usize),
 }
 
-/// The sections one chunk gave a full image, with handles on what they were made from.
+/// Where one section an image wrote lies: in the payload of image `home` (a snapshot
+/// generation; `PENDING`: the image being written, until it is stored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Placed {
+    home: u64,
+    offset: u64,
+    len: u64,
+}
+
+/// The home of the sections of an image not yet stored.
+const PENDING: u64 = 0;
+
+/// The sections of one chunk, with handles on what they were made from.
 struct Borrowable {
     handles: Vec<ChunkHandle>,
     live: u64,
-    sections: Vec<(u64, u64)>,
+    sections: Vec<Placed>,
 }
 
-/// What a full image's sections were made from, so that a later image of the branch can borrow
-/// the sections of every chunk not written since (`GridState::write_image`'s `base`). It holds
-/// handles, not the chunks: it keeps no memory of the branch alive.
+/// What an image's sections were made from and where they lie, so that the next image of the
+/// branch can borrow the sections of every chunk not written since (`GridState::write_image`'s
+/// `base`). It holds handles, not the chunks: it keeps no memory of the branch alive.
 pub struct ImageIndex {
     epoch: u64,
     chunks: HashMap<ChunkKey, Borrowable>,
+    /// The images the sections lie in, newest first: the image itself (once stored), then
+    /// link 0 of its chain, link 1, ... An image written on this index has this as its chain.
+    chain: Vec<u64>,
 }
 
 impl ImageIndex {
     /// Whether an image of `state` can borrow from this one: no compaction renumbered its rows
-    /// since.
+    /// since, and its chain can take one more link.
     pub fn fits(&self, state: &GridState) -> bool {
-        self.epoch == state.store.epoch()
+        self.epoch == state.store.epoch() && self.chain.len() < MAX_LINKS
+    }
+
+    /// The index of the image it was made by, now stored as generation `generation`.
+    pub fn stored_as(mut self, generation: u64) -> ImageIndex {
+        for borrowable in self.chunks.values_mut() {
+            for placed in &mut borrowable.sections {
+                if placed.home == PENDING {
+                    placed.home = generation;
+                }
+            }
+        }
+        self.chain.insert(0, generation);
+        self
+    }
+
+    /// The images of the chain, newest first (the stored image first).
+    pub fn chain(&self) -> &[u64] {
+        &self.chain
     }
 }
 
 /// What `write_image` wrote.
 pub struct WrittenImage {
-    /// The image's sections for later images to borrow (an image written without a base).
-    pub index: Option<ImageIndex>,
+    /// Where the image's sections lie, for the next image to borrow from (`stored_as` once the
+    /// image is stored).
+    pub index: ImageIndex,
+    /// Whether the image borrows from its base's chain (else it is whole).
+    pub on_base: bool,
     /// Bytes of the sections written.
     pub written: u64,
-    /// Bytes of the sections borrowed from the base.
+    /// Bytes of the sections borrowed from the chain.
     pub borrowed: u64,
 }
 
 /// Writes sections to `out`, each on a 16-byte boundary, and the table at the end; borrows the
-/// sections of unchanged chunks from `base`, or notes what it writes in `index`.
+/// sections of unchanged chunks from `base`'s chain, and notes where every chunk's sections lie
+/// in `index`.
 struct SectionWriter<'w> {
     out: &'w mut dyn Write,
     at: u64,
@@ -162,23 +210,30 @@ struct SectionWriter<'w> {
     /// The last section's encoding buffer, reused.
     buffer: Vec<u8>,
     base: Option<&'w ImageIndex>,
-    index: Option<ImageIndex>,
+    index: ImageIndex,
     borrowed: u64,
 }
 
 impl<'w> SectionWriter<'w> {
     fn new(out: &'w mut dyn Write, epoch: u64, base: Option<&'w ImageIndex>) -> Self {
-        let base = base.filter(|b| b.epoch == epoch);
-        let index = base.is_none().then(|| ImageIndex { epoch, chunks: HashMap::new() });
+        let base = base.filter(|b| b.epoch == epoch && b.chain.len() < MAX_LINKS);
+        let chain = base.map_or_else(Vec::new, |b| b.chain.clone());
         SectionWriter {
             out,
             at: 0,
             table: Vec::new(),
             buffer: Vec::new(),
             base,
-            index,
+            index: ImageIndex { epoch, chunks: HashMap::new(), chain },
             borrowed: 0,
         }
+    }
+
+    /// The table entry of a section of the chain: its offset marked with its image's link.
+    fn link(&self, placed: Placed) -> Option<(u64, u64)> {
+        let link = self.base?.chain.iter().position(|&g| g == placed.home)?;
+        let mark = IN_CHAIN | (link as u64) << LINK_SHIFT;
+        (placed.offset <= OFFSET_MASK).then_some((placed.offset | mark, placed.len))
     }
 
     fn section(
@@ -216,20 +271,29 @@ impl<'w> SectionWriter<'w> {
                 && b.handles.len() == handles.len()
                 && b.handles.iter().zip(&handles).all(|(a, b)| a.same(b))
         });
-        if let Some(borrowed) = unchanged {
-            for &(offset, len) in &borrowed.sections {
-                self.table.push((offset | IN_BASE, len));
-                self.borrowed += len;
+        // Every section must lie in an image of the chain (an index made before its image
+        // was stored has sections nowhere yet): else the chunk is written again.
+        let entries = unchanged.and_then(|b| {
+            b.sections.iter().map(|&placed| self.link(placed)).collect::<Option<Vec<_>>>()
+        });
+        if let (Some(borrowed), Some(entries)) = (unchanged, entries) {
+            let sections = borrowed.sections.clone();
+            for entry in entries {
+                self.table.push(entry);
+                self.borrowed += entry.1;
             }
-            return Ok(borrowed.sections.len() as u32);
+            let count = sections.len() as u32;
+            self.index.chunks.insert(key, Borrowable { handles, live, sections });
+            return Ok(count);
         }
         let first = self.table.len();
         write(self)?;
-        let sections = self.table[first..].to_vec();
+        let sections: Vec<Placed> = self.table[first..]
+            .iter()
+            .map(|&(offset, len)| Placed { home: PENDING, offset, len })
+            .collect();
         let count = sections.len() as u32;
-        if let Some(index) = &mut self.index {
-            index.chunks.insert(key, Borrowable { handles, live, sections });
-        }
+        self.index.chunks.insert(key, Borrowable { handles, live, sections });
         Ok(count)
     }
 
@@ -243,7 +307,12 @@ impl<'w> SectionWriter<'w> {
         tail.extend_from_slice(&MAGIC);
         self.out.write_all(&tail)?;
         self.out.flush()?;
-        Ok(WrittenImage { index: self.index, written: self.at, borrowed: self.borrowed })
+        Ok(WrittenImage {
+            index: self.index,
+            on_base: self.base.is_some(),
+            written: self.at,
+            borrowed: self.borrowed,
+        })
     }
 }
 
@@ -291,8 +360,9 @@ where
 
 impl GridState {
     /// Writes the branch as a format 5 payload to `out`, one section at a time, cut along the
-    /// store's chunks. With a `base` (the index of a full image of this branch), the sections
-    /// of chunks not written since are borrowed from it instead of written.
+    /// store's chunks. With a `base` (the index of the branch's newest stored image, which the
+    /// new image's header must name as its base), the sections of chunks not written since are
+    /// borrowed from its chain instead of written.
     pub fn write_image(
         &self,
         limits: PartLimits,
@@ -411,20 +481,22 @@ impl GridState {
     }
 
     /// `decode_sections` of payloads in memory (on a 16-byte boundary): tests and benches.
-    pub fn decode_image(bytes: &[u8], base: Option<&[u8]>) -> Result<GridState, String> {
-        GridState::decode_sections(&bytes, base.as_ref().map(|b| b as &dyn SectionSource))
+    pub fn decode_image(bytes: &[u8], chain: &[&[u8]]) -> Result<GridState, String> {
+        let chain: Vec<&dyn SectionSource> =
+            chain.iter().map(|b| b as &dyn SectionSource).collect();
+        GridState::decode_sections(&bytes, &chain)
     }
 
-    /// Rebuilds a branch from a format 5 payload and, for an image that borrows sections, its
-    /// base's payload, read a section at a time (a snapshot file's: the load holds the sections
-    /// of the columns being built, not the whole image). Every section is validated before it
-    /// is read; an inconsistent image is an error, never a panic.
+    /// Rebuilds a branch from a format 5 payload and, for an image that borrows sections, the
+    /// payloads of its chain (link 0 first), read a section at a time (a snapshot file's: the
+    /// load holds the sections of the columns being built, not the whole image). Every section
+    /// is validated before it is read; an inconsistent image is an error, never a panic.
     pub fn decode_sections(
         payload: &dyn SectionSource,
-        base: Option<&dyn SectionSource>,
+        chain: &[&dyn SectionSource],
     ) -> Result<GridState, String> {
-        let sources = Sources { payload, base };
-        let table = section_table(payload, base)?;
+        let sources = Sources { payload, chain };
+        let table = section_table(payload, chain)?;
         let (head, parts) = table.split_last().ok_or("a sectioned image without a head")?;
         let head_bytes = sources.read(*head)?;
         let head = access::<ArchivedBranchHead>(&head_bytes, "head")?;
@@ -631,24 +703,29 @@ fn slice(bytes: &[u8], offset: u64, len: usize) -> io::Result<&[u8]> {
         .ok_or_else(|| io::Error::other("a read past the payload's end"))
 }
 
-/// Where one section lies: in the image's payload or its base's, at an offset, of a length.
+/// Where one section lies: in the image's payload (`link` `None`) or in that of a link of its
+/// chain, at an offset, of a length.
 #[derive(Debug, Clone, Copy)]
 struct SectionAt {
-    in_base: bool,
+    link: Option<usize>,
     offset: u64,
     len: usize,
 }
 
-/// An image's payload and its base's.
+/// An image's payload and its chain's.
 struct Sources<'a> {
     payload: &'a dyn SectionSource,
-    base: Option<&'a dyn SectionSource>,
+    chain: &'a [&'a dyn SectionSource],
 }
 
 impl<'a> Sources<'a> {
     fn source(&self, at: SectionAt) -> Result<&'a dyn SectionSource, String> {
-        let source = if at.in_base { self.base } else { Some(self.payload) };
-        source.ok_or_else(|| "a section lies in a base the image was not given".to_owned())
+        match at.link {
+            None => Ok(self.payload),
+            Some(link) => self.chain.get(link).copied().ok_or_else(|| {
+                format!("a section lies in link {link} of a chain the image was not given")
+            }),
+        }
     }
 
     fn read(&self, at: SectionAt) -> Result<SectionBytes<'a>, String> {
@@ -738,11 +815,11 @@ fn build_column(
     })
 }
 
-/// The sections of a format 5 payload (borrowed ones in `base`'s), checked to lie on 16-byte
-/// boundaries before their payload's table.
+/// The sections of a format 5 payload (borrowed ones in its chain's payloads), checked to lie
+/// on 16-byte boundaries before their payload's table.
 fn section_table(
     payload: &dyn SectionSource,
-    base: Option<&dyn SectionSource>,
+    chain: &[&dyn SectionSource],
 ) -> Result<Vec<SectionAt>, String> {
     let fail = || "the section table is damaged".to_owned();
     fn read(source: &dyn SectionSource, offset: u64, len: usize) -> Result<Vec<u8>, String> {
@@ -769,26 +846,32 @@ fn section_table(
         Ok((start, read(source, start, len)?))
     };
     let (start, entries) = table(payload, true)?;
-    let base_start = match base {
-        Some(base) => Some(table(base, false)?.0),
-        None => None,
-    };
+    // Where the sections of each link end, read when a section first lies there.
+    let mut link_starts: Vec<Option<u64>> = vec![None; chain.len()];
     entries
         .chunks_exact(16)
         .map(|entry| {
-            let (mut offset, len) = (word(entry, 0), word(entry, 8));
-            let in_base = offset & IN_BASE != 0;
-            let end_of_sections = if in_base {
-                offset &= !IN_BASE;
-                base_start.ok_or("a section lies in a base the image was not given")?
-            } else {
-                start
+            let (raw, len) = (word(entry, 0), word(entry, 8));
+            let offset = raw & OFFSET_MASK;
+            let link = (raw & IN_CHAIN != 0).then_some(((raw & !IN_CHAIN) >> LINK_SHIFT) as usize);
+            let end_of_sections = match link {
+                None if raw != offset => return Err(fail()),
+                None => start,
+                Some(link) => {
+                    let known = link_starts.get_mut(link).ok_or_else(|| {
+                        format!("a section lies in link {link} of a chain the image was not given")
+                    })?;
+                    match known {
+                        Some(start) => *start,
+                        None => *known.insert(table(chain[link], false)?.0),
+                    }
+                }
             };
             let end = offset.checked_add(len).ok_or_else(fail)?;
-            if offset % 16 != 0 || end > end_of_sections {
+            if !offset.is_multiple_of(16) || end > end_of_sections {
                 return Err(fail());
             }
-            Ok(SectionAt { in_base, offset, len: usize::try_from(len).map_err(|_| fail())? })
+            Ok(SectionAt { link, offset, len: usize::try_from(len).map_err(|_| fail())? })
         })
         .collect()
 }

@@ -23,7 +23,7 @@ use std::sync::Mutex;
 use super::header::{self, HEADER_LEN, LONGEST};
 use super::{
     FilePayload, Generation, GenerationInfo, ImageDamage, ImageHeader, LoadedSnapshot, Payload,
-    SledSnapshotStore, SnapshotError, SnapshotImage, SnapshotStore,
+    SledSnapshotStore, SnapshotError, SnapshotImage, SnapshotStore, MAX_LINKS,
 };
 
 const GENERATION_DIGITS: usize = 20;
@@ -187,7 +187,7 @@ impl FileSnapshotStore {
         Self::read_header(&mut file).ok()?.ok().map(|(header, _)| header)
     }
 
-    /// Loads one generation from its home, with the payload of its base.
+    /// Loads one generation from its home, with the payloads of its chain.
     fn load_generation(
         &self,
         key: &str,
@@ -195,21 +195,44 @@ impl FileSnapshotStore {
         number: u64,
         home: Home,
     ) -> Result<LoadedSnapshot, SnapshotError> {
-        let (mut loaded, base) = self.load_one(key, dir, number, home)?;
-        if let Some(base) = base {
+        let (mut loaded, mut next) = self.load_one(key, dir, number, home)?;
+        let mut newer = number;
+        while let Some(base) = next {
             let damaged = || SnapshotError::Damaged {
                 key: key.to_owned(),
                 generation: Generation(number),
                 damage: ImageDamage::BaseDamaged { base },
             };
-            // A base is an older generation that borrows from none itself.
+            // Each link is an older generation; the chain is as long as a table can reach.
+            if base >= newer || loaded.chain.len() >= MAX_LINKS {
+                return Err(damaged());
+            }
             match self.load_one(key, dir, base, Home::File) {
-                Ok((whole, None)) if base < number => loaded.base = Some(whole.bytes),
-                Ok(_) | Err(SnapshotError::Damaged { .. }) => return Err(damaged()),
+                Ok((link, after)) => {
+                    loaded.chain.push(link.bytes);
+                    next = after;
+                    newer = base;
+                }
+                Err(SnapshotError::Damaged { .. }) => return Err(damaged()),
                 Err(other) => return Err(other),
             }
         }
         Ok(loaded)
+    }
+
+    /// The chain of generation `number` by its headers (itself first, down to a whole image),
+    /// or `None` when a link is missing, its header damaged, or the chain too long.
+    fn chain_of(dir: &Path, number: u64) -> Option<Vec<u64>> {
+        let mut chain = vec![number];
+        let mut at = number;
+        while let Some(base) = Self::file_header(dir, at)?.base {
+            if base >= at || chain.len() > MAX_LINKS {
+                return None;
+            }
+            chain.push(base);
+            at = base;
+        }
+        Some(chain)
     }
 
     /// Loads one generation's own payload from its home, and the base its header names.
@@ -497,16 +520,21 @@ impl SnapshotStore for FileSnapshotStore {
         let dir = self.key_dir(key)?;
         let older = self.stored(key, &dir)?;
         let number = older.keys().next_back().map_or(1, |g| g + 1);
+        // The new image's chain: it, then its base's.
+        let mut chain = vec![number];
         if let Some(base) = base {
-            let whole = older.get(&base.0) == Some(&Home::File)
-                && Self::file_header(&dir, base.0).is_some_and(|h| h.base.is_none());
-            if !whole {
+            let links = (older.get(&base.0) == Some(&Home::File))
+                .then(|| Self::chain_of(&dir, base.0))
+                .flatten()
+                .filter(|links| links.len() < MAX_LINKS);
+            let Some(links) = links else {
                 return Err(SnapshotError::Damaged {
                     key: key.to_owned(),
                     generation: Generation(number),
                     damage: ImageDamage::BaseDamaged { base: base.0 },
                 });
-            }
+            };
+            chain.extend(links);
         }
         let base = base.map(|b| b.0);
         if let Err(error) = Self::write_file(&dir, number, format_version, wal_lsn, base, write) {
@@ -516,16 +544,17 @@ impl SnapshotStore for FileSnapshotStore {
         }
         self.written.lock().unwrap_or_else(|e| e.into_inner()).insert((key.to_owned(), number));
         Self::remove_partials(&dir);
-        // Keep the new generation and its base, then the newest intact generation older than
-        // both with its base: whichever one generation is damaged, another loads, and with it
-        // the WAL from the oldest kept position (after a fallback, the damaged one goes).
-        let mut keep: BTreeSet<u64> = [number].into_iter().chain(base).collect();
+        // Keep the new generation and its chain, then the newest intact generation older than
+        // all of them with its chain: whichever one generation is damaged, another loads, and
+        // with it the WAL from the older one's position (after a fallback, the damaged one
+        // goes).
+        let mut keep: BTreeSet<u64> = chain.iter().copied().collect();
         let oldest_kept = keep.first().copied().unwrap_or(number);
         for (&older_number, &home) in older.range(..oldest_kept).rev() {
             if self.intact(key, &dir, older_number, home)? {
                 keep.insert(older_number);
                 if home == Home::File {
-                    keep.extend(Self::file_header(&dir, older_number).and_then(|h| h.base));
+                    keep.extend(Self::chain_of(&dir, older_number).unwrap_or_default());
                 }
                 break;
             }
@@ -718,11 +747,11 @@ mod tests {
         assert_eq!(store.load_latest(KEY).expect("load").expect("present").wal_lsn, 7);
     }
 
-    /// A generation with a base loads with the base's payload; the base and an older
-    /// generation (with its base) are kept beside the newest, so any one damaged file leaves a
-    /// generation that loads.
+    /// A generation on a base loads with the payloads of its whole chain (its base, that one's
+    /// base, ... down to a whole image); the chain and an older generation with its chain are
+    /// kept beside the newest, so any one damaged file leaves a generation that loads.
     #[test]
-    fn generations_on_a_base_keep_it_and_fall_back_past_its_damage() {
+    fn generations_on_a_chain_keep_it_and_fall_back_past_its_damage() {
         let dir = tempfile::tempdir().expect("dir");
         let store = store(dir.path());
         let put = |lsn: u64, base: Option<u64>| {
@@ -734,20 +763,25 @@ mod tests {
         put(1, None).expect("whole");
         put(2, None).expect("whole");
         put(3, Some(2)).expect("on 2");
-        assert_eq!(numbers(&store, KEY), [1, 2, 3]);
+        put(4, Some(3)).expect("on 3");
+        assert_eq!(numbers(&store, KEY), [1, 2, 3, 4]);
         let loaded = store.load_latest(KEY).expect("load").expect("present");
-        assert_eq!(loaded.generation, Generation(3));
-        let base = loaded.base.expect("the base's payload");
-        assert_eq!(&base.whole().expect("reads")[..], &image(2, 102).bytes[..]);
-        let header = store.generations(KEY).expect("listed")[2].header.expect("intact");
-        assert_eq!(header.base, Some(2));
-        put(4, Some(2)).expect("on 2");
-        assert_eq!(numbers(&store, KEY), [1, 2, 4], "an older generation on the base goes");
-        assert!(put(5, Some(4)).is_err(), "a base must be whole");
-        assert!(put(5, Some(3)).is_err(), "a base must be stored");
-        put(5, None).expect("whole");
-        assert_eq!(numbers(&store, KEY), [2, 4, 5], "the older generation keeps its base");
-        assert!(store.load_latest(KEY).expect("load").expect("present").base.is_none());
+        assert_eq!(loaded.generation, Generation(4));
+        let chain: Vec<_> =
+            loaded.chain.iter().map(|p| p.whole().expect("reads").to_vec()).collect();
+        assert_eq!(chain, [image(3, 103).bytes, image(2, 102).bytes], "link 0 first");
+        let header = store.generations(KEY).expect("listed")[3].header.expect("intact");
+        assert_eq!(header.base, Some(3));
+        put(5, Some(4)).expect("on 4");
+        assert_eq!(numbers(&store, KEY), [1, 2, 3, 4, 5], "the chain and one older whole");
+        put(6, None).expect("whole");
+        assert_eq!(numbers(&store, KEY), [2, 3, 4, 5, 6], "the older generation keeps its chain");
+        assert!(store.load_latest(KEY).expect("load").expect("present").chain.is_empty());
+        put(7, Some(6)).expect("on 6");
+        assert_eq!(numbers(&store, KEY), [2, 3, 4, 5, 6, 7]);
+        assert!(put(8, Some(1)).is_err(), "a base must be stored");
+        put(8, None).expect("whole");
+        assert_eq!(numbers(&store, KEY), [6, 7, 8]);
 
         let file = |n| generation_file(dir.path(), KEY, n);
         let flip = |n| {
@@ -756,14 +790,63 @@ mod tests {
             bytes[at] ^= 0x42;
             fs::write(file(n), bytes).expect("write");
         };
-        flip(2);
-        assert_eq!(store.load_latest(KEY).expect("load").expect("ok").generation, Generation(5));
-        flip(5);
+        flip(6);
+        assert_eq!(store.load_latest(KEY).expect("load").expect("ok").generation, Generation(8));
+        flip(8);
         let failed = store.load_latest(KEY).expect_err("no generation loads");
         let SnapshotError::NoIntactGeneration { damaged, .. } = failed else {
             panic!("{failed:?}")
         };
-        assert_eq!(damaged[1], (Generation(4), ImageDamage::BaseDamaged { base: 2 }));
+        assert_eq!(damaged[1], (Generation(7), ImageDamage::BaseDamaged { base: 6 }));
+    }
+
+    /// A damaged link in the middle of a chain: the generations on it fail, the one under it
+    /// loads.
+    #[test]
+    fn a_damaged_link_falls_back_to_the_generation_under_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = store(dir.path());
+        for (lsn, base) in [(1, None), (2, None), (3, Some(2)), (4, Some(3)), (5, Some(4))] {
+            let bytes = image(lsn, 300).bytes;
+            store
+                .put_streamed(KEY, 5, lsn, base.map(Generation), &mut |out: &mut dyn Write| {
+                    out.write_all(&bytes)
+                })
+                .expect("put");
+        }
+        let path = generation_file(dir.path(), KEY, 4);
+        let mut bytes = fs::read(&path).expect("read");
+        let at = bytes.len() / 2;
+        bytes[at] ^= 1;
+        fs::write(&path, bytes).expect("write");
+        let reopened = FileSnapshotStore::open(&dir.path().join("snapshots"), None).expect("open");
+        let loaded = reopened.load_latest(KEY).expect("load").expect("a fallback");
+        assert_eq!((loaded.generation, loaded.chain.len()), (Generation(3), 1));
+        assert_eq!(loaded.damaged_newer, [Generation(5), Generation(4)]);
+    }
+
+    /// A chain is at most `MAX_LINKS` generations under its newest: a put on a base whose chain
+    /// is that long is refused.
+    #[test]
+    fn a_chain_longer_than_a_table_reaches_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = store(dir.path());
+        let bytes = image(1, 20).bytes;
+        let put = |base: Option<u64>| {
+            store.put_streamed(KEY, 5, 1, base.map(Generation), &mut |out: &mut dyn Write| {
+                out.write_all(&bytes)
+            })
+        };
+        let mut newest = put(None).expect("whole").0;
+        for _ in 0..MAX_LINKS - 1 {
+            newest = put(Some(newest)).expect("on the newest").0;
+        }
+        assert!(matches!(
+            put(Some(newest)),
+            Err(SnapshotError::Damaged { damage: ImageDamage::BaseDamaged { .. }, .. })
+        ));
+        let loaded = store.load_latest(KEY).expect("load").expect("present");
+        assert_eq!(loaded.chain.len(), MAX_LINKS - 1);
     }
 
     #[test]

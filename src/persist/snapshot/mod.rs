@@ -24,7 +24,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use crate::grid::image::{SectionBytes, SectionSource};
+use crate::grid::image::{SectionBytes, SectionSource, MAX_LINKS};
 pub use file_store::FileSnapshotStore;
 pub use sled_store::SledSnapshotStore;
 
@@ -133,7 +133,8 @@ pub struct ImageHeader {
     pub payload_len: u64,
     /// crc32c of the payload.
     pub payload_crc: u32,
-    /// The generation whose payload this one borrows sections from (a delta on that base).
+    /// The generation this one borrows sections from, directly or through that one's own base
+    /// (a delta on that base: the image's chain is its base, its base's base, ...).
     pub base: Option<u64>,
 }
 
@@ -157,8 +158,9 @@ pub struct LoadedSnapshot {
     /// Which generation was loaded.
     pub generation: Generation,
     pub bytes: Payload,
-    /// The payload of the generation this one borrows sections from, checked like it.
-    pub base: Option<Payload>,
+    /// The payloads of the generations this one borrows sections from, checked like it: its
+    /// base, its base's base, ... down to a whole image (empty for a whole image).
+    pub chain: Vec<Payload>,
     /// Newer generations that were skipped because they were damaged (newest first); non-empty
     /// means this is a fallback and the caller should write a fresh snapshot soon.
     pub damaged_newer: Vec<Generation>,
@@ -172,7 +174,7 @@ impl LoadedSnapshot {
             wal_lsn: header.wal_lsn,
             generation,
             bytes,
-            base: None,
+            chain: Vec::new(),
             damaged_newer: Vec::new(),
         }
     }
@@ -210,7 +212,7 @@ pub enum ImageDamage {
         /// Length found (at least this much, when the chunks run over).
         found: u64,
     },
-    /// The generation this one borrows from is missing, damaged or itself borrows.
+    /// A generation of its chain is missing or damaged, or the chain is too long.
     #[error("its base generation {base} is missing or damaged")]
     BaseDamaged {
         /// The base generation.
@@ -287,9 +289,10 @@ pub trait SnapshotStore: Send + Sync {
 
     /// `put` of an image that `write` produces into the store's writer, so that a large image
     /// is never held whole in memory (the default collects it first). An error of `write`
-    /// stores nothing. With a `base`, the image borrows sections of that generation (which must
-    /// be a stored generation without a base of its own): a load hands both payloads over, and
-    /// the base is kept as long as a kept generation borrows from it.
+    /// stores nothing. With a `base` (a stored generation whose chain is intact and shorter
+    /// than `MAX_LINKS`), the image borrows sections of that generation and of its chain: a
+    /// load hands every payload of the chain over, and each is kept as long as a kept
+    /// generation's chain holds it.
     fn put_streamed(
         &self,
         key: &str,

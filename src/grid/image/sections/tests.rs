@@ -72,7 +72,7 @@ fn a_branch_cut_into_many_parts_round_trips() {
     let bytes = original.encode_image(SMALL).expect("encodes");
     let mut aligned = rkyv::util::AlignedVec::<16>::new();
     aligned.extend_from_slice(&bytes);
-    let loaded = GridState::decode_image(&aligned, None).expect("decodes");
+    let loaded = GridState::decode_image(&aligned, &[]).expect("decodes");
     same(&loaded, &original);
     let row = loaded.store.find("", "rec2").expect("present");
     assert_eq!(loaded.store.source_status(row, loaded.slots["enUS"]), SourceStatus::Locked);
@@ -81,7 +81,7 @@ fn a_branch_cut_into_many_parts_round_trips() {
     assert!(whole.len() < bytes.len(), "fewer sections, fewer tables");
     let mut aligned = rkyv::util::AlignedVec::<16>::new();
     aligned.extend_from_slice(&whole);
-    same(&GridState::decode_image(&aligned, None).expect("decodes"), &original);
+    same(&GridState::decode_image(&aligned, &[]).expect("decodes"), &original);
 }
 
 #[test]
@@ -91,7 +91,7 @@ fn an_empty_branch_round_trips() {
         let bytes = original.encode_image(SMALL).expect("encodes");
         let mut aligned = rkyv::util::AlignedVec::<16>::new();
         aligned.extend_from_slice(&bytes);
-        same(&GridState::decode_image(&aligned, None).expect("decodes"), &original);
+        same(&GridState::decode_image(&aligned, &[]).expect("decodes"), &original);
     }
 }
 
@@ -101,11 +101,11 @@ fn a_cut_or_foreign_payload_is_an_error() {
     for len in [0, 8, 16, bytes.len() - 1, bytes.len() - 16, bytes.len() / 2] {
         let mut aligned = rkyv::util::AlignedVec::<16>::new();
         aligned.extend_from_slice(&bytes[..len]);
-        assert!(GridState::decode_image(&aligned, None).is_err(), "{len} bytes decode");
+        assert!(GridState::decode_image(&aligned, &[]).is_err(), "{len} bytes decode");
     }
     let mut aligned = rkyv::util::AlignedVec::<16>::new();
     aligned.extend_from_slice(&[0u8; 64]);
-    assert!(GridState::decode_image(&aligned, None).is_err());
+    assert!(GridState::decode_image(&aligned, &[]).is_err());
 }
 
 #[test]
@@ -121,19 +121,31 @@ fn aligned(bytes: &[u8]) -> rkyv::util::AlignedVec<16> {
     aligned
 }
 
-/// A whole image of `state` and its index.
+/// A whole image of `state` and its index, stored as generation 1.
 fn whole(state: &GridState) -> (rkyv::util::AlignedVec<16>, ImageIndex) {
     let mut out = Vec::new();
     let written = state.write_image(SMALL, None, &mut out).expect("encodes");
-    (aligned(&out), written.index.expect("a whole image has an index"))
+    assert!(!written.on_base && written.borrowed == 0);
+    (aligned(&out), written.index.stored_as(1))
 }
 
 /// An image of `state` borrowing from `base`, how much it wrote and borrowed.
 fn on(state: &GridState, base: &ImageIndex) -> (rkyv::util::AlignedVec<16>, u64, u64) {
+    let (bytes, written, borrowed, _) = on_chain(state, base, SMALL);
+    (bytes, written, borrowed)
+}
+
+/// An image of `state` borrowing from `base`'s chain, how much it wrote and borrowed, and its
+/// index (not yet stored).
+fn on_chain(
+    state: &GridState,
+    base: &ImageIndex,
+    limits: PartLimits,
+) -> (rkyv::util::AlignedVec<16>, u64, u64, ImageIndex) {
     let mut out = Vec::new();
-    let written = state.write_image(SMALL, Some(base), &mut out).expect("encodes");
-    assert!(written.index.is_none(), "an image on a base is not a base");
-    (aligned(&out), written.written, written.borrowed)
+    let written = state.write_image(limits, Some(base), &mut out).expect("encodes");
+    assert!(written.on_base, "an image on a base borrows from its chain");
+    (aligned(&out), written.written, written.borrowed, written.index)
 }
 
 fn edit(state: &mut GridState, id: &str, text: &str) {
@@ -166,19 +178,58 @@ fn an_image_on_a_base_borrows_what_did_not_change() {
     let (base_bytes, index) = whole(&state);
     let (unchanged, written, borrowed) = on(&state, &index);
     assert!(borrowed > 0 && written < base_bytes.len() as u64 / 4, "{written} of {borrowed}");
-    same(&GridState::decode_image(&unchanged, Some(&base_bytes)).expect("decodes"), &state);
+    same(&GridState::decode_image(&unchanged, &[&base_bytes]).expect("decodes"), &state);
 
     edit(&mut state, "rec2", "changed");
     state.apply(&GridOp::DeleteRecords { keys: vec![(String::new(), "rec9".into())] });
     let (delta, written_after, _) = on(&state, &index);
     assert!(written_after > written, "the edited chunks are written");
-    let loaded = GridState::decode_image(&delta, Some(&base_bytes)).expect("decodes");
+    let loaded = GridState::decode_image(&delta, &[&base_bytes]).expect("decodes");
     same(&loaded, &state);
     let row = loaded.store.find("", "rec2").expect("present");
     assert_eq!(loaded.store.value(row, loaded.slots["enUS"]), CellValue::Text("changed".into()));
     assert!(loaded.store.find("", "rec9").is_none());
-    same(&GridState::decode_image(&base_bytes, None).expect("decodes"), &before);
-    assert!(GridState::decode_image(&delta, None).is_err(), "a delta needs its base");
+    same(&GridState::decode_image(&base_bytes, &[]).expect("decodes"), &before);
+    assert!(GridState::decode_image(&delta, &[]).is_err(), "a delta needs its base");
+}
+
+/// Each image on a chain writes only what changed since the image before it (not since the
+/// whole one), borrowing the rest from whichever image of the chain holds it, and loads only
+/// with its whole chain; an index whose image was never stored lends nothing.
+#[test]
+fn an_image_on_a_chain_writes_only_what_changed_since_the_last() {
+    // Three of the store's 8,192-row chunks; parts of at most 1,000 records.
+    let limits = PartLimits { rows: 1_000, bytes: 1 << 20 };
+    let mut state = state(20_000);
+    let mut out = Vec::new();
+    let first = state.write_image(limits, None, &mut out).expect("encodes");
+    let whole = aligned(&out);
+    let index = first.index.stored_as(1);
+
+    edit(&mut state, "rec2", "first chunk");
+    let (d1, written1, _, index) = on_chain(&state, &index, limits);
+    let index = index.stored_as(2);
+    same(&GridState::decode_image(&d1, &[&whole]).expect("decodes"), &state);
+
+    edit(&mut state, "rec19000", "third chunk");
+    let (d2, written2, borrowed2, index2) = on_chain(&state, &index, limits);
+    assert!(written2 < written1 * 3 / 2, "the first chunk is not written again: {written2}");
+    assert!(borrowed2 > written2);
+    let loaded = GridState::decode_image(&d2, &[&d1, &whole]).expect("decodes");
+    same(&loaded, &state);
+    let row = loaded.store.find("", "rec2").expect("present");
+    assert_eq!(
+        loaded.store.value(row, loaded.slots["enUS"]),
+        CellValue::Text("first chunk".into())
+    );
+    assert!(GridState::decode_image(&d2, &[&d1]).is_err(), "a link missing");
+    assert!(GridState::decode_image(&d2, &[&whole, &d1]).is_err(), "links swapped");
+    assert_eq!(index2.stored_as(3).chain(), &[3, 2, 1]);
+
+    // An index of an image that was not stored lends what it borrowed, not what it wrote.
+    let (_, written, borrowed, unstored) = on_chain(&state, &index, limits);
+    let (_, written_again, borrowed_again, _) = on_chain(&state, &unstored, limits);
+    assert_eq!((written_again, borrowed_again), (written, borrowed));
 }
 
 /// A payload served the way a snapshot file serves it: every read a fresh aligned copy, and a
@@ -214,15 +265,15 @@ fn an_image_read_a_section_at_a_time_loads_the_same() {
     let (base_bytes, index) = whole(&state);
     let file = |bytes: &[u8]| FileLike { bytes: bytes.to_vec(), fail_past: u64::MAX };
     let base = file(&base_bytes);
-    same(&GridState::decode_sections(&base, None).expect("decodes"), &state);
+    same(&GridState::decode_sections(&base, &[]).expect("decodes"), &state);
     edit(&mut state, "rec3", "changed");
     let (delta, _, borrowed) = on(&state, &index);
     assert!(borrowed > 0);
-    let loaded = GridState::decode_sections(&file(&delta), Some(&base)).expect("decodes");
+    let loaded = GridState::decode_sections(&file(&delta), &[&base]).expect("decodes");
     same(&loaded, &state);
     for cut in [0, 100, base_bytes.len() as u64 / 2, base_bytes.len() as u64 - 17] {
         let failing = FileLike { bytes: base_bytes.to_vec(), fail_past: cut };
-        assert!(GridState::decode_sections(&failing, None).is_err(), "reads fail past {cut}");
+        assert!(GridState::decode_sections(&failing, &[]).is_err(), "reads fail past {cut}");
     }
 }
 
@@ -249,7 +300,7 @@ proptest! {
         aligned.extend_from_slice(&bytes);
         let i = at.index(aligned.len());
         aligned[i] ^= bits;
-        let _ = GridState::decode_image(&aligned, None);
+        let _ = GridState::decode_image(&aligned, &[]);
     }
 }
 
@@ -260,6 +311,6 @@ fn a_chain_head_outside_the_history_is_refused() {
     let row = original.store.find("", "rec3").expect("present");
     original.store.set_history_head(row, 99 << 32);
     let bytes = aligned(&original.encode_image(SMALL).expect("encodes"));
-    let error = GridState::decode_image(&bytes, None).err().expect("refused");
+    let error = GridState::decode_image(&bytes, &[]).err().expect("refused");
     assert!(error.contains("outside the log"), "{error}");
 }
