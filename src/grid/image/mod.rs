@@ -35,8 +35,8 @@ use super::history::{
 use super::ops::{GridState, MergeBase};
 use super::schema::Schema;
 use super::store::{
-    BuiltColumn, CellRef, ColumnSlot, ColumnStore, GoneKey, LoadCell, LoadedRecord, RecordIdentity,
-    RowId,
+    arena_cost, BuiltColumn, CellRef, ColumnSlot, ColumnStore, GoneKey, LoadCell, LoadedRecord,
+    RecordIdentity, RowId,
 };
 use super::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
@@ -794,6 +794,21 @@ impl<'a> CellsRef<'a> {
             return Err(format!("column {id}: {cells} cells for {n} records"));
         }
         Ok(())
+    }
+
+    /// The arena bytes (`arena_cost`) of the text of cells `from..from + rows` (as many of
+    /// them as there are), after `check`; none for cells that are not text.
+    pub fn arena_bytes(&self, from: usize, rows: usize) -> usize {
+        let ArchivedColumnCells::Text { ends, .. } = self.cells else { return 0 };
+        let to = from.saturating_add(rows).min(ends.len());
+        let mut start = if from == 0 { 0 } else { ends[from - 1].to_native() as usize };
+        let mut bytes = 0;
+        for end in &ends[from.min(to)..to] {
+            let end = end.to_native() as usize;
+            bytes += arena_cost(end.saturating_sub(start));
+            start = end;
+        }
+        bytes
     }
 
     /// Cell `i` (after `check`), with its version and status byte.

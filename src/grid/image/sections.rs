@@ -38,7 +38,8 @@ use crate::grid::history::{ChunkPart, History, NO_ENTRY};
 use crate::grid::ops::GridState;
 use crate::grid::schema::Schema;
 use crate::grid::store::{
-    CellRef, ChunkHandle, ColumnSlot, ColumnStore, LoadedRecord, RecordIdentity, RowId,
+    CellRef, ChunkHandle, ColumnBuilder, ColumnSlot, ColumnStore, LoadedRecord, RecordIdentity,
+    RowId,
 };
 use crate::grid::value::StorageKind;
 
@@ -549,8 +550,7 @@ impl GridState {
             }
         }
         let build = |(id, sections): StoredColumn, kind, localized, scratch: &mut Scratch| {
-            let read = sources.read_all(sections, scratch)?;
-            build_column(id, &read, kind, localized, n)
+            build_column(id, sections, &sources, kind, localized, n, scratch)
         };
         let began = std::time::Instant::now();
         let mut furthest: Option<u64> = None;
@@ -781,17 +781,21 @@ impl<'a> Sources<'a> {
 /// A column's id and its sections in an image.
 type StoredColumn<'a> = (&'a str, &'a [SectionAt]);
 
-/// One column of `n` cells from its parts' sections, each validated.
+/// One column of `n` cells from its parts' sections, read one at a time into `scratch` (so a
+/// load holds one part of a column, not the column), each validated.
 fn build_column(
     id: &str,
-    sections: &[&[u8]],
+    sections: &[SectionAt],
+    sources: &Sources<'_>,
     kind: StorageKind,
     localized: bool,
     n: usize,
+    scratch: &mut Scratch,
 ) -> Result<crate::grid::store::BuiltColumn, String> {
-    let mut parts = Vec::with_capacity(sections.len());
-    for section in sections {
-        let part = access::<ArchivedColumnPart>(section, "column part")?;
+    let mut builder = ColumnBuilder::new(kind, localized, n);
+    for &at in sections {
+        let read = sources.read_all(&[at], scratch)?;
+        let part = access::<ArchivedColumnPart>(read[0], "column part")?;
         let cells = CellsRef {
             id,
             cells: &part.cells,
@@ -799,20 +803,14 @@ fn build_column(
             versions: part.versions.as_slice(),
         };
         cells.check(cells.len())?;
-        parts.push(cells);
-    }
-    if parts.iter().map(CellsRef::len).sum::<usize>() != n {
-        return Err(format!("column {id}: its parts do not add up to the head's records"));
-    }
-    // Rows are asked for in order: walk the parts with a cursor.
-    let (mut part, mut base) = (0usize, 0usize);
-    ColumnStore::build_column(kind, localized, n, |i| {
-        while i - base >= parts[part].len() {
-            base += parts[part].len();
-            part += 1;
+        for i in 0..cells.len() {
+            let (value, version, status) = cells.cell(i)?;
+            builder
+                .push(&value, version, status, |rows| cells.arena_bytes(i, rows))
+                .map_err(|e| format!("column {id}: {e}"))?;
         }
-        parts[part].cell(i - base)
-    })
+    }
+    builder.finish().map_err(|e| format!("column {id}: {e}"))
 }
 
 /// The sections of a format 5 payload (borrowed ones in its chain's payloads), checked to lie

@@ -38,7 +38,7 @@ use std::fmt;
 use roaring::RoaringBitmap;
 
 pub use self::chunked::ChunkHandle;
-pub use self::column::{CellRef, KindMismatch, LoadCell};
+pub use self::column::{arena_cost, CellRef, ColumnBuilder, KindMismatch, LoadCell};
 pub use self::scan::{Changes, RowBits};
 pub use self::text::ListRef;
 

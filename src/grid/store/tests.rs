@@ -457,3 +457,60 @@ fn text_garbage_collected_on_one_side_stays_out_of_the_other() {
     assert_eq!(again.value(RowId(0), slots[0]), clone.value(RowId(12), slots[0]));
     assert_eq!(dump(&original, &slots), before);
 }
+
+// ----- columns built for a load -----
+
+/// A column built a cell at a time from parts that do not line up with the chunks (each chunk's
+/// arena sized from what its first part holds, grown past it) holds what one built from whole
+/// chunks holds, in arenas as small; a builder given too few or too many cells refuses.
+#[test]
+fn a_column_built_from_parts_matches_one_built_from_whole_chunks() {
+    let n = 20_000;
+    let text = |i: usize| match i % 7 {
+        0 => String::new(),
+        1 => format!("a value long enough to be held apart {i}"),
+        _ => format!("v{i} ü"),
+    };
+    let cell = |i: usize| {
+        let value = text(i);
+        let cell = if value.is_empty() { LoadCell::Empty } else { LoadCell::Text(value.leak()) };
+        (cell, i as u32 % 5, (i % 3) as u8)
+    };
+    let mut whole = store_with_rows(RecordIdentity::RecordId, n);
+    let slot = whole.add_column(StorageKind::Text, true);
+    let built = ColumnStore::build_column(StorageKind::Text, true, n, |i| Ok(cell(i)));
+    whole.install_column(slot, built.expect("built")).expect("installed");
+
+    let mut parts = store_with_rows(RecordIdentity::RecordId, n);
+    let slot = parts.add_column(StorageKind::Text, true);
+    let mut builder = ColumnBuilder::new(StorageKind::Text, true, n);
+    for start in (0..n).step_by(1000) {
+        let part: Vec<_> = (start..start + 1000).map(cell).collect();
+        for (k, (value, version, status)) in part.iter().enumerate() {
+            let bytes = |rows: usize| {
+                let lens = part[k..part.len().min(k + rows)].iter().map(|(v, ..)| match v {
+                    LoadCell::Text(s) => s.len(),
+                    _ => 0,
+                });
+                lens.map(arena_cost).sum()
+            };
+            builder.push(value, *version, *status, bytes).expect("pushed");
+        }
+    }
+    parts.install_column(slot, builder.finish().expect("finished")).expect("installed");
+    for row in (0..n).map(|i| whole.find("", &format!("rec.{i:05}")).expect("present")) {
+        assert_eq!(parts.value(row, slot), whole.value(row, slot));
+        assert_eq!(parts.version(row, slot), whole.version(row, slot));
+        assert_eq!(parts.dependency_status(row, slot), whole.dependency_status(row, slot));
+    }
+    assert_eq!(parts.heap_bytes(), whole.heap_bytes(), "arenas sized alike");
+
+    let mut short = ColumnBuilder::new(StorageKind::Number, false, 2);
+    short.push(&LoadCell::Number(1.0), 0, 0, |_| 0).expect("pushed");
+    assert!(short.finish().is_err(), "one cell for two records");
+    let mut long = ColumnBuilder::new(StorageKind::Number, false, 1);
+    long.push(&LoadCell::Number(1.0), 0, 0, |_| 0).expect("pushed");
+    assert!(long.push(&LoadCell::Number(2.0), 0, 0, |_| 0).is_err(), "two cells for one");
+    let mut mismatched = ColumnBuilder::new(StorageKind::Number, false, 1);
+    assert!(mismatched.push(&LoadCell::Text("x"), 0, 0, |_| 0).is_err());
+}

@@ -21,9 +21,9 @@ use super::chunked::{reserve_row, Chunk, Chunked, CHUNK_ROWS};
 /// Longest value kept inline in a chunk arena. With `CHUNK_ROWS` rows per chunk and garbage
 /// collected at 50%, a chunk arena stays far below 4 GiB. Tests use a tiny limit to spill often.
 #[cfg(not(test))]
-const INLINE_MAX: usize = 16 * 1024;
+pub(super) const INLINE_MAX: usize = 16 * 1024;
 #[cfg(test)]
-const INLINE_MAX: usize = 24;
+pub(super) const INLINE_MAX: usize = 24;
 
 /// Garbage below this many bytes is never collected (avoids churning small chunks).
 #[cfg(not(test))]
