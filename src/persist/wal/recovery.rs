@@ -1,5 +1,6 @@
-//! Start-up scan of the write-ahead log: reads every segment in LSN order, finds the valid records,
-//! and repairs a damaged tail (truncate the damaged segment, delete every later segment). The
+//! Start-up scan of the write-ahead log: reads every segment (a segment at a time on each core),
+//! finds the valid records in LSN order, and repairs a damaged tail (truncate the damaged
+//! segment, delete every later segment). The
 //! records themselves are not kept: `WalRecords` reads them again, one segment at a time, when
 //! the catalogue and the branches are replayed, so a start never holds the whole log in memory.
 //!
@@ -44,7 +45,7 @@ pub(super) fn recover(
         active: None,
         next_lsn: segments.first().map_or(1, |(first, _)| *first),
     };
-    let mut bytes = Vec::new();
+    let mut scans = scan_all(&segments, max_record_len, marked).into_iter();
     for (index, (first_lsn, path)) in segments.iter().enumerate() {
         if *first_lsn != outcome.next_lsn {
             let reason = DamageReason::SegmentOutOfSequence {
@@ -55,12 +56,11 @@ pub(super) fn recover(
             outcome.damage = Some(report(path, 0, reason, deleted));
             break;
         }
-        read_into(path, &mut bytes).map_err(|e| WalError::io(path, e))?;
+        let (scan, holds_marked) = match scans.next() {
+            Some(scanned) => scanned.map_err(|e| WalError::io(path, e))?,
+            None => return Err(WalError::io(path, io::Error::other("a segment was not scanned"))),
+        };
         let first = outcome.next_lsn;
-        let mut holds_marked = false;
-        let scan = scan_segment(&bytes, first, max_record_len, |_, payload| {
-            holds_marked = holds_marked || marked(payload);
-        });
         outcome.next_lsn = scan.next_lsn;
         let len = scan.valid_len as u64;
         outcome.records.count += (scan.next_lsn - first) as usize;
@@ -82,6 +82,56 @@ pub(super) fn recover(
         }
     }
     Ok(outcome)
+}
+
+/// Scans every segment from the first LSN its name gives, a segment at a time on each core
+/// (a start after a large load reads gigabytes of log; `recover` then checks that they follow
+/// each other). Each scan says whether a record of the segment is one `marked` notes.
+fn scan_all(
+    segments: &[(u64, PathBuf)],
+    max_record_len: u32,
+    marked: fn(&[u8]) -> bool,
+) -> Vec<io::Result<(SegmentScan, bool)>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let scan = || {
+        let mut bytes = Vec::new();
+        let mut done = Vec::new();
+        loop {
+            let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some((first, path)) = segments.get(index) else { return done };
+            let scanned = read_into(path, &mut bytes).map(|()| {
+                let mut holds_marked = false;
+                let scan = scan_segment(&bytes, *first, max_record_len, |_, payload| {
+                    holds_marked = holds_marked || marked(payload);
+                });
+                (scan, holds_marked)
+            });
+            done.push((index, scanned));
+        }
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let mut results: Vec<(usize, io::Result<(SegmentScan, bool)>)> = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..threads.min(segments.len()))
+            .filter_map(|_| {
+                std::thread::Builder::new().name("wal-scan".into()).spawn_scoped(s, scan).ok()
+            })
+            .collect();
+        let mut all = scan();
+        for helper in helpers {
+            // A helper that panicked leaves its segments unscanned: `recover` reports them.
+            all.extend(helper.join().unwrap_or_default());
+        }
+        all
+    });
+    results.sort_by_key(|(index, _)| *index);
+    let mut ordered = Vec::with_capacity(segments.len());
+    for (index, scanned) in results {
+        if index != ordered.len() {
+            break;
+        }
+        ordered.push(scanned);
+    }
+    ordered
 }
 
 /// The valid records a WAL held when it was opened, in LSN order, read from disk on demand.
