@@ -857,15 +857,17 @@ mod base_tests {
         generations.iter().map(|g| g.header.expect("intact").base).collect()
     }
 
-    /// After two whole images the file store's snapshots borrow from the newest whole one; a
-    /// store that keeps no bases (sled, of older data directories) gets whole images only.
+    /// After two whole images the file store's snapshots borrow from the newest one (here whole
+    /// again at the fourth, the branch being all head); a store that keeps no bases (sled, of
+    /// older data directories) gets whole images only.
     #[test]
     fn snapshots_borrow_only_where_the_store_keeps_bases() {
         let dir = tempfile::tempdir().expect("temp dir");
         let files = FileSnapshotStore::open(&dir.path().join("snapshots"), None).expect("store");
         let with_files = durability(dir.path(), Arc::new(files));
-        // 1 and 2 whole, 3 on 2; 4 whole again, as 3 wrote more than half of 2 (the branch
-        // is all head); 1 retired.
+        // 1 and 2 whole, 3 on 2; 4 whole again, as 3 rewrote about all of 2 (the branch is
+        // all head: a load of a 4 on 3 would read twice what it uses); 1 retired, 3 kept with
+        // its chain.
         assert_eq!(bases_of_four(&with_files), [None, Some(2), None]);
 
         let dir = tempfile::tempdir().expect("temp dir");

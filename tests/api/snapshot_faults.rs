@@ -227,8 +227,8 @@ fn damage(file: &Path, what: Damage) {
 }
 
 /// Damages the newest generation (or, with `both`, the two newest) of the store keys `pick`
-/// selects; every such key must have at least two generations (a branch keeps up to four: the
-/// newest, the whole image it borrows from, and an older one with its own).
+/// selects; every such key must have at least two generations (a branch keeps the newest with
+/// its chain of the images it borrows from, and an older one with its own).
 fn damage_store(dir: &Path, pick: impl Fn(&str) -> bool, what: Damage, both: bool) {
     let mut damaged = 0;
     for (key, generations) in layout(dir).into_iter().filter(|(k, _)| pick(k)) {
@@ -287,9 +287,9 @@ fn base_of(file: &Path) -> Option<u64> {
         .then(|| u64::from_le_bytes(bytes[32..40].try_into().expect("eight bytes")))
 }
 
-/// A branch's newest snapshot borrows from an older whole image; damage to that base makes the
-/// newest unusable too: the start falls back to the older generation kept beside them and the
-/// WAL, and every acknowledged write is back.
+/// A branch's newest snapshot borrows from an older image, its base; damage to that base makes
+/// the newest unusable too: the start falls back to a generation under the damage and the WAL,
+/// and every acknowledged write is back.
 #[test]
 fn damage_to_the_image_a_snapshot_borrows_from_loses_no_acknowledged_write() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -440,8 +440,8 @@ fn kill_during_a_snapshot(magic: &[u8; 8]) {
     let mut acked = 0usize;
     let mut caught = false;
     // Each round adds 300 records of 2 KB, after which a snapshot of the growing branch starts
-    // (whole or on the last whole one, by turns as the branch grows); the kill lands while one
-    // of the wanted kind is being written.
+    // (the first two whole, then each on the one before); the kill lands while one of the
+    // wanted kind is being written.
     for round in 0..80 {
         let records = round_of_records(round, 'y');
         server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(records), KEY);
