@@ -8,11 +8,11 @@
 //! (offset u64, length u64) per section; then the number of sections (u64) and `GRIDSECT`. An
 //! offset's top byte says whose payload the section lies in: 0, this image's; `0x80 | k`, the
 //! payload of link `k` of the image's chain (link 0 is the base its snapshot header names, link
-//! 1 that image's base, and so on; images written before chains only ever used link 0). The sections are, in order: the
-//! record parts (`RecordsPart`: ids, paths, times, users, stamps and history heads of live
-//! records), each column's parts (`ColumnPart`: its cells of the same records), the history
-//! log's chunks (`HistoryChunkImage`), and last the head (`BranchHead`), which says how many
-//! parts each list has. Parts are cut along the store's chunks (the live rows of one chunk),
+//! 1 that image's base, and so on; images written before chains only ever used link 0). The
+//! sections are, in order: the record parts (`RecordsPart`: ids, paths, times, users, stamps
+//! and history heads of live records), each column's parts (`ColumnPart`: its cells of the same
+//! records), the history log's chunks (`HistoryChunkImage`), and last the head (`BranchHead`),
+//! which says how many parts each list has. Parts are cut along the store's chunks (the live rows of one chunk),
 //! further after `PartLimits::rows` records or once their text passes `PartLimits::bytes`. So
 //! the sections of a chunk depend on that chunk alone: every image notes what each chunk's
 //! sections were made from and where they lie (`ImageIndex`: handles on the store's
