@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 
-use super::snapshot::{Generation, GenerationInfo, Payload, SnapshotImage, SnapshotStore};
+use super::snapshot::{
+    Generation, GenerationInfo, LoadedSnapshot, Payload, SnapshotImage, SnapshotStore,
+};
 use super::wal::WalHandle;
 use crate::grid::image::{
     ArchivedBranchImage, ArchivedBranchImageV1, ArchivedBranchImageV2, ArchivedBranchImageV3,
@@ -414,13 +416,45 @@ impl Durability {
                 return None;
             }
         };
-        match decode_any(loaded.format_version, &loaded.bytes, &loaded.chain) {
+        let decoded =
+            if loaded.format_version == IMAGE_FORMAT_VERSION && self.snapshots.keeps_bases() {
+                self.decode_as_base(branch_id, &loaded)
+            } else {
+                decode_any(loaded.format_version, &loaded.bytes, &loaded.chain)
+            };
+        match decoded {
             Ok(state) => Some(LoadedBranch { state, wal_lsn: loaded.wal_lsn }),
             Err(err) => {
                 tracing::error!(branch = branch_id, error = %err, "snapshot does not decode; replaying the whole WAL");
                 None
             }
         }
+    }
+}
+
+impl Durability {
+    /// Decodes a branch's snapshot of the current format and makes it the branch's base: the
+    /// branch's next snapshot borrows from it and its chain every chunk not written since the
+    /// start, instead of being whole.
+    fn decode_as_base(
+        &self,
+        branch_id: &str,
+        loaded: &LoadedSnapshot,
+    ) -> Result<GridState, String> {
+        let chain: Vec<&dyn SectionSource> =
+            loaded.chain.iter().map(|p| p as &dyn SectionSource).collect();
+        let generations: Vec<u64> = std::iter::once(loaded.generation)
+            .chain(loaded.links.iter().copied())
+            .map(|g| g.0)
+            .collect();
+        let (state, index) = GridState::decode_indexed(&loaded.bytes, &chain, Some(&generations))?;
+        if let Some(index) = index {
+            let stored = loaded.bytes.len() + loaded.chain.iter().map(Payload::len).sum::<u64>();
+            let referenced = index.referenced();
+            let base = SnapshotBase { generation: loaded.generation, index, stored, referenced };
+            self.bases.insert(branch_id.to_owned(), base);
+        }
+        Ok(state)
     }
 }
 
@@ -790,7 +824,7 @@ mod base_tests {
 
     use std::sync::atomic::Ordering;
 
-    use super::{Durability, SnapshotPolicy, MAX_DELTAS};
+    use super::{decode_any, Durability, SnapshotPolicy, MAX_DELTAS};
     use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
     use crate::grid::store::RecordIdentity;
     use crate::grid::value::CellValue;
@@ -934,12 +968,15 @@ mod base_tests {
             let before = written();
             durability.write_snapshot("branch", lsn, &state).expect("stored");
             assert!(written() - before < whole / 2, "snapshot {lsn} wrote {}", written() - before);
-            let loaded = durability.load("branch").expect("loads");
+            // Read back as a start would (`load` would also make it the base).
+            let loaded = durability.snapshots.load_latest("branch").expect("loads").expect("one");
             assert_eq!(loaded.wal_lsn, lsn);
-            let found = loaded.state.store.find("", &format!("r{row}")).expect("present");
-            let text = loaded.state.store.value(found, loaded.state.slots["text"]);
+            let back = decode_any(loaded.format_version, &loaded.bytes, &loaded.chain);
+            let back = back.expect("decodes");
+            let found = back.store.find("", &format!("r{row}")).expect("present");
+            let text = back.store.value(found, back.slots["text"]);
             assert_eq!(text, CellValue::Text(format!("edited before snapshot {lsn}")));
-            assert_eq!(loaded.state.store.len(), 20_000);
+            assert_eq!(back.store.len(), 20_000);
         }
         let bases = |d: &Durability| -> Vec<Option<u64>> {
             let generations = d.snapshots.generations("branch").expect("listed");
@@ -954,6 +991,45 @@ mod base_tests {
         kept.push(None);
         assert_eq!(bases(&durability), kept, "a whole image after MAX_DELTAS on one");
         assert_eq!(durability.floor("branch"), lsn - 1);
+    }
+
+    /// A branch loaded at a start is indexed as its snapshot: its next snapshot, after an edit,
+    /// writes the edited chunk only, names the loaded generation as its base, and loads as the
+    /// branch.
+    #[test]
+    fn the_first_snapshot_after_a_start_borrows_from_the_loaded_one() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store: Arc<dyn SnapshotStore> =
+            Arc::new(FileSnapshotStore::open(&dir.path().join("snapshots"), None).expect("store"));
+        let mut state = branch_of(20_000);
+        state.store.compact();
+        let whole = {
+            let before = durability(&dir.path().join("one"), store.clone());
+            before.write_snapshot("branch", 1, &state).expect("stored");
+            before.write_snapshot("branch", 2, &state).expect("stored");
+            before.snapshot_bytes_written.load(Ordering::Relaxed) / 2
+        };
+        // A second process on the same store: its start loads generation 2.
+        let after = durability(&dir.path().join("two"), store.clone());
+        let mut loaded = after.load("branch").expect("loads").state;
+        let edit = GridOp::UpdateRecords {
+            time_ms: 2,
+            user: "u".into(),
+            records: vec![record(19_000, "edited after the start")],
+        };
+        loaded.apply(&edit);
+        after.write_snapshot("branch", 3, &loaded).expect("stored");
+        let written = after.snapshot_bytes_written.load(Ordering::Relaxed);
+        assert!(written < whole / 3, "wrote {written} of {whole}");
+        let generations = store.generations("branch").expect("listed");
+        let newest = generations.last().and_then(|g| g.header).expect("intact");
+        assert_eq!(newest.base, Some(2));
+        let back = store.load_latest("branch").expect("loads").expect("one");
+        let back = decode_any(back.format_version, &back.bytes, &back.chain).expect("decodes");
+        let row = back.store.find("", "r19000").expect("present");
+        let text = back.store.value(row, back.slots["text"]);
+        assert_eq!(text, CellValue::Text("edited after the start".into()));
+        assert_eq!(back.store.len(), 20_000);
     }
 
     /// Snapshots of one branch started together (a shutdown's and the one a burst of writes

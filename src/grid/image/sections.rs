@@ -160,6 +160,8 @@ pub struct ImageIndex {
     /// The images the sections lie in, newest first: the image itself (once stored), then
     /// link 0 of its chain, link 1, ... An image written on this index has this as its chain.
     chain: Vec<u64>,
+    /// Bytes of the sections the image holds or borrows (what a load of it uses).
+    referenced: u64,
 }
 
 impl ImageIndex {
@@ -185,6 +187,11 @@ impl ImageIndex {
     /// The images of the chain, newest first (the stored image first).
     pub fn chain(&self) -> &[u64] {
         &self.chain
+    }
+
+    /// Bytes of the sections the image holds or borrows.
+    pub fn referenced(&self) -> u64 {
+        self.referenced
     }
 }
 
@@ -225,7 +232,7 @@ impl<'w> SectionWriter<'w> {
             table: Vec::new(),
             buffer: Vec::new(),
             base,
-            index: ImageIndex { epoch, chunks: HashMap::new(), chain },
+            index: ImageIndex { epoch, chunks: HashMap::new(), chain, referenced: 0 },
             borrowed: 0,
         }
     }
@@ -308,8 +315,9 @@ impl<'w> SectionWriter<'w> {
         tail.extend_from_slice(&MAGIC);
         self.out.write_all(&tail)?;
         self.out.flush()?;
+        let index = ImageIndex { referenced: self.at + self.borrowed, ..self.index };
         Ok(WrittenImage {
-            index: self.index,
+            index,
             on_base: self.base.is_some(),
             written: self.at,
             borrowed: self.borrowed,
@@ -496,6 +504,20 @@ impl GridState {
         payload: &dyn SectionSource,
         chain: &[&dyn SectionSource],
     ) -> Result<GridState, String> {
+        GridState::decode_indexed(payload, chain, None).map(|(state, _)| state)
+    }
+
+    /// `decode_sections`, and with the generations of the payload and of its chain
+    /// (`generations`: the payload's first, then link 0's, ...) the index of the loaded branch
+    /// as that image (`ImageIndex`): the next snapshot borrows from the loaded chain every chunk
+    /// not written since, as it would from an image this process wrote. A chunk is indexed only
+    /// where the image's parts line up with the loaded store's chunks (all of them, unless
+    /// deletes left chunks short when the image was written).
+    pub fn decode_indexed(
+        payload: &dyn SectionSource,
+        chain: &[&dyn SectionSource],
+        generations: Option<&[u64]>,
+    ) -> Result<(GridState, Option<ImageIndex>), String> {
         let sources = Sources { payload, chain };
         let table = section_table(payload, chain)?;
         let (head, parts) = table.split_last().ok_or("a sectioned image without a head")?;
@@ -549,11 +571,19 @@ impl GridState {
                 images.push((slot, (column.id.as_str(), mine)));
             }
         }
+        // The records of each part a column was read from, by column id (`ImageIndex` lines
+        // parts up with chunks by them).
+        let column_rows = std::sync::Mutex::new(Vec::<(String, Vec<usize>)>::new());
+        let column_lists: Vec<(ColumnSlot, &[SectionAt])> =
+            images.iter().map(|&(slot, (_, sections))| (slot, sections)).collect();
         let build = |(id, sections): StoredColumn, kind, localized, scratch: &mut Scratch| {
-            build_column(id, sections, &sources, kind, localized, n, scratch)
+            let (column, rows) = build_column(id, sections, &sources, kind, localized, n, scratch)?;
+            column_rows.lock().unwrap_or_else(|e| e.into_inner()).push((id.to_owned(), rows));
+            Ok(column)
         };
         let began = std::time::Instant::now();
         let mut furthest: Option<u64> = None;
+        let mut record_rows = Vec::with_capacity(record_sections.len());
         let records = |store: &mut ColumnStore| {
             let mut scratch = Scratch::new();
             // Room for the records the head claims, as far as the parts' bytes can hold them
@@ -583,6 +613,7 @@ impl GridState {
                 if inserted > n {
                     return Err("the record parts add up to more than the head's records".into());
                 }
+                record_rows.push(len);
                 let heads = part.heads.iter().map(|at| at.to_native()).filter(|&at| at != NO_ENTRY);
                 furthest = furthest.max(heads.max());
                 for i in 0..len {
@@ -626,8 +657,94 @@ impl GridState {
         }
         restore_archived_stamps(&mut state, head.clock.to_native(), &head.gone, &head.merge_bases);
         state.history = history;
-        Ok(state)
+        let index = generations.map(|generations| {
+            let column_rows = column_rows.into_inner().unwrap_or_else(|e| e.into_inner());
+            let columns = column_rows.into_iter().filter_map(|(id, rows)| {
+                let &slot = state.slots.get(&id)?;
+                let &(_, sections) = column_lists.iter().find(|(s, _)| *s == slot)?;
+                Some((slot, sections, rows))
+            });
+            let parts = LoadedParts {
+                records: (record_sections, &record_rows),
+                columns: columns.collect(),
+                history: history_sections,
+            };
+            let mut index = parts.index(&state, generations);
+            index.referenced = table.iter().map(|at| at.len as u64).sum();
+            index
+        });
+        Ok((state, index))
     }
+}
+
+/// The sections a load read, with the records of each part (`GridState::decode_indexed`).
+struct LoadedParts<'a> {
+    records: (&'a [SectionAt], &'a [usize]),
+    columns: Vec<(ColumnSlot, &'a [SectionAt], Vec<usize>)>,
+    history: &'a [SectionAt],
+}
+
+impl LoadedParts<'_> {
+    /// The index of `state`, just loaded from these sections of the images `generations`.
+    fn index(&self, state: &GridState, generations: &[u64]) -> ImageIndex {
+        let store = &state.store;
+        let place = |at: &SectionAt| {
+            let home = generations.get(at.link.map_or(0, |link| link + 1)).copied()?;
+            Some(Placed { home, offset: at.offset, len: at.len as u64 })
+        };
+        let placed = |sections: &[SectionAt]| sections.iter().map(place).collect::<Option<_>>();
+        let mut chunks = HashMap::new();
+        let (sections, rows) = self.records;
+        for (k, mine) in by_chunk(store, sections, rows) {
+            let Some(sections) = placed(mine) else { continue };
+            let handles = store.record_chunk_handles(k);
+            let live = store.live_in_chunk(k);
+            chunks.insert(ChunkKey::Records(k), Borrowable { handles, live, sections });
+        }
+        for (slot, sections, rows) in &self.columns {
+            for (k, mine) in by_chunk(store, sections, rows) {
+                let Some(sections) = placed(mine) else { continue };
+                let handles = store.column_chunk_handle(*slot, k).into_iter().collect();
+                let live = store.live_in_chunk(k);
+                chunks.insert(ChunkKey::Column(*slot, k), Borrowable { handles, live, sections });
+            }
+        }
+        for (i, at) in self.history.iter().enumerate() {
+            let (Some(handle), Some(placed)) = (state.history.sealed_handle(i), place(at)) else {
+                continue;
+            };
+            let sections = vec![placed];
+            chunks.insert(
+                ChunkKey::History(i),
+                Borrowable { handles: vec![handle], live: 1, sections },
+            );
+        }
+        ImageIndex { epoch: store.epoch(), chunks, chain: generations.to_vec(), referenced: 0 }
+    }
+}
+
+/// The parts (`sections`, with their records `rows`) that make up each of the store's chunks,
+/// for the chunks whose rows begin and end where parts do, up to the first that does not.
+fn by_chunk<'s>(
+    store: &ColumnStore,
+    sections: &'s [SectionAt],
+    rows: &[usize],
+) -> Vec<(usize, &'s [SectionAt])> {
+    let mut out = Vec::new();
+    let (mut next, mut covered, mut end) = (0usize, 0usize, 0usize);
+    for k in 0..store.chunk_count() {
+        let first = next;
+        end += store.live_in_chunk(k) as usize;
+        while covered < end && next < sections.len().min(rows.len()) {
+            covered += rows[next];
+            next += 1;
+        }
+        if covered != end {
+            break;
+        }
+        out.push((k, &sections[first..next]));
+    }
+    out
 }
 
 /// Where a format 5 payload is read from: bytes in memory, or a snapshot file read a section
@@ -791,8 +908,9 @@ fn build_column(
     localized: bool,
     n: usize,
     scratch: &mut Scratch,
-) -> Result<crate::grid::store::BuiltColumn, String> {
+) -> Result<(crate::grid::store::BuiltColumn, Vec<usize>), String> {
     let mut builder = ColumnBuilder::new(kind, localized, n);
+    let mut rows = Vec::with_capacity(sections.len());
     for &at in sections {
         let read = sources.read_all(&[at], scratch)?;
         let part = access::<ArchivedColumnPart>(read[0], "column part")?;
@@ -803,6 +921,7 @@ fn build_column(
             versions: part.versions.as_slice(),
         };
         cells.check(cells.len())?;
+        rows.push(cells.len());
         for i in 0..cells.len() {
             let (value, version, status) = cells.cell(i)?;
             builder
@@ -810,7 +929,8 @@ fn build_column(
                 .map_err(|e| format!("column {id}: {e}"))?;
         }
     }
-    builder.finish().map_err(|e| format!("column {id}: {e}"))
+    let column = builder.finish().map_err(|e| format!("column {id}: {e}"))?;
+    Ok((column, rows))
 }
 
 /// The sections of a format 5 payload (borrowed ones in its chain's payloads), checked to lie

@@ -210,6 +210,7 @@ impl FileSnapshotStore {
             match self.load_one(key, dir, base, Home::File) {
                 Ok((link, after)) => {
                     loaded.chain.push(link.bytes);
+                    loaded.links.push(Generation(base));
                     next = after;
                     newer = base;
                 }

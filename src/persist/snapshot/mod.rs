@@ -161,6 +161,8 @@ pub struct LoadedSnapshot {
     /// The payloads of the generations this one borrows sections from, checked like it: its
     /// base, its base's base, ... down to a whole image (empty for a whole image).
     pub chain: Vec<Payload>,
+    /// The generations of `chain`, in its order.
+    pub links: Vec<Generation>,
     /// Newer generations that were skipped because they were damaged (newest first); non-empty
     /// means this is a fallback and the caller should write a fresh snapshot soon.
     pub damaged_newer: Vec<Generation>,
@@ -175,6 +177,7 @@ impl LoadedSnapshot {
             generation,
             bytes,
             chain: Vec::new(),
+            links: Vec::new(),
             damaged_newer: Vec::new(),
         }
     }

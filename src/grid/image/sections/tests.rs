@@ -356,3 +356,49 @@ fn a_chain_head_outside_the_history_is_refused() {
     let error = GridState::decode_image(&bytes, &[]).err().expect("refused");
     assert!(error.contains("outside the log"), "{error}");
 }
+
+/// A branch loaded from an image is indexed as that image: the next image after an edit writes
+/// only the edited chunk and borrows the rest from the loaded image and its chain, and loads as
+/// the branch; where deletes had left chunks short, nothing misaligned is borrowed.
+#[test]
+fn a_loaded_branch_is_indexed_as_the_image_it_came_from() {
+    let limits = PartLimits { rows: 1_000, bytes: 1 << 20 };
+    let encode = |state: &GridState, base: Option<&ImageIndex>| {
+        let mut out = Vec::new();
+        let written = state.write_image(limits, base, &mut out).expect("encodes");
+        (aligned(&out), written)
+    };
+    // `state` deletes its first record: compacted, its chunks are full; else they are short.
+    for compacted in [true, false] {
+        let mut original = state(20_000);
+        if compacted {
+            original.store.compact();
+        }
+        let (whole, first) = encode(&original, None);
+        let chain = [first.written];
+
+        // Loaded as generation 1, edited in its third chunk, imaged on the rebuilt index.
+        let (mut loaded, index) =
+            GridState::decode_indexed(&&whole[..], &[], Some(&[1])).expect("decodes");
+        let index = index.expect("an index");
+        same(&loaded, &original);
+        edit(&mut loaded, "rec19000", "after the load");
+        let (delta, written) = encode(&loaded, Some(&index));
+        assert!(written.on_base);
+        if compacted {
+            assert!(written.written < chain[0] / 3, "{} of {}", written.written, chain[0]);
+        }
+        same(&GridState::decode_image(&delta, &[&whole]).expect("decodes"), &loaded);
+
+        // That delta loaded as generation 2 on 1, edited again, imaged on its index.
+        let stored = written.index.stored_as(2);
+        assert_eq!(stored.chain(), &[2, 1]);
+        let (mut again, index) =
+            GridState::decode_indexed(&&delta[..], &[&&whole[..]], Some(&[2, 1])).expect("decodes");
+        same(&again, &loaded);
+        edit(&mut again, "rec10", "after the second load");
+        let (newest, _) = encode(&again, index.as_ref());
+        let back = GridState::decode_image(&newest, &[&delta, &whole]).expect("decodes");
+        same(&back, &again);
+    }
+}
