@@ -461,7 +461,7 @@ fn main() {
         raw as f64 / MIB
     );
     println!(
-        "snapshots during the load: {:.0}, {:.0} MiB written, {:.0} MiB borrowed from whole images",
+        "snapshots during the load: {:.0}, {:.0} MiB written, {:.0} MiB borrowed from earlier images",
         metric(&server, "gridd_snapshot_seconds_count"),
         metric(&server, "gridd_snapshot_bytes_total{kind=\"written\"}") / MIB,
         metric(&server, "gridd_snapshot_bytes_total{kind=\"borrowed\"}") / MIB,

@@ -55,7 +55,7 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
         &mut out,
         "gridd_snapshot_bytes_total",
         "counter",
-        "Bytes of snapshot images: written, or borrowed from an earlier whole image.",
+        "Bytes of snapshot images: written, or borrowed from earlier images of the chain.",
     );
     for (kind, bytes) in [
         ("written", &durability.snapshot_bytes_written),

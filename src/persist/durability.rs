@@ -61,7 +61,7 @@ pub struct Durability {
     /// Per branch, the newest whole image this process wrote, which later snapshots borrow
     /// unchanged sections from.
     bases: DashMap<String, SnapshotBase>,
-    /// Bytes of snapshot sections written, and borrowed from a whole image instead.
+    /// Bytes of snapshot sections written, and borrowed from earlier images of the chain instead.
     pub snapshot_bytes_written: AtomicU64,
     pub snapshot_bytes_borrowed: AtomicU64,
     /// Per branch, held while one of its snapshots is written, over the WAL position of the
