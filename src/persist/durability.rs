@@ -76,10 +76,9 @@ struct SnapshotBase {
     generation: Generation,
     /// Where its sections and its chain's lie; `chain()` starts with `generation`.
     index: ImageIndex,
-    /// Bytes the images of the chain wrote (what a load of the newest reads), and bytes of
-    /// sections the newest holds or borrows (what the load uses).
+    /// Bytes the images of the chain wrote (what a load of the newest reads; what the load
+    /// uses is `index.referenced()`).
     stored: u64,
-    referenced: u64,
 }
 
 impl SnapshotBase {
@@ -88,7 +87,7 @@ impl SnapshotBase {
     /// uses any more are at most a third of what a load reads.
     fn worth_borrowing(&self) -> bool {
         self.index.chain().len() <= MAX_DELTAS
-            && self.stored.saturating_mul(2) <= self.referenced.saturating_mul(3)
+            && self.stored.saturating_mul(2) <= self.index.referenced().saturating_mul(3)
     }
 }
 
@@ -316,7 +315,6 @@ impl Durability {
             generation,
             index: written.index.stored_as(generation.0),
             stored: chain_bytes + written.written,
-            referenced: written.written + written.borrowed,
         };
         self.snapshot_bytes_written.fetch_add(written.written, Ordering::Relaxed);
         self.snapshot_bytes_borrowed.fetch_add(written.borrowed, Ordering::Relaxed);
@@ -450,8 +448,7 @@ impl Durability {
         let (state, index) = GridState::decode_indexed(&loaded.bytes, &chain, Some(&generations))?;
         if let Some(index) = index {
             let stored = loaded.bytes.len() + loaded.chain.iter().map(Payload::len).sum::<u64>();
-            let referenced = index.referenced();
-            let base = SnapshotBase { generation: loaded.generation, index, stored, referenced };
+            let base = SnapshotBase { generation: loaded.generation, index, stored };
             self.bases.insert(branch_id.to_owned(), base);
         }
         Ok(state)
