@@ -14,11 +14,11 @@
 //! any older generation. Images of a gigabyte went through sled at about 35 MB/s and took three
 //! times their size on disk; here they are written at disk speed.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::header::{self, HEADER_LEN, LONGEST};
 use super::{
@@ -37,9 +37,9 @@ const PARTIAL: &str = ".partial";
 pub struct FileSnapshotStore {
     root: PathBuf,
     legacy: Option<SledSnapshotStore>,
-    /// Generations this process wrote and synced: known intact, so retiring older generations
-    /// does not read them back.
-    written: Mutex<HashSet<(String, u64)>>,
+    /// Generations this process wrote and synced, or loaded whole: known intact, so retiring
+    /// older generations does not read them back.
+    known_intact: Mutex<HashSet<(String, u64)>>,
 }
 
 /// Why one generation could not be loaded: the storage failed, or the image is damaged.
@@ -47,6 +47,10 @@ enum LoadError {
     Io(io::Error),
     Damaged(ImageDamage),
 }
+
+/// Files checked by one load: by generation, the header and payload of an intact one, or what
+/// is wrong with a damaged one.
+type Checked = HashMap<u64, Result<(ImageHeader, Arc<FilePayload>), ImageDamage>>;
 
 /// Where a generation lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +74,7 @@ impl FileSnapshotStore {
         Ok(FileSnapshotStore {
             root: root.to_path_buf(),
             legacy,
-            written: Mutex::new(HashSet::new()),
+            known_intact: Mutex::new(HashSet::new()),
         })
     }
 
@@ -123,11 +127,8 @@ impl FileSnapshotStore {
         dir.join(format!("{generation:0GENERATION_DIGITS$}{suffix}"))
     }
 
-    /// Reads and checks one generation file; also returns the base its header names.
-    fn load_file(
-        path: &Path,
-        generation: Generation,
-    ) -> Result<(LoadedSnapshot, Option<u64>), LoadError> {
+    /// Reads and checks one generation file: its header and its payload.
+    fn load_file(path: &Path) -> Result<(ImageHeader, FilePayload), LoadError> {
         let mut file = match File::open(path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -163,8 +164,7 @@ impl FileSnapshotStore {
             let stored = header.payload_crc;
             return Err(LoadError::Damaged(ImageDamage::PayloadCrc { stored, computed: crc }));
         }
-        let payload = Payload::File(FilePayload::new(file, start, found));
-        Ok((LoadedSnapshot::checked(&header, generation, payload), header.base))
+        Ok((header, FilePayload::new(file, start, found)))
     }
 
     /// Reads the header at the start of `file` (leaving the file at the payload) and its
@@ -187,15 +187,17 @@ impl FileSnapshotStore {
         Self::read_header(&mut file).ok()?.ok().map(|(header, _)| header)
     }
 
-    /// Loads one generation from its home, with the payloads of its chain.
+    /// Loads one generation from its home, with the payloads of its chain (files already in
+    /// `checked` are not read again).
     fn load_generation(
         &self,
         key: &str,
         dir: &Path,
         number: u64,
         home: Home,
+        checked: &mut Checked,
     ) -> Result<LoadedSnapshot, SnapshotError> {
-        let (mut loaded, mut next) = self.load_one(key, dir, number, home)?;
+        let (mut loaded, mut next) = self.load_one(key, dir, number, home, checked)?;
         let mut newer = number;
         while let Some(base) = next {
             let damaged = || SnapshotError::Damaged {
@@ -207,7 +209,7 @@ impl FileSnapshotStore {
             if base >= newer || loaded.chain.len() >= MAX_LINKS {
                 return Err(damaged());
             }
-            match self.load_one(key, dir, base, Home::File) {
+            match self.load_one(key, dir, base, Home::File, checked) {
                 Ok((link, after)) => {
                     loaded.chain.push(link.bytes);
                     loaded.links.push(Generation(base));
@@ -236,23 +238,42 @@ impl FileSnapshotStore {
         Some(chain)
     }
 
-    /// Loads one generation's own payload from its home, and the base its header names.
+    /// Loads one generation's own payload from its home, and the base its header names. A
+    /// file's checks are done once per `checked`: a generation on a chain is read again for
+    /// every generation above it that a fallback tries.
     fn load_one(
         &self,
         key: &str,
         dir: &Path,
         number: u64,
         home: Home,
+        checked: &mut Checked,
     ) -> Result<(LoadedSnapshot, Option<u64>), SnapshotError> {
         let generation = Generation(number);
         match home {
-            Home::File => match Self::load_file(&Self::file(dir, number, SUFFIX), generation) {
-                Ok(loaded) => Ok(loaded),
-                Err(LoadError::Io(e)) => Err(io_error(e)),
-                Err(LoadError::Damaged(damage)) => {
-                    Err(SnapshotError::Damaged { key: key.to_owned(), generation, damage })
+            Home::File => {
+                let result = match checked.get(&number) {
+                    Some(known) => known.clone(),
+                    None => {
+                        let found = match Self::load_file(&Self::file(dir, number, SUFFIX)) {
+                            Ok((header, payload)) => Ok((header, Arc::new(payload))),
+                            Err(LoadError::Io(e)) => return Err(io_error(e)),
+                            Err(LoadError::Damaged(damage)) => Err(damage),
+                        };
+                        checked.insert(number, found.clone());
+                        found
+                    }
+                };
+                match result {
+                    Ok((header, payload)) => {
+                        let payload = Payload::File(payload.try_clone().map_err(io_error)?);
+                        Ok((LoadedSnapshot::checked(&header, generation, payload), header.base))
+                    }
+                    Err(damage) => {
+                        Err(SnapshotError::Damaged { key: key.to_owned(), generation, damage })
+                    }
                 }
-            },
+            }
             Home::Legacy => {
                 let legacy = self.legacy.as_ref().ok_or(SnapshotError::EmptyKey)?;
                 legacy.load_generation_of(key, generation).map(|loaded| (loaded, None))
@@ -268,10 +289,10 @@ impl FileSnapshotStore {
         number: u64,
         home: Home,
     ) -> Result<bool, SnapshotError> {
-        if home == Home::File && self.was_written(key, number) {
+        if home == Home::File && self.is_known_intact(key, number) {
             return Ok(true);
         }
-        match self.load_generation(key, dir, number, home) {
+        match self.load_generation(key, dir, number, home, &mut Checked::new()) {
             Ok(_) => Ok(true),
             Err(SnapshotError::Damaged { damage, .. }) => {
                 tracing::error!(key, generation = number, %damage, "retiring a damaged snapshot generation");
@@ -281,9 +302,9 @@ impl FileSnapshotStore {
         }
     }
 
-    fn was_written(&self, key: &str, number: u64) -> bool {
-        let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
-        written.contains(&(key.to_owned(), number))
+    fn is_known_intact(&self, key: &str, number: u64) -> bool {
+        let known = self.known_intact.lock().unwrap_or_else(|e| e.into_inner());
+        known.contains(&(key.to_owned(), number))
     }
 
     fn remove(&self, key: &str, dir: &Path, number: u64, home: Home) -> Result<(), SnapshotError> {
@@ -294,7 +315,7 @@ impl FileSnapshotStore {
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                     Err(e) => return Err(io_error(e)),
                 }
-                self.written
+                self.known_intact
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(&(key.to_owned(), number));
@@ -543,7 +564,10 @@ impl SnapshotStore for FileSnapshotStore {
             Self::remove_partials(&dir);
             return Err(io_error(error));
         }
-        self.written.lock().unwrap_or_else(|e| e.into_inner()).insert((key.to_owned(), number));
+        self.known_intact
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((key.to_owned(), number));
         Self::remove_partials(&dir);
         // Keep the new generation and its chain, then the newest intact generation older than
         // all of them with its chain: whichever one generation is damaged, another loads, and
@@ -576,10 +600,17 @@ impl SnapshotStore for FileSnapshotStore {
     fn load_latest(&self, key: &str) -> Result<Option<LoadedSnapshot>, SnapshotError> {
         let dir = self.key_dir(key)?;
         let mut damaged = Vec::new();
+        let mut checked = Checked::new();
         for (&number, &home) in self.stored(key, &dir)?.iter().rev() {
             let generation = Generation(number);
-            match self.load_generation(key, &dir, number, home) {
+            match self.load_generation(key, &dir, number, home, &mut checked) {
                 Ok(mut loaded) => {
+                    if home == Home::File {
+                        let mut known = self.known_intact.lock().unwrap_or_else(|e| e.into_inner());
+                        let files =
+                            std::iter::once(loaded.generation).chain(loaded.links.iter().copied());
+                        known.extend(files.map(|g| (key.to_owned(), g.0)));
+                    }
                     if !damaged.is_empty() {
                         tracing::error!(key, %generation, "fell back to an older snapshot generation");
                     }
@@ -621,7 +652,7 @@ impl SnapshotStore for FileSnapshotStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_error(e)),
         }
-        self.written.lock().unwrap_or_else(|e| e.into_inner()).retain(|(k, _)| k != key);
+        self.known_intact.lock().unwrap_or_else(|e| e.into_inner()).retain(|(k, _)| k != key);
         if let Some(legacy) = &self.legacy {
             legacy.delete(key)?;
         }

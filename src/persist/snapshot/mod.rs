@@ -53,6 +53,11 @@ impl FilePayload {
     fn new(file: File, start: u64, len: u64) -> Self {
         FilePayload { file, start, len }
     }
+
+    /// The same bytes through another handle on the file.
+    fn try_clone(&self) -> io::Result<FilePayload> {
+        Ok(FilePayload { file: self.file.try_clone()?, start: self.start, len: self.len })
+    }
 }
 
 impl Payload {
