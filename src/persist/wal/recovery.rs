@@ -1,8 +1,8 @@
 //! Start-up scan of the write-ahead log: reads every segment (a segment at a time on each core),
 //! finds the valid records in LSN order, and repairs a damaged tail (truncate the damaged
-//! segment, delete every later segment). The
-//! records themselves are not kept: `WalRecords` reads them again, one segment at a time, when
-//! the catalogue and the branches are replayed, so a start never holds the whole log in memory.
+//! segment, delete every later segment). The records themselves are not kept: `WalRecords`
+//! reads them again, one segment at a time, when the catalogue and the branches are replayed,
+//! so a start never holds the whole log in memory.
 //!
 //! Owns the repair decision at open time only. It must not be called while a writer thread is
 //! running on the same directory (`Wal::open` holds the directory lock before calling it).
