@@ -378,7 +378,9 @@ impl ColumnBuilder {
             localized,
             rows,
             built: 0,
-            chunks: Vec::with_capacity(rows.div_ceil(CHUNK_ROWS)),
+            // Grown as chunks fill, not reserved from `rows`: a damaged image's head can claim
+            // any number of records, and its cells, not its claim, bound what a load holds.
+            chunks: Vec::new(),
             open: None,
             scratch: String::new(),
         }

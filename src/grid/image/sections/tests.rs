@@ -289,6 +289,39 @@ fn nothing_is_borrowed_across_a_compaction() {
     assert!(!index.fits(&state), "a compaction renumbers the rows");
 }
 
+/// Every byte of an image set to each of a few values a damaged count or length would take
+/// (the highest bits set, all bits set, all clear) gives the branch back or an error, never a
+/// panic or an allocation the bytes do not hold: random flips can miss the one byte of a count.
+#[test]
+fn every_byte_set_to_an_extreme_never_panics() {
+    let bytes = state(12).encode_image(SMALL).expect("encodes");
+    let mut aligned = rkyv::util::AlignedVec::<16>::new();
+    aligned.extend_from_slice(&bytes);
+    for i in 0..aligned.len() {
+        let kept = aligned[i];
+        for value in [0x80, 0xff, 0x00] {
+            aligned[i] = value;
+            let _ = GridState::decode_image(&aligned, &[]);
+        }
+        aligned[i] = kept;
+    }
+}
+
+/// The same for the table of the newest image of a chain, where the links are.
+#[test]
+fn every_byte_of_a_chained_table_set_to_an_extreme_never_panics() {
+    let (mut images, _) = chain_of_three();
+    let len = images[0].len();
+    for i in len.saturating_sub(256)..len {
+        let kept = images[0][i];
+        for value in [0x80, 0xff, 0x00] {
+            images[0][i] = value;
+            let _ = GridState::decode_image(&images[0], &[&images[1], &images[2]]);
+        }
+        images[0][i] = kept;
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
