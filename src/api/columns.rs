@@ -10,7 +10,7 @@ use super::{created, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ChangeSchema, ReadSchema, SchemaChanged};
-use crate::grid::columns::{ColumnRequest, ReferenceRequest, MAX_COLUMNS};
+use crate::grid::columns::{ColumnRequest, DateTimeFormatRequest, ReferenceRequest, MAX_COLUMNS};
 use crate::grid::planner::{column_in_view, SchemaChange};
 use crate::grid::render::{column_body, ColumnBody, ReferenceTarget, ReferenceTargets};
 use crate::grid::schema::{ColumnDef, Schema};
@@ -95,6 +95,22 @@ async fn render_column(
 }
 
 /// Checks the plan and the key, then any reference the request names, then makes the change.
+/// A datetime column created without a `dateTimeFormat` takes its grid settings' default.
+fn with_default_format(state: &AppState, grid_id: &str, request: &mut ColumnRequest) {
+    if request.column_type.as_deref() != Some("datetime") || request.date_time_format.is_some() {
+        return;
+    }
+    let defaults = state.routes.grid_defaults(grid_id);
+    if let Some(format) = defaults.as_ref().and_then(|d| d.date_time_format.as_ref()) {
+        request.date_time_format = Some(DateTimeFormatRequest {
+            date_format: format.date_format.clone(),
+            time_format: format.time_format.clone(),
+            zone_offset: format.zone_offset.clone(),
+            show_time_zone: format.show_time_zone,
+        });
+    }
+}
+
 async fn change(
     state: &AppState,
     p: &Principal,
@@ -104,6 +120,10 @@ async fn change(
 ) -> ApiResult<SchemaChanged> {
     p.require_tier(needed_tier)?;
     let route = view_route(state, p, view_id, Privilege::Manage)?;
+    let mut change = change;
+    if let SchemaChange::CreateColumn(request) = &mut change {
+        with_default_format(state, &route.grid_id, request);
+    }
     if let SchemaChange::CreateColumn(request) | SchemaChange::UpdateColumn { request, .. } =
         &change
     {
@@ -155,7 +175,9 @@ async fn create_columns(
     }
     p.require_tier(Tier::Team)?;
     let route = view_route(&state, &p, &view_id, Privilege::Manage)?;
-    for request in &requests {
+    let mut requests = requests;
+    for request in &mut requests {
+        with_default_format(&state, &route.grid_id, request);
         check_reference(&state, &p, request.reference.as_ref()).await?;
     }
     let change = SchemaChange::CreateColumns(requests);

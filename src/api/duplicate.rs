@@ -98,6 +98,8 @@ async fn copy_grid(state: &AppState, p: &Principal, grid: &Grid, db_id: &str) ->
             view_id: made.default_access_view_id.clone(),
             rows,
             user: p.user().to_owned(),
+            // A copy's cells carry their statuses as the source grid holds them.
+            source_default: Default::default(),
         };
         target.addr.send(msg).await??;
     }

@@ -283,7 +283,11 @@ impl Run {
                     .await?;
             }
             let view_id = self.view_id.clone();
-            self.route.addr.send(ImportRecords { view_id, rows: read, user }).await?
+            let source_default = (self.state.routes.grid_defaults(&self.route.grid_id))
+                .map(|d| d.source_status)
+                .unwrap_or_default();
+            let msg = ImportRecords { view_id, rows: read, user, source_default };
+            self.route.addr.send(msg).await?
         }
         .await;
         let error = match imported {

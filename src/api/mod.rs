@@ -12,6 +12,7 @@ pub mod duplicate;
 pub mod errors;
 pub mod files;
 pub mod files_zip;
+pub mod grid_settings;
 pub mod grids;
 pub mod health;
 pub mod history_export;
@@ -48,6 +49,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     databases::configure(cfg);
     duplicate::configure(cfg);
     grids::configure(cfg);
+    grid_settings::configure(cfg);
     // Before branches: `/v1/branches/diffcheck` is not a branch id.
     diffcheck::configure(cfg);
     branches::configure(cfg);

@@ -466,11 +466,14 @@ async fn write(
     write: RecordsWrite,
 ) -> ApiResult<WrittenRecords> {
     let route = view_route(state, p, &view_id, Privilege::Write)?;
+    let source_default =
+        state.routes.grid_defaults(&route.grid_id).map(|d| d.source_status).unwrap_or_default();
     let msg = |write, references_checked| WriteRecords {
         view_id: view_id.clone(),
         user: p.user().to_owned(),
         write,
         references_checked,
+        source_default,
     };
     let mut records = match route.addr.send(msg(write, false)).await?? {
         WriteOutcome::Written(records) => records,

@@ -51,6 +51,8 @@ impl Supervisor {
         let cutoff = now.checked_sub_signed(grace).unwrap_or(DateTime::<Utc>::MIN_UTC);
         self.files
             .values()
+            // A settings category's file is held by its category, never by cells.
+            .filter(|f| f.category_id.is_none())
             .filter(|f| parse_time(&f.created_time).is_some_and(|t| t < cutoff))
             .filter(|f| {
                 let uploaded = parse_time(&f.created_time);

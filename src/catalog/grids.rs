@@ -46,7 +46,7 @@ pub struct NewGrid {
     pub views: Vec<ViewDef>,
 }
 
-fn check_metadata(metadata: &IndexMap<String, String>) -> ApiResult<()> {
+pub(super) fn check_metadata(metadata: &IndexMap<String, String>) -> ApiResult<()> {
     if metadata.len() > MAX_METADATA_KEYS {
         return Err(ApiError::new(
             ErrorCode::MetadataExceedMaximumKey,
@@ -131,6 +131,7 @@ impl Supervisor {
             default_access_view_id: ids::generate(),
             created_time: now.clone(),
             status: GridStatus::Active,
+            settings: Default::default(),
         };
         let master = Branch {
             id: id.clone(),
@@ -253,6 +254,7 @@ impl Supervisor {
             self.backups.shift_remove(&backup);
         }
         self.forget_grid_files(id);
+        self.routes.grid_defaults.remove(id);
         self.grids.shift_remove(id);
     }
 

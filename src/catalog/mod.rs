@@ -11,6 +11,7 @@ pub mod keys;
 pub mod model;
 pub mod numbering;
 pub mod routes;
+pub mod settings;
 pub mod shares;
 pub mod store;
 pub mod supervisor;

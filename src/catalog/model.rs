@@ -82,6 +82,75 @@ pub struct Grid {
     pub created_time: String,
     #[serde(default)]
     pub status: GridStatus,
+    /// `/v1/grids/<id>/settings` (defaults until first changed; grids stored before settings
+    /// existed load with them).
+    #[serde(default)]
+    pub settings: GridSettings,
+}
+
+/// A grid's settings (the OpenAPI's `GridSetting`). The defaults apply to what is created in
+/// the grid afterwards: `default_source_status` to source-language cells an add writes without
+/// a `sourceStatus`, `default_date_time_format` to datetime columns created without one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GridSettings {
+    /// A `SourceStatus` name; `unset` by default.
+    #[serde(default = "unset")]
+    pub default_source_language_status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_date_time_format: Option<DateTimeFormatSetting>,
+    #[serde(default)]
+    pub translator_can_view_automations: bool,
+    #[serde(default)]
+    pub metadata: IndexMap<String, String>,
+    /// File categories, in creation order.
+    #[serde(default)]
+    pub categories: Vec<FileCategory>,
+    /// Who changed the settings first and last, and when last (absent until first changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified_time: Option<String>,
+}
+
+fn unset() -> String {
+    "unset".to_owned()
+}
+
+impl Default for GridSettings {
+    fn default() -> Self {
+        GridSettings {
+            default_source_language_status: unset(),
+            default_date_time_format: None,
+            translator_can_view_automations: false,
+            metadata: IndexMap::new(),
+            categories: Vec::new(),
+            created_by: None,
+            last_modified_by: None,
+            last_modified_time: None,
+        }
+    }
+}
+
+/// A grid's default date and time format for new datetime columns (the OpenAPI's
+/// `DateTimeFormat`, as a column's `dateTimeFormat`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DateTimeFormatSetting {
+    pub date_format: Option<String>,
+    pub time_format: Option<String>,
+    pub zone_offset: Option<String>,
+    pub show_time_zone: Option<bool>,
+}
+
+/// A named group of files in a grid's settings (the OpenAPI's `FileCategory`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileCategory {
+    pub id: String,
+    pub name: String,
 }
 
 /// A branch of a grid. The master branch has the grid's own id and no source.

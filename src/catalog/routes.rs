@@ -6,8 +6,9 @@ use std::sync::Arc;
 use actix::Addr;
 use dashmap::DashMap;
 
-use super::model::{CompanyId, ProjectId};
+use super::model::{CompanyId, DateTimeFormatSetting, ProjectId};
 use crate::auth::Scope;
+use crate::grid::value::SourceStatus;
 use crate::grid::GridActor;
 
 /// Where a branch lives: its actor and its place in the tenancy tree.
@@ -38,11 +39,23 @@ impl BranchRoute {
     }
 }
 
+/// What a grid's settings make the default for what is created in it afterwards (see
+/// `model::GridSettings`), read by the handlers that add records and create columns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GridDefaults {
+    /// The source status of source-language cells an add writes without one.
+    pub source_status: SourceStatus,
+    /// The format of datetime columns created without one.
+    pub date_time_format: Option<DateTimeFormatSetting>,
+}
+
 /// Branch and view routes. The master branch's route is found under the grid's id.
 #[derive(Debug, Default)]
 pub struct Routes {
     pub branches: DashMap<String, Arc<BranchRoute>>,
     pub views: DashMap<String, Arc<BranchRoute>>,
+    /// By grid id, for grids whose settings are not the defaults.
+    pub grid_defaults: DashMap<String, Arc<GridDefaults>>,
 }
 
 impl Routes {
@@ -52,6 +65,11 @@ impl Routes {
 
     pub fn view(&self, id: &str) -> Option<Arc<BranchRoute>> {
         self.views.get(id).map(|r| r.value().clone())
+    }
+
+    /// The defaults of grid `id`'s settings.
+    pub fn grid_defaults(&self, id: &str) -> Option<Arc<GridDefaults>> {
+        self.grid_defaults.get(id).map(|d| d.value().clone())
     }
 
     /// Removes a branch and every view routed to it, returning the removed route.

@@ -131,6 +131,7 @@ impl Supervisor {
         };
         supervisor.sort_by_creation();
         supervisor.index_share_tokens();
+        supervisor.grids.values().for_each(|g| supervisor.routes.publish_defaults(g));
         // A status such as `merging` belongs to a task the restart cut off.
         supervisor.grids.values_mut().for_each(|g| g.status = Default::default());
         supervisor.branches.values_mut().for_each(|b| b.status = Default::default());

@@ -29,6 +29,7 @@ use super::records::{
 use super::references::{reference_columns, writes_references, ReferenceColumns};
 use super::schema::{distinct_column_ids, ColumnDef, Schema, ViewDef, PREDEFINED_COLUMNS};
 use super::store::{ColumnStore, RecordIdentity, RowId, StoreBytes};
+use super::value::SourceStatus;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::persist::durability::{Durability, SnapshotFailure, SnapshotPolicy};
 use crate::persist::entry::WalEntry;
@@ -317,6 +318,9 @@ pub struct WriteRecords {
     pub user: String,
     pub write: RecordsWrite,
     pub references_checked: bool,
+    /// The source status of source-language cells an add writes without one (the grid's
+    /// settings).
+    pub source_default: SourceStatus,
 }
 
 /// What became of a `WriteRecords`.
@@ -359,7 +363,7 @@ impl GridActor {
         let (op, keys_before): (GridOp, Vec<(String, String)>) = match msg.write {
             // An add's records are the rows it appends (found by key only after a compaction).
             RecordsWrite::Add(inputs) => {
-                (plan_add(state, &view, inputs, &msg.user, now)?, Vec::new())
+                (plan_add(state, &view, inputs, &msg.user, now, msg.source_default)?, Vec::new())
             }
             RecordsWrite::Update(inputs) => {
                 let op = plan_update(state, &view, inputs, &msg.user, now)?;
@@ -935,6 +939,8 @@ pub struct ImportRecords {
     pub view_id: String,
     pub rows: Vec<(String, RecordInput)>,
     pub user: String,
+    /// The source status of added source-language cells imported without one.
+    pub source_default: SourceStatus,
 }
 
 impl Handler<ImportRecords> for GridActor {
@@ -948,7 +954,14 @@ impl Handler<ImportRecords> for GridActor {
                 })?;
                 let count = msg.rows.len();
                 let now = chrono::Utc::now().timestamp_millis();
-                let ops = plan_import(staged.state(), &view, msg.rows, &msg.user, now)?;
+                let ops = plan_import(
+                    staged.state(),
+                    &view,
+                    msg.rows,
+                    &msg.user,
+                    now,
+                    msg.source_default,
+                )?;
                 let written = if ops.is_empty() { 0 } else { count };
                 staged.apply(ops);
                 Ok(written)

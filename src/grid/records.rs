@@ -210,7 +210,11 @@ impl Problems {
 /// What kind of write is being checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum WriteKind {
-    Add,
+    /// An add, and the source status its source-language cells written without one take (the
+    /// grid settings' `defaultSourceLanguageStatus`).
+    Add {
+        source_default: SourceStatus,
+    },
     Update,
 }
 
@@ -244,30 +248,35 @@ fn check_id(id: &str, at: &str, problems: &mut Problems) -> bool {
 }
 
 /// Plans an add of `inputs` through `view`.
+/// `source_default` is the source status of source-language cells written without one.
 pub fn plan_add(
     state: &GridState,
     view: &ViewDef,
     inputs: Vec<RecordInput>,
     user: &str,
     time_ms: i64,
+    source_default: SourceStatus,
 ) -> ApiResult<GridOp> {
     check_count(inputs.len())?;
     let mut problems = Problems::default();
     let inputs = inputs.into_iter().enumerate().map(|(i, input)| (format!("records[{i}]"), input));
-    let records = check_adds(state, view, inputs, &mut HashSet::new(), &mut problems);
+    let records =
+        check_adds(state, view, inputs, &mut HashSet::new(), source_default, &mut problems);
     problems.into_result()?;
     Ok(GridOp::AddRecords { time_ms, user: user.to_owned(), records })
 }
 
 /// Plans an import through `view`: each input (with where it came from, e.g. `row 7`) updates
 /// the record its id names, or adds one when the id is new or absent. Any problem refuses the
-/// whole import. The ops are the updates, then the adds.
+/// whole import. The ops are the updates, then the adds (whose source-language cells written
+/// without a status take `source_default`).
 pub fn plan_import(
     state: &GridState,
     view: &ViewDef,
     inputs: Vec<(String, RecordInput)>,
     user: &str,
     time_ms: i64,
+    source_default: SourceStatus,
 ) -> ApiResult<Vec<GridOp>> {
     let by_path = state.store.identity() == RecordIdentity::PathAndId;
     let (mut updates, mut adds) = (Vec::new(), Vec::new());
@@ -293,7 +302,7 @@ pub fn plan_import(
             updated.push(write);
         }
     }
-    let added = check_adds(state, view, adds.into_iter(), &mut seen, &mut problems);
+    let added = check_adds(state, view, adds.into_iter(), &mut seen, source_default, &mut problems);
     problems.into_result()?;
     let mut ops = Vec::with_capacity(2);
     if !updated.is_empty() {
@@ -312,6 +321,7 @@ fn check_adds(
     view: &ViewDef,
     inputs: impl Iterator<Item = (String, RecordInput)>,
     seen: &mut HashSet<String>,
+    source_default: SourceStatus,
     problems: &mut Problems,
 ) -> Vec<RecordWrite> {
     let by_path = state.store.identity() == RecordIdentity::PathAndId;
@@ -344,7 +354,8 @@ fn check_adds(
                 );
             }
         }
-        let cells = check_cells(state, view, input, None, &at, WriteKind::Add, problems);
+        let cells =
+            check_cells(state, view, input, None, &at, WriteKind::Add { source_default }, problems);
         records.push(RecordWrite {
             id,
             path,
@@ -620,6 +631,12 @@ fn check_cells(
                 continue;
             }
         }
+        let source_status = match kind {
+            WriteKind::Add { source_default } if column.is_source() => {
+                source_status.or(Some(source_default).filter(|&s| s != SourceStatus::Unset))
+            }
+            _ => source_status,
+        };
         let localized = column.is_language();
         sources.push(j);
         cells.push(CellWrite {

@@ -37,6 +37,7 @@ mod record_history;
 mod records;
 mod references;
 mod restart;
+mod settings;
 mod shares;
 mod smoke;
 mod snapshot_faults;
