@@ -16,7 +16,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::grids::{default_view_columns, identifier_str, status_str, GridBody};
 use super::merge_request::{
-    cell_choices, check_last_resolve, query_filters, FilterField, MergeRecordConflict,
+    cell_choices, query_filters, with_last_resolve, FilterField, MergeRecordConflict,
 };
 use super::tasks::{end_task, task_body};
 use super::{branch_route, created, exec, json_response, no_content, ok, query_pairs, view_route};
@@ -239,6 +239,8 @@ struct MergeParams {
     choices: Vec<CellChoice>,
     /// `query` as listing filters (body only).
     query: Vec<RawFilter>,
+    /// `useLastMergeResolve: true` (body only): the last merge's choices count too.
+    use_last: bool,
 }
 
 /// Body of a merge (each field may be given as a query parameter instead; the query wins).
@@ -264,6 +266,7 @@ fn merge_params(req: &HttpRequest, body: &[u8], destination_key: &str) -> ApiRes
         options: Vec::new(),
         choices: Vec::new(),
         query: Vec::new(),
+        use_last: false,
     };
     for (key, value) in pairs {
         if key == destination_key {
@@ -276,7 +279,7 @@ fn merge_params(req: &HttpRequest, body: &[u8], destination_key: &str) -> ApiRes
         let parsed: MergeBody = serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("The request body is invalid: {e}")))?;
         params.options.extend(parsed.merge_record_options.unwrap_or_default());
-        check_last_resolve(parsed.use_last_merge_resolve)?;
+        params.use_last = parsed.use_last_merge_resolve == Some(true);
         let _ = parsed.check_mismatched_column_type;
         params.choices = cell_choices(parsed.merge_record_conflicts.unwrap_or_default())?;
         params.query = query_filters(parsed.query.unwrap_or_default())?;
@@ -310,6 +313,7 @@ async fn start_merge(
     source: std::sync::Arc<BranchRoute>,
     destination: std::sync::Arc<BranchRoute>,
     scope: MergeScope,
+    use_last: bool,
     view_id: Option<String>,
 ) -> ApiResult<HttpResponse> {
     if source.grid_id != destination.grid_id {
@@ -318,6 +322,13 @@ async fn start_merge(
             "The two branches belong to different grids.",
         ));
     }
+    let mut scope = scope;
+    if use_last {
+        let (s_id, d_id) = (source.branch_id.clone(), destination.branch_id.clone());
+        let last = exec(state, move |s| s.last_resolve(&s_id, &d_id)).await?;
+        scope.choices = with_last_resolve(last, std::mem::take(&mut scope.choices))?;
+    }
+    let choices = scope.choices.clone();
     let (pc, s_id, d_id) = (p.clone(), source.branch_id.clone(), destination.branch_id.clone());
     let task_route = destination.clone();
     let (task, fork_clock) = exec(state, move |s| {
@@ -344,6 +355,13 @@ async fn start_merge(
         let error = match merged {
             Ok(counts) => {
                 tracing::info!(task = %task_id, ?counts, "merge done");
+                // The choices it was made with are the ones a later `useLastMergeResolve` takes.
+                let (s_id, d_id) = (source.branch_id.clone(), destination.branch_id.clone());
+                let kept = exec(&state2, move |s| s.remember_resolve(&s_id, &d_id, choices)).await;
+                if let Err(err) = kept.and_then(|r| r) {
+                    // The merge itself is durable: the task reads successful.
+                    tracing::error!(task = %task_id, error = %err.message, "the merge's choices were not kept");
+                }
                 None
             }
             Err(err) => {
@@ -385,7 +403,7 @@ async fn merge_branch(
     )?;
     check_query(&source, &params.query).await?;
     let scope = MergeScope { options, columns: None, query: params.query, choices: params.choices };
-    start_merge(&state, &p, source, destination, scope, None).await
+    start_merge(&state, &p, source, destination, scope, params.use_last, None).await
 }
 
 #[utoipa::path(tag = "views", params(
@@ -421,7 +439,7 @@ async fn merge_view(
         query: params.query,
         choices: params.choices,
     };
-    start_merge(&state, &p, source, destination, scope, Some(view_id)).await
+    start_merge(&state, &p, source, destination, scope, params.use_last, Some(view_id)).await
 }
 
 pub fn configure(cfg: &mut ServiceConfig<'_>) {

@@ -2,8 +2,9 @@
 //! what `grid::merge` takes: `mergeRecordConflicts` into per-cell choices
 //! (`grid::merge_resolve::CellChoice`) and `query` (an array of `FilterField`) into the record
 //! listing's filters (`grid::query::RawFilter`), so a merge query means what a listing query
-//! means. What gridd does not do is refused with a 400 naming the field, never ignored:
-//! `useLastMergeResolve: true`, operators and sub-fields the listing has no equivalent for,
+//! means; `useLastMergeResolve: true` adds the choices the last merge between the same branches
+//! was made with. What gridd does not do is refused with a 400 naming the field, never ignored:
+//! operators and sub-fields the listing has no equivalent for,
 //! `caseSensitive: true` (text operators are case-insensitive; `regexp` is exact),
 //! `dynamicColumn` and `queryPathTagViaId`.
 
@@ -92,16 +93,26 @@ pub fn cell_choices(conflicts: Vec<MergeRecordConflict>) -> ApiResult<Vec<CellCh
     Ok(choices)
 }
 
-/// `useLastMergeResolve`: gridd does not keep the previous merge's choices yet, so `true` is
-/// refused rather than silently merging without them.
-pub fn check_last_resolve(use_last: Option<bool>) -> ApiResult<()> {
-    match use_last {
-        Some(true) => Err(ApiError::bad_request(
-            "useLastMergeResolve is not supported by this server: send the choices in \
-             mergeRecordConflicts.",
-        )),
-        Some(false) | None => Ok(()),
+/// The choices of a merge with `useLastMergeResolve: true`: those the last successful merge
+/// between the same branches kept (`last`), each replaced by a choice of this request for the
+/// same cell, and this request's others. More than `MAX_CELL_CHOICES` together is a 400.
+pub fn with_last_resolve(
+    last: Vec<CellChoice>,
+    explicit: Vec<CellChoice>,
+) -> ApiResult<Vec<CellChoice>> {
+    let same = |a: &CellChoice, b: &CellChoice| {
+        a.record_id == b.record_id && a.path == b.path && a.column_id == b.column_id
+    };
+    let mut kept: Vec<CellChoice> =
+        last.into_iter().filter(|l| !explicit.iter().any(|e| same(l, e))).collect();
+    if kept.len() + explicit.len() > MAX_CELL_CHOICES {
+        return Err(ApiError::bad_request(format!(
+            "mergeRecordConflicts and the last merge's choices (useLastMergeResolve) name more \
+             than {MAX_CELL_CHOICES} cells together."
+        )));
     }
+    kept.extend(explicit);
+    Ok(kept)
 }
 
 /// The merge `query` as listing filters (ANDed, as the hosted service ANDs them).
@@ -240,7 +251,23 @@ mod tests {
         ]))
         .expect("conflicts");
         assert!(cell_choices(bad).expect_err("refused").message.contains("sideways"));
-        assert!(check_last_resolve(Some(true)).is_err());
-        assert!(check_last_resolve(Some(false)).is_ok());
+        // The last merge's choices, each replaced by the request's for the same cell.
+        let choice = |record: &str, column: &str, choice| CellChoice {
+            record_id: record.to_owned(),
+            path: None,
+            column_id: column.to_owned(),
+            choice,
+        };
+        let last = vec![choice("r1", "en", Choice::Source), choice("r2", "en", Choice::Source)];
+        let combined =
+            with_last_resolve(last.clone(), vec![choice("r1", "en", Choice::Destination)])
+                .expect("combined");
+        assert_eq!(
+            combined,
+            [choice("r2", "en", Choice::Source), choice("r1", "en", Choice::Destination)]
+        );
+        let many: Vec<CellChoice> =
+            (0..MAX_CELL_CHOICES).map(|i| choice(&format!("x{i}"), "en", Choice::Source)).collect();
+        assert!(with_last_resolve(last, many).is_err(), "more than MAX_CELL_CHOICES together");
     }
 }

@@ -8,12 +8,13 @@
 //! recovery rebuilds it from that point (`persist::recovery`), and the source is pinned so that
 //! its own snapshots cannot pass the point.
 
-use super::model::{now_timestamp, Branch, ForkPoint, Grid, GridStatus};
+use super::model::{now_timestamp, Branch, ForkPoint, Grid, GridStatus, MergeResolve};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::BranchCopy;
+use crate::grid::merge_resolve::CellChoice;
 use crate::ids;
 
 fn branch_not_found(id: &str) -> ApiError {
@@ -114,7 +115,10 @@ impl Supervisor {
             ));
         }
         let source = branch.source_branch_id.clone();
-        self.commit(&[CatalogChange::delete(EntityKind::Branch, id)])?;
+        let mut changes = vec![CatalogChange::delete(EntityKind::Branch, id)];
+        changes.extend(self.resolves_of(&[id]));
+        self.commit(&changes)?;
+        self.forget_resolves(&[id]);
         if let Some(route) = self.routes.remove_branch(id) {
             route.addr.do_send(crate::grid::actor::Shutdown);
         }
@@ -182,5 +186,52 @@ impl Supervisor {
                 }
             }
         }
+    }
+}
+
+/// The last merge's cell choices between two branches (`useLastMergeResolve`).
+impl Supervisor {
+    /// The cell choices of the last successful merge from `source` into `destination` (none
+    /// when they were never merged, or merged without choices).
+    pub fn last_resolve(&self, source: &str, destination: &str) -> Vec<CellChoice> {
+        let key = MergeResolve::key(source, destination);
+        self.resolves.get(&key).map(|r| r.choices.clone()).unwrap_or_default()
+    }
+
+    /// Keeps `choices` as the last merge's from `source` into `destination`.
+    pub fn remember_resolve(
+        &mut self,
+        source: &str,
+        destination: &str,
+        choices: Vec<CellChoice>,
+    ) -> ApiResult<()> {
+        let key = MergeResolve::key(source, destination);
+        let resolve = MergeResolve {
+            source_branch_id: source.to_owned(),
+            destination_branch_id: destination.to_owned(),
+            choices,
+            created_time: now_timestamp(),
+        };
+        self.commit(&[CatalogChange::put(EntityKind::MergeResolve, &key, &resolve)])?;
+        self.resolves.insert(key, resolve);
+        Ok(())
+    }
+
+    /// The deletions of the kept choices of merges from or into `branches`.
+    pub(super) fn resolves_of(&self, branches: &[&str]) -> Vec<CatalogChange> {
+        self.resolves
+            .iter()
+            .filter(|(_, r)| {
+                branches.iter().any(|b| r.source_branch_id == *b || r.destination_branch_id == *b)
+            })
+            .map(|(key, _)| CatalogChange::delete(EntityKind::MergeResolve, key))
+            .collect()
+    }
+
+    /// Forgets the kept choices of merges from or into `branches` (their deletion is durable).
+    pub(super) fn forget_resolves(&mut self, branches: &[&str]) {
+        self.resolves.retain(|_, r| {
+            !branches.iter().any(|b| r.source_branch_id == *b || r.destination_branch_id == *b)
+        });
     }
 }

@@ -234,12 +234,16 @@ impl Supervisor {
             changes.push(CatalogChange::delete(EntityKind::Backup, &backup.id));
         }
         changes.extend(self.grid_files_deletion(id));
+        let branches: Vec<&str> =
+            self.branches.values().filter(|b| b.grid_id == id).map(|b| b.id.as_str()).collect();
+        changes.extend(self.resolves_of(&branches));
         changes
     }
 
     pub(super) fn forget_grid(&mut self, id: &str) {
         let branch_ids: Vec<String> =
             self.branches.values().filter(|b| b.grid_id == id).map(|b| b.id.clone()).collect();
+        self.forget_resolves(&branch_ids.iter().map(String::as_str).collect::<Vec<_>>());
         for branch_id in branch_ids {
             if let Some(route) = self.routes.remove_branch(&branch_id) {
                 route.addr.do_send(Shutdown);

@@ -248,6 +248,24 @@ pub struct FileMeta {
     pub category_id: Option<String>,
 }
 
+/// The cell choices (`mergeRecordConflicts`) of the last successful merge from one branch into
+/// another, which a later merge between them takes with `useLastMergeResolve: true`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MergeResolve {
+    pub source_branch_id: String,
+    pub destination_branch_id: String,
+    pub choices: Vec<crate::grid::merge_resolve::CellChoice>,
+    pub created_time: String,
+}
+
+impl MergeResolve {
+    /// Its catalogue id (branch ids are word characters only, so `:` separates them).
+    pub fn key(source: &str, destination: &str) -> String {
+        format!("{destination}:{source}")
+    }
+}
+
 /// A task's lifecycle state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

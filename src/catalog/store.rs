@@ -26,6 +26,8 @@ pub enum EntityKind {
     File,
     /// The last company and project numbers handed out (`numbering::Numbers`).
     Sequence,
+    /// The cell choices of the last merge from one branch into another (`MergeResolve`).
+    MergeResolve,
 }
 
 impl EntityKind {
@@ -42,6 +44,7 @@ impl EntityKind {
             EntityKind::Share => "share/",
             EntityKind::File => "file/",
             EntityKind::Sequence => "sequence/",
+            EntityKind::MergeResolve => "resolve/",
         }
     }
 }

@@ -16,8 +16,8 @@ use actix::{Actor, ArbiterHandle, AsyncContext, Context, Handler, Message, Messa
 use indexmap::IndexMap;
 
 use super::model::{
-    now_timestamp, Backup, Branch, Company, CompanyId, Database, FileMeta, Grid, Project,
-    ProjectId, Share, Task, TaskError, TaskStatus,
+    now_timestamp, Backup, Branch, Company, CompanyId, Database, FileMeta, Grid, MergeResolve,
+    Project, ProjectId, Share, Task, TaskError, TaskStatus,
 };
 use super::numbering::{self, Numbers, RawCatalog};
 use super::routes::Routes;
@@ -52,6 +52,8 @@ pub struct Supervisor {
     pub(super) share_tokens: HashMap<[u8; 32], String>,
     /// Uploaded files by id.
     pub(super) files: IndexMap<String, FileMeta>,
+    /// The last merge's cell choices by `MergeResolve::key`.
+    pub(super) resolves: HashMap<String, MergeResolve>,
     pub(super) store: Box<dyn CatalogStore>,
     pub(super) keyring: Arc<KeyRing>,
     pub(super) routes: Arc<Routes>,
@@ -93,6 +95,7 @@ impl Supervisor {
         let shares: Vec<Share> = load_all(store.as_ref(), EntityKind::Share)?;
         let files: Vec<FileMeta> = load_all(store.as_ref(), EntityKind::File)?;
         let stored: Vec<Numbers> = load_all(store.as_ref(), EntityKind::Sequence)?;
+        let resolves: Vec<MergeResolve> = load_all(store.as_ref(), EntityKind::MergeResolve)?;
         let numbers = Numbers::new(
             stored.into_iter().next(),
             companies.iter().map(|c| c.id),
@@ -117,6 +120,10 @@ impl Supervisor {
             shares: shares.into_iter().map(|s| (s.view_id.clone(), s)).collect(),
             share_tokens: HashMap::new(),
             files: files.into_iter().map(|f| (f.id.clone(), f)).collect(),
+            resolves: resolves
+                .into_iter()
+                .map(|r| (MergeResolve::key(&r.source_branch_id, &r.destination_branch_id), r))
+                .collect(),
             store,
             keyring,
             routes,

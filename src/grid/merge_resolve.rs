@@ -1,6 +1,7 @@
 //! What limits and steers a merge besides its options (decisions.md section 8): the `query`
 //! that picks the source records merged, and the per-cell choices of `mergeRecordConflicts`
-//! (`useLastMergeResolve` is refused: the previous merge's choices are not kept yet).
+//! (with `useLastMergeResolve`, the last merge's between the same branches as well: kept in the
+//! catalogue, `catalog::model::MergeResolve`).
 //!
 //! A choice names a record (its id, and its path in a path+id grid when `pathTag` is given)
 //! and a column, and decides which side's cell the merge keeps when the source changed that

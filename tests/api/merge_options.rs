@@ -1,8 +1,8 @@
 //! The hosted service's merge request fields beyond `mergeRecordOptions` (issue 19): `query`
 //! (an array of `FilterField`: only matching source records are merged), `mergeRecordConflicts`
-//! (per-cell choices of which side wins), and the refusals of what gridd does not do
-//! (`useLastMergeResolve: true`, operators and options it has no equivalent for): 400 at once,
-//! naming the field, and nothing merged.
+//! (per-cell choices of which side wins), `useLastMergeResolve` (the last merge's choices between
+//! the same branches again), and the refusals of what gridd does not do (operators and options
+//! it has no equivalent for): 400 at once, naming the field, and nothing merged.
 
 use serde_json::{json, Value};
 
@@ -75,17 +75,66 @@ fn conflict_choices_decide_cell_by_cell() {
 }
 
 #[test]
+fn use_last_merge_resolve_takes_the_last_merges_choices_again() {
+    let app = spawn_app();
+    let (grid, view, branch, branch_view) = branched(&app);
+    // The first merge chooses the source's r1.a.
+    conflict_on(&app, &view, &branch_view, "m1", "s1");
+    let body = json!({
+        "mergeRecordOptions": ["update"],
+        "mergeRecordConflicts": [{"recordId": "r1", "cells": [{"columnId": "a", "option": "child"}]}]
+    });
+    wait_task(&app, &merge_with(&app, &branch, &grid, body));
+    assert_eq!(value(&model(&app, &view), "r1", "a"), "s1");
+
+    // A new conflict on the same cell: without the flag the destination's cell stays ...
+    conflict_on(&app, &view, &branch_view, "m2", "s2");
+    let plain = json!({"mergeRecordOptions": ["update"]});
+    wait_task(&app, &merge_with(&app, &branch, &grid, plain));
+    assert_eq!(value(&model(&app, &view), "r1", "a"), "m2");
+    // ... and that merge, made without choices, is now the last one: the flag finds none.
+    conflict_on(&app, &view, &branch_view, "m3", "s3");
+    let last = json!({"mergeRecordOptions": ["update"], "useLastMergeResolve": true});
+    wait_task(&app, &merge_with(&app, &branch, &grid, last.clone()));
+    assert_eq!(value(&model(&app, &view), "r1", "a"), "m3");
+
+    // Choose the source again, then let the flag repeat it, across a restart.
+    conflict_on(&app, &view, &branch_view, "m4", "s4");
+    let body = json!({
+        "mergeRecordOptions": ["update"],
+        "mergeRecordConflicts": [{"recordId": "r1", "cells": [{"columnId": "a", "option": "source"}]}]
+    });
+    wait_task(&app, &merge_with(&app, &branch, &grid, body));
+    assert_eq!(value(&model(&app, &view), "r1", "a"), "s4");
+    let app = app.restart();
+    conflict_on(&app, &view, &branch_view, "m5", "s5");
+    wait_task(&app, &merge_with(&app, &branch, &grid, last.clone()));
+    assert_eq!(value(&model(&app, &view), "r1", "a"), "s5", "the kept choice took the source's");
+
+    // A choice of the request replaces the kept one for its cell.
+    conflict_on(&app, &view, &branch_view, "m6", "s6");
+    let body = json!({
+        "mergeRecordOptions": ["update"],
+        "useLastMergeResolve": true,
+        "mergeRecordConflicts": [{"recordId": "r1", "cells": [{"columnId": "a", "option": "parent"}]}]
+    });
+    wait_task(&app, &merge_with(&app, &branch, &grid, body));
+    assert_eq!(value(&model(&app, &view), "r1", "a"), "m6");
+}
+
+/// Changes r1.a on both sides: a conflict.
+fn conflict_on(app: &TestApp, view: &str, branch_view: &str, master: &str, source: &str) {
+    set(app, view, "r1", "a", master);
+    set(app, branch_view, "r1", "a", source);
+}
+
+#[test]
 fn unsupported_merge_fields_are_refused_at_once_and_merge_nothing() {
     let app = spawn_app();
     let (grid, view, branch, branch_view) = branched(&app);
     set(&app, &branch_view, "r1", "a", "changed");
     let before = model(&app, &view);
     let cases = [
-        (
-            json!({"mergeRecordOptions": ["update"], "useLastMergeResolve": true}),
-            "useLastMergeResolve",
-            "badRequest",
-        ),
         (
             json!({"mergeRecordOptions": ["update"], "mergeRecordConflicts": [{"recordId": "r1", "cells": [{"columnId": "a", "option": "sideways"}]}]}),
             "sideways",
