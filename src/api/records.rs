@@ -613,19 +613,24 @@ struct HistoryParams {
     path: Option<String>,
     column_ids: Option<Vec<String>>,
     oldest_first: bool,
+    query: Vec<RawFilter>,
 }
 
 /// Reads the history listing's parameters: `page`, `path`, `columnIds` (repeated or
 /// comma-separated), `sort` (`{"_lastModifiedTime": "asc" | "desc"}`), `includeSystemUser`
 /// (gridd records every change under the user of the key that made it, so no entry is a
-/// system user's: either value is honoured). `query`, `groupBy` and `fetchOptions` are refused
-/// with a 400 naming them unless blank.
+/// system user's: either value is honoured), `query` (the listing's conditions, on what each
+/// entry recorded: `_recordId`, `_path`, `_lastModifiedBy` and `_lastModifiedTime` are the
+/// record's and the entry's user and time, a column's condition reads the value or status the
+/// entry wrote there and fails on an entry that did not write that column). `groupBy` and
+/// `fetchOptions` are refused with a 400 naming them unless blank.
 fn history_params(pairs: Vec<(String, String)>) -> ApiResult<HistoryParams> {
     let mut params = HistoryParams {
         page: (0, DEFAULT_LIMIT),
         path: None,
         column_ids: None,
         oldest_first: false,
+        query: Vec::new(),
     };
     let blank = |v: &str| matches!(v.trim(), "" | "{}" | "[]" | "null");
     for (key, value) in pairs {
@@ -642,7 +647,8 @@ fn history_params(pairs: Vec<(String, String)>) -> ApiResult<HistoryParams> {
                     crate::io::csv_import::clip(&value, 64)
                 )))
             }
-            "query" | "groupBy" | "groupBy[]" | "fetchOptions" if !blank(&value) => {
+            "query" if !blank(&value) => params.query = parse_query(&value)?,
+            "groupBy" | "groupBy[]" | "fetchOptions" if !blank(&value) => {
                 return Err(ApiError::bad_request(format!(
                     "{key} is not supported on the record history by this server."
                 )))
@@ -671,6 +677,7 @@ fn history_sort(text: &str) -> ApiResult<bool> {
     ("columnIds" = Option<Vec<String>>, Query, description = "only these columns' cells, and only entries that changed one of them"),
     ("sort" = Option<String>, Query, description = "JSON {\"_lastModifiedTime\": \"asc\" | \"desc\"} (default newest first)"),
     ("includeSystemUser" = Option<bool>, Query, description = "accepted: every entry is a key's user's"),
+    ("query" = Option<String>, Query, description = "the listing's JSON conditions, on what each entry recorded (its user and time as _lastModifiedBy / _lastModifiedTime)"),
 ), responses((status = 200, description = "history entries, newest first; X-Total-Count")))]
 #[get("/v1/views/{viewId}/records/{recordId}/histories")]
 async fn record_history(
@@ -694,6 +701,7 @@ async fn record_history(
         limit: fetch.page.1,
         column_ids: fetch.column_ids,
         oldest_first: fetch.oldest_first,
+        query: fetch.query,
     };
     let (entries, total) = route.addr.send(msg).await??;
     let body: Vec<HistoryBody> = entries.iter().map(|e| history_body(e, &types)).collect();

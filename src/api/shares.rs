@@ -326,6 +326,7 @@ async fn shared_history(
         limit: 1000,
         column_ids: None,
         oldest_first: false,
+        query: Vec::new(),
     };
     let (entries, _) = route.addr.send(msg).await??;
     Ok((entries, schema))

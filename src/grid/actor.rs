@@ -18,7 +18,8 @@ use super::merge::{merge_base, plan_merge, plan_restore, MergeCounts, MergeScope
 use super::ops::{GridOp, GridState};
 use super::planner::{plan, SchemaChange};
 use super::query::{
-    bind_filters, bind_sort, Direction, Filter, QueryEngine, RawFilter, RawSort, SortKey,
+    bind_filters, bind_sort, Direction, Filter, QueryEngine, RawFilter, RawSort, SortKey, Target,
+    Val,
 };
 use super::read::{RecordOut, RecordPage};
 use super::read_json::{renders_alone, RenderedRecords};
@@ -28,7 +29,7 @@ use super::records::{
 };
 use super::references::{reference_columns, writes_references, ReferenceColumns};
 use super::schema::{distinct_column_ids, ColumnDef, Schema, ViewDef, PREDEFINED_COLUMNS};
-use super::store::{ColumnStore, RecordIdentity, RowId, StoreBytes};
+use super::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId, StoreBytes};
 use super::value::SourceStatus;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::persist::durability::{Durability, SnapshotFailure, SnapshotPolicy};
@@ -716,6 +717,44 @@ pub struct ReadHistory {
     pub column_ids: Option<Vec<String>>,
     /// Oldest first instead of newest first.
     pub oldest_first: bool,
+    /// The listing's conditions, on what each entry recorded (`entry_passes`).
+    pub query: Vec<RawFilter>,
+}
+
+/// Whether a history entry of record `record_id` passes `filter`: record id and path, the
+/// entry's user and time as `_lastModifiedBy` / `_lastModifiedTime`, and a column's value or
+/// statuses as the entry wrote them (an entry that did not write that column passes no
+/// condition on it). `column_of` names the columns of the slots the filters read.
+fn entry_passes(
+    filter: &Filter,
+    entry: &HistoryEntry,
+    record_id: &str,
+    column_of: &HashMap<ColumnSlot, String>,
+) -> bool {
+    let cell = |slot: ColumnSlot| {
+        let id = column_of.get(&slot)?;
+        entry.cells.iter().find(|c| &c.column_id == id)
+    };
+    let mut list = String::new();
+    let value = match filter.target {
+        Target::Cell(slot, _) => match cell(slot) {
+            Some(c) => Val::from_value(&c.value, &mut list),
+            None => return false,
+        },
+        Target::RecordId => Val::Text(record_id),
+        Target::Path => Val::Text(&entry.path),
+        Target::ModifiedBy => Val::Text(&entry.user),
+        Target::ModifiedTime => Val::Time(entry.time_ms),
+        Target::DependencyStatus(slot) => match cell(slot).and_then(|c| c.statuses) {
+            Some((dependency, _)) => Val::Status(dependency as u8),
+            None => return false,
+        },
+        Target::SourceStatus(slot) => match cell(slot).and_then(|c| c.statuses) {
+            Some((_, source)) => Val::Status(source as u8),
+            None => return false,
+        },
+    };
+    filter.test_value(value)
 }
 
 impl Handler<ReadHistory> for GridActor {
@@ -741,8 +780,14 @@ impl Handler<ReadHistory> for GridActor {
             }
         };
         let narrowed = msg.column_ids.is_some();
-        let keep =
-            |e: &HistoryEntry| !narrowed || e.cells.iter().any(|c| shown.contains(&c.column_id));
+        let filters = bind_filters(&self.state, &view, &msg.query)?;
+        let column_of: HashMap<ColumnSlot, String> =
+            self.state.slots.iter().map(|(id, &slot)| (slot, id.clone())).collect();
+        let record_id = msg.record_id.as_str();
+        let keep = |e: &HistoryEntry| {
+            (!narrowed || e.cells.iter().any(|c| shown.contains(&c.column_id)))
+                && filters.iter().all(|f| entry_passes(f, e, record_id, &column_of))
+        };
         let page = (msg.offset, msg.limit);
         let (mut entries, total) =
             self.state.history.page_where(head, page, msg.oldest_first, keep);

@@ -238,7 +238,8 @@ fn history_through_a_view_shows_only_its_columns() {
 
 /// The hosted `FetchRecordHistoryRequest` fields (issue 19): `columnIds` narrows the cells and
 /// the entries, `sort` by `_lastModifiedTime` orders them, `includeSystemUser` is accepted;
-/// `query`, `groupBy`, `fetchOptions`, other sort keys and bad values are refused naming them.
+/// `query` is tested below; `groupBy`, `fetchOptions`, other sort keys and bad values are
+/// refused naming them.
 #[test]
 fn history_takes_the_fetch_request_fields() {
     let app = spawn_app();
@@ -277,13 +278,70 @@ fn history_takes_the_fetch_request_fields() {
 
     histories(&app, &view, "r1", "columnIds=nosuch").assert_error(404, "columnNotFoundInView");
     histories(&app, &view, "r1", "includeSystemUser=maybe").assert_error(400, "badRequest");
-    let query = serde_urlencoded::to_string([("query", r#"{"title":{"=":"v1"}}"#)]).expect("q");
-    let res = histories(&app, &view, "r1", &query);
+    let res = histories(&app, &view, "r1", "groupBy=title");
     res.assert_error(400, "badRequest");
-    assert!(res.text.contains("query"), "{}", res.text);
-    histories(&app, &view, "r1", "groupBy=title").assert_error(400, "badRequest");
+    assert!(res.text.contains("groupBy"), "{}", res.text);
     let by_title = serde_urlencoded::to_string([("sort", r#"{"title":"asc"}"#)]).expect("s");
     histories(&app, &view, "r1", &by_title).assert_error(400, "invalidSortField");
+}
+
+/// `query` takes the listing's conditions, on what each entry recorded: a column's value as
+/// the entry wrote it (an entry that did not write the column does not match), the entry's
+/// user and time, the record's id; bad queries get the listing's errors.
+#[test]
+fn history_query_selects_the_entries_whose_recorded_values_match() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    app.create_column(&view, json!({"id": "count", "name": "Count", "type": "number"}));
+    app.add_records(
+        &view,
+        json!([{"id": "r1", "cells": [{"columnId": "title", "value": "draft one"}]}]),
+    );
+    let bot = app.create_user_key("ci-bot");
+    set_title(&app, &view, &bot, "r1", "final one");
+    app.patch(
+        &format!("/v1/views/{view}/records"),
+        &json!([{"id": "r1", "cells": [{"columnId": "count", "value": 7}]}]),
+    )
+    .assert_status(200);
+    set_title(&app, &view, &app.key, "r1", "draft two");
+    let select = |query: &str| {
+        let q = serde_urlencoded::to_string([("query", query)]).expect("q");
+        let res = histories(&app, &view, "r1", &q);
+        let found = entries(&res);
+        let total: usize = res.header("x-total-count").expect("count").parse().expect("number");
+        assert_eq!(total, found.len(), "{query}");
+        found
+    };
+    assert_eq!(
+        titles(&select(r#"{"title":{"startsWith":"draft"}}"#)),
+        [json!("draft two"), json!("draft one")]
+    );
+    assert_eq!(titles(&select(r#"{"title":{"=":"final one"}}"#)), [json!("final one")]);
+    // Not written there: no match, even for a negated condition.
+    let not_final = select(r#"{"title":{"!=":"final one"}}"#);
+    assert_eq!(titles(&not_final), [json!("draft two"), json!("draft one")]);
+    let counted = select(r#"{"count":{">":5}}"#);
+    assert_eq!(counted.len(), 1);
+    assert_eq!(cell(&counted[0], "count")["value"], 7);
+    let by_bot = select(r#"{"_lastModifiedBy":{"=":"ci-bot"}}"#);
+    assert_eq!(titles(&by_bot), [json!("final one")]);
+    assert_eq!(select(r#"{"_recordId":{"=":"r1"}}"#).len(), 4);
+    assert!(select(r#"{"_recordId":{"=":"r2"}}"#).is_empty());
+    // Conditions combine with columnIds and paging.
+    let q = serde_urlencoded::to_string([("query", r#"{"title":{"contains":"one"}}"#)]).expect("q");
+    let res = histories(&app, &view, "r1", &format!("{q}&columnIds=title&{}", page_query(0, 1)));
+    assert_eq!(titles(&entries(&res)), [json!("final one")]);
+    assert_eq!(res.header("x-total-count"), Some("2"));
+    // The listing's errors.
+    let bad = |query: &str, code: &str| {
+        let q = serde_urlencoded::to_string([("query", query)]).expect("q");
+        histories(&app, &view, "r1", &q).assert_error(400, code);
+    };
+    bad(r#"{"title":{"hasTag":"x"}}"#, "invalidFilterOperator");
+    bad("not json", "invalidFilterField");
+    let q = serde_urlencoded::to_string([("query", r#"{"nosuch":{"=":"x"}}"#)]).expect("q");
+    assert!(histories(&app, &view, "r1", &q).status >= 400);
 }
 
 /// History past a chunk (1 MiB) is packed and held on disk, not on the heap: the branch's

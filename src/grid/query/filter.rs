@@ -16,7 +16,7 @@ use crate::grid::codec::parse_datetime;
 use crate::grid::ops::GridState;
 use crate::grid::schema::{ColumnType, ViewDef};
 use crate::grid::store::{CellRef, ColumnSlot, ColumnStore, ListRef, RowId};
-use crate::grid::value::{DependencyStatus, SourceStatus};
+use crate::grid::value::{CellValue, DependencyStatus, SourceStatus};
 
 /// Longest regular expression accepted, in bytes.
 const REGEX_MAX_LEN: usize = 1000;
@@ -100,6 +100,19 @@ impl<'a> Val<'a> {
             CellRef::Boolean(b) => Val::Bool(b),
             CellRef::Datetime(t) => Val::Time(t),
             CellRef::List(items) => Val::List(items),
+        }
+    }
+
+    /// A value held apart from the store (a history entry's), a list's items encoded into
+    /// `buf`.
+    pub fn from_value(value: &'a CellValue, buf: &'a mut String) -> Self {
+        match value {
+            CellValue::Empty => Val::Empty,
+            CellValue::Text(s) => Val::Text(s),
+            CellValue::Number(n) => Val::Number(if *n == 0.0 { 0.0 } else { *n }),
+            CellValue::Boolean(b) => Val::Bool(*b),
+            CellValue::Datetime(t) => Val::Time(*t),
+            CellValue::List(items) => Val::List(ListRef::encoded(items, buf)),
         }
     }
 
@@ -284,6 +297,11 @@ impl Filter {
     #[inline]
     pub fn test(&self, store: &ColumnStore, row: RowId) -> bool {
         self.pred.matches(self.target.value(store, row)) != self.negate
+    }
+
+    /// Whether a value read elsewhere than the store (`target`'s value) passes the filter.
+    pub fn test_value(&self, value: Val<'_>) -> bool {
+        self.pred.matches(value) != self.negate
     }
 
     /// A rough cost rank: cheaper filters run first.

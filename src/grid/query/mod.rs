@@ -79,5 +79,5 @@ mod tests;
 
 pub use cursor::Direction;
 pub use engine::QueryEngine;
-pub use filter::{bind_filters, bind_sort, Filter, Pred, SortKey};
+pub use filter::{bind_filters, bind_sort, Filter, Pred, SortKey, Target, Val};
 pub use parse::{parse_query, parse_sort, Op, RawFilter, RawSort};

@@ -417,6 +417,13 @@ impl<'a> ListRef<'a> {
         ListRef { rest: encoded }
     }
 
+    /// `items` encoded into `buf` (cleared first), borrowed as a list cell is.
+    pub fn encoded(items: &[String], buf: &'a mut String) -> Self {
+        buf.clear();
+        encode_list(items, buf);
+        ListRef::new(buf)
+    }
+
     /// True when no items remain.
     pub fn is_empty(&self) -> bool {
         self.rest.is_empty()
