@@ -191,14 +191,11 @@ impl Supervisor {
         name: &str,
     ) -> ApiResult<FileCategory> {
         let mut grid = self.settings_grid(p, grid_id, Privilege::Manage)?;
-        Self::category(&grid, category_id)?;
         let name = category_name(name)?;
-        let category = grid
-            .settings
-            .categories
-            .iter_mut()
-            .find(|c| c.id == category_id)
-            .expect("found just above");
+        let category =
+            (grid.settings.categories.iter_mut()).find(|c| c.id == category_id).ok_or_else(
+                || ApiError::not_found(ErrorCode::CategoryIsNotFound, "Category", category_id),
+            )?;
         category.name = name;
         let renamed = category.clone();
         self.store_settings(grid, p.user())?;
