@@ -349,7 +349,7 @@ impl Application {
                 .wrap_fn(api::errors::render_errors)
                 .wrap_fn(api::body_deadline::body_deadline(body_timeout))
                 .wrap_fn(metrics::track)
-                .wrap(tracing_actix_web::TracingLogger::default())
+                .wrap(tracing_actix_web::TracingLogger::<api::request_span::RequestSpan>::new())
         })
         .workers(
             config.workers.unwrap_or_else(|| {

@@ -90,6 +90,30 @@ pub struct Runner {
     pub server_pid: Option<u32>,
 }
 
+/// The numbers `0..total`, each sent when request `i` is due (`start + i / rate`), by an OS
+/// thread sleeping until then: the kernel's high-resolution timers wake it tens of microseconds
+/// late, where tokio's timer rounds every sleep up to its next millisecond tick, which made each
+/// latency (counted from the due time) up to a millisecond longer than the server took.
+fn pace(start: Instant, rate: f64, total: u64) -> tokio::sync::mpsc::UnboundedReceiver<u64> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let spawned = std::thread::Builder::new().name("loadtest-pacer".to_owned()).spawn(move || {
+        for i in 0..total {
+            let due = start + Duration::from_secs_f64(i as f64 / rate);
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+            if tx.send(i).is_err() {
+                return;
+            }
+        }
+    });
+    if let Err(err) = spawned {
+        eprintln!("loadtest: the pacing thread did not start: {err}");
+    }
+    rx
+}
+
 impl Runner {
     /// Issues `spec.rate` requests per second for `spec.duration`, then waits for the last
     /// answer. `rng` draws the scenarios and their parameters.
@@ -101,9 +125,9 @@ impl Runner {
         let start = Instant::now();
         let total = (spec.rate * spec.duration.as_secs_f64()).round() as u64;
         let weights: u32 = self.mix.0.iter().map(|(_, w)| w).sum();
-        for i in 0..total {
+        let mut ticks = pace(start, spec.rate, total);
+        while let Some(i) = ticks.recv().await {
             let due = start + Duration::from_secs_f64(i as f64 / spec.rate);
-            tokio::time::sleep_until(due.into()).await;
             while in_flight.try_join_next().is_some() {}
             let scenario = self.pick(rng.gen_range(0..weights));
             let due_us = self.micros(due);
