@@ -4,8 +4,8 @@
 //! walk over every route, before the router's own), the connection info and the user agent
 //! before it knows whether the span is recorded at all: measured on a page of one record, a
 //! tenth of the request's CPU, spent whatever the log level. This one names the method, the path
-//! and the request id, evaluated only when the span is enabled, and records the outcome as the
-//! default builder does.
+//! and the request id, evaluated only when the span is enabled (under the same target as the
+//! default one's, `tracing_actix_web`), and records the outcome as the default builder does.
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -19,7 +19,9 @@ pub struct RequestSpan;
 
 impl RootSpanBuilder for RequestSpan {
     fn on_request_start(request: &ServiceRequest) -> Span {
+        // tracing-actix-web's target, so a log filter picks request spans as it did.
         tracing::info_span!(
+            target: "tracing_actix_web",
             "HTTP request",
             http.method = %request.method(),
             http.target = %request.path(),

@@ -5,7 +5,7 @@
 //! escapes. Reference cells need the referenced branch (`api::references`), so a view showing a
 //! reference column is read with `read_rows` instead (`renders_alone`).
 
-use super::codec::{format_datetime, format_timestamp};
+use super::codec::{format_datetime, format_timestamp, write_utc};
 use super::formula::typed_value;
 use super::ops::GridState;
 use super::schema::{ColumnDef, ColumnType};
@@ -135,7 +135,7 @@ impl GridState {
         out.extend_from_slice(b"],\"lastModifiedBy\":");
         write_str(out, store.modified_by(row));
         out.extend_from_slice(b",\"lastModifiedTime\":");
-        write_str(out, &format_timestamp(store.modified_time(row)));
+        write_time(out, store.modified_time(row), b"+00:00");
         out.push(b'}');
     }
 }
@@ -187,7 +187,7 @@ fn write_ref(out: &mut Vec<u8>, column_type: ColumnType, value: CellRef<'_>) {
         CellRef::Text(text) => write_str(out, text),
         CellRef::Number(n) => write_number(out, n),
         CellRef::Boolean(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
-        CellRef::Datetime(ms) => write_str(out, &format_datetime(ms)),
+        CellRef::Datetime(ms) => write_time(out, ms, b"Z"),
         CellRef::List(items) => write_list(out, items),
     }
 }
@@ -221,6 +221,19 @@ fn needs_escape(text: &[u8]) -> bool {
 }
 
 /// `text` as a JSON string, escaped as serde_json escapes it.
+/// A time as a JSON string, as `format_datetime` (zone `Z`) or `format_timestamp` (`+00:00`)
+/// writes it: straight into `out` for years 0..=9999 (digits need no escaping).
+fn write_time(out: &mut Vec<u8>, ms: i64, zone: &[u8]) {
+    out.push(b'"');
+    if write_utc(out, ms, zone) {
+        out.push(b'"');
+        return;
+    }
+    out.pop();
+    let text = if zone == b"Z" { format_datetime(ms) } else { format_timestamp(ms) };
+    write_str(out, &text);
+}
+
 pub fn write_str(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
