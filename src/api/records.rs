@@ -14,6 +14,7 @@ use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::FileMeta;
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::actor::reads::read_from_view;
 use crate::grid::actor::{
     ReadHistory, ReadRecords, RecordsWrite, WriteOutcome, WriteRecords, WrittenRecords,
 };
@@ -429,7 +430,12 @@ async fn list_records(
         // Files cells shown by name need the files' metadata: such pages are read as records.
         rendered: !matches!(params.fetch_file_option.as_deref(), Some("name" | "all")),
     };
-    let mut page = route.addr.send(msg).await??;
+    // A plain page comes from the branch's published view when there is one, on this thread.
+    let from_view = route.reads.current().and_then(|view| read_from_view(&view, &msg));
+    let mut page = match from_view {
+        Some(page) => page?,
+        None => route.addr.send(msg).await??,
+    };
     let mut response = match page.rendered.take() {
         Some(rendered) => rendered_response(StatusCode::OK, rendered.into_array()),
         None => {

@@ -15,6 +15,7 @@ use super::supervisor::Supervisor;
 use super::tenancy::check_client_id;
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::actor::reads::ReadViews;
 use crate::grid::actor::Shutdown;
 use crate::grid::ops::{GridOp, GridState};
 use crate::grid::schema::{ColumnDef, Dependency, ViewDef};
@@ -277,8 +278,11 @@ impl Supervisor {
         let arbiter = self.next_arbiter();
         let durability = self.durability.clone();
         let fork_source = fork_source.map(str::to_owned);
+        let reads = Arc::new(ReadViews::default());
+        let actor_reads = reads.clone();
         let addr = GridActor::start_in_arbiter(&arbiter, move |_| {
-            let actor = GridActor::with_state(&grid_id, &branch_id, state, durability);
+            let actor = GridActor::with_state(&grid_id, &branch_id, state, durability)
+                .with_reads(actor_reads);
             match fork_source {
                 Some(source) => actor.forked(&source),
                 None => actor,
@@ -286,6 +290,7 @@ impl Supervisor {
         });
         let route = Arc::new(BranchRoute {
             addr,
+            reads,
             company_id: grid.company_id,
             project_id: grid.project_id,
             database_id: grid.database_id.clone(),

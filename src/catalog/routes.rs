@@ -8,6 +8,7 @@ use dashmap::DashMap;
 
 use super::model::{CompanyId, DateTimeFormatSetting, ProjectId};
 use crate::auth::Scope;
+use crate::grid::actor::reads::ReadViews;
 use crate::grid::value::SourceStatus;
 use crate::grid::GridActor;
 
@@ -15,6 +16,8 @@ use crate::grid::GridActor;
 #[derive(Debug, Clone)]
 pub struct BranchRoute {
     pub addr: Addr<GridActor>,
+    /// The view its page reads use without a round trip through the actor.
+    pub reads: Arc<ReadViews>,
     pub company_id: CompanyId,
     pub project_id: ProjectId,
     pub database_id: String,

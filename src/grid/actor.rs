@@ -38,6 +38,7 @@ use crate::persist::wal::Durable;
 
 mod files;
 mod heavy;
+pub mod reads;
 
 pub use files::{ChangeFiles, FilesChange, HeldFiles, HoldsFile};
 pub use heavy::{Staged, MAX_HELD};
@@ -60,6 +61,8 @@ pub struct GridActor {
     fork_source: Option<String>,
     /// The heavy write running, if any, and the writes waiting for it (`heavy`).
     gate: heavy::Gate,
+    /// The view page reads use off this actor (`reads`), withdrawn before every change.
+    reads: Arc<reads::ReadViews>,
 }
 
 /// Records and WAL bytes a branch wrote since its last snapshot (`SnapshotPolicy`).
@@ -103,7 +106,14 @@ impl GridActor {
             snapshot_running: false,
             fork_source: None,
             gate: heavy::Gate::default(),
+            reads: Arc::default(),
         }
+    }
+
+    /// The actor publishing its read views in `reads` (shared with the branch's route).
+    pub fn with_reads(mut self, reads: Arc<reads::ReadViews>) -> Self {
+        self.reads = reads;
+        self
     }
 
     /// The actor of a branch just copied from `source` (or recovered from that copy), which
@@ -139,6 +149,9 @@ impl GridActor {
     fn commit_returning(&mut self, ops: Vec<GridOp>) -> ApiResult<(Durable, Vec<GridOp>)> {
         let entry = WalEntry { branch_id: self.branch_id.clone(), ops };
         let payload = entry.encode();
+        // Before anything changes: a read that starts once the write is acknowledged must not
+        // find the view from before it.
+        let _withdrawn = self.reads.withdraw();
         let bytes = payload.len() as u64;
         let appended = self.durability.wal.append(payload).map_err(|err| {
             tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
@@ -536,6 +549,8 @@ impl Handler<ReadRecords> for GridActor {
         } else {
             (self.state.read_rows(&columns, page.rows.into_iter()), None)
         };
+        // The next page reads come from a view of this state until the branch changes.
+        self.reads.publish(&self.state);
         Ok(RecordPage { records, rendered, ends, total: page.total, more })
     }
 }
@@ -556,7 +571,7 @@ fn cursor_row(store: &ColumnStore, id: &str) -> ApiResult<RowId> {
 
 /// The columns a read shows: the view's, or those of `ids` in that order, each once (each must
 /// be in the view: 404 `columnNotFoundInView`; the predefined columns are always shown).
-fn picked_columns<'a>(
+pub(super) fn picked_columns<'a>(
     schema: &'a Schema,
     view: &'a ViewDef,
     ids: Option<&[String]>,
@@ -887,6 +902,8 @@ impl Handler<Shutdown> for GridActor {
 
     fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) {
         // Freeing a large branch is not bounded work: on a blocking thread, not this one.
+        let withdrawn = self.reads.withdraw();
+        tokio::task::spawn_blocking(move || drop(withdrawn));
         let empty = GridState::empty(self.state.store.identity());
         let old = std::mem::replace(&mut self.state, empty);
         tokio::task::spawn_blocking(move || drop(old));

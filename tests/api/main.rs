@@ -33,6 +33,7 @@ mod metrics;
 mod openapi;
 mod projects;
 mod query;
+mod reads;
 mod record_history;
 mod records;
 mod references;

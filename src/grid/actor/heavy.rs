@@ -145,8 +145,9 @@ impl GridActor {
             self.query.clear();
             state.store.set_tracking(false);
         }
+        let withdrawn = self.reads.withdraw();
         let old = std::mem::replace(&mut self.state, state);
-        tokio::task::spawn_blocking(move || drop(old));
+        tokio::task::spawn_blocking(move || drop((old, withdrawn)));
         // A heavy write (an import, a schema change over every record) counts by its bytes.
         self.since_snapshot.add(1, bytes);
         Ok(Some(appended.durable))

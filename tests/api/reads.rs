@@ -1,0 +1,93 @@
+//! Page reads off the grid actor (issue 18): plain pages come from a view the actor publishes
+//! and withdraws before every change. A read after an acknowledged write sees it; a read while
+//! a large write commits sees all of it or none of it; every kind of change (records, columns,
+//! a heavy schema change) shows in the next page.
+
+use serde_json::{json, Value};
+
+use crate::helpers::{cell, page_query, spawn_app, TestApp};
+
+fn page(app: &TestApp, view: &str, offset: usize, limit: usize) -> (Vec<Value>, usize) {
+    let res = app.get(&format!("/v1/views/{view}/records?{}", page_query(offset, limit)));
+    let records = res.assert_status(200).as_array().expect("records").clone();
+    let total = res.header("x-total-count").expect("a count").parse().expect("a number");
+    (records, total)
+}
+
+#[test]
+fn a_page_read_after_an_acknowledged_write_sees_it() {
+    let app = spawn_app();
+    let (_, view) = app.create_grid("Reads");
+    app.create_column(&view, json!({"id": "en", "name": "English", "type": "singleLine"}));
+    app.add_records(&view, json!([{"id": "r1", "cells": [{"columnId": "en", "value": "v0"}]}]));
+    for i in 1..=40 {
+        // The first read of each round publishes a view; the write withdraws it.
+        let (before, _) = page(&app, &view, 0, 10);
+        assert_eq!(cell(&before[0], "en")["value"], format!("v{}", i - 1));
+        let res = app.patch(
+            &format!("/v1/views/{view}/records"),
+            &json!([{"id": "r1", "cells": [{"columnId": "en", "value": format!("v{i}")}]}]),
+        );
+        res.assert_status(200);
+        let (after, total) = page(&app, &view, 0, 10);
+        assert_eq!(cell(&after[0], "en")["value"], format!("v{i}"), "round {i}");
+        assert_eq!(total, 1);
+    }
+    // Adds, deletes, a new column and a heavy schema change show at once too.
+    page(&app, &view, 0, 10);
+    app.add_records(&view, json!([{"id": "r2", "cells": [{"columnId": "en", "value": "two"}]}]));
+    assert_eq!(page(&app, &view, 0, 10).1, 2);
+    app.delete_with(&format!("/v1/views/{view}/records"), &json!({"ids": ["r1"]}))
+        .assert_status(204);
+    let (records, total) = page(&app, &view, 0, 10);
+    assert_eq!((records[0]["id"].clone(), total), (json!("r2"), 1));
+    app.create_column(&view, json!({"id": "de", "name": "German", "type": "singleLine"}));
+    let (records, _) = page(&app, &view, 0, 10);
+    assert!(records[0]["cells"].as_array().expect("cells").iter().any(|c| c["columnId"] == "de"));
+    let res = app.patch(&format!("/v1/views/{view}/columns/en"), &json!({"type": "multipleLines"}));
+    res.assert_status(200);
+    let (records, _) = page(&app, &view, 0, 10);
+    assert_eq!(cell(&records[0], "en")["value"], "two");
+    // Columns named by columnIds, and unknown ones refused as before.
+    let res = app.get(&format!("/v1/views/{view}/records?columnIds=de"));
+    let cells = res.assert_status(200)[0]["cells"].as_array().expect("cells").clone();
+    assert_eq!(cells.len(), 1);
+    page(&app, &view, 0, 10);
+    let res = app.get(&format!("/v1/views/{view}/records?columnIds=nosuch"));
+    res.assert_error(404, "columnNotFoundInView");
+}
+
+#[test]
+fn a_read_while_a_large_write_commits_sees_all_of_it_or_none() {
+    let app = spawn_app();
+    let (_, view) = app.create_grid("Atomic");
+    app.create_column(&view, json!({"id": "en", "name": "English", "type": "singleLine"}));
+    let batches = 20;
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            for b in 0..batches {
+                let records: Vec<Value> = (0..1000)
+                    .map(|i| json!({"id": format!("b{b}r{i}"), "cells": [{"columnId": "en", "value": format!("{b}/{i}")}]}))
+                    .collect();
+                app.add_records(&view, Value::Array(records));
+            }
+        });
+        let mut seen = Vec::new();
+        while !writer.is_finished() {
+            let (records, total) = page(&app, &view, 0, 1);
+            assert_eq!(total % 1000, 0, "a page saw part of a 1000-record add: {total}");
+            assert_eq!(records.is_empty(), total == 0);
+            // The last page: the last record of a whole batch.
+            if total > 0 {
+                let (last, _) = page(&app, &view, total - 1, 1);
+                if let Some(id) = last.first().and_then(|r| r["id"].as_str()) {
+                    assert!(id.ends_with("r999"), "{id} ends a batch");
+                }
+            }
+            seen.push(total);
+        }
+        writer.join().expect("the writer");
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]), "counts only grow: {seen:?}");
+    });
+    assert_eq!(page(&app, &view, 0, 1).1, batches * 1000);
+}
