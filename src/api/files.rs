@@ -242,16 +242,7 @@ async fn upload_file(
         created_time: now_timestamp(),
         category_id: None,
     };
-    let dir = files_dir(&state.data_dir);
-    let (from, target) = (incoming.path.clone(), dir.join(&meta.id));
-    web::block(move || -> std::io::Result<()> {
-        std::fs::rename(&from, &target)?;
-        std::fs::File::open(&dir)?.sync_all()
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the file writer stopped: {e}")))?
-    .map_err(|e| storage_error("storing the file", e))?;
-    incoming.path = files_dir(&state.data_dir).join(&meta.id);
+    store_received(&state.data_dir, &mut incoming, &meta.id).await?;
     let change = ChangeFiles {
         view_id,
         path,
@@ -262,6 +253,27 @@ async fn upload_file(
     };
     link_files(&state, route.addr.clone(), vec![(meta.clone(), incoming)], change).await?;
     created(&file_body(&meta))
+}
+
+/// Moves a received file to its place under `id` in `<data dir>/files` (rename, directory
+/// synced); `incoming` then names it there, and still removes it on drop unless kept.
+pub(super) async fn store_received(
+    data_dir: &Path,
+    incoming: &mut Incoming,
+    id: &str,
+) -> ApiResult<()> {
+    let dir = files_dir(data_dir);
+    let (from, target) = (incoming.path.clone(), dir.join(id));
+    let placed = target.clone();
+    web::block(move || -> std::io::Result<()> {
+        std::fs::rename(&from, &target)?;
+        std::fs::File::open(&dir)?.sync_all()
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the file writer stopped: {e}")))?
+    .map_err(|e| storage_error("storing the file", e))?;
+    incoming.path = placed;
+    Ok(())
 }
 
 /// Records stored files in the catalogue, then sends `change`, which puts their ids in cells;

@@ -10,10 +10,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::files::{file_body, file_id, receive, FileBody, FilePart};
-use super::{exec, no_content, ok, query_pairs, storage_error};
+use super::files::{file_body, file_id, receive, store_received, FileBody, FilePart};
+use super::{exec, no_content, ok, query_pairs};
 use crate::auth::Principal;
-use crate::catalog::files::files_dir;
 use crate::catalog::model::{now_timestamp, DateTimeFormatSetting, FileCategory, FileMeta, Grid};
 use crate::catalog::settings::SettingsPatch;
 use crate::error::{ApiError, ApiResult};
@@ -195,16 +194,7 @@ async fn upload_category_file(
         created_time: now_timestamp(),
         category_id: Some(category_id),
     };
-    let dir = files_dir(&state.data_dir);
-    let (from, target) = (incoming.path.clone(), dir.join(&meta.id));
-    web::block(move || -> std::io::Result<()> {
-        std::fs::rename(&from, &target)?;
-        std::fs::File::open(&dir)?.sync_all()
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the file writer stopped: {e}")))?
-    .map_err(|e| storage_error("storing the file", e))?;
-    incoming.path = files_dir(&state.data_dir).join(&meta.id);
+    store_received(&state.data_dir, &mut incoming, &meta.id).await?;
     let recorded = meta.clone();
     exec(&state, move |s| s.add_category_file(&p, recorded)).await??;
     incoming.keep();

@@ -9,7 +9,7 @@ use crate::records::assert_refused;
 
 /// A grid with source `en`, targets `fr` and `de` depending on it, and a plain column `note`:
 /// (grid id, view id).
-fn localized_grid(app: &TestApp, with_dependencies: bool) -> (String, String) {
+pub(crate) fn localized_grid(app: &TestApp, with_dependencies: bool) -> (String, String) {
     let (grid, view) = app.create_grid("Strings");
     for column in [
         json!({"id": "en", "name": "English", "type": "language", "languageCode": "enUS",

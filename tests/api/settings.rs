@@ -116,15 +116,8 @@ fn bad_settings_are_refused_and_change_nothing() {
 #[test]
 fn the_default_source_status_applies_to_source_cells_added_afterwards() {
     let app = spawn_app();
-    let (grid, view) = app.create_grid("Strings");
-    for column in [
-        json!({"id": "en", "name": "English", "type": "language", "languageCode": "enUS",
-               "localizationType": "sourceLanguage"}),
-        json!({"id": "fr", "name": "French", "type": "language", "languageCode": "frFR",
-               "localizationType": "targetLanguage"}),
-    ] {
-        app.create_column(&view, column);
-    }
+    // Source `en`, targets `fr` and `de`.
+    let (grid, view) = crate::localization::localized_grid(&app, false);
     let before =
         app.add_records(&view, json!([{"id": "a", "cells": [{"columnId": "en", "value": "Hi"}]}]));
     assert_eq!(cell(&before[0], "en")["sourceStatus"], "unset");
