@@ -13,10 +13,11 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use super::files::{file_body, file_id, receive, store_received, FileBody, FilePart};
 use super::{exec, no_content, ok, query_pairs};
 use crate::auth::Principal;
-use crate::catalog::model::{now_timestamp, DateTimeFormatSetting, FileCategory, FileMeta, Grid};
+use crate::catalog::model::{now_timestamp, FileCategory, FileMeta, Grid};
 use crate::catalog::settings::SettingsPatch;
 use crate::error::{ApiError, ApiResult};
 use crate::grid::columns::DateTimeFormatRequest;
+use crate::grid::schema::DateTimeFormat;
 use crate::state::AppState;
 
 /// A grid's settings as the API shows them (the OpenAPI's `GridSetting`).
@@ -112,7 +113,7 @@ async fn update_settings(
     let req = body.into_inner();
     let patch = SettingsPatch {
         default_source_language_status: req.default_source_language_status,
-        default_date_time_format: req.default_date_time_format.map(|f| DateTimeFormatSetting {
+        default_date_time_format: req.default_date_time_format.map(|f| DateTimeFormat {
             date_format: f.date_format,
             time_format: f.time_format,
             zone_offset: f.zone_offset,

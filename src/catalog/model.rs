@@ -98,7 +98,7 @@ pub struct GridSettings {
     #[serde(default = "unset")]
     pub default_source_language_status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default_date_time_format: Option<DateTimeFormatSetting>,
+    pub default_date_time_format: Option<crate::grid::schema::DateTimeFormat>,
     #[serde(default)]
     pub translator_can_view_automations: bool,
     #[serde(default)]
@@ -132,17 +132,6 @@ impl Default for GridSettings {
             last_modified_time: None,
         }
     }
-}
-
-/// A grid's default date and time format for new datetime columns (the OpenAPI's
-/// `DateTimeFormat`, as a column's `dateTimeFormat`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DateTimeFormatSetting {
-    pub date_format: Option<String>,
-    pub time_format: Option<String>,
-    pub zone_offset: Option<String>,
-    pub show_time_zone: Option<bool>,
 }
 
 /// A named group of files in a grid's settings (the OpenAPI's `FileCategory`).

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use actix::Addr;
 use dashmap::DashMap;
 
-use super::model::{CompanyId, DateTimeFormatSetting, ProjectId};
+use super::model::{CompanyId, ProjectId};
 use crate::auth::Scope;
 use crate::grid::actor::reads::ReadViews;
+use crate::grid::schema::DateTimeFormat;
 use crate::grid::value::SourceStatus;
 use crate::grid::GridActor;
 
@@ -49,7 +50,7 @@ pub struct GridDefaults {
     /// The source status of source-language cells an add writes without one.
     pub source_status: SourceStatus,
     /// The format of datetime columns created without one.
-    pub date_time_format: Option<DateTimeFormatSetting>,
+    pub date_time_format: Option<DateTimeFormat>,
 }
 
 /// Branch and view routes. The master branch's route is found under the grid's id.

@@ -13,14 +13,13 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use super::grids::check_metadata;
-use super::model::{
-    now_timestamp, DateTimeFormatSetting, FileCategory, FileMeta, Grid, GridSettings,
-};
+use super::model::{now_timestamp, FileCategory, FileMeta, Grid, GridSettings};
 use super::routes::{GridDefaults, Routes};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::schema::DateTimeFormat;
 use crate::grid::value::SourceStatus;
 use crate::ids;
 
@@ -37,7 +36,7 @@ const MAX_FORMAT_CHARS: usize = 64;
 #[derive(Debug, Default)]
 pub struct SettingsPatch {
     pub default_source_language_status: Option<String>,
-    pub default_date_time_format: Option<DateTimeFormatSetting>,
+    pub default_date_time_format: Option<DateTimeFormat>,
     pub translator_can_view_automations: Option<bool>,
     /// A null value removes that key.
     pub metadata: Option<IndexMap<String, Option<String>>>,
@@ -71,7 +70,7 @@ fn category_name(name: &str) -> ApiResult<String> {
     Ok(name.to_owned())
 }
 
-fn check_format(format: &DateTimeFormatSetting) -> ApiResult<()> {
+fn check_format(format: &DateTimeFormat) -> ApiResult<()> {
     let parts = [
         ("dateFormat", &format.date_format),
         ("timeFormat", &format.time_format),
