@@ -120,7 +120,7 @@ impl Runner {
     pub async fn run_phase(self: &Arc<Self>, spec: PhaseSpec, rng: &mut StdRng) -> PhaseRun {
         let samples = Arc::new(Mutex::new(Vec::new()));
         let mut in_flight = JoinSet::new();
-        let cpu_before = self.cpu();
+        let cpu_before = self.cpu().await;
         let jiffies_before = machine_jiffies();
         let start = Instant::now();
         let total = (spec.rate * spec.duration.as_secs_f64()).round() as u64;
@@ -150,7 +150,7 @@ impl Runner {
         while in_flight.join_next().await.is_some() {}
         let end = Instant::now().max(scheduled_end);
         let samples = std::mem::take(&mut *lock(&samples));
-        let cpu_after = self.cpu();
+        let cpu_after = self.cpu().await;
         let used = |before: Option<f64>, after: Option<f64>| Some(after? - before?);
         let cpu_s = (used(cpu_before.0, cpu_after.0), used(cpu_before.1, cpu_after.1));
         let steal = match (jiffies_before, machine_jiffies()) {
@@ -169,9 +169,19 @@ impl Runner {
         }
     }
 
-    /// CPU seconds used so far by the server (if loadtest started it) and by loadtest.
-    fn cpu(&self) -> (Option<f64>, Option<f64>) {
-        (self.server_pid.and_then(|pid| cpu_seconds(Some(pid))), cpu_seconds(None))
+    /// CPU seconds used so far by the server and by loadtest: the server's from its process
+    /// when loadtest started it, else from its `/metrics` (`gridd_process_cpu_seconds_total`;
+    /// `None` when the key may not read them, or the server runs elsewhere than Linux).
+    async fn cpu(&self) -> (Option<f64>, Option<f64>) {
+        let server = match self.server_pid {
+            Some(pid) => cpu_seconds(Some(pid)),
+            None => self.api.metrics().await.ok().and_then(|text| {
+                text.lines()
+                    .find_map(|line| line.strip_prefix("gridd_process_cpu_seconds_total "))
+                    .and_then(|value| value.trim().parse().ok())
+            }),
+        };
+        (server, cpu_seconds(None))
     }
 
     fn pick(&self, mut ticket: u32) -> Scenario {

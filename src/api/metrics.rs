@@ -10,7 +10,7 @@
 //! `gridd_branch_records`, `gridd_branch_store_bytes`, `gridd_branch_index_bytes` by grid and
 //! branch, `gridd_branch_heap_bytes` by grid, branch and part; `gridd_branch_cell_bytes` and
 //! `gridd_branch_cells` by grid, branch and column type; `gridd_history_disk_bytes`;
-//! `gridd_process_resident_bytes`.
+//! `gridd_process_resident_bytes`, `gridd_process_cpu_seconds_total`.
 
 use std::fmt::Write as _;
 
@@ -155,7 +155,29 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
         header(&mut out, "gridd_process_resident_bytes", "gauge", "Resident memory of gridd.");
         let _ = writeln!(out, "gridd_process_resident_bytes {bytes}");
     }
+    if let Some(seconds) =
+        std::fs::read_to_string("/proc/self/stat").ok().and_then(|s| cpu_seconds(&s))
+    {
+        header(
+            &mut out,
+            "gridd_process_cpu_seconds_total",
+            "counter",
+            "CPU time gridd has used, user and system, all threads (a load generator on another \
+             machine divides its increase by the requests it sent).",
+        );
+        let _ = writeln!(out, "gridd_process_cpu_seconds_total {seconds}");
+    }
     Ok(HttpResponse::Ok().content_type(CONTENT_TYPE).body(out))
+}
+
+/// User plus system CPU seconds of a process from its `/proc/<pid>/stat` line (fields 14 and
+/// 15, after the parenthesized command name), in the kernel's `USER_HZ` ticks, which Linux fixes
+/// at 100 a second for what it reports to user space.
+fn cpu_seconds(stat: &str) -> Option<f64> {
+    const USER_HZ: f64 = 100.0;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / USER_HZ)
 }
 
 /// Resident set size from `/proc/self/status` (Linux); `None` elsewhere.
@@ -168,4 +190,16 @@ fn resident_bytes() -> Option<u64> {
 
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
     cfg.service(metrics);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_seconds;
+
+    #[test]
+    fn cpu_seconds_are_read_after_the_command_name() {
+        let stat = "4242 (grid d) S 1 2 3 4 5 6 7 8 9 10 250 130 0 0 20 0 9 0 100 2000 300";
+        assert_eq!(cpu_seconds(stat), Some(3.8));
+        assert_eq!(cpu_seconds("4242 (gridd) S 1 2"), None);
+    }
 }

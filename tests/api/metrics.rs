@@ -54,6 +54,8 @@ fn metrics_count_requests_by_route_and_status_and_show_records_per_branch() {
     assert!(value_of(text, "gridd_wal_records_total").is_some_and(|n| n >= 1.0), "{text}");
     assert!(text.contains("# TYPE gridd_snapshot_seconds histogram"), "{text}");
     assert!(value_of(text, "gridd_process_resident_bytes").is_some_and(|n| n > 0.0), "{text}");
+    assert!(text.contains("# TYPE gridd_process_cpu_seconds_total counter"), "{text}");
+    assert!(value_of(text, "gridd_process_cpu_seconds_total").is_some_and(|n| n >= 0.0), "{text}");
 }
 
 /// Heap bytes per branch by part: every part is reported, history grows with the writes (one
