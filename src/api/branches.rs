@@ -24,7 +24,7 @@ use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::{Branch, Grid, GridStatus, TaskError};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{ApplyMerge, CopyBranch, ReadSchema};
+use crate::grid::actor::{ApplyMerge, CopyBranch};
 use crate::grid::merge::{MergeOptions, MergeScope};
 use crate::grid::merge_resolve::{bind_query, CellChoice};
 use crate::grid::query::RawFilter;
@@ -64,7 +64,7 @@ async fn full_body(
     grid: &Grid,
 ) -> ApiResult<GridBody> {
     let route = branch_route(state, p, &branch.id, Privilege::Read, branch_not_found(&branch.id))?;
-    let schema = route.addr.send(ReadSchema).await?;
+    let schema = route.schema().await?;
     let columns = default_view_columns(state, p, &branch.default_access_view_id, &schema).await?;
     Ok(branch_body(branch, grid, Some(columns)))
 }
@@ -427,7 +427,7 @@ async fn merge_view(
     let options = MergeOptions::parse(&params.options)?;
     let source = view_route(&state, &p, &view_id, Privilege::Manage)?;
     let destination = view_route(&state, &p, &destination_view, Privilege::Manage)?;
-    let schema = source.addr.send(ReadSchema).await?;
+    let schema = source.schema().await?;
     let view = schema
         .view(&view_id)
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &view_id))?;

@@ -9,7 +9,7 @@ use super::references::may_read_target;
 use super::{created, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{ChangeSchema, ReadSchema, SchemaChanged};
+use crate::grid::actor::{ChangeSchema, SchemaChanged};
 use crate::grid::columns::{ColumnRequest, DateTimeFormatRequest, ReferenceRequest, MAX_COLUMNS};
 use crate::grid::planner::{column_in_view, SchemaChange};
 use crate::grid::render::{column_body, ColumnBody, ReferenceTarget, ReferenceTargets};
@@ -39,7 +39,7 @@ pub async fn reference_targets<'a>(
         let (pc, grid_id, bid) = (p.clone(), route.grid_id.clone(), branch_id.clone());
         let names = exec(state, move |s| s.reference_names(&pc, &grid_id, &bid)).await?;
         let Some((grid_name, branch_name)) = names else { continue };
-        let columns = route.addr.send(ReadSchema).await?.columns;
+        let columns = route.schema().await?.columns;
         targets.insert(branch_id, ReferenceTarget { grid_name, branch_name, columns });
     }
     Ok(targets)
@@ -75,7 +75,7 @@ pub async fn check_reference(
             "reference: this key has no read access to grid \"{grid_id}\"."
         )));
     }
-    let schema = route.addr.send(ReadSchema).await?;
+    let schema = route.schema().await?;
     schema.column(&column_id).map(|_| ()).ok_or_else(missing)
 }
 
@@ -141,7 +141,7 @@ async fn get_column(
 ) -> ApiResult<HttpResponse> {
     let (view_id, column_id) = path.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
-    let schema = route.addr.send(ReadSchema).await?;
+    let schema = route.schema().await?;
     ok(&render_column(&state, &p, &schema, &view_id, &column_id).await?)
 }
 

@@ -8,7 +8,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use super::{created, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{ChangeSchema, ReadSchema, SchemaChanged};
+use crate::grid::actor::{ChangeSchema, SchemaChanged};
 use crate::grid::columns::MAX_COLUMNS;
 use crate::grid::planner::{DependencyRequest, SchemaChange};
 use crate::grid::render::DependencyBody;
@@ -43,7 +43,7 @@ async fn list_dependencies(
     view_id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
-    let schema = route.addr.send(ReadSchema).await?;
+    let schema = route.schema().await?;
     ok(&schema.dependencies.iter().map(DependencyBody::from).collect::<Vec<_>>())
 }
 
@@ -56,7 +56,7 @@ async fn get_dependency(
 ) -> ApiResult<HttpResponse> {
     let (view_id, id) = path.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
-    let schema = route.addr.send(ReadSchema).await?;
+    let schema = route.schema().await?;
     ok(&render(&schema, &id)?)
 }
 

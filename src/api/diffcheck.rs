@@ -22,7 +22,7 @@ use super::{exec, json_response, ok, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::TaskError;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{CopyBranch, ReadSchema};
+use crate::grid::actor::CopyBranch;
 use crate::grid::diff::{diff, Diff, DiffRecord, Sides};
 use crate::grid::merge::{merge_base, MergeOptions};
 use crate::state::AppState;
@@ -65,7 +65,7 @@ async fn create_diffcheck(
             "The two views belong to different grids.",
         ));
     }
-    let schema = source.addr.send(ReadSchema).await?;
+    let schema = source.schema().await?;
     let view = schema
         .view(&source_view)
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &source_view))?;

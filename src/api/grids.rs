@@ -13,7 +13,6 @@ use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::grids::NewGrid;
 use crate::catalog::model::{Grid, GridStatus, RecordIdentifierType};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::ReadSchema;
 use crate::grid::columns::{build_column, ColumnRequest};
 use crate::grid::render::{view_columns, ColumnBody};
 use crate::grid::schema::Schema;
@@ -143,7 +142,7 @@ async fn list_template_grids(state: web::Data<AppState>, p: Principal) -> ApiRes
 async fn master_schema(state: &AppState, p: &Principal, grid_id: &str) -> ApiResult<Schema> {
     let not_found = || ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", grid_id);
     let route = branch_route(state, p, grid_id, Privilege::Read, not_found)?;
-    Ok(route.addr.send(ReadSchema).await?)
+    Ok(route.schema().await?)
 }
 
 #[utoipa::path(tag = "grids", responses((status = 200, body = GridBody)))]

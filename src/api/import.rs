@@ -37,7 +37,7 @@ use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{Backup, GridStatus, TaskError};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{CopyBranch, ImportRecords, ReadSchema, RestoreRecords};
+use crate::grid::actor::{CopyBranch, ImportRecords, RestoreRecords};
 use crate::grid::records::{RecordInput, MAX_PROBLEMS};
 use crate::grid::references::{reference_columns, ReferenceColumns};
 use crate::grid::schema::ColumnDef;
@@ -230,7 +230,7 @@ async fn import(
         upload.ok_or_else(|| ApiError::bad_request("The multipart part file is required."))?;
     let from_query = query.into_iter().find(|(k, _)| k == "importRequest").map(|(_, v)| v);
     let request = parse_request(part.as_deref().or(from_query.as_deref()))?;
-    let schema = route.addr.send(ReadSchema).await?;
+    let schema = route.schema().await?;
     let view = schema
         .view(&view_id)
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &view_id))?;

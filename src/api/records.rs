@@ -697,7 +697,7 @@ async fn record_history(
     let pairs = query_pairs(&req)?;
     let fetch = history_params(pairs)?;
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
-    let schema = route.addr.send(crate::grid::actor::ReadSchema).await?;
+    let schema = route.schema().await?;
     let types = schema.columns.iter().map(|c| (c.id.clone(), c.column_type)).collect();
     let msg = ReadHistory {
         view_id,

@@ -25,7 +25,7 @@ use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::{CompanyId, Share};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{ReadHistory, ReadRecords, ReadSchema};
+use crate::grid::actor::{ReadHistory, ReadRecords};
 use crate::grid::read::RecordOut;
 use crate::grid::value::CellValue;
 use crate::state::AppState;
@@ -200,7 +200,7 @@ async fn share_page(
             })?
         }
     };
-    let schema = route.addr.send(ReadSchema).await?;
+    let schema = route.schema().await?;
     let view = schema
         .view(&share.view_id)
         .ok_or_else(|| ApiError::new(ErrorCode::ShareIsNotFound, "The shared view is gone."))?;
@@ -317,7 +317,7 @@ async fn shared_history(
             "This share link does not include grid history.",
         ));
     }
-    let schema = route.addr.send(ReadSchema).await?;
+    let schema = route.schema().await?;
     let msg = ReadHistory {
         view_id: share.view_id,
         record_id,

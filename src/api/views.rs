@@ -15,7 +15,7 @@ use super::{branch_route, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{ChangeSchema, PlanExport, ReadSchema};
+use crate::grid::actor::{ChangeSchema, PlanExport};
 use crate::grid::planner::{SchemaChange, ViewColumnRequest};
 use crate::grid::render::{view_columns, ViewBody};
 use crate::grid::schema::{Schema, ViewDef};
@@ -104,7 +104,7 @@ async fn list_views(
         }
         (None, None) => return Err(ApiError::missing_parameter("gridId")),
     };
-    let schema = route.addr.send(ReadSchema).await?;
+    let schema = route.schema().await?;
     let status = grid_status(&state, &route).await?;
     let mut views = Vec::with_capacity(schema.views.len());
     for view in &schema.views {
@@ -150,7 +150,7 @@ async fn get_view(
     let params = parse_list_params(req.query_string())?;
     let with_records = include_records(&params.others)?;
     let route = view_route(&state, &p, &id, Privilege::Read)?;
-    let schema = route.addr.send(ReadSchema).await?;
+    let schema = route.schema().await?;
     let view = schema
         .view(&id)
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &id))?;

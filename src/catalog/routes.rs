@@ -9,7 +9,9 @@ use dashmap::DashMap;
 use super::model::{CompanyId, ProjectId};
 use crate::auth::Scope;
 use crate::grid::actor::reads::ReadViews;
+use crate::grid::actor::ReadSchema;
 use crate::grid::schema::DateTimeFormat;
+use crate::grid::schema::Schema;
 use crate::grid::value::SourceStatus;
 use crate::grid::GridActor;
 
@@ -40,6 +42,15 @@ impl BranchRoute {
 
     pub fn is_master(&self) -> bool {
         self.branch_id == self.grid_id
+    }
+
+    /// The branch's schema: from its published view when one is held (no round trip through
+    /// the actor), else from the actor, which then publishes one.
+    pub async fn schema(&self) -> Result<Schema, actix::MailboxError> {
+        if let Some(view) = self.reads.current() {
+            return Ok(view.schema.clone());
+        }
+        self.addr.send(ReadSchema).await
     }
 }
 

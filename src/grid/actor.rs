@@ -271,6 +271,8 @@ impl Handler<ReadSchema> for GridActor {
     type Result = actix::MessageResult<ReadSchema>;
 
     fn handle(&mut self, _: ReadSchema, _: &mut Context<Self>) -> Self::Result {
+        // The next schema and page reads come from a view until the branch changes.
+        self.reads.publish(&self.state);
         actix::MessageResult(self.state.schema.clone())
     }
 }

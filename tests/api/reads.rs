@@ -57,6 +57,39 @@ fn a_page_read_after_an_acknowledged_write_sees_it() {
     res.assert_error(404, "columnNotFoundInView");
 }
 
+/// Schema reads (a view, a grid, a column) come from the published view too, and see every
+/// schema change acknowledged before them.
+#[test]
+fn a_schema_read_after_a_schema_change_sees_it() {
+    let app = spawn_app();
+    let (grid, view) = app.create_grid("Schema");
+    for i in 0..15 {
+        // Publishes a view (the records page and the view read both may).
+        page(&app, &view, 0, 10);
+        app.get(&format!("/v1/views/{view}")).assert_status(200);
+        app.create_column(
+            &view,
+            json!({"id": format!("c{i}"), "name": format!("C{i}"), "type": "singleLine"}),
+        );
+        let shown = app.snapshot(&format!("/v1/views/{view}"));
+        let ids: Vec<&str> = shown["columns"]
+            .as_array()
+            .expect("columns")
+            .iter()
+            .filter_map(|c| c["id"].as_str())
+            .collect();
+        assert!(ids.contains(&format!("c{i}").as_str()), "round {i}: {ids:?}");
+        app.get(&format!("/v1/views/{view}/columns/c{i}")).assert_status(200);
+        let renamed = format!("Renamed {i}");
+        app.patch(&format!("/v1/views/{view}/columns/c{i}"), &json!({"name": renamed}))
+            .assert_status(200);
+        let column = app.snapshot(&format!("/v1/views/{view}/columns/c{i}"));
+        assert_eq!(column["name"], renamed.as_str());
+        let grid_body = app.snapshot(&format!("/v1/grids/{grid}"));
+        assert_eq!(grid_body["columns"].as_array().map(Vec::len), Some(i + 1));
+    }
+}
+
 #[test]
 fn a_read_while_a_large_write_commits_sees_all_of_it_or_none() {
     let app = spawn_app();
