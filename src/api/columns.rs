@@ -94,7 +94,6 @@ async fn render_column(
     Ok(column_body(schema, column, editable, &targets))
 }
 
-/// Checks the plan and the key, then any reference the request names, then makes the change.
 /// A datetime column created without a `dateTimeFormat` takes its grid settings' default.
 fn with_default_format(state: &AppState, grid_id: &str, request: &mut ColumnRequest) {
     if request.column_type.as_deref() != Some("datetime") || request.date_time_format.is_some() {
@@ -111,6 +110,7 @@ fn with_default_format(state: &AppState, grid_id: &str, request: &mut ColumnRequ
     }
 }
 
+/// Checks the plan and the key, then any reference the request names, then makes the change.
 async fn change(
     state: &AppState,
     p: &Principal,

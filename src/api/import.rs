@@ -283,9 +283,7 @@ impl Run {
                     .await?;
             }
             let view_id = self.view_id.clone();
-            let source_default = (self.state.routes.grid_defaults(&self.route.grid_id))
-                .map(|d| d.source_status)
-                .unwrap_or_default();
+            let source_default = self.state.routes.source_default(&self.route.grid_id);
             let msg = ImportRecords { view_id, rows: read, user, source_default };
             self.route.addr.send(msg).await?
         }

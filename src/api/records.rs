@@ -472,8 +472,7 @@ async fn write(
     write: RecordsWrite,
 ) -> ApiResult<WrittenRecords> {
     let route = view_route(state, p, &view_id, Privilege::Write)?;
-    let source_default =
-        state.routes.grid_defaults(&route.grid_id).map(|d| d.source_status).unwrap_or_default();
+    let source_default = state.routes.source_default(&route.grid_id);
     let msg = |write, references_checked| WriteRecords {
         view_id: view_id.clone(),
         user: p.user().to_owned(),

@@ -87,6 +87,11 @@ impl Routes {
         self.grid_defaults.get(id).map(|d| d.value().clone())
     }
 
+    /// The source status grid `id` gives source-language cells added without one.
+    pub fn source_default(&self, id: &str) -> SourceStatus {
+        self.grid_defaults(id).map(|d| d.source_status).unwrap_or_default()
+    }
+
     /// Removes a branch and every view routed to it, returning the removed route.
     pub fn remove_branch(&self, branch_id: &str) -> Option<Arc<BranchRoute>> {
         self.views.retain(|_, r| r.branch_id != branch_id);

@@ -798,8 +798,10 @@ impl Handler<ReadHistory> for GridActor {
         };
         let narrowed = msg.column_ids.is_some();
         let filters = bind_filters(&self.state, &view, &msg.query)?;
-        let column_of: HashMap<ColumnSlot, String> =
-            self.state.slots.iter().map(|(id, &slot)| (slot, id.clone())).collect();
+        let column_of: HashMap<ColumnSlot, String> = match filters.is_empty() {
+            true => HashMap::new(),
+            false => self.state.slots.iter().map(|(id, &slot)| (slot, id.clone())).collect(),
+        };
         let record_id = msg.record_id.as_str();
         let keep = |e: &HistoryEntry| {
             (!narrowed || e.cells.iter().any(|c| shown.contains(&c.column_id)))
