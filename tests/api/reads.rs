@@ -57,6 +57,46 @@ fn a_page_read_after_an_acknowledged_write_sees_it() {
     res.assert_error(404, "columnNotFoundInView");
 }
 
+/// A page from the published view is the page the actor answers, byte for byte, headers
+/// included: the first read after a write is the actor's, the next one the view's.
+#[test]
+fn a_page_from_the_view_is_the_page_the_actor_answers() {
+    let app = spawn_app();
+    let (_, view) = crate::localization::localized_grid(&app, true);
+    app.create_column(&view, json!({"id": "n", "name": "N", "type": "number"}));
+    app.create_column(&view, json!({"id": "d", "name": "D", "type": "datetime"}));
+    let records: Vec<Value> = (0..40)
+        .map(|i| {
+            json!({"id": format!("r{i}"), "cells": [
+                {"columnId": "en", "value": format!("Say \"hi\" {i}\n")},
+                {"columnId": "fr", "value": format!("Salut {i}")},
+                {"columnId": "n", "value": i * 7},
+                {"columnId": "d", "value": "2026-11-25T10:00:00Z"}]})
+        })
+        .collect();
+    app.add_records(&view, Value::Array(records));
+    let queries = [
+        page_query(0, 10),
+        page_query(35, 10),
+        page_query(100, 10),
+        format!("{}&columnIds=fr,n", page_query(3, 5)),
+    ];
+    for query in queries {
+        let path = format!("/v1/views/{view}/records?{query}");
+        // A write withdraws the view: the next read is the actor's, the one after the view's.
+        app.patch(
+            &format!("/v1/views/{view}/records"),
+            &json!([{"id": "r0", "cells": [{"columnId": "n", "value": 1}]}]),
+        )
+        .assert_status(200);
+        let (by_actor, from_view) = (app.get(&path), app.get(&path));
+        assert_eq!(by_actor.text, from_view.text, "{query}");
+        for header in ["x-total-count", "link", "content-type"] {
+            assert_eq!(by_actor.header(header), from_view.header(header), "{query}: {header}");
+        }
+    }
+}
+
 /// Schema reads (a view, a grid, a column) come from the published view too, and see every
 /// schema change acknowledged before them.
 #[test]
