@@ -14,7 +14,7 @@ use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::FileMeta;
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::reads::read_from_view;
+use crate::grid::actor::reads::{self, read_from_view, PublishView};
 use crate::grid::actor::{
     ReadHistory, ReadRecords, RecordsWrite, WriteOutcome, WriteRecords, WrittenRecords,
 };
@@ -430,8 +430,14 @@ async fn list_records(
         // Files cells shown by name need the files' metadata: such pages are read as records.
         rendered: !matches!(params.fetch_file_option.as_deref(), Some("name" | "all")),
     };
-    // A plain page comes from the branch's published view when there is one, on this thread.
-    let from_view = route.reads.current().and_then(|view| read_from_view(&view, &msg));
+    // A plain page is rendered here from the branch's published view (asking the actor to
+    // publish one when none is held), not on the actor's thread.
+    let view = match route.reads.current() {
+        Some(view) => Some(view),
+        None if reads::plain(&msg) => Some(route.addr.send(PublishView).await?),
+        None => None,
+    };
+    let from_view = view.and_then(|view| read_from_view(&view, &msg));
     let mut page = match from_view {
         Some(page) => page?,
         None => route.addr.send(msg).await??,

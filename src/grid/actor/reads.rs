@@ -12,12 +12,15 @@
 //! entirely or not at all.
 //!
 //! What reads from a view (`read_from_view`): a page with no filter, sort or cursor, rendered
-//! whole from the columns (`renders_alone`). Everything else still asks the actor, whose query
-//! indexes it needs.
+//! whole from the columns (`renders_alone`); when no view is held, the handler asks the actor
+//! for one (`PublishView`, a clone) and renders the page itself. Everything else still asks the
+//! actor, whose query indexes it needs.
 
 use std::sync::{Arc, RwLock};
 
-use super::{picked_columns, ReadRecords};
+use actix::{Context, Handler, Message};
+
+use super::{picked_columns, GridActor, ReadRecords};
 use crate::error::ApiResult;
 use crate::grid::ops::GridState;
 use crate::grid::read::RecordPage;
@@ -57,11 +60,33 @@ impl ReadViews {
     }
 }
 
+/// Asks the actor for a view of its branch (published now unless one is held), so that a page
+/// is rendered on the asking thread rather than on the actor's.
+#[derive(Debug, Message)]
+#[rtype(result = "Arc<GridState>")]
+pub struct PublishView;
+
+impl Handler<PublishView> for GridActor {
+    type Result = actix::MessageResult<PublishView>;
+
+    fn handle(&mut self, _: PublishView, _: &mut Context<Self>) -> Self::Result {
+        self.reads.publish(&self.state);
+        let view = self.reads.current();
+        actix::MessageResult(view.unwrap_or_else(|| Arc::new(self.state.clone())))
+    }
+}
+
+/// Whether `read_from_view` may answer `msg` (it still refuses columns that do not render
+/// alone, or an unknown view).
+pub fn plain(msg: &ReadRecords) -> bool {
+    msg.filters.is_empty() && msg.sort.is_empty() && msg.cursor.is_none() && msg.rendered
+}
+
 /// A page read from a published view: `None` when the read needs the actor (a filter, a sort, a
 /// cursor, records rather than rendered JSON, columns that do not render alone, an unknown
 /// view); an error only for what the actor would refuse the same way (unknown `columnIds`).
 pub fn read_from_view(state: &GridState, msg: &ReadRecords) -> Option<ApiResult<RecordPage>> {
-    if !msg.filters.is_empty() || !msg.sort.is_empty() || msg.cursor.is_some() || !msg.rendered {
+    if !plain(msg) {
         return None;
     }
     let view = state.schema.view(&msg.view_id)?;
