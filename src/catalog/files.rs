@@ -78,25 +78,32 @@ impl Supervisor {
             }
             keep
         });
-        if removed.is_empty() {
-            return;
-        }
-        let grid = grid_id.to_owned();
-        let spawned =
-            std::thread::Builder::new().name("file-remover".to_owned()).spawn(move || {
-                for path in removed {
-                    match std::fs::remove_file(&path) {
-                        Ok(()) => {}
-                        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(err) => tracing::warn!(
-                            grid = %grid, path = %path.display(), error = %err,
-                            "removing a deleted grid's file failed"
-                        ),
-                    }
+        remove_in_background(removed, format!("grid {grid_id}"));
+    }
+}
+
+/// Removes files' bytes on a thread of its own (unlinking many files is not work for the
+/// supervisor's thread); a file that cannot be removed is logged, naming `whose`, and left.
+pub(super) fn remove_in_background(paths: Vec<PathBuf>, whose: String) {
+    if paths.is_empty() {
+        return;
+    }
+    let spawned = std::thread::Builder::new().name("file-remover".to_owned()).spawn({
+        let whose = whose.clone();
+        move || {
+            for path in paths {
+                match std::fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(err) => tracing::warn!(
+                        files = %whose, path = %path.display(), error = %err,
+                        "removing a deleted file failed"
+                    ),
                 }
-            });
-        if let Err(err) = spawned {
-            tracing::warn!(grid = grid_id, error = %err, "the deleted grid's files were not removed");
+            }
         }
+    });
+    if let Err(err) = spawned {
+        tracing::warn!(files = %whose, error = %err, "the deleted files were not removed");
     }
 }

@@ -235,14 +235,12 @@ impl Supervisor {
 
     /// Forgets files whose metadata deletion is durable and removes their bytes.
     fn drop_files(&mut self, ids: &[String]) {
+        let mut paths = Vec::with_capacity(ids.len());
         for id in ids {
             self.files.shift_remove(id);
-            if let Err(err) = std::fs::remove_file(self.files_dir.join(id)) {
-                if err.kind() != std::io::ErrorKind::NotFound {
-                    tracing::warn!(file = %id, error = %err, "removing a category's file failed");
-                }
-            }
+            paths.push(self.files_dir.join(id));
         }
+        super::files::remove_in_background(paths, "a settings category".to_owned());
     }
 
     /// The company of a grid whose category `category_id` may receive a file from `p`.

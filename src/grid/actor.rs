@@ -272,7 +272,7 @@ impl Handler<ReadSchema> for GridActor {
 
     fn handle(&mut self, _: ReadSchema, _: &mut Context<Self>) -> Self::Result {
         // The next schema and page reads come from a view until the branch changes.
-        self.reads.publish(&self.state);
+        let _ = self.reads.publish(&self.state);
         actix::MessageResult(self.state.schema.clone())
     }
 }
@@ -552,7 +552,7 @@ impl Handler<ReadRecords> for GridActor {
             (self.state.read_rows(&columns, page.rows.into_iter()), None)
         };
         // The next page reads come from a view of this state until the branch changes.
-        self.reads.publish(&self.state);
+        let _ = self.reads.publish(&self.state);
         Ok(RecordPage { records, rendered, ends, total: page.total, more })
     }
 }

@@ -386,7 +386,7 @@ fn a_restart_sweeps_partial_uploads_import_temps_and_orphaned_bytes() {
 }
 
 /// Waits (up to 10 s) until `done` holds.
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(mut done: impl FnMut() -> bool) -> bool {
     for _ in 0..200 {
         if done() {
             return true;

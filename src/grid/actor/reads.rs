@@ -45,12 +45,10 @@ impl ReadViews {
         self.view.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Publishes a copy of `state` unless a view is already held.
-    pub(super) fn publish(&self, state: &GridState) {
+    /// Publishes a copy of `state` unless a view is already held; the view held after.
+    pub(super) fn publish(&self, state: &GridState) -> Arc<GridState> {
         let mut slot = self.view.write().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            *slot = Some(Arc::new(state.clone()));
-        }
+        slot.get_or_insert_with(|| Arc::new(state.clone())).clone()
     }
 
     /// Withdraws the view before the branch changes; returns it so that the caller drops it
@@ -70,9 +68,7 @@ impl Handler<PublishView> for GridActor {
     type Result = actix::MessageResult<PublishView>;
 
     fn handle(&mut self, _: PublishView, _: &mut Context<Self>) -> Self::Result {
-        self.reads.publish(&self.state);
-        let view = self.reads.current();
-        actix::MessageResult(view.unwrap_or_else(|| Arc::new(self.state.clone())))
+        actix::MessageResult(self.reads.publish(&self.state))
     }
 }
 
