@@ -8,6 +8,7 @@ use actix_web::dev::ResourceDef;
 
 use crate::auth::{KeyRing, RateLimiter};
 use crate::catalog::{Routes, Supervisor};
+use crate::grid::read_pool::ReadPool;
 use crate::metrics::RequestMetrics;
 use crate::persist::durability::Durability;
 
@@ -33,4 +34,6 @@ pub struct AppState {
     pub data_dir: Arc<std::path::Path>,
     /// Most bytes a zip upload may unpack to (`Config::zip_unpacked_limit`).
     pub zip_unpacked_limit: u64,
+    /// Where filtered, sorted and cursor pages run (`grid::read_pool`).
+    pub read_pool: Arc<ReadPool>,
 }

@@ -430,14 +430,19 @@ async fn list_records(
         // Files cells shown by name need the files' metadata: such pages are read as records.
         rendered: !matches!(params.fetch_file_option.as_deref(), Some("name" | "all")),
     };
-    // A plain page is rendered here from the branch's published view (asking the actor to
-    // publish one when none is held), not on the actor's thread.
+    // A page is read from the branch's published view (asking the actor to publish one when
+    // none is held), not on the actor's thread: a plain page right here, one that may scan on
+    // the read pool. Only a query wanting an index the view lacks goes to the actor.
     let view = match route.reads.current() {
-        Some(view) => Some(view),
-        None if reads::plain(&msg) => Some(route.addr.send(PublishView).await?),
-        None => None,
+        Some(view) => view,
+        None => route.addr.send(PublishView).await?,
     };
-    let from_view = view.and_then(|view| read_from_view(&view, &msg));
+    let (from_view, msg) = if reads::plain(&msg) {
+        (read_from_view(&view, &msg), msg)
+    } else {
+        let company = p.key.company_id;
+        state.read_pool.run(company, move || (read_from_view(&view, &msg), msg)).await?
+    };
     let mut page = match from_view {
         Some(page) => page?,
         None => route.addr.send(msg).await??,

@@ -48,7 +48,7 @@ impl BranchRoute {
     /// the actor), else from the actor, which then publishes one.
     pub async fn schema(&self) -> Result<Schema, actix::MailboxError> {
         if let Some(view) = self.reads.current() {
-            return Ok(view.schema.clone());
+            return Ok(view.state.schema.clone());
         }
         self.addr.send(ReadSchema).await
     }

@@ -272,7 +272,7 @@ impl Handler<ReadSchema> for GridActor {
 
     fn handle(&mut self, _: ReadSchema, _: &mut Context<Self>) -> Self::Result {
         // The next schema and page reads come from a view until the branch changes.
-        let _ = self.reads.publish(&self.state);
+        let _ = self.reads.publish(&mut self.state, &mut self.query);
         actix::MessageResult(self.state.schema.clone())
     }
 }
@@ -521,45 +521,19 @@ impl Handler<ReadRecords> for GridActor {
 
     fn handle(&mut self, msg: ReadRecords, _: &mut Context<Self>) -> Self::Result {
         let view = self.view(&msg.view_id)?;
-        let columns = picked_columns(&self.state.schema, &view, msg.column_ids.as_deref())?;
-        let filters = bind_filters(&self.state, &view, &msg.filters)?;
-        let sort = bind_sort(&self.state, &view, &msg.sort)?;
-        let (page, more) = match &msg.cursor {
-            None => {
-                let store = &mut self.state.store;
-                (self.query.run(store, &filters, &sort, msg.offset, msg.limit), false)
-            }
-            Some((direction, id)) => {
-                let row = cursor_row(&self.state.store, id)?;
-                let store = &mut self.state.store;
-                let wanted = msg.limit.saturating_add(1);
-                let mut page = self.query.run_from(store, &filters, &sort, row, *direction, wanted);
-                let more = page.rows.len() > msg.limit;
-                if more && *direction == Direction::Before {
-                    page.rows.remove(0);
-                }
-                page.rows.truncate(msg.limit);
-                (page, more)
-            }
-        };
-        let store = &self.state.store;
-        let ends = page.rows.first().zip(page.rows.last());
-        let ends =
-            ends.map(|(first, last)| (store.id(*first).to_owned(), store.id(*last).to_owned()));
-        let (records, rendered) = if msg.rendered && renders_alone(&columns) {
-            (Vec::new(), Some(self.state.render_rows(&columns, page.rows.into_iter())))
-        } else {
-            (self.state.read_rows(&columns, page.rows.into_iter()), None)
-        };
-        // The next page reads come from a view of this state until the branch changes.
-        let _ = self.reads.publish(&self.state);
-        Ok(RecordPage { records, rendered, ends, total: page.total, more })
+        self.query.sync(&mut self.state.store);
+        let page = reads::read_page(&self.state, &view, &mut self.query, &msg);
+        self.query.resume_tracking(&mut self.state.store);
+        // The next reads come from a view of this state, with any index this read built, until
+        // the branch changes.
+        let _replaced = self.reads.republish(&mut self.state, &mut self.query);
+        page?.ok_or_else(|| ApiError::internal("the branch's own query engine lacked an index"))
     }
 }
 
 /// The row of a cursor record (404 nonexistentRecordId for an unknown one). In a grid whose
 /// records are identified by path and id, the first record with that id.
-fn cursor_row(store: &ColumnStore, id: &str) -> ApiResult<RowId> {
+pub(super) fn cursor_row(store: &ColumnStore, id: &str) -> ApiResult<RowId> {
     let found = store.find("", id).or_else(|| match store.identity() {
         RecordIdentity::PathAndId => {
             (store.scan_ids(|x| x == id) & store.live()).min().map(RowId::from_raw)

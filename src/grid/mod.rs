@@ -16,6 +16,7 @@ pub mod planner;
 pub mod query;
 pub mod read;
 pub mod read_json;
+pub mod read_pool;
 pub mod records;
 pub mod references;
 pub mod render;

@@ -11,26 +11,34 @@
 //! after the write: reads see their writes. A view is a whole state: a read from it sees a write
 //! entirely or not at all.
 //!
-//! What reads from a view (`read_from_view`): a page with no filter, sort or cursor, rendered
-//! whole from the columns (`renders_alone`); when no view is held, the handler asks the actor
-//! for one (`PublishView`, a clone) and renders the page itself. Everything else still asks the
-//! actor, whose query indexes it needs.
+//! What reads from a view (`read_from_view`): any page, sorted, filtered or from a cursor, with
+//! the view's snapshot of the query indexes (`QueryEngine::snapshot`, taken with the state).
+//! When no view is held, the handler asks the actor for one (`PublishView`). A query that wants
+//! an index the snapshot lacks is asked of the actor, which builds it; the views after have it.
 
 use std::sync::{Arc, RwLock};
 
 use actix::{Context, Handler, Message};
 
-use super::{picked_columns, GridActor, ReadRecords};
+use super::{cursor_row, picked_columns, GridActor, ReadRecords};
 use crate::error::ApiResult;
 use crate::grid::ops::GridState;
+use crate::grid::query::{bind_filters, bind_sort, QueryEngine};
 use crate::grid::read::RecordPage;
 use crate::grid::read_json::renders_alone;
-use crate::grid::store::RowId;
+use crate::grid::schema::ViewDef;
+
+/// An immutable copy of a branch for readers: the state, and the query indexes as they were
+/// for exactly that state.
+pub struct ReadView {
+    pub state: GridState,
+    query: QueryEngine,
+}
 
 /// The published view of one branch, if any. See the module doc.
 #[derive(Default)]
 pub struct ReadViews {
-    view: RwLock<Option<Arc<GridState>>>,
+    view: RwLock<Option<Arc<ReadView>>>,
 }
 
 impl std::fmt::Debug for ReadViews {
@@ -41,68 +49,105 @@ impl std::fmt::Debug for ReadViews {
 
 impl ReadViews {
     /// The view readers may use now, if one is published.
-    pub fn current(&self) -> Option<Arc<GridState>> {
+    pub fn current(&self) -> Option<Arc<ReadView>> {
         self.view.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Publishes a copy of `state` unless a view is already held; the view held after.
-    pub(super) fn publish(&self, state: &GridState) -> Arc<GridState> {
+    /// Publishes a copy of `state` (with a snapshot of `query`, brought up to date first)
+    /// unless a view is already held; the view held after.
+    pub(super) fn publish(&self, state: &mut GridState, query: &mut QueryEngine) -> Arc<ReadView> {
         let mut slot = self.view.write().unwrap_or_else(|e| e.into_inner());
-        slot.get_or_insert_with(|| Arc::new(state.clone())).clone()
+        slot.get_or_insert_with(|| {
+            let query = query.snapshot(&mut state.store);
+            Arc::new(ReadView { state: state.clone(), query })
+        })
+        .clone()
+    }
+
+    /// Publishes a fresh copy in place of the view held (after the actor built an index a
+    /// view lacked, so that the reads after find it); the view replaced is handed back to be
+    /// dropped outside the lock.
+    pub(super) fn republish(
+        &self,
+        state: &mut GridState,
+        query: &mut QueryEngine,
+    ) -> Option<Arc<ReadView>> {
+        let query = query.snapshot(&mut state.store);
+        let view = Arc::new(ReadView { state: state.clone(), query });
+        self.view.write().unwrap_or_else(|e| e.into_inner()).replace(view)
     }
 
     /// Withdraws the view before the branch changes; returns it so that the caller drops it
     /// (outside the lock).
-    pub(super) fn withdraw(&self) -> Option<Arc<GridState>> {
+    pub(super) fn withdraw(&self) -> Option<Arc<ReadView>> {
         self.view.write().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
 
 /// Asks the actor for a view of its branch (published now unless one is held), so that a page
-/// is rendered on the asking thread rather than on the actor's.
+/// is read on the asking thread rather than on the actor's.
 #[derive(Debug, Message)]
-#[rtype(result = "Arc<GridState>")]
+#[rtype(result = "Arc<ReadView>")]
 pub struct PublishView;
 
 impl Handler<PublishView> for GridActor {
     type Result = actix::MessageResult<PublishView>;
 
     fn handle(&mut self, _: PublishView, _: &mut Context<Self>) -> Self::Result {
-        actix::MessageResult(self.reads.publish(&self.state))
+        actix::MessageResult(self.reads.publish(&mut self.state, &mut self.query))
     }
 }
 
-/// Whether `read_from_view` may answer `msg` (it still refuses columns that do not render
-/// alone, or an unknown view).
+/// Whether a read is a plain page (no filter, sort or cursor): cheap enough to read on the
+/// request's own thread; other reads run on the query pool.
 pub fn plain(msg: &ReadRecords) -> bool {
-    msg.filters.is_empty() && msg.sort.is_empty() && msg.cursor.is_none() && msg.rendered
+    msg.filters.is_empty() && msg.sort.is_empty() && msg.cursor.is_none()
 }
 
-/// A page read from a published view: `None` when the read needs the actor (a filter, a sort, a
-/// cursor, records rather than rendered JSON, columns that do not render alone, an unknown
-/// view); an error only for what the actor would refuse the same way (unknown `columnIds`).
-pub fn read_from_view(state: &GridState, msg: &ReadRecords) -> Option<ApiResult<RecordPage>> {
-    if !plain(msg) {
-        return None;
-    }
-    let view = state.schema.view(&msg.view_id)?;
-    let columns = match picked_columns(&state.schema, view, msg.column_ids.as_deref()) {
-        Ok(columns) => columns,
-        Err(err) => return Some(Err(err)),
-    };
-    if !renders_alone(&columns) {
-        return None;
-    }
+/// A page read from a published view: `None` when the read needs the actor (an index the
+/// view's snapshot lacks, an unknown view); an error for what the actor would refuse the same
+/// way.
+pub fn read_from_view(view: &ReadView, msg: &ReadRecords) -> Option<ApiResult<RecordPage>> {
+    let def = view.state.schema.view(&msg.view_id)?;
+    let mut query = view.query.clone();
+    read_page(&view.state, def, &mut query, msg).transpose()
+}
+
+/// Answers `msg` from `state` with `query`, an engine in step with it (the actor's after
+/// `sync`, or a view's snapshot): `None` when a snapshot lacked an index.
+pub(super) fn read_page(
+    state: &GridState,
+    view: &ViewDef,
+    query: &mut QueryEngine,
+    msg: &ReadRecords,
+) -> ApiResult<Option<RecordPage>> {
+    let columns = picked_columns(&state.schema, view, msg.column_ids.as_deref())?;
+    let filters = bind_filters(state, view, &msg.filters)?;
+    let sort = bind_sort(state, view, &msg.sort)?;
     let store = &state.store;
-    let rows: Vec<RowId> = store.page(msg.offset, msg.limit).collect();
-    let ends = rows.first().zip(rows.last());
+    let (page, more) = match &msg.cursor {
+        None => (query.query(store, &filters, &sort, msg.offset, msg.limit), false),
+        Some((direction, id)) => {
+            let row = cursor_row(store, id)?;
+            let wanted = msg.limit.saturating_add(1);
+            let mut page = query.query_from(store, &filters, &sort, row, *direction, wanted);
+            let more = page.rows.len() > msg.limit;
+            if more && *direction == super::Direction::Before {
+                page.rows.remove(0);
+            }
+            page.rows.truncate(msg.limit);
+            (page, more)
+        }
+    };
+    if query.missed() {
+        return Ok(None);
+    }
+    let ends = page.rows.first().zip(page.rows.last());
     let ends = ends.map(|(first, last)| (store.id(*first).to_owned(), store.id(*last).to_owned()));
-    let rendered = state.render_rows(&columns, rows.into_iter());
-    Some(Ok(RecordPage {
-        records: Vec::new(),
-        rendered: Some(rendered),
-        ends,
-        total: store.len(),
-        more: false,
-    }))
+    let (records, rendered) = if msg.rendered && renders_alone(&columns) {
+        (Vec::new(), Some(state.render_rows(&columns, page.rows.into_iter())))
+    } else {
+        (state.read_rows(&columns, page.rows.into_iter()), None)
+    };
+    Ok(Some(RecordPage { records, rendered, ends, total: page.total, more }))
 }

@@ -39,7 +39,22 @@ impl QueryEngine {
         limit: usize,
     ) -> QueryPage {
         self.sync(store);
-        let store_ref = &*store;
+        let page = self.query_from(store, filters, sort, cursor, direction, limit);
+        self.resume_tracking(store);
+        page
+    }
+
+    /// `run_from` over a store the engine is already in step with (see `query`).
+    pub fn query_from(
+        &mut self,
+        store: &ColumnStore,
+        filters: &[Filter],
+        sort: &[SortKey],
+        cursor: RowId,
+        direction: Direction,
+        limit: usize,
+    ) -> QueryPage {
+        let store_ref = store;
         let matches = if filters.is_empty() { None } else { Some(self.filter(store_ref, filters)) };
         let total = matches.as_ref().map_or(store_ref.len(), |m| m.len() as usize);
         let set = matches.as_ref().unwrap_or_else(|| store_ref.live());
@@ -53,7 +68,6 @@ impl QueryEngine {
             (false, Direction::After) => self.sorted_after(store_ref, set, sort, cursor, limit),
             (false, Direction::Before) => self.sorted_before(store_ref, set, sort, cursor, limit),
         };
-        self.resume_tracking(store);
         QueryPage { rows, total }
     }
 
@@ -71,7 +85,7 @@ impl QueryEngine {
         let (first, rest) = (sort[0], &sort[1..]);
         let after = |row: u32| cmp_rows_by(store, sort, row, cursor.get()) == Ordering::Greater;
         let cursor_empty = first.target.value(store, cursor).is_empty();
-        let index = self.ordered(store, first);
+        let Some(index) = self.ordered(store, first) else { return Vec::new() };
         let mut out = Vec::with_capacity(limit.min(set.len() as usize));
         if !cursor_empty {
             let (start, _) = group_span(index, store, first, cursor);
@@ -111,7 +125,7 @@ impl QueryEngine {
         let (first, rest) = (sort[0], &sort[1..]);
         let before = |row: u32| cmp_rows_by(store, sort, row, cursor.get()) == Ordering::Less;
         let cursor_empty = first.target.value(store, cursor).is_empty();
-        let index = self.ordered(store, first);
+        let Some(index) = self.ordered(store, first) else { return Vec::new() };
         // Collected last first.
         let mut out: Vec<RowId> = Vec::with_capacity(limit.min(set.len() as usize));
         let end = if cursor_empty {

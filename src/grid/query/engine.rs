@@ -13,6 +13,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ops::Bound;
+use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
@@ -22,6 +23,7 @@ use super::index::{text_rows, ArenaOrder, DictIndex, OrderedIndex};
 use crate::grid::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId};
 
 /// The state of a column's hash index.
+#[derive(Clone)]
 enum Dict {
     Built(DictIndex),
     /// The column had too many distinct values; equality scans instead.
@@ -29,13 +31,22 @@ enum Dict {
 }
 
 /// Indexes of one branch and the code that uses them; owned by the grid actor.
-#[derive(Default)]
+///
+/// A snapshot (`snapshot`) is a copy for a read view: it shares the indexes (each behind an
+/// `Arc`, copied by the actor's next update only while a reader still holds them), never builds
+/// or refreshes one, and when a query wants an index it lacks it stops and says so (`missed`):
+/// the query is then asked of the actor, which builds the index for the views after.
+#[derive(Default, Clone)]
 pub struct QueryEngine {
     epoch: u64,
-    ordered: HashMap<SortKey, OrderedIndex>,
-    dicts: HashMap<Target, Dict>,
+    ordered: HashMap<SortKey, Arc<OrderedIndex>>,
+    dicts: HashMap<Target, Arc<Dict>>,
     /// Where each value lies in the store's arenas, per column (`contains`, `regexp`).
     orders: HashMap<ColumnSlot, ArenaOrder>,
+    /// A read view's copy (see above).
+    frozen: bool,
+    /// Set on a snapshot when a query wanted an index it lacks; its answer is then meaningless.
+    missed: bool,
 }
 
 impl std::fmt::Debug for QueryEngine {
@@ -56,6 +67,24 @@ pub struct QueryPage {
 }
 
 impl QueryEngine {
+    /// A copy for a read view of `store` as it is now: the indexes are brought up to date
+    /// first, so the copy answers for exactly this state of the store.
+    pub fn snapshot(&mut self, store: &mut ColumnStore) -> QueryEngine {
+        self.sync(store);
+        for order in self.orders.values_mut() {
+            // `None`: not stored as text; the snapshot's `order` then answers as this one does.
+            let _ = order.refresh(store);
+        }
+        self.resume_tracking(store);
+        QueryEngine { frozen: true, missed: false, ..self.clone() }
+    }
+
+    /// Whether this snapshot lacked an index the last query wanted (its answer is then
+    /// meaningless).
+    pub fn missed(&self) -> bool {
+        self.missed
+    }
+
     fn is_empty(&self) -> bool {
         self.ordered.is_empty() && self.dicts.is_empty() && self.orders.is_empty()
     }
@@ -69,7 +98,7 @@ impl QueryEngine {
 
     /// Bytes held by the indexes (approximate).
     pub fn heap_bytes(&self) -> usize {
-        self.ordered.values().map(OrderedIndex::heap_bytes).sum::<usize>()
+        self.ordered.values().map(|index| index.heap_bytes()).sum::<usize>()
             + self.orders.values().map(ArenaOrder::heap_bytes).sum::<usize>()
     }
 
@@ -108,10 +137,13 @@ impl QueryEngine {
         };
         let store = &*store;
         for (key, index) in &mut self.ordered {
-            index.update(store, &touched(slot_of(key.target)));
+            Arc::make_mut(index).update(store, &touched(slot_of(key.target)));
         }
-        self.dicts.retain(|target, dict| match dict {
-            Dict::Built(index) => index.update(store, &touched(slot_of(*target))),
+        self.dicts.retain(|target, dict| match &**dict {
+            Dict::Built(_) => match Arc::make_mut(dict) {
+                Dict::Built(index) => index.update(store, &touched(slot_of(*target))),
+                Dict::TooManyValues => true,
+            },
             Dict::TooManyValues => true,
         });
         // An arena order covers every physical row, live or not, and catches up with appended
@@ -133,23 +165,33 @@ impl QueryEngine {
         limit: usize,
     ) -> QueryPage {
         self.sync(store);
-        let page = {
-            let store = &*store;
-            let matches = if filters.is_empty() { None } else { Some(self.filter(store, filters)) };
-            let total = matches.as_ref().map_or(store.len(), |m| m.len() as usize);
-            let rows = if sort.is_empty() {
-                unsorted_page(store, matches.as_ref(), offset, limit)
-            } else {
-                self.sorted_page(store, matches.as_ref(), total, sort, offset, limit)
-            };
-            QueryPage { rows, total }
-        };
+        let page = self.query(store, filters, sort, offset, limit);
         self.resume_tracking(store);
         page
     }
 
+    /// `run` over a store the engine is already in step with: an actor's engine after `sync`,
+    /// or a snapshot over its view's store (check `missed` after).
+    pub fn query(
+        &mut self,
+        store: &ColumnStore,
+        filters: &[Filter],
+        sort: &[SortKey],
+        offset: usize,
+        limit: usize,
+    ) -> QueryPage {
+        let matches = if filters.is_empty() { None } else { Some(self.filter(store, filters)) };
+        let total = matches.as_ref().map_or(store.len(), |m| m.len() as usize);
+        let rows = if sort.is_empty() {
+            unsorted_page(store, matches.as_ref(), offset, limit)
+        } else {
+            self.sorted_page(store, matches.as_ref(), total, sort, offset, limit)
+        };
+        QueryPage { rows, total }
+    }
+
     /// Turns the store's change journal on once indexes exist to follow it.
-    pub(super) fn resume_tracking(&self, store: &mut ColumnStore) {
+    pub fn resume_tracking(&self, store: &mut ColumnStore) {
         if !self.is_empty() && !store.is_tracking() {
             store.set_tracking(true);
         }
@@ -175,6 +217,9 @@ impl QueryEngine {
         };
         let mut matches: Option<RoaringBitmap> = None;
         for filter in ordered {
+            if self.missed {
+                return RoaringBitmap::new();
+            }
             matches = Some(match matches {
                 None => self.eval(store, filter),
                 Some(current) if current.is_empty() => return current,
@@ -208,6 +253,10 @@ impl QueryEngine {
         if let Some(rows) = self.range_from_index(store, target, pred) {
             return rows;
         }
+        // A snapshot that lacks an index stops here rather than scan for an answer it drops.
+        if self.missed {
+            return RoaringBitmap::new();
+        }
         match (target, time_bounds(pred), number_bounds(pred)) {
             (Target::Cell(slot, Kind::Time), Some((lo, hi)), _) => {
                 return store.scan_datetimes(slot, |t| lo <= t && t <= hi)
@@ -230,6 +279,9 @@ impl QueryEngine {
             if let Some(rows) = self.text_fast_path(store, slot, pred) {
                 return rows & store.live();
             }
+        }
+        if self.missed {
+            return RoaringBitmap::new();
         }
         match target {
             Target::Cell(slot, _) => store.scan(slot, |cell| pred.matches(Val::from_cell(cell))),
@@ -264,7 +316,7 @@ impl QueryEngine {
         if !indexed || (times.is_none() && numbers.is_none()) {
             return None;
         }
-        let index = self.ordered(store, SortKey { target, descending: false });
+        let index = self.ordered(store, SortKey { target, descending: false })?;
         let (start, end) = match (times, numbers) {
             (Some((lo, hi)), _) => index.span(
                 store,
@@ -339,9 +391,7 @@ impl QueryEngine {
             }
             Pred::Contains(needle) => match ContainsSearch::new(needle) {
                 Some(search) => {
-                    let order = self.orders.entry(slot).or_insert_with(|| ArenaOrder::new(slot));
-                    order.refresh(store)?;
-                    Some(order.contains_rows(store, needle, &search))
+                    Some(self.order(store, slot)?.contains_rows(store, needle, &search))
                 }
                 None => {
                     Some(text_rows(store, slot, |text| fold_case(text).contains(needle.as_str())))
@@ -355,28 +405,56 @@ impl QueryEngine {
             }
             Pred::Regex(pattern) => {
                 let search = pattern.search.as_ref()?;
-                let order = self.orders.entry(slot).or_insert_with(|| ArenaOrder::new(slot));
-                order.refresh(store)?;
-                Some(order.regex_rows(store, &pattern.regex, search))
+                Some(self.order(store, slot)?.regex_rows(store, &pattern.regex, search))
             }
             _ => None,
         }
     }
 
+    /// The arena order of a text column, up to date (`None` when the column is not stored as
+    /// text, or a snapshot lacks it).
+    fn order(&mut self, store: &ColumnStore, slot: ColumnSlot) -> Option<&ArenaOrder> {
+        if self.frozen {
+            let fresh = self.orders.get(&slot).and_then(|order| order.is_fresh(store));
+            // Not stored as text: the caller scans, as the actor's engine would.
+            if fresh.is_none() && self.orders.contains_key(&slot) {
+                return None;
+            }
+            if fresh != Some(true) {
+                self.missed = true;
+                return None;
+            }
+            return self.orders.get(&slot);
+        }
+        let order = self.orders.entry(slot).or_insert_with(|| ArenaOrder::new(slot));
+        order.refresh(store)?;
+        Some(order)
+    }
+
     fn dict(&mut self, store: &ColumnStore, target: Target) -> Option<&DictIndex> {
-        let dict =
-            self.dicts.entry(target).or_insert_with(|| match DictIndex::build(store, target) {
+        if self.frozen && !self.dicts.contains_key(&target) {
+            self.missed = true;
+            return None;
+        }
+        let dict = self.dicts.entry(target).or_insert_with(|| {
+            Arc::new(match DictIndex::build(store, target) {
                 Some(index) => Dict::Built(index),
                 None => Dict::TooManyValues,
-            });
-        match dict {
+            })
+        });
+        match &**dict {
             Dict::Built(index) => Some(index),
             Dict::TooManyValues => None,
         }
     }
 
-    pub(super) fn ordered(&mut self, store: &ColumnStore, key: SortKey) -> &OrderedIndex {
-        self.ordered.entry(key).or_insert_with(|| OrderedIndex::build(store, key))
+    /// The ordered index of `key`, built on first use (`None` only when a snapshot lacks it).
+    pub(super) fn ordered(&mut self, store: &ColumnStore, key: SortKey) -> Option<&OrderedIndex> {
+        if self.frozen && !self.ordered.contains_key(&key) {
+            self.missed = true;
+            return None;
+        }
+        Some(self.ordered.entry(key).or_insert_with(|| Arc::new(OrderedIndex::build(store, key))))
     }
 
     /// A page of matching rows in sort order.
@@ -403,7 +481,7 @@ impl QueryEngine {
         }
         let first = sort[0];
         let rest = &sort[1..];
-        let index = self.ordered(store, first);
+        let Some(index) = self.ordered(store, first) else { return Vec::new() };
         let mut out = Vec::with_capacity(limit.min(total));
         // Where the walk starts, how many matching rows it skips, and how many rows with an
         // empty first key are skipped beyond what the walk leaves over.

@@ -20,6 +20,7 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use regex::Regex;
 use roaring::RoaringBitmap;
@@ -92,6 +93,7 @@ fn sort_rows(store: &ColumnStore, key: SortKey, rows: &mut Vec<u32>) {
 }
 
 /// Live rows with a non-empty key, sorted; see the module doc.
+#[derive(Clone)]
 pub struct OrderedIndex {
     key: SortKey,
     blocks: Vec<Vec<u32>>,
@@ -332,6 +334,7 @@ impl OrderedIndex {
 }
 
 /// Distinct values of a text target to their rows; see the module doc.
+#[derive(Clone)]
 pub struct DictIndex {
     target: Target,
     ids: HashMap<Box<str>, u32>,
@@ -469,13 +472,17 @@ struct OrderChunk {
     outside: Vec<u16>,
     /// Rows of the chunk when built.
     rows: usize,
-    fresh: bool,
 }
 
-/// Where a text column's values lie in the store's arenas; see the module doc.
+/// Where a text column's values lie in the store's arenas; see the module doc. A clone shares
+/// its chunks (a read view's copy costs a pointer per chunk); a refresh replaces the chunks it
+/// rebuilds.
+#[derive(Clone)]
 pub struct ArenaOrder {
     slot: ColumnSlot,
-    chunks: Vec<OrderChunk>,
+    chunks: Vec<Arc<OrderChunk>>,
+    /// Per chunk: false once a write marked it.
+    fresh: Vec<bool>,
 }
 
 // Rows of a chunk are numbered in `u16`.
@@ -484,51 +491,60 @@ const _: () = assert!(ColumnStore::chunk_rows() <= 1 << 16);
 impl ArenaOrder {
     /// The order of a text column, filled on the first `refresh`.
     pub fn new(slot: ColumnSlot) -> Self {
-        ArenaOrder { slot, chunks: Vec::new() }
+        ArenaOrder { slot, chunks: Vec::new(), fresh: Vec::new() }
     }
 
     /// Marks the chunk of a changed row for rebuilding (a write may move any value of it: the
     /// arena collects its garbage).
     pub fn mark(&mut self, row: u32) {
-        if let Some(chunk) = self.chunks.get_mut(row as usize / ColumnStore::chunk_rows()) {
-            chunk.fresh = false;
+        if let Some(fresh) = self.fresh.get_mut(row as usize / ColumnStore::chunk_rows()) {
+            *fresh = false;
         }
+    }
+
+    /// Whether every chunk is up to date with `store` (`refresh` would change nothing); `None`
+    /// when the column is not stored as text.
+    pub fn is_fresh(&self, store: &ColumnStore) -> Option<bool> {
+        let count = store.rows().div_ceil(ColumnStore::chunk_rows());
+        let mut fresh = self.chunks.len() == count;
+        for i in 0..count {
+            let arena = store.text_arena(self.slot, i)?;
+            let chunk = self.chunks.get(i).zip(self.fresh.get(i));
+            fresh &= chunk.is_some_and(|(chunk, &f)| f && chunk.rows == arena.rows());
+        }
+        Some(fresh)
     }
 
     /// Rebuilds marked or grown chunks; `None` when the column is not stored as text.
     pub fn refresh(&mut self, store: &ColumnStore) -> Option<()> {
         let count = store.rows().div_ceil(ColumnStore::chunk_rows());
-        self.chunks.resize_with(count, OrderChunk::default);
-        for (i, chunk) in self.chunks.iter_mut().enumerate() {
+        self.chunks.resize_with(count, Default::default);
+        self.fresh.resize(count, false);
+        for (i, (chunk, fresh)) in self.chunks.iter_mut().zip(&mut self.fresh).enumerate() {
             let arena = store.text_arena(self.slot, i)?;
-            if chunk.fresh && chunk.rows == arena.rows() {
+            if *fresh && chunk.rows == arena.rows() {
                 continue;
             }
             let mut placed: Vec<(u32, u16)> = Vec::with_capacity(arena.rows());
-            chunk.outside.clear();
+            let mut outside = Vec::new();
             for at in 0..arena.rows() {
                 match arena.span(at) {
                     Some(span) => placed.push((span.start as u32, at as u16)),
                     None if arena.value(at).is_some_and(|v| !v.is_empty()) => {
-                        chunk.outside.push(at as u16);
+                        outside.push(at as u16);
                     }
                     None => {}
                 }
             }
             placed.sort_unstable();
-            chunk.order.clear();
-            chunk.order.extend(placed.iter().map(|&(_, at)| at));
-            chunk.ends.clear();
-            chunk.ends.extend(
-                placed
-                    .iter()
-                    .map(|&(_, at)| arena.span(at as usize).map_or(0, |span| span.end as u32)),
-            );
-            chunk.ends.shrink_to_fit();
-            chunk.order.shrink_to_fit();
-            chunk.outside.shrink_to_fit();
-            chunk.rows = arena.rows();
-            chunk.fresh = true;
+            let order: Vec<u16> = placed.iter().map(|&(_, at)| at).collect();
+            let ends: Vec<u32> = placed
+                .iter()
+                .map(|&(_, at)| arena.span(at as usize).map_or(0, |span| span.end as u32))
+                .collect();
+            outside.shrink_to_fit();
+            *chunk = Arc::new(OrderChunk { order, ends, outside, rows: arena.rows() });
+            *fresh = true;
         }
         Some(())
     }

@@ -350,6 +350,9 @@ fn plain_cmp(a: &Plain, b: &Plain, descending: bool) -> Ordering {
 struct World {
     state: GridState,
     engine: QueryEngine,
+    /// A read view taken after an earlier query: a copy of the state and a snapshot of the
+    /// engine, which the writes since must not have changed.
+    view: Option<(GridState, QueryEngine)>,
     next_id: usize,
     clock: i64,
 }
@@ -459,10 +462,32 @@ impl World {
                 sorts.push(RawSort { field: FIELDS[field].to_owned(), descending });
             }
         }
+        // The view taken after an earlier query answers for the state it copied, whatever was
+        // written since (when its snapshot holds the indexes this query wants).
+        if let Some((state, snapshot)) = &self.view {
+            let view = state.schema.view(VIEW).expect("the view");
+            let bound = bind_filters(state, view, &raws).expect("valid filters");
+            let keys = bind_sort(state, view, &sorts).expect("valid sort");
+            let mut from_view = snapshot.clone();
+            let got = from_view.query(&state.store, &bound, &keys, offset, limit);
+            if !from_view.missed() {
+                let mut copy = state.clone();
+                let want =
+                    QueryEngine::default().run(&mut copy.store, &bound, &keys, offset, limit);
+                prop_assert_eq!(got, want, "an old view for {:?} sorted {:?}", raws, sorts);
+            }
+        }
         let view = self.state.schema.view(VIEW).expect("the view").clone();
         let bound = bind_filters(&self.state, &view, &raws).expect("valid filters");
         let keys = bind_sort(&self.state, &view, &sorts).expect("valid sort");
         let page = self.engine.run(&mut self.state.store, &bound, &keys, offset, limit);
+        // A view published now holds every index the query just used: it answers alike.
+        let snapshot = self.engine.snapshot(&mut self.state.store);
+        let mut from_view = snapshot.clone();
+        let got = from_view.query(&self.state.store, &bound, &keys, offset, limit);
+        prop_assert!(!from_view.missed(), "a fresh view lacked an index for {:?}", raws);
+        prop_assert_eq!(&got, &page, "a fresh view for {:?} sorted {:?}", raws, sorts);
+        self.view = Some((self.state.clone(), snapshot));
         let got: Vec<String> =
             page.rows.iter().map(|&r| self.state.store.id(r).to_owned()).collect();
 
@@ -535,6 +560,7 @@ proptest! {
         let mut world = World {
             state: GridState::new(VIEW, columns(), RecordIdentity::RecordId),
             engine: QueryEngine::default(),
+            view: None,
             next_id: 0,
             clock: 0,
         };

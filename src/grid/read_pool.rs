@@ -1,0 +1,171 @@
+//! `ReadPool`: where reads that may scan a branch run (filtered, sorted and cursor pages over a
+//! published read view), off the HTTP workers and off the grid actors.
+//!
+//! At most `slots` reads run at once (one per core: a scan already splits a large column
+//! between the cores), each on a blocking thread. Each company may hold at most `slots` of the
+//! pool's queue at a time; its further reads wait in a queue of its own, so a company that
+//! floods the pool with heavy filters delays another company's read by at most `slots` reads,
+//! and never delays a write (writes run on the grid actors, which the pool never occupies).
+//! A company's own queue is bounded too (`MAX_WAITING`): past it a read is refused with 429
+//! rather than queued without bound.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use tokio::sync::Semaphore;
+
+use crate::catalog::model::CompanyId;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+
+/// Most reads one company may have waiting or running in the pool.
+pub const MAX_WAITING: usize = 256;
+
+/// See the module doc.
+#[derive(Debug)]
+pub struct ReadPool {
+    slots: Arc<Semaphore>,
+    per_company: usize,
+    companies: DashMap<CompanyId, Arc<CompanyQueue>>,
+}
+
+/// One company's share of the pool.
+#[derive(Debug)]
+struct CompanyQueue {
+    /// Places in the pool's queue.
+    turns: Arc<Semaphore>,
+    /// Reads waiting or running.
+    held: AtomicUsize,
+}
+
+/// Counts a read as the company's until it ends or is given up.
+struct Held(Arc<CompanyQueue>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.held.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl ReadPool {
+    /// A pool running `slots` reads at once (at least one).
+    pub fn new(slots: usize) -> Self {
+        let slots = slots.max(1);
+        ReadPool {
+            slots: Arc::new(Semaphore::new(slots)),
+            per_company: slots,
+            companies: DashMap::new(),
+        }
+    }
+
+    /// A pool with a slot per core.
+    pub fn per_core() -> Self {
+        ReadPool::new(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
+    /// Runs `read` on a blocking thread once it is the company's turn and a slot is free.
+    /// 429 when the company already has `MAX_WAITING` reads in the pool.
+    pub async fn run<T, F>(&self, company: CompanyId, read: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let queue = self
+            .companies
+            .entry(company)
+            .or_insert_with(|| {
+                Arc::new(CompanyQueue {
+                    turns: Arc::new(Semaphore::new(self.per_company)),
+                    held: AtomicUsize::new(0),
+                })
+            })
+            .clone();
+        if queue.held.fetch_add(1, Ordering::AcqRel) >= MAX_WAITING {
+            queue.held.fetch_sub(1, Ordering::AcqRel);
+            let mut refused = ApiError::new(
+                ErrorCode::TooManyRequests,
+                format!(
+                    "The company already has {MAX_WAITING} filtered or sorted reads waiting; \
+                     try again shortly."
+                ),
+            );
+            refused.retry_after = Some(1);
+            return Err(refused);
+        }
+        let held = Held(queue.clone());
+        let closed = |_| ApiError::internal("the read pool closed");
+        let turn = queue.turns.clone().acquire_owned().await.map_err(closed)?;
+        let slot = self.slots.clone().acquire_owned().await.map_err(closed)?;
+        tokio::task::spawn_blocking(move || {
+            let answer = read();
+            drop((slot, turn, held));
+            answer
+        })
+        .await
+        .map_err(|err| ApiError::internal(format!("a read stopped: {err}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn one_company_waits_behind_its_own_reads_not_another_companys() {
+        let pool = Arc::new(ReadPool::new(1));
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let gate = Arc::new(std::sync::Mutex::new(gate));
+        // Company 1 takes the only slot and queues more reads behind it.
+        let mut flood = Vec::new();
+        for _ in 0..4 {
+            let (pool, gate) = (pool.clone(), gate.clone());
+            flood.push(tokio::spawn(async move {
+                pool.run(1, move || gate.lock().expect("the gate").recv().ok()).await
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Company 2's read is next in the pool's queue, ahead of company 1's waiting ones.
+        let other = {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.run(2, || "other").await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        release.send(()).expect("a read waits");
+        let answer = tokio::time::timeout(Duration::from_secs(5), other).await;
+        let answer = answer.expect("in time").expect("joined").expect("read");
+        assert_eq!(answer, "other");
+        for _ in 0..3 {
+            release.send(()).expect("a read waits");
+        }
+        for read in flood {
+            assert!(read.await.expect("joined").is_ok());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_company_past_its_bound_is_refused_and_the_refusal_frees_nothing() {
+        let pool = Arc::new(ReadPool::new(1));
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let gate = Arc::new(std::sync::Mutex::new(gate));
+        let mut held = Vec::new();
+        for _ in 0..MAX_WAITING {
+            let (pool, gate) = (pool.clone(), gate.clone());
+            held.push(tokio::spawn(async move {
+                pool.run(7, move || gate.lock().expect("the gate").recv().ok()).await
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let refused = pool.run(7, || ()).await.expect_err("past the bound");
+        assert_eq!(refused.code, ErrorCode::TooManyRequests);
+        for _ in 0..MAX_WAITING {
+            release.send(()).expect("a read waits");
+        }
+        for read in held {
+            assert!(read.await.expect("joined").is_ok());
+        }
+        // Every place is given back: the company may read again.
+        assert!(pool.run(7, || ()).await.is_ok());
+    }
+}
