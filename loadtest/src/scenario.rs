@@ -22,11 +22,14 @@ pub enum Scenario {
     Edit,
     /// `PATCH /v1/views/<id>/records` of many records at once (a target and a number).
     Bulk,
+    /// A heavy filter: an unanchored regexp of two random words of a target language (or the
+    /// source), which no index narrows, over every record.
+    Regexp,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 4] =
-        [Scenario::Page, Scenario::Query, Scenario::Edit, Scenario::Bulk];
+    pub const ALL: [Scenario; 5] =
+        [Scenario::Page, Scenario::Query, Scenario::Edit, Scenario::Bulk, Scenario::Regexp];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -34,6 +37,7 @@ impl Scenario {
             Scenario::Query => "query",
             Scenario::Edit => "edit",
             Scenario::Bulk => "bulk",
+            Scenario::Regexp => "regexp",
         }
     }
 }
@@ -43,7 +47,7 @@ impl FromStr for Scenario {
 
     fn from_str(name: &str) -> Result<Scenario, String> {
         Scenario::ALL.into_iter().find(|s| s.name() == name).ok_or_else(|| {
-            format!("unknown scenario {name:?}; the scenarios are page, query, edit, bulk")
+            format!("unknown scenario {name:?}; the scenarios are page, query, edit, bulk, regexp")
         })
     }
 }
@@ -170,6 +174,15 @@ impl Workload {
                     body: Some(json!({"cells": [{"columnId": self.source, "value": text}]})),
                 }
             }
+            Scenario::Regexp => {
+                let column = self.target.as_deref().unwrap_or(&self.source);
+                let language = language_of(column);
+                let mut word = || escape_regex(language.words.choose(rng).expect("words"));
+                let pattern = format!("{}.+{}", word(), word());
+                let query = json!({column: {"regexp": pattern}}).to_string();
+                let page = json!({"offset": 0, "limit": self.page_size}).to_string();
+                self.get(&[("query", &query), ("page", &page)])
+            }
             Scenario::Bulk => {
                 let column = self.target.as_deref().unwrap_or(&self.source);
                 let language = language_of(column);
@@ -208,6 +221,18 @@ impl Workload {
 }
 
 /// The word list of a language column id, English for any other column.
+/// `text` with every regexp metacharacter escaped.
+fn escape_regex(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn language_of(column: &str) -> &'static Language {
     LANGUAGES
         .iter()
@@ -261,6 +286,18 @@ mod tests {
         let query = workload.prepare(Scenario::Query, &mut rng);
         assert!(query.path.contains("query=%7B") && query.path.contains("&sort="));
         assert_eq!(encode("a b/é"), "a%20b%2F%C3%A9");
+        let heavy = workload.prepare(Scenario::Regexp, &mut rng);
+        assert!(heavy.path.contains("regexp") && heavy.path.contains("deDE"), "{}", heavy.path);
+    }
+
+    #[test]
+    fn an_escaped_word_matches_itself_only() {
+        for word in ["a.b", "(x)", "1+1", "[-]", "^$", "a|b", "c#~&"] {
+            let pattern = regex::Regex::new(&format!("^{}$", escape_regex(word))).expect("valid");
+            assert!(pattern.is_match(word), "{word}");
+            assert!(!pattern.is_match(&format!("{word}!")), "{word}");
+        }
+        assert!(!regex::Regex::new(&escape_regex("a.b")).expect("valid").is_match("axb"));
     }
 
     #[test]
