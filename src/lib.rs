@@ -348,6 +348,7 @@ impl Application {
                 .app_data(web::PayloadConfig::new(max_json))
                 .default_service(web::to(api::errors::fallback))
                 .wrap_fn(api::errors::render_errors)
+                .wrap_fn(api::compression::compress_large())
                 .wrap_fn(api::body_deadline::body_deadline(body_timeout))
                 .wrap_fn(metrics::track)
                 .wrap(tracing_actix_web::TracingLogger::<api::request_span::RequestSpan>::new())

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod body_deadline;
 pub mod branches;
 pub mod columns;
+pub mod compression;
 pub mod databases;
 pub mod dependencies;
 pub mod diffcheck;

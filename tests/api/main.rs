@@ -7,6 +7,7 @@ mod branches;
 mod cli;
 mod columns;
 mod compat;
+mod compression;
 mod crash;
 mod databases;
 mod dependencies;
