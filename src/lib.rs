@@ -359,6 +359,8 @@ impl Application {
             }),
         )
         .client_request_timeout(Duration::from_millis(config.request_timeout_ms))
+        // Each answer leaves in whole writes; no write waits for the ACK of the one before.
+        .tcp_nodelay(true)
         .disable_signals()
         .listen(listener)
         .map_err(|source| StartupError::Bind { addr: config.bind, source })?

@@ -42,6 +42,8 @@ fn a_large_page_is_compressed_with_the_best_codec_the_client_accepts() {
     assert_eq!(gzip.header("content-type"), Some("application/json"));
     assert_eq!(gzip.header("x-total-count"), Some("100"));
     assert!(gzip.bytes.len() * 4 < plain.bytes.len(), "{} bytes", gzip.bytes.len());
+    // Compressed whole: sent with its length, not chunked.
+    assert_eq!(gzip.header("content-length"), Some(gzip.bytes.len().to_string().as_str()));
     let mut unzipped = Vec::new();
     flate2::read::GzDecoder::new(&gzip.bytes[..]).read_to_end(&mut unzipped).expect("gzip");
     assert_eq!(unzipped, plain.bytes);
