@@ -401,6 +401,31 @@ fn link_header(
     (!links.is_empty()).then(|| links.join(", "))
 }
 
+/// Reads a page of a branch: from its published view (asking the actor to publish one when
+/// none is held), not on the actor's thread: a plain page right here, one that may scan on the
+/// read pool (in the queue of the company owning the grid). Only a query wanting an index the
+/// view lacks goes to the actor.
+pub(crate) async fn read_records(
+    state: &AppState,
+    route: &BranchRoute,
+    msg: ReadRecords,
+) -> ApiResult<RecordPage> {
+    let view = match route.reads.current() {
+        Some(view) => view,
+        None => route.addr.send(PublishView).await?,
+    };
+    let (from_view, msg) = if reads::plain(&msg) {
+        (read_from_view(&view, &msg), msg)
+    } else {
+        let read = move || (read_from_view(&view, &msg), msg);
+        state.read_pool.run(route.company_id, read).await?
+    };
+    match from_view {
+        Some(page) => page,
+        None => Ok(route.addr.send(msg).await??),
+    }
+}
+
 #[utoipa::path(tag = "records", params(
     ("page" = Option<String>, Query, description = "JSON {offset, limit}"),
     ("columnIds" = Option<String>, Query, description = "comma-separated column ids"),
@@ -430,23 +455,7 @@ async fn list_records(
         // Files cells shown by name need the files' metadata: such pages are read as records.
         rendered: !matches!(params.fetch_file_option.as_deref(), Some("name" | "all")),
     };
-    // A page is read from the branch's published view (asking the actor to publish one when
-    // none is held), not on the actor's thread: a plain page right here, one that may scan on
-    // the read pool. Only a query wanting an index the view lacks goes to the actor.
-    let view = match route.reads.current() {
-        Some(view) => view,
-        None => route.addr.send(PublishView).await?,
-    };
-    let (from_view, msg) = if reads::plain(&msg) {
-        (read_from_view(&view, &msg), msg)
-    } else {
-        let company = p.key.company_id;
-        state.read_pool.run(company, move || (read_from_view(&view, &msg), msg)).await?
-    };
-    let mut page = match from_view {
-        Some(page) => page?,
-        None => route.addr.send(msg).await??,
-    };
+    let mut page = read_records(&state, &route, msg).await?;
     let mut response = match page.rendered.take() {
         Some(rendered) => rendered_response(StatusCode::OK, rendered.into_array()),
         None => {

@@ -18,7 +18,7 @@ use actix_web::{delete, get, put, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::records::{history_body, parse_list_params, record_body, RecordBody};
+use super::records::{history_body, parse_list_params, read_records, record_body, RecordBody};
 use super::references::{resolve_references, ReferenceReader};
 use super::{exec, json_response, no_content, ok, percent_encode, view_route};
 use crate::auth::{Principal, Privilege, Tier};
@@ -214,7 +214,7 @@ async fn share_page(
         cursor: None,
         rendered: false,
     };
-    let mut records = route.addr.send(msg).await??;
+    let mut records = read_records(&state, &route, msg).await?;
     resolve_references(&state, ReferenceReader::Share, &route, &mut records.records).await?;
     let pages = records.total.div_ceil(PAGE_ROWS).max(1);
     let columns = schema.view_columns(view);
@@ -293,7 +293,7 @@ async fn share_records(
         cursor: None,
         rendered: false,
     };
-    let mut page = route.addr.send(msg).await??;
+    let mut page = read_records(&state, &route, msg).await?;
     resolve_references(&state, ReferenceReader::Share, &route, &mut page.records).await?;
     let body: Vec<RecordBody> = page.records.iter().map(record_body).collect();
     let mut response = json_response(StatusCode::OK, &body);
