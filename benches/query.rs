@@ -5,6 +5,9 @@
 //! First-use index builds are timed once and printed; the cases then run with indexes built.
 //! A 256 MiB memcpy gives this machine's single-thread memory bandwidth for comparison.
 //!
+//! Each case runs twice: on the engine as the grid actor holds it, and as a read view answers
+//! it (`view/<case>`: a clone of the engine's snapshot over the store it was taken of).
+//!
 //! `cargo bench --bench query` (add a case name to run one, e.g. `-- contains`).
 
 use std::hint::black_box;
@@ -37,6 +40,27 @@ fn run(
     let keys =
         bind_sort(state, &view, &parse_sort(sort).expect("sort parses")).expect("sort binds");
     let page = engine.run(&mut state.store, &filters, &keys, offset, limit);
+    (page.rows.len(), page.total)
+}
+
+/// `run` as a read view answers it: a clone of the engine's snapshot over the store as it was
+/// when taken (the snapshot holds every index the query wants).
+fn run_on_view(
+    snapshot: &QueryEngine,
+    state: &GridState,
+    query: &str,
+    sort: &str,
+    offset: usize,
+    limit: usize,
+) -> (usize, usize) {
+    let view = state.schema.view("view").expect("the default view");
+    let filters = bind_filters(state, view, &parse_query(query).expect("query parses"))
+        .expect("query binds");
+    let keys =
+        bind_sort(state, view, &parse_sort(sort).expect("sort parses")).expect("sort binds");
+    let mut engine = snapshot.clone();
+    let page = engine.query(&state.store, &filters, &keys, offset, limit);
+    assert!(!engine.missed(), "the snapshot holds the indexes");
     (page.rows.len(), page.total)
 }
 
@@ -91,6 +115,10 @@ fn main() {
         c.bench_function(name, |b| {
             b.iter(|| black_box(run(&mut engine, &mut state, query, sort, offset, 100)))
         });
+        let snapshot = engine.snapshot(&mut state.store);
+        c.bench_function(&format!("view/{name}"), |b| {
+            b.iter(|| black_box(run_on_view(&snapshot, &state, query, sort, offset, 100)))
+        });
     }
 
     // One record update (its English source changes: the six targets turn outOfDate, history
@@ -119,6 +147,35 @@ fn main() {
             };
             state.apply(&op);
             black_box(run(&mut engine, &mut state, "", r#"{"enUS": "asc"}"#, 0, 100))
+        })
+    });
+    // The same update while a reader still holds the view published before it: the next
+    // publication copies every index the update touches (the worst an edit pays on the actor
+    // while heavy reads run), then takes its snapshot.
+    c.bench_function("update_one_while_a_view_is_read_then_publish", |b| {
+        b.iter(|| {
+            flip += 1;
+            let held = engine.snapshot(&mut state.store);
+            let write = RecordWrite {
+                id: "web.menu.settings.000001".to_owned(),
+                path: String::new(),
+                new_id: None,
+                new_path: None,
+                cells: vec![CellWrite {
+                    column_id: "enUS".into(),
+                    value: Some(CellValue::Text(format!("while read {flip}"))),
+                    dependency_status: None,
+                    source_status: None,
+                }],
+                mark_mt: false,
+            };
+            state.apply(&GridOp::UpdateRecords {
+                time_ms: 1_800_000_000_000,
+                user: "alice".to_owned(),
+                records: vec![write],
+            });
+            let published = engine.snapshot(&mut state.store);
+            black_box((held, published))
         })
     });
     eprintln!("query indexes hold about {} MiB", engine.heap_bytes() >> 20);
