@@ -54,10 +54,9 @@ fn run_on_view(
     limit: usize,
 ) -> (usize, usize) {
     let view = state.schema.view("view").expect("the default view");
-    let filters = bind_filters(state, view, &parse_query(query).expect("query parses"))
-        .expect("query binds");
-    let keys =
-        bind_sort(state, view, &parse_sort(sort).expect("sort parses")).expect("sort binds");
+    let filters =
+        bind_filters(state, view, &parse_query(query).expect("query parses")).expect("query binds");
+    let keys = bind_sort(state, view, &parse_sort(sort).expect("sort parses")).expect("sort binds");
     let mut engine = snapshot.clone();
     let page = engine.query(&state.store, &filters, &keys, offset, limit);
     assert!(!engine.missed(), "the snapshot holds the indexes");

@@ -42,7 +42,7 @@ pub struct QueryEngine {
     ordered: HashMap<SortKey, Arc<OrderedIndex>>,
     dicts: HashMap<Target, Arc<Dict>>,
     /// Where each value lies in the store's arenas, per column (`contains`, `regexp`).
-    orders: HashMap<ColumnSlot, ArenaOrder>,
+    orders: HashMap<ColumnSlot, Arc<ArenaOrder>>,
     /// A read view's copy (see above).
     frozen: bool,
     /// Set on a snapshot when a query wanted an index it lacks; its answer is then meaningless.
@@ -72,8 +72,10 @@ impl QueryEngine {
     pub fn snapshot(&mut self, store: &mut ColumnStore) -> QueryEngine {
         self.sync(store);
         for order in self.orders.values_mut() {
-            // `None`: not stored as text; the snapshot's `order` then answers as this one does.
-            let _ = order.refresh(store);
+            if order.is_fresh(store) == Some(false) {
+                // `None`: not stored as text; the snapshot's `order` answers as this one does.
+                let _ = Arc::make_mut(order).refresh(store);
+            }
         }
         self.resume_tracking(store);
         QueryEngine { frozen: true, missed: false, ..self.clone() }
@@ -99,7 +101,7 @@ impl QueryEngine {
     /// Bytes held by the indexes (approximate).
     pub fn heap_bytes(&self) -> usize {
         self.ordered.values().map(|index| index.heap_bytes()).sum::<usize>()
-            + self.orders.values().map(ArenaOrder::heap_bytes).sum::<usize>()
+            + self.orders.values().map(|order| order.heap_bytes()).sum::<usize>()
     }
 
     /// Brings every index up to date with the store's journal.
@@ -150,7 +152,11 @@ impl QueryEngine {
         // rows by itself: only changed cells make its chunks stale.
         let changed = |slot: &ColumnSlot| by_slot.get(&slot.get()).into_iter().flatten().copied();
         for (slot, order) in &mut self.orders {
-            changed(slot).for_each(|row| order.mark(row));
+            let mut rows = changed(slot).peekable();
+            if rows.peek().is_some() {
+                let order = Arc::make_mut(order);
+                rows.for_each(|row| order.mark(row));
+            }
         }
     }
 
@@ -424,10 +430,12 @@ impl QueryEngine {
                 self.missed = true;
                 return None;
             }
-            return self.orders.get(&slot);
+            return self.orders.get(&slot).map(|order| &**order);
         }
-        let order = self.orders.entry(slot).or_insert_with(|| ArenaOrder::new(slot));
-        order.refresh(store)?;
+        let order = self.orders.entry(slot).or_insert_with(|| Arc::new(ArenaOrder::new(slot)));
+        if order.is_fresh(store) != Some(true) {
+            Arc::make_mut(order).refresh(store)?;
+        }
         Some(order)
     }
 

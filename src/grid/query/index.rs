@@ -92,16 +92,75 @@ fn sort_rows(store: &ColumnStore, key: SortKey, rows: &mut Vec<u32>) {
     rows.extend(keyed.into_iter().map(|(_, r)| r));
 }
 
+/// Rows of one `CowVec` chunk.
+const COW_CHUNK: usize = 4096;
+
+/// A vector in chunks shared between clones: a clone costs a pointer per chunk, and a write
+/// copies only the chunk it lands in, and only while a clone (a read view's) still holds it.
+#[derive(Clone, Default)]
+pub struct CowVec<T: Copy> {
+    chunks: Vec<Arc<Vec<T>>>,
+    len: usize,
+}
+
+impl<T: Copy> CowVec<T> {
+    /// `len` copies of `fill`.
+    pub fn filled(fill: T, len: usize) -> Self {
+        let mut out = CowVec { chunks: Vec::new(), len: 0 };
+        out.resize(len, fill);
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn get(&self, i: usize) -> Option<T> {
+        if i >= self.len {
+            return None;
+        }
+        self.chunks[i / COW_CHUNK].get(i % COW_CHUNK).copied()
+    }
+
+    /// Sets entry `i` (which must be below `len`).
+    pub fn set(&mut self, i: usize, value: T) {
+        if i < self.len {
+            Arc::make_mut(&mut self.chunks[i / COW_CHUNK])[i % COW_CHUNK] = value;
+        }
+    }
+
+    /// Grows to `len` entries with `fill` (never shrinks).
+    pub fn resize(&mut self, len: usize, fill: T) {
+        while self.len < len {
+            if self.len.is_multiple_of(COW_CHUNK) {
+                self.chunks.push(Arc::new(Vec::with_capacity(COW_CHUNK)));
+            }
+            let last = self.chunks.last_mut().expect("a chunk was pushed");
+            let last = Arc::make_mut(last);
+            let add = (COW_CHUNK - last.len()).min(len - self.len);
+            last.extend(std::iter::repeat_n(fill, add));
+            self.len += add;
+        }
+    }
+
+    /// Bytes held on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        self.chunks.iter().map(|c| c.capacity() * std::mem::size_of::<T>()).sum::<usize>()
+            + self.chunks.capacity() * std::mem::size_of::<usize>()
+    }
+}
+
 /// Live rows with a non-empty key, sorted; see the module doc.
 #[derive(Clone)]
 pub struct OrderedIndex {
     key: SortKey,
-    blocks: Vec<Vec<u32>>,
+    /// Shared with clones; a change copies the block it changes (`Arc::make_mut`).
+    blocks: Vec<Arc<Vec<u32>>>,
     /// Block ids in key order.
     order: Vec<u32>,
     /// Position of the first row of each block of `order`, plus the total at the end.
     starts: Vec<usize>,
-    block_of: Vec<u32>,
+    block_of: CowVec<u32>,
     members: RoaringBitmap,
     free: Vec<u32>,
 }
@@ -123,16 +182,16 @@ impl OrderedIndex {
             blocks: Vec::new(),
             order: Vec::new(),
             starts: Vec::new(),
-            block_of: vec![NONE; store.rows()],
+            block_of: CowVec::filled(NONE, store.rows()),
             members: bits.finish(),
             free: Vec::new(),
         };
         for chunk in rows.chunks(BLOCK_BUILD) {
             let id = index.blocks.len() as u32;
             for &row in chunk {
-                index.block_of[row as usize] = id;
+                index.block_of.set(row as usize, id);
             }
-            index.blocks.push(chunk.to_vec());
+            index.blocks.push(Arc::new(chunk.to_vec()));
             index.order.push(id);
         }
         index.recount();
@@ -171,15 +230,14 @@ impl OrderedIndex {
             self.block_of.resize(store.rows(), NONE);
         }
         for &row in touched {
-            let id = self.block_of.get(row as usize).copied().unwrap_or(NONE);
+            let id = self.block_of.get(row as usize).unwrap_or(NONE);
             if id == NONE {
                 continue;
             }
-            let block = &mut self.blocks[id as usize];
-            if let Some(at) = block.iter().position(|&r| r == row) {
-                block.remove(at);
+            if let Some(at) = self.blocks[id as usize].iter().position(|&r| r == row) {
+                Arc::make_mut(&mut self.blocks[id as usize]).remove(at);
             }
-            self.block_of[row as usize] = NONE;
+            self.block_of.set(row as usize, NONE);
             self.members.remove(row);
         }
         let blocks = &self.blocks;
@@ -204,7 +262,7 @@ impl OrderedIndex {
         if self.order.is_empty() {
             let id = self.new_block(vec![row]);
             self.order.push(id);
-            self.block_of[row as usize] = id;
+            self.block_of.set(row as usize, id);
             self.members.insert(row);
             return;
         }
@@ -214,16 +272,17 @@ impl OrderedIndex {
             .partition_point(|&id| cmp_rows(store, key, blocks[id as usize][0], row).is_lt());
         let at_order = after.saturating_sub(1);
         let id = self.order[at_order];
-        let block = &mut self.blocks[id as usize];
+        let block = Arc::make_mut(&mut self.blocks[id as usize]);
         let at = block.partition_point(|&r| cmp_rows(store, key, r, row).is_lt());
         block.insert(at, row);
-        self.block_of[row as usize] = id;
+        self.block_of.set(row as usize, id);
         self.members.insert(row);
         if block.len() > BLOCK_MAX {
             let upper = block.split_off(block.len() / 2);
             let new_id = self.new_block(upper);
-            for &moved in &self.blocks[new_id as usize] {
-                self.block_of[moved as usize] = new_id;
+            let moved = self.blocks[new_id as usize].clone();
+            for &row in moved.iter() {
+                self.block_of.set(row as usize, new_id);
             }
             self.order.insert(at_order + 1, new_id);
         }
@@ -232,11 +291,11 @@ impl OrderedIndex {
     fn new_block(&mut self, rows: Vec<u32>) -> u32 {
         match self.free.pop() {
             Some(id) => {
-                self.blocks[id as usize] = rows;
+                self.blocks[id as usize] = Arc::new(rows);
                 id
             }
             None => {
-                self.blocks.push(rows);
+                self.blocks.push(Arc::new(rows));
                 (self.blocks.len() - 1) as u32
             }
         }
@@ -328,7 +387,7 @@ impl OrderedIndex {
     /// Bytes held on the heap (approximate).
     pub fn heap_bytes(&self) -> usize {
         self.blocks.iter().map(|b| b.capacity() * 4).sum::<usize>()
-            + self.block_of.capacity() * 4
+            + self.block_of.heap_bytes()
             + self.members.serialized_size()
     }
 }
@@ -337,9 +396,11 @@ impl OrderedIndex {
 #[derive(Clone)]
 pub struct DictIndex {
     target: Target,
-    ids: HashMap<Box<str>, u32>,
-    sets: Vec<RoaringBitmap>,
-    row_value: Vec<u32>,
+    /// Shared with clones; copied when a value is first seen while shared.
+    ids: Arc<HashMap<Box<str>, u32>>,
+    /// Shared with clones; a change copies the set it changes.
+    sets: Vec<Arc<RoaringBitmap>>,
+    row_value: CowVec<u32>,
 }
 
 impl DictIndex {
@@ -352,9 +413,9 @@ impl DictIndex {
     pub fn build(store: &ColumnStore, target: Target) -> Option<Self> {
         let mut index = DictIndex {
             target,
-            ids: HashMap::new(),
+            ids: Arc::default(),
             sets: Vec::new(),
-            row_value: vec![NONE; store.rows()],
+            row_value: CowVec::filled(NONE, store.rows()),
         };
         let limit = DictIndex::limit(store.len());
         for row in store.live_rows() {
@@ -375,13 +436,13 @@ impl DictIndex {
             Some(&id) => id,
             None => {
                 let id = self.sets.len() as u32;
-                self.ids.insert(value.into(), id);
-                self.sets.push(RoaringBitmap::new());
+                Arc::make_mut(&mut self.ids).insert(value.into(), id);
+                self.sets.push(Arc::new(RoaringBitmap::new()));
                 id
             }
         };
-        self.sets[id as usize].insert(row);
-        self.row_value[row as usize] = id;
+        Arc::make_mut(&mut self.sets[id as usize]).insert(row);
+        self.row_value.set(row as usize, id);
     }
 
     /// Re-files the given rows under their current values. False when the target now has too
@@ -391,10 +452,10 @@ impl DictIndex {
             self.row_value.resize(store.rows(), NONE);
         }
         for &row in touched {
-            let Some(&old) = self.row_value.get(row as usize) else { continue };
+            let Some(old) = self.row_value.get(row as usize) else { continue };
             if old != NONE {
-                self.sets[old as usize].remove(row);
-                self.row_value[row as usize] = NONE;
+                Arc::make_mut(&mut self.sets[old as usize]).remove(row);
+                self.row_value.set(row as usize, NONE);
             }
             let id = RowId::from_raw(row);
             if (row as usize) < store.rows() && store.is_live(id) {
@@ -410,7 +471,7 @@ impl DictIndex {
 
     /// The rows holding exactly `value` (none for an unknown value).
     pub fn rows_of(&self, value: &str) -> Option<&RoaringBitmap> {
-        self.ids.get(value).map(|&id| &self.sets[id as usize])
+        self.ids.get(value).map(|&id| &*self.sets[id as usize])
     }
 }
 
@@ -650,5 +711,50 @@ impl ArenaOrder {
             .iter()
             .map(|c| (c.order.capacity() + c.outside.capacity()) * 2 + c.ends.capacity() * 4)
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::CowVec;
+
+    proptest! {
+        /// A `CowVec` reads as a `Vec` given the same writes, and a clone taken midway keeps
+        /// what it saw whatever is written after.
+        #[test]
+        fn a_cow_vec_is_a_vec_and_a_clone_keeps_its_values(
+            len in 0usize..20_000,
+            writes in prop::collection::vec((0usize..25_000, any::<u32>()), 0..200),
+            grow in 0usize..10_000,
+        ) {
+            let mut cow = CowVec::filled(7u32, len);
+            let mut plain = vec![7u32; len];
+            let (first, second) = writes.split_at(writes.len() / 2);
+            for &(i, v) in first {
+                cow.set(i, v);
+                if i < plain.len() {
+                    plain[i] = v;
+                }
+            }
+            let kept = cow.clone();
+            let seen = plain.clone();
+            cow.resize(len + grow, 9);
+            plain.resize(len + grow, 9);
+            for &(i, v) in second {
+                cow.set(i, v);
+                if i < plain.len() {
+                    plain[i] = v;
+                }
+            }
+            prop_assert_eq!(cow.len(), plain.len());
+            prop_assert_eq!((0..plain.len()).map(|i| cow.get(i)).collect::<Vec<_>>(),
+                plain.iter().copied().map(Some).collect::<Vec<_>>());
+            prop_assert_eq!(cow.get(plain.len()), None);
+            prop_assert_eq!(kept.len(), seen.len());
+            prop_assert_eq!((0..seen.len()).map(|i| kept.get(i)).collect::<Vec<_>>(),
+                seen.iter().copied().map(Some).collect::<Vec<_>>());
+        }
     }
 }
