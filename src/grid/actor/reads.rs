@@ -54,14 +54,15 @@ impl ReadViews {
     }
 
     /// Publishes a copy of `state` (with a snapshot of `query`, brought up to date first)
-    /// unless a view is already held; the view held after.
+    /// unless a view is already held; the view held after. The copy is taken outside the lock
+    /// (only the actor publishes), so readers asking for the view never wait on it.
     pub(super) fn publish(&self, state: &mut GridState, query: &mut QueryEngine) -> Arc<ReadView> {
-        let mut slot = self.view.write().unwrap_or_else(|e| e.into_inner());
-        slot.get_or_insert_with(|| {
-            let query = query.snapshot(&mut state.store);
-            Arc::new(ReadView { state: state.clone(), query })
-        })
-        .clone()
+        if let Some(view) = self.current() {
+            return view;
+        }
+        let query = query.snapshot(&mut state.store);
+        let view = Arc::new(ReadView { state: state.clone(), query });
+        self.view.write().unwrap_or_else(|e| e.into_inner()).get_or_insert(view).clone()
     }
 
     /// Publishes a fresh copy in place of the view held (after the actor built an index a
@@ -99,7 +100,7 @@ impl Handler<PublishView> for GridActor {
 }
 
 /// Whether a read is a plain page (no filter, sort or cursor): cheap enough to read on the
-/// request's own thread; other reads run on the query pool.
+/// request's own thread; other reads run on the read pool.
 pub fn plain(msg: &ReadRecords) -> bool {
     msg.filters.is_empty() && msg.sort.is_empty() && msg.cursor.is_none()
 }

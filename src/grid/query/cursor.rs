@@ -54,10 +54,9 @@ impl QueryEngine {
         direction: Direction,
         limit: usize,
     ) -> QueryPage {
-        let store_ref = store;
-        let matches = if filters.is_empty() { None } else { Some(self.filter(store_ref, filters)) };
-        let total = matches.as_ref().map_or(store_ref.len(), |m| m.len() as usize);
-        let set = matches.as_ref().unwrap_or_else(|| store_ref.live());
+        let matches = if filters.is_empty() { None } else { Some(self.filter(store, filters)) };
+        let total = matches.as_ref().map_or(store.len(), |m| m.len() as usize);
+        let set = matches.as_ref().unwrap_or_else(|| store.live());
         let rows = match (sort.is_empty(), direction) {
             (true, Direction::After) => set
                 .range(cursor.get().saturating_add(1)..)
@@ -65,8 +64,8 @@ impl QueryEngine {
                 .map(RowId::from_raw)
                 .collect(),
             (true, Direction::Before) => last_before(set, cursor.get(), limit),
-            (false, Direction::After) => self.sorted_after(store_ref, set, sort, cursor, limit),
-            (false, Direction::Before) => self.sorted_before(store_ref, set, sort, cursor, limit),
+            (false, Direction::After) => self.sorted_after(store, set, sort, cursor, limit),
+            (false, Direction::Before) => self.sorted_before(store, set, sort, cursor, limit),
         };
         QueryPage { rows, total }
     }

@@ -32,9 +32,9 @@ enum Dict {
 
 /// Indexes of one branch and the code that uses them; owned by the grid actor.
 ///
-/// A snapshot (`snapshot`) is a copy for a read view: it shares the indexes (each behind an
-/// `Arc`, copied by the actor's next update only while a reader still holds them), never builds
-/// or refreshes one, and when a query wants an index it lacks it stops and says so (`missed`):
+/// A snapshot (`snapshot`) is a copy for a read view: it shares the indexes (their parts sit
+/// behind `Arc`s, and the actor's next update copies only the parts it changes, only while a
+/// reader still holds them), never builds or refreshes one, and when a query wants an index it lacks it stops and says so (`missed`):
 /// the query is then asked of the actor, which builds the index for the views after.
 #[derive(Default, Clone)]
 pub struct QueryEngine {
