@@ -170,6 +170,22 @@ mod tests {
 
     use super::*;
 
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn reads_run_as_background_work_and_a_panic_answers_an_error() {
+        use thread_priority::ThreadSchedulePolicy::Normal;
+        use thread_priority::{thread_schedule_policy, NormalThreadSchedulePolicy};
+        let pool = ReadPool::new(1);
+        let policy = pool.run(1, || thread_schedule_policy().ok()).await.expect("a read");
+        assert_eq!(policy, Some(Normal(NormalThreadSchedulePolicy::Idle)));
+        // This thread (an HTTP worker's, in the server) keeps its own policy.
+        assert_ne!(thread_schedule_policy().ok(), policy);
+        let panicked = pool.run(1, || -> u8 { panic!("a read that panics") }).await;
+        assert_eq!(panicked.expect_err("no answer").code, ErrorCode::InternalServerError);
+        // The thread goes on serving reads.
+        assert_eq!(pool.run(1, || 7).await.expect("a read"), 7);
+    }
+
     #[tokio::test]
     async fn one_company_waits_behind_its_own_reads_not_another_companys() {
         let pool = Arc::new(ReadPool::new(1));
