@@ -220,7 +220,6 @@ fn needs_escape(text: &[u8]) -> bool {
     chunks.remainder().iter().any(|&b| escaped(b))
 }
 
-/// `text` as a JSON string, escaped as serde_json escapes it.
 /// A time as a JSON string, as `format_datetime` (zone `Z`) or `format_timestamp` (`+00:00`)
 /// writes it: straight into `out` for years 0..=9999 (digits need no escaping).
 fn write_time(out: &mut Vec<u8>, ms: i64, zone: &[u8]) {
@@ -234,6 +233,7 @@ fn write_time(out: &mut Vec<u8>, ms: i64, zone: &[u8]) {
     write_str(out, &text);
 }
 
+/// `text` as a JSON string, escaped as serde_json escapes it.
 pub fn write_str(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
