@@ -22,6 +22,7 @@ use crate::grid::codec::{format_timestamp, render_value, Rendered};
 use crate::grid::history::HistoryEntry;
 use crate::grid::query::{parse_query, parse_sort, Direction, RawFilter, RawSort};
 use crate::grid::read::{CellOut, RecordOut, RecordPage};
+use crate::grid::read_pool::ReadKind;
 use crate::grid::records::{DeleteRecordsInput, RecordInput};
 use crate::grid::references::Referenced;
 use crate::grid::schema::ColumnType;
@@ -403,7 +404,8 @@ fn link_header(
 
 /// Reads a page of a branch: from its published view (asking the actor to publish one when
 /// none is held), not on the actor's thread: a plain page right here, one that may scan on the
-/// read pool (in the queue of the company owning the grid). Only a query wanting an index the
+/// read pool (in the queue of the company owning the grid; reads that scan whole columns in its
+/// background lane). Only a query wanting an index the
 /// view lacks goes to the actor.
 pub(crate) async fn read_records(
     state: &AppState,
@@ -417,8 +419,12 @@ pub(crate) async fn read_records(
     let (from_view, msg) = if reads::plain(&msg) {
         (read_from_view(&view, &msg), msg)
     } else {
+        // Text matching and regexps read whole columns: background work, which writes and
+        // light reads preempt.
+        let scans = msg.filters.iter().any(|f| f.op.matches_text());
+        let kind = if scans { ReadKind::Scan } else { ReadKind::Light };
         let read = move || (read_from_view(&view, &msg), msg);
-        state.read_pool.run(route.company_id, read).await?
+        state.read_pool.run(route.company_id, kind, read).await?
     };
     match from_view {
         Some(page) => page,

@@ -1,14 +1,19 @@
 //! `ReadPool`: where reads that may scan a branch run (filtered, sorted and cursor pages over a
 //! published read view), off the HTTP workers and off the grid actors.
 //!
-//! At most `slots` reads run at once (one per core: a scan already splits a large column
-//! between the cores), each on one of the pool's own threads. Those threads are scheduled as
+//! The pool has two lanes of its own threads, one per core each: `ReadKind::Light` reads
+//! (sorts, equality, ranges: answered from indexes) at the server's priority, and
+//! `ReadKind::Scan` reads (text matching and regexps, which read whole columns) scheduled as
 //! background work (Linux's `SCHED_IDLE`, which the threads a scan splits into inherit): a
 //! grid actor or HTTP worker that wakes takes a core from a scan at once rather than after
 //! the scan's time slice, so writes and plain pages keep their latency under a flood of heavy
 //! filters (a lower nice value alone still left edits waiting up to a slice at each of their
-//! thread hops: p99 12 ms against 5 ms). Each company may hold at most `slots` of the
-//! pool's queue at a time; its further reads wait in a queue of its own, so a company that
+//! thread hops: p99 12 ms against 5 ms), while light reads are not held back by a busy server
+//! (run as background work too, a saturating mix put their p99 at 83 ms against 58).
+//!
+//! In each lane at most `slots` reads run at once (one per core: a scan already splits a large
+//! column between the cores). Each company may hold at most `slots` of a lane's queue at a
+//! time; its further reads wait in a queue of its own, so a company that
 //! floods the pool with heavy filters delays another company's read by at most `slots` reads,
 //! and never delays a write (writes run on the grid actors, which the pool never occupies).
 //! A company's own queue is bounded too (`MAX_WAITING`): past it a read is refused with 429
@@ -24,7 +29,7 @@ use tokio::sync::{oneshot, Semaphore};
 use crate::catalog::model::CompanyId;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
-/// Most reads one company may have waiting or running in the pool.
+/// Most reads one company may have waiting or running in one lane of the pool.
 pub const MAX_WAITING: usize = 256;
 
 /// A read handed to the pool's threads.
@@ -33,6 +38,20 @@ type Job = Box<dyn FnOnce() + Send>;
 /// See the module doc.
 #[derive(Debug)]
 pub struct ReadPool {
+    light: Lane,
+    scan: Lane,
+}
+
+/// Which lane a read runs in; see the module doc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadKind {
+    Light,
+    Scan,
+}
+
+/// One lane of the pool: its threads, its slots and its companies' queues.
+#[derive(Debug)]
+struct Lane {
     slots: Arc<Semaphore>,
     per_company: usize,
     companies: DashMap<CompanyId, Arc<CompanyQueue>>,
@@ -59,21 +78,53 @@ impl Drop for Held {
 }
 
 impl ReadPool {
-    /// A pool running `slots` reads at once (at least one) on as many threads of its own.
+    /// A pool whose lanes each run `slots` reads at once (at least one) on as many threads of
+    /// their own.
     pub fn new(slots: usize) -> Self {
+        ReadPool {
+            light: Lane::new(slots, ReadKind::Light),
+            scan: Lane::new(slots, ReadKind::Scan),
+        }
+    }
+
+    /// A pool with a slot per core in each lane.
+    pub fn per_core() -> Self {
+        ReadPool::new(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
+    /// Runs `read` in the lane of `kind` once it is the company's turn and a slot is free.
+    /// 429 when the company already has `MAX_WAITING` reads in that lane.
+    pub async fn run<T, F>(&self, company: CompanyId, kind: ReadKind, read: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        match kind {
+            ReadKind::Light => self.light.run(company, read).await,
+            ReadKind::Scan => self.scan.run(company, read).await,
+        }
+    }
+}
+
+impl Lane {
+    fn new(slots: usize, kind: ReadKind) -> Self {
         let slots = slots.max(1);
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
+        let name = match kind {
+            ReadKind::Light => "gridd-read",
+            ReadKind::Scan => "gridd-scan",
+        };
         for i in 0..slots {
             let queue = queue.clone();
             let started = std::thread::Builder::new()
-                .name(format!("gridd-read-{i}"))
-                .spawn(move || serve_reads(&queue));
+                .name(format!("{name}-{i}"))
+                .spawn(move || serve_reads(&queue, kind));
             if let Err(err) = started {
                 tracing::error!(error = %err, "a read pool thread could not start");
             }
         }
-        ReadPool {
+        Lane {
             slots: Arc::new(Semaphore::new(slots)),
             per_company: slots,
             companies: DashMap::new(),
@@ -81,15 +132,7 @@ impl ReadPool {
         }
     }
 
-    /// A pool with a slot per core.
-    pub fn per_core() -> Self {
-        ReadPool::new(std::thread::available_parallelism().map_or(1, |n| n.get()))
-    }
-
-    /// Runs `read` on one of the pool's threads once it is the company's turn and a slot is
-    /// free.
-    /// 429 when the company already has `MAX_WAITING` reads in the pool.
-    pub async fn run<T, F>(&self, company: CompanyId, read: F) -> ApiResult<T>
+    async fn run<T, F>(&self, company: CompanyId, read: F) -> ApiResult<T>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -131,10 +174,13 @@ impl ReadPool {
     }
 }
 
-/// A pool thread: becomes background work, then runs reads until the pool is dropped. A read that
-/// panics answers nothing (its caller gets an internal error) and the thread goes on.
-fn serve_reads(queue: &Mutex<mpsc::Receiver<Job>>) {
-    lower_priority();
+/// A pool thread: becomes background work in the scan lane, then runs reads until the pool is
+/// dropped. A read that panics answers nothing (its caller gets an internal error) and the
+/// thread goes on.
+fn serve_reads(queue: &Mutex<mpsc::Receiver<Job>>, kind: ReadKind) {
+    if kind == ReadKind::Scan {
+        lower_priority();
+    }
     loop {
         let job = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
         let Ok(job) = job else { return };
@@ -176,14 +222,17 @@ mod tests {
         use thread_priority::ThreadSchedulePolicy::Normal;
         use thread_priority::{thread_schedule_policy, NormalThreadSchedulePolicy};
         let pool = ReadPool::new(1);
-        let policy = pool.run(1, || thread_schedule_policy().ok()).await.expect("a read");
+        let policy =
+            pool.run(1, ReadKind::Scan, || thread_schedule_policy().ok()).await.expect("a read");
         assert_eq!(policy, Some(Normal(NormalThreadSchedulePolicy::Idle)));
-        // This thread (an HTTP worker's, in the server) keeps its own policy.
+        // This thread (an HTTP worker's, in the server) and the light lane's keep the server's.
         assert_ne!(thread_schedule_policy().ok(), policy);
-        let panicked = pool.run(1, || -> u8 { panic!("a read that panics") }).await;
+        let light = pool.run(1, ReadKind::Light, || thread_schedule_policy().ok()).await;
+        assert_eq!(light.expect("a read"), thread_schedule_policy().ok());
+        let panicked = pool.run(1, ReadKind::Scan, || -> u8 { panic!("a read that panics") }).await;
         assert_eq!(panicked.expect_err("no answer").code, ErrorCode::InternalServerError);
         // The thread goes on serving reads.
-        assert_eq!(pool.run(1, || 7).await.expect("a read"), 7);
+        assert_eq!(pool.run(1, ReadKind::Scan, || 7).await.expect("a read"), 7);
     }
 
     #[tokio::test]
@@ -196,14 +245,15 @@ mod tests {
         for _ in 0..4 {
             let (pool, gate) = (pool.clone(), gate.clone());
             flood.push(tokio::spawn(async move {
-                pool.run(1, move || gate.lock().expect("the gate").recv().ok()).await
+                pool.run(1, ReadKind::Scan, move || gate.lock().expect("the gate").recv().ok())
+                    .await
             }));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
         // Company 2's read is next in the pool's queue, ahead of company 1's waiting ones.
         let other = {
             let pool = pool.clone();
-            tokio::spawn(async move { pool.run(2, || "other").await })
+            tokio::spawn(async move { pool.run(2, ReadKind::Scan, || "other").await })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         release.send(()).expect("a read waits");
@@ -227,11 +277,12 @@ mod tests {
         for _ in 0..MAX_WAITING {
             let (pool, gate) = (pool.clone(), gate.clone());
             held.push(tokio::spawn(async move {
-                pool.run(7, move || gate.lock().expect("the gate").recv().ok()).await
+                pool.run(7, ReadKind::Scan, move || gate.lock().expect("the gate").recv().ok())
+                    .await
             }));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let refused = pool.run(7, || ()).await.expect_err("past the bound");
+        let refused = pool.run(7, ReadKind::Scan, || ()).await.expect_err("past the bound");
         assert_eq!(refused.code, ErrorCode::TooManyRequests);
         for _ in 0..MAX_WAITING {
             release.send(()).expect("a read waits");
@@ -240,6 +291,6 @@ mod tests {
             assert!(read.await.expect("joined").is_ok());
         }
         // Every place is given back: the company may read again.
-        assert!(pool.run(7, || ()).await.is_ok());
+        assert!(pool.run(7, ReadKind::Scan, || ()).await.is_ok());
     }
 }

@@ -33,6 +33,24 @@ pub enum Op {
     IsNotNull,
 }
 
+impl Op {
+    /// Whether the operator matches text (contains, starts or ends with, regexp, or their
+    /// negations): answered by reading a whole column, where the others use an index.
+    pub fn matches_text(self) -> bool {
+        matches!(
+            self,
+            Op::Contains
+                | Op::NotContains
+                | Op::StartsWith
+                | Op::NotStartsWith
+                | Op::EndsWith
+                | Op::NotEndsWith
+                | Op::Regexp
+                | Op::NotRegexp
+        )
+    }
+}
+
 const OPS: [(&str, Op); 22] = [
     ("=", Op::Eq),
     ("!=", Op::Ne),
