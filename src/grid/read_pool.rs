@@ -246,7 +246,7 @@ mod tests {
         for _ in 0..4 {
             let (pool, gate) = (pool.clone(), gate.clone());
             flood.push(tokio::spawn(async move {
-                pool.run(1, ReadKind::Scan, move || gate.lock().expect("the gate").recv().ok())
+                pool.run(1, ReadKind::Light, move || gate.lock().expect("the gate").recv().ok())
                     .await
             }));
         }
@@ -254,7 +254,7 @@ mod tests {
         // Company 2's read is next in the pool's queue, ahead of company 1's waiting ones.
         let other = {
             let pool = pool.clone();
-            tokio::spawn(async move { pool.run(2, ReadKind::Scan, || "other").await })
+            tokio::spawn(async move { pool.run(2, ReadKind::Light, || "other").await })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         release.send(()).expect("a read waits");
@@ -278,12 +278,12 @@ mod tests {
         for _ in 0..MAX_WAITING {
             let (pool, gate) = (pool.clone(), gate.clone());
             held.push(tokio::spawn(async move {
-                pool.run(7, ReadKind::Scan, move || gate.lock().expect("the gate").recv().ok())
+                pool.run(7, ReadKind::Light, move || gate.lock().expect("the gate").recv().ok())
                     .await
             }));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let refused = pool.run(7, ReadKind::Scan, || ()).await.expect_err("past the bound");
+        let refused = pool.run(7, ReadKind::Light, || ()).await.expect_err("past the bound");
         assert_eq!(refused.code, ErrorCode::TooManyRequests);
         for _ in 0..MAX_WAITING {
             release.send(()).expect("a read waits");
@@ -292,6 +292,6 @@ mod tests {
             assert!(read.await.expect("joined").is_ok());
         }
         // Every place is given back: the company may read again.
-        assert!(pool.run(7, ReadKind::Scan, || ()).await.is_ok());
+        assert!(pool.run(7, ReadKind::Light, || ()).await.is_ok());
     }
 }
