@@ -328,6 +328,7 @@ impl Application {
             requests: Arc::default(),
             limiter: Arc::new(auth::RateLimiter::new(config.rate_limit, config.rate_burst)),
             read_pool: Arc::new(grid::read_pool::ReadPool::per_core()),
+            reads_answered: Arc::default(),
             data_dir: Arc::from(config.data_dir.as_path()),
             zip_unpacked_limit: config.zip_unpacked_limit,
         };

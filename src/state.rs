@@ -8,6 +8,7 @@ use actix_web::dev::ResourceDef;
 
 use crate::auth::{KeyRing, RateLimiter};
 use crate::catalog::{Routes, Supervisor};
+use crate::grid::actor::reads::ReadsAnswered;
 use crate::grid::read_pool::ReadPool;
 use crate::metrics::RequestMetrics;
 use crate::persist::durability::Durability;
@@ -36,4 +37,6 @@ pub struct AppState {
     pub zip_unpacked_limit: u64,
     /// Where filtered, sorted and cursor pages run (`grid::read_pool`).
     pub read_pool: Arc<ReadPool>,
+    /// Record reads by who answered them (`GET /metrics`).
+    pub reads_answered: Arc<ReadsAnswered>,
 }

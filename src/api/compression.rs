@@ -10,8 +10,8 @@
 //! (actix-http's streaming encoder compressed a page on a blocking thread and sent it chunked,
 //! and the chunk ending it waited out the client's delayed ACK: 40 ms a page.) Streamed answers
 //! (exports: files), archives and spreadsheets, and answers that already carry a
-//! `Content-Encoding`, go out as they are. A compressible answer
-//! says `Vary: Accept-Encoding`, whatever the request asked. Unlike actix-web's `Compress`, a
+//! `Content-Encoding`, go out as they are. A compressible answer says `Vary: Accept-Encoding`,
+//! whatever the request asked. Unlike actix-web's `Compress`, a
 //! request that accepts none of the codecs gets the answer uncompressed, never 406.
 
 use actix_web::body::{BodySize, BoxBody, EitherBody, MessageBody};
@@ -25,8 +25,7 @@ use futures_util::future::LocalBoxFuture;
 pub const MIN_BYTES: u64 = 4096;
 
 /// The codecs offered, best first.
-const OFFERED: [(&str, Codec); 3] =
-    [("zstd", Codec::Zstd), ("br", Codec::Brotli), ("gzip", Codec::Gzip)];
+const OFFERED: [Codec; 3] = [Codec::Zstd, Codec::Brotli, Codec::Gzip];
 
 /// An answer on its way out, compressed when `compress_large` finds it worth it.
 pub type Compressed<B> = LocalBoxFuture<'static, Result<ServiceResponse<EitherBody<B>>, Error>>;
@@ -55,7 +54,8 @@ where
                 };
                 match compress(codec, &bytes) {
                     Ok(packed) => {
-                        head.headers.insert(header::CONTENT_ENCODING, codec.header_value());
+                        let name = HeaderValue::from_static(codec.name());
+                        head.headers.insert(header::CONTENT_ENCODING, name);
                         EitherBody::right(BoxBody::new(packed))
                     }
                     Err(err) => {
@@ -77,12 +77,13 @@ pub enum Codec {
 }
 
 impl Codec {
-    fn header_value(self) -> HeaderValue {
-        HeaderValue::from_static(match self {
+    /// Its name in `Accept-Encoding` and `Content-Encoding`.
+    fn name(self) -> &'static str {
+        match self {
             Codec::Zstd => "zstd",
             Codec::Brotli => "br",
             Codec::Gzip => "gzip",
-        })
+        }
     }
 }
 
@@ -127,7 +128,7 @@ pub fn negotiate(accept: &HeaderValue) -> Option<Codec> {
             wildcard = Some(q);
             continue;
         }
-        let Some(rank) = OFFERED.iter().position(|(n, _)| n.eq_ignore_ascii_case(name)) else {
+        let Some(rank) = OFFERED.iter().position(|c| c.name().eq_ignore_ascii_case(name)) else {
             continue;
         };
         named[rank] = true;
@@ -138,7 +139,7 @@ pub fn negotiate(accept: &HeaderValue) -> Option<Codec> {
             consider(&mut best, q, rank);
         }
     }
-    best.map(|(_, rank)| OFFERED[rank].1)
+    best.map(|(_, rank)| OFFERED[rank])
 }
 
 fn consider(best: &mut Option<(f32, usize)>, q: f32, rank: usize) {

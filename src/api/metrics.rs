@@ -10,7 +10,8 @@
 //! `gridd_branch_records`, `gridd_branch_store_bytes`, `gridd_branch_index_bytes` by grid and
 //! branch, `gridd_branch_heap_bytes` by grid, branch and part; `gridd_branch_cell_bytes` and
 //! `gridd_branch_cells` by grid, branch and column type; `gridd_history_disk_bytes`;
-//! `gridd_process_resident_bytes`, `gridd_process_cpu_seconds_total`.
+//! `gridd_record_reads_total` by who answered (view, actor); `gridd_process_resident_bytes`,
+//! `gridd_process_cpu_seconds_total`.
 
 use std::fmt::Write as _;
 
@@ -151,6 +152,18 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
         "Bytes of packed record history held on disk instead of the heap (all branches).",
     );
     let _ = writeln!(out, "gridd_history_disk_bytes {}", crate::grid::history::spilled_bytes());
+    header(
+        &mut out,
+        "gridd_record_reads_total",
+        "counter",
+        "Record reads by who answered them: a published view, or the grid's actor (a query \
+         wanting an index no view had yet).",
+    );
+    let answered = &state.reads_answered;
+    for (by, count) in [("view", &answered.by_view), ("actor", &answered.by_actor)] {
+        let count = count.load(std::sync::atomic::Ordering::Relaxed);
+        let _ = writeln!(out, "gridd_record_reads_total{{answered_by=\"{by}\"}} {count}");
+    }
     if let Some(bytes) = resident_bytes() {
         header(&mut out, "gridd_process_resident_bytes", "gauge", "Resident memory of gridd.");
         let _ = writeln!(out, "gridd_process_resident_bytes {bytes}");

@@ -1,6 +1,8 @@
 //! `/v1/views/<viewId>/records`: list (paged, `X-Total-Count`, `Link`), add, bulk and single
 //! update, delete, and a record's history.
 
+use std::sync::atomic::Ordering;
+
 use actix_web::http::StatusCode;
 use actix_web::{delete, get, patch, post, web, HttpRequest, HttpResponse};
 use serde::Serialize;
@@ -426,9 +428,16 @@ pub(crate) async fn read_records(
         let read = move || (read_from_view(&view, &msg), msg);
         state.read_pool.run(route.company_id, kind, read).await?
     };
+    let answered = &state.reads_answered;
     match from_view {
-        Some(page) => page,
-        None => Ok(route.addr.send(msg).await??),
+        Some(page) => {
+            answered.by_view.fetch_add(1, Ordering::Relaxed);
+            page
+        }
+        None => {
+            answered.by_actor.fetch_add(1, Ordering::Relaxed);
+            Ok(route.addr.send(msg).await??)
+        }
     }
 }
 

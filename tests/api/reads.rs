@@ -255,3 +255,49 @@ fn a_query_while_a_large_write_commits_sees_all_of_it_or_none() {
     let (_, odd) = listing(&app, &view, r#"query={"en":{"regexp":"/1$"}}"#);
     assert_eq!(odd, batches * 500);
 }
+
+/// Who answered the record reads so far: (a view, the actor), from `GET /metrics`.
+fn answered(app: &TestApp) -> (u64, u64) {
+    let res = app.get("/metrics");
+    res.assert_status(200);
+    let text = res.text;
+    let count = |by: &str| {
+        let series = format!("gridd_record_reads_total{{answered_by=\"{by}\"}} ");
+        text.lines()
+            .find_map(|line| line.strip_prefix(series.as_str()))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{series} in {text}"))
+    };
+    (count("view"), count("actor"))
+}
+
+/// Only the first query wanting an index is answered by the actor, which builds the index and
+/// publishes a view holding it: the same query after, and after an edit (the next view's
+/// snapshot brings the index up to date), comes from a view, as plain pages do.
+#[test]
+fn the_actor_answers_a_query_only_until_a_view_holds_its_index() {
+    let app = spawn_app();
+    let (_, view) = app.create_grid("Answered");
+    app.create_column(&view, json!({"id": "en", "name": "English", "type": "singleLine"}));
+    let records: Vec<Value> = (0..50)
+        .map(|i| json!({"id": format!("r{i}"), "cells": [{"columnId": "en", "value": format!("word {}", i % 5)}]}))
+        .collect();
+    app.add_records(&view, Value::Array(records));
+    let sorted = r#"sort={"en":"desc"}"#;
+    let before = answered(&app);
+    assert_eq!(listing(&app, &view, sorted).1, 50);
+    assert_eq!(answered(&app), (before.0, before.1 + 1), "the first sorted read builds the index");
+    for _ in 0..3 {
+        listing(&app, &view, sorted);
+    }
+    page(&app, &view, 0, 10);
+    assert_eq!(answered(&app), (before.0 + 4, before.1 + 1), "the view holds the index now");
+    let res = app.patch(
+        &format!("/v1/views/{view}/records"),
+        &json!([{"id": "r3", "cells": [{"columnId": "en", "value": "zzz last"}]}]),
+    );
+    res.assert_status(200);
+    let (ids, _) = listing(&app, &view, sorted);
+    assert_eq!(ids[0], "r3");
+    assert_eq!(answered(&app), (before.0 + 5, before.1 + 1), "an edit keeps the index in views");
+}

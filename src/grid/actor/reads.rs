@@ -16,6 +16,7 @@
 //! When no view is held, the handler asks the actor for one (`PublishView`). A query that wants
 //! an index the snapshot lacks is asked of the actor, which builds it; the views after have it.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 
 use actix::{Context, Handler, Message};
@@ -33,6 +34,14 @@ use crate::grid::schema::ViewDef;
 pub struct ReadView {
     pub state: GridState,
     query: QueryEngine,
+}
+
+impl ReadView {
+    /// A view of `state` as it is now, with a snapshot of `query` brought up to date first.
+    fn of(state: &mut GridState, query: &mut QueryEngine) -> Arc<ReadView> {
+        let query = query.snapshot(&mut state.store);
+        Arc::new(ReadView { state: state.clone(), query })
+    }
 }
 
 /// The published view of one branch, if any. See the module doc.
@@ -60,8 +69,7 @@ impl ReadViews {
         if let Some(view) = self.current() {
             return view;
         }
-        let query = query.snapshot(&mut state.store);
-        let view = Arc::new(ReadView { state: state.clone(), query });
+        let view = ReadView::of(state, query);
         self.view.write().unwrap_or_else(|e| e.into_inner()).get_or_insert(view).clone()
     }
 
@@ -73,8 +81,7 @@ impl ReadViews {
         state: &mut GridState,
         query: &mut QueryEngine,
     ) -> Option<Arc<ReadView>> {
-        let query = query.snapshot(&mut state.store);
-        let view = Arc::new(ReadView { state: state.clone(), query });
+        let view = ReadView::of(state, query);
         self.view.write().unwrap_or_else(|e| e.into_inner()).replace(view)
     }
 
@@ -83,6 +90,14 @@ impl ReadViews {
     pub(super) fn withdraw(&self) -> Option<Arc<ReadView>> {
         self.view.write().unwrap_or_else(|e| e.into_inner()).take()
     }
+}
+
+/// How many record reads a published view answered and how many the actor did (`GET
+/// /metrics`): the actor answers only a query wanting an index no view has yet.
+#[derive(Debug, Default)]
+pub struct ReadsAnswered {
+    pub by_view: AtomicU64,
+    pub by_actor: AtomicU64,
 }
 
 /// Asks the actor for a view of its branch (published now unless one is held), so that a page

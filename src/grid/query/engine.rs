@@ -141,11 +141,8 @@ impl QueryEngine {
         for (key, index) in &mut self.ordered {
             Arc::make_mut(index).update(store, &touched(slot_of(key.target)));
         }
-        self.dicts.retain(|target, dict| match &**dict {
-            Dict::Built(_) => match Arc::make_mut(dict) {
-                Dict::Built(index) => index.update(store, &touched(slot_of(*target))),
-                Dict::TooManyValues => true,
-            },
+        self.dicts.retain(|target, dict| match Arc::make_mut(dict) {
+            Dict::Built(index) => index.update(store, &touched(slot_of(*target))),
             Dict::TooManyValues => true,
         });
         // An arena order covers every physical row, live or not, and catches up with appended
