@@ -156,8 +156,8 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
         &mut out,
         "gridd_record_reads_total",
         "counter",
-        "Record reads by who answered them: a published view, or the grid's actor (a query \
-         wanting an index no view had yet).",
+        "Record reads (pages, view exports) by who answered them: a published view, or the \
+         grid's actor (a query wanting an index no view had yet).",
     );
     let answered = &state.reads_answered;
     for (by, count) in [("view", &answered.by_view), ("actor", &answered.by_actor)] {

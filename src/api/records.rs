@@ -2,6 +2,7 @@
 //! update, delete, and a record's history.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use actix_web::http::StatusCode;
 use actix_web::{delete, get, patch, post, web, HttpRequest, HttpResponse};
@@ -16,7 +17,9 @@ use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::FileMeta;
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::reads::{self, read_from_view, PublishView};
+use crate::grid::actor::reads::{
+    self, export_rows, read_from_view, ExportQuery, ExportSource, PublishView, ReadView,
+};
 use crate::grid::actor::{
     ReadHistory, ReadRecords, RecordsWrite, WriteOutcome, WriteRecords, WrittenRecords,
 };
@@ -404,6 +407,40 @@ fn link_header(
     (!links.is_empty()).then(|| links.join(", "))
 }
 
+/// The branch's published view, asking the actor to publish one when none is held.
+pub(crate) async fn read_view(route: &BranchRoute) -> ApiResult<Arc<ReadView>> {
+    Ok(match route.reads.current() {
+        Some(view) => view,
+        None => route.addr.send(PublishView).await?,
+    })
+}
+
+/// Every row of a view a listing's query matches, read from the published view on the read
+/// pool (for an export): text matching in the background lane. Counted as a read a view
+/// answered (`GET /metrics`).
+pub(crate) async fn export_source(
+    state: &AppState,
+    route: &BranchRoute,
+    query: ExportQuery,
+) -> ApiResult<ExportSource> {
+    let view = read_view(route).await?;
+    let kind = lane_of(&query.filters);
+    let source = state.read_pool.run(route.company_id, kind, move || export_rows(view, &query));
+    let source = source.await??;
+    state.reads_answered.by_view.fetch_add(1, Ordering::Relaxed);
+    Ok(source)
+}
+
+/// The read pool's lane for a query: text matching and regexps read whole columns, background
+/// work that writes and light reads preempt.
+fn lane_of(filters: &[RawFilter]) -> ReadKind {
+    if filters.iter().any(|f| f.op.matches_text()) {
+        ReadKind::Scan
+    } else {
+        ReadKind::Light
+    }
+}
+
 /// Reads a page of a branch: from its published view (asking the actor to publish one when
 /// none is held), not on the actor's thread: a plain page right here, one that may scan on the
 /// read pool (in the queue of the company owning the grid; reads that scan whole columns in its
@@ -414,17 +451,11 @@ pub(crate) async fn read_records(
     route: &BranchRoute,
     msg: ReadRecords,
 ) -> ApiResult<RecordPage> {
-    let view = match route.reads.current() {
-        Some(view) => view,
-        None => route.addr.send(PublishView).await?,
-    };
+    let view = read_view(route).await?;
     let (from_view, msg) = if reads::plain(&msg) {
         (read_from_view(&view, &msg), msg)
     } else {
-        // Text matching and regexps read whole columns: background work, which writes and
-        // light reads preempt.
-        let scans = msg.filters.iter().any(|f| f.op.matches_text());
-        let kind = if scans { ReadKind::Scan } else { ReadKind::Light };
+        let kind = lane_of(&msg.filters);
         let read = move || (read_from_view(&view, &msg), msg);
         state.read_pool.run(route.company_id, kind, read).await?
     };

@@ -3,9 +3,10 @@
 //! `columnIds`), filtered and sorted by `query` and `sort` like a listing (decisions.md
 //! section 7).
 //!
-//! The grid actor answers with a copy of the branch and the matching rows in order
-//! (`PlanExport`; the copy shares storage until the actor changes it), so the file shows one
-//! instant however long it takes to send. A blocking thread renders 1000 rows at a time into
+//! The matching rows are found in the branch's published read view on the read pool
+//! (`export_source`; the view shares storage until the actor changes it, and the actor's
+//! mailbox is never asked but to publish one), so the file shows one instant however long it
+//! takes to send. A blocking thread renders 1000 rows at a time into
 //! chunks of about 64 KiB sent through a small channel to the response stream: a large export
 //! holds a few chunks, never the file. An XLSX file is written by rust_xlsxwriter in its
 //! constant-memory mode to a temporary file, then streamed the same way and removed.
@@ -18,11 +19,11 @@ use actix_web::{get, web, HttpRequest, HttpResponse};
 use tokio::sync::mpsc;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::records::parse_list_params;
+use super::records::{export_source, parse_list_params};
 use super::view_route;
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult};
-use crate::grid::actor::{ExportSource, PlanExport};
+use crate::grid::actor::reads::{ExportQuery, ExportSource};
 use crate::grid::codec::{export_text, format_timestamp};
 use crate::grid::schema::ColumnDef;
 use crate::grid::value::CellValue;
@@ -102,15 +103,13 @@ async fn export_view(
     };
     let view_id = view_id.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
-    let plan = route
-        .addr
-        .send(PlanExport {
-            view_id: view_id.clone(),
-            column_ids: params.column_ids,
-            filters: params.filters,
-            sort: params.sort,
-        })
-        .await??;
+    let query = ExportQuery {
+        view_id: view_id.clone(),
+        column_ids: params.column_ids,
+        filters: params.filters,
+        sort: params.sort,
+    };
+    let source = export_source(&state, &route, query).await?;
     let (tx, mut rx) = mpsc::channel::<Bytes>(4);
     let temp_dir = state.data_dir.join("exports");
     let extension = match file_type {
@@ -118,7 +117,6 @@ async fn export_view(
         FileType::Xlsx => "xlsx",
     };
     tokio::task::spawn_blocking(move || {
-        let source = plan.run();
         let written = match file_type {
             FileType::Csv => write_csv(&source, file_header, &tx),
             FileType::Xlsx => write_xlsx(&source, file_header, &temp_dir, &tx),
@@ -150,7 +148,7 @@ fn for_each_row(
 ) -> Result<(), String> {
     let columns: Vec<&ColumnDef> = source.columns.iter().collect();
     for rows in source.rows.chunks(ROWS_PER_READ) {
-        for record in source.state.read_rows(&columns, rows.iter().copied()) {
+        for record in source.view.state.read_rows(&columns, rows.iter().copied()) {
             let time = format_timestamp(record.time_ms);
             let predefined =
                 [record.id.as_str(), record.path.as_str(), record.user.as_str(), &time];

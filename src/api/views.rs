@@ -10,13 +10,15 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::columns::reference_targets;
 use super::grids::status_str;
-use super::records::{parse_list_params, records_value};
+use super::records::{parse_list_params, read_view, records_value};
 use super::{branch_route, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{ChangeSchema, PlanExport};
+use crate::grid::actor::reads::{export_rows, ExportQuery};
+use crate::grid::actor::ChangeSchema;
 use crate::grid::planner::{SchemaChange, ViewColumnRequest};
+use crate::grid::read_pool::ReadKind;
 use crate::grid::render::{view_columns, ViewBody};
 use crate::grid::schema::{Schema, ViewDef};
 use crate::grid::statistic::{view_statistic, ViewStatistic};
@@ -225,20 +227,19 @@ async fn get_statistic(
 ) -> ApiResult<HttpResponse> {
     let params = parse_list_params(req.query_string())?;
     let route = view_route(&state, &p, &id, Privilege::Read)?;
-    let plan = PlanExport {
+    let query = ExportQuery {
         view_id: id.into_inner(),
         column_ids: params.column_ids,
         filters: Vec::new(),
         sort: Vec::new(),
     };
-    let plan = route.addr.send(plan).await??;
-    // The count reads every record: on a blocking thread, over the copy the actor handed out.
-    let statistic = web::block(move || {
-        let source = plan.run();
-        view_statistic(&source.state, &source.columns, &source.rows)
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the statistic stopped: {e}")))?;
+    // The count reads every record: background work on the read pool, over the published view.
+    let view = read_view(&route).await?;
+    let count = move || {
+        let source = export_rows(view, &query)?;
+        Ok::<_, ApiError>(view_statistic(&source.view.state, &source.columns, &source.rows))
+    };
+    let statistic = state.read_pool.run(route.company_id, ReadKind::Scan, count).await??;
     ok(&statistic)
 }
 

@@ -17,10 +17,7 @@ use super::history::{EntryRef, ExportFilter, ExportRow, History, HistoryEntry};
 use super::merge::{merge_base, plan_merge, plan_restore, MergeCounts, MergeScope};
 use super::ops::{GridOp, GridState};
 use super::planner::{plan, SchemaChange};
-use super::query::{
-    bind_filters, bind_sort, Direction, Filter, QueryEngine, RawFilter, RawSort, SortKey, Target,
-    Val,
-};
+use super::query::{bind_filters, Direction, Filter, QueryEngine, RawFilter, RawSort, Target, Val};
 use super::read::{RecordOut, RecordPage};
 use super::read_json::{renders_alone, RenderedRecords};
 use super::records::{
@@ -567,79 +564,6 @@ pub(super) fn picked_columns<'a>(
             })
         })
         .collect()
-}
-
-/// Everything an export needs, taken at one instant: a copy of the branch (its storage chunks
-/// are shared until the actor changes them), the columns, and the bound query. The query runs
-/// over the copy where the caller runs it (`ExportPlan::run`, on a blocking thread), never on
-/// the actor's thread.
-#[derive(Debug, Message)]
-#[rtype(result = "ApiResult<ExportPlan>")]
-pub struct PlanExport {
-    pub view_id: String,
-    pub column_ids: Option<Vec<String>>,
-    pub filters: Vec<RawFilter>,
-    pub sort: Vec<RawSort>,
-}
-
-/// The answer to `PlanExport`: a copy of the branch and the query to run over it.
-pub struct ExportPlan {
-    state: GridState,
-    columns: Vec<ColumnDef>,
-    filters: Vec<Filter>,
-    sort: Vec<SortKey>,
-}
-
-impl ExportPlan {
-    /// Runs the query over the copy (blocking: every matching row, sorted). The copy builds
-    /// its own indexes; the branch's stay with its actor.
-    pub fn run(self) -> ExportSource {
-        let ExportPlan { mut state, columns, filters, sort } = self;
-        let mut engine = QueryEngine::default();
-        let rows = engine.run(&mut state.store, &filters, &sort, 0, usize::MAX).rows;
-        ExportSource { state, columns, rows }
-    }
-}
-
-impl std::fmt::Debug for ExportPlan {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExportPlan").field("columns", &self.columns.len()).finish_non_exhaustive()
-    }
-}
-
-/// The rows of an export: the copy, the columns, and every matching row in order.
-pub struct ExportSource {
-    pub state: GridState,
-    pub columns: Vec<ColumnDef>,
-    pub rows: Vec<RowId>,
-}
-
-impl std::fmt::Debug for ExportSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExportSource").field("rows", &self.rows.len()).finish_non_exhaustive()
-    }
-}
-
-impl Handler<PlanExport> for GridActor {
-    type Result = MessageResult<PlanExport>;
-
-    fn handle(&mut self, msg: PlanExport, _: &mut Context<Self>) -> Self::Result {
-        MessageResult(self.plan_export(msg))
-    }
-}
-
-impl GridActor {
-    fn plan_export(&mut self, msg: PlanExport) -> ApiResult<ExportPlan> {
-        let view = self.view(&msg.view_id)?;
-        let columns: Vec<ColumnDef> =
-            picked_columns(&self.state.schema, &view, msg.column_ids.as_deref())?
-                .into_iter()
-                .cloned()
-                .collect();
-        let filters = bind_filters(&self.state, &view, &msg.filters)?;
-        let sort = bind_sort(&self.state, &view, &msg.sort)?;
-        Ok(ExportPlan { state: self.state.clone(), columns, filters, sort })
-    }
 }
 
 /// How many records a branch holds and the bytes its records and query indexes take (for

@@ -257,7 +257,7 @@ fn a_query_while_a_large_write_commits_sees_all_of_it_or_none() {
 }
 
 /// Who answered the record reads so far: (a view, the actor), from `GET /metrics`.
-fn answered(app: &TestApp) -> (u64, u64) {
+pub fn answered(app: &TestApp) -> (u64, u64) {
     let res = app.get("/metrics");
     res.assert_status(200);
     let text = res.text;

@@ -6,6 +6,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::helpers::{spawn_app, TestApp};
+use crate::reads::answered;
 
 fn typed_grid(app: &TestApp) -> String {
     let (_, view) = app.create_grid("export");
@@ -128,6 +129,41 @@ fn headers_columns_query_and_sort_shape_the_file() {
     let picked = csv_rows(&export(&app, &view, &format!("?{query}"), "csv"));
     let ids: Vec<&str> = picked[1..].iter().map(|r| r[0].as_str()).collect();
     assert_eq!(ids, ["r3", "r1"]);
+}
+
+/// An export finds its rows in the published view: with an index the view lacks (a query
+/// engine of its own over a copy), with the indexes a listing had the actor build, and after an
+/// acknowledged edit; a view answers each (`GET /metrics`), the actor only the listing that
+/// wanted new indexes.
+#[test]
+fn an_export_reads_the_published_view_and_sees_acknowledged_writes() {
+    let app = spawn_app();
+    let view = typed_grid(&app);
+    let query = serde_urlencoded::to_string([
+        ("query", r#"{"count": {">": 2}}"#),
+        ("sort", r#"{"count": "desc"}"#),
+        ("columnIds", "count"),
+        ("fileHeader", "none"),
+    ])
+    .expect("encodes");
+    let ids = |app: &TestApp| -> Vec<String> {
+        let rows = csv_rows(&export(app, &view, &format!("?{query}"), "csv"));
+        rows.into_iter().map(|r| r[0].clone()).collect()
+    };
+    let before = answered(&app);
+    assert_eq!(ids(&app), ["r3", "r1", "r2"], "no index yet");
+    assert_eq!(answered(&app), (before.0 + 1, before.1), "a view answered the export");
+    let listed = app.get(&format!("/v1/views/{view}/records?{query}"));
+    listed.assert_status(200);
+    assert_eq!(answered(&app).1, before.1 + 1, "the listing had the actor build the indexes");
+    assert_eq!(ids(&app), ["r3", "r1", "r2"], "from the view's indexes");
+    let res = app.patch(
+        &format!("/v1/views/{view}/records"),
+        &json!([{"id": "r2", "cells": [{"columnId": "count", "value": 10}]}]),
+    );
+    res.assert_status(200);
+    assert_eq!(ids(&app), ["r2", "r3", "r1"], "the edit is in the next export");
+    assert_eq!(answered(&app), (before.0 + 3, before.1 + 1), "views answered the exports");
 }
 
 #[test]

@@ -15,6 +15,8 @@
 //! the view's snapshot of the query indexes (`QueryEngine::snapshot`, taken with the state).
 //! When no view is held, the handler asks the actor for one (`PublishView`). A query that wants
 //! an index the snapshot lacks is asked of the actor, which builds it; the views after have it.
+//! Exports and counts read every matching row of a view the same way (`export_rows`), never
+//! through the actor's mailbox.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
@@ -22,12 +24,13 @@ use std::sync::{Arc, RwLock};
 use actix::{Context, Handler, Message};
 
 use super::{cursor_row, picked_columns, GridActor, ReadRecords};
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::ops::GridState;
-use crate::grid::query::{bind_filters, bind_sort, QueryEngine};
+use crate::grid::query::{bind_filters, bind_sort, QueryEngine, RawFilter, RawSort};
 use crate::grid::read::RecordPage;
 use crate::grid::read_json::renders_alone;
-use crate::grid::schema::ViewDef;
+use crate::grid::schema::{ColumnDef, ViewDef};
+use crate::grid::store::RowId;
 
 /// An immutable copy of a branch for readers: the state, and the query indexes as they were
 /// for exactly that state.
@@ -166,4 +169,53 @@ pub(super) fn read_page(
         (state.read_rows(&columns, page.rows.into_iter()), None)
     };
     Ok(Some(RecordPage { records, rendered, ends, total: page.total, more }))
+}
+
+/// What an export or a count reads: the rows of a view a listing's query matches, in its
+/// order, and the columns asked for (`columnIds`, else the view's).
+#[derive(Debug)]
+pub struct ExportQuery {
+    pub view_id: String,
+    pub column_ids: Option<Vec<String>>,
+    pub filters: Vec<RawFilter>,
+    pub sort: Vec<RawSort>,
+}
+
+/// The rows of an export: the view they are read from (one instant of the branch, however
+/// long the file takes to send), the columns, and every matching row in order.
+pub struct ExportSource {
+    pub view: Arc<ReadView>,
+    pub columns: Vec<ColumnDef>,
+    pub rows: Vec<RowId>,
+}
+
+impl std::fmt::Debug for ExportSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExportSource").field("rows", &self.rows.len()).finish_non_exhaustive()
+    }
+}
+
+/// Every row of `view` that `query` matches, in order (blocking: run it on the read pool).
+/// The view's snapshot of the indexes answers; when it lacks one, a fresh engine over a copy
+/// of the view builds its own: an export is one query, not worth an index the actor would
+/// build on its thread and keep up to date.
+pub fn export_rows(view: Arc<ReadView>, query: &ExportQuery) -> ApiResult<ExportSource> {
+    let state = &view.state;
+    let def = state
+        .schema
+        .view(&query.view_id)
+        .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &query.view_id))?;
+    let columns: Vec<ColumnDef> = picked_columns(&state.schema, def, query.column_ids.as_deref())?
+        .into_iter()
+        .cloned()
+        .collect();
+    let filters = bind_filters(state, def, &query.filters)?;
+    let sort = bind_sort(state, def, &query.sort)?;
+    let mut engine = view.query.clone();
+    let mut rows = engine.query(&state.store, &filters, &sort, 0, usize::MAX).rows;
+    if engine.missed() {
+        let mut copy = state.clone();
+        rows = QueryEngine::default().run(&mut copy.store, &filters, &sort, 0, usize::MAX).rows;
+    }
+    Ok(ExportSource { view, columns, rows })
 }
