@@ -228,25 +228,23 @@ pub fn write_utc(out: &mut Vec<u8>, ms: i64, zone: &[u8]) -> bool {
     let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
     let month = if shifted_month < 10 { shifted_month + 3 } else { shifted_month - 9 };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
-    let digits = |out: &mut Vec<u8>, value: i64, width: u32| {
-        for place in (0..width).rev() {
-            out.push(b'0' + (value / 10_i64.pow(place) % 10) as u8);
-        }
+    // Written into a fixed buffer (no capacity check per digit), two digits at a time.
+    let mut text = *b"0000-00-00T00:00:00.000";
+    let two = |text: &mut [u8; 23], at: usize, value: i64| {
+        text[at] = b'0' + (value / 10) as u8;
+        text[at + 1] = b'0' + (value % 10) as u8;
     };
-    out.reserve(23 + zone.len());
-    digits(out, year, 4);
-    out.push(b'-');
-    digits(out, month, 2);
-    out.push(b'-');
-    digits(out, day, 2);
-    out.push(b'T');
-    digits(out, in_day / 3_600_000, 2);
-    out.push(b':');
-    digits(out, in_day / 60_000 % 60, 2);
-    out.push(b':');
-    digits(out, in_day / 1000 % 60, 2);
-    out.push(b'.');
-    digits(out, in_day % 1000, 3);
+    two(&mut text, 0, year / 100);
+    two(&mut text, 2, year % 100);
+    two(&mut text, 5, month);
+    two(&mut text, 8, day);
+    two(&mut text, 11, in_day / 3_600_000);
+    two(&mut text, 14, in_day / 60_000 % 60);
+    two(&mut text, 17, in_day / 1000 % 60);
+    two(&mut text, 20, in_day % 1000 / 10);
+    text[22] = b'0' + (in_day % 10) as u8;
+    out.reserve(text.len() + zone.len());
+    out.extend_from_slice(&text);
     out.extend_from_slice(zone);
     true
 }

@@ -9,7 +9,7 @@ use super::codec::{format_datetime, format_timestamp, write_utc};
 use super::formula::typed_value;
 use super::ops::GridState;
 use super::schema::{ColumnDef, ColumnType};
-use super::store::{CellRef, RowId};
+use super::store::{json_escaped, needs_json_escape, CellRef, RowId};
 use super::value::CellValue;
 
 /// Records rendered to JSON (`GridState::render_rows`): an array of them.
@@ -99,9 +99,9 @@ impl GridState {
     fn render_row(&self, out: &mut Vec<u8>, shown: &[Shown<'_>], row: RowId) {
         let store = &self.store;
         out.extend_from_slice(b"{\"id\":");
-        write_str(out, store.id(row));
+        write_stored(out, store.id_for_json(row));
         out.extend_from_slice(b",\"path\":");
-        write_str(out, store.path(row));
+        write_stored(out, store.path_for_json(row));
         out.extend_from_slice(b",\"cells\":[");
         for (at, column) in shown.iter().enumerate() {
             if at > 0 {
@@ -118,7 +118,10 @@ impl GridState {
                 Some(formula) => {
                     write_value(out, column_type, &typed_value(&store.value(row, slot), formula))
                 }
-                None => write_ref(out, column_type, store.value_ref(row, slot)),
+                None => {
+                    let (value, escapes) = store.value_ref_for_json(row, slot);
+                    write_ref(out, column_type, value, escapes)
+                }
             }
             if column.column.is_language() {
                 out.extend_from_slice(b",\"dependencyStatus\":\"");
@@ -133,7 +136,7 @@ impl GridState {
             out.push(b'}');
         }
         out.extend_from_slice(b"],\"lastModifiedBy\":");
-        write_str(out, store.modified_by(row));
+        write_stored(out, store.modified_by_for_json(row));
         out.extend_from_slice(b",\"lastModifiedTime\":");
         write_time(out, store.modified_time(row), b"+00:00");
         out.push(b'}');
@@ -170,25 +173,45 @@ fn write_number(out: &mut Vec<u8>, n: f64) {
     }
 }
 
-fn write_list<'a>(out: &mut Vec<u8>, items: impl Iterator<Item = &'a str>) {
+fn write_list<'a>(out: &mut Vec<u8>, items: impl Iterator<Item = &'a str>, escapes: bool) {
     out.push(b'[');
     for (at, item) in items.enumerate() {
         if at > 0 {
             out.push(b',');
         }
-        write_str(out, item);
+        write_text(out, item, escapes);
     }
     out.push(b']');
 }
 
-fn write_ref(out: &mut Vec<u8>, column_type: ColumnType, value: CellRef<'_>) {
+/// `value` of a column of `column_type`; its text escaped only when `escapes` (the store
+/// checked its chunk's values as they were stored).
+fn write_ref(out: &mut Vec<u8>, column_type: ColumnType, value: CellRef<'_>, escapes: bool) {
     match value {
         CellRef::Empty => write_empty(out, column_type),
-        CellRef::Text(text) => write_str(out, text),
+        CellRef::Text(text) => write_text(out, text, escapes),
         CellRef::Number(n) => write_number(out, n),
         CellRef::Boolean(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
         CellRef::Datetime(ms) => write_time(out, ms, b"Z"),
-        CellRef::List(items) => write_list(out, items),
+        CellRef::List(items) => write_list(out, items, escapes),
+    }
+}
+
+/// A stored string and whether it may need escaping (`ColumnStore::id_for_json`).
+fn write_stored(out: &mut Vec<u8>, (text, escapes): (&str, bool)) {
+    write_text(out, text, escapes);
+}
+
+/// `text` as a JSON string: copied as it is when the store knows it needs no escaping.
+#[inline]
+fn write_text(out: &mut Vec<u8>, text: &str, escapes: bool) {
+    if escapes {
+        write_str(out, text);
+    } else {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
     }
 }
 
@@ -199,25 +222,8 @@ fn write_value(out: &mut Vec<u8>, column_type: ColumnType, value: &CellValue) {
         CellValue::Number(n) => write_number(out, *n),
         CellValue::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         CellValue::Datetime(ms) => write_str(out, &format_datetime(*ms)),
-        CellValue::List(items) => write_list(out, items.iter().map(String::as_str)),
+        CellValue::List(items) => write_list(out, items.iter().map(String::as_str), true),
     }
-}
-
-/// Whether JSON escapes `byte` (as serde_json does: quote, backslash, control characters).
-#[inline]
-fn escaped(byte: u8) -> bool {
-    byte < 0x20 || byte == b'"' || byte == b'\\'
-}
-
-/// Whether any byte of `text` is escaped; 16 bytes at a time without a branch per byte.
-fn needs_escape(text: &[u8]) -> bool {
-    let mut chunks = text.chunks_exact(16);
-    for chunk in &mut chunks {
-        if chunk.iter().fold(false, |any, &b| any | escaped(b)) {
-            return true;
-        }
-    }
-    chunks.remainder().iter().any(|&b| escaped(b))
 }
 
 /// A time as a JSON string, as `format_datetime` (zone `Z`) or `format_timestamp` (`+00:00`)
@@ -238,7 +244,7 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    if !needs_escape(bytes) {
+    if !needs_json_escape(text) {
         out.extend_from_slice(bytes);
         out.push(b'"');
         return;
@@ -246,7 +252,7 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut start = 0;
     for (at, &byte) in bytes.iter().enumerate() {
-        if !escaped(byte) {
+        if !json_escaped(byte) {
             continue;
         }
         out.extend_from_slice(&bytes[start..at]);

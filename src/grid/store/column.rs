@@ -195,6 +195,16 @@ impl Cells {
         }
     }
 
+    /// Whether a text or list cell of this chunk may need JSON escaping (false for other kinds:
+    /// numbers, booleans and times are written without). See `TextChunk::escapes`.
+    #[inline]
+    fn escapes(&self) -> bool {
+        match self {
+            Cells::Text(cells) | Cells::List(cells) => cells.escapes(),
+            Cells::Number(_) | Cells::Boolean(_) | Cells::Datetime(_) => false,
+        }
+    }
+
     /// The cell at `at`.
     #[inline]
     fn get(&self, at: usize) -> CellRef<'_> {
@@ -580,6 +590,13 @@ impl Column {
     pub(super) fn get(&self, row: usize) -> CellRef<'_> {
         let (chunk, at) = self.chunks.chunk(row);
         chunk.cells.get(at)
+    }
+
+    /// The cell at `row` and whether its text may need JSON escaping (`Cells::escapes`).
+    #[inline]
+    pub(super) fn get_for_json(&self, row: usize) -> (CellRef<'_>, bool) {
+        let (chunk, at) = self.chunks.chunk(row);
+        (chunk.cells.get(at), chunk.cells.escapes())
     }
 
     /// The physical rows (live or not) whose cell satisfies `keep`, chunk by chunk.

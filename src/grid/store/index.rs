@@ -189,6 +189,13 @@ impl Interner {
         self.names.get(number as usize).expect("interned names are never absent")
     }
 
+    /// The name numbered `number` and whether it may need JSON escaping.
+    #[inline]
+    pub(super) fn name_for_json(&self, number: u32) -> (&str, bool) {
+        let (name, escapes) = self.names.get_for_json(number as usize);
+        (name.expect("interned names are never absent"), escapes)
+    }
+
     /// How many names are interned.
     pub(super) fn len(&self) -> usize {
         self.names.len()

@@ -40,7 +40,7 @@ use roaring::RoaringBitmap;
 pub use self::chunked::ChunkHandle;
 pub use self::column::{arena_cost, CellRef, ColumnBuilder, KindMismatch, LoadCell};
 pub use self::scan::{Changes, RowBits};
-pub use self::text::ListRef;
+pub use self::text::{json_escaped, needs_json_escape, ListRef};
 
 /// One chunk of a text column as stored: an arena holding the inline values in the order they
 /// were written, with garbage between them, and where each row's value lies.
@@ -517,6 +517,29 @@ impl ColumnStore {
     /// The path of `row` (may be empty).
     pub fn path(&self, row: RowId) -> &str {
         self.path_names.name(self.paths.get(row.at()))
+    }
+
+    /// `id`, `path`, `modified_by` and `value_ref` for a JSON writer: each with whether its
+    /// text may need escaping (false when no value stored beside it in its chunk has a byte
+    /// JSON escapes; checked once, as values are stored).
+    pub fn id_for_json(&self, row: RowId) -> (&str, bool) {
+        let (id, escapes) = self.ids.get_for_json(row.at());
+        (id.expect("every row has an id"), escapes)
+    }
+
+    /// See `id_for_json`.
+    pub fn path_for_json(&self, row: RowId) -> (&str, bool) {
+        self.path_names.name_for_json(self.paths.get(row.at()))
+    }
+
+    /// See `id_for_json`.
+    pub fn modified_by_for_json(&self, row: RowId) -> (&str, bool) {
+        self.user_names.name_for_json(self.editors.get(row.at()))
+    }
+
+    /// See `id_for_json`.
+    pub fn value_ref_for_json(&self, row: RowId, slot: ColumnSlot) -> (CellRef<'_>, bool) {
+        self.column(slot).get_for_json(row.at())
     }
 
     /// When `row` was last modified, in milliseconds since the Unix epoch.

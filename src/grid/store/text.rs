@@ -82,6 +82,10 @@ pub(super) struct TextChunk {
     rows: Rows,
     spill: Vec<Box<str>>,
     garbage: usize,
+    /// Whether a value stored here since the arena was last rewritten has a byte JSON escapes
+    /// (`needs_json_escape`): checked once per value as it is stored, so that a JSON writer
+    /// copies the values of a chunk without it as they are.
+    escapes: bool,
 }
 
 impl Default for TextChunk {
@@ -91,6 +95,7 @@ impl Default for TextChunk {
             rows: Rows::Ends(Vec::new()),
             spill: Vec::new(),
             garbage: 0,
+            escapes: false,
         }
     }
 }
@@ -148,6 +153,13 @@ impl TextChunk {
         }
     }
 
+    /// Whether a value of this chunk may need JSON escaping (false: none does). See
+    /// `TextChunk::escapes`.
+    #[inline]
+    pub(super) fn escapes(&self) -> bool {
+        self.escapes
+    }
+
     /// The arena: every inline value followed by `\n`, in the order written, with garbage
     /// (values replaced since, each followed by `\n` too) between them.
     pub(super) fn arena(&self) -> &str {
@@ -191,6 +203,7 @@ impl TextChunk {
         let Some(value) = value else {
             return Span::EMPTY;
         };
+        self.escapes |= needs_json_escape(value);
         if value.len() > INLINE_MAX {
             let off = u32::try_from(self.spill.len()).expect("a chunk has fewer than 2^32 rows");
             self.spill.push(value.into());
@@ -252,6 +265,7 @@ impl TextChunk {
         let old = self.spans_mut()[at];
         if old.len == SPILLED_LEN {
             if let Some(big) = value.filter(|v| v.len() > INLINE_MAX) {
+                self.escapes |= needs_json_escape(big);
                 self.spill[old.off as usize] = big.into();
                 return;
             }
@@ -280,18 +294,22 @@ impl TextChunk {
         let mut buf = String::with_capacity(live);
         let mut spill = Vec::new();
         let mut collected = Vec::with_capacity(spans.len());
+        let mut escapes = false;
         for mut span in spans {
             match span.len {
                 EMPTY_LEN => {}
                 SPILLED_LEN => {
                     let value = std::mem::take(&mut self.spill[span.off as usize]);
+                    escapes |= needs_json_escape(&value);
                     span.off = u32::try_from(spill.len()).expect("fewer than 2^32 spill slots");
                     spill.push(value);
                 }
                 len => {
                     let start = span.off as usize;
                     span.off = u32::try_from(buf.len()).expect("live bytes fit the arena");
-                    buf.push_str(&self.buf[start..start + len as usize]);
+                    let value = &self.buf[start..start + len as usize];
+                    escapes |= needs_json_escape(value);
+                    buf.push_str(value);
                     buf.push(SEPARATOR);
                 }
             }
@@ -299,6 +317,7 @@ impl TextChunk {
         }
         self.buf = buf;
         self.garbage = 0;
+        self.escapes = escapes;
         self.rows = if spill.is_empty() {
             let mut end = 0;
             let ends = collected.iter().map(|span| match span.len {
@@ -369,6 +388,13 @@ impl TextColumn {
         chunk.get(at)
     }
 
+    /// The value of `row` and whether it may need JSON escaping (`TextChunk::escapes`).
+    #[inline]
+    pub(super) fn get_for_json(&self, row: usize) -> (Option<&str>, bool) {
+        let (chunk, at) = self.chunks.chunk(row);
+        (chunk.get(at), chunk.escapes())
+    }
+
     /// Replaces the value of `row`, copying its chunk first when shared. The old bytes become
     /// garbage of the row's chunk.
     pub(super) fn set(&mut self, row: usize, value: Option<&str>) {
@@ -392,6 +418,24 @@ impl TextColumn {
     pub(super) fn heap_bytes(&self) -> usize {
         self.chunks.heap_bytes()
     }
+}
+
+/// Whether JSON escapes a byte of `text` (as serde_json does: quote, backslash, control
+/// characters); 16 bytes at a time without a branch per byte.
+pub fn needs_json_escape(text: &str) -> bool {
+    let mut chunks = text.as_bytes().chunks_exact(16);
+    for chunk in &mut chunks {
+        if chunk.iter().fold(false, |any, &b| any | json_escaped(b)) {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| json_escaped(b))
+}
+
+/// Whether JSON escapes `byte`.
+#[inline]
+pub fn json_escaped(byte: u8) -> bool {
+    byte < 0x20 || byte == b'"' || byte == b'\\'
 }
 
 /// Encodes a list cell into `out` as consecutive netstring-like items `<len>:<item>`.
@@ -470,18 +514,21 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Any pushes and replacements (absent, empty, short, spilled values) read back as a
-        /// vector of the same would, whether the chunk holds ends or spans, and the arena
-        /// spans agree with the values.
+        /// Any pushes and replacements (absent, empty, short, spilled values, some with bytes
+        /// JSON escapes) read back as a vector of the same would, whether the chunk holds ends
+        /// or spans, the arena spans agree with the values, and a chunk holding a value that
+        /// needs escaping says so.
         #[test]
         fn a_chunk_reads_as_a_vector_of_its_values(
-            ops in proptest::collection::vec((0usize..CHUNK_ROWS, 0u8..5), 1..60),
+            ops in proptest::collection::vec((0usize..CHUNK_ROWS, 0u8..7), 1..60),
         ) {
             let value = |kind: u8, n: usize| match kind {
                 0 => None,
                 1 => Some(String::new()),
                 2 => Some("x".repeat(n % 7 + 1)),
                 3 => Some("ü".repeat(INLINE_MAX)),
+                4 => Some(format!("say \"{n}\"")),
+                5 => Some(format!("{}\t{n}", "ü".repeat(INLINE_MAX))),
                 _ => Some(format!("row {n} é")),
             };
             let mut chunk = TextChunk::default();
@@ -502,8 +549,36 @@ mod tests {
                         proptest::prop_assert_eq!(Some(&chunk.arena()[range]), expected.as_deref());
                     }
                 }
+                let escaping = model.iter().flatten().any(|v| needs_json_escape(v));
+                proptest::prop_assert!(chunk.escapes() || !escaping);
             }
         }
+    }
+
+    /// A chunk knows whether its values need JSON escaping: not while they are plain, from the
+    /// first quote, spilled or inline, and not again once that value is replaced and the
+    /// garbage holding it collected.
+    #[test]
+    fn a_chunk_knows_whether_its_values_need_json_escaping() {
+        let mut chunk = TextChunk::default();
+        chunk.push(Some("plain"));
+        chunk.push(Some(&"ü".repeat(INLINE_MAX)));
+        assert!(!chunk.escapes());
+        chunk.set(1, Some(&format!("{}\\", "ü".repeat(INLINE_MAX))));
+        assert!(chunk.escapes(), "a spilled value replaced in its slot");
+        let mut chunk = TextChunk::default();
+        chunk.push(Some("line\nbreak"));
+        assert!(chunk.escapes());
+        for round in 0..10 {
+            chunk.set(0, Some(&format!("plain again, round {round}")));
+        }
+        assert!(!chunk.escapes(), "the escaped value went with the garbage collected since");
+        assert_eq!(chunk.get(0), Some("plain again, round 9"));
+        assert!(
+            needs_json_escape("\u{1f}")
+                && needs_json_escape("a\"b")
+                && !needs_json_escape("ü\u{7f}")
+        );
     }
 
     #[test]
