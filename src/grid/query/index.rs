@@ -156,6 +156,9 @@ pub struct OrderedIndex {
     key: SortKey,
     /// Shared with clones; a change copies the block it changes (`Arc::make_mut`).
     blocks: Vec<Arc<Vec<u32>>>,
+    /// The length of each block, by id: read where every block's would be (`recount`, which
+    /// an update runs), without a pointer chase per block.
+    sizes: Vec<u32>,
     /// Block ids in key order.
     order: Vec<u32>,
     /// Position of the first row of each block of `order`, plus the total at the end.
@@ -180,6 +183,7 @@ impl OrderedIndex {
         let mut index = OrderedIndex {
             key,
             blocks: Vec::new(),
+            sizes: Vec::new(),
             order: Vec::new(),
             starts: Vec::new(),
             block_of: CowVec::filled(NONE, store.rows()),
@@ -192,6 +196,7 @@ impl OrderedIndex {
                 index.block_of.set(row as usize, id);
             }
             index.blocks.push(Arc::new(chunk.to_vec()));
+            index.sizes.push(chunk.len() as u32);
             index.order.push(id);
         }
         index.recount();
@@ -209,11 +214,15 @@ impl OrderedIndex {
     }
 
     fn recount(&mut self) {
+        debug_assert!(
+            self.blocks.iter().zip(&self.sizes).all(|(b, &n)| b.len() == n as usize),
+            "a block's size is kept with it"
+        );
         self.starts.clear();
         let mut at = 0;
         for &id in &self.order {
             self.starts.push(at);
-            at += self.blocks[id as usize].len();
+            at += self.sizes[id as usize] as usize;
         }
         self.starts.push(at);
     }
@@ -229,22 +238,28 @@ impl OrderedIndex {
         if self.block_of.len() < store.rows() {
             self.block_of.resize(store.rows(), NONE);
         }
+        let mut emptied = Vec::new();
         for &row in touched {
             let id = self.block_of.get(row as usize).unwrap_or(NONE);
             if id == NONE {
                 continue;
             }
             if let Some(at) = self.blocks[id as usize].iter().position(|&r| r == row) {
-                Arc::make_mut(&mut self.blocks[id as usize]).remove(at);
+                let block = Arc::make_mut(&mut self.blocks[id as usize]);
+                block.remove(at);
+                self.sizes[id as usize] = block.len() as u32;
+                if block.is_empty() {
+                    emptied.push(id);
+                }
             }
             self.block_of.set(row as usize, NONE);
             self.members.remove(row);
         }
-        let blocks = &self.blocks;
-        let emptied: Vec<u32> =
-            self.order.iter().copied().filter(|&id| blocks[id as usize].is_empty()).collect();
-        self.order.retain(|&id| !blocks[id as usize].is_empty());
-        self.free.extend(emptied);
+        if !emptied.is_empty() {
+            let sizes = &self.sizes;
+            self.order.retain(|&id| sizes[id as usize] > 0);
+            self.free.extend(emptied);
+        }
         for &row in touched {
             let id = RowId::from_raw(row);
             if (row as usize) < store.rows()
@@ -275,10 +290,12 @@ impl OrderedIndex {
         let block = Arc::make_mut(&mut self.blocks[id as usize]);
         let at = block.partition_point(|&r| cmp_rows(store, key, r, row).is_lt());
         block.insert(at, row);
+        self.sizes[id as usize] = block.len() as u32;
         self.block_of.set(row as usize, id);
         self.members.insert(row);
         if block.len() > BLOCK_MAX {
             let upper = block.split_off(block.len() / 2);
+            self.sizes[id as usize] = block.len() as u32;
             let new_id = self.new_block(upper);
             let moved = self.blocks[new_id as usize].clone();
             for &row in moved.iter() {
@@ -289,13 +306,16 @@ impl OrderedIndex {
     }
 
     fn new_block(&mut self, rows: Vec<u32>) -> u32 {
+        let size = rows.len() as u32;
         match self.free.pop() {
             Some(id) => {
                 self.blocks[id as usize] = Arc::new(rows);
+                self.sizes[id as usize] = size;
                 id
             }
             None => {
                 self.blocks.push(Arc::new(rows));
+                self.sizes.push(size);
                 (self.blocks.len() - 1) as u32
             }
         }
@@ -387,6 +407,7 @@ impl OrderedIndex {
     /// Bytes held on the heap (approximate).
     pub fn heap_bytes(&self) -> usize {
         self.blocks.iter().map(|b| b.capacity() * 4).sum::<usize>()
+            + self.sizes.capacity() * 4
             + self.block_of.heap_bytes()
             + self.members.serialized_size()
     }
