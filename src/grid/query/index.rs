@@ -290,12 +290,10 @@ impl OrderedIndex {
         let block = Arc::make_mut(&mut self.blocks[id as usize]);
         let at = block.partition_point(|&r| cmp_rows(store, key, r, row).is_lt());
         block.insert(at, row);
-        self.sizes[id as usize] = block.len() as u32;
         self.block_of.set(row as usize, id);
         self.members.insert(row);
         if block.len() > BLOCK_MAX {
             let upper = block.split_off(block.len() / 2);
-            self.sizes[id as usize] = block.len() as u32;
             let new_id = self.new_block(upper);
             let moved = self.blocks[new_id as usize].clone();
             for &row in moved.iter() {
@@ -303,6 +301,7 @@ impl OrderedIndex {
             }
             self.order.insert(at_order + 1, new_id);
         }
+        self.sizes[id as usize] = self.blocks[id as usize].len() as u32;
     }
 
     fn new_block(&mut self, rows: Vec<u32>) -> u32 {
@@ -739,7 +738,56 @@ impl ArenaOrder {
 mod tests {
     use proptest::prelude::*;
 
-    use super::CowVec;
+    use super::{cmp_rows, CowVec, OrderedIndex, SortKey, Target};
+    use crate::grid::store::{ColumnStore, RecordIdentity, RowId};
+
+    /// The index lists exactly the live rows, in key order, from any position.
+    fn assert_lists_live_rows_in_order(store: &ColumnStore, index: &OrderedIndex) {
+        let mut expected: Vec<u32> = store.live_rows().map(RowId::get).collect();
+        expected.sort_by(|&a, &b| cmp_rows(store, index.key, a, b));
+        assert_eq!(index.len(), expected.len());
+        for from in [0, 1, 511, 512, 1000, expected.len() / 2, expected.len() - 1] {
+            let listed: Vec<u32> = index.iter_from(from).collect();
+            assert_eq!(listed, expected[from..], "listed from position {from}");
+        }
+    }
+
+    /// Deletes that empty a whole block drop it from the order and free its id; inserts that
+    /// overfill a block split it into the freed id. The sizes kept per block follow every step
+    /// (`recount` asserts them in debug builds; the listings depend on them).
+    #[test]
+    fn an_ordered_index_follows_emptied_and_split_blocks() {
+        let mut store = ColumnStore::new(RecordIdentity::RecordId);
+        for i in 0..3000 {
+            store.insert(&format!("k{i:05}"), "", 0, "alice");
+        }
+        let key = SortKey { target: Target::RecordId, descending: false };
+        let mut index = OrderedIndex::build(&store, key);
+        assert_lists_live_rows_in_order(&store, &index);
+
+        // The second built block (rows 512..1024) whole, and part of another.
+        let gone: Vec<u32> = (512..1024).chain(2000..2100).collect();
+        for &row in &gone {
+            store.delete(RowId::from_raw(row));
+        }
+        index.update(&store, &gone);
+        assert_eq!(index.free.len(), 1, "the emptied block's id is free");
+        assert_lists_live_rows_in_order(&store, &index);
+
+        // Ids sorting between k00100 and k00101 all land in the first block (512 rows): 100
+        // of them grow it, then 413 more overfill it with the last one, so the split is the
+        // update's last change.
+        let add = |store: &mut ColumnStore, ids: std::ops::Range<usize>| -> Vec<u32> {
+            ids.map(|i| store.insert(&format!("k00100x{i:04}"), "", 0, "bob").get()).collect()
+        };
+        let grown = add(&mut store, 0..100);
+        index.update(&store, &grown);
+        assert_lists_live_rows_in_order(&store, &index);
+        let overfilled = add(&mut store, 100..513);
+        index.update(&store, &overfilled);
+        assert!(index.free.is_empty(), "a split took the freed id");
+        assert_lists_live_rows_in_order(&store, &index);
+    }
 
     proptest! {
         /// A `CowVec` reads as a `Vec` given the same writes, and a clone taken midway keeps
