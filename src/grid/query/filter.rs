@@ -10,6 +10,7 @@ use regex::{Regex, RegexBuilder};
 use regex_syntax::hir::{Hir, HirKind, Look};
 use serde_json::Value;
 
+use super::arena_regex::ArenaRegex;
 use super::parse::{Op, RawFilter, RawSort};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::codec::parse_datetime;
@@ -194,7 +195,7 @@ pub struct Pattern {
     /// the whole text) the pattern without its assertions (removing one only widens what
     /// matches). Either matches inside every value that has a match (plus in some that have
     /// not, which `regex` rejects). `None` when it cannot be built.
-    pub search: Option<Regex>,
+    pub search: Option<ArenaRegex>,
 }
 
 impl Pred {
@@ -564,27 +565,24 @@ fn compile_regex(pattern: &str, label: &str) -> ApiResult<Pattern> {
     if pattern.len() > REGEX_MAX_LEN {
         return Err(refuse(format!("it is longer than {REGEX_MAX_LEN} bytes")));
     }
-    let build = |multi_line: bool| {
+    let build = || {
         RegexBuilder::new(pattern)
-            .multi_line(multi_line)
             .size_limit(REGEX_SIZE_LIMIT)
             .dfa_size_limit(REGEX_SIZE_LIMIT)
             .nest_limit(64)
             .build()
             .map_err(|e| refuse(e.to_string().lines().last().unwrap_or_default().trim().to_owned()))
     };
-    let regex = build(false)?;
+    let regex = build()?;
     let hir = regex_syntax::ParserBuilder::new().multi_line(true).build().parse(pattern).ok();
     let search = hir.and_then(|hir| {
         let looks = hir.properties().look_set();
-        if !looks.contains(Look::Start) && !looks.contains(Look::End) {
-            return build(true).ok();
-        }
-        RegexBuilder::new(&without_assertions(hir).to_string())
-            .size_limit(REGEX_SIZE_LIMIT)
-            .dfa_size_limit(REGEX_SIZE_LIMIT)
-            .build()
-            .ok()
+        let hir = if looks.contains(Look::Start) || looks.contains(Look::End) {
+            without_assertions(hir)
+        } else {
+            hir
+        };
+        ArenaRegex::new(&hir, REGEX_SIZE_LIMIT)
     });
     Ok(Pattern { regex, search })
 }

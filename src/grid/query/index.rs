@@ -25,6 +25,7 @@ use std::sync::Arc;
 use regex::Regex;
 use roaring::RoaringBitmap;
 
+use super::arena_regex::{ArenaRegex, ArenaSearcher, GaveUp};
 use super::filter::{cmp_key, fold_case, SortKey, Target, Val};
 use super::fold::ContainsSearch;
 use crate::grid::store::{CellRef, ColumnSlot, ColumnStore, RowBits, RowId};
@@ -518,14 +519,24 @@ pub fn text_rows(
 /// (scoped threads; the calling thread takes the first share), so a scan of a large column uses
 /// the machine's memory bandwidth rather than one core's.
 fn scan_chunks(chunks: usize, scan: impl Fn(usize, u32, &mut RowBits) + Sync) -> RoaringBitmap {
+    scan_chunks_with(chunks, || (), |(), i, base, bits| scan(i, base, bits))
+}
+
+/// `scan_chunks` with a state each thread makes with `state` and passes to each of its scans
+/// (a search's cache).
+fn scan_chunks_with<S>(
+    chunks: usize,
+    state: impl Fn() -> S + Sync,
+    scan: impl Fn(&mut S, usize, u32, &mut RowBits) + Sync,
+) -> RoaringBitmap {
     let chunk_rows = ColumnStore::chunk_rows();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let workers = cores.min(chunks * chunk_rows / SCAN_ROWS_PER_THREAD).max(1);
     let per = chunks.div_ceil(workers).max(1);
     let run = |group: usize| {
-        let mut bits = RowBits::default();
+        let (mut own, mut bits) = (state(), RowBits::default());
         for i in (group * per..chunks).take(per) {
-            scan(i, (i * chunk_rows) as u32, &mut bits);
+            scan(&mut own, i, (i * chunk_rows) as u32, &mut bits);
         }
         bits.finish()
     };
@@ -634,11 +645,17 @@ impl ArenaOrder {
     /// arena once, and the row holding the earliest end of a match at or after
     /// the search point is confirmed with `regex`; the search goes on after that row. A row
     /// with a match of its own ends no earlier than that earliest end, so none is skipped.
+    /// When the search gives up, the chunk's rows from there on are tested one by one.
     /// Values outside the arenas are tested one by one, and absent or empty ones when `regex`
     /// matches the empty text.
-    pub fn regex_rows(&self, store: &ColumnStore, regex: &Regex, search: &Regex) -> RoaringBitmap {
+    pub fn regex_rows(
+        &self,
+        store: &ColumnStore,
+        regex: &Regex,
+        search: &ArenaRegex,
+    ) -> RoaringBitmap {
         let empty_matches = regex.is_match("");
-        scan_chunks(self.chunks.len(), |i, base, bits| {
+        let scan = |searcher: &mut ArenaSearcher<'_>, i: usize, base: u32, bits: &mut RowBits| {
             let (Some(chunk), Some(arena)) = (self.chunks.get(i), store.text_arena(self.slot, i))
             else {
                 return;
@@ -647,7 +664,18 @@ impl ArenaOrder {
             let span = |k: usize| arena.span(chunk.order[k] as usize).unwrap_or(0..0);
             let (mut from, mut k) = (0usize, 0usize);
             while from < text.len() && k < chunk.order.len() {
-                let Some(end) = search.shortest_match_at(text, from) else { break };
+                let end = match searcher.shortest_end(text, from) {
+                    Ok(Some(end)) => end,
+                    Ok(None) => break,
+                    Err(GaveUp) => {
+                        for k in k..chunk.order.len() {
+                            if regex.is_match(&text[span(k)]) {
+                                bits.insert(base + u32::from(chunk.order[k]));
+                            }
+                        }
+                        break;
+                    }
+                };
                 // The first row (in arena order) ending at or past the match's end; a match of
                 // no bytes at `from` names the row starting there.
                 let target = end.max(from + 1);
@@ -674,7 +702,8 @@ impl ArenaOrder {
             for at in extra {
                 bits.insert(base + u32::from(at));
             }
-        })
+        };
+        scan_chunks_with(self.chunks.len(), || search.searcher(), scan)
     }
 
     /// Physical rows whose text contains `needle` (folded, not empty), found by `search` in

@@ -65,6 +65,7 @@
 //! very large change). Cursor pages (`cursor`) start at the cursor record's place in the
 //! listing's order: a bitmap range on an unsorted listing, the ordered index otherwise.
 
+mod arena_regex;
 mod cursor;
 mod engine;
 mod filter;

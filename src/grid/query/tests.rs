@@ -36,7 +36,7 @@ const NUMBERS: [f64; 6] = [-2.5, 0.0, 1.0, 1.0, 7.25, 1e6];
 const DATES: [&str; 5] = ["2025-01-01", "2025-06-30", "2026-01-31", "2026-01-31", "2027-12-24"];
 const USERS: [&str; 3] = ["alice", "Bob", "carol"];
 const PATHS: [&str; 3] = ["", "ui/menu", "UI/hud"];
-const PATTERNS: [&str; 12] = [
+const PATTERNS: [&str; 13] = [
     "^a",
     "(?i)APPLE",
     "e$",
@@ -51,6 +51,9 @@ const PATTERNS: [&str; 12] = [
     // Runs on past one value into the next in an arena.
     "p.*e",
     "^$",
+    // Unicode word boundaries: the arena search gives up at a candidate next to a non-ASCII
+    // byte (`ber` in `über`).
+    r"\bber\b|\bpie\b",
 ];
 
 fn column(id: &str, column_type: ColumnType) -> ColumnDef {
@@ -550,6 +553,32 @@ impl World {
         );
         Ok(())
     }
+}
+
+/// A search that gives up in an arena (a Unicode word boundary next to `ü`) leaves the rest of
+/// the chunk to be tested value by value: every `pie` after it is found.
+#[test]
+fn a_regexp_whose_arena_search_gives_up_tests_the_rest_one_by_one() {
+    let mut world = World {
+        state: GridState::new(VIEW, columns(), RecordIdentity::RecordId),
+        engine: QueryEngine::default(),
+        view: None,
+        next_id: 0,
+        clock: 0,
+    };
+    // Text picks: "Ärger über", "pie", "İstanbul pie", "Apple pie", "pie".
+    let records = [4, 8, 12, 2, 8].map(|t| vec![t, 1, 1, 1, 1, 1, 1]).to_vec();
+    world.apply(&Step::Add(records)).expect("added");
+    let field = FIELDS.iter().position(|&f| f == "t").expect("the text field");
+    let op = ops_of("t").iter().position(|&op| op == Op::Regexp).expect("regexp");
+    let pattern = r"\bber\b|\bpie\b";
+    let pick = PATTERNS.iter().position(|&p| p == pattern).expect("the pattern");
+    world.check(&[(field, op, pick)], &[], 0, 100).expect("the rows of a plain scan");
+    let view = world.state.schema.view(VIEW).expect("the view").clone();
+    let raw = RawFilter { field: "t".into(), op: Op::Regexp, value: json!(pattern) };
+    let bound = bind_filters(&world.state, &view, &[raw]).expect("a valid filter");
+    let page = world.engine.run(&mut world.state.store, &bound, &[], 0, 100);
+    assert_eq!(page.total, 4);
 }
 
 proptest! {
