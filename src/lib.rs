@@ -15,6 +15,7 @@ pub mod io;
 pub mod metrics;
 pub mod persist;
 pub mod state;
+pub mod worker_memory;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
@@ -340,6 +341,7 @@ impl Application {
         let max_json = config.max_json_bytes;
         let body_timeout = Duration::from_millis(config.body_timeout_ms);
         let server = HttpServer::new(move || {
+            worker_memory::start_on_this_worker();
             let (app, _) = App::new().into_utoipa_app().configure(api::configure).split_for_parts();
             app.app_data(web::Data::new(state.clone()))
                 .app_data(api::errors::json_config(max_json))

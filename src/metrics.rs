@@ -153,6 +153,7 @@ where
     B: MessageBody,
 {
     let started = Instant::now();
+    crate::worker_memory::note_request(started);
     let state = req.app_data::<web::Data<crate::state::AppState>>().cloned();
     let method = req.method().to_string();
     let path = req.path().to_owned();

@@ -198,7 +198,13 @@ impl GridActor {
             let synced = durability.wal.sync_now().map_err(|e| format!("WAL sync: {e}"))?;
             synced.await.map_err(|e| format!("WAL sync: {e}"))?;
             let written = tokio::task::spawn_blocking(move || {
-                durability.write_snapshot(&branch, lsn, &state).map_err(|failure| {
+                let written = durability.write_snapshot(&branch, lsn, &state);
+                // The image's buffers and the copy's own chunks were this thread's: give them
+                // back to the OS now rather than when the thread next allocates (it may sleep
+                // first). 1.5-23 ms after the snapshots of a 1M-record load.
+                drop(state);
+                alloc_release::release_freed();
+                written.map_err(|failure| {
                     match &failure {
                         SnapshotFailure::Postponed { .. } => {
                             tracing::warn!(lsn, reason = %failure, "snapshot postponed")
