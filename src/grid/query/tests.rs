@@ -361,6 +361,17 @@ struct World {
 }
 
 impl World {
+    /// An empty grid of the test's columns.
+    fn new() -> Self {
+        World {
+            state: GridState::new(VIEW, columns(), RecordIdentity::RecordId),
+            engine: QueryEngine::default(),
+            view: None,
+            next_id: 0,
+            clock: 0,
+        }
+    }
+
     fn live_ids(&self) -> Vec<String> {
         self.state.store.live_rows().map(|r| self.state.store.id(r).to_owned()).collect()
     }
@@ -559,13 +570,7 @@ impl World {
 /// the chunk to be tested value by value: every `pie` after it is found.
 #[test]
 fn a_regexp_whose_arena_search_gives_up_tests_the_rest_one_by_one() {
-    let mut world = World {
-        state: GridState::new(VIEW, columns(), RecordIdentity::RecordId),
-        engine: QueryEngine::default(),
-        view: None,
-        next_id: 0,
-        clock: 0,
-    };
+    let mut world = World::new();
     // Text picks: "Ärger über", "pie", "İstanbul pie", "Apple pie", "pie".
     let records = [4, 8, 12, 2, 8].map(|t| vec![t, 1, 1, 1, 1, 1, 1]).to_vec();
     world.apply(&Step::Add(records)).expect("added");
@@ -586,13 +591,7 @@ proptest! {
 
     #[test]
     fn engine_equals_a_plain_scan_and_sort(steps in prop::collection::vec(step(), 1..60)) {
-        let mut world = World {
-            state: GridState::new(VIEW, columns(), RecordIdentity::RecordId),
-            engine: QueryEngine::default(),
-            view: None,
-            next_id: 0,
-            clock: 0,
-        };
+        let mut world = World::new();
         for step in &steps {
             world.apply(step)?;
         }
