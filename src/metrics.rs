@@ -153,13 +153,14 @@ where
     B: MessageBody,
 {
     let started = Instant::now();
-    crate::worker_memory::note_request(started);
     let state = req.app_data::<web::Data<crate::state::AppState>>().cloned();
     let method = req.method().to_string();
     let path = req.path().to_owned();
     let fut = srv.call(req);
     async move {
         let result = fut.await;
+        // Still on the worker the request came to (actix runs it there).
+        crate::worker_memory::note_served(Instant::now());
         if let Some(state) = state {
             let (route, status) = match &result {
                 Ok(res) => (res.request().match_pattern(), res.status()),

@@ -4,11 +4,12 @@
 //! again. An HTTP worker that parsed a bulk load's bodies (their records are freed on the grid
 //! actor's thread and come back to the worker's pages) then sleeps on them: after a 1M-record
 //! load over 4 connections about 40 MiB stayed resident that way. Each worker notes when it last
-//! served a request (`note_request`, from the metrics middleware), and a task on the worker
-//! (`start_on_this_worker`, from the app factory, which runs on each worker's thread) gives
-//! that worker's freed memory back (`alloc_release::release_freed`) once it has been quiet for
-//! `QUIET` after serving. A worker that keeps serving is never interrupted by it; an idle one
-//! wakes once per `QUIET` to look.
+//! finished handling a request (`note_served`, from the metrics middleware), and a task on the
+//! worker (`start_on_this_worker`, from the app factory, which runs on each worker's thread)
+//! gives that worker's freed memory back (`alloc_release::release_freed`) once it has finished
+//! none for `QUIET`. A worker busy with short requests never releases; one long request (an
+//! export) may still be streaming when it does, which costs it nothing but the walk. An idle
+//! worker wakes once per `QUIET` to look.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -17,14 +18,14 @@ use std::time::{Duration, Instant};
 const QUIET: Duration = Duration::from_secs(1);
 
 thread_local! {
-    /// When this worker last began a request it has not given memory back since.
+    /// When this worker last finished handling a request, unless it gave memory back since.
     static SERVED_AT: Cell<Option<Instant>> = const { Cell::new(None) };
     /// Whether the release task runs on this worker.
     static WATCHED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Notes that the calling worker began a request at `at`.
-pub fn note_request(at: Instant) {
+/// Notes that the calling worker finished handling a request at `at`.
+pub fn note_served(at: Instant) {
     SERVED_AT.with(|served| served.set(Some(at)));
 }
 
