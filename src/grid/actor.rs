@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix::{
     Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Message, MessageResult,
@@ -52,6 +52,9 @@ pub struct GridActor {
     since_snapshot: Written,
     last_snapshot: Instant,
     snapshot_running: bool,
+    /// After a failed or postponed snapshot: how long the next attempt waits, doubled by each
+    /// failure in a row (`SNAPSHOT_RETRY`), and when it may start.
+    snapshot_retry: Option<(Duration, Instant)>,
     /// The branch this one was copied from, until this branch's first snapshot is stored: till
     /// then recovery rebuilds it from that branch's state at the fork, so that branch holds
     /// back its own snapshots (`Durability::pin`).
@@ -61,6 +64,10 @@ pub struct GridActor {
     /// The view page reads use off this actor (`reads`), withdrawn before every change.
     reads: Arc<reads::ReadViews>,
 }
+
+/// The pause before retrying a failed or postponed snapshot: the first, and the most it grows
+/// to.
+const SNAPSHOT_RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(64));
 
 /// Records and WAL bytes a branch wrote since its last snapshot (`SnapshotPolicy`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -101,6 +108,7 @@ impl GridActor {
             since_snapshot: Written::default(),
             last_snapshot: Instant::now(),
             snapshot_running: false,
+            snapshot_retry: None,
             fork_source: None,
             gate: heavy::Gate::default(),
             reads: Arc::default(),
@@ -120,21 +128,48 @@ impl GridActor {
         self
     }
 
-    /// Starts a snapshot now, unless one is running or this branch is pinned; once stored, a
-    /// fork's source is released.
+    /// Starts a snapshot now, unless one is running, this branch is pinned or a failed one
+    /// waits for its retry. Once stored, a fork's source is released; once it ended, the next
+    /// one is started if writes made meanwhile are due. A failed or postponed one gives back
+    /// what it was to cover and is tried again after a growing pause.
     fn start_snapshot(&mut self, ctx: &mut Context<Self>) {
         if self.snapshot_running || self.durability.is_pinned(&self.branch_id) {
             return;
         }
+        if self.snapshot_retry.is_some_and(|(_, at)| Instant::now() < at) {
+            return;
+        }
+        let covered = self.since_snapshot;
         let fut = self.snapshot_future();
-        ctx.spawn(fut.into_actor(self).map(|written, act, _| {
+        ctx.spawn(fut.into_actor(self).map(move |written, act, ctx| {
             act.snapshot_running = false;
             if written.is_ok() {
+                act.snapshot_retry = None;
                 if let Some(source) = act.fork_source.take() {
                     act.durability.unpin(&source, &act.branch_id);
                 }
+            } else {
+                act.since_snapshot.add(covered.records, covered.bytes);
+                let pause = act
+                    .snapshot_retry
+                    .map_or(SNAPSHOT_RETRY.0, |(pause, _)| (pause * 2).min(SNAPSHOT_RETRY.1));
+                act.snapshot_retry = Some((pause, Instant::now() + pause));
+                ctx.run_later(pause, |act, ctx| act.retry_snapshot(ctx));
+                return;
+            }
+            // Writes that came while this one ran saw it running and did not start another.
+            if act.since_snapshot.is_due(&act.durability.policy) {
+                act.maybe_snapshot(ctx);
             }
         }));
+    }
+
+    /// The retry of a failed or postponed snapshot, while there is something to cover: a
+    /// fork's first snapshot, or writes.
+    fn retry_snapshot(&mut self, ctx: &mut Context<Self>) {
+        if self.fork_source.is_some() || !self.since_snapshot.is_empty() {
+            self.start_snapshot(ctx);
+        }
     }
 
     /// Logs and applies ops; the returned future resolves when they are durable.
