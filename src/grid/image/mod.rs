@@ -2,9 +2,12 @@
 //! statuses, machine-translation flags and cell versions) and history, and the conversions
 //! between it and a live `GridState`.
 //!
-//! Format version 5 (`sections`), the one this build writes: the branch as a sequence of
+//! Format version 6 (`sections`), the one this build writes: the branch as a sequence of
 //! independently archived sections (record parts, column parts, history chunks, a head), so no
-//! archive nears rkyv's 2 GiB limit and a snapshot is streamed to its file a section at a time.
+//! archive nears rkyv's 2 GiB limit and a snapshot is streamed to its file a section at a time;
+//! each column chunk's statuses and versions are a section apart from its cells, so an image
+//! after status changes (a source edit marks every dependent column) borrows the cells.
+//! Format 5 is the same with a column part holding its cells, statuses and versions together.
 //!
 //! Format version 4 (`BranchImage`): format 2's body with its history list left empty, and the
 //! history log as it is held in memory (`history::History`: its chunks, the sealed ones packed
@@ -41,7 +44,7 @@ use super::store::{
 use super::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
 /// The image format this build writes.
-pub const IMAGE_FORMAT_VERSION: u32 = 5;
+pub const IMAGE_FORMAT_VERSION: u32 = 6;
 
 #[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
 pub enum CellImage {

@@ -1,6 +1,6 @@
-//! Format 5: a branch image as a sequence of sections, each its own rkyv archive. No archive
-//! nears rkyv's 2 GiB offset limit whatever the branch's size, a snapshot is encoded and written
-//! one section at a time (its memory is one section, not a copy of the branch), a load
+//! Formats 5 and 6: a branch image as a sequence of sections, each its own rkyv archive. No
+//! archive nears rkyv's 2 GiB offset limit whatever the branch's size, a snapshot is encoded and
+//! written one section at a time (its memory is one section, not a copy of the branch), a load
 //! validates and reads the sections of each column on the thread that builds the column, and
 //! an image can borrow the sections of unchanged chunks from the images before it (its chain).
 //!
@@ -10,17 +10,21 @@
 //! payload of link `k` of the image's chain (link 0 is the base its snapshot header names, link
 //! 1 that image's base, and so on; images written before chains only ever used link 0). The
 //! sections are, in order: the record parts (`RecordsPart`: ids, paths, times, users, stamps
-//! and history heads of live records), each column's parts (`ColumnPart`: its cells of the same
-//! records), the history log's chunks (`HistoryChunkImage`), and last the head (`BranchHead`),
-//! which says how many parts each list has. Parts are cut along the store's chunks (the live rows of one chunk),
-//! further after `PartLimits::rows` records or once their text passes `PartLimits::bytes`. So
-//! the sections of a chunk depend on that chunk alone: every image notes what each chunk's
-//! sections were made from and where they lie (`ImageIndex`: handles on the store's
-//! copy-on-write chunks, the chunk's live count, the image holding the sections), and the next
-//! image whose chunk still has the same contents and live rows (and no compaction renumbered
-//! rows since) points at those sections instead of writing them. So an image writes only what
-//! changed since the image before it. Sealed history chunks never change; the open one and the
-//! head are always written.
+//! and history heads of live records), each column's parts, the history log's chunks
+//! (`HistoryChunkImage`), and last the head (`BranchHead`), which says how many parts each list
+//! has. A column's parts are, in format 6 (written), for each storage chunk with live records:
+//! its statuses and versions (`ColumnMetaPart`, which says how many cell parts follow) and its
+//! cells (`ColumnCellsPart`s); in format 5 (still read), `ColumnPart`s holding all three.
+//! Parts are cut along the store's chunks (the live rows of one chunk), further after
+//! `PartLimits::rows` records or once their text passes `PartLimits::bytes`. So the sections of
+//! a chunk depend on that chunk alone: every image notes what each chunk's sections were made
+//! from and where they lie (`ImageIndex`: handles on the store's copy-on-write chunks, and on
+//! a column chunk's cells apart, the chunk's live count, the image holding the sections), and
+//! the next image whose chunk still has the same contents and live rows (and no compaction
+//! renumbered rows since) points at those sections instead of writing them. So an image writes
+//! only what changed since the image before it; a chunk whose statuses changed but not its
+//! cells (a source edit marks every dependent column) writes its statuses alone. Sealed history
+//! chunks never change; the open one and the head are always written.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -43,7 +47,7 @@ use crate::grid::store::{
 };
 use crate::grid::value::StorageKind;
 
-/// Ends every format 5 payload.
+/// Ends every sectioned payload.
 const MAGIC: [u8; 8] = *b"GRIDSECT";
 
 /// What the last section holds: everything but the records, cells and history chunks, and how
@@ -98,6 +102,25 @@ pub struct ColumnPart {
     pub versions: Vec<u32>,
 }
 
+/// Format 6: the statuses and versions of a column's live records in one storage chunk,
+/// followed in the image by the `cell_parts` sections of their cells (`ColumnCellsPart`). Kept
+/// apart from the cells because they change more often: a source edit marks every dependent
+/// column's status, and an image then rewrites these, not the text.
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct ColumnMetaPart {
+    pub cell_parts: u32,
+    /// Per record: dependency status | source status << 2 | machine-translated << 5.
+    pub statuses: Vec<u8>,
+    pub versions: Vec<u32>,
+}
+
+/// Format 6: a column's cells of consecutive live records (their statuses and versions are in
+/// the `ColumnMetaPart` before them).
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
+pub struct ColumnCellsPart {
+    pub cells: ColumnCells,
+}
+
 /// Where parts are cut.
 #[derive(Debug, Clone, Copy)]
 pub struct PartLimits {
@@ -128,7 +151,10 @@ pub const MAX_LINKS: usize = 128;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum ChunkKey {
     Records(usize),
+    /// A column's chunk: its statuses and versions (which change with its cells too).
     Column(ColumnSlot, usize),
+    /// A column's chunk: its cells alone.
+    Cells(ColumnSlot, usize),
     History(usize),
 }
 
@@ -140,6 +166,10 @@ struct Placed {
     offset: u64,
     len: u64,
 }
+
+/// A section's entry in an image's table: its offset (marked with its link when it lies in the
+/// chain) and its length.
+type TableEntry = (u64, u64);
 
 /// The home of the sections of an image not yet stored.
 const PENDING: u64 = 0;
@@ -274,18 +304,40 @@ impl<'w> SectionWriter<'w> {
         live: u64,
         write: impl FnOnce(&mut Self) -> io::Result<()>,
     ) -> io::Result<u32> {
+        self.chunk_with(key, handles, live, true, write)
+    }
+
+    /// The sections the base holds for `key` and their table entries, when the chunk's
+    /// handles and live rows are what the base's were.
+    fn borrowable(
+        &self,
+        key: ChunkKey,
+        handles: &[ChunkHandle],
+        live: u64,
+    ) -> Option<(Vec<Placed>, Vec<TableEntry>)> {
         let unchanged = self.base.and_then(|base| base.chunks.get(&key)).filter(|b| {
             b.live == live
                 && b.handles.len() == handles.len()
-                && b.handles.iter().zip(&handles).all(|(a, b)| a.same(b))
-        });
+                && b.handles.iter().zip(handles).all(|(a, b)| a.same(b))
+        })?;
         // Every section must lie in an image of the chain (an index made before its image
         // was stored has sections nowhere yet): else the chunk is written again.
-        let entries = unchanged.and_then(|b| {
-            b.sections.iter().map(|&placed| self.link(placed)).collect::<Option<Vec<_>>>()
-        });
-        if let (Some(borrowed), Some(entries)) = (unchanged, entries) {
-            let sections = borrowed.sections.clone();
+        let entries =
+            unchanged.sections.iter().map(|&placed| self.link(placed)).collect::<Option<_>>()?;
+        Some((unchanged.sections.clone(), entries))
+    }
+
+    /// `chunk`, borrowing only if `may_borrow`.
+    fn chunk_with(
+        &mut self,
+        key: ChunkKey,
+        handles: Vec<ChunkHandle>,
+        live: u64,
+        may_borrow: bool,
+        write: impl FnOnce(&mut Self) -> io::Result<()>,
+    ) -> io::Result<u32> {
+        let borrowed = if may_borrow { self.borrowable(key, &handles, live) } else { None };
+        if let Some((sections, entries)) = borrowed {
             for entry in entries {
                 self.table.push(entry);
                 self.borrowed += entry.1;
@@ -367,8 +419,20 @@ where
     Ok(())
 }
 
+/// The lengths of the parts `rows` is cut into by `limits`.
+fn cuts(rows: &[RowId], limits: PartLimits, mut bytes: impl FnMut(RowId) -> usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < rows.len() {
+        let n = cut(&rows[start..], limits, &mut bytes);
+        out.push(n);
+        start += n;
+    }
+    out
+}
+
 impl GridState {
-    /// Writes the branch as a format 5 payload to `out`, one section at a time, cut along the
+    /// Writes the branch as a format 6 payload to `out`, one section at a time, cut along the
     /// store's chunks. With a `base` (the index of the branch's newest stored image, which the
     /// new image's header must name as its base), the sections of chunks not written since are
     /// borrowed from its chain instead of written.
@@ -405,29 +469,48 @@ impl GridState {
             let Some(&slot) = self.slots.get(&column.id) else { continue };
             let mut count = 0u32;
             for (k, &live) in live.iter().enumerate() {
+                if live == 0 {
+                    continue;
+                }
+                let rows: Vec<RowId> = store.live_rows_of_chunk(k).collect();
+                let cells_key = ChunkKey::Cells(slot, k);
+                let cells_handles: Vec<ChunkHandle> =
+                    store.column_cells_handle(slot, k).into_iter().collect();
+                // The cells' parts: borrowed as they were, or cut now; the statuses' section
+                // says how many there are, so it is borrowed only with them.
+                let borrowed = w.borrowable(cells_key, &cells_handles, live).map(|b| b.0.len());
+                let cuts = match borrowed {
+                    Some(_) => Vec::new(),
+                    None => cuts(&rows, limits, |r| cell_bytes(store, r, slot)),
+                };
+                let cell_parts = u32::try_from(borrowed.unwrap_or(cuts.len()))
+                    .map_err(|_| io::Error::other("too many parts in a chunk"))?;
                 let handles = store.column_chunk_handle(slot, k).into_iter().collect();
-                count += w.chunk(ChunkKey::Column(slot, k), handles, live, |w| {
-                    let rows: Vec<RowId> = store.live_rows_of_chunk(k).collect();
-                    parts(
-                        w,
-                        &rows,
-                        limits,
-                        |r| cell_bytes(store, r, slot),
-                        |part| ColumnPart {
-                            cells: column_cells(store, slot, part),
-                            statuses: part
-                                .iter()
-                                .map(|r| {
-                                    pack(
-                                        store.dependency_status(*r, slot),
-                                        store.source_status(*r, slot),
-                                        store.is_mt(*r, slot),
-                                    )
-                                })
-                                .collect(),
-                            versions: part.iter().map(|r| store.version(*r, slot)).collect(),
-                        },
-                    )
+                let key = ChunkKey::Column(slot, k);
+                count += w.chunk_with(key, handles, live, borrowed.is_some(), |w| {
+                    w.section(&ColumnMetaPart {
+                        cell_parts,
+                        statuses: rows
+                            .iter()
+                            .map(|r| {
+                                pack(
+                                    store.dependency_status(*r, slot),
+                                    store.source_status(*r, slot),
+                                    store.is_mt(*r, slot),
+                                )
+                            })
+                            .collect(),
+                        versions: rows.iter().map(|r| store.version(*r, slot)).collect(),
+                    })
+                })?;
+                count += w.chunk(cells_key, cells_handles, live, |w| {
+                    let mut start = 0;
+                    for n in cuts {
+                        let part = &rows[start..start + n];
+                        w.section(&ColumnCellsPart { cells: column_cells(store, slot, part) })?;
+                        start += n;
+                    }
+                    Ok(())
                 })?;
             }
             columns.push(ColumnHead { id: column.id.clone(), parts: count });
@@ -481,7 +564,7 @@ impl GridState {
         w.finish()
     }
 
-    /// The branch as a whole format 5 payload in memory (tests, fixtures; snapshots stream
+    /// The branch as a whole format 6 payload in memory (tests, fixtures; snapshots stream
     /// `write_image` to their file).
     pub fn encode_image(&self, limits: PartLimits) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
@@ -496,7 +579,7 @@ impl GridState {
         GridState::decode_sections(&bytes, &chain)
     }
 
-    /// Rebuilds a branch from a format 5 payload and, for an image that borrows sections, the
+    /// Rebuilds a branch from a format 6 payload and, for an image that borrows sections, the
     /// payloads of its chain (link 0 first), read a section at a time (a snapshot file's: the
     /// load holds the sections of the columns being built, not the whole image). Every section
     /// is validated before it is read; an inconsistent image is an error, never a panic.
@@ -514,6 +597,24 @@ impl GridState {
     /// where the image's parts line up with the loaded store's chunks (all of them, unless
     /// deletes left chunks short when the image was written).
     pub fn decode_indexed(
+        payload: &dyn SectionSource,
+        chain: &[&dyn SectionSource],
+        generations: Option<&[u64]>,
+    ) -> Result<(GridState, Option<ImageIndex>), String> {
+        GridState::decode_format(Format::StatusesApart, payload, chain, generations)
+    }
+
+    /// `decode_sections` of a format 5 payload (each column part holding its cells, statuses
+    /// and versions together).
+    pub fn decode_sections_v5(
+        payload: &dyn SectionSource,
+        chain: &[&dyn SectionSource],
+    ) -> Result<GridState, String> {
+        GridState::decode_format(Format::Together, payload, chain, None).map(|(state, _)| state)
+    }
+
+    fn decode_format(
+        format: Format,
         payload: &dyn SectionSource,
         chain: &[&dyn SectionSource],
         generations: Option<&[u64]>,
@@ -571,19 +672,20 @@ impl GridState {
                 images.push((slot, (column.id.as_str(), mine)));
             }
         }
-        // The records of each part a column was read from, by column id (`ImageIndex` lines
-        // parts up with chunks by them).
-        let column_rows = std::sync::Mutex::new(Vec::<(String, Vec<usize>)>::new());
+        // The sections and records of each group of parts a column was read from, by column
+        // id (`ImageIndex` lines groups up with chunks by them).
+        let column_rows = std::sync::Mutex::new(Vec::<(String, Vec<Group>)>::new());
         let column_lists: Vec<(ColumnSlot, &[SectionAt])> =
             images.iter().map(|&(slot, (_, sections))| (slot, sections)).collect();
         let build = |(id, sections): StoredColumn, kind, localized, scratch: &mut Scratch| {
-            let (column, rows) = build_column(id, sections, &sources, kind, localized, n, scratch)?;
+            let (column, rows) =
+                build_column(format, id, sections, &sources, kind, localized, n, scratch)?;
             column_rows.lock().unwrap_or_else(|e| e.into_inner()).push((id.to_owned(), rows));
             Ok(column)
         };
         let began = std::time::Instant::now();
         let mut furthest: Option<u64> = None;
-        let mut record_rows = Vec::with_capacity(record_sections.len());
+        let mut record_rows: Vec<Group> = Vec::with_capacity(record_sections.len());
         let records = |store: &mut ColumnStore| {
             let mut scratch = Scratch::new();
             // Room for the records the head claims, as far as the parts' bytes can hold them
@@ -613,7 +715,7 @@ impl GridState {
                 if inserted > n {
                     return Err("the record parts add up to more than the head's records".into());
                 }
-                record_rows.push(len);
+                record_rows.push(Group { sections: 1, rows: len });
                 let heads = part.heads.iter().map(|at| at.to_native()).filter(|&at| at != NO_ENTRY);
                 furthest = furthest.max(heads.max());
                 for i in 0..len {
@@ -657,6 +759,8 @@ impl GridState {
         }
         restore_archived_stamps(&mut state, head.clock.to_native(), &head.gone, &head.merge_bases);
         state.history = history;
+        // Only an image of the format this build writes is borrowed from.
+        let generations = generations.filter(|_| format == Format::StatusesApart);
         let index = generations.map(|generations| {
             let column_rows = column_rows.into_inner().unwrap_or_else(|e| e.into_inner());
             let columns = column_rows.into_iter().filter_map(|(id, rows)| {
@@ -677,15 +781,33 @@ impl GridState {
     }
 }
 
-/// The sections a load read, with the records of each part (`GridState::decode_indexed`).
+/// How the columns of a sectioned image are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// Format 5: each column part holds its cells, statuses and versions.
+    Together,
+    /// Format 6: per chunk, a `ColumnMetaPart` and then its `ColumnCellsPart`s.
+    StatusesApart,
+}
+
+/// Consecutive sections a load read as one unit (a record part; a format 6 column's statuses
+/// with its cells' parts), and how many records they hold.
+#[derive(Debug, Clone, Copy)]
+struct Group {
+    sections: usize,
+    rows: usize,
+}
+
+/// The sections a load read, in groups (`GridState::decode_indexed`).
 struct LoadedParts<'a> {
-    records: (&'a [SectionAt], &'a [usize]),
-    columns: Vec<(ColumnSlot, &'a [SectionAt], Vec<usize>)>,
+    records: (&'a [SectionAt], &'a [Group]),
+    columns: Vec<(ColumnSlot, &'a [SectionAt], Vec<Group>)>,
     history: &'a [SectionAt],
 }
 
 impl LoadedParts<'_> {
-    /// The index of `state`, just loaded from these sections of the images `generations`.
+    /// The index of `state`, just loaded from these sections of the images `generations`
+    /// (format 6).
     fn index(&self, state: &GridState, generations: &[u64]) -> ImageIndex {
         let store = &state.store;
         let place = |at: &SectionAt| {
@@ -694,19 +816,29 @@ impl LoadedParts<'_> {
         };
         let placed = |sections: &[SectionAt]| sections.iter().map(place).collect::<Option<_>>();
         let mut chunks = HashMap::new();
-        let (sections, rows) = self.records;
-        for (k, mine) in by_chunk(store, sections, rows) {
+        let (sections, groups) = self.records;
+        for (k, mine, _) in by_chunk(store, sections, groups) {
             let Some(sections) = placed(mine) else { continue };
             let handles = store.record_chunk_handles(k);
             let live = store.live_in_chunk(k);
             chunks.insert(ChunkKey::Records(k), Borrowable { handles, live, sections });
         }
-        for (slot, sections, rows) in &self.columns {
-            for (k, mine) in by_chunk(store, sections, rows) {
-                let Some(sections) = placed(mine) else { continue };
-                let handles = store.column_chunk_handle(*slot, k).into_iter().collect();
+        for (slot, sections, groups) in &self.columns {
+            for (k, mine, group_count) in by_chunk(store, sections, groups) {
+                // One chunk's statuses and then its cells; a chunk loaded from two (left short
+                // by deletes) is written again.
+                let ([meta, cells @ ..], 1) = (mine, group_count) else { continue };
+                let (Some(meta), Some(cells)) = (placed(std::slice::from_ref(meta)), placed(cells))
+                else {
+                    continue;
+                };
                 let live = store.live_in_chunk(k);
-                chunks.insert(ChunkKey::Column(*slot, k), Borrowable { handles, live, sections });
+                let handles = store.column_chunk_handle(*slot, k).into_iter().collect();
+                let key = ChunkKey::Column(*slot, k);
+                chunks.insert(key, Borrowable { handles, live, sections: meta });
+                let handles = store.column_cells_handle(*slot, k).into_iter().collect();
+                let key = ChunkKey::Cells(*slot, k);
+                chunks.insert(key, Borrowable { handles, live, sections: cells });
             }
         }
         for (i, at) in self.history.iter().enumerate() {
@@ -723,31 +855,33 @@ impl LoadedParts<'_> {
     }
 }
 
-/// The parts (`sections`, with their records `rows`) that make up each of the store's chunks,
-/// for the chunks whose rows begin and end where parts do, up to the first that does not.
+/// The sections that make up each of the store's chunks (whole `groups` of them, and how many
+/// groups), for the chunks whose rows begin and end where groups do, up to the first that does
+/// not.
 fn by_chunk<'s>(
     store: &ColumnStore,
     sections: &'s [SectionAt],
-    rows: &[usize],
-) -> Vec<(usize, &'s [SectionAt])> {
+    groups: &[Group],
+) -> Vec<(usize, &'s [SectionAt], usize)> {
     let mut out = Vec::new();
-    let (mut next, mut covered, mut end) = (0usize, 0usize, 0usize);
+    let (mut next, mut covered, mut end, mut at) = (0usize, 0usize, 0usize, 0usize);
     for k in 0..store.chunk_count() {
-        let first = next;
+        let (first_group, first) = (next, at);
         end += store.live_in_chunk(k) as usize;
-        while covered < end && next < sections.len().min(rows.len()) {
-            covered += rows[next];
+        while covered < end && next < groups.len() {
+            covered += groups[next].rows;
+            at += groups[next].sections;
             next += 1;
         }
-        if covered != end {
+        if covered != end || at > sections.len() {
             break;
         }
-        out.push((k, &sections[first..next]));
+        out.push((k, &sections[first..at], next - first_group));
     }
     out
 }
 
-/// Where a format 5 payload is read from: bytes in memory, or a snapshot file read a section
+/// Where a sectioned payload is read from: bytes in memory, or a snapshot file read a section
 /// at a time.
 pub trait SectionSource: Sync {
     /// The payload's length in bytes.
@@ -898,9 +1032,12 @@ impl<'a> Sources<'a> {
 /// A column's id and its sections in an image.
 type StoredColumn<'a> = (&'a str, &'a [SectionAt]);
 
-/// One column of `n` cells from its parts' sections, read one at a time into `scratch` (so a
-/// load holds one part of a column, not the column), each validated.
+/// One column of `n` cells from its parts' sections, read a group at a time into `scratch` (so
+/// a load holds one chunk's parts of a column, not the column), each validated. Returns the
+/// groups it read.
+#[allow(clippy::too_many_arguments)]
 fn build_column(
+    format: Format,
     id: &str,
     sections: &[SectionAt],
     sources: &Sources<'_>,
@@ -908,32 +1045,91 @@ fn build_column(
     localized: bool,
     n: usize,
     scratch: &mut Scratch,
-) -> Result<(crate::grid::store::BuiltColumn, Vec<usize>), String> {
+) -> Result<(crate::grid::store::BuiltColumn, Vec<Group>), String> {
     let mut builder = ColumnBuilder::new(kind, localized, n);
-    let mut rows = Vec::with_capacity(sections.len());
-    for &at in sections {
-        let read = sources.read_all(&[at], scratch)?;
-        let part = access::<ArchivedColumnPart>(read[0], "column part")?;
-        let cells = CellsRef {
-            id,
-            cells: &part.cells,
-            statuses: part.statuses.as_slice(),
-            versions: part.versions.as_slice(),
-        };
+    let mut groups = Vec::with_capacity(sections.len());
+    let mut push = |cells: CellsRef<'_>| -> Result<usize, String> {
         cells.check(cells.len())?;
-        rows.push(cells.len());
         for i in 0..cells.len() {
             let (value, version, status) = cells.cell(i)?;
             builder
                 .push(&value, version, status, |rows| cells.arena_bytes(i, rows))
                 .map_err(|e| format!("column {id}: {e}"))?;
         }
+        Ok(cells.len())
+    };
+    let mut at = 0;
+    while at < sections.len() {
+        match format {
+            Format::Together => {
+                let read = sources.read_all(&sections[at..=at], scratch)?;
+                let part = access::<ArchivedColumnPart>(read[0], "column part")?;
+                let rows = push(CellsRef {
+                    id,
+                    cells: &part.cells,
+                    statuses: part.statuses.as_slice(),
+                    versions: part.versions.as_slice(),
+                })?;
+                groups.push(Group { sections: 1, rows });
+                at += 1;
+            }
+            Format::StatusesApart => {
+                let read = sources.read_all(&sections[at..=at], scratch)?;
+                let meta = access::<ArchivedColumnMetaPart>(read[0], "column statuses")?;
+                let cell_parts = meta.cell_parts.to_native() as usize;
+                if cell_parts > sections.len() - at - 1 {
+                    return Err(format!("column {id}: statuses before parts it does not have"));
+                }
+                // The statuses with the cells they describe, read together.
+                let group = &sections[at..=at + cell_parts];
+                let read = sources.read_all(group, scratch)?;
+                let meta = access::<ArchivedColumnMetaPart>(read[0], "column statuses")?;
+                let (statuses, versions) = (meta.statuses.as_slice(), meta.versions.as_slice());
+                if versions.len() != statuses.len() {
+                    return Err(format!("column {id} has the wrong number of versions"));
+                }
+                let mut rows = 0;
+                for bytes in &read[1..] {
+                    let part = access::<ArchivedColumnCellsPart>(bytes, "column cells")?;
+                    let len = cells_len(&part.cells);
+                    let end = rows + len;
+                    if end > statuses.len() {
+                        return Err(format!("column {id} has more cells than statuses"));
+                    }
+                    push(CellsRef {
+                        id,
+                        cells: &part.cells,
+                        statuses: &statuses[rows..end],
+                        versions: &versions[rows..end],
+                    })?;
+                    rows = end;
+                }
+                if rows != statuses.len() {
+                    return Err(format!("column {id} has more statuses than cells"));
+                }
+                groups.push(Group { sections: group.len(), rows });
+                at += group.len();
+            }
+        }
     }
     let column = builder.finish().map_err(|e| format!("column {id}: {e}"))?;
-    Ok((column, rows))
+    Ok((column, groups))
 }
 
-/// The sections of a format 5 payload (borrowed ones in its chain's payloads), checked to lie
+/// How many cells archived `cells` holds (by its offsets' or values' count; `CellsRef::check`
+/// checks the rest).
+fn cells_len(cells: &super::ArchivedColumnCells) -> usize {
+    use super::ArchivedColumnCells as Cells;
+    match cells {
+        Cells::Text { ends, .. } => ends.len(),
+        Cells::Number(v) => v.len(),
+        Cells::Boolean(v) => v.len(),
+        Cells::Datetime(v) => v.len(),
+        Cells::List { cell_ends, .. } => cell_ends.len(),
+    }
+}
+
+/// The sections of a sectioned payload (borrowed ones in its chain's payloads), checked to lie
 /// on 16-byte boundaries before their payload's table.
 fn section_table(
     payload: &dyn SectionSource,

@@ -540,6 +540,13 @@ impl Column {
         self.chunks.handle(index)
     }
 
+    /// A handle on the cells of chunk `index` alone: it stays the same while only the chunk's
+    /// statuses and versions change.
+    pub(super) fn cells_handle(&self, index: usize) -> Option<super::ChunkHandle> {
+        let chunks = self.chunks.len().div_ceil(CHUNK_ROWS);
+        (index < chunks).then(|| super::ChunkHandle::of(&self.chunks[index].cells))
+    }
+
     /// The storage kind.
     pub(super) fn kind(&self) -> StorageKind {
         self.kind

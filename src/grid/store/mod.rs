@@ -780,6 +780,12 @@ impl ColumnStore {
         self.columns.get(slot.0 as usize)?.as_ref()?.handle(chunk)
     }
 
+    /// A handle on storage chunk `chunk` of a column's cells alone (not their statuses and
+    /// versions).
+    pub fn column_cells_handle(&self, slot: ColumnSlot, chunk: usize) -> Option<ChunkHandle> {
+        self.columns.get(slot.0 as usize)?.as_ref()?.cells_handle(chunk)
+    }
+
     /// The rank of `row` among live rows (its offset in `page`). For a deleted row: the number
     /// of live rows before it.
     pub fn position(&self, row: RowId) -> usize {

@@ -232,6 +232,55 @@ fn an_image_on_a_chain_writes_only_what_changed_since_the_last() {
     assert_eq!((written_again, borrowed_again), (written, borrowed));
 }
 
+/// A change of statuses alone (here a source status; a source edit marks its dependent
+/// columns the same way) writes the chunk's statuses and borrows its cells.
+#[test]
+fn a_status_change_borrows_the_cells() {
+    let mut base = state(2_000);
+    let long = "ゲームを開始する ".repeat(1_000);
+    edit(&mut base, "rec1000", &long);
+    let mut out = Vec::new();
+    let first = base.write_image(SMALL, None, &mut out).expect("encodes");
+    let whole = aligned(&out);
+    let index = first.index.stored_as(1);
+
+    let mut text = base.clone();
+    edit(&mut text, "rec1000", &long.replace('ゲ', "ケ"));
+    let (_, text_written, _, _) = on_chain(&text, &index, SMALL);
+
+    let mut status = base.clone();
+    status.apply(&GridOp::UpdateRecords {
+        time_ms: 1_769_854_600_000,
+        user: "editor".into(),
+        records: vec![RecordWrite {
+            id: "rec1000".into(),
+            path: String::new(),
+            new_id: None,
+            new_path: None,
+            cells: vec![CellWrite {
+                column_id: "enUS".into(),
+                value: None,
+                dependency_status: None,
+                source_status: Some(SourceStatus::ReadyForTranslation),
+            }],
+            mark_mt: false,
+        }],
+    });
+    let (delta, status_written, _, _) = on_chain(&status, &index, SMALL);
+    assert!(text_written > long.len() as u64, "the text is written: {text_written}");
+    assert!(
+        status_written + (long.len() as u64) < text_written,
+        "statuses alone: {status_written} bytes written; with the text: {text_written}"
+    );
+    let loaded = GridState::decode_image(&delta, &[&whole]).expect("decodes");
+    same(&loaded, &status);
+    let row = loaded.store.find("", "rec1000").expect("present");
+    let slot = loaded.slots["enUS"];
+    assert_eq!(loaded.store.source_status(row, slot), SourceStatus::ReadyForTranslation);
+    assert_eq!(loaded.store.value(row, slot), CellValue::Text(long));
+    same(&GridState::decode_image(&whole, &[]).expect("decodes"), &base);
+}
+
 /// A payload served the way a snapshot file serves it: every read a fresh aligned copy, and a
 /// read that fails once the payload is "cut" at `fail_past`.
 struct FileLike {
