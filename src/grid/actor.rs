@@ -232,14 +232,28 @@ impl GridActor {
             // could leave the WAL shorter than the snapshot's position and LSNs be reused.
             let synced = durability.wal.sync_now().map_err(|e| format!("WAL sync: {e}"))?;
             synced.await.map_err(|e| format!("WAL sync: {e}"))?;
-            let written = tokio::task::spawn_blocking(move || {
-                let written = durability.write_snapshot(&branch, lsn, &state);
-                // The image's buffers and the copy's own chunks were this thread's: give them
-                // back to the OS now rather than when the thread next allocates (it may sleep
-                // first). 1.5-23 ms after the snapshots of a 1M-record load.
-                drop(state);
-                alloc_release::release_freed();
-                written.map_err(|failure| {
+            // On a thread of its own scheduled as background work: encoding the image takes a
+            // core for a while, and the actors and HTTP workers take it back at once when a
+            // request comes (an edit inside a snapshot window otherwise waits for the encoder's
+            // time slice).
+            let (done, written) = tokio::sync::oneshot::channel();
+            std::thread::Builder::new()
+                .name("snapshot".into())
+                .spawn(move || {
+                    super::read_pool::background_priority();
+                    let written = durability.write_snapshot(&branch, lsn, &state);
+                    // The image's buffers and the copy's own chunks were this thread's: give
+                    // them back to the OS before it ends. 1.5-23 ms after the snapshots of a
+                    // 1M-record load.
+                    drop(state);
+                    alloc_release::release_freed();
+                    let _ = done.send(written);
+                })
+                .map_err(|e| format!("no snapshot thread: {e}"))?;
+            let written = written
+                .await
+                .map_err(|_| "the snapshot thread stopped".to_owned())?
+                .map_err(|failure| {
                     match &failure {
                         SnapshotFailure::Postponed { .. } => {
                             tracing::warn!(lsn, reason = %failure, "snapshot postponed")
@@ -249,10 +263,7 @@ impl GridActor {
                         }
                     }
                     failure.to_string()
-                })
-            })
-            .await
-            .map_err(|e| format!("snapshot task failed: {e}"))?;
+                });
             if written.is_ok() {
                 tracing::info!(lsn, ms = started.elapsed().as_millis() as u64, "snapshot written");
             }

@@ -180,7 +180,7 @@ impl Lane {
 /// thread goes on.
 fn serve_reads(queue: &Mutex<mpsc::Receiver<Job>>, kind: ReadKind) {
     if kind == ReadKind::Scan {
-        lower_priority();
+        background_priority();
     }
     loop {
         let job = queue.lock().unwrap_or_else(|e| e.into_inner()).recv();
@@ -192,8 +192,9 @@ fn serve_reads(queue: &Mutex<mpsc::Receiver<Job>>, kind: ReadKind) {
 }
 
 /// Schedules the calling thread as background work (`SCHED_IDLE` on Linux; elsewhere the
-/// lowest priority of the normal policy).
-fn lower_priority() {
+/// lowest priority of the normal policy): for threads of their own, since an unprivileged
+/// thread cannot raise its priority again.
+pub(crate) fn background_priority() {
     use thread_priority::{
         set_thread_priority_and_policy, thread_native_id, NormalThreadSchedulePolicy,
         ThreadPriority, ThreadSchedulePolicy,
@@ -207,7 +208,11 @@ fn lower_priority() {
     if let Err(err) =
         set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, policy)
     {
-        tracing::warn!(error = ?err, "the read pool runs at the server's priority");
+        // Said once: where it is refused, it is refused for every thread.
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::warn!(error = ?err, "background threads run at the server's priority");
+        });
     }
 }
 
