@@ -1074,22 +1074,22 @@ fn build_column(
                 at += 1;
             }
             Format::StatusesApart => {
-                let read = sources.read_all(&sections[at..=at], scratch)?;
-                let meta = access::<ArchivedColumnMetaPart>(read[0], "column statuses")?;
+                // The statuses (a few bytes a record) in a buffer of their own, the cells they
+                // describe into `scratch`.
+                let meta_bytes = sources.read(sections[at])?;
+                let meta = access::<ArchivedColumnMetaPart>(&meta_bytes, "column statuses")?;
                 let cell_parts = meta.cell_parts.to_native() as usize;
                 if cell_parts > sections.len() - at - 1 {
                     return Err(format!("column {id}: statuses before parts it does not have"));
                 }
-                // The statuses with the cells they describe, read together.
                 let group = &sections[at..=at + cell_parts];
-                let read = sources.read_all(group, scratch)?;
-                let meta = access::<ArchivedColumnMetaPart>(read[0], "column statuses")?;
+                let read = sources.read_all(&group[1..], scratch)?;
                 let (statuses, versions) = (meta.statuses.as_slice(), meta.versions.as_slice());
                 if versions.len() != statuses.len() {
                     return Err(format!("column {id} has the wrong number of versions"));
                 }
                 let mut rows = 0;
-                for bytes in &read[1..] {
+                for bytes in &read {
                     let part = access::<ArchivedColumnCellsPart>(bytes, "column cells")?;
                     let len = cells_len(&part.cells);
                     let end = rows + len;
