@@ -304,7 +304,8 @@ impl<'w> SectionWriter<'w> {
         live: u64,
         write: impl FnOnce(&mut Self) -> io::Result<()>,
     ) -> io::Result<u32> {
-        self.chunk_with(key, handles, live, true, write)
+        let borrowed = self.borrowable(key, &handles, live);
+        self.place(key, handles, live, borrowed, write)
     }
 
     /// The sections the base holds for `key` and their table entries, when the chunk's
@@ -327,16 +328,15 @@ impl<'w> SectionWriter<'w> {
         Some((unchanged.sections.clone(), entries))
     }
 
-    /// `chunk`, borrowing only if `may_borrow`.
-    fn chunk_with(
+    /// `chunk` with what `borrowable` found for it (`None`: written by `write`).
+    fn place(
         &mut self,
         key: ChunkKey,
         handles: Vec<ChunkHandle>,
         live: u64,
-        may_borrow: bool,
+        borrowed: Option<(Vec<Placed>, Vec<TableEntry>)>,
         write: impl FnOnce(&mut Self) -> io::Result<()>,
     ) -> io::Result<u32> {
-        let borrowed = if may_borrow { self.borrowable(key, &handles, live) } else { None };
         if let Some((sections, entries)) = borrowed {
             for entry in entries {
                 self.table.push(entry);
@@ -472,22 +472,29 @@ impl GridState {
                 if live == 0 {
                     continue;
                 }
-                let rows: Vec<RowId> = store.live_rows_of_chunk(k).collect();
                 let cells_key = ChunkKey::Cells(slot, k);
                 let cells_handles: Vec<ChunkHandle> =
                     store.column_cells_handle(slot, k).into_iter().collect();
-                // The cells' parts: borrowed as they were, or cut now; the statuses' section
-                // says how many there are, so it is borrowed only with them.
-                let borrowed = w.borrowable(cells_key, &cells_handles, live).map(|b| b.0.len());
-                let cuts = match borrowed {
+                let cells = w.borrowable(cells_key, &cells_handles, live);
+                // The statuses' section says how many cell parts follow, so it is borrowed only
+                // with them.
+                let key = ChunkKey::Column(slot, k);
+                let handles: Vec<ChunkHandle> =
+                    store.column_chunk_handle(slot, k).into_iter().collect();
+                let meta = cells.as_ref().and_then(|_| w.borrowable(key, &handles, live));
+                // Rows and cuts only for what is written (an unchanged chunk needs neither).
+                let rows: Vec<RowId> = match (&cells, &meta) {
+                    (Some(_), Some(_)) => Vec::new(),
+                    _ => store.live_rows_of_chunk(k).collect(),
+                };
+                let cuts = match &cells {
                     Some(_) => Vec::new(),
                     None => cuts(&rows, limits, |r| cell_bytes(store, r, slot)),
                 };
-                let cell_parts = u32::try_from(borrowed.unwrap_or(cuts.len()))
+                let cell_parts = cells.as_ref().map_or(cuts.len(), |(sections, _)| sections.len());
+                let cell_parts = u32::try_from(cell_parts)
                     .map_err(|_| io::Error::other("too many parts in a chunk"))?;
-                let handles = store.column_chunk_handle(slot, k).into_iter().collect();
-                let key = ChunkKey::Column(slot, k);
-                count += w.chunk_with(key, handles, live, borrowed.is_some(), |w| {
+                count += w.place(key, handles, live, meta, |w| {
                     w.section(&ColumnMetaPart {
                         cell_parts,
                         statuses: rows
@@ -503,7 +510,7 @@ impl GridState {
                         versions: rows.iter().map(|r| store.version(*r, slot)).collect(),
                     })
                 })?;
-                count += w.chunk(cells_key, cells_handles, live, |w| {
+                count += w.place(cells_key, cells_handles, live, cells, |w| {
                     let mut start = 0;
                     for n in cuts {
                         let part = &rows[start..start + n];
