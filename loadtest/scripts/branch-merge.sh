@@ -2,7 +2,8 @@
 # End-to-end figures of branching and merging a large grid over HTTP, on a release build:
 # seeds RECORDS records x 12 columns with loadtest, then times
 #   - POST /v1/branches (the answer comes once the copy's WAL position is durable),
-#   - the server's resident memory before and after the branch,
+#   - the server's resident memory before and after the branch, and once quiet after the merge
+#     against once quiet after seeding,
 #   - the merge of the branch into master after 1% of the cells changed on each side (deDE
 #     cells of RECORDS*12/100 records per side, half of them the same cells), from the POST to
 #     the task reading successful.
@@ -25,6 +26,9 @@ until curl -sf $U/healthz >/dev/null; do sleep 0.1; done
 
 ms() { date +%s%3N; }
 rss_mib() { awk '/VmRSS/ {print int($2 / 1024)}' /proc/$PID/status; }
+# Resident memory once the server is quiet: its threads give freed memory back after a second
+# without requests (src/worker_memory.rs; the snapshot thread when its image is written).
+settled_mib() { sleep 3; rss_mib; }
 # Heap by branch and part, in MiB (a chunk two branches share counts in each).
 heap_mib() {
   curl -s -H "$H" $U/metrics | awk -F'[{}]' '/^gridd_branch_heap_bytes\{/ {
@@ -39,7 +43,8 @@ target/release/loadtest --url $U --key $KEY --records "$RECORDS" --keep-grid \
 DB=$(curl -s -H "$H" $U/v1/databases | jq -r '.[0].id')
 GRID=$(curl -s -H "$H" "$U/v1/grids?dbId=$DB" | jq -r '.[-1].id')
 VIEW=$(curl -s -H "$H" "$U/v1/grids/$GRID" | jq -r .defaultAccessViewId)
-echo "seeded $RECORDS records; resident memory $(rss_mib) MiB; heap by part: $(heap_mib)"
+SEEDED=$(settled_mib)
+echo "seeded $RECORDS records; resident memory $SEEDED MiB once quiet; heap by part: $(heap_mib)"
 
 start=$(ms)
 BRANCH=$(curl -sf -H "$H" -H "$J" -X POST "$U/v1/branches?branchId=$GRID" -d '{"name":"bench"}')
@@ -72,3 +77,5 @@ TASK=$(curl -sf -H "$H" -X POST \
 until [ "$(curl -s -H "$H" $U/v1/tasks/$TASK | jq -r .status)" != running ]; do sleep 0.02; done
 echo "merge: $(($(ms) - start)) ms, task $(curl -s -H "$H" $U/v1/tasks/$TASK | jq -c '{status, error}')"
 echo "resident memory at the end $(rss_mib) MiB; heap by part: $(heap_mib)"
+END=$(settled_mib)
+echo "resident memory once quiet $END MiB: $(awk -v e="$END" -v s="$SEEDED" 'BEGIN {printf "%.2f", e / s}')x the seeded grid's"
