@@ -51,8 +51,8 @@ pub enum ArenaRegex {
 #[derive(Debug, Clone)]
 pub struct LineDfa {
     dfa: DFA,
-    /// Whether its prefilter looks for the line start before the pattern (`\nplease`), so
-    /// that a match at the start of the text is not among its candidates.
+    /// Whether its prefilter looks for the `\n` before a line start (`\nplease`), so that a
+    /// match starting right where a search starts is not among its candidates.
     after_newline: bool,
 }
 
