@@ -543,8 +543,7 @@ impl Column {
     /// A handle on the cells of chunk `index` alone: it stays the same while only the chunk's
     /// statuses and versions change.
     pub(super) fn cells_handle(&self, index: usize) -> Option<super::ChunkHandle> {
-        let chunks = self.chunks.len().div_ceil(CHUNK_ROWS);
-        (index < chunks).then(|| super::ChunkHandle::of(&self.chunks[index].cells))
+        self.chunks.iter_chunks().nth(index).map(|chunk| super::ChunkHandle::of(&chunk.cells))
     }
 
     /// The storage kind.
