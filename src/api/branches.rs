@@ -8,7 +8,6 @@
 
 use std::time::{Duration, Instant};
 
-use actix_web::http::StatusCode;
 use actix_web::{delete, get, post, web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -18,10 +17,10 @@ use super::grids::{default_view_columns, identifier_str, status_str, GridBody};
 use super::merge_request::{
     cell_choices, query_filters, with_last_resolve, FilterField, MergeRecordConflict,
 };
-use super::tasks::{end_task, task_body};
-use super::{branch_route, created, exec, json_response, no_content, ok, query_pairs, view_route};
+use super::tasks::{start_task, NewTask};
+use super::{branch_route, created, exec, no_content, ok, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
-use crate::catalog::model::{Branch, Grid, GridStatus, TaskError};
+use crate::catalog::model::{Branch, Grid, GridStatus};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ApplyMerge, CopyBranch};
@@ -329,50 +328,38 @@ async fn start_merge(
         scope.choices = with_last_resolve(last, std::mem::take(&mut scope.choices))?;
     }
     let choices = scope.choices.clone();
-    let (pc, s_id, d_id) = (p.clone(), source.branch_id.clone(), destination.branch_id.clone());
-    let task_route = destination.clone();
-    let (task, fork_clock) = exec(state, move |s| {
-        let fork_clock = s.lineage_point(&s_id, &d_id)?;
-        let task = s.start_task(&pc, TASK_KIND, &task_route, view_id)?;
-        s.set_status(&[&s_id, &d_id], GridStatus::Merging);
-        Ok::<_, ApiError>((task, fork_clock))
-    })
-    .await??;
-    let (task_id, user, state2) = (task.id.clone(), p.user().to_owned(), state.clone());
-    actix_web::rt::spawn(async move {
-        let merged = async {
-            let copy = source.addr.send(CopyBranch { pin_for: None }).await?;
-            let msg = ApplyMerge {
-                source_branch_id: source.branch_id.clone(),
-                source: copy.state,
-                fork_clock,
-                scope,
-                user,
-            };
-            destination.addr.send(msg).await?
-        }
-        .await;
-        let error = match merged {
-            Ok(counts) => {
-                tracing::info!(task = %task_id, ?counts, "merge done");
-                // The choices it was made with are the ones a later `useLastMergeResolve` takes.
-                let (s_id, d_id) = (source.branch_id.clone(), destination.branch_id.clone());
-                let kept = exec(&state2, move |s| s.remember_resolve(&s_id, &d_id, choices)).await;
-                if let Err(err) = kept.and_then(|r| r) {
-                    // The merge itself is durable: the task reads successful.
-                    tracing::error!(task = %task_id, error = %err.message, "the merge's choices were not kept");
-                }
-                None
-            }
-            Err(err) => {
-                tracing::warn!(task = %task_id, error = %err.message, "merge failed");
-                Some(TaskError { code: err.code.as_str().to_owned(), message: err.message })
-            }
+    let (s_id, d_id) = (source.branch_id.clone(), destination.branch_id.clone());
+    let new = NewTask {
+        kind: TASK_KIND,
+        route: destination.clone(),
+        view_id,
+        showing: vec![source.branch_id.clone(), destination.branch_id.clone()],
+        status: Some(GridStatus::Merging),
+    };
+    let (task, fork_clock) =
+        start_task(state, p, new, move |s| s.lineage_point(&s_id, &d_id)).await?;
+    let (user, state) = (p.user().to_owned(), state.clone());
+    let task_id = task.id().to_owned();
+    Ok(task.run(|_| async move {
+        let copy = source.addr.send(CopyBranch { pin_for: None }).await?;
+        let msg = ApplyMerge {
+            source_branch_id: source.branch_id.clone(),
+            source: copy.state,
+            fork_clock,
+            scope,
+            user,
         };
-        let branches = vec![source.branch_id.clone(), destination.branch_id.clone()];
-        end_task(&state2, task_id, branches, error).await;
-    });
-    Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
+        let counts = destination.addr.send(msg).await??;
+        tracing::info!(task = %task_id, ?counts, "merge done");
+        // The choices it was made with are the ones a later `useLastMergeResolve` takes.
+        let (s_id, d_id) = (source.branch_id.clone(), destination.branch_id.clone());
+        let kept = exec(&state, move |s| s.remember_resolve(&s_id, &d_id, choices)).await;
+        if let Err(err) = kept.and_then(|r| r) {
+            // The merge itself is durable: the task reads successful.
+            tracing::error!(task = %task_id, error = %err.message, "the merge's choices were not kept");
+        }
+        Ok::<_, ApiError>(())
+    }))
 }
 
 #[utoipa::path(tag = "branches", params(

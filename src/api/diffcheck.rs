@@ -12,15 +12,13 @@
 
 use std::path::{Path, PathBuf};
 
-use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::records::parse_page;
-use super::tasks::{end_task, require_successful, task_body};
-use super::{exec, json_response, ok, query_pairs, view_route};
+use super::tasks::{require_successful, start_task, NewTask};
+use super::{exec, ok, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
-use crate::catalog::model::TaskError;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::CopyBranch;
 use crate::grid::diff::{diff, Diff, DiffRecord, Sides};
@@ -71,39 +69,30 @@ async fn create_diffcheck(
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &source_view))?;
     let columns: Vec<String> =
         schema.view_columns(view).into_iter().map(|(c, _)| c.id.clone()).collect();
-    let (pc, s_id, d_id) = (p.clone(), source.branch_id.clone(), destination.branch_id.clone());
-    let task_route = destination.clone();
-    let (task, fork_clock) = exec(&state, move |s| {
-        let fork_clock = s.lineage_point(&s_id, &d_id)?;
-        let task = s.start_task(&pc, TASK_KIND, &task_route, Some(destination_view))?;
-        Ok::<_, ApiError>((task, fork_clock))
-    })
-    .await??;
-    let (task_id, state2) = (task.id.clone(), state.clone());
-    actix_web::rt::spawn(async move {
-        let computed = async {
-            let source_copy = source.addr.send(CopyBranch { pin_for: None }).await?;
-            let destination_copy = destination.addr.send(CopyBranch { pin_for: None }).await?;
-            let path = result_path(&state2.data_dir, &task_id);
-            let (source_id, destination_id) =
-                (source.branch_id.clone(), destination.branch_id.clone());
-            web::block(move || {
-                let (s, d) = (&source_copy.state, &destination_copy.state);
-                let base = merge_base(&source_id, s, &destination_id, d, fork_clock);
-                let sides = Sides { source_id: &source_id, source: s, destination: d, base };
-                store(&path, &diff(&sides, Some(columns)))
-            })
-            .await
-            .map_err(|e| ApiError::internal(format!("the preview stopped: {e}")))?
-        }
-        .await;
-        let error = computed.err().map(|err: ApiError| {
-            tracing::warn!(task = %task_id, error = %err.message, "diffcheck failed");
-            TaskError { code: err.code.as_str().to_owned(), message: err.message }
-        });
-        end_task(&state2, task_id, Vec::new(), error).await;
-    });
-    Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
+    let (s_id, d_id) = (source.branch_id.clone(), destination.branch_id.clone());
+    let new = NewTask {
+        kind: TASK_KIND,
+        route: destination.clone(),
+        view_id: Some(destination_view),
+        showing: Vec::new(),
+        status: None,
+    };
+    let (task, fork_clock) =
+        start_task(&state, &p, new, move |s| s.lineage_point(&s_id, &d_id)).await?;
+    let path = result_path(&state.data_dir, task.id());
+    Ok(task.run(|_| async move {
+        let source_copy = source.addr.send(CopyBranch { pin_for: None }).await?;
+        let destination_copy = destination.addr.send(CopyBranch { pin_for: None }).await?;
+        let (source_id, destination_id) = (source.branch_id.clone(), destination.branch_id.clone());
+        web::block(move || {
+            let (s, d) = (&source_copy.state, &destination_copy.state);
+            let base = merge_base(&source_id, s, &destination_id, d, fork_clock);
+            let sides = Sides { source_id: &source_id, source: s, destination: d, base };
+            store(&path, &diff(&sides, Some(columns)))
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("the preview stopped: {e}")))?
+    }))
 }
 
 /// Writes the preview (temporary file, fsync, rename).

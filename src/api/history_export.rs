@@ -13,8 +13,8 @@ use actix_web::{get, post, web, HttpResponse};
 use serde::Deserialize;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::tasks::{end_task, require_successful, task_body};
-use super::{exec, json_response, view_route};
+use super::tasks::{require_successful, start_task, NewTask};
+use super::{exec, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::TaskError;
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -124,26 +124,21 @@ async fn start_export(
             users: body.last_modified_by_users,
         })
         .await??;
-    let task_route = route.clone();
-    let task =
-        exec(&state, move |s| s.start_task(&p, TASK_KIND, &task_route, Some(view_id))).await??;
-    let path = export_path(&state.data_dir, &task.id, plan.format);
-    let task_id = task.id.clone();
-    let supervisor_state = state.clone();
-    actix_web::rt::spawn(async move {
-        let written = web::block(move || write_export(&path, &plan, &history.rows()))
+    let new = NewTask {
+        kind: TASK_KIND,
+        route: route.clone(),
+        view_id: Some(view_id),
+        showing: Vec::new(),
+        status: None,
+    };
+    let (task, ()) = start_task(&state, &p, new, |_| Ok(())).await?;
+    let path = export_path(&state.data_dir, task.id(), plan.format);
+    Ok(task.run(|_| async move {
+        web::block(move || write_export(&path, &plan, &history.rows()))
             .await
-            .unwrap_or_else(|e| Err(format!("the writer stopped: {e}")));
-        let error = match written {
-            Ok(()) => None,
-            Err(message) => {
-                tracing::error!(task = %task_id, %message, "history export failed");
-                Some(TaskError { code: "exportFailed".to_owned(), message })
-            }
-        };
-        end_task(&supervisor_state, task_id, Vec::new(), error).await;
-    });
-    Ok(json_response(actix_web::http::StatusCode::ACCEPTED, &task_body(&task)))
+            .unwrap_or_else(|e| Err(format!("the writer stopped: {e}")))
+            .map_err(|message| TaskError { code: "exportFailed".to_owned(), message })
+    }))
 }
 
 fn export_path(data_dir: &Path, task_id: &str, format: FileFormat) -> PathBuf {

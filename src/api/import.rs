@@ -23,7 +23,6 @@
 use std::path::{Path, PathBuf};
 
 use actix_multipart::Multipart;
-use actix_web::http::StatusCode;
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -31,8 +30,8 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::multipart::{bad_multipart, part_to_file, skip_part, Budget};
 use super::references::{check_reference_access, check_written_references};
-use super::tasks::{end_task, task_body};
-use super::{exec, json_response, query_pairs, view_route};
+use super::tasks::{start_task, NewTask, Progress};
+use super::{exec, query_pairs, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{Backup, GridStatus, TaskError};
 use crate::catalog::BranchRoute;
@@ -54,8 +53,6 @@ pub const MAX_IMPORT_BYTES: u64 = 100 * 1024 * 1024;
 const MAX_REQUEST_PART: usize = 64 * 1024;
 /// The largest task error message of a failed import, in bytes.
 pub const MAX_ERROR_BYTES: usize = 64 * 1024;
-/// The most of a failed import's message that is logged, in bytes.
-const MAX_LOGGED_BYTES: usize = 1024;
 
 /// An uploaded file on disk, removed when dropped.
 struct Upload {
@@ -242,17 +239,17 @@ async fn import(
         references.iter().filter(|(id, _)| imported.contains(id)).cloned().collect();
     check_reference_access(&state, &p, &written)?;
     let backup = request.backup.unwrap_or(true);
-    let (pc, vid, branch) = (p.clone(), view_id.clone(), route.branch_id.clone());
-    let task_route = route.clone();
-    let task = exec(&state, move |s| {
-        let task = s.start_task(&pc, TASK_KIND, &task_route, Some(vid))?;
-        s.set_status(&[&branch], GridStatus::Importing);
-        Ok::<_, ApiError>(task)
-    })
-    .await??;
+    let new = NewTask {
+        kind: TASK_KIND,
+        route: route.clone(),
+        view_id: Some(view_id.clone()),
+        showing: vec![route.branch_id.clone()],
+        status: Some(GridStatus::Importing),
+    };
+    let (task, ()) = start_task(&state, &p, new, |_| Ok(())).await?;
     let run = Run { state: state.clone(), p, route, view_id, backup, references };
-    actix_web::rt::spawn(run.task(task.id.clone(), source));
-    Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
+    let task_id = task.id().to_owned();
+    Ok(task.run(|progress| run.task(task_id, source, progress)))
 }
 
 /// An import task's context.
@@ -266,15 +263,23 @@ struct Run {
 }
 
 impl Run {
-    /// Reads the rows, keeps the backup, checks the references, imports, and ends the task.
-    async fn task(self, task_id: String, source: Source) {
+    /// Reads the rows, keeps the backup, checks the references and imports; a failure names
+    /// the file's columns.
+    async fn task(
+        self,
+        task_id: String,
+        source: Source,
+        progress: Progress,
+    ) -> Result<(), TaskError> {
         let columns = source.message_columns();
         let user = self.p.user().to_owned();
         let imported = async {
             let read = source.rows().await?;
+            progress.set(40).await;
             if self.backup {
                 keep_backup(&self.state, &self.route).await?;
             }
+            progress.set(50).await;
             if !self.references.is_empty() {
                 let labelled: Vec<(String, &RecordInput)> =
                     read.iter().map(|(at, r)| (at.clone(), r)).collect();
@@ -282,26 +287,24 @@ impl Run {
                 check_written_references(state, &self.p, route, &self.references, &labelled)
                     .await?;
             }
+            progress.set(60).await;
             let view_id = self.view_id.clone();
             let source_default = self.state.routes.source_default(&self.route.grid_id);
             let msg = ImportRecords { view_id, rows: read, user, source_default };
             self.route.addr.send(msg).await?
         }
         .await;
-        let error = match imported {
+        match imported {
             Ok(count) => {
                 tracing::info!(task = %task_id, records = count, "import done");
-                None
+                Ok(())
             }
             Err(err) => {
                 let names: Vec<&str> = columns.iter().map(String::as_str).collect();
                 let message = task_message(&err, &names);
-                let logged = clip(&message, MAX_LOGGED_BYTES);
-                tracing::info!(task = %task_id, error = %logged, bytes = message.len(), "import refused");
-                Some(TaskError { code: err.code.as_str().to_owned(), message })
+                Err(TaskError { code: err.code.as_str().to_owned(), message })
             }
-        };
-        end_task(&self.state, task_id, vec![self.route.branch_id.clone()], error).await;
+        }
     }
 }
 
@@ -397,35 +400,26 @@ async fn restore_backup(
     let route = state.routes.branch(&backup.branch_id).ok_or_else(|| {
         ApiError::not_found(ErrorCode::BranchIsNotFound, "Branch", &backup.branch_id)
     })?;
-    let (pc, branch) = (p.clone(), backup.branch_id.clone());
-    let task_route = route.clone();
-    let task = exec(&state, move |s| {
-        let task = s.start_task(&pc, "restore", &task_route, None)?;
-        s.set_status(&[&branch], GridStatus::Restoring);
-        Ok::<_, ApiError>(task)
-    })
-    .await??;
-    let (task_id, user, state2) = (task.id.clone(), p.user().to_owned(), state.clone());
-    actix_web::rt::spawn(async move {
-        let restored = async {
-            let durability = state2.durability.upgrade().ok_or_else(|| {
-                ApiError::new(ErrorCode::ServiceUnavailable, "The server is stopping.")
-            })?;
-            let id = backup.id.clone();
-            let saved = web::block(move || durability.load_backup(&id))
-                .await
-                .map_err(|e| ApiError::internal(format!("the backup reader stopped: {e}")))?
-                .map_err(|e| ApiError::internal(format!("The backup could not be read: {e}")))?;
-            route.addr.send(RestoreRecords { backup: saved, user }).await?
-        }
-        .await;
-        let error = restored.err().map(|err| {
-            tracing::warn!(task = %task_id, error = %err.message, "restore failed");
-            TaskError { code: err.code.as_str().to_owned(), message: err.message }
-        });
-        end_task(&state2, task_id, vec![backup.branch_id.clone()], error).await;
-    });
-    Ok(json_response(StatusCode::ACCEPTED, &task_body(&task)))
+    let new = NewTask {
+        kind: "restore",
+        route: route.clone(),
+        view_id: None,
+        showing: vec![backup.branch_id.clone()],
+        status: Some(GridStatus::Restoring),
+    };
+    let (task, ()) = start_task(&state, &p, new, |_| Ok(())).await?;
+    let (user, state) = (p.user().to_owned(), state.clone());
+    Ok(task.run(|_| async move {
+        let durability = state.durability.upgrade().ok_or_else(|| {
+            ApiError::new(ErrorCode::ServiceUnavailable, "The server is stopping.")
+        })?;
+        let id = backup.id.clone();
+        let saved = web::block(move || durability.load_backup(&id))
+            .await
+            .map_err(|e| ApiError::internal(format!("the backup reader stopped: {e}")))?
+            .map_err(|e| ApiError::internal(format!("The backup could not be read: {e}")))?;
+        route.addr.send(RestoreRecords { backup: saved, user }).await?
+    }))
 }
 
 pub fn configure(cfg: &mut ServiceConfig<'_>) {

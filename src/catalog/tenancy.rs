@@ -531,6 +531,14 @@ impl Supervisor {
     }
 
     /// Ends a running task: successful, or failed with `error`.
+    /// Shows how far a running task has come (0-99; its end shows 100). Kept in memory only:
+    /// a restart fails the tasks it cut off, whatever their progress.
+    pub fn set_task_progress(&mut self, id: &str, progress: u8) {
+        if let Some(task) = self.tasks.get_mut(id).filter(|t| t.status == TaskStatus::Running) {
+            task.progress = progress.min(99);
+        }
+    }
+
     pub fn finish_task(&mut self, id: &str, error: Option<TaskError>) -> ApiResult<()> {
         let Some(current) = self.tasks.get(id) else { return Ok(()) };
         let mut task = current.clone();

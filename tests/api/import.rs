@@ -141,6 +141,36 @@ fn an_import_with_a_header_adds_and_updates_records() {
     assert_eq!(grid_body["status"], json!("active"), "importing is over");
 }
 
+/// A running import shows how far it has come: its progress never goes back, stays below 100
+/// while it runs, and reads 100 once it ended.
+#[test]
+fn an_import_task_shows_its_progress() {
+    let app = spawn_app();
+    let (_, view) = grid(&app);
+    let mut csv = String::from("Record ID,English,Count\n");
+    for i in 0..30_000 {
+        csv.push_str(&format!("r{i},Line number {i} of the script,{i}\n"));
+    }
+    let res = import(&app, &view, csv.as_bytes(), None, "");
+    let id = res.assert_status(202)["id"].as_str().expect("task id").to_owned();
+    assert_eq!(res.body["progress"], json!(0));
+    let mut seen = vec![0];
+    for _ in 0..4000 {
+        let body = app.get(&format!("/v1/tasks/{id}")).assert_status(200).clone();
+        let progress = body["progress"].as_u64().expect("progress");
+        assert!(progress >= *seen.last().unwrap(), "progress went back: {seen:?} then {progress}");
+        seen.push(progress);
+        if body["status"] != json!("running") {
+            assert_eq!(body["status"], json!("successful"), "{body}");
+            assert_eq!(progress, 100);
+            assert!(seen[..seen.len() - 1].iter().all(|p| *p < 100), "{seen:?}");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("import task {id} did not finish: {seen:?}");
+}
+
 #[test]
 fn headers_match_names_then_ids_and_paths_are_imported() {
     let app = spawn_app();
