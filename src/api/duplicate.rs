@@ -22,7 +22,7 @@ use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::grids::NewGrid;
 use crate::catalog::model::{Grid, RecordIdentifierType};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{CopyBranch, ImportRecords};
+use crate::grid::actor::{CopyBranch, ImportRecords, ImportedReferences};
 use crate::grid::codec::render_value;
 use crate::grid::ops::GridState;
 use crate::grid::records::{CellInput, RecordInput};
@@ -100,6 +100,8 @@ async fn copy_grid(state: &AppState, p: &Principal, grid: &Grid, db_id: &str) ->
             user: p.user().to_owned(),
             // A copy's cells carry their statuses as the source grid holds them.
             source_default: Default::default(),
+            // As the source grid holds them: a copy adds no reference the source lacked.
+            references: ImportedReferences::Copied,
         };
         target.addr.send(msg).await??;
     }

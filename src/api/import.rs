@@ -29,16 +29,16 @@ use serde::Serialize;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::multipart::{bad_multipart, part_to_file, skip_part, Budget};
-use super::references::{check_reference_access, check_written_references};
+use super::references::{check_reference_access, KeyLookup};
 use super::tasks::{start_task, NewTask, Progress};
 use super::{exec, query_pairs, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{Backup, GridStatus, TaskError};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::{CopyBranch, ImportRecords, RestoreRecords};
+use crate::grid::actor::{CopyBranch, ImportRecords, ImportedReferences, RestoreRecords};
 use crate::grid::records::{RecordInput, MAX_PROBLEMS};
-use crate::grid::references::{reference_columns, ReferenceColumns};
+use crate::grid::references::reference_columns;
 use crate::grid::schema::ColumnDef;
 use crate::ids;
 use crate::io::csv_import::{clip, plan_layout, ImportRequest, Layout};
@@ -247,7 +247,7 @@ async fn import(
         status: Some(GridStatus::Importing),
     };
     let (task, ()) = start_task(&state, &p, new, |_| Ok(())).await?;
-    let run = Run { state: state.clone(), p, route, view_id, backup, references };
+    let run = Run { state: state.clone(), p, route, view_id, backup };
     let task_id = task.id().to_owned();
     Ok(task.run(|progress| run.task(task_id, source, progress)))
 }
@@ -259,11 +259,10 @@ struct Run {
     route: std::sync::Arc<BranchRoute>,
     view_id: String,
     backup: bool,
-    references: ReferenceColumns,
 }
 
 impl Run {
-    /// Reads the rows, keeps the backup, checks the references and imports; a failure names
+    /// Reads the rows, keeps the backup and imports (the grid checks the references); a failure names
     /// the file's columns.
     async fn task(
         self,
@@ -280,17 +279,13 @@ impl Run {
                 keep_backup(&self.state, &self.route).await?;
             }
             progress.set(50).await;
-            if !self.references.is_empty() {
-                let labelled: Vec<(String, &RecordInput)> =
-                    read.iter().map(|(at, r)| (at.clone(), r)).collect();
-                let (state, route) = (&self.state, &self.route);
-                check_written_references(state, &self.p, route, &self.references, &labelled)
-                    .await?;
-            }
-            progress.set(60).await;
-            let view_id = self.view_id.clone();
-            let source_default = self.state.routes.source_default(&self.route.grid_id);
-            let msg = ImportRecords { view_id, rows: read, user, source_default };
+            let msg = ImportRecords {
+                view_id: self.view_id.clone(),
+                rows: read,
+                user,
+                source_default: self.state.routes.source_default(&self.route.grid_id),
+                references: ImportedReferences::Checked(KeyLookup::boxed(&self.state, &self.p)),
+            };
             self.route.addr.send(msg).await?
         }
         .await;

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::references::{check_written_references, resolve_references, ReferenceReader};
+use super::references::{resolve_references, KeyLookup, ReferenceReader};
 use super::sized_json::SizedJson;
 use super::{exec, json_response, json_response_sized, no_content, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
@@ -20,9 +20,7 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::reads::{
     self, export_rows, read_from_view, ExportQuery, ExportSource, PublishView, ReadView,
 };
-use crate::grid::actor::{
-    ReadHistory, ReadRecords, RecordsWrite, WriteOutcome, WriteRecords, WrittenRecords,
-};
+use crate::grid::actor::{ReadHistory, ReadRecords, RecordsWrite, WriteRecords, WrittenRecords};
 use crate::grid::codec::{format_timestamp, render_value, Rendered};
 use crate::grid::history::HistoryEntry;
 use crate::grid::query::{parse_query, parse_sort, Direction, RawFilter, RawSort};
@@ -538,32 +536,14 @@ async fn write(
     write: RecordsWrite,
 ) -> ApiResult<WrittenRecords> {
     let route = view_route(state, p, &view_id, Privilege::Write)?;
-    let source_default = state.routes.source_default(&route.grid_id);
-    let msg = |write, references_checked| WriteRecords {
-        view_id: view_id.clone(),
+    let msg = WriteRecords {
+        view_id,
         user: p.user().to_owned(),
         write,
-        references_checked,
-        source_default,
+        source_default: state.routes.source_default(&route.grid_id),
+        references: KeyLookup::boxed(state, p),
     };
-    let mut records = match route.addr.send(msg(write, false)).await?? {
-        WriteOutcome::Written(records) => records,
-        WriteOutcome::CheckReferences { write, columns } => {
-            let labelled: Vec<(String, &RecordInput)> = write
-                .inputs()
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (format!("records[{i}]"), r))
-                .collect();
-            check_written_references(state, p, &route, &columns, &labelled).await?;
-            match route.addr.send(msg(write, true)).await?? {
-                WriteOutcome::Written(records) => records,
-                WriteOutcome::CheckReferences { .. } => {
-                    return Err(ApiError::internal("a checked write was handed back"))
-                }
-            }
-        }
-    };
+    let mut records = route.addr.send(msg).await??;
     if let WrittenRecords::Read(records) = &mut records {
         resolve_references(state, ReferenceReader::Hide(p), &route, records).await?;
     }

@@ -1,6 +1,7 @@
 //! Reference cells across branches (decisions.md section 4): a write's referenced record ids
-//! are checked against the referenced branch before the write is sent (404
-//! referenceRecordNotFound), and a read's reference cells get the referenced column's current
+//! are checked against the referenced branch by the writing branch's actor (404
+//! referenceRecordNotFound; `grid::references::check_written`), through the branches a key may
+//! read (`KeyLookup`), and a read's reference cells get the referenced column's current
 //! values. Both ask each referenced branch once per request, never once per cell, and only
 //! branches of the same company.
 //!
@@ -10,18 +11,17 @@
 //! view is its boundary, as for share pages). A write's answer hides (empty values) what the
 //! key may not read, so an accepted write is never answered with an error.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::Value;
+use actix::Addr;
 
 use crate::auth::{KeyKind, Principal, Privilege};
 use crate::catalog::model::CompanyId;
-use crate::catalog::routes::BranchRoute;
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::catalog::routes::{BranchRoute, Routes};
+use crate::error::{ApiError, ApiResult};
+use crate::grid::actor::GridActor;
 use crate::grid::read::RecordOut;
-use crate::grid::records::RecordInput;
-use crate::grid::references::{FindMissing, ReadReferenced, ReferenceColumns, Referenced};
+use crate::grid::references::{ReadReferenced, ReferenceColumns, ReferenceLookup, Referenced};
 use crate::grid::render::ReferenceTargets;
 use crate::grid::schema::{ColumnType, ReferenceSetting};
 use crate::grid::value::CellValue;
@@ -63,7 +63,7 @@ pub fn check_reference_access(
     columns: &ReferenceColumns,
 ) -> ApiResult<()> {
     for (_, setting) in columns {
-        if let Some(route) = target(state, p.company_id(), setting) {
+        if let Some(route) = target(&state.routes, p.company_id(), setting) {
             if !may_read_target(p, &route) {
                 return Err(unreadable(setting));
             }
@@ -74,93 +74,36 @@ pub fn check_reference_access(
 
 /// The branch a reference points at, if it exists and belongs to `company_id`.
 fn target(
-    state: &AppState,
+    routes: &Routes,
     company_id: CompanyId,
     r: &ReferenceSetting,
 ) -> Option<Arc<BranchRoute>> {
-    let route = state.routes.branch(ReferenceTargets::branch_of(r))?;
+    let route = routes.branch(ReferenceTargets::branch_of(r))?;
     (route.company_id == company_id && route.grid_id == r.grid_id).then_some(route)
 }
 
-/// The record ids a written reference value names (other shapes are left to the value checks).
-fn written_ids(value: &Value) -> Vec<String> {
-    match value {
-        Value::String(id) if !id.is_empty() => vec![id.clone()],
-        Value::Array(items) => items.iter().filter_map(|v| v.as_str()).map(str::to_owned).collect(),
-        _ => Vec::new(),
+/// The branches a key's write finds its referenced records in (`references::check_written`,
+/// run by the writing branch's actor): the company's own, and only those the key may read.
+pub struct KeyLookup {
+    routes: Arc<Routes>,
+    principal: Principal,
+}
+
+impl KeyLookup {
+    pub fn boxed(state: &AppState, p: &Principal) -> Box<dyn ReferenceLookup> {
+        Box::new(KeyLookup { routes: state.routes.clone(), principal: p.clone() })
     }
 }
 
-/// A record id a write puts in a reference cell, where (`records[0].cells[1]`) and in which
-/// column.
-struct WrittenId<'a> {
-    id: String,
-    at: String,
-    column: &'a str,
-}
-
-/// Refuses (404 referenceRecordNotFound) a write whose reference cells name a record the
-/// referenced branch does not have. `columns` are the view's reference columns
-/// (`grid::references::reference_columns`); `inputs` the records with where each is in the
-/// request (`records[0]`, `row 3`).
-pub async fn check_written_references(
-    state: &AppState,
-    p: &Principal,
-    route: &BranchRoute,
-    columns: &ReferenceColumns,
-    inputs: &[(String, &RecordInput)],
-) -> ApiResult<()> {
-    let written = inputs.iter().flat_map(|(_, r)| &r.cells).any(|c| c.value.is_some());
-    if !written {
-        return Ok(());
-    }
-    if columns.is_empty() {
-        return Ok(());
-    }
-    // Per referenced branch: what it is asked, and every id written to it.
-    let mut asked: HashMap<&str, (&ReferenceSetting, Vec<WrittenId>)> = HashMap::new();
-    for (at, record) in inputs {
-        for (j, cell) in record.cells.iter().enumerate() {
-            let (Some(column), Some(value)) = (cell.column_id.as_deref(), &cell.value) else {
-                continue;
-            };
-            let Some((column, setting)) = columns.iter().find(|(id, _)| id == column) else {
-                continue;
-            };
-            let entry = asked
-                .entry(ReferenceTargets::branch_of(setting))
-                .or_insert_with(|| (setting, Vec::new()));
-            for id in written_ids(value) {
-                entry.1.push(WrittenId { id, at: format!("{at}.cells[{j}]"), column });
-            }
+impl ReferenceLookup for KeyLookup {
+    fn branch(&self, setting: &ReferenceSetting) -> ApiResult<Option<Addr<GridActor>>> {
+        let company = self.principal.company_id();
+        match target(&self.routes, company, setting) {
+            Some(route) if !may_read_target(&self.principal, &route) => Err(unreadable(setting)),
+            Some(route) => Ok(Some(route.addr.clone())),
+            None => Ok(None),
         }
     }
-    for (setting, written) in asked.into_values() {
-        if written.is_empty() {
-            continue;
-        }
-        let missing: Vec<String> = match target(state, route.company_id, setting) {
-            Some(target) if !may_read_target(p, &target) => return Err(unreadable(setting)),
-            Some(target) => {
-                let mut unique: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
-                unique.sort();
-                unique.dedup();
-                target.addr.send(FindMissing { ids: unique }).await?
-            }
-            None => written.iter().map(|w| w.id.clone()).collect(),
-        };
-        if let Some(w) = written.iter().find(|w| missing.contains(&w.id)) {
-            return Err(ApiError::new(
-                ErrorCode::ReferenceRecordNotFound,
-                format!(
-                    "{}: record \"{}\" does not exist in grid \"{}\" referenced by column \
-                     \"{}\".",
-                    w.at, w.id, setting.grid_id, w.column
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The reference cells of one column on a page: what they point at, and every id they hold,
@@ -214,7 +157,7 @@ pub async fn resolve_references(
     let mut targets = Vec::with_capacity(by_branch.len());
     for (_, columns) in by_branch {
         let setting = &wanted[columns[0]].setting;
-        let Some(target) = target(state, branch.company_id, setting) else { continue };
+        let Some(target) = target(&state.routes, branch.company_id, setting) else { continue };
         match reader {
             ReferenceReader::Share => {}
             ReferenceReader::Refuse(p) if !may_read_target(p, &target) => {

@@ -2,14 +2,25 @@
 //! ids it lacks (a write checks its references), and a column's values for some record ids (a
 //! read shows referenced values). One message per referenced branch and request, never one per
 //! cell.
+//!
+//! A write's check (`check_written`) runs inside the writing branch's actor, between taking
+//! the write and committing it, while the branch holds its other writes back: nothing of the
+//! branch changes between the check and the commit, and no caller can skip it. Which branch a
+//! reference points at, and whether the writer may read it, is the caller's to say
+//! (`ReferenceLookup`): the grid knows neither keys nor the catalogue.
 
-use actix::{Context, Handler, Message};
+use std::collections::HashMap;
+
+use actix::{Addr, Context, Handler, Message};
+use serde_json::Value;
 
 use super::actor::GridActor;
 use super::ops::GridState;
 use super::records::RecordInput;
+use super::render::ReferenceTargets;
 use super::schema::{ColumnType, ReferenceSetting, Schema};
 use super::value::CellValue;
+use crate::error::{ApiError, ApiResult, ErrorCode};
 
 /// The values a reference cell shows: the referenced column's type and one value per id.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,8 +77,11 @@ pub fn reference_columns(schema: &Schema, view_id: &str) -> ReferenceColumns {
 }
 
 /// Whether `inputs` put a value in one of the reference columns `columns`.
-pub fn writes_references(columns: &ReferenceColumns, inputs: &[RecordInput]) -> bool {
-    inputs.iter().flat_map(|r| &r.cells).any(|cell| {
+pub fn writes_references<'a>(
+    columns: &ReferenceColumns,
+    inputs: impl IntoIterator<Item = &'a RecordInput>,
+) -> bool {
+    inputs.into_iter().flat_map(|r| &r.cells).any(|cell| {
         let (Some(column), Some(value)) = (cell.column_id.as_deref(), &cell.value) else {
             return false;
         };
@@ -104,4 +118,83 @@ impl Handler<ReadReferenced> for GridActor {
     fn handle(&mut self, msg: ReadReferenced, _: &mut Context<Self>) -> Self::Result {
         msg.requests.iter().map(|(column, ids)| self.state.referenced_values(column, ids)).collect()
     }
+}
+
+/// Where a write's referenced records are looked up, for the key that writes.
+pub trait ReferenceLookup: Send {
+    /// The actor of the branch `setting` points at: `None` when there is no such branch (or
+    /// it is another company's), an error (403) when the writer may not read it.
+    fn branch(&self, setting: &ReferenceSetting) -> ApiResult<Option<Addr<GridActor>>>;
+}
+
+/// The record ids a written reference value names (other shapes are left to the value checks).
+fn written_ids(value: &Value) -> Vec<String> {
+    match value {
+        Value::String(id) if !id.is_empty() => vec![id.clone()],
+        Value::Array(items) => items.iter().filter_map(|v| v.as_str()).map(str::to_owned).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A record id a write puts in a reference cell, where (`records[0].cells[1]`) and in which
+/// column.
+struct WrittenId<'a> {
+    id: String,
+    at: String,
+    column: &'a str,
+}
+
+/// Refuses (404 referenceRecordNotFound) a write whose reference cells name a record the
+/// referenced branch does not have, and (403) one that writes into a column pointing at a grid
+/// the writer may not read. `columns` are the view's reference columns (`reference_columns`);
+/// `inputs` the records with where each is in the request (`records[0]`, `row 3`). Asks each
+/// referenced branch once.
+pub async fn check_written(
+    lookup: &dyn ReferenceLookup,
+    columns: &ReferenceColumns,
+    inputs: &[(String, &RecordInput)],
+) -> ApiResult<()> {
+    // Per referenced branch: what it is asked, and every id written to it.
+    let mut asked: HashMap<&str, (&ReferenceSetting, Vec<WrittenId>)> = HashMap::new();
+    for (at, record) in inputs {
+        for (j, cell) in record.cells.iter().enumerate() {
+            let (Some(column), Some(value)) = (cell.column_id.as_deref(), &cell.value) else {
+                continue;
+            };
+            let Some((column, setting)) = columns.iter().find(|(id, _)| id == column) else {
+                continue;
+            };
+            let entry = asked
+                .entry(ReferenceTargets::branch_of(setting))
+                .or_insert_with(|| (setting, Vec::new()));
+            for id in written_ids(value) {
+                entry.1.push(WrittenId { id, at: format!("{at}.cells[{j}]"), column });
+            }
+        }
+    }
+    for (setting, written) in asked.into_values() {
+        if written.is_empty() {
+            continue;
+        }
+        let missing: Vec<String> = match lookup.branch(setting)? {
+            Some(target) => {
+                let mut unique: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
+                unique.sort();
+                unique.dedup();
+                target.send(FindMissing { ids: unique }).await?
+            }
+            None => written.iter().map(|w| w.id.clone()).collect(),
+        };
+        if let Some(w) = written.iter().find(|w| missing.contains(&w.id)) {
+            return Err(ApiError::new(
+                ErrorCode::ReferenceRecordNotFound,
+                format!(
+                    "{}: record \"{}\" does not exist in grid \"{}\" referenced by column \
+                     \"{}\".",
+                    w.at, w.id, setting.grid_id, w.column
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -254,6 +254,49 @@ fn an_unknown_id_is_404_reference_record_not_found_and_nothing_is_written() {
     }
 }
 
+/// The referencing grid's actor checks the ids itself while it holds its writes back: a grid
+/// referencing its own records, and two grids referencing each other written at once, are
+/// answered (the check asks the other actors, and they answer while they check).
+#[test]
+fn writes_to_grids_referencing_themselves_and_each_other_are_checked() {
+    let app = spawn_app();
+    let (a_grid, a_view) = glossary(&app);
+    app.create_column(&a_view, reference_column("self", &a_grid, "term"));
+    let (b_grid, b_view) = app.create_grid("Other");
+    app.create_column(&b_view, json!({"id": "term", "name": "Term", "type": "singleLine"}));
+    app.create_column(&b_view, reference_column("back", &a_grid, "term"));
+    app.create_column(&a_view, reference_column("other", &b_grid, "term"));
+    app.add_records(
+        &b_view,
+        json!([{"id": "b1", "cells": [{"columnId": "term", "value": "pear"}]}]),
+    );
+
+    app.add_records(&a_view, json!([referencing("g4", "self", json!(["g1", "g2"]))]));
+    let res = app.post(&records_path(&a_view), &json!([referencing("g5", "self", json!("g9"))]));
+    res.assert_error(404, "referenceRecordNotFound");
+    let records = app.records(&a_view);
+    assert_refs(&records, "g4", "self", json!(["g1", "g2"]), json!(["zebra", "apple"]));
+    assert!(records.iter().all(|r| r["id"] != "g5"), "a refused write writes nothing");
+
+    std::thread::scope(|scope| {
+        for round in 0..20 {
+            let (app, a_view, b_view) = (&app, &a_view, &b_view);
+            scope.spawn(move || {
+                let a = json!([referencing(&format!("a{round}"), "other", json!("b1"))]);
+                app.post(&records_path(a_view), &a).assert_status(201);
+            });
+            scope.spawn(move || {
+                let b = json!([referencing(&format!("b{}", round + 2), "back", json!("g3"))]);
+                app.post(&records_path(b_view), &b).assert_status(201);
+            });
+        }
+    });
+    assert_eq!(app.records(&a_view).len(), 4 + 20);
+    let records = app.records(&b_view);
+    assert_eq!(records.len(), 1 + 20);
+    assert_refs(&records, "b7", "back", json!(["g3"]), json!(["mango"]));
+}
+
 #[test]
 fn an_edit_of_the_referenced_record_shows_at_the_next_read() {
     let app = spawn_app();

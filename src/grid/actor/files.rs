@@ -10,7 +10,8 @@ use std::collections::HashSet;
 
 use actix::{Context, Handler, Message, ResponseFuture};
 
-use super::{picked_columns, when_durable, GridActor};
+use super::reads::picked_columns;
+use super::GridActor;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::ops::GridState;
 use crate::grid::read::RecordOut;
@@ -126,10 +127,12 @@ impl Handler<ChangeFiles> for GridActor {
     type Result = ResponseFuture<ApiResult<Vec<RecordOut>>>;
 
     fn handle(&mut self, msg: ChangeFiles, ctx: &mut Context<Self>) -> Self::Result {
-        self.hold(ctx, move |act, _| match act.change_files(msg) {
-            Ok(Some((durable, records))) => when_durable(durable, records),
-            Ok(None) => Box::pin(async { Ok(Vec::new()) }),
-            Err(err) => Box::pin(async move { Err(err) }),
+        self.hold(ctx, move |act, ctx| {
+            let written = act.change_files(msg).map(|changed| match changed {
+                Some((durable, records)) => (Some(durable), records),
+                None => (None, Vec::new()),
+            });
+            act.reply_when_durable(ctx, written)
         })
     }
 }

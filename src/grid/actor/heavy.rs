@@ -11,6 +11,7 @@
 //! 503 rather than queued without bound.
 
 use std::collections::VecDeque;
+use std::future::Future;
 
 use actix::{ActorFutureExt, AsyncContext, Context, ResponseFuture, WrapFuture};
 use tokio::sync::oneshot;
@@ -97,29 +98,12 @@ impl GridActor {
         };
         let (done, answer) = oneshot::channel();
         ctx.spawn(work.into_actor(self).map(move |finished: ApiResult<Finished<T>>, act, ctx| {
-            let installed = finished.and_then(|f| {
-                let durable = act.install(f.state, f.payload)?;
-                Ok((durable, f.reply))
-            });
-            let _ = done.send(installed);
+            let installed = finished.and_then(|f| Ok((act.install(f.state, f.payload)?, f.reply)));
             act.gate.busy = false;
+            let _ = done.send(act.reply_when_durable(ctx, installed));
             act.release_held(ctx);
-            if act.since_snapshot.is_due(&act.durability.policy) {
-                act.maybe_snapshot(ctx);
-            }
         }));
-        Box::pin(async move {
-            let (durable, reply) = answer.await.map_err(|_| stopped())??;
-            if let Some(durable) = durable {
-                durable.await.map_err(|err| {
-                    ApiError::new(
-                        ErrorCode::ServiceUnavailable,
-                        format!("The write was not logged: {err}"),
-                    )
-                })?;
-            }
-            Ok(reply)
-        })
+        Box::pin(async move { answer.await.map_err(|_| stopped())?.await })
     }
 
     /// Logs a heavy write's record and swaps its state in. The old state is dropped on a
@@ -130,14 +114,8 @@ impl GridActor {
         payload: Option<Vec<u8>>,
     ) -> ApiResult<Option<Durable>> {
         let Some(payload) = payload else { return Ok(None) };
-        let bytes = payload.len() as u64;
-        let appended = self.durability.wal.append(payload).map_err(|err| {
-            tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
-            ApiError::new(
-                ErrorCode::ServiceUnavailable,
-                format!("The write could not be logged: {err}"),
-            )
-        })?;
+        // A heavy write (an import, a schema change over every record) counts by its bytes.
+        let durable = self.log(payload, 1)?;
         let mut state = state;
         if state.store.is_tracking() != self.state.store.is_tracking() {
             // A read built the first index while the write ran: the copy did not journal its
@@ -148,9 +126,7 @@ impl GridActor {
         let withdrawn = self.reads.withdraw();
         let old = std::mem::replace(&mut self.state, state);
         tokio::task::spawn_blocking(move || drop((old, withdrawn)));
-        // A heavy write (an import, a schema change over every record) counts by its bytes.
-        self.since_snapshot.add(1, bytes);
-        Ok(Some(appended.durable))
+        Ok(Some(durable))
     }
 
     /// Runs the held writes in order until one of them starts another heavy write.
@@ -159,6 +135,31 @@ impl GridActor {
             let Some(next) = self.gate.held.pop_front() else { break };
             next(self, ctx);
         }
+    }
+
+    /// Runs `check` (which may ask other actors: it runs on this actor's context, so this
+    /// actor answers messages meanwhile) while the branch holds its other writes back, then
+    /// `then` with what the check gave: nothing of the branch changes between the two. A
+    /// failed check is the answer.
+    pub(super) fn after_check<C: 'static, T: 'static>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        check: impl Future<Output = ApiResult<C>> + 'static,
+        then: impl FnOnce(&mut GridActor, &mut Context<GridActor>, C) -> ResponseFuture<ApiResult<T>>
+            + 'static,
+    ) -> ResponseFuture<ApiResult<T>> {
+        self.gate.busy = true;
+        let (done, answer) = oneshot::channel();
+        ctx.spawn(check.into_actor(self).map(move |checked, act, ctx| {
+            act.gate.busy = false;
+            let reply = match checked {
+                Ok(checked) => then(act, ctx, checked),
+                Err(err) => Box::pin(async move { Err(err) }),
+            };
+            let _ = done.send(reply);
+            act.release_held(ctx);
+        }));
+        Box::pin(async move { answer.await.map_err(|_| stopped())?.await })
     }
 
     /// `run` now, or once the running heavy write is done (503 past `MAX_HELD` waiting).

@@ -18,19 +18,20 @@
 //! Exports and counts read every matching row of a view the same way (`export_rows`), never
 //! through the actor's mailbox.
 
+use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 
 use actix::{Context, Handler, Message};
 
-use super::{cursor_row, picked_columns, GridActor, ReadRecords};
+use super::GridActor;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::ops::GridState;
-use crate::grid::query::{bind_filters, bind_sort, QueryEngine, RawFilter, RawSort};
+use crate::grid::query::{bind_filters, bind_sort, Direction, QueryEngine, RawFilter, RawSort};
 use crate::grid::read::RecordPage;
 use crate::grid::read_json::renders_alone;
-use crate::grid::schema::{ColumnDef, ViewDef};
-use crate::grid::store::RowId;
+use crate::grid::schema::{distinct_column_ids, ColumnDef, Schema, ViewDef, PREDEFINED_COLUMNS};
+use crate::grid::store::{ColumnStore, RecordIdentity, RowId};
 
 /// An immutable copy of a branch for readers: the state, and the query indexes as they were
 /// for exactly that state.
@@ -151,7 +152,7 @@ pub(super) fn read_page(
             let wanted = msg.limit.saturating_add(1);
             let mut page = query.query_from(store, &filters, &sort, row, *direction, wanted);
             let more = page.rows.len() > msg.limit;
-            if more && *direction == super::Direction::Before {
+            if more && *direction == Direction::Before {
                 page.rows.remove(0);
             }
             page.rows.truncate(msg.limit);
@@ -218,4 +219,77 @@ pub fn export_rows(view: Arc<ReadView>, query: &ExportQuery) -> ApiResult<Export
         rows = QueryEngine::default().run(&mut copy.store, &filters, &sort, 0, usize::MAX).rows;
     }
     Ok(ExportSource { view, columns, rows })
+}
+
+/// A page of records in insertion order, with the view's (or the listed) columns.
+#[derive(Debug, Message)]
+#[rtype(result = "ApiResult<RecordPage>")]
+pub struct ReadRecords {
+    pub view_id: String,
+    pub offset: usize,
+    pub limit: usize,
+    pub column_ids: Option<Vec<String>>,
+    /// Conditions of the `query` parameter, ANDed.
+    pub filters: Vec<RawFilter>,
+    /// Keys of the `sort` parameter, in order.
+    pub sort: Vec<RawSort>,
+    /// `afterRecordId` / `beforeRecordId`: the page starts right after (ends right before) this
+    /// record in the listing's order; `offset` is then 0.
+    pub cursor: Option<(Direction, String)>,
+    /// The page wanted as JSON (`RecordPage::rendered`) rather than as records, when the
+    /// columns allow it (`renders_alone`).
+    pub rendered: bool,
+}
+
+impl Handler<ReadRecords> for GridActor {
+    type Result = ApiResult<RecordPage>;
+
+    fn handle(&mut self, msg: ReadRecords, _: &mut Context<Self>) -> Self::Result {
+        let view = self.view(&msg.view_id)?;
+        self.query.sync(&mut self.state.store);
+        let page = read_page(&self.state, &view, &mut self.query, &msg);
+        self.query.resume_tracking(&mut self.state.store);
+        // The next reads come from a view of this state, with any index this read built, until
+        // the branch changes.
+        let _replaced = self.reads.republish(&mut self.state, &mut self.query);
+        page?.ok_or_else(|| ApiError::internal("the branch's own query engine lacked an index"))
+    }
+}
+
+/// The row of a cursor record (404 nonexistentRecordId for an unknown one). In a grid whose
+/// records are identified by path and id, the first record with that id.
+fn cursor_row(store: &ColumnStore, id: &str) -> ApiResult<RowId> {
+    let found = store.find("", id).or_else(|| match store.identity() {
+        RecordIdentity::PathAndId => {
+            (store.scan_ids(|x| x == id) & store.live()).min().map(RowId::from_raw)
+        }
+        RecordIdentity::RecordId => None,
+    });
+    found.ok_or_else(|| {
+        ApiError::new(ErrorCode::NonexistentRecordId, format!("Record \"{id}\" does not exist."))
+    })
+}
+
+/// The columns a read shows: the view's, or those of `ids` in that order, each once (each must
+/// be in the view: 404 `columnNotFoundInView`; the predefined columns are always shown).
+pub(super) fn picked_columns<'a>(
+    schema: &'a Schema,
+    view: &'a ViewDef,
+    ids: Option<&[String]>,
+) -> ApiResult<Vec<&'a ColumnDef>> {
+    let shown = schema.view_columns(view);
+    let Some(ids) = ids else { return Ok(shown.into_iter().map(|(c, _)| c).collect()) };
+    let ids = distinct_column_ids(ids, shown.len())?;
+    let by_id: HashMap<&str, &ColumnDef> = shown.iter().map(|(c, _)| (c.id.as_str(), *c)).collect();
+    ids.into_iter()
+        .filter(|id| !PREDEFINED_COLUMNS.contains(id))
+        .map(|id| {
+            by_id.get(id).copied().ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::ColumnNotFoundInView,
+                    format!("Column \"{id}\" could not be found in view \"{}\".", view.id),
+                )
+            })
+        })
+        .collect()
 }

@@ -1,0 +1,371 @@
+//! `GridActor`: the one owner of a grid branch's state. Every read and write of the branch's
+//! schema, views and records is a message to it; nothing else touches its data.
+//!
+//! A write is validated whole, turned into ops, appended to the WAL, applied in memory, and
+//! answered once the WAL says it is durable. Handlers render replies on their own threads.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::{
+    Actor, ActorContext, ActorFutureExt, AsyncContext, Context, Handler, Message, ResponseFuture,
+    WrapFuture,
+};
+
+use super::ops::{GridOp, GridState};
+use super::query::QueryEngine;
+use super::schema::ViewDef;
+use super::store::RecordIdentity;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::persist::durability::{Durability, SnapshotFailure, SnapshotPolicy};
+use crate::persist::entry::WalEntry;
+use crate::persist::wal::Durable;
+
+mod branches;
+mod files;
+mod heavy;
+mod history;
+pub mod reads;
+mod schema;
+mod stats;
+mod writes;
+
+pub use branches::{ApplyMerge, BranchCopy, CopyBranch, RestoreRecords};
+pub use files::{ChangeFiles, FilesChange, HeldFiles, HoldsFile};
+pub use heavy::{Staged, MAX_HELD};
+pub use history::{ExportHistory, HistoryExport, ReadHistory};
+pub use reads::ReadRecords;
+pub use schema::{ChangeSchema, ReadSchema, SchemaChanged};
+pub use stats::{BranchStats, ReadStats};
+pub use writes::{ImportRecords, ImportedReferences, RecordsWrite, WriteRecords, WrittenRecords};
+
+/// The actor of one branch (the master branch has the grid's id).
+pub struct GridActor {
+    grid_id: String,
+    branch_id: String,
+    pub(super) state: GridState,
+    /// Query indexes over `state.store`, built on first use.
+    query: QueryEngine,
+    durability: Arc<Durability>,
+    /// What the branch wrote since the last snapshot started.
+    since_snapshot: Written,
+    last_snapshot: Instant,
+    snapshot_running: bool,
+    /// After a failed or postponed snapshot: how long the next attempt waits, doubled by each
+    /// failure in a row (`SNAPSHOT_RETRY`), and when it may start.
+    snapshot_retry: Option<(Duration, Instant)>,
+    /// The branch this one was copied from, until this branch's first snapshot is stored: till
+    /// then recovery rebuilds it from that branch's state at the fork, so that branch holds
+    /// back its own snapshots (`Durability::pin`).
+    fork_source: Option<String>,
+    /// The heavy write running, if any, and the writes waiting for it (`heavy`).
+    gate: heavy::Gate,
+    /// The view page reads use off this actor (`reads`), withdrawn before every change.
+    reads: Arc<reads::ReadViews>,
+}
+
+/// The pause before retrying a failed or postponed snapshot: the first, and the most it grows
+/// to.
+const SNAPSHOT_RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(64));
+
+/// Records and WAL bytes a branch wrote since its last snapshot (`SnapshotPolicy`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Written {
+    records: u64,
+    bytes: u64,
+}
+
+impl Written {
+    fn add(&mut self, records: u64, bytes: u64) {
+        self.records = self.records.saturating_add(records);
+        self.bytes = self.bytes.saturating_add(bytes);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.records == 0 && self.bytes == 0
+    }
+
+    fn is_due(&self, policy: &SnapshotPolicy) -> bool {
+        self.records >= policy.every_records || self.bytes >= policy.every_bytes
+    }
+}
+
+impl GridActor {
+    /// The actor of a branch whose state was created or recovered by the caller.
+    pub fn with_state(
+        grid_id: &str,
+        branch_id: &str,
+        state: GridState,
+        durability: Arc<Durability>,
+    ) -> Self {
+        GridActor {
+            grid_id: grid_id.to_owned(),
+            branch_id: branch_id.to_owned(),
+            state,
+            query: QueryEngine::default(),
+            durability,
+            since_snapshot: Written::default(),
+            last_snapshot: Instant::now(),
+            snapshot_running: false,
+            snapshot_retry: None,
+            fork_source: None,
+            gate: heavy::Gate::default(),
+            reads: Arc::default(),
+        }
+    }
+
+    /// The actor publishing its read views in `reads` (shared with the branch's route).
+    pub fn with_reads(mut self, reads: Arc<reads::ReadViews>) -> Self {
+        self.reads = reads;
+        self
+    }
+
+    /// The actor of a branch just copied from `source` (or recovered from that copy), which
+    /// `durability` has pinned: it writes its first snapshot at once and then unpins it.
+    pub fn forked(mut self, source: &str) -> Self {
+        self.fork_source = Some(source.to_owned());
+        self
+    }
+
+    /// Starts a snapshot now, unless one is running, this branch is pinned or a failed one
+    /// waits for its retry. Once stored, a fork's source is released; once it ended, the next
+    /// one is started if writes made meanwhile are due. A failed or postponed one gives back
+    /// what it was to cover and is tried again after a growing pause.
+    fn start_snapshot(&mut self, ctx: &mut Context<Self>) {
+        if self.snapshot_running || self.durability.is_pinned(&self.branch_id) {
+            return;
+        }
+        if self.snapshot_retry.is_some_and(|(_, at)| Instant::now() < at) {
+            return;
+        }
+        let covered = self.since_snapshot;
+        let fut = self.snapshot_future();
+        ctx.spawn(fut.into_actor(self).map(move |written, act, ctx| {
+            act.snapshot_running = false;
+            if written.is_ok() {
+                act.snapshot_retry = None;
+                if let Some(source) = act.fork_source.take() {
+                    act.durability.unpin(&source, &act.branch_id);
+                }
+            } else {
+                act.since_snapshot.add(covered.records, covered.bytes);
+                let pause = act
+                    .snapshot_retry
+                    .map_or(SNAPSHOT_RETRY.0, |(pause, _)| (pause * 2).min(SNAPSHOT_RETRY.1));
+                act.snapshot_retry = Some((pause, Instant::now() + pause));
+                ctx.run_later(pause, |act, ctx| act.retry_snapshot(ctx));
+                return;
+            }
+            // Writes that came while this one ran saw it running and did not start another.
+            if act.since_snapshot.is_due(&act.durability.policy) {
+                act.maybe_snapshot(ctx);
+            }
+        }));
+    }
+
+    /// The retry of a failed or postponed snapshot, while there is something to cover: a
+    /// fork's first snapshot, or writes.
+    fn retry_snapshot(&mut self, ctx: &mut Context<Self>) {
+        if self.fork_source.is_some() || !self.since_snapshot.is_empty() {
+            self.start_snapshot(ctx);
+        }
+    }
+
+    /// Logs and applies ops; the returned future resolves when they are durable.
+    fn commit(&mut self, ops: Vec<GridOp>) -> ApiResult<Durable> {
+        self.commit_returning(ops).map(|(durable, _)| durable)
+    }
+
+    /// `commit`, handing the ops back.
+    fn commit_returning(&mut self, ops: Vec<GridOp>) -> ApiResult<(Durable, Vec<GridOp>)> {
+        let entry = WalEntry { branch_id: self.branch_id.clone(), ops };
+        // Before anything changes: a read that starts once the write is acknowledged must not
+        // find the view from before it.
+        let _withdrawn = self.reads.withdraw();
+        let records = entry.ops.iter().map(GridOp::records_written).sum();
+        let durable = self.log(entry.encode(), records)?;
+        for op in &entry.ops {
+            self.state.apply(op);
+        }
+        Ok((durable, entry.ops))
+    }
+
+    /// Appends a write's WAL record (`records` records written) and counts it towards the
+    /// next snapshot; 503 when the WAL refuses it.
+    fn log(&mut self, payload: Vec<u8>, records: u64) -> ApiResult<Durable> {
+        let bytes = payload.len() as u64;
+        let appended = self.durability.wal.append(payload).map_err(|err| {
+            tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
+            ApiError::new(
+                ErrorCode::ServiceUnavailable,
+                format!("The write could not be logged: {err}"),
+            )
+        })?;
+        self.since_snapshot.add(records, bytes);
+        Ok(appended.durable)
+    }
+
+    /// The end of every write: starts a snapshot if the writes since the last one made it due,
+    /// and answers `written`'s reply once its WAL record (if it logged one) is durable, or its
+    /// error at once.
+    fn reply_when_durable<T: 'static>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        written: ApiResult<(Option<Durable>, T)>,
+    ) -> ResponseFuture<ApiResult<T>> {
+        if self.since_snapshot.is_due(&self.durability.policy) {
+            self.maybe_snapshot(ctx);
+        }
+        Box::pin(async move {
+            let (durable, reply) = written?;
+            if let Some(durable) = durable {
+                durable.await.map_err(|err| {
+                    ApiError::new(
+                        ErrorCode::ServiceUnavailable,
+                        format!("The write was not logged: {err}"),
+                    )
+                })?;
+            }
+            Ok(reply)
+        })
+    }
+
+    /// Starts a snapshot when one is due: enough records or WAL bytes written, or time passed
+    /// with changes or a lagging WAL floor.
+    fn maybe_snapshot(&mut self, ctx: &mut Context<Self>) {
+        let policy = self.durability.policy;
+        // The floor's lag (a listing of the WAL) is looked at only once the interval passed.
+        let timely = self.last_snapshot.elapsed() >= policy.every
+            && (!self.since_snapshot.is_empty() || self.durability.floor_lags(&self.branch_id));
+        if self.since_snapshot.is_due(&policy) || timely {
+            self.start_snapshot(ctx);
+        }
+    }
+
+    /// Copies the state and writes it as a snapshot on a blocking thread. The copy is the only
+    /// part that holds up this actor's writers.
+    fn snapshot_future(
+        &mut self,
+    ) -> impl std::future::Future<Output = Result<(), String>> + 'static {
+        self.snapshot_running = true;
+        self.since_snapshot = Written::default();
+        self.last_snapshot = Instant::now();
+        let lsn = self.durability.wal.last_lsn();
+        let copied = Instant::now();
+        let state = self.state.clone();
+        tracing::debug!(branch = %self.branch_id, copy_ms = copied.elapsed().as_millis() as u64, "snapshot copy taken");
+        let durability = self.durability.clone();
+        let branch = self.branch_id.clone();
+        async move {
+            let started = Instant::now();
+            // Only what is durable in the WAL may be covered by a snapshot: otherwise a crash
+            // could leave the WAL shorter than the snapshot's position and LSNs be reused.
+            let synced = durability.wal.sync_now().map_err(|e| format!("WAL sync: {e}"))?;
+            synced.await.map_err(|e| format!("WAL sync: {e}"))?;
+            // On a thread of its own scheduled as background work: encoding the image takes a
+            // core for a while, and the actors and HTTP workers take it back at once when a
+            // request comes (an edit inside a snapshot window otherwise waits for the encoder's
+            // time slice).
+            let (done, written) = tokio::sync::oneshot::channel();
+            std::thread::Builder::new()
+                .name("snapshot".into())
+                .spawn(move || {
+                    super::read_pool::background_priority();
+                    let written = durability.write_snapshot(&branch, lsn, &state);
+                    // The image's buffers and the copy's own chunks were this thread's: give
+                    // them back to the OS before it ends. 1.5-23 ms after the snapshots of a
+                    // 1M-record load.
+                    drop(state);
+                    alloc_release::release_freed();
+                    let _ = done.send(written);
+                })
+                .map_err(|e| format!("no snapshot thread: {e}"))?;
+            let written = written
+                .await
+                .map_err(|_| "the snapshot thread stopped".to_owned())?
+                .map_err(|failure| {
+                    match &failure {
+                        SnapshotFailure::Postponed { .. } => {
+                            tracing::warn!(lsn, reason = %failure, "snapshot postponed")
+                        }
+                        SnapshotFailure::Failed(_) => {
+                            tracing::error!(lsn, error = %failure, "snapshot failed")
+                        }
+                    }
+                    failure.to_string()
+                });
+            if written.is_ok() {
+                tracing::info!(lsn, ms = started.elapsed().as_millis() as u64, "snapshot written");
+            }
+            written
+        }
+    }
+
+    fn view(&self, view_id: &str) -> ApiResult<ViewDef> {
+        self.state
+            .schema
+            .view(view_id)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id))
+    }
+
+    fn by_path(&self) -> bool {
+        self.state.store.identity() == RecordIdentity::PathAndId
+    }
+}
+
+impl Actor for GridActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        tracing::debug!(grid = %self.grid_id, branch = %self.branch_id, "grid actor started");
+        let check = (self.durability.policy.every / 4).max(std::time::Duration::from_millis(100));
+        ctx.run_interval(check, |act, ctx| act.maybe_snapshot(ctx));
+        if self.fork_source.is_some() {
+            self.start_snapshot(ctx);
+        }
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        tracing::debug!(grid = %self.grid_id, branch = %self.branch_id, "grid actor stopped");
+    }
+}
+
+/// Writes a snapshot now (graceful shutdown); resolves when it is stored.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), String>")]
+pub struct TakeSnapshot;
+
+impl Handler<TakeSnapshot> for GridActor {
+    type Result = ResponseFuture<Result<(), String>>;
+
+    fn handle(&mut self, _: TakeSnapshot, _: &mut Context<Self>) -> Self::Result {
+        if self.durability.is_pinned(&self.branch_id) {
+            // A branch copied from this one has no snapshot yet and is rebuilt from this one's
+            // WAL records: this branch replays them too at the next start.
+            tracing::info!(branch = %self.branch_id, "snapshot held back for a new branch");
+            return Box::pin(async { Ok(()) });
+        }
+        Box::pin(self.snapshot_future())
+    }
+}
+
+/// Stops the actor (its grid or branch was deleted).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct Shutdown;
+
+impl Handler<Shutdown> for GridActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Shutdown, ctx: &mut Context<Self>) {
+        // Freeing a large branch is not bounded work: on a blocking thread, not this one.
+        let withdrawn = self.reads.withdraw();
+        tokio::task::spawn_blocking(move || drop(withdrawn));
+        let empty = GridState::empty(self.state.store.identity());
+        let old = std::mem::replace(&mut self.state, empty);
+        tokio::task::spawn_blocking(move || drop(old));
+        self.query.clear();
+        ctx.stop();
+    }
+}
