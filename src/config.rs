@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, FromArgMatches};
 
 /// Everything a running server needs to know. Defaults are documented in the README.
 #[derive(Debug, Clone, Args)]
@@ -93,28 +93,41 @@ pub struct Config {
 }
 
 impl Config {
-    /// A configuration for tests and embedding: the given data directory, port 0 on loopback,
-    /// a fixed bootstrap key.
+    /// A configuration for tests and embedding: every default of the command line (the
+    /// `GRIDD_*` environment not read), with the given data directory and bootstrap key, port
+    /// 0 on loopback, two HTTP workers and `warn` logs.
     pub fn for_data_dir(data_dir: impl Into<PathBuf>, api_key: &str) -> Config {
+        let command = Config::augment_args(clap::Command::new("gridd"))
+            .mut_args(|arg| arg.env(None::<&'static str>));
+        let defaults = command
+            .try_get_matches_from(["gridd"])
+            .and_then(|matches| Config::from_arg_matches(&matches))
+            .expect("every flag has a default or is optional: an empty command line parses");
         Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: data_dir.into(),
             api_key: Some(api_key.to_owned()),
-            public_url: None,
             log_level: "warn".to_owned(),
-            max_json_bytes: 32 * 1024 * 1024,
-            snapshot_every_records: 250_000,
-            snapshot_every_bytes: 128 * 1024 * 1024,
-            snapshot_interval_secs: 300,
             workers: Some(2),
-            grid_threads: None,
-            rate_limit: 0.0,
-            rate_burst: 50,
-            request_timeout_ms: 10_000,
-            body_timeout_ms: 60_000,
-            zip_unpacked_limit: 1024 * 1024 * 1024,
-            file_gc_interval_secs: 600,
-            file_gc_grace_secs: 3600,
+            ..defaults
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_configuration_takes_the_command_lines_defaults() {
+        std::env::set_var("GRIDD_RATE_BURST", "7");
+        let config = Config::for_data_dir("/tmp/x", "key");
+        assert_eq!(config.data_dir, PathBuf::from("/tmp/x"));
+        assert_eq!(config.api_key.as_deref(), Some("key"));
+        assert_eq!(config.bind.port(), 0);
+        assert_eq!(config.snapshot_every_records, 250_000);
+        assert_eq!(config.max_json_bytes, 32 * 1024 * 1024);
+        assert_eq!(config.rate_burst, 50, "the environment is not read");
+        assert_eq!(config.file_gc_grace_secs, 3600);
     }
 }
