@@ -182,7 +182,13 @@ impl actix_web::ResponseError for ApiError {
     /// Rendered without the request path; `api::errors::render_errors` replaces this body with
     /// the full one (it knows the path). Kept complete so the error is valid JSON either way.
     fn error_response(&self) -> actix_web::HttpResponse {
-        let mut response = crate::api::json_response(self.code.status(), &self.body(""));
+        let body = serde_json::to_vec(&self.body("")).unwrap_or_else(|_| {
+            br#"{"status":500,"code":"internalServerError","message":"error serialization failed"}"#
+                .to_vec()
+        });
+        let mut response = actix_web::HttpResponseBuilder::new(self.code.status())
+            .content_type("application/json")
+            .body(body);
         if let Some(seconds) = self.retry_after {
             response.headers_mut().insert(
                 actix_web::http::header::RETRY_AFTER,

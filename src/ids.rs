@@ -5,6 +5,13 @@
 
 use rand::Rng;
 
+/// A company's id: an integer, increasing from 1 and never reused (the hosted service's
+/// `companyId` is an int64 JSON number).
+pub type CompanyId = i64;
+/// A project's id: an integer, increasing from 1 and never reused (`Project.id` and every
+/// `projectId` of the hosted service are int64 JSON numbers).
+pub type ProjectId = i64;
+
 const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 
 /// A new random id: 14 lowercase alphanumerics (`xpzyv44ym2v49f`).

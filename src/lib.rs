@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod config;
 pub mod error;
 pub mod grid;
+pub mod histogram;
 pub mod ids;
 pub mod io;
 pub mod metrics;
@@ -333,8 +334,12 @@ impl Application {
             data_dir: Arc::from(config.data_dir.as_path()),
             zip_unpacked_limit: config.zip_unpacked_limit,
         };
+        let collector = catalog::collector::Collector {
+            supervisor: state.supervisor.clone(),
+            routes: state.routes.clone(),
+        };
         catalog::collector::run_collector(
-            state.clone(),
+            collector,
             Duration::from_secs(config.file_gc_interval_secs),
             Duration::from_secs(config.file_gc_grace_secs),
         );
@@ -353,7 +358,7 @@ impl Application {
                 .wrap_fn(api::errors::render_errors)
                 .wrap_fn(api::compression::compress_large())
                 .wrap_fn(api::body_deadline::body_deadline(body_timeout))
-                .wrap_fn(metrics::track)
+                .wrap_fn(api::request_timing::track)
                 .wrap(tracing_actix_web::TracingLogger::<api::request_span::RequestSpan>::new())
         })
         .workers(

@@ -22,7 +22,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::ReadStats;
-use crate::metrics::{escape, header};
+use crate::histogram::{escape, header};
 use crate::state::AppState;
 
 /// The exposition format's content type.

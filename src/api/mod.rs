@@ -2,6 +2,7 @@
 //! are thin: authenticate, look up the route, send a message, render the reply.
 
 pub mod admin;
+mod authenticate;
 pub mod body_deadline;
 pub mod branches;
 pub mod columns;
@@ -25,6 +26,7 @@ pub mod projects;
 pub mod records;
 pub mod references;
 pub mod request_span;
+pub mod request_timing;
 pub mod shares;
 pub mod sized_json;
 pub mod tasks;

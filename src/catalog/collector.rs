@@ -16,16 +16,25 @@
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
+use actix::Addr;
 use chrono::{DateTime, Utc};
 
+use super::routes::Routes;
 use super::store::{CatalogChange, EntityKind};
-use super::supervisor::Supervisor;
-use crate::api::exec;
+use super::supervisor::{Exec, Supervisor};
 use crate::error::{ApiError, ApiResult};
 use crate::grid::actor::HeldFiles;
-use crate::state::AppState;
+
+/// What the collector works with: the supervisor (the files' metadata) and the route table
+/// (every branch's actor).
+#[derive(Clone)]
+pub struct Collector {
+    pub supervisor: Addr<Supervisor>,
+    pub routes: Arc<Routes>,
+}
 
 fn parse_time(text: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(text).ok().map(|t| t.with_timezone(&Utc))
@@ -112,7 +121,7 @@ impl Supervisor {
 /// The file ids every branch holds, asking branches that appear meanwhile too. A branch that
 /// cannot answer stops the run (its files must not be taken for unreferenced) unless it is
 /// gone from the route table (deleted: its files are no longer held by it).
-async fn held_everywhere(state: &AppState) -> ApiResult<HashSet<String>> {
+async fn held_everywhere(state: &Collector) -> ApiResult<HashSet<String>> {
     let mut asked: HashSet<String> = HashSet::new();
     let mut held = HashSet::new();
     loop {
@@ -138,8 +147,9 @@ async fn held_everywhere(state: &AppState) -> ApiResult<HashSet<String>> {
 }
 
 /// One run of the collector (see the module doc): returns how many files it removed.
-pub async fn collect_files(state: &AppState, grace: Duration) -> ApiResult<usize> {
-    let candidates = exec(state, move |s| s.collectable_files(Utc::now(), grace)).await?;
+pub async fn collect_files(state: &Collector, grace: Duration) -> ApiResult<usize> {
+    let collectable = Exec::new(move |s: &mut Supervisor| s.collectable_files(Utc::now(), grace));
+    let candidates = state.supervisor.send(collectable).await?;
     if candidates.is_empty() {
         return Ok(0);
     }
@@ -149,11 +159,11 @@ pub async fn collect_files(state: &AppState, grace: Duration) -> ApiResult<usize
     if unreferenced.is_empty() {
         return Ok(0);
     }
-    exec(state, move |s| s.remove_files(&unreferenced)).await?
+    state.supervisor.send(Exec::new(move |s| s.remove_files(&unreferenced))).await?
 }
 
 /// Runs the collector every `interval` (never when it is zero) on the current actix system.
-pub fn run_collector(state: AppState, interval: Duration, grace: Duration) {
+pub fn run_collector(state: Collector, interval: Duration, grace: Duration) {
     if interval.is_zero() {
         return;
     }

@@ -16,6 +16,18 @@ use crate::persist::durability::Durability;
 use crate::persist::entry::{WalRecord, CATALOG_MARKER};
 use crate::persist::wal::WalRecords;
 
+/// A catalogue change set as a WAL payload: the WAL's catalogue marker, then the changes.
+pub fn encode_changes(changes: &[CatalogChange]) -> Vec<u8> {
+    let mut out = CATALOG_MARKER.to_vec();
+    bincode::serialize_into(&mut out, changes).expect("catalogue changes always serialize");
+    out
+}
+
+/// The changes of a catalogue record's body (`WalRecord::Catalog`).
+pub fn decode_changes(body: &[u8]) -> Result<Vec<CatalogChange>, bincode::Error> {
+    bincode::deserialize(body)
+}
+
 /// The snapshot store key of the catalogue's images (no branch id contains `~`).
 pub const CATALOG_IMAGE_KEY: &str = "~catalog";
 /// Version of the image payload layout: bincode of `Vec<(key, value)>`.
@@ -75,8 +87,14 @@ fn change_sets_after(
                 // the branch replay.
                 return;
             }
-            if let Ok(WalRecord::Catalog(changes)) = WalRecord::decode(bytes) {
-                sets.push((lsn, changes));
+            match WalRecord::decode(bytes).map(|record| match record {
+                WalRecord::Catalog(body) => decode_changes(body),
+                WalRecord::Branch(_) => Ok(Vec::new()),
+            }) {
+                Ok(Ok(changes)) => sets.push((lsn, changes)),
+                Ok(Err(err)) | Err(err) => {
+                    tracing::error!(lsn, error = %err, "a catalogue change set in the WAL does not decode; skipped")
+                }
             }
         })
         .map_err(|e| JournalError::Wal(e.to_string()))?;
@@ -230,7 +248,7 @@ mod tests {
     }
 
     fn record(changes: &[CatalogChange]) -> Vec<u8> {
-        WalRecord::encode_catalog(changes)
+        encode_changes(changes)
     }
 
     fn projects(store: &SledCatalogStore) -> Vec<String> {
@@ -249,7 +267,8 @@ mod tests {
             (4, record(&[CatalogChange::delete(EntityKind::Project, "p1")])),
         ];
         for (lsn, bytes) in &listed[..3] {
-            if let Ok(WalRecord::Catalog(changes)) = WalRecord::decode(bytes) {
+            if let Ok(WalRecord::Catalog(body)) = WalRecord::decode(bytes) {
+                let changes = decode_changes(body).expect("decodes");
                 f.store.apply_at(&changes, *lsn).expect("applied");
             }
         }
@@ -291,5 +310,20 @@ mod tests {
         assert_eq!(recover(&f.store, &f.durability, &records).expect("recovered"), 2);
         assert_eq!(projects(&f.store), vec!["one".to_owned(), "two".to_owned()]);
         assert!(rebuild_from_image(&f.store, &f.durability, &records).is_err());
+    }
+
+    #[test]
+    fn a_change_set_round_trips_and_a_cut_one_does_not_decode() {
+        let changes = vec![
+            CatalogChange::put(EntityKind::Grid, "g1", &serde_json::json!({"name": "x"})),
+            CatalogChange::delete(EntityKind::Key, "k1"),
+        ];
+        let bytes = encode_changes(&changes);
+        let Ok(WalRecord::Catalog(body)) = WalRecord::decode(&bytes) else {
+            panic!("not a catalogue record")
+        };
+        assert_eq!(decode_changes(body).ok(), Some(changes));
+        assert!(decode_changes(&body[..body.len() - 1]).is_err());
+        assert!(decode_changes(&[]).is_err());
     }
 }

@@ -8,12 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::Tier;
 
-/// A company's id: an integer, increasing from 1 and never reused (the hosted service's
-/// `companyId` is an int64 JSON number).
-pub type CompanyId = i64;
-/// A project's id: an integer, increasing from 1 and never reused (`Project.id` and every
-/// `projectId` of the hosted service are int64 JSON numbers).
-pub type ProjectId = i64;
+pub use crate::ids::{CompanyId, ProjectId};
+pub use crate::persist::durability::backup_image_key;
+pub use crate::persist::recovery::ForkPoint;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -162,19 +159,6 @@ pub struct Branch {
     pub fork: Option<ForkPoint>,
 }
 
-/// The copy a branch started as: its source's state at a WAL position. Recovery rebuilds the
-/// branch from it until the branch has a snapshot of its own.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ForkPoint {
-    /// The source's WAL position at the copy: the copy holds its records up to it.
-    pub wal_lsn: u64,
-    /// The source's clock at the copy (where the two branches' stamps part).
-    pub clock: u32,
-    /// The source's view ids and the copies' new ids.
-    pub views: Vec<(String, String)>,
-}
-
 impl Branch {
     pub fn is_master(&self) -> bool {
         self.id == self.grid_id
@@ -200,11 +184,6 @@ impl Backup {
     pub fn image_key(&self) -> String {
         backup_image_key(&self.id)
     }
-}
-
-/// The snapshot-store key of backup `id`'s image.
-pub fn backup_image_key(id: &str) -> String {
-    format!("backup:{id}")
 }
 
 /// A view's share link: `<public url>/share/<token>` shows the view read-only while active.

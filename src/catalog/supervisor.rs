@@ -25,7 +25,6 @@ use super::store::{load_all, CatalogChange, CatalogStore, EntityKind, StoreError
 use crate::auth::{ApiKey, KeyRing};
 use crate::error::{ApiError, ApiResult};
 use crate::persist::durability::{wait_off_runtime, Durability};
-use crate::persist::entry::WalRecord;
 
 /// A catalogue image is stored after this many change sets (and on the snapshot interval, and
 /// at shutdown).
@@ -182,7 +181,7 @@ impl Supervisor {
     /// by the caller only after this succeeds. Blocks the supervisor for one WAL sync.
     pub(super) fn commit(&self, changes: &[CatalogChange]) -> ApiResult<()> {
         let appended =
-            self.durability.wal.append(WalRecord::encode_catalog(changes)).map_err(|err| {
+            self.durability.wal.append(super::journal::encode_changes(changes)).map_err(|err| {
                 tracing::error!(error = %err, "catalogue change refused by the WAL");
                 ApiError::new(
                     crate::error::ErrorCode::ServiceUnavailable,

@@ -27,8 +27,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use dashmap::DashMap;
 use tokio::sync::{oneshot, Semaphore};
 
-use crate::catalog::model::CompanyId;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::ids::CompanyId;
 
 /// Most reads one company may have waiting or running in one lane of the pool.
 pub const MAX_WAITING: usize = 256;

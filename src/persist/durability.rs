@@ -4,7 +4,7 @@
 //!
 //! Snapshot writing (image, rkyv, sled) is blocking work: callers run it off the actor thread.
 
-use crate::metrics::{Histogram, LATENCY_BOUNDS};
+use crate::histogram::{Histogram, LATENCY_BOUNDS};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -100,6 +100,11 @@ const MAX_DELTAS: usize = 16;
 pub struct LoadedBranch {
     pub state: GridState,
     pub wal_lsn: u64,
+}
+
+/// The snapshot-store key of backup `id`'s image.
+pub fn backup_image_key(id: &str) -> String {
+    format!("backup:{id}")
 }
 
 impl Durability {
@@ -376,7 +381,7 @@ impl Durability {
     /// Stores `state` as the image of backup `id` (its own key in the snapshot store, not a
     /// branch's), flushed. Blocking.
     pub fn store_backup(&self, id: &str, state: &GridState) -> Result<(), String> {
-        let key = crate::catalog::model::backup_image_key(id);
+        let key = backup_image_key(id);
         self.snapshots
             .put_streamed(&key, IMAGE_FORMAT_VERSION, 0, None, &mut |out| {
                 state.write_image(PartLimits::DEFAULT, None, out).map(drop)
@@ -387,7 +392,7 @@ impl Durability {
 
     /// The state backup `id` holds. Blocking.
     pub fn load_backup(&self, id: &str) -> Result<GridState, String> {
-        let key = crate::catalog::model::backup_image_key(id);
+        let key = backup_image_key(id);
         let loaded = self
             .snapshots
             .load_latest(&key)
@@ -398,7 +403,7 @@ impl Durability {
 
     /// Removes backup `id`'s image.
     pub fn delete_backup(&self, id: &str) {
-        let key = crate::catalog::model::backup_image_key(id);
+        let key = backup_image_key(id);
         if let Err(err) = self.snapshots.delete(&key) {
             tracing::warn!(backup = id, error = %err, "deleting a backup's image failed");
         }

@@ -8,7 +8,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::store::CatalogChange;
 use crate::grid::ops::GridOp;
 
 /// The first 8 bytes of a catalogue record (as a branch id length: u64::MAX, impossible).
@@ -31,11 +30,12 @@ impl WalEntry {
     }
 }
 
-/// Any WAL record.
+/// Any WAL record: a branch's ops, or a catalogue change set in the catalogue's own encoding
+/// (`catalog::journal::decode_changes`), after the marker.
 #[derive(Debug, Clone, PartialEq)]
-pub enum WalRecord {
+pub enum WalRecord<'a> {
     Branch(WalEntry),
-    Catalog(Vec<CatalogChange>),
+    Catalog(&'a [u8]),
 }
 
 /// The branch id a branch record names, read without decoding its ops (bincode writes the id
@@ -52,17 +52,10 @@ pub fn is_catalog_record(bytes: &[u8]) -> bool {
     bytes.starts_with(&CATALOG_MARKER)
 }
 
-impl WalRecord {
-    /// A catalogue change set as a WAL payload.
-    pub fn encode_catalog(changes: &[CatalogChange]) -> Vec<u8> {
-        let mut out = CATALOG_MARKER.to_vec();
-        bincode::serialize_into(&mut out, changes).expect("catalogue changes always serialize");
-        out
-    }
-
-    pub fn decode(bytes: &[u8]) -> Result<WalRecord, bincode::Error> {
+impl<'a> WalRecord<'a> {
+    pub fn decode(bytes: &'a [u8]) -> Result<WalRecord<'a>, bincode::Error> {
         match bytes.strip_prefix(&CATALOG_MARKER) {
-            Some(rest) => bincode::deserialize(rest).map(WalRecord::Catalog),
+            Some(rest) => Ok(WalRecord::Catalog(rest)),
             None => WalEntry::decode(bytes).map(WalRecord::Branch),
         }
     }
@@ -71,27 +64,26 @@ impl WalRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::store::EntityKind;
 
     #[test]
     fn both_kinds_round_trip_and_old_branch_records_still_decode() {
         let entry = WalEntry { branch_id: "b1".into(), ops: Vec::new() };
         assert_eq!(WalRecord::decode(&entry.encode()).ok(), Some(WalRecord::Branch(entry)));
-        let changes = vec![
-            CatalogChange::put(EntityKind::Grid, "g1", &serde_json::json!({"name": "x"})),
-            CatalogChange::delete(EntityKind::Key, "k1"),
-        ];
-        let bytes = WalRecord::encode_catalog(&changes);
-        assert_eq!(WalRecord::decode(&bytes).ok(), Some(WalRecord::Catalog(changes)));
-        assert!(WalRecord::decode(&bytes[..bytes.len() - 1]).is_err());
-        assert!(WalRecord::decode(&CATALOG_MARKER).is_err());
+        let bytes = [&CATALOG_MARKER[..], b"changes"].concat();
+        assert_eq!(WalRecord::decode(&bytes).ok(), Some(WalRecord::Catalog(b"changes")));
+        assert!(WalRecord::decode(&entry_bytes_cut()).is_err());
+    }
+
+    fn entry_bytes_cut() -> Vec<u8> {
+        let bytes = WalEntry { branch_id: "b1".into(), ops: Vec::new() }.encode();
+        bytes[..bytes.len() - 1].to_vec()
     }
 
     #[test]
     fn the_branch_id_is_read_without_decoding_the_ops() {
         let entry = WalEntry { branch_id: "brånch-1".into(), ops: Vec::new() };
         assert_eq!(branch_id_of(&entry.encode()), Some("brånch-1"));
-        assert_eq!(branch_id_of(&WalRecord::encode_catalog(&[])), None);
+        assert_eq!(branch_id_of(&CATALOG_MARKER), None);
         assert_eq!(branch_id_of(&[3, 0, 0, 0, 0, 0, 0, 0, b'a']), None, "cut short");
         assert_eq!(branch_id_of(&[]), None);
     }

@@ -13,13 +13,27 @@
 
 use std::collections::{HashMap, HashSet};
 
+use serde::{Deserialize, Serialize};
+
 use super::durability::Durability;
-use crate::catalog::model::ForkPoint;
 use crate::grid::ops::{GridOp, GridState};
 use crate::grid::schema::ViewDef;
 use crate::grid::store::RecordIdentity;
 use crate::persist::entry::{branch_id_of, WalEntry, WalRecord, CATALOG_MARKER};
 use crate::persist::wal::{WalError, WalRecords};
+
+/// The copy a branch started as: its source's state at a WAL position. Recovery rebuilds the
+/// branch from it until the branch has a snapshot of its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkPoint {
+    /// The source's WAL position at the copy: the copy holds its records up to it.
+    pub wal_lsn: u64,
+    /// The source's clock at the copy (where the two branches' stamps part).
+    pub clock: u32,
+    /// The source's view ids and the copies' new ids.
+    pub views: Vec<(String, String)>,
+}
 
 /// What recovery needs to know of a branch from the catalogue.
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-use crate::metrics::Histogram;
+use crate::histogram::Histogram;
 use std::fs::{self, File, OpenOptions};
 use std::future::Future;
 use std::io;

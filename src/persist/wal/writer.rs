@@ -5,7 +5,7 @@
 //! assign LSNs (the handle does, in call order) and must never report a record durable before the
 //! sync that covers it. Any write or sync failure ends the process through `abort_on_io_failure`.
 
-use crate::metrics::{Histogram, COUNT_BOUNDS, LATENCY_BOUNDS};
+use crate::histogram::{Histogram, COUNT_BOUNDS, LATENCY_BOUNDS};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
