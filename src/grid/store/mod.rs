@@ -9,6 +9,11 @@
 //! a change journal (`set_tracking`/`take_changes`, `epoch` bumped by compaction) that its
 //! indexes follow.
 //!
+//! Files: this one holds the struct and its records (insert, identity, delete); `columns`,
+//! `cells`, `order` (paging and storage chunks), `scan` (scans and the change journal) and
+//! `compact` (compaction and memory) each add one part of `ColumnStore`'s methods; `column`,
+//! `text`, `chunked`, `runs`, `index` and `versions` are the storage underneath.
+//!
 //! Layout: every per-row vector is split in chunks of 8K rows (`chunked`); strings live in
 //! per-chunk arenas (`text`); keys are hashed to `u64` and verified against the stored id, so an
 //! id is stored once (`index`). A `RowId` is a physical row: deleting only tombstones it, and it
@@ -20,9 +25,13 @@
 //! are copied on write, so a clone costs O(chunks + shards), plus the liveness bitmap (about
 //! 8 KiB per 64K rows), and the two stores share memory until they diverge.
 
+mod cells;
 mod chunked;
 mod column;
+mod columns;
+mod compact;
 mod index;
+mod order;
 mod runs;
 mod scan;
 mod text;
@@ -39,6 +48,7 @@ use roaring::RoaringBitmap;
 
 pub use self::chunked::ChunkHandle;
 pub use self::column::{arena_cost, CellRef, ColumnBuilder, KindMismatch, LoadCell};
+pub use self::compact::StoreBytes;
 pub use self::scan::{Changes, RowBits};
 pub use self::text::{json_escaped, needs_json_escape, ListRef};
 
@@ -73,17 +83,12 @@ impl<'a> TextArena<'a> {
     }
 }
 
-use self::chunked::{ChunkedVec, CHUNK_ROWS};
+use self::chunked::ChunkedVec;
 use self::column::Column;
 use self::index::{key_hash, HashIndex, Interner};
 use self::runs::ChunkedRuns;
 use self::text::TextColumn;
-use crate::grid::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
-
-/// Compaction runs (in `maybe_compact`) when more than 1/`COMPACT_FRACTION` of the physical rows
-/// are tombstones and there are more than `COMPACT_MIN_DEAD` of them.
-const COMPACT_FRACTION: u64 = 4;
-const COMPACT_MIN_DEAD: u64 = 1024;
+use crate::grid::value::CellValue;
 
 /// A physical row of the store. Valid until the next compaction; never kept across messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -240,79 +245,6 @@ impl ColumnStore {
     /// Sets the clock (loading a snapshot).
     pub fn restore_clock(&mut self, clock: u32) {
         self.clock = clock;
-    }
-
-    // ----- columns -----
-
-    /// Adds a column; every existing row gets an empty cell with version 0.
-    pub fn add_column(&mut self, kind: StorageKind, localized: bool) -> ColumnSlot {
-        let slot = u32::try_from(self.columns.len()).expect("fewer than 2^32 columns ever added");
-        self.columns.push(Some(Column::new(kind, localized, self.ids.len())));
-        ColumnSlot(slot)
-    }
-
-    /// A column's cells built apart from any store (image loading, on several threads at once):
-    /// see `install_column`.
-    pub fn build_column<'a>(
-        kind: StorageKind,
-        localized: bool,
-        rows: usize,
-        cell: impl FnMut(usize) -> Result<(LoadCell<'a>, u32, u8), String>,
-    ) -> Result<BuiltColumn, String> {
-        Column::build(kind, localized, rows, cell).map(BuiltColumn)
-    }
-
-    /// Puts a built column in `slot` in place of its cells; it must have the kind, the
-    /// statuses and one cell per row of the slot's column.
-    pub fn install_column(&mut self, slot: ColumnSlot, built: BuiltColumn) -> Result<(), String> {
-        let rows = self.ids.len();
-        let column = self.column_mut(slot);
-        let fits = built.0.kind() == column.kind()
-            && built.0.is_localized() == column.is_localized()
-            && built.0.len() == rows;
-        if !fits {
-            return Err(format!("a built column does not fit slot {}", slot.0));
-        }
-        *column = built.0;
-        Ok(())
-    }
-
-    /// Whether every column has a cell per row (after `insert_without_cells` and
-    /// `install_column`, every column must have been installed).
-    pub fn columns_complete(&self) -> bool {
-        self.columns.iter().flatten().all(|c| c.len() == self.ids.len())
-    }
-
-    /// Drops a column and frees its cells. The slot is never handed out again.
-    pub fn drop_column(&mut self, slot: ColumnSlot) {
-        if let Some(column) = self.columns.get_mut(slot.0 as usize) {
-            *column = None;
-        }
-    }
-
-    /// Makes a column keep statuses (all unset) or stop keeping them (statuses dropped).
-    pub fn set_localized(&mut self, slot: ColumnSlot, localized: bool) {
-        self.column_mut(slot).set_localized(localized);
-    }
-
-    /// The storage kind of a column.
-    pub fn kind(&self, slot: ColumnSlot) -> StorageKind {
-        self.column(slot).kind()
-    }
-
-    /// True when the column keeps dependency/source statuses and the isMT flag.
-    pub fn is_localized(&self, slot: ColumnSlot) -> bool {
-        self.column(slot).is_localized()
-    }
-
-    fn column(&self, slot: ColumnSlot) -> &Column {
-        let column = self.columns.get(slot.0 as usize).and_then(Option::as_ref);
-        column.expect("column slots come from add_column and are not used after drop_column")
-    }
-
-    fn column_mut(&mut self, slot: ColumnSlot) -> &mut Column {
-        let column = self.columns.get_mut(slot.0 as usize).and_then(Option::as_mut);
-        column.expect("column slots come from add_column and are not used after drop_column")
     }
 
     // ----- records -----
@@ -611,478 +543,7 @@ impl ColumnStore {
         self.created.set(row.at(), created);
         self.moved.set(row.at(), moved);
     }
-
-    // ----- cells -----
-
-    /// Writes a cell. The value must be `Empty` or of the column's storage kind. Returns
-    /// `Ok(true)` when the cell changed (its version was then set to the clock), `Ok(false)` for a write of
-    /// the value already there. `Datetime(i64::MIN)` is the empty datetime and reads back `Empty`.
-    pub fn set_value(
-        &mut self,
-        row: RowId,
-        slot: ColumnSlot,
-        value: &CellValue,
-    ) -> Result<bool, KindMismatch> {
-        let column = self.columns.get_mut(slot.0 as usize).and_then(Option::as_mut);
-        let column = column.expect("column slots are not used after drop_column");
-        let changed = column.set(row.at(), value, &mut self.scratch, self.clock)?;
-        self.note_written(changed, row, slot);
-        Ok(changed)
-    }
-
-    /// `set_value` of a text cell given as `&str`.
-    pub fn set_text(
-        &mut self,
-        row: RowId,
-        slot: ColumnSlot,
-        value: &str,
-    ) -> Result<bool, KindMismatch> {
-        let column = self.columns.get_mut(slot.0 as usize).and_then(Option::as_mut);
-        let column = column.expect("column slots are not used after drop_column");
-        let changed = column.set_text(row.at(), value, self.clock)?;
-        self.note_written(changed, row, slot);
-        Ok(changed)
-    }
-
-    /// Journals a cell write that changed the cell.
-    fn note_written(&mut self, changed: bool, row: RowId, slot: ColumnSlot) {
-        if changed && self.tracking {
-            let limit = self.journal_limit();
-            self.changes.note_cell(row.0, slot.0, limit);
-        }
-    }
-
-    /// The cell's value, owned.
-    pub fn value(&self, row: RowId, slot: ColumnSlot) -> CellValue {
-        self.value_ref(row, slot).to_value()
-    }
-
-    /// The cell's value, borrowed (no allocation).
-    #[inline]
-    pub fn value_ref(&self, row: RowId, slot: ColumnSlot) -> CellRef<'_> {
-        self.column(slot).get(row.at())
-    }
-
-    /// The cell's version: 0 until first changed, then the clock of the last change of its value
-    /// or statuses.
-    pub fn version(&self, row: RowId, slot: ColumnSlot) -> u32 {
-        self.column(slot).version(row.at())
-    }
-
-    /// Restores a cell's version (loading a snapshot); nothing else sets versions directly.
-    pub fn restore_version(&mut self, row: RowId, slot: ColumnSlot, version: u32) {
-        self.column_mut(slot).restore_version(row.at(), version);
-    }
-
-    /// The cell's dependency status (`Unset` in a column that is not localized).
-    pub fn dependency_status(&self, row: RowId, slot: ColumnSlot) -> DependencyStatus {
-        self.column(slot).dependency_status(row.at())
-    }
-
-    /// Sets the cell's dependency status; true when it changed. Ignored (false) in a column that
-    /// is not localized.
-    pub fn set_dependency_status(
-        &mut self,
-        row: RowId,
-        slot: ColumnSlot,
-        status: DependencyStatus,
-    ) -> bool {
-        let clock = self.clock;
-        self.column_mut(slot).set_dependency_status(row.at(), status, clock)
-    }
-
-    /// The cell's source status (`Unset` in a column that is not localized).
-    pub fn source_status(&self, row: RowId, slot: ColumnSlot) -> SourceStatus {
-        self.column(slot).source_status(row.at())
-    }
-
-    /// Sets the cell's source status; true when it changed. Ignored (false) in a column that is
-    /// not localized.
-    pub fn set_source_status(
-        &mut self,
-        row: RowId,
-        slot: ColumnSlot,
-        status: SourceStatus,
-    ) -> bool {
-        let clock = self.clock;
-        self.column_mut(slot).set_source_status(row.at(), status, clock)
-    }
-
-    /// True when the cell was machine translated (false in a column that is not localized).
-    pub fn is_mt(&self, row: RowId, slot: ColumnSlot) -> bool {
-        self.column(slot).is_mt(row.at())
-    }
-
-    /// Sets the cell's isMT flag; true when it changed. Ignored (false) in a column that is not
-    /// localized.
-    pub fn set_mt(&mut self, row: RowId, slot: ColumnSlot, mt: bool) -> bool {
-        let clock = self.clock;
-        self.column_mut(slot).set_mt(row.at(), mt, clock)
-    }
-
-    // ----- order and paging -----
-
-    /// Up to `limit` live rows in insertion order, skipping the first `offset` live rows.
-    /// Costs O(log n + limit) at any offset.
-    pub fn page(&self, offset: usize, limit: usize) -> impl Iterator<Item = RowId> + '_ {
-        let start = u32::try_from(offset).ok().and_then(|offset| self.live.select(offset));
-        start.map(|start| self.live.range(start..)).into_iter().flatten().take(limit).map(RowId)
-    }
-
-    /// Every live row in insertion order.
-    pub fn live_rows(&self) -> impl Iterator<Item = RowId> + '_ {
-        self.live.iter().map(RowId)
-    }
-
-    /// How many storage chunks the rows (live or not) take; chunk `k` holds rows
-    /// `k * CHUNK_ROWS ..`, and a snapshot cuts its parts along them.
-    pub fn chunk_count(&self) -> usize {
-        self.ids.len().div_ceil(chunked::CHUNK_ROWS)
-    }
-
-    fn chunk_range(chunk: usize) -> std::ops::Range<u32> {
-        let start = chunk.saturating_mul(chunked::CHUNK_ROWS);
-        let end = start.saturating_add(chunked::CHUNK_ROWS);
-        u32::try_from(start).unwrap_or(u32::MAX)..u32::try_from(end).unwrap_or(u32::MAX)
-    }
-
-    /// The live rows of storage chunk `chunk`, in order.
-    pub fn live_rows_of_chunk(&self, chunk: usize) -> impl Iterator<Item = RowId> + '_ {
-        self.live.range(Self::chunk_range(chunk)).map(RowId)
-    }
-
-    /// How many rows of storage chunk `chunk` are live. Rows are only ever appended after the
-    /// last chunk and deleted (until a compaction renumbers them, `epoch`), so the same count
-    /// means the same rows.
-    pub fn live_in_chunk(&self, chunk: usize) -> u64 {
-        self.live.range_cardinality(Self::chunk_range(chunk))
-    }
-
-    /// Handles on what a record of storage chunk `chunk` is made of (id, path, time, editor,
-    /// stamps, history head): while all are `same`, so are its records.
-    pub fn record_chunk_handles(&self, chunk: usize) -> Vec<ChunkHandle> {
-        [
-            self.ids.handle(chunk),
-            self.paths.handle(chunk),
-            self.times.handle(chunk),
-            self.editors.handle(chunk),
-            self.created.handle(chunk),
-            self.moved.handle(chunk),
-            self.history.handle(chunk),
-        ]
-        .into_iter()
-        .flatten()
-        .collect()
-    }
-
-    /// A handle on storage chunk `chunk` of a column's cells, statuses and versions.
-    pub fn column_chunk_handle(&self, slot: ColumnSlot, chunk: usize) -> Option<ChunkHandle> {
-        self.columns.get(slot.0 as usize)?.as_ref()?.handle(chunk)
-    }
-
-    /// A handle on storage chunk `chunk` of a column's cells alone (not their statuses and
-    /// versions).
-    pub fn column_cells_handle(&self, slot: ColumnSlot, chunk: usize) -> Option<ChunkHandle> {
-        self.columns.get(slot.0 as usize)?.as_ref()?.cells_handle(chunk)
-    }
-
-    /// The rank of `row` among live rows (its offset in `page`). For a deleted row: the number
-    /// of live rows before it.
-    pub fn position(&self, row: RowId) -> usize {
-        let at_or_before = self.live.rank(row.0) as usize;
-        at_or_before - usize::from(self.live.contains(row.0))
-    }
-
-    /// Number of physical rows (live and tombstoned): every `RowId` is below it.
-    pub fn rows(&self) -> usize {
-        self.ids.len()
-    }
-
-    /// The live rows as a set.
-    pub fn live(&self) -> &RoaringBitmap {
-        &self.live
-    }
-
-    // ----- scans (for the query engine) -----
-
-    /// True while `slot` names a column (it was added and not dropped).
-    pub fn has_column(&self, slot: ColumnSlot) -> bool {
-        self.columns.get(slot.0 as usize).is_some_and(Option::is_some)
-    }
-
-    /// Rows per storage chunk: chunk `i` holds rows `i * chunk_rows() ..`.
-    pub const fn chunk_rows() -> usize {
-        CHUNK_ROWS
-    }
-
-    /// The cells of one storage chunk of a column, in row order.
-    pub fn chunk_cells(
-        &self,
-        slot: ColumnSlot,
-        chunk: usize,
-    ) -> impl Iterator<Item = CellRef<'_>> + '_ {
-        self.column(slot).chunk_cells(chunk)
-    }
-
-    /// Chunk `chunk` of a text column as stored (`None` for other kinds): searches run over its
-    /// arena instead of a copy of its text.
-    pub fn text_arena(&self, slot: ColumnSlot, chunk: usize) -> Option<TextArena<'_>> {
-        self.column(slot).chunk_text(chunk).map(|cells| TextArena { cells })
-    }
-
-    /// The live rows whose cell satisfies `keep`.
-    pub fn scan(&self, slot: ColumnSlot, keep: impl FnMut(CellRef<'_>) -> bool) -> RoaringBitmap {
-        self.column(slot).scan(keep) & &self.live
-    }
-
-    /// The live rows of a number column whose non-empty value satisfies `keep`. Panics on a
-    /// column of another kind.
-    pub fn scan_numbers(&self, slot: ColumnSlot, keep: impl FnMut(f64) -> bool) -> RoaringBitmap {
-        self.column(slot).scan_numbers(keep) & &self.live
-    }
-
-    /// The live rows of a boolean column whose non-empty value satisfies `keep`. Panics on a
-    /// column of another kind.
-    pub fn scan_booleans(&self, slot: ColumnSlot, keep: impl FnMut(bool) -> bool) -> RoaringBitmap {
-        self.column(slot).scan_booleans(keep) & &self.live
-    }
-
-    /// The live rows of a datetime column whose non-empty value satisfies `keep`. Panics on a
-    /// column of another kind.
-    pub fn scan_datetimes(&self, slot: ColumnSlot, keep: impl FnMut(i64) -> bool) -> RoaringBitmap {
-        self.column(slot).scan_datetimes(keep) & &self.live
-    }
-
-    /// The live rows whose cell is empty (absent, `""` or an empty list).
-    pub fn scan_empty(&self, slot: ColumnSlot) -> RoaringBitmap {
-        self.column(slot).scan_empty() & &self.live
-    }
-
-    /// The live rows whose dependency and source statuses satisfy `keep` (none in a column
-    /// that is not localized).
-    pub fn scan_statuses(
-        &self,
-        slot: ColumnSlot,
-        mut keep: impl FnMut(DependencyStatus, SourceStatus) -> bool,
-    ) -> RoaringBitmap {
-        let mut table = [false; 256];
-        for (byte, entry) in table.iter_mut().enumerate() {
-            let byte = byte as u8;
-            *entry = keep(
-                DependencyStatus::from_u8(byte & column::DEPENDENCY_MASK),
-                SourceStatus::from_u8((byte & column::SOURCE_MASK) >> column::SOURCE_SHIFT),
-            );
-        }
-        self.column(slot).scan_status(|byte| table[byte as usize]) & &self.live
-    }
-
-    /// The live rows whose cell of `slot` changed after clock `since`.
-    pub fn scan_changed_since(&self, slot: ColumnSlot, since: u32) -> RoaringBitmap {
-        self.column(slot).scan_changed_since(since) & &self.live
-    }
-
-    /// The live rows inserted or moved (id or path changed) after clock `since`.
-    pub fn scan_moved_since(&self, since: u32) -> RoaringBitmap {
-        let mut bits = RowBits::default();
-        for (row, stamp) in self.moved.values().enumerate() {
-            if stamp > since {
-                bits.insert(row as u32);
-            }
-        }
-        bits.finish() & &self.live
-    }
-
-    /// The live rows whose record id satisfies `keep`.
-    pub fn scan_ids(&self, mut keep: impl FnMut(&str) -> bool) -> RoaringBitmap {
-        let mut bits = RowBits::default();
-        for row in 0..self.ids.len() {
-            if keep(self.ids.get(row).unwrap_or_default()) {
-                bits.insert(row as u32);
-            }
-        }
-        bits.finish() & &self.live
-    }
-
-    /// The live rows whose path satisfies `keep` (called once per distinct path).
-    pub fn scan_paths(&self, keep: impl FnMut(&str) -> bool) -> RoaringBitmap {
-        scan_interned(&self.paths, &self.path_names, keep) & &self.live
-    }
-
-    /// The live rows whose last editor satisfies `keep` (called once per distinct name).
-    pub fn scan_editors(&self, keep: impl FnMut(&str) -> bool) -> RoaringBitmap {
-        scan_interned(&self.editors, &self.user_names, keep) & &self.live
-    }
-
-    /// The live rows whose last modified time satisfies `keep`.
-    pub fn scan_times(&self, mut keep: impl FnMut(i64) -> bool) -> RoaringBitmap {
-        let mut bits = RowBits::default();
-        for (row, time) in self.times.values().enumerate() {
-            if keep(time) {
-                bits.insert(row as u32);
-            }
-        }
-        bits.finish() & &self.live
-    }
-
-    // ----- change journal (for the query engine's indexes) -----
-
-    /// Starts or stops journaling changes; either way the journal starts empty.
-    pub fn set_tracking(&mut self, on: bool) {
-        self.tracking = on;
-        self.changes = Changes::default();
-    }
-
-    /// Whether changes are journaled.
-    pub fn is_tracking(&self) -> bool {
-        self.tracking
-    }
-
-    /// The changes since the last call (or since tracking started), leaving the journal empty.
-    pub fn take_changes(&mut self) -> Changes {
-        std::mem::take(&mut self.changes)
-    }
-
-    /// Bumped by every compaction, which renumbers rows: indexes of an older epoch are stale.
-    pub fn epoch(&self) -> u64 {
-        self.epoch
-    }
-
-    /// Journal entries kept before it overflows (indexes are then rebuilt rather than patched).
-    fn journal_limit(&self) -> usize {
-        (self.ids.len() / 4).max(65_536)
-    }
-
-    fn note_row(&mut self, row: u32) {
-        if self.tracking {
-            let limit = self.journal_limit();
-            self.changes.note_row(row, limit);
-        }
-    }
-
-    // ----- compaction and memory -----
-
-    /// Number of tombstoned rows awaiting compaction.
-    pub fn tombstones(&self) -> usize {
-        self.ids.len() - self.len()
-    }
-
-    /// Compacts when tombstones exceed a quarter of the rows and 1024; true when it did.
-    /// The grid actor calls this at the end of each write message, once it no longer holds
-    /// `RowId`s (compaction renumbers rows, so it never runs inside `delete`).
-    pub fn maybe_compact(&mut self) -> bool {
-        let dead = self.tombstones() as u64;
-        let due = dead > COMPACT_MIN_DEAD && dead * COMPACT_FRACTION > self.ids.len() as u64;
-        if due {
-            self.compact();
-        }
-        due
-    }
-
-    /// Drops tombstoned rows and string garbage, keeping insertion order. Invalidates every
-    /// `RowId`; live rows are renumbered 0..len in order.
-    pub fn compact(&mut self) {
-        self.epoch += 1;
-        let live = std::mem::take(&mut self.live);
-        let mut new_row = vec![u32::MAX; self.ids.len()];
-        for (rank, row) in live.iter().enumerate() {
-            new_row[row as usize] = u32::try_from(rank).expect("ranks are below the row count");
-        }
-        self.ids.retain_rows(&live);
-        self.times.retain_rows(&live);
-        self.editors.retain_rows(&live);
-        self.paths.retain_rows(&live);
-        self.created.retain_rows(&live);
-        self.moved.retain_rows(&live);
-        self.history.retain_rows(&live);
-        for column in self.columns.iter_mut().flatten() {
-            column.retain_rows(&live);
-        }
-        self.by_key.remap(|row| new_row[row as usize]);
-        let rows = u32::try_from(self.ids.len()).expect("row count fits u32");
-        self.live.insert_range(0..rows);
-        self.path_names = reintern(&mut self.paths, &self.path_names);
-        self.user_names = reintern(&mut self.editors, &self.user_names);
-    }
-
-    /// Approximate bytes held on the heap: vector capacities, arenas, maps and bitmaps.
-    pub fn heap_bytes(&self) -> usize {
-        self.heap_parts().total()
-    }
-
-    /// Heap bytes of one column's cells (values, versions, statuses); 0 for a dropped slot.
-    pub fn column_heap_bytes(&self, slot: ColumnSlot) -> usize {
-        self.columns.get(slot.0 as usize).and_then(Option::as_ref).map_or(0, Column::heap_bytes)
-    }
-
-    /// `heap_bytes` by part.
-    pub fn heap_parts(&self) -> StoreBytes {
-        let cells: usize = self.columns.iter().flatten().map(Column::heap_bytes).sum::<usize>()
-            + self.columns.capacity() * std::mem::size_of::<Option<Column>>();
-        let records = self.ids.heap_bytes()
-            + self.paths.heap_bytes()
-            + self.path_names.heap_bytes()
-            + self.times.heap_bytes()
-            + self.editors.heap_bytes()
-            + self.user_names.heap_bytes()
-            + self.created.heap_bytes()
-            + self.moved.heap_bytes()
-            + self.history.heap_bytes()
-            + self.live.serialized_size()
-            + self.scratch.capacity();
-        let journal = (self.changes.cells.capacity() * 8) + self.changes.rows.capacity() * 4;
-        StoreBytes { cells, records, keys: self.by_key.heap_bytes(), journal }
-    }
 }
 
 /// A column built by `ColumnStore::build_column`, to install in a store.
 pub struct BuiltColumn(Column);
-
-/// Heap bytes of a store by part (`ColumnStore::heap_parts`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StoreBytes {
-    /// Cells of every column: values, versions, statuses.
-    pub cells: usize,
-    /// Per-record data: ids, paths, times, editors, stamps, history heads, liveness.
-    pub records: usize,
-    /// The key -> row hash index.
-    pub keys: usize,
-    /// The change journal the query indexes follow.
-    pub journal: usize,
-}
-
-impl StoreBytes {
-    /// Every part together (`ColumnStore::heap_bytes`).
-    pub fn total(&self) -> usize {
-        self.cells + self.records + self.keys + self.journal
-    }
-}
-
-/// The physical rows whose interned name satisfies `keep`, deciding once per name.
-fn scan_interned(
-    numbers: &ChunkedRuns<u32>,
-    names: &Interner,
-    mut keep: impl FnMut(&str) -> bool,
-) -> RoaringBitmap {
-    let table: Vec<bool> = (0..names.len()).map(|n| keep(names.name(n as u32))).collect();
-    let mut bits = RowBits::default();
-    for (row, number) in numbers.values().enumerate() {
-        if table[number as usize] {
-            bits.insert(row as u32);
-        }
-    }
-    bits.finish()
-}
-
-/// Rebuilds an interner with only the names `numbers` still uses, renumbering `numbers`.
-fn reintern(numbers: &mut ChunkedRuns<u32>, names: &Interner) -> Interner {
-    let mut kept = Interner::default();
-    let mut renumbered = vec![u32::MAX; names.len()];
-    numbers.update_each(|old| {
-        let new = &mut renumbered[old as usize];
-        if *new == u32::MAX {
-            *new = kept.intern(names.name(old));
-        }
-        *new
-    });
-    kept
-}

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 
 use super::*;
+use crate::grid::value::{DependencyStatus, SourceStatus, StorageKind};
 
 #[derive(Debug, Clone)]
 struct ValueSeed {

@@ -8,6 +8,13 @@
 
 use roaring::RoaringBitmap;
 
+use super::chunked::CHUNK_ROWS;
+use super::column;
+use super::index::Interner;
+use super::runs::ChunkedRuns;
+use super::{CellRef, ColumnSlot, ColumnStore, TextArena};
+use crate::grid::value::{DependencyStatus, SourceStatus};
+
 /// Rows per bit window: one roaring container.
 const WINDOW_BITS: u32 = 16;
 const WINDOW_ROWS: usize = 1 << WINDOW_BITS;
@@ -97,6 +104,178 @@ impl Changes {
             self.overflowed = true;
         }
     }
+}
+
+impl ColumnStore {
+    /// True while `slot` names a column (it was added and not dropped).
+    pub fn has_column(&self, slot: ColumnSlot) -> bool {
+        self.columns.get(slot.0 as usize).is_some_and(Option::is_some)
+    }
+
+    /// Rows per storage chunk: chunk `i` holds rows `i * chunk_rows() ..`.
+    pub const fn chunk_rows() -> usize {
+        CHUNK_ROWS
+    }
+
+    /// The cells of one storage chunk of a column, in row order.
+    pub fn chunk_cells(
+        &self,
+        slot: ColumnSlot,
+        chunk: usize,
+    ) -> impl Iterator<Item = CellRef<'_>> + '_ {
+        self.column(slot).chunk_cells(chunk)
+    }
+
+    /// Chunk `chunk` of a text column as stored (`None` for other kinds): searches run over its
+    /// arena instead of a copy of its text.
+    pub fn text_arena(&self, slot: ColumnSlot, chunk: usize) -> Option<TextArena<'_>> {
+        self.column(slot).chunk_text(chunk).map(|cells| TextArena { cells })
+    }
+
+    /// The live rows whose cell satisfies `keep`.
+    pub fn scan(&self, slot: ColumnSlot, keep: impl FnMut(CellRef<'_>) -> bool) -> RoaringBitmap {
+        self.column(slot).scan(keep) & &self.live
+    }
+
+    /// The live rows of a number column whose non-empty value satisfies `keep`. Panics on a
+    /// column of another kind.
+    pub fn scan_numbers(&self, slot: ColumnSlot, keep: impl FnMut(f64) -> bool) -> RoaringBitmap {
+        self.column(slot).scan_numbers(keep) & &self.live
+    }
+
+    /// The live rows of a boolean column whose non-empty value satisfies `keep`. Panics on a
+    /// column of another kind.
+    pub fn scan_booleans(&self, slot: ColumnSlot, keep: impl FnMut(bool) -> bool) -> RoaringBitmap {
+        self.column(slot).scan_booleans(keep) & &self.live
+    }
+
+    /// The live rows of a datetime column whose non-empty value satisfies `keep`. Panics on a
+    /// column of another kind.
+    pub fn scan_datetimes(&self, slot: ColumnSlot, keep: impl FnMut(i64) -> bool) -> RoaringBitmap {
+        self.column(slot).scan_datetimes(keep) & &self.live
+    }
+
+    /// The live rows whose cell is empty (absent, `""` or an empty list).
+    pub fn scan_empty(&self, slot: ColumnSlot) -> RoaringBitmap {
+        self.column(slot).scan_empty() & &self.live
+    }
+
+    /// The live rows whose dependency and source statuses satisfy `keep` (none in a column
+    /// that is not localized).
+    pub fn scan_statuses(
+        &self,
+        slot: ColumnSlot,
+        mut keep: impl FnMut(DependencyStatus, SourceStatus) -> bool,
+    ) -> RoaringBitmap {
+        let mut table = [false; 256];
+        for (byte, entry) in table.iter_mut().enumerate() {
+            let byte = byte as u8;
+            *entry = keep(
+                DependencyStatus::from_u8(byte & column::DEPENDENCY_MASK),
+                SourceStatus::from_u8((byte & column::SOURCE_MASK) >> column::SOURCE_SHIFT),
+            );
+        }
+        self.column(slot).scan_status(|byte| table[byte as usize]) & &self.live
+    }
+
+    /// The live rows whose cell of `slot` changed after clock `since`.
+    pub fn scan_changed_since(&self, slot: ColumnSlot, since: u32) -> RoaringBitmap {
+        self.column(slot).scan_changed_since(since) & &self.live
+    }
+
+    /// The live rows inserted or moved (id or path changed) after clock `since`.
+    pub fn scan_moved_since(&self, since: u32) -> RoaringBitmap {
+        let mut bits = RowBits::default();
+        for (row, stamp) in self.moved.values().enumerate() {
+            if stamp > since {
+                bits.insert(row as u32);
+            }
+        }
+        bits.finish() & &self.live
+    }
+
+    /// The live rows whose record id satisfies `keep`.
+    pub fn scan_ids(&self, mut keep: impl FnMut(&str) -> bool) -> RoaringBitmap {
+        let mut bits = RowBits::default();
+        for row in 0..self.ids.len() {
+            if keep(self.ids.get(row).unwrap_or_default()) {
+                bits.insert(row as u32);
+            }
+        }
+        bits.finish() & &self.live
+    }
+
+    /// The live rows whose path satisfies `keep` (called once per distinct path).
+    pub fn scan_paths(&self, keep: impl FnMut(&str) -> bool) -> RoaringBitmap {
+        scan_interned(&self.paths, &self.path_names, keep) & &self.live
+    }
+
+    /// The live rows whose last editor satisfies `keep` (called once per distinct name).
+    pub fn scan_editors(&self, keep: impl FnMut(&str) -> bool) -> RoaringBitmap {
+        scan_interned(&self.editors, &self.user_names, keep) & &self.live
+    }
+
+    /// The live rows whose last modified time satisfies `keep`.
+    pub fn scan_times(&self, mut keep: impl FnMut(i64) -> bool) -> RoaringBitmap {
+        let mut bits = RowBits::default();
+        for (row, time) in self.times.values().enumerate() {
+            if keep(time) {
+                bits.insert(row as u32);
+            }
+        }
+        bits.finish() & &self.live
+    }
+}
+
+impl ColumnStore {
+    /// Starts or stops journaling changes; either way the journal starts empty.
+    pub fn set_tracking(&mut self, on: bool) {
+        self.tracking = on;
+        self.changes = Changes::default();
+    }
+
+    /// Whether changes are journaled.
+    pub fn is_tracking(&self) -> bool {
+        self.tracking
+    }
+
+    /// The changes since the last call (or since tracking started), leaving the journal empty.
+    pub fn take_changes(&mut self) -> Changes {
+        std::mem::take(&mut self.changes)
+    }
+
+    /// Bumped by every compaction, which renumbers rows: indexes of an older epoch are stale.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Journal entries kept before it overflows (indexes are then rebuilt rather than patched).
+    pub(super) fn journal_limit(&self) -> usize {
+        (self.ids.len() / 4).max(65_536)
+    }
+
+    pub(super) fn note_row(&mut self, row: u32) {
+        if self.tracking {
+            let limit = self.journal_limit();
+            self.changes.note_row(row, limit);
+        }
+    }
+}
+
+/// The physical rows whose interned name satisfies `keep`, deciding once per name.
+fn scan_interned(
+    numbers: &ChunkedRuns<u32>,
+    names: &Interner,
+    mut keep: impl FnMut(&str) -> bool,
+) -> RoaringBitmap {
+    let table: Vec<bool> = (0..names.len()).map(|n| keep(names.name(n as u32))).collect();
+    let mut bits = RowBits::default();
+    for (row, number) in numbers.values().enumerate() {
+        if table[number as usize] {
+            bits.insert(row as u32);
+        }
+    }
+    bits.finish()
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! chunk boundaries, spilled values and garbage collection are crossed even by small grids.
 
 use super::*;
+use crate::grid::value::{DependencyStatus, SourceStatus, StorageKind};
 
 fn store_with_rows(identity: RecordIdentity, n: usize) -> ColumnStore {
     let mut store = ColumnStore::new(identity);
