@@ -15,8 +15,9 @@ use std::cmp::Ordering;
 
 use roaring::RoaringBitmap;
 
-use super::engine::{cmp_rows_by, top_rows, QueryEngine, QueryPage};
+use super::engine::{QueryEngine, QueryPage};
 use super::filter::{cmp_key, Filter, SortKey};
+use super::page::{cmp_rows_by, top_rows};
 use crate::grid::store::{ColumnStore, RowId};
 
 /// Which side of the cursor a page is on.

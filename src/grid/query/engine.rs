@@ -3,23 +3,20 @@
 //!
 //! Filters run cheapest first into row sets; once the candidates are few (under 1/8 to 1/256 of
 //! the records, by how a row test compares with a sequential scan for the filter) the remaining
-//! filters test those rows one by one instead of scanning. Number and datetime ranges read the ordered index of their
-//! column when they select under a quarter of the records. A sorted page
-//! either walks the ordered index of the first key (skipping rows that do not match), or, when
-//! walking would visit far more rows than match, selects the top `offset + limit` matching rows
-//! directly. Ties on the first key are ordered by the remaining keys group by group, and rows
-//! with an empty first key come last.
+//! filters test those rows one by one instead of scanning. Number and datetime ranges read the
+//! ordered index of their column when they select under a quarter of the records. The page of
+//! the matches is `page`'s.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
-use super::filter::{cmp_key, fold_case, Filter, Kind, Operand, Pred, SortKey, Target, Val};
+use super::filter::{fold_case, Filter, Kind, Operand, Pred, SortKey, Target, Val};
 use super::fold::{self, ContainsSearch};
 use super::index::{text_rows, ArenaOrder, DictIndex, OrderedIndex};
+use super::page::unsorted_page;
 use crate::grid::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId};
 
 /// The state of a column's hash index.
@@ -461,130 +458,6 @@ impl QueryEngine {
         }
         Some(self.ordered.entry(key).or_insert_with(|| Arc::new(OrderedIndex::build(store, key))))
     }
-
-    /// A page of matching rows in sort order.
-    fn sorted_page(
-        &mut self,
-        store: &ColumnStore,
-        matches: Option<&RoaringBitmap>,
-        total: usize,
-        sort: &[SortKey],
-        offset: usize,
-        limit: usize,
-    ) -> Vec<RowId> {
-        if offset >= total || limit == 0 {
-            return Vec::new();
-        }
-        let wanted = offset.saturating_add(limit).min(total);
-        if let Some(matches) = matches {
-            // Walking the index visits about wanted * records / total rows; selecting touches
-            // every match. Prefer the walk only when it is clearly cheaper.
-            let walk = wanted as u128 * store.len() as u128;
-            if walk >= 6 * (total as u128) * (total as u128) {
-                return top_rows(store, matches.iter().collect(), sort, offset, limit);
-            }
-        }
-        let first = sort[0];
-        let rest = &sort[1..];
-        let Some(index) = self.ordered(store, first) else { return Vec::new() };
-        let mut out = Vec::with_capacity(limit.min(total));
-        // Where the walk starts, how many matching rows it skips, and how many rows with an
-        // empty first key are skipped beyond what the walk leaves over.
-        let (start, mut skip_in_walk, skip_empties) = match matches {
-            Some(_) => (0, offset, 0),
-            None if offset >= index.len() => (index.len(), 0, offset - index.len()),
-            None if rest.is_empty() => (offset, 0, 0),
-            None => {
-                let start = index.group_start(store, offset);
-                (start, offset - start, 0)
-            }
-        };
-        // Non-empty first keys, from the index, group by group when there are more keys.
-        let mut group: Vec<u32> = Vec::new();
-        let mut group_value: Option<u32> = None;
-        let flush = |group: &mut Vec<u32>, out: &mut Vec<RowId>, skip_in_walk: &mut usize| {
-            if group.len() > 1 && !rest.is_empty() {
-                group.sort_by(|&a, &b| cmp_rows_by(store, rest, a, b));
-            }
-            for &row in group.iter() {
-                if *skip_in_walk > 0 {
-                    *skip_in_walk -= 1;
-                } else if out.len() < limit {
-                    out.push(RowId::from_raw(row));
-                }
-            }
-            group.clear();
-        };
-        if start < index.len() {
-            // The walk tests many rows against the matches: a flat bit array answers faster.
-            let dense = matches.map(|m| DenseRows::new(m, store.rows()));
-            for row in index.iter_from(start) {
-                if dense.as_ref().is_some_and(|d| !d.contains(row)) {
-                    continue;
-                }
-                if rest.is_empty() {
-                    if skip_in_walk > 0 {
-                        skip_in_walk -= 1;
-                        continue;
-                    }
-                    out.push(RowId::from_raw(row));
-                    if out.len() == limit {
-                        return out;
-                    }
-                    continue;
-                }
-                let same = group_value.is_some_and(|g| {
-                    cmp_key(
-                        first.target.value(store, RowId::from_raw(g)),
-                        first.target.value(store, RowId::from_raw(row)),
-                        first.descending,
-                    ) == Ordering::Equal
-                });
-                if !same {
-                    flush(&mut group, &mut out, &mut skip_in_walk);
-                    if out.len() == limit {
-                        return out;
-                    }
-                    group_value = Some(row);
-                }
-                group.push(row);
-            }
-            flush(&mut group, &mut out, &mut skip_in_walk);
-            if out.len() == limit {
-                return out;
-            }
-        }
-        // Empty first keys last, ordered by the remaining keys.
-        let live_or_matches = matches.unwrap_or_else(|| store.live());
-        let empties = live_or_matches - index.members();
-        let skip = skip_empties + skip_in_walk;
-        let left = limit - out.len();
-        if rest.is_empty() {
-            let page = unsorted_page_of(&empties, skip, left);
-            out.extend(page);
-        } else {
-            out.extend(top_rows(store, empties.iter().collect(), rest, skip, left));
-        }
-        out
-    }
-}
-
-/// A row set as a flat bit array, for many membership tests.
-struct DenseRows(Vec<u64>);
-
-impl DenseRows {
-    fn new(rows: &RoaringBitmap, len: usize) -> Self {
-        let mut words = vec![0u64; len.div_ceil(64)];
-        for row in rows {
-            words[row as usize / 64] |= 1 << (row % 64);
-        }
-        DenseRows(words)
-    }
-
-    #[inline]
-    fn contains(&self, row: u32) -> bool {
-        self.0.get(row as usize / 64).is_some_and(|w| w & (1 << (row % 64)) != 0)
-    }
 }
 
 /// Inclusive bounds of a datetime `=` or range.
@@ -662,59 +535,5 @@ fn target_exists(store: &ColumnStore, target: Target) -> bool {
             store.has_column(slot)
         }
         Target::RecordId | Target::Path | Target::ModifiedTime | Target::ModifiedBy => true,
-    }
-}
-
-/// Compares rows by every key, then by row.
-pub(super) fn cmp_rows_by(store: &ColumnStore, keys: &[SortKey], a: u32, b: u32) -> Ordering {
-    let (ra, rb) = (RowId::from_raw(a), RowId::from_raw(b));
-    for key in keys {
-        let ord = cmp_key(key.target.value(store, ra), key.target.value(store, rb), key.descending);
-        if ord != Ordering::Equal {
-            return ord;
-        }
-    }
-    a.cmp(&b)
-}
-
-/// The rows at `offset..offset + limit` of `rows` in sort order, selecting before sorting.
-pub(super) fn top_rows(
-    store: &ColumnStore,
-    mut rows: Vec<u32>,
-    keys: &[SortKey],
-    offset: usize,
-    limit: usize,
-) -> Vec<RowId> {
-    let wanted = offset.saturating_add(limit).min(rows.len());
-    if wanted == 0 || offset >= rows.len() {
-        return Vec::new();
-    }
-    let cmp = |a: &u32, b: &u32| cmp_rows_by(store, keys, *a, *b);
-    if wanted < rows.len() {
-        rows.select_nth_unstable_by(wanted - 1, cmp);
-        rows.truncate(wanted);
-    }
-    rows.sort_unstable_by(cmp);
-    rows[offset..].iter().map(|&r| RowId::from_raw(r)).collect()
-}
-
-/// `limit` rows of a set in row order, skipping `offset`.
-fn unsorted_page_of(rows: &RoaringBitmap, offset: usize, limit: usize) -> Vec<RowId> {
-    let Some(start) = u32::try_from(offset).ok().and_then(|o| rows.select(o)) else {
-        return Vec::new();
-    };
-    rows.range(start..).take(limit).map(RowId::from_raw).collect()
-}
-
-/// A page in insertion order of the matches (or of every record).
-fn unsorted_page(
-    store: &ColumnStore,
-    matches: Option<&RoaringBitmap>,
-    offset: usize,
-    limit: usize,
-) -> Vec<RowId> {
-    match matches {
-        Some(rows) => unsorted_page_of(rows, offset, limit),
-        None => store.page(offset, limit).collect(),
     }
 }

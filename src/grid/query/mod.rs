@@ -66,11 +66,13 @@
 //! listing's order: a bitmap range on an unsorted listing, the ordered index otherwise.
 
 mod arena_regex;
+mod bind;
 mod cursor;
 mod engine;
 mod filter;
 mod fold;
 mod index;
+mod page;
 mod parse;
 
 #[cfg(test)]
@@ -78,7 +80,8 @@ pub(crate) mod fuzz;
 #[cfg(test)]
 mod tests;
 
+pub use bind::{bind_filters, bind_sort};
 pub use cursor::Direction;
 pub use engine::QueryEngine;
-pub use filter::{bind_filters, bind_sort, Filter, Pred, SortKey, Target, Val};
+pub use filter::{Filter, Pred, SortKey, Target, Val};
 pub use parse::{parse_query, parse_sort, Op, RawFilter, RawSort};
