@@ -4,11 +4,7 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, TestApp};
-
-fn column_path(view: &str, column: &str) -> String {
-    format!("/v1/views/{view}/columns/{column}")
-}
+use crate::helpers::{column_path, spawn_app, TestApp};
 
 fn view_column_ids(app: &TestApp, view: &str) -> Vec<String> {
     let body = app.snapshot(&format!("/v1/views/{view}"));

@@ -13,20 +13,12 @@
 use serde_json::{json, Value};
 
 use crate::branches::{branch_ids, merge};
-use crate::helpers::{cell, spawn_app, TestApp};
+use crate::helpers::{cell, column_path, find_record, records_path, spawn_app, TestApp};
 
 // ----- helpers -----
 
 fn columns_path(view: &str) -> String {
     format!("/v1/views/{view}/columns")
-}
-
-fn column_path(view: &str, column: &str) -> String {
-    format!("/v1/views/{view}/columns/{column}")
-}
-
-fn records_path(view: &str) -> String {
-    format!("/v1/views/{view}/records")
 }
 
 /// A formula column create request.
@@ -51,19 +43,10 @@ fn value<'a>(record: &'a Value, column: &str) -> &'a Value {
     &cell(record, column)["value"]
 }
 
-/// The record `id` of a listing.
-#[track_caller]
-fn record<'a>(records: &'a [Value], id: &str) -> &'a Value {
-    records
-        .iter()
-        .find(|r| r["id"] == id)
-        .unwrap_or_else(|| panic!("no record {id} in {records:?}"))
-}
-
 /// The value of `column` in record `id` as the next read of `view` shows it.
 #[track_caller]
 fn read(app: &TestApp, view: &str, id: &str, column: &str) -> Value {
-    value(record(&app.records(view), id), column).clone()
+    value(find_record(&app.records(view), id), column).clone()
 }
 
 /// Whether a cell value is the expected one: numbers compare as `f64` (so `3` and `3.0` are
@@ -790,8 +773,8 @@ fn a_formula_column_created_after_the_records_computes_them() {
     );
     add_formula(&app, &view, "f", "[n] * 10");
     let listed = app.records(&view);
-    assert_value(value(record(&listed, "r1"), "f"), &json!(30), "r1");
-    assert_value(value(record(&listed, "r2"), "f"), &json!(70), "r2");
+    assert_value(value(find_record(&listed, "r1"), "f"), &json!(30), "r1");
+    assert_value(value(find_record(&listed, "r2"), "f"), &json!(70), "r2");
 }
 
 #[test]
@@ -810,11 +793,11 @@ fn updating_a_referenced_cell_recomputes_in_the_write_response_and_the_next_read
         json!([{"id": "r1", "cells": [{"columnId": "n", "value": 10}]},
                {"id": "r2", "cells": [{"columnId": "t", "value": "zz"}, {"columnId": "m", "value": 1}]}]),
     );
-    assert_eq!(value(record(&updated, "r1"), "f"), &json!("HELLO-14"));
-    assert_eq!(value(record(&updated, "r2"), "f"), &json!("ZZ-1"));
+    assert_eq!(value(find_record(&updated, "r1"), "f"), &json!("HELLO-14"));
+    assert_eq!(value(find_record(&updated, "r2"), "f"), &json!("ZZ-1"));
     let listed = app.records(&view);
-    assert_eq!(value(record(&listed, "r1"), "f"), &json!("HELLO-14"));
-    assert_eq!(value(record(&listed, "r2"), "f"), &json!("ZZ-1"));
+    assert_eq!(value(find_record(&listed, "r1"), "f"), &json!("HELLO-14"));
+    assert_eq!(value(find_record(&listed, "r2"), "f"), &json!("ZZ-1"));
     let res = app.patch(
         &format!("{}/r1", records_path(&view)),
         &json!({"cells": [{"columnId": "t", "value": "single"}]}),
@@ -862,8 +845,8 @@ fn patching_the_formula_text_recomputes_every_record() {
                                                     {"columnId": "t", "value": "two"}]}]),
     );
     let listed = app.records(&view);
-    assert_value(value(record(&listed, "r1"), "f"), &json!(4), "r1 before");
-    assert_value(value(record(&listed, "r2"), "f"), &json!(11), "r2 before");
+    assert_value(value(find_record(&listed, "r1"), "f"), &json!(4), "r1 before");
+    assert_value(value(find_record(&listed, "r2"), "f"), &json!(11), "r2 before");
     for (text, r1, r2) in [
         (r#"UPPER([t])"#, json!("HELLO"), json!("TWO")),
         ("[n] * [n]", json!(9), json!(100)),
@@ -875,8 +858,8 @@ fn patching_the_formula_text_recomputes_every_record() {
         assert_eq!(body["formula"]["formulaText"], json!(text));
         assert_eq!(body["type"], json!("formula"));
         let listed = app.records(&view);
-        assert_value(value(record(&listed, "r1"), "f"), &r1, &format!("r1 with {text}"));
-        assert_value(value(record(&listed, "r2"), "f"), &r2, &format!("r2 with {text}"));
+        assert_value(value(find_record(&listed, "r1"), "f"), &r1, &format!("r1 with {text}"));
+        assert_value(value(find_record(&listed, "r2"), "f"), &r2, &format!("r2 with {text}"));
     }
 }
 
@@ -942,18 +925,6 @@ fn fruit_grid(app: &TestApp) -> String {
     view
 }
 
-/// The ids of a filtered or sorted listing.
-fn listing_ids(app: &TestApp, view: &str, params: &[(&str, &str)]) -> Vec<String> {
-    let encoded = serde_urlencoded::to_string(params).expect("parameters encode");
-    let res = app.get(&format!("{}?{encoded}", records_path(view)));
-    res.assert_status(200)
-        .as_array()
-        .expect("a list of records")
-        .iter()
-        .map(|r| r["id"].as_str().expect("record id").to_owned())
-        .collect()
-}
-
 #[test]
 fn a_formula_column_is_filtered_on_its_text() {
     let app = spawn_app();
@@ -967,11 +938,11 @@ fn a_formula_column_is_filtered_on_its_text() {
         (r#"{"f": {"isEmpty": null}}"#, vec!["r6"]),
         (r#"{"f": {"contains": "an"}}"#, vec![]),
     ] {
-        assert_eq!(listing_ids(&app, &view, &[("query", query)]), expected, "{query}");
+        assert_eq!(app.listing_ids(&view, &[("query", query)]), expected, "{query}");
     }
     set(&app, &view, "r1", "t", json!("plum"));
     assert_eq!(
-        listing_ids(&app, &view, &[("query", r#"{"f": {"contains": "u"}}"#)]),
+        app.listing_ids(&view, &[("query", r#"{"f": {"contains": "u"}}"#)]),
         ["r1"],
         "the filter sees the recomputed value"
     );
@@ -982,16 +953,15 @@ fn a_formula_column_is_sorted_on_its_text() {
     let app = spawn_app();
     let view = fruit_grid(&app);
     assert_eq!(
-        listing_ids(&app, &view, &[("sort", r#"{"f": "asc"}"#)]),
+        app.listing_ids(&view, &[("sort", r#"{"f": "asc"}"#)]),
         ["r5", "r1", "r2", "r3", "r4", "r6"]
     );
     assert_eq!(
-        listing_ids(&app, &view, &[("sort", r#"{"f": "desc"}"#)]),
+        app.listing_ids(&view, &[("sort", r#"{"f": "desc"}"#)]),
         ["r4", "r3", "r2", "r1", "r5", "r6"]
     );
     assert_eq!(
-        listing_ids(
-            &app,
+        app.listing_ids(
             &view,
             &[("query", r#"{"f": {"isNotEmpty": null}}"#), ("sort", r#"{"f": "asc"}"#)]
         ),
@@ -999,7 +969,7 @@ fn a_formula_column_is_sorted_on_its_text() {
     );
     set(&app, &view, "r4", "t", json!("aa"));
     assert_eq!(
-        listing_ids(&app, &view, &[("sort", r#"{"f": "asc"}"#)]),
+        app.listing_ids(&view, &[("sort", r#"{"f": "asc"}"#)]),
         ["r4", "r5", "r1", "r2", "r3", "r6"],
         "the sort sees the recomputed value"
     );
@@ -1055,8 +1025,8 @@ fn a_branch_has_the_formula_values_and_recomputes_its_own_edits() {
     let (grid, master) = sum_grid(&app);
     let (_, branch_view) = branch_of(&app, &grid);
     let listed = app.records(&branch_view);
-    assert_value(value(record(&listed, "r1"), "f"), &json!(11), "branch r1");
-    assert_value(value(record(&listed, "r2"), "f"), &json!(22), "branch r2");
+    assert_value(value(find_record(&listed, "r1"), "f"), &json!(11), "branch r1");
+    assert_value(value(find_record(&listed, "r2"), "f"), &json!(22), "branch r2");
     let updated = set(&app, &branch_view, "r1", "n", json!(100));
     assert_value(value(&updated, "f"), &json!(110), "branch r1 in the write response");
     assert_value(&read(&app, &branch_view, "r1", "f"), &json!(110), "branch r1 read");
@@ -1067,8 +1037,8 @@ fn a_branch_has_the_formula_values_and_recomputes_its_own_edits() {
     assert_value(value(&added[0], "f"), &json!(11), "a record added in the branch");
     let master_records = app.records(&master);
     assert_eq!(master_records.len(), 2, "master got the branch's record");
-    assert_value(value(record(&master_records, "r1"), "f"), &json!(11), "master r1");
-    assert_value(value(record(&master_records, "r2"), "f"), &json!(22), "master r2");
+    assert_value(value(find_record(&master_records, "r1"), "f"), &json!(11), "master r1");
+    assert_value(value(find_record(&master_records, "r2"), "f"), &json!(22), "master r2");
 }
 
 #[test]
@@ -1082,11 +1052,11 @@ fn after_a_merge_master_recomputes_from_its_merged_cells() {
     assert_value(&read(&app, &master, "r1", "f"), &json!(31), "master r1 before the merge");
     merge(&app, &branch, &grid, "update");
     let listed = app.records(&master);
-    let r1 = record(&listed, "r1");
+    let r1 = find_record(&listed, "r1");
     assert_value(value(r1, "n"), &json!(5), "merged n");
     assert_value(value(r1, "m"), &json!(30), "master's m");
     assert_value(value(r1, "f"), &json!(35), "master r1 after the merge");
-    assert_value(value(record(&listed, "r2"), "f"), &json!(22), "master r2 after the merge");
+    assert_value(value(find_record(&listed, "r2"), "f"), &json!(22), "master r2 after the merge");
     assert_value(&read(&app, &branch_view, "r1", "f"), &json!(15), "the branch is unchanged");
 }
 

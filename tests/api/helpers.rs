@@ -361,6 +361,85 @@ impl TestApp {
     }
 }
 
+/// `/v1/views/<view>/records`.
+pub fn records_path(view: &str) -> String {
+    format!("/v1/views/{view}/records")
+}
+
+/// `/v1/views/<view>/columns/<column>`.
+pub fn column_path(view: &str, column: &str) -> String {
+    format!("/v1/views/{view}/columns/{column}")
+}
+
+/// The record `id` of a listing (panics when it has none).
+#[track_caller]
+pub fn find_record<'a>(records: &'a [Value], id: &str) -> &'a Value {
+    records
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no record {id} in {records:?}"))
+}
+
+impl TestApp {
+    /// The ids of a listing of `view` with these parameters (URL-encoded), in order.
+    #[track_caller]
+    pub fn listing_ids(&self, view: &str, params: &[(&str, &str)]) -> Vec<String> {
+        let encoded = serde_urlencoded::to_string(params).expect("parameters encode");
+        let res = self.get(&format!("{}?{encoded}", records_path(view)));
+        res.assert_status(200)
+            .as_array()
+            .unwrap_or_else(|| panic!("a list of records: {}", res.text))
+            .iter()
+            .map(|r| r["id"].as_str().expect("record id").to_owned())
+            .collect()
+    }
+
+    /// Asserts the server still answers `/healthz`, within 2 s (after a hostile request: it
+    /// is not held up).
+    #[track_caller]
+    pub fn assert_healthy(&self) {
+        let started = std::time::Instant::now();
+        self.get("/healthz").assert_status(200);
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_secs(2), "/healthz took {took:?}");
+    }
+}
+
+impl TestApp {
+    /// The language grid most localization tests start from: source `en` (enUS), targets `fr`
+    /// (frFR) and `de` (deDE), depending on it when `with_dependencies`, and a plain column
+    /// `note`: (grid id, view id).
+    pub fn localized_grid(&self, with_dependencies: bool) -> (String, String) {
+        let (grid, view) = self.create_grid("Strings");
+        for column in [
+            json!({"id": "en", "name": "English", "type": "language", "languageCode": "enUS",
+                   "localizationType": "sourceLanguage"}),
+            json!({"id": "fr", "name": "French", "type": "language", "languageCode": "frFR",
+                   "localizationType": "targetLanguage"}),
+            json!({"id": "de", "name": "German", "type": "language", "languageCode": "deDE",
+                   "localizationType": "targetLanguage"}),
+            json!({"id": "note", "name": "Note", "type": "singleLine"}),
+        ] {
+            self.create_column(&view, column);
+        }
+        if with_dependencies {
+            for target in ["fr", "de"] {
+                self.add_dependency(&view, target);
+            }
+        }
+        (grid, view)
+    }
+
+    /// Makes `target` depend on `en`; returns the dependency id.
+    pub fn add_dependency(&self, view: &str, target: &str) -> String {
+        let res = self.post(
+            &format!("/v1/views/{view}/dependencies"),
+            &json!({"sourceColumnId": "en", "targetColumnId": target}),
+        );
+        res.assert_status(201)["id"].as_str().expect("dependency id").to_owned()
+    }
+}
+
 /// The cell of `column` in a record body (panics when the record has none).
 #[track_caller]
 pub fn cell<'a>(record: &'a Value, column: &str) -> &'a Value {

@@ -10,23 +10,12 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use super::helpers::{cell, follow, link, page_query, spawn_app, spawn_app_with, TestApp};
+use super::helpers::{
+    cell, follow, link, page_query, records_path, spawn_app, spawn_app_with, TestApp,
+};
 
 /// 4 MiB: the longest text a cell may hold.
 const CELL: usize = 4 << 20;
-
-/// Asserts the server still answers `/healthz` within a second.
-#[track_caller]
-fn assert_healthy(app: &TestApp) {
-    let start = Instant::now();
-    let res = app.call(Method::GET, "/healthz", None, None);
-    assert_eq!(res.status, 200, "{}", res.text);
-    assert!(start.elapsed() < Duration::from_secs(1), "healthz took {:?}", start.elapsed());
-}
-
-fn records_path(view: &str) -> String {
-    format!("/v1/views/{view}/records")
-}
 
 /// A grid with text column `t` and one record `r` holding `value` in it.
 fn one_record_grid(app: &TestApp, value: &str) -> String {
@@ -72,7 +61,7 @@ fn a_growing_formula_is_value_error_and_a_restart_replays_it() {
         );
     }
     assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
-    assert_healthy(&app);
+    app.assert_healthy();
     assert_eq!(value_of(&app, &view, "fits").as_f64(), Some(1e6));
     for id in ["grows", "explodes"] {
         assert_eq!(value_of(&app, &view, id), json!("#VALUE!"), "{id}");
@@ -82,10 +71,10 @@ fn a_growing_formula_is_value_error_and_a_restart_replays_it() {
     app.patch(&records_path(&view), &body).assert_status(200);
     assert_eq!(value_of(&app, &view, "grows"), json!("#VALUE!"));
     assert_eq!(value_of(&app, &view, "fits").as_f64(), Some(1_000_001.0));
-    assert_healthy(&app);
+    app.assert_healthy();
 
     let app = app.restart();
-    assert_healthy(&app);
+    app.assert_healthy();
     assert_eq!(value_of(&app, &view, "explodes"), json!("#VALUE!"));
     assert_eq!(value_of(&app, &view, "grows"), json!("#VALUE!"));
     assert_eq!(value_of(&app, &view, "fits").as_f64(), Some(1_000_001.0));
@@ -118,7 +107,7 @@ fn a_text_cell_over_four_mib_is_refused_naming_the_limit_record_and_column() {
         &json!({"cells": [{"columnId": "t", "value": wide}]}),
     );
     res.assert_error(400, "badRequest");
-    assert_healthy(&app);
+    app.assert_healthy();
     app.assert_unchanged(&records_path(&view), &before);
     // Exactly 4 MiB is a cell; a formula reads it but builds at most 1 MiB.
     let res = app.patch(
@@ -163,7 +152,7 @@ fn repeated_column_ids_count_once_in_listings_shares_and_exports() {
     let res = app.get(&format!("/v1/views/{view}/export?columnIds={ids}"));
     assert_eq!(res.status, 200, "{}", &res.text[..res.text.len().min(300)]);
     assert!(res.bytes.len() < 150_000, "{} bytes", res.bytes.len());
-    assert_healthy(&app);
+    app.assert_healthy();
 }
 
 #[test]
@@ -186,7 +175,7 @@ fn more_distinct_column_ids_than_the_view_has_is_bad_request() {
     // An unknown id within the bound is still 404.
     app.get(&format!("{}?columnIds=nope", records_path(&view)))
         .assert_error(404, "columnNotFoundInView");
-    assert_healthy(&app);
+    app.assert_healthy();
     app.assert_unchanged(&records_path(&view), &before);
 }
 
@@ -213,7 +202,7 @@ fn offsets_near_the_largest_integer_do_not_wrap() {
     assert!(link(&res, "next").is_some_and(|n| n.contains("%22offset%22%3A2")));
     let res = app.get(&format!("/v1/views/{view}/records/p1/histories?{}", page_query(max, 1)));
     assert_eq!(res.assert_status(200).as_array().map(Vec::len), Some(0));
-    assert_healthy(&app);
+    app.assert_healthy();
 }
 
 #[test]
@@ -237,7 +226,7 @@ fn a_re_enabled_share_link_has_a_new_token_and_the_old_one_stays_dead() {
     let public = |path: &str| app.call(Method::GET, path, None, None);
     public(&first).assert_error(404, "shareIsNotFound");
     public(&second).assert_status(200);
-    assert_healthy(&app);
+    app.assert_healthy();
 }
 
 #[test]
@@ -260,7 +249,7 @@ fn share_pages_and_requests_without_a_valid_key_are_rate_limited() {
     public("/v1/projects").assert_error(429, "tooManyRequests");
     // A valid key has its own bucket.
     app.get("/v1/projects").assert_status(200);
-    assert_healthy(&app);
+    app.assert_healthy();
 }
 
 #[test]
@@ -328,7 +317,7 @@ fn a_grid_has_at_most_a_thousand_columns_and_finds_them_by_hash() {
     let res = app.get(&format!("{}?columnIds={}", records_path(&view), ids.join(",")));
     assert_eq!(res.assert_status(200).as_array().map(Vec::len), Some(100));
     assert!(start.elapsed() < Duration::from_secs(20), "took {:?}", start.elapsed());
-    assert_healthy(&app);
+    app.assert_healthy();
     let app = app.restart();
     let res =
         app.post(&format!("/v1/views/{view}/columns"), &json!({"name": "E", "type": "number"}));

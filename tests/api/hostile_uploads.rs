@@ -30,15 +30,6 @@ fn rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// `/healthz` answers at once.
-#[track_caller]
-fn assert_healthy(app: &TestApp) {
-    let started = Instant::now();
-    app.get("/healthz").assert_status(200);
-    let took = started.elapsed();
-    assert!(took < Duration::from_secs(2), "/healthz took {took:?}");
-}
-
 /// The entries of `<data dir>/<dir>` (none after a refused upload).
 fn entries(app: &TestApp, dir: &str) -> Vec<String> {
     std::fs::read_dir(app.data_dir.join(dir))
@@ -50,7 +41,7 @@ fn entries(app: &TestApp, dir: &str) -> Vec<String> {
 /// `imports/`, and the server still answers.
 #[track_caller]
 fn assert_untouched(app: &TestApp, grid: &str, view: &str) {
-    assert_healthy(app);
+    app.assert_healthy();
     assert_eq!(app.records(view), Vec::<Value>::new(), "no records were written");
     let backups = app.get(&format!("/v1/grids/{grid}/backups")).assert_status(200).clone();
     assert_eq!(backups, json!([]), "no backup was stored");
@@ -188,7 +179,7 @@ fn files_grid(app: &TestApp) -> (String, String) {
 /// No file was stored: nothing under `files/`, the record `r1` (if any) has no files.
 #[track_caller]
 fn assert_no_files(app: &TestApp, view: &str) {
-    assert_healthy(app);
+    app.assert_healthy();
     assert_eq!(entries(app, "files"), Vec::<String>::new(), "nothing under files/");
     assert_eq!(entries(app, "imports"), Vec::<String>::new(), "nothing under imports/");
     for record in app.records(view) {

@@ -7,38 +7,6 @@ use serde_json::{json, Value};
 use crate::helpers::{cell, spawn_app, TestApp};
 use crate::records::assert_refused;
 
-/// A grid with source `en`, targets `fr` and `de` depending on it, and a plain column `note`:
-/// (grid id, view id).
-pub(crate) fn localized_grid(app: &TestApp, with_dependencies: bool) -> (String, String) {
-    let (grid, view) = app.create_grid("Strings");
-    for column in [
-        json!({"id": "en", "name": "English", "type": "language", "languageCode": "enUS",
-               "localizationType": "sourceLanguage"}),
-        json!({"id": "fr", "name": "French", "type": "language", "languageCode": "frFR",
-               "localizationType": "targetLanguage"}),
-        json!({"id": "de", "name": "German", "type": "language", "languageCode": "deDE",
-               "localizationType": "targetLanguage"}),
-        json!({"id": "note", "name": "Note", "type": "singleLine"}),
-    ] {
-        app.create_column(&view, column);
-    }
-    if with_dependencies {
-        for target in ["fr", "de"] {
-            add_dependency(app, &view, target);
-        }
-    }
-    (grid, view)
-}
-
-/// Makes `target` depend on `en`; returns the dependency id.
-fn add_dependency(app: &TestApp, view: &str, target: &str) -> String {
-    let res = app.post(
-        &format!("/v1/views/{view}/dependencies"),
-        &json!({"sourceColumnId": "en", "targetColumnId": target}),
-    );
-    res.assert_status(201)["id"].as_str().expect("dependency id").to_owned()
-}
-
 fn text(column: &str, value: &str) -> Value {
     json!({"columnId": column, "value": value})
 }
@@ -72,7 +40,7 @@ fn update(app: &TestApp, view: &str, records: Value) -> Vec<Value> {
 #[test]
 fn add_computes_dependency_statuses_from_the_values() {
     let app = spawn_app();
-    let (_, view) = localized_grid(&app, true);
+    let (_, view) = app.localized_grid(true);
     let added = app.add_records(
         &view,
         json!([
@@ -101,7 +69,7 @@ fn add_computes_dependency_statuses_from_the_values() {
 #[test]
 fn language_cells_show_both_statuses_and_other_cells_neither() {
     let app = spawn_app();
-    let (_, view) = localized_grid(&app, false);
+    let (_, view) = app.localized_grid(false);
     let added = app.add_records(&view, json!([{"id": "r", "cells": [text("note", "n")]}]));
     for column in ["en", "fr", "de"] {
         let c = cell(&added[0], column);
@@ -120,7 +88,7 @@ fn language_cells_show_both_statuses_and_other_cells_neither() {
 #[test]
 fn a_source_change_puts_its_targets_out_of_date() {
     let app = spawn_app();
-    let (_, view) = localized_grid(&app, true);
+    let (_, view) = app.localized_grid(true);
     app.add_records(
         &view,
         json!([{"id": "r", "cells": [text("en", "Hi"), text("fr", "Salut"), text("de", "Hallo")]}]),
@@ -149,7 +117,7 @@ fn a_source_change_puts_its_targets_out_of_date() {
 #[test]
 fn creating_a_dependency_computes_statuses_and_deleting_it_unsets_them() {
     let app = spawn_app();
-    let (_, view) = localized_grid(&app, false);
+    let (_, view) = app.localized_grid(false);
     app.add_records(
         &view,
         json!([
@@ -160,7 +128,7 @@ fn creating_a_dependency_computes_statuses_and_deleting_it_unsets_them() {
         ]),
     );
     assert!(app.records(&view).iter().all(|r| dep(r, "fr") == "unset"));
-    let dependency = add_dependency(&app, &view, "fr");
+    let dependency = app.add_dependency(&view, "fr");
     let statuses: Vec<String> = app.records(&view).iter().map(|r| dep(r, "fr")).collect();
     assert_eq!(statuses, ["upToDate", "outOfDate", "unset", "upToDate"]);
     assert!(app.records(&view).iter().all(|r| dep(r, "de") == "unset"));
@@ -175,7 +143,7 @@ fn creating_a_dependency_computes_statuses_and_deleting_it_unsets_them() {
 #[test]
 fn explicit_statuses_in_a_write_override_the_computed_ones() {
     let app = spawn_app();
-    let (_, view) = localized_grid(&app, true);
+    let (_, view) = app.localized_grid(true);
     let added = app.add_records(
         &view,
         json!([{"id": "r", "cells": [
@@ -212,7 +180,7 @@ fn explicit_statuses_in_a_write_override_the_computed_ones() {
 #[test]
 fn a_locked_cell_refuses_value_changes_unless_the_write_unlocks_it() {
     let app = spawn_app();
-    let (_, view) = localized_grid(&app, true);
+    let (_, view) = app.localized_grid(true);
     app.add_records(
         &view,
         json!([{"id": "r", "cells": [text("en", "Hi"), text("fr", "Salut")]},
@@ -257,7 +225,7 @@ fn a_locked_cell_refuses_value_changes_unless_the_write_unlocks_it() {
 #[test]
 fn lock_all_languages_locks_the_source_and_its_targets_in_that_record() {
     let app = spawn_app();
-    let (_, view) = localized_grid(&app, true);
+    let (_, view) = app.localized_grid(true);
     app.add_records(
         &view,
         json!([{"id": "r", "cells": [text("en", "Hi"), text("fr", "Salut"), text("note", "n")]},
@@ -303,7 +271,7 @@ fn lock_all_languages_locks_the_source_and_its_targets_in_that_record() {
 #[test]
 fn the_mt_flag_marks_written_targets_until_a_write_without_it() {
     let app = spawn_app();
-    let (_, view) = localized_grid(&app, true);
+    let (_, view) = app.localized_grid(true);
     app.add_records(&view, json!([{"id": "r", "cells": [text("en", "Hi")]}, {"id": "s"}]));
     let flagged = update(
         &app,
@@ -338,7 +306,7 @@ fn the_mt_flag_marks_written_targets_until_a_write_without_it() {
 #[test]
 fn the_view_statistic_counts_records_and_source_words_by_target_status() {
     let app = spawn_app();
-    let (_, view) = localized_grid(&app, true);
+    let (_, view) = app.localized_grid(true);
     app.add_records(
         &view,
         json!([{"id": "a", "cells": [text("en", "Press start to play"), text("fr", "Appuyez")]},

@@ -62,7 +62,7 @@ fn a_page_read_after_an_acknowledged_write_sees_it() {
 #[test]
 fn a_page_from_the_view_is_the_page_the_actor_answers() {
     let app = spawn_app();
-    let (_, view) = crate::localization::localized_grid(&app, true);
+    let (_, view) = app.localized_grid(true);
     app.create_column(&view, json!({"id": "n", "name": "N", "type": "number"}));
     app.create_column(&view, json!({"id": "d", "name": "D", "type": "datetime"}));
     let records: Vec<Value> = (0..40)

@@ -9,14 +9,10 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{cell, page_query, spawn_app, TestApp};
+use crate::helpers::{cell, find_record, page_query, records_path, spawn_app, TestApp};
 use crate::records::assert_refused;
 
 // ----- helpers -----
-
-fn records_path(view: &str) -> String {
-    format!("/v1/views/{view}/records")
-}
 
 /// A glossary grid in database `db` with singleLine `term` and number `weight`, and one record
 /// per (id, term, weight): (grid id, default view id).
@@ -90,21 +86,12 @@ fn refs(record: &Value, column: &str) -> (Value, Value) {
     (c["referencedIds"].clone(), c["value"].clone())
 }
 
-/// The record `id` of a listing.
-#[track_caller]
-fn record<'a>(records: &'a [Value], id: &str) -> &'a Value {
-    records
-        .iter()
-        .find(|r| r["id"] == id)
-        .unwrap_or_else(|| panic!("no record {id} in {records:?}"))
-}
-
 /// Asserts the reference cell `column` of record `id` in `records` holds these ids and values.
 #[track_caller]
 fn assert_refs(records: &[Value], id: &str, column: &str, ids: Value, values: Value) {
-    let (got_ids, got_values) = refs(record(records, id), column);
-    assert_eq!(got_ids, ids, "referencedIds of {id}.{column}: {}", record(records, id));
-    assert_eq!(got_values, values, "value of {id}.{column}: {}", record(records, id));
+    let (got_ids, got_values) = refs(find_record(records, id), column);
+    assert_eq!(got_ids, ids, "referencedIds of {id}.{column}: {}", find_record(records, id));
+    assert_eq!(got_values, values, "value of {id}.{column}: {}", find_record(records, id));
 }
 
 // ----- writes and reads -----
@@ -127,7 +114,7 @@ fn a_reference_written_as_one_id_or_an_array_reads_its_ids_and_values_in_order()
     for records in [&added, &listed] {
         assert_refs(records, "s1", "ref", json!(["g2"]), json!(["apple"]));
         assert_refs(records, "s2", "ref", json!(["g3", "g1"]), json!(["mango", "zebra"]));
-        let (ids, weights) = refs(record(records, "s2"), "wref");
+        let (ids, weights) = refs(find_record(records, "s2"), "wref");
         assert_eq!(ids, json!(["g3", "g1", "g2"]));
         let weights: Vec<f64> = weights
             .as_array()
@@ -447,17 +434,6 @@ fn sortable(app: &TestApp) -> (String, String) {
     (glossary_view, view)
 }
 
-fn listing_ids(app: &TestApp, view: &str, params: &[(&str, &str)]) -> Vec<String> {
-    let encoded = serde_urlencoded::to_string(params).expect("parameters encode");
-    let res = app.get(&format!("{}?{encoded}", records_path(view)));
-    res.assert_status(200)
-        .as_array()
-        .unwrap_or_else(|| panic!("a list of records: {}", res.text))
-        .iter()
-        .map(|r| r["id"].as_str().expect("record id").to_owned())
-        .collect()
-}
-
 #[test]
 fn a_reference_column_is_filtered_on_its_ids() {
     let app = spawn_app();
@@ -469,7 +445,7 @@ fn a_reference_column_is_filtered_on_its_ids() {
         (r#"{"ref": {"isEmpty": null}}"#, vec!["s4"]),
         (r#"{"ref": {"contains": "mango"}}"#, vec![]),
     ] {
-        assert_eq!(listing_ids(&app, &view, &[("query", query)]), expected, "{query}");
+        assert_eq!(app.listing_ids(&view, &[("query", query)]), expected, "{query}");
     }
 }
 
@@ -477,14 +453,8 @@ fn a_reference_column_is_filtered_on_its_ids() {
 fn a_reference_column_is_sorted_on_its_ids() {
     let app = spawn_app();
     let (_, view) = sortable(&app);
-    assert_eq!(
-        listing_ids(&app, &view, &[("sort", r#"{"ref": "asc"}"#)]),
-        ["s3", "s1", "s2", "s4"]
-    );
-    assert_eq!(
-        listing_ids(&app, &view, &[("sort", r#"{"ref": "desc"}"#)]),
-        ["s2", "s1", "s3", "s4"]
-    );
+    assert_eq!(app.listing_ids(&view, &[("sort", r#"{"ref": "asc"}"#)]), ["s3", "s1", "s2", "s4"]);
+    assert_eq!(app.listing_ids(&view, &[("sort", r#"{"ref": "desc"}"#)]), ["s2", "s1", "s3", "s4"]);
     let res = app.get(&format!(
         "{}?{}",
         records_path(&view),

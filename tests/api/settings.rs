@@ -118,7 +118,7 @@ fn bad_settings_are_refused_and_change_nothing() {
 fn the_default_source_status_applies_to_source_cells_added_afterwards() {
     let app = spawn_app();
     // Source `en`, targets `fr` and `de`.
-    let (grid, view) = crate::localization::localized_grid(&app, false);
+    let (grid, view) = app.localized_grid(false);
     let before =
         app.add_records(&view, json!([{"id": "a", "cells": [{"columnId": "en", "value": "Hi"}]}]));
     assert_eq!(cell(&before[0], "en")["sourceStatus"], "unset");
