@@ -40,6 +40,7 @@ use crate::grid::actor::{CopyBranch, ImportRecords, ImportedReferences, RestoreR
 use crate::grid::records::{RecordInput, MAX_PROBLEMS};
 use crate::grid::references::reference_columns;
 use crate::grid::schema::ColumnDef;
+use crate::grid::write_error::WriteError;
 use crate::ids;
 use crate::io::csv_import::{clip, plan_layout, ImportRequest, Layout};
 use crate::io::import_format::{header_hint, read_head, read_rows, Format, Head};
@@ -99,19 +100,6 @@ fn parse_request(text: Option<&str>) -> ApiResult<ImportRequest> {
         None => Ok(ImportRequest::default()),
         Some(text) => serde_json::from_str(text)
             .map_err(|e| ApiError::bad_request(format!("importRequest is invalid: {e}"))),
-    }
-}
-
-/// Names the column in the actor's messages about `row <n>.cells[<j>]`.
-fn name_columns(message: &str, columns: &[&str]) -> String {
-    let Some(start) = message.find(".cells[") else { return message.to_owned() };
-    let rest = &message[start + ".cells[".len()..];
-    let Some(end) = rest.find(']') else { return message.to_owned() };
-    match rest[..end].parse::<usize>().ok().and_then(|j| columns.get(j)) {
-        Some(column) => {
-            format!("{}, column \"{column}\"{}", &message[..start], &rest[end + 1..])
-        }
-        None => message.to_owned(),
     }
 }
 
@@ -286,7 +274,7 @@ impl Run {
                 source_default: self.state.routes.source_default(&self.route.grid_id),
                 references: ImportedReferences::Checked(KeyLookup::boxed(&self.state, &self.p)),
             };
-            self.route.addr.send(msg).await?
+            self.route.addr.send(msg).await.map_err(ApiError::from)?
         }
         .await;
         match imported {
@@ -297,38 +285,34 @@ impl Run {
             Err(err) => {
                 let names: Vec<&str> = columns.iter().map(String::as_str).collect();
                 let message = task_message(&err, &names);
-                Err(TaskError { code: err.code.as_str().to_owned(), message })
+                Err(TaskError { code: err.code().as_str().to_owned(), message })
             }
         }
     }
 }
 
-/// A failed import's task message: the error's message, then its problems (`; `-separated,
-/// columns named), at most `MAX_PROBLEMS` of them and `MAX_ERROR_BYTES` in all, ending with
-/// `... and N more problems` when some were left out.
-fn task_message(err: &ApiError, columns: &[&str]) -> String {
-    let mut message = name_columns(clip(&err.message, MAX_ERROR_BYTES / 2), columns);
-    let total = err.messages.len().max(problem_count(&err.message));
+/// A failed import's task message: the refusal's summary, then its problems (`; `-separated),
+/// the file's columns named where a problem is a cell's, at most `MAX_PROBLEMS` of them and
+/// `MAX_ERROR_BYTES` in all, ending with `... and N more problems` when some were left out.
+fn task_message(err: &WriteError, columns: &[&str]) -> String {
+    let mut message = clip(&err.summary_naming(columns), MAX_ERROR_BYTES / 2).to_owned();
+    if !err.lists_problems() {
+        return message;
+    }
     let mut listed = 0usize;
-    for line in err.messages.iter().take(MAX_PROBLEMS) {
-        let line = name_columns(clip(line, MAX_ERROR_BYTES / 4), columns);
+    for line in err.messages(Some(columns)).take(MAX_PROBLEMS) {
+        let line = clip(&line, MAX_ERROR_BYTES / 4);
         if message.len() + line.len() + 2 > MAX_ERROR_BYTES - 64 {
             break;
         }
         message.push_str("; ");
-        message.push_str(&line);
+        message.push_str(line);
         listed += 1;
     }
-    if !err.messages.is_empty() && listed < total {
-        message.push_str(&format!("; ... and {} more problems", total - listed));
+    if listed < err.found {
+        message.push_str(&format!("; ... and {} more problems", err.found - listed));
     }
     message
-}
-
-/// The count in the actor's summary `<n> problems were found; ...` (it lists at most
-/// `MAX_PROBLEMS` of them), else 0.
-fn problem_count(summary: &str) -> usize {
-    summary.split_once(" problems were found").and_then(|(n, _)| n.trim().parse().ok()).unwrap_or(0)
 }
 
 /// Stores a copy of the branch as it is before the import, and records it as a backup.
@@ -424,18 +408,23 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::grid::write_error::{At, Problems};
 
     #[test]
-    fn messages_about_cells_name_their_column() {
-        let columns = ["enUS", "count"];
-        assert_eq!(
-            name_columns("row 7.cells[1]: value must be a number", &columns),
-            "row 7, column \"count\": value must be a number"
-        );
-        assert_eq!(
-            name_columns("row 7: the record id is empty.", &columns),
-            "row 7: the record id is empty."
-        );
-        assert_eq!(name_columns("row 7.cells[9]: x", &columns), "row 7.cells[9]: x");
+    fn a_task_message_names_the_files_columns_and_counts_what_it_leaves_out() {
+        let mut problems = Problems::default();
+        for row in 0..MAX_PROBLEMS + 3 {
+            let at = At::cell(&format!("row {}", row + 2), 1);
+            problems.add(ErrorCode::BadRequest, at, "value must be a number");
+        }
+        let err = problems.into_result().expect_err("refused");
+        let message = task_message(&err, &["Record ID", "Count"]);
+        assert!(message.starts_with(&format!("{} problems were found", MAX_PROBLEMS + 3)));
+        assert!(message.contains("; row 2, column \"Count\": value must be a number; row 3,"));
+        assert!(message.ends_with("; ... and 3 more problems"), "{message}");
+        let mut one = Problems::default();
+        one.add(ErrorCode::BadRequest, At::cell("row 7", 9), "x");
+        let one = one.into_result().expect_err("refused");
+        assert_eq!(task_message(&one, &["Record ID"]), "row 7.cells[9]: x");
     }
 }

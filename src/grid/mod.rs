@@ -24,5 +24,6 @@ pub mod schema;
 pub mod statistic;
 pub mod store;
 pub mod value;
+pub mod write_error;
 
 pub use actor::GridActor;

@@ -14,7 +14,9 @@ use super::ops::{CellWrite, GridOp, GridState, RecordWrite};
 use super::schema::{ColumnDef, ColumnType, ViewDef};
 use super::store::RecordIdentity;
 use super::value::{CellValue, DependencyStatus, SourceStatus};
-use crate::error::{ApiError, ApiResult, ErrorCode};
+pub use super::write_error::MAX_PROBLEMS;
+use super::write_error::{At, Problem, Problems, WriteError};
+use crate::error::{ApiError, ErrorCode};
 use crate::ids;
 
 /// The most records one add or update may carry.
@@ -168,51 +170,6 @@ impl RecordInput {
     }
 }
 
-/// One problem of a request: its code and where it is.
-struct Problem {
-    code: ErrorCode,
-    message: String,
-}
-
-impl Problem {
-    fn new(code: ErrorCode, message: String) -> Self {
-        Problem { code, message }
-    }
-}
-
-#[derive(Default)]
-struct Problems {
-    /// The first `MAX_PROBLEMS` problems.
-    kept: Vec<Problem>,
-    /// How many were found.
-    found: usize,
-}
-
-/// The problems an error lists (an import may find one per row; the rest are counted).
-pub const MAX_PROBLEMS: usize = 100;
-
-impl Problems {
-    fn add(&mut self, code: ErrorCode, message: String) {
-        self.found += 1;
-        if self.kept.len() < MAX_PROBLEMS {
-            self.kept.push(Problem { code, message });
-        }
-    }
-
-    /// The error for the request: the first problem's code, the first `MAX_PROBLEMS` in
-    /// `messages`, and the count of all in the summary.
-    fn into_result(self) -> ApiResult<()> {
-        let Some(first) = self.kept.first() else { return Ok(()) };
-        if self.found == 1 {
-            return Err(ApiError::new(first.code, first.message.clone()));
-        }
-        let summary = format!("{} problems were found; the request changed nothing.", self.found);
-        let code = first.code;
-        let messages = self.kept.into_iter().map(|p| p.message).collect();
-        Err(ApiError::with_messages(code, summary, messages))
-    }
-}
-
 /// What kind of write is being checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum WriteKind {
@@ -228,25 +185,32 @@ enum WriteKind {
 /// text of 1,048,576 characters fits. Formulas read such cells but build at most 1 MiB.
 pub const MAX_CELL_TEXT_BYTES: usize = 4 << 20;
 
-fn check_count(n: usize) -> ApiResult<()> {
+fn check_count(n: usize) -> Result<(), WriteError> {
+    let mut problems = Problems::default();
     if n > MAX_RECORDS_PER_REQUEST {
-        return Err(ApiError::new(
+        problems.add(
             ErrorCode::RequestRecordsExceedLimitation,
+            None,
             format!("A request may add or update at most {MAX_RECORDS_PER_REQUEST} records; this one has {n}."),
-        ));
+        );
     }
-    Ok(())
+    problems.into_result()
 }
 
 fn check_id(id: &str, at: &str, problems: &mut Problems) -> bool {
     if id.is_empty() {
-        problems.add(ErrorCode::InvalidRecordId, format!("{at}: the record id is empty."));
+        problems.add(
+            ErrorCode::InvalidRecordId,
+            At::record(at),
+            "the record id is empty.".to_string(),
+        );
         return false;
     }
     if id.chars().count() > ids::MAX_RECORD_ID_CHARS {
         problems.add(
             ErrorCode::InvalidLengthRecordId,
-            format!("{at}: the record id is longer than {} characters.", ids::MAX_RECORD_ID_CHARS),
+            At::record(at),
+            format!("the record id is longer than {} characters.", ids::MAX_RECORD_ID_CHARS),
         );
         return false;
     }
@@ -262,7 +226,7 @@ pub fn plan_add(
     user: &str,
     time_ms: i64,
     source_default: SourceStatus,
-) -> ApiResult<GridOp> {
+) -> Result<GridOp, WriteError> {
     check_count(inputs.len())?;
     let mut problems = Problems::default();
     let inputs = inputs.into_iter().enumerate().map(|(i, input)| (format!("records[{i}]"), input));
@@ -283,7 +247,7 @@ pub fn plan_import(
     user: &str,
     time_ms: i64,
     source_default: SourceStatus,
-) -> ApiResult<Vec<GridOp>> {
+) -> Result<Vec<GridOp>, WriteError> {
     let by_path = state.store.identity() == RecordIdentity::PathAndId;
     let (mut updates, mut adds) = (Vec::new(), Vec::new());
     for (at, input) in inputs {
@@ -351,12 +315,14 @@ fn check_adds(
             if !seen.insert(key) {
                 problems.add(
                     ErrorCode::DuplicateRecordId,
-                    format!("{at}: record id \"{id}\" appears more than once."),
+                    At::record(&at),
+                    format!("record id \"{id}\" appears more than once."),
                 );
             } else if state.store.find(&path, &id).is_some() {
                 problems.add(
                     ErrorCode::RecordIdAlreadyExists,
-                    format!("{at}: record \"{id}\" already exists."),
+                    At::record(&at),
+                    format!("record \"{id}\" already exists."),
                 );
             }
         }
@@ -381,7 +347,7 @@ pub fn plan_update(
     mut inputs: Vec<RecordInput>,
     user: &str,
     time_ms: i64,
-) -> ApiResult<GridOp> {
+) -> Result<GridOp, WriteError> {
     check_count(inputs.len())?;
     let mut problems = Problems::default();
     let mut seen = HashSet::new();
@@ -389,7 +355,11 @@ pub fn plan_update(
     for (i, input) in inputs.iter_mut().enumerate() {
         let at = format!("records[{i}]");
         let Some(id) = input.id.clone() else {
-            problems.add(ErrorCode::NullRecordId, format!("{at}: the record id is missing."));
+            problems.add(
+                ErrorCode::NullRecordId,
+                At::record(&at),
+                "the record id is missing.".to_string(),
+            );
             continue;
         };
         if let Some(write) =
@@ -412,14 +382,15 @@ pub fn locate_by_path(
     record_id: &str,
     at_path: Option<String>,
     mut input: RecordInput,
-) -> ApiResult<RecordInput> {
+) -> Result<RecordInput, WriteError> {
     let Some(at_path) = at_path else { return Ok(input) };
     if state.store.identity() == RecordIdentity::PathAndId {
         match &input.path {
             Some(body_path) if *body_path != at_path => {
                 return Err(ApiError::bad_request(format!(
                     "The body's path \"{body_path}\" differs from the path parameter \"{at_path}\"."
-                )))
+                ))
+                .into())
             }
             _ => input.path = Some(at_path),
         }
@@ -430,7 +401,8 @@ pub fn locate_by_path(
         return Err(ApiError::new(
             ErrorCode::NonexistentRecordId,
             format!("Record \"{record_id}\" does not exist at path \"{at_path}\"."),
-        ));
+        )
+        .into());
     }
     Ok(input)
 }
@@ -442,7 +414,7 @@ pub fn plan_update_one(
     mut input: RecordInput,
     user: &str,
     time_ms: i64,
-) -> ApiResult<(GridOp, String, String)> {
+) -> Result<(GridOp, String, String), WriteError> {
     let mut problems = Problems::default();
     let mut seen = HashSet::new();
     let rename_to = input.id.clone();
@@ -480,15 +452,19 @@ fn check_update(
     }
     let lookup_path = if by_path { input.path.clone().unwrap_or_default() } else { String::new() };
     let Some(row) = state.store.find(&lookup_path, id) else {
-        problems
-            .add(ErrorCode::NonexistentRecordId, format!("{at}: record \"{id}\" does not exist."));
+        problems.add(
+            ErrorCode::NonexistentRecordId,
+            At::record(at),
+            format!("record \"{id}\" does not exist."),
+        );
         return None;
     };
     let key = if by_path { format!("{lookup_path}\u{0}{id}") } else { id.to_owned() };
     if !seen.insert(key) {
         problems.add(
             ErrorCode::DuplicateRecordId,
-            format!("{at}: record id \"{id}\" appears more than once."),
+            At::record(at),
+            format!("record id \"{id}\" appears more than once."),
         );
         return None;
     }
@@ -498,7 +474,8 @@ fn check_update(
         if check_id(new_id, at, problems) && state.store.find(&current_path, new_id).is_some() {
             problems.add(
                 ErrorCode::RecordIdAlreadyExists,
-                format!("{at}: record \"{new_id}\" already exists."),
+                At::record(at),
+                format!("record \"{new_id}\" already exists."),
             );
         }
     }
@@ -540,7 +517,7 @@ fn check_cells(
                 sources.push(j);
                 cells.push(write);
             }
-            Err(Problem { code, message }) => problems.add(code, message),
+            Err(problem) => problems.push(problem),
         }
     }
     drop(seen);
@@ -572,19 +549,25 @@ impl<'a> RecordCheck<'a> {
         seen: &mut foldhash::HashSet<&'a str>,
     ) -> Result<CellWrite, Problem> {
         let Some(column_id) = cell.column_id.as_deref() else {
-            return Err(Problem::new(ErrorCode::BadRequest, format!("{at}: columnId is missing.")));
+            return Err(Problem::new(
+                ErrorCode::BadRequest,
+                at.at(),
+                "columnId is missing.".to_string(),
+            ));
         };
         let view = self.view;
         let Some((column, editable)) = self.state.schema.view_column(view, column_id) else {
             return Err(Problem::new(
                 ErrorCode::ColumnNotFoundInView,
-                format!("{at}: column \"{column_id}\" could not be found in view \"{}\".", view.id),
+                at.at(),
+                format!("column \"{column_id}\" could not be found in view \"{}\".", view.id),
             ));
         };
         if !seen.insert(column_id) {
             return Err(Problem::new(
                 ErrorCode::BadRequest,
-                format!("{at}: column \"{column_id}\" is written twice."),
+                at.at(),
+                format!("column \"{column_id}\" is written twice."),
             ));
         }
         let value = match value {
@@ -631,22 +614,22 @@ impl<'a> RecordCheck<'a> {
         if column.column_type == ColumnType::Formula {
             return Err(Problem::new(
                 ErrorCode::ColumnIsNotEditableInView,
-                format!("{at}: formula column \"{column_id}\" is computed, not written."),
+                at.at(),
+                format!("formula column \"{column_id}\" is computed, not written."),
             ));
         }
         if !editable {
             return Err(Problem::new(
                 ErrorCode::ColumnIsNotEditableInView,
-                format!(
-                    "{at}: column \"{column_id}\" is not editable in view \"{}\".",
-                    self.view.id
-                ),
+                at.at(),
+                format!("column \"{column_id}\" is not editable in view \"{}\".", self.view.id),
             ));
         }
         let parsed = parse_value_owned(column, value).map_err(|why| {
             Problem::new(
                 ErrorCode::BadRequest,
-                format!("{at}: {why} ({} column \"{column_id}\").", column.column_type.as_str()),
+                at.at(),
+                format!("{why} ({} column \"{column_id}\").", column.column_type.as_str()),
             )
         })?;
         if parsed.payload_bytes() > MAX_CELL_TEXT_BYTES {
@@ -654,8 +637,9 @@ impl<'a> RecordCheck<'a> {
             let record = record.map_or(String::new(), |id| format!(" of record \"{id}\""));
             return Err(Problem::new(
                 ErrorCode::BadRequest,
+                at.at(),
                 format!(
-                    "{at}: the value of column \"{column_id}\"{record} is {} bytes; a cell holds \
+                    "the value of column \"{column_id}\"{record} is {} bytes; a cell holds \
                      at most {MAX_CELL_TEXT_BYTES} bytes (4 MiB) of UTF-8 text.",
                     parsed.payload_bytes()
                 ),
@@ -684,7 +668,8 @@ impl<'a> RecordCheck<'a> {
         {
             return Err(Problem::new(
                 ErrorCode::CellIsLocked,
-                format!("{at}: the cell of column \"{column_id}\" is locked."),
+                at.at(),
+                format!("the cell of column \"{column_id}\" is locked."),
             ));
         }
         Ok(())
@@ -702,7 +687,7 @@ fn parse_status<T>(
     match text {
         None => Ok(None),
         Some(s) => parse(s).map(Some).ok_or_else(|| {
-            Problem::new(ErrorCode::BadRequest, format!("{at}: {field} \"{s}\" is invalid."))
+            Problem::new(ErrorCode::BadRequest, at.at(), format!("{field} \"{s}\" is invalid."))
         }),
     }
 }
@@ -713,9 +698,9 @@ struct CellAt<'a> {
     cell: usize,
 }
 
-impl std::fmt::Display for CellAt<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.cells[{}]", self.record, self.cell)
+impl CellAt<'_> {
+    fn at(&self) -> Option<At> {
+        At::cell(self.record, self.cell)
     }
 }
 
@@ -762,30 +747,38 @@ pub struct RecordIdentifier {
 }
 
 /// Plans a delete; every named record must exist.
-pub fn plan_delete(state: &GridState, input: DeleteRecordsInput) -> ApiResult<GridOp> {
+pub fn plan_delete(state: &GridState, input: DeleteRecordsInput) -> Result<GridOp, WriteError> {
     let by_path = state.store.identity() == RecordIdentity::PathAndId;
     let keys: Vec<(String, String)> = match (input.ids, input.identifiers) {
         (_, Some(identifiers)) => identifiers.into_iter().map(|r| (r.path, r.id)).collect(),
         (Some(_), None) if by_path => {
             return Err(ApiError::bad_request(
                 "This grid identifies records by path and id: send identifiers [{id, path}] instead of ids.",
-            ))
+            )
+            .into())
         }
         (Some(ids), None) => ids.into_iter().map(|id| (String::new(), id)).collect(),
-        (None, None) => return Err(ApiError::bad_request("Send the records to delete as ids (or identifiers).")),
+        (None, None) => {
+            return Err(ApiError::bad_request("Send the records to delete as ids (or identifiers).")
+                .into())
+        }
     };
     let mut problems = Problems::default();
     let mut seen = HashSet::new();
     for (i, (path, id)) in keys.iter().enumerate() {
         if state.store.find(path, id).is_none() {
+            let at = At::record(&format!("ids[{i}]"));
             problems.add(
                 ErrorCode::NonexistentRecordId,
-                format!("ids[{i}]: record \"{id}\" does not exist."),
+                at,
+                format!("record \"{id}\" does not exist."),
             );
         } else if !seen.insert((path.clone(), id.clone())) {
+            let at = At::record(&format!("ids[{i}]"));
             problems.add(
                 ErrorCode::DuplicateRecordId,
-                format!("ids[{i}]: record \"{id}\" appears more than once."),
+                at,
+                format!("record \"{id}\" appears more than once."),
             );
         }
     }

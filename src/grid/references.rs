@@ -20,6 +20,7 @@ use super::records::RecordInput;
 use super::render::ReferenceTargets;
 use super::schema::{ColumnType, ReferenceSetting, Schema};
 use super::value::CellValue;
+use super::write_error::{At, Problems, WriteError};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 
 /// The values a reference cell shows: the referenced column's type and one value per id.
@@ -136,11 +137,12 @@ fn written_ids(value: &Value) -> Vec<String> {
     }
 }
 
-/// A record id a write puts in a reference cell, where (`records[0].cells[1]`) and in which
-/// column.
+/// A record id a write puts in a reference cell, where (record `records[0]`, cell 1) and in
+/// which column.
 struct WrittenId<'a> {
     id: String,
-    at: String,
+    record: &'a str,
+    cell: usize,
     column: &'a str,
 }
 
@@ -153,7 +155,7 @@ pub async fn check_written(
     lookup: &dyn ReferenceLookup,
     columns: &ReferenceColumns,
     inputs: &[(String, &RecordInput)],
-) -> ApiResult<()> {
+) -> Result<(), WriteError> {
     // Per referenced branch: what it is asked, and every id written to it.
     let mut asked: HashMap<&str, (&ReferenceSetting, Vec<WrittenId>)> = HashMap::new();
     for (at, record) in inputs {
@@ -168,7 +170,7 @@ pub async fn check_written(
                 .entry(ReferenceTargets::branch_of(setting))
                 .or_insert_with(|| (setting, Vec::new()));
             for id in written_ids(value) {
-                entry.1.push(WrittenId { id, at: format!("{at}.cells[{j}]"), column });
+                entry.1.push(WrittenId { id, record: at, cell: j, column });
             }
         }
     }
@@ -181,19 +183,21 @@ pub async fn check_written(
                 let mut unique: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
                 unique.sort();
                 unique.dedup();
-                target.send(FindMissing { ids: unique }).await?
+                target.send(FindMissing { ids: unique }).await.map_err(ApiError::from)?
             }
             None => written.iter().map(|w| w.id.clone()).collect(),
         };
         if let Some(w) = written.iter().find(|w| missing.contains(&w.id)) {
-            return Err(ApiError::new(
+            let mut problems = Problems::default();
+            problems.add(
                 ErrorCode::ReferenceRecordNotFound,
+                At::cell(w.record, w.cell),
                 format!(
-                    "{}: record \"{}\" does not exist in grid \"{}\" referenced by column \
-                     \"{}\".",
-                    w.at, w.id, setting.grid_id, w.column
+                    "record \"{}\" does not exist in grid \"{}\" referenced by column \"{}\".",
+                    w.id, setting.grid_id, w.column
                 ),
-            ));
+            );
+            return problems.into_result();
         }
     }
     Ok(())

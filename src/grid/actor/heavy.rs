@@ -70,14 +70,15 @@ impl GridActor {
     /// Runs `job` against a copy of the branch on a blocking thread, then logs its ops and
     /// installs the copy; the returned future resolves once the write is durable. Writes that
     /// arrive meanwhile wait (`hold`).
-    pub(super) fn run_heavy<T, J>(
+    pub(super) fn run_heavy<T, E, J>(
         &mut self,
         ctx: &mut Context<Self>,
         job: J,
-    ) -> ResponseFuture<ApiResult<T>>
+    ) -> ResponseFuture<Result<T, E>>
     where
         T: Send + 'static,
-        J: FnOnce(&mut Staged) -> ApiResult<T> + Send + 'static,
+        E: From<ApiError> + Send + 'static,
+        J: FnOnce(&mut Staged) -> Result<T, E> + Send + 'static,
     {
         self.gate.busy = true;
         // The copy starts with an empty change journal, so after the swap the query indexes
@@ -94,16 +95,19 @@ impl GridActor {
                 Ok(Finished { state, payload, reply })
             })
             .await
-            .unwrap_or_else(|err| Err(ApiError::internal(format!("a heavy write stopped: {err}"))))
+            .unwrap_or_else(|err| {
+                Err(ApiError::internal(format!("a heavy write stopped: {err}")).into())
+            })
         };
         let (done, answer) = oneshot::channel();
-        ctx.spawn(work.into_actor(self).map(move |finished: ApiResult<Finished<T>>, act, ctx| {
-            let installed = finished.and_then(|f| Ok((act.install(f.state, f.payload)?, f.reply)));
+        ctx.spawn(work.into_actor(self).map(move |finished: Result<Finished<T>, E>, act, ctx| {
+            let installed = finished
+                .and_then(|f| Ok((act.install(f.state, f.payload).map_err(E::from)?, f.reply)));
             act.gate.busy = false;
             let _ = done.send(act.reply_when_durable(ctx, installed));
             act.release_held(ctx);
         }));
-        Box::pin(async move { answer.await.map_err(|_| stopped())?.await })
+        Box::pin(async move { answer.await.map_err(|_| E::from(stopped()))?.await })
     }
 
     /// Logs a heavy write's record and swaps its state in. The old state is dropped on a
@@ -141,13 +145,13 @@ impl GridActor {
     /// actor answers messages meanwhile) while the branch holds its other writes back, then
     /// `then` with what the check gave: nothing of the branch changes between the two. A
     /// failed check is the answer.
-    pub(super) fn after_check<C: 'static, T: 'static>(
+    pub(super) fn after_check<C: 'static, T: 'static, E: From<ApiError> + 'static>(
         &mut self,
         ctx: &mut Context<Self>,
-        check: impl Future<Output = ApiResult<C>> + 'static,
-        then: impl FnOnce(&mut GridActor, &mut Context<GridActor>, C) -> ResponseFuture<ApiResult<T>>
+        check: impl Future<Output = Result<C, E>> + 'static,
+        then: impl FnOnce(&mut GridActor, &mut Context<GridActor>, C) -> ResponseFuture<Result<T, E>>
             + 'static,
-    ) -> ResponseFuture<ApiResult<T>> {
+    ) -> ResponseFuture<Result<T, E>> {
         self.gate.busy = true;
         let (done, answer) = oneshot::channel();
         ctx.spawn(check.into_actor(self).map(move |checked, act, ctx| {
@@ -159,35 +163,35 @@ impl GridActor {
             let _ = done.send(reply);
             act.release_held(ctx);
         }));
-        Box::pin(async move { answer.await.map_err(|_| stopped())?.await })
+        Box::pin(async move { answer.await.map_err(|_| E::from(stopped()))?.await })
     }
 
     /// `run` now, or once the running heavy write is done (503 past `MAX_HELD` waiting).
-    pub(super) fn hold<T: 'static>(
+    pub(super) fn hold<T: 'static, E: From<ApiError> + 'static>(
         &mut self,
         ctx: &mut Context<Self>,
-        run: impl FnOnce(&mut GridActor, &mut Context<GridActor>) -> ResponseFuture<ApiResult<T>>
+        run: impl FnOnce(&mut GridActor, &mut Context<GridActor>) -> ResponseFuture<Result<T, E>>
             + 'static,
-    ) -> ResponseFuture<ApiResult<T>> {
+    ) -> ResponseFuture<Result<T, E>> {
         if !self.gate.busy {
             return run(self, ctx);
         }
         if self.gate.held.len() >= MAX_HELD {
             return Box::pin(async {
-                Err(ApiError::new(
+                Err(E::from(ApiError::new(
                     ErrorCode::ServiceUnavailable,
                     format!(
                         "The branch has {MAX_HELD} writes waiting for a schema change, import or \
                          merge; try again shortly."
                     ),
-                ))
+                )))
             });
         }
         let (done, answer) = oneshot::channel();
         self.gate.held.push_back(Box::new(move |act, ctx| {
             let _ = done.send(run(act, ctx));
         }));
-        Box::pin(async move { answer.await.map_err(|_| stopped())?.await })
+        Box::pin(async move { answer.await.map_err(|_| E::from(stopped()))?.await })
     }
 }
 

@@ -208,11 +208,11 @@ impl GridActor {
     /// The end of every write: starts a snapshot if the writes since the last one made it due,
     /// and answers `written`'s reply once its WAL record (if it logged one) is durable, or its
     /// error at once.
-    fn reply_when_durable<T: 'static>(
+    fn reply_when_durable<T: 'static, E: From<ApiError> + 'static>(
         &mut self,
         ctx: &mut Context<Self>,
-        written: ApiResult<(Option<Durable>, T)>,
-    ) -> ResponseFuture<ApiResult<T>> {
+        written: Result<(Option<Durable>, T), E>,
+    ) -> ResponseFuture<Result<T, E>> {
         if self.since_snapshot.is_due(&self.durability.policy) {
             self.maybe_snapshot(ctx);
         }

@@ -18,6 +18,7 @@ use crate::grid::references::{
 use crate::grid::schema::ColumnDef;
 use crate::grid::store::RowId;
 use crate::grid::value::SourceStatus;
+use crate::grid::write_error::WriteError;
 use crate::persist::wal::Durable;
 
 /// A write of records through a view.
@@ -184,7 +185,7 @@ impl GridActor {
 /// checked (as a `WriteRecords`'s), then planned together and committed as one WAL entry;
 /// answers how many records were written.
 #[derive(Message)]
-#[rtype(result = "ApiResult<usize>")]
+#[rtype(result = "Result<usize, WriteError>")]
 pub struct ImportRecords {
     pub view_id: String,
     pub rows: Vec<(String, RecordInput)>,
@@ -204,7 +205,7 @@ pub enum ImportedReferences {
 }
 
 impl Handler<ImportRecords> for GridActor {
-    type Result = ResponseFuture<ApiResult<usize>>;
+    type Result = ResponseFuture<Result<usize, WriteError>>;
 
     fn handle(&mut self, msg: ImportRecords, ctx: &mut Context<Self>) -> Self::Result {
         self.hold(ctx, move |act, ctx| {
@@ -233,7 +234,7 @@ impl GridActor {
         &mut self,
         msg: ImportRecords,
         ctx: &mut Context<Self>,
-    ) -> ResponseFuture<ApiResult<usize>> {
+    ) -> ResponseFuture<Result<usize, WriteError>> {
         self.run_heavy(ctx, move |staged| {
             let view = staged.state().schema.view(&msg.view_id).cloned().ok_or_else(|| {
                 ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &msg.view_id)
