@@ -88,6 +88,19 @@ error_codes! {
     ServiceUnavailable => ("serviceUnavailable", StatusCode::SERVICE_UNAVAILABLE),
 }
 
+/// A domain error's place in the one table: each domain's error type (`WriteError`,
+/// `DurabilityError`, `QueryError` ...) maps every one of its cases to a code, exhaustively, and
+/// becomes an `ApiError` with that code and its own message (`From<E: Coded>`).
+pub trait Coded: fmt::Display {
+    fn code(&self) -> ErrorCode;
+}
+
+impl<E: Coded> From<E> for ApiError {
+    fn from(err: E) -> ApiError {
+        ApiError::new(err.code(), err.to_string())
+    }
+}
+
 /// A failed request: the code, one message, and (when several problems were found) one message
 /// per problem.
 #[derive(Debug, Clone, PartialEq)]

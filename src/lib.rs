@@ -33,7 +33,7 @@ use crate::catalog::journal::{self, JournalError};
 use crate::catalog::store::{SledCatalogStore, StoreError};
 use crate::catalog::{Routes, Supervisor};
 pub use crate::config::Config;
-use crate::persist::durability::{Durability, SnapshotPolicy};
+use crate::persist::durability::{Durability, DurabilityError, SnapshotPolicy};
 use crate::persist::recovery::recover;
 use crate::persist::snapshot::{FileSnapshotStore, SledSnapshotStore, SnapshotError};
 use crate::persist::wal::{Recovered, Wal, WalError, WalHandle, WalOptions, WalRecords};
@@ -56,6 +56,8 @@ pub enum StartupError {
     Snapshots(#[from] SnapshotError),
     #[error("bootstrap failed: {0}")]
     Bootstrap(String),
+    #[error("cannot make the WAL continue past the snapshots: {0}")]
+    WalPadding(#[from] DurabilityError),
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
 }
@@ -148,9 +150,7 @@ fn recover_catalogue(
     let mut keys_in_use: Vec<String> =
         supervisor.branch_seeds().into_iter().map(|s| s.branch_id).collect();
     keys_in_use.push(journal::CATALOG_IMAGE_KEY.to_owned());
-    durability
-        .pad_wal_past_snapshots(&keys_in_use, catalog_lsn)
-        .map_err(StartupError::Bootstrap)?;
+    durability.pad_wal_past_snapshots(&keys_in_use, catalog_lsn)?;
     supervisor.fail_interrupted_tasks()?;
     Ok(supervisor)
 }

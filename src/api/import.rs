@@ -35,7 +35,7 @@ use super::{exec, query_pairs, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{Backup, GridStatus, TaskError};
 use crate::catalog::BranchRoute;
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::error::{ApiError, ApiResult, Coded, ErrorCode};
 use crate::grid::actor::{CopyBranch, ImportRecords, ImportedReferences, RestoreRecords};
 use crate::grid::records::{RecordInput, MAX_PROBLEMS};
 use crate::grid::references::reference_columns;
@@ -328,7 +328,7 @@ async fn keep_backup(state: &AppState, route: &BranchRoute) -> ApiResult<()> {
     web::block(move || durability.store_backup(&image_id, &copy.state))
         .await
         .map_err(|e| ApiError::internal(format!("the backup writer stopped: {e}")))?
-        .map_err(|e| ApiError::internal(format!("The backup could not be stored: {e}")))?;
+        .map_err(|e| ApiError::new(e.code(), format!("The backup could not be stored: {e}")))?;
     let branch = route.branch_id.clone();
     exec(state, move |s| s.record_backup(id, &branch, records)).await??;
     Ok(())
@@ -396,7 +396,7 @@ async fn restore_backup(
         let saved = web::block(move || durability.load_backup(&id))
             .await
             .map_err(|e| ApiError::internal(format!("the backup reader stopped: {e}")))?
-            .map_err(|e| ApiError::internal(format!("The backup could not be read: {e}")))?;
+            .map_err(|e| ApiError::new(e.code(), format!("The backup could not be read: {e}")))?;
         route.addr.send(RestoreRecords { backup: saved, user }).await?
     }))
 }

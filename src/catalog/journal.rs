@@ -12,7 +12,7 @@
 //! applied. [`rebuild_from_image`] is the fallback when the tree holds an unreadable entry.
 
 use super::store::{CatalogChange, CatalogStore, RawEntry, SledCatalogStore, StoreError};
-use crate::persist::durability::Durability;
+use crate::persist::durability::{Durability, DurabilityError};
 use crate::persist::entry::{WalRecord, CATALOG_MARKER};
 use crate::persist::wal::WalRecords;
 
@@ -208,7 +208,11 @@ pub fn image_payload(store: &dyn CatalogStore) -> Result<(Vec<u8>, u64), StoreEr
 
 /// Stores an image payload as the catalogue's newest generation and lets the WAL go below the
 /// older one. Blocking.
-pub fn store_image(durability: &Durability, bytes: Vec<u8>, wal_lsn: u64) -> Result<(), String> {
+pub fn store_image(
+    durability: &Durability,
+    bytes: Vec<u8>,
+    wal_lsn: u64,
+) -> Result<(), DurabilityError> {
     durability.store_image(CATALOG_IMAGE_KEY, IMAGE_FORMAT, wal_lsn, bytes)
 }
 

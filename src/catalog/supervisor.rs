@@ -24,14 +24,14 @@ use super::routes::Routes;
 use super::store::{load_all, CatalogChange, CatalogStore, EntityKind, StoreError};
 use crate::auth::{ApiKey, KeyRing};
 use crate::error::{ApiError, ApiResult};
-use crate::persist::durability::{wait_off_runtime, Durability};
+use crate::persist::durability::{wait_off_runtime, Durability, DurabilityError};
 
 /// A catalogue image is stored after this many change sets (and on the snapshot interval, and
 /// at shutdown).
 const IMAGE_EVERY_CHANGES: u64 = 1000;
 
 /// The blocking work of storing a catalogue image.
-pub type ImageJob = Box<dyn FnOnce() -> Result<(), String> + Send>;
+pub type ImageJob = Box<dyn FnOnce() -> Result<(), DurabilityError> + Send>;
 
 /// The catalogue and everything the supervisor needs to change it.
 pub struct Supervisor {
@@ -233,8 +233,7 @@ impl Supervisor {
         Some(Box::new(move || {
             let _one_at_a_time = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             // Only what is durable in the WAL may be covered by an image.
-            let synced = durability.wal.sync_now().map_err(|e| e.to_string())?;
-            synced.wait().map_err(|e| e.to_string())?;
+            durability.wal.sync_now()?.wait()?;
             let stored = super::journal::store_image(&durability, bytes, lsn);
             match &stored {
                 Ok(()) => tracing::debug!(lsn, "catalogue image stored"),

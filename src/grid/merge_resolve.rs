@@ -101,7 +101,7 @@ fn every_column() -> ViewDef {
 /// Binds a merge's query to a branch's columns (any column of the branch, and the predefined
 /// ones): the listing's errors (400 `filterColumnNotFound`, `invalidFilterOperator` ...).
 pub fn bind_query(state: &GridState, query: &[RawFilter]) -> ApiResult<Vec<Filter>> {
-    bind_filters(state, &every_column(), query)
+    Ok(bind_filters(state, &every_column(), query)?)
 }
 
 /// A query bound to one side of a merge: `None` when there is no query (every record

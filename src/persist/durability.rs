@@ -4,7 +4,6 @@
 //!
 //! Snapshot writing (image, rkyv, sled) is blocking work: callers run it off the actor thread.
 
-use crate::histogram::{Histogram, LATENCY_BOUNDS};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,14 +12,17 @@ use std::time::Duration;
 use dashmap::DashMap;
 
 use super::snapshot::{
-    Generation, GenerationInfo, LoadedSnapshot, Payload, SnapshotImage, SnapshotStore,
+    Generation, GenerationInfo, LoadedSnapshot, Payload, SnapshotError, SnapshotImage,
+    SnapshotStore,
 };
-use super::wal::WalHandle;
+use super::wal::{WalError, WalHandle};
+use crate::error::{Coded, ErrorCode};
 use crate::grid::image::{
     ArchivedBranchImage, ArchivedBranchImageV1, ArchivedBranchImageV2, ArchivedBranchImageV3,
     BranchImageV1, BranchImageV2, ImageIndex, PartLimits, SectionSource, IMAGE_FORMAT_VERSION,
 };
 use crate::grid::ops::GridState;
+use crate::histogram::{Histogram, LATENCY_BOUNDS};
 
 /// When branches write snapshots.
 #[derive(Debug, Clone, Copy)]
@@ -215,7 +217,11 @@ impl Durability {
     /// only after the WAL is durable up to its position, so this pads only after damage to
     /// durable WAL records; without it, new records could reuse LSNs that recovery skips.
     /// `at_least` is a position known to be used otherwise (the catalogue tree's last change).
-    pub fn pad_wal_past_snapshots(&self, keys: &[String], at_least: u64) -> Result<(), String> {
+    pub fn pad_wal_past_snapshots(
+        &self,
+        keys: &[String],
+        at_least: u64,
+    ) -> Result<(), DurabilityError> {
         let highest = keys
             .iter()
             .filter_map(|b| self.snapshots.generations(b).ok())
@@ -235,10 +241,9 @@ impl Durability {
         );
         let filler = super::entry::WalEntry { branch_id: String::new(), ops: Vec::new() }.encode();
         while self.wal.last_lsn() < highest {
-            self.wal.append(filler.clone()).map_err(|e| e.to_string())?;
+            self.wal.append(filler.clone())?;
         }
-        let barrier = self.wal.sync_now().map_err(|e| e.to_string())?;
-        wait_off_runtime(barrier)
+        wait_off_runtime(self.wal.sync_now()?)
     }
 
     pub fn floor(&self, branch_id: &str) -> u64 {
@@ -270,7 +275,8 @@ impl Durability {
             // The branch was deleted (`forget`) after this snapshot was asked for.
             return Ok(());
         }
-        self.store_streamed(branch_id, wal_lsn, state).map_err(SnapshotFailure::Failed)?;
+        self.store_streamed(branch_id, wal_lsn, state)
+            .map_err(|e| SnapshotFailure::Failed(e.to_string()))?;
         *newest = Some(wal_lsn);
         if !self.floors.contains_key(branch_id) {
             // Deleted while it was written: what `forget` deleted may not have held it yet.
@@ -284,7 +290,12 @@ impl Durability {
     /// the store as it is encoded, then `stored`. The image borrows the sections of unchanged
     /// chunks from the key's base (the newest image this process stored) and its chain while
     /// that is worth it and the store keeps two whole images; else it is whole.
-    fn store_streamed(&self, key: &str, wal_lsn: u64, state: &GridState) -> Result<(), String> {
+    fn store_streamed(
+        &self,
+        key: &str,
+        wal_lsn: u64,
+        state: &GridState,
+    ) -> Result<(), DurabilityError> {
         let wholes = if self.snapshots.keeps_bases() {
             self.snapshots.generations(key).map_or(0, |g| whole_generations(&g))
         } else {
@@ -309,10 +320,11 @@ impl Durability {
                     Ok(())
                 },
             )
-            .map_err(|e| format!("storing: {e}"))?;
-        let written = written.ok_or("the image was not written")?;
+            .map_err(DurabilityError::store("storing"))?;
+        let image = |what: &str| DurabilityError::Image(what.to_owned());
+        let written = written.ok_or_else(|| image("it was not written"))?;
         if written.on_base && base.is_none() {
-            return Err("an image without a base borrowed sections".to_owned());
+            return Err(image("an image without a base borrowed sections"));
         }
         // A load reads the chain its header names, whether or not the image borrowed from it.
         let chain_bytes = base.as_ref().map_or(0, |b| b.stored);
@@ -343,16 +355,16 @@ impl Durability {
         format_version: u32,
         wal_lsn: u64,
         bytes: Vec<u8>,
-    ) -> Result<(), String> {
+    ) -> Result<(), DurabilityError> {
         let image = SnapshotImage { format_version, wal_lsn, bytes };
-        self.snapshots.put(key, &image).map_err(|e| format!("storing: {e}"))?;
+        self.snapshots.put(key, &image).map_err(DurabilityError::store("storing"))?;
         self.stored(key)
     }
 
     /// After a new image of `key`: flushes the store, moves the key's floor, and deletes the
     /// WAL segments every floor covers.
-    fn stored(&self, key: &str) -> Result<(), String> {
-        self.snapshots.flush().map_err(|e| format!("flushing: {e}"))?;
+    fn stored(&self, key: &str) -> Result<(), DurabilityError> {
+        self.snapshots.flush().map_err(DurabilityError::store("flushing"))?;
         let floor = self.floor_from_store(key);
         if self.floors.contains_key(key) {
             self.floors.insert(key.to_owned(), floor);
@@ -380,25 +392,26 @@ impl Durability {
 
     /// Stores `state` as the image of backup `id` (its own key in the snapshot store, not a
     /// branch's), flushed. Blocking.
-    pub fn store_backup(&self, id: &str, state: &GridState) -> Result<(), String> {
+    pub fn store_backup(&self, id: &str, state: &GridState) -> Result<(), DurabilityError> {
         let key = backup_image_key(id);
         self.snapshots
             .put_streamed(&key, IMAGE_FORMAT_VERSION, 0, None, &mut |out| {
                 state.write_image(PartLimits::DEFAULT, None, out).map(drop)
             })
-            .map_err(|e| format!("storing: {e}"))?;
-        self.snapshots.flush().map_err(|e| format!("flushing: {e}"))
+            .map_err(DurabilityError::store("storing"))?;
+        self.snapshots.flush().map_err(DurabilityError::store("flushing"))
     }
 
     /// The state backup `id` holds. Blocking.
-    pub fn load_backup(&self, id: &str) -> Result<GridState, String> {
+    pub fn load_backup(&self, id: &str) -> Result<GridState, DurabilityError> {
         let key = backup_image_key(id);
         let loaded = self
             .snapshots
             .load_latest(&key)
-            .map_err(|e| format!("reading: {e}"))?
-            .ok_or_else(|| "the backup's image is missing".to_owned())?;
+            .map_err(DurabilityError::store("reading"))?
+            .ok_or(DurabilityError::MissingBackup)?;
         decode_any(loaded.format_version, &loaded.bytes, &loaded.chain)
+            .map_err(DurabilityError::Image)
     }
 
     /// Removes backup `id`'s image.
@@ -462,12 +475,12 @@ impl Durability {
 
 /// Waits for a WAL barrier on a thread of its own: start-up runs inside the actix runtime,
 /// where a blocking wait on the current thread panics.
-pub fn wait_off_runtime(durable: super::wal::Durable) -> Result<(), String> {
+pub fn wait_off_runtime(durable: super::wal::Durable) -> Result<(), DurabilityError> {
     std::thread::scope(|scope| {
         scope
-            .spawn(move || durable.wait().map_err(|e| e.to_string()))
+            .spawn(move || durable.wait().map_err(DurabilityError::Wal))
             .join()
-            .unwrap_or_else(|_| Err("waiting for the WAL panicked".to_owned()))
+            .unwrap_or(Err(DurabilityError::WaitPanicked))
     })
 }
 
@@ -516,6 +529,46 @@ fn cgroup_headroom(limit: &str, used: &str, stat: &str) -> Option<u64> {
         })
         .unwrap_or(0);
     Some(limit.saturating_sub(used.saturating_sub(inactive_file)))
+}
+
+/// Why storing or reading an image (a branch's, a backup's, the catalogue's) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DurabilityError {
+    /// The WAL refused a record or a sync, or closed.
+    #[error("the WAL: {0}")]
+    Wal(#[from] WalError),
+    /// The snapshot store failed at `doing` (storing, reading, flushing).
+    #[error("{doing}: {source}")]
+    Store { doing: &'static str, source: SnapshotError },
+    /// An image did not encode or decode.
+    #[error("the image: {0}")]
+    Image(String),
+    /// A backup's image is not in the store.
+    #[error("the backup's image is missing")]
+    MissingBackup,
+    /// The thread waiting for the WAL stopped.
+    #[error("waiting for the WAL panicked")]
+    WaitPanicked,
+}
+
+impl DurabilityError {
+    fn store(doing: &'static str) -> impl FnOnce(SnapshotError) -> DurabilityError {
+        move |source| DurabilityError::Store { doing, source }
+    }
+}
+
+impl Coded for DurabilityError {
+    fn code(&self) -> ErrorCode {
+        match self {
+            DurabilityError::Wal(_) | DurabilityError::WaitPanicked => {
+                ErrorCode::ServiceUnavailable
+            }
+            DurabilityError::Store { .. } | DurabilityError::Image(_) => {
+                ErrorCode::InternalServerError
+            }
+            DurabilityError::MissingBackup => ErrorCode::BackupIsNotFound,
+        }
+    }
 }
 
 /// Why `write_snapshot` wrote nothing.

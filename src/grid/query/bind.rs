@@ -9,9 +9,9 @@ use regex_syntax::hir::{Hir, HirKind, Look};
 use serde_json::Value;
 
 use super::arena_regex::ArenaRegex;
+use super::error::{QueryError, QueryResult};
 use super::filter::{fold_case, Filter, Kind, Operand, Pattern, Pred, SortKey, Target};
 use super::parse::{Op, RawFilter, RawSort};
-use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::codec::parse_datetime;
 use crate::grid::ops::GridState;
 use crate::grid::schema::{ColumnType, ViewDef};
@@ -75,7 +75,7 @@ fn supports(class: Class, op: Op) -> bool {
 /// How a field resolves, or why it does not.
 enum Resolved {
     Found(Target, Option<ColumnType>, String),
-    Unknown(ErrorCode, String),
+    Unknown(QueryError),
 }
 
 fn kind_for(column_type: ColumnType) -> Kind {
@@ -89,7 +89,12 @@ fn kind_for(column_type: ColumnType) -> Kind {
 }
 
 /// Resolves a field against a view: a shown column, a predefined column, or a status sub-field.
-fn resolve(state: &GridState, view: &ViewDef, field: &str, not_found: ErrorCode) -> Resolved {
+fn resolve(
+    state: &GridState,
+    view: &ViewDef,
+    field: &str,
+    not_found: fn(String) -> QueryError,
+) -> Resolved {
     let column = |id: &str| {
         let (column, _) = state.schema.view_column(view, id)?;
         let slot = *state.slots.get(&column.id)?;
@@ -121,25 +126,21 @@ fn resolve(state: &GridState, view: &ViewDef, field: &str, not_found: ErrorCode)
                     };
                     Resolved::Found(target, None, format!("\"{field}\""))
                 }
-                Some(_) => Resolved::Unknown(
-                    ErrorCode::InvalidFilterField,
-                    format!("\"{field}\": only language columns have statuses."),
-                ),
-                None => Resolved::Unknown(not_found, column_missing(id, view)),
+                Some(_) => Resolved::Unknown(QueryError::InvalidField(format!(
+                    "\"{field}\": only language columns have statuses."
+                ))),
+                None => Resolved::Unknown(not_found(column_missing(id, view))),
             };
         }
     }
     if field.starts_with('_') {
-        return Resolved::Unknown(
-            ErrorCode::InvalidFilterField,
-            format!(
-                "\"{field}\" is not a column of view \"{}\" nor a predefined column (_recordId, \
-                 _path, _lastModifiedTime, _lastModifiedBy).",
-                view.id
-            ),
-        );
+        return Resolved::Unknown(QueryError::InvalidField(format!(
+            "\"{field}\" is not a column of view \"{}\" nor a predefined column (_recordId, \
+             _path, _lastModifiedTime, _lastModifiedBy).",
+            view.id
+        )));
     }
-    Resolved::Unknown(not_found, column_missing(field, view))
+    Resolved::Unknown(not_found(column_missing(field, view)))
 }
 
 fn column_missing(id: &str, view: &ViewDef) -> String {
@@ -151,25 +152,25 @@ pub fn bind_filters(
     state: &GridState,
     view: &ViewDef,
     raws: &[RawFilter],
-) -> ApiResult<Vec<Filter>> {
+) -> QueryResult<Vec<Filter>> {
     raws.iter().map(|raw| bind_filter(state, view, raw)).collect()
 }
 
-fn bind_filter(state: &GridState, view: &ViewDef, raw: &RawFilter) -> ApiResult<Filter> {
+fn bind_filter(state: &GridState, view: &ViewDef, raw: &RawFilter) -> QueryResult<Filter> {
     let (target, column_type, label) =
-        match resolve(state, view, &raw.field, ErrorCode::FilterColumnNotFound) {
+        match resolve(state, view, &raw.field, QueryError::ColumnNotFound) {
             Resolved::Found(target, column_type, label) => (target, column_type, label),
-            Resolved::Unknown(code, message) => return Err(ApiError::new(code, message)),
+            Resolved::Unknown(err) => return Err(err),
         };
     let op = raw.op;
     if !supports(class_of(target, column_type), op) {
-        return Err(ApiError::new(
-            ErrorCode::InvalidFilterOperator,
-            format!("operator \"{}\" is not supported on {label}.", op.name()),
-        ));
+        return Err(QueryError::InvalidOperator(format!(
+            "operator \"{}\" is not supported on {label}.",
+            op.name()
+        )));
     }
     let operand = |value: &Value| parse_operand(target, value, op, &label);
-    let items = |value: &Value, want: Option<usize>| -> ApiResult<Vec<Operand>> {
+    let items = |value: &Value, want: Option<usize>| -> QueryResult<Vec<Operand>> {
         let Value::Array(items) = value else {
             return Err(invalid_value(op, &label, value, "an array"));
         };
@@ -192,7 +193,7 @@ fn bind_filter(state: &GridState, view: &ViewDef, raw: &RawFilter) -> ApiResult<
                             Value::String(s) => Ok(s.clone()),
                             other => Err(invalid_value(op, &label, other, "an array of strings")),
                         })
-                        .collect::<ApiResult<_>>()?,
+                        .collect::<QueryResult<_>>()?,
                 ),
                 (value, _) => operand(value)?,
             };
@@ -233,18 +234,15 @@ fn bind_filter(state: &GridState, view: &ViewDef, raw: &RawFilter) -> ApiResult<
     Ok(Filter { target, pred, negate })
 }
 
-fn invalid_value(op: Op, label: &str, value: &Value, want: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::InvalidFilterValue,
-        format!(
-            "value {value} of operator \"{}\" on {label} is invalid: expected {want}.",
-            op.name()
-        ),
-    )
+fn invalid_value(op: Op, label: &str, value: &Value, want: &str) -> QueryError {
+    QueryError::InvalidValue(format!(
+        "value {value} of operator \"{}\" on {label} is invalid: expected {want}.",
+        op.name()
+    ))
 }
 
 /// The case-folded needle of a case-insensitive operator (numbers are taken as their text).
-fn needle(op: Op, label: &str, value: &Value) -> ApiResult<String> {
+fn needle(op: Op, label: &str, value: &Value) -> QueryResult<String> {
     match value {
         Value::String(s) => Ok(fold_case(s).into_owned()),
         Value::Number(n) => Ok(n.to_string()),
@@ -253,12 +251,9 @@ fn needle(op: Op, label: &str, value: &Value) -> ApiResult<String> {
 }
 
 /// Compiles a pattern with size limits; a pattern too long or too large is refused.
-fn compile_regex(pattern: &str, label: &str) -> ApiResult<Pattern> {
+fn compile_regex(pattern: &str, label: &str) -> QueryResult<Pattern> {
     let refuse = |why: String| {
-        ApiError::new(
-            ErrorCode::InvalidFilterValue,
-            format!("regular expression on {label} is invalid: {why}"),
-        )
+        QueryError::InvalidValue(format!("regular expression on {label} is invalid: {why}"))
     };
     if pattern.len() > REGEX_MAX_LEN {
         return Err(refuse(format!("it is longer than {REGEX_MAX_LEN} bytes")));
@@ -307,7 +302,7 @@ fn without_assertions(hir: Hir) -> Hir {
 }
 
 /// Parses one scalar operand for the target's kind.
-fn parse_operand(target: Target, value: &Value, op: Op, label: &str) -> ApiResult<Operand> {
+fn parse_operand(target: Target, value: &Value, op: Op, label: &str) -> QueryResult<Operand> {
     let bad = |want: &str| invalid_value(op, label, value, want);
     let operand = match target.kind() {
         Kind::Text | Kind::List => match value {
@@ -353,25 +348,22 @@ fn parse_operand(target: Target, value: &Value, op: Op, label: &str) -> ApiResul
 }
 
 /// Binds raw sort keys to a view's columns.
-pub fn bind_sort(state: &GridState, view: &ViewDef, raws: &[RawSort]) -> ApiResult<Vec<SortKey>> {
+pub fn bind_sort(state: &GridState, view: &ViewDef, raws: &[RawSort]) -> QueryResult<Vec<SortKey>> {
     let mut keys: Vec<SortKey> = Vec::with_capacity(raws.len());
     for raw in raws {
-        let target = match resolve(state, view, &raw.field, ErrorCode::SortColumnNotFound) {
+        let target = match resolve(state, view, &raw.field, QueryError::SortColumnNotFound) {
             Resolved::Found(target, ..) => target,
-            Resolved::Unknown(code, message) => {
-                let code = if code == ErrorCode::InvalidFilterField {
-                    ErrorCode::InvalidSortField
-                } else {
-                    code
-                };
-                return Err(ApiError::new(code, message));
+            // A field that names nothing sortable is the sort's own invalid field.
+            Resolved::Unknown(QueryError::InvalidField(message)) => {
+                return Err(QueryError::InvalidSortField(message))
             }
+            Resolved::Unknown(err) => return Err(err),
         };
         if target.kind() == Kind::Status {
-            return Err(ApiError::new(
-                ErrorCode::InvalidSortField,
-                format!("\"{}\": statuses can be filtered but not sorted.", raw.field),
-            ));
+            return Err(QueryError::InvalidSortField(format!(
+                "\"{}\": statuses can be filtered but not sorted.",
+                raw.field
+            )));
         }
         if !keys.iter().any(|k| k.target == target) {
             keys.push(SortKey { target, descending: raw.descending });

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use serde_json::{json, Map, Number, Value};
 
-use super::{bind_filters, bind_sort, parse_query, parse_sort, Pred, QueryEngine};
+use super::{bind_filters, bind_sort, parse_query, parse_sort, Pred, QueryEngine, QueryError};
 use crate::error::{ApiError, ErrorCode};
 use crate::grid::columns::{build_column, ColumnRequest};
 use crate::grid::ops::{CellWrite, GridOp, GridState, RecordWrite};
@@ -294,7 +294,12 @@ fn text_around(object: BoxedStrategy<String>) -> impl Strategy<Value = String> {
 }
 
 /// Asserts that a refusal is a 400 with one of `codes`.
-fn assert_refusal(error: &ApiError, codes: &[ErrorCode], what: &str) -> Result<(), TestCaseError> {
+fn assert_refusal(
+    error: &QueryError,
+    codes: &[ErrorCode],
+    what: &str,
+) -> Result<(), TestCaseError> {
+    let error = ApiError::from(error.clone());
     prop_assert!(
         codes.contains(&error.code),
         "{what}: unexpected code {} ({})",
@@ -409,7 +414,7 @@ fn the_world_holds_every_kind_of_value() {
     let e = parse_query(r#"{"t": {"regexp": "(a{2000}){2000}"}}"#)
         .and_then(|raw| bind_filters(&state, &view, &raw))
         .expect_err("too large");
-    assert_eq!(e.code, ErrorCode::InvalidFilterValue);
+    assert_eq!(ApiError::from(e).code, ErrorCode::InvalidFilterValue);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use super::error::{QueryError, QueryResult};
 
 /// A filter operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,11 +114,11 @@ fn is_blank(text: &str) -> bool {
 }
 
 /// Parses a `query` parameter.
-pub fn parse_query(text: &str) -> ApiResult<Vec<RawFilter>> {
+pub fn parse_query(text: &str) -> QueryResult<Vec<RawFilter>> {
     if is_blank(text) {
         return Ok(Vec::new());
     }
-    let invalid_field = |why: String| ApiError::new(ErrorCode::InvalidFilterField, why);
+    let invalid_field = |why: String| QueryError::InvalidField(why);
     let value: Value = serde_json::from_str(text).map_err(|e| {
         invalid_field(format!("query {text} is not valid JSON ({e}); expected {{\"<columnId>\": {{\"<operator>\": <value>}}}}."))
     })?;
@@ -132,7 +132,7 @@ pub fn parse_query(text: &str) -> ApiResult<Vec<RawFilter>> {
         if field.trim().is_empty() {
             return Err(invalid_field("query names an empty column id.".to_owned()));
         }
-        let bad_operator = |why: String| ApiError::new(ErrorCode::InvalidFilterOperator, why);
+        let bad_operator = |why: String| QueryError::InvalidOperator(why);
         let Value::Object(operators) = condition else {
             return Err(bad_operator(format!(
                 "the condition on \"{field}\" must be an object of one operator to a value, \
@@ -156,10 +156,9 @@ pub fn parse_query(text: &str) -> ApiResult<Vec<RawFilter>> {
                 _ => false,
             };
             if missing {
-                return Err(ApiError::new(
-                    ErrorCode::MissingFilterValue,
-                    format!("operator \"{name}\" on \"{field}\" needs a value."),
-                ));
+                return Err(QueryError::MissingValue(format!(
+                    "operator \"{name}\" on \"{field}\" needs a value."
+                )));
             }
         }
         filters.push(RawFilter { field, op, value });
@@ -168,11 +167,11 @@ pub fn parse_query(text: &str) -> ApiResult<Vec<RawFilter>> {
 }
 
 /// Parses a `sort` parameter.
-pub fn parse_sort(text: &str) -> ApiResult<Vec<RawSort>> {
+pub fn parse_sort(text: &str) -> QueryResult<Vec<RawSort>> {
     if is_blank(text) {
         return Ok(Vec::new());
     }
-    let invalid_field = |why: String| ApiError::new(ErrorCode::InvalidSortField, why);
+    let invalid_field = |why: String| QueryError::InvalidSortField(why);
     let value: Value = serde_json::from_str(text).map_err(|e| {
         invalid_field(format!(
             "sort {text} is not valid JSON ({e}); expected {{\"<columnId>\": \"asc\"|\"desc\"}}."
@@ -192,13 +191,10 @@ pub fn parse_sort(text: &str) -> ApiResult<Vec<RawSort>> {
             Some("asc") => false,
             Some("desc") => true,
             _ => {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidSortDirection,
-                    format!(
-                        "sort direction {direction} of \"{field}\" is invalid; expected \"asc\" \
+                return Err(QueryError::InvalidSortDirection(format!(
+                    "sort direction {direction} of \"{field}\" is invalid; expected \"asc\" \
                          or \"desc\"."
-                    ),
-                ))
+                )))
             }
         };
         sort.push(RawSort { field, descending });
@@ -210,8 +206,10 @@ pub fn parse_sort(text: &str) -> ApiResult<Vec<RawSort>> {
 mod tests {
     use super::*;
 
-    fn code(result: ApiResult<impl std::fmt::Debug>) -> &'static str {
-        result.expect_err("an error").code.as_str()
+    use crate::error::Coded;
+
+    fn code(result: QueryResult<impl std::fmt::Debug>) -> &'static str {
+        result.expect_err("an error").code().as_str()
     }
 
     #[test]
@@ -246,7 +244,8 @@ mod tests {
         assert_eq!(code(parse_query(r#"{"a": {"=": null}}"#)), "missingFilterValue");
         assert_eq!(code(parse_query(r#"{"a": {"in": []}}"#)), "missingFilterValue");
         let e = parse_query(r#"{"a": {"like": 1}}"#).expect_err("bad");
-        assert!(e.message.contains("like") && e.message.contains('a'), "{}", e.message);
+        let message = e.to_string();
+        assert!(message.contains("like") && message.contains('a'), "{message}");
     }
 
     #[test]
