@@ -20,9 +20,11 @@ use futures_util::future::join_all;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::auth::Principal;
+use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::grid::actor::ReadStats;
+use crate::grid::actor::{BranchStats, ReadStats};
 use crate::histogram::{escape, header};
+use crate::persist::durability::Durability;
 use crate::state::AppState;
 
 /// The exposition format's content type.
@@ -34,26 +36,42 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
     p.require_admin()?;
     let mut out = String::with_capacity(16 * 1024);
     state.requests.render(&mut out);
-
     let durability = state
         .durability
         .upgrade()
         .ok_or_else(|| ApiError::new(ErrorCode::ServiceUnavailable, "The server is stopping."))?;
+    render_durability(&mut out, &durability);
+    drop(durability);
+    let branches: Vec<_> = state.routes.branches.iter().map(|e| e.value().clone()).collect();
+    let answers = join_all(branches.iter().map(|route| route.addr.send(ReadStats))).await;
+    let stats: Vec<(&BranchRoute, &BranchStats)> = branches
+        .iter()
+        .zip(&answers)
+        .filter_map(|(route, answer)| Some((&**route, answer.as_ref().ok()?)))
+        .collect();
+    render_branches(&mut out, &stats);
+    render_branch_memory(&mut out, &stats);
+    render_process(&mut out, &state);
+    Ok(HttpResponse::Ok().content_type(CONTENT_TYPE).body(out))
+}
+
+/// The WAL's fsync and batch histograms and totals, and the snapshots' time and bytes.
+fn render_durability(out: &mut String, durability: &Durability) {
     let wal = &durability.wal;
     let stats = wal.stats();
     let (fsync, batches) = wal.histograms();
-    header(&mut out, "gridd_wal_fsync_seconds", "histogram", "WAL fdatasync latency.");
-    fsync.render(&mut out, "gridd_wal_fsync_seconds", "");
-    header(&mut out, "gridd_wal_batch_records", "histogram", "Records per WAL group commit.");
-    batches.render(&mut out, "gridd_wal_batch_records", "");
-    header(&mut out, "gridd_wal_records_total", "counter", "WAL records made durable.");
+    header(out, "gridd_wal_fsync_seconds", "histogram", "WAL fdatasync latency.");
+    fsync.render(out, "gridd_wal_fsync_seconds", "");
+    header(out, "gridd_wal_batch_records", "histogram", "Records per WAL group commit.");
+    batches.render(out, "gridd_wal_batch_records", "");
+    header(out, "gridd_wal_records_total", "counter", "WAL records made durable.");
     let _ = writeln!(out, "gridd_wal_records_total {}", stats.records);
-    header(&mut out, "gridd_wal_bytes_total", "counter", "WAL bytes written.");
+    header(out, "gridd_wal_bytes_total", "counter", "WAL bytes written.");
     let _ = writeln!(out, "gridd_wal_bytes_total {}", stats.bytes_written);
-    header(&mut out, "gridd_snapshot_seconds", "histogram", "Time to encode and store a snapshot.");
-    durability.snapshot_seconds.render(&mut out, "gridd_snapshot_seconds", "");
+    header(out, "gridd_snapshot_seconds", "histogram", "Time to encode and store a snapshot.");
+    durability.snapshot_seconds.render(out, "gridd_snapshot_seconds", "");
     header(
-        &mut out,
+        out,
         "gridd_snapshot_bytes_total",
         "counter",
         "Bytes of snapshot images: written, or borrowed from earlier images of the chain.",
@@ -65,38 +83,40 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
         let bytes = bytes.load(std::sync::atomic::Ordering::Relaxed);
         let _ = writeln!(out, "gridd_snapshot_bytes_total{{kind=\"{kind}\"}} {bytes}");
     }
-    drop(durability);
+}
 
-    let branches: Vec<_> = state.routes.branches.iter().map(|e| e.value().clone()).collect();
-    let answers = join_all(branches.iter().map(|route| route.addr.send(ReadStats))).await;
+/// `grid="..",branch=".."` of a branch's series.
+fn branch_labels(route: &BranchRoute) -> String {
+    format!("grid=\"{}\",branch=\"{}\"", escape(&route.grid_id), escape(&route.branch_id))
+}
+
+/// Per branch: live records, store and index bytes.
+fn render_branches(out: &mut String, stats: &[(&BranchRoute, &BranchStats)]) {
     let series = [
         ("gridd_branch_records", "Live records of a grid branch."),
         ("gridd_branch_store_bytes", "Heap bytes of a branch's records (shared chunks counted)."),
         ("gridd_branch_index_bytes", "Heap bytes of a branch's query indexes."),
     ];
     for (i, (name, help)) in series.iter().enumerate() {
-        header(&mut out, name, "gauge", help);
-        for (route, answer) in branches.iter().zip(&answers) {
-            let Ok(stats) = answer else { continue };
+        header(out, name, "gauge", help);
+        for (route, stats) in stats {
             let value = [stats.records, stats.store.total(), stats.index_bytes][i];
-            let _ = writeln!(
-                out,
-                "{name}{{grid=\"{}\",branch=\"{}\"}} {value}",
-                escape(&route.grid_id),
-                escape(&route.branch_id)
-            );
+            let _ = writeln!(out, "{name}{{{}}} {value}", branch_labels(route));
         }
     }
+}
+
+/// Per branch: heap bytes by part, and cells and their bytes by column type.
+fn render_branch_memory(out: &mut String, stats: &[(&BranchRoute, &BranchStats)]) {
     header(
-        &mut out,
+        out,
         "gridd_branch_heap_bytes",
         "gauge",
         "Heap bytes of a branch by part: cells, records (ids, paths, times, stamps), keys (the \
          id index), history, indexes (the query indexes), journal (their change journal). \
          Chunks shared with other branches are counted in each.",
     );
-    for (route, answer) in branches.iter().zip(&answers) {
-        let Ok(stats) = answer else { continue };
+    for (route, stats) in stats {
         let parts = [
             ("cells", stats.store.cells),
             ("records", stats.store.records),
@@ -105,55 +125,46 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
             ("indexes", stats.index_bytes),
             ("journal", stats.store.journal),
         ];
+        let labels = branch_labels(route);
         for (part, value) in parts {
-            let _ = writeln!(
-                out,
-                "gridd_branch_heap_bytes{{grid=\"{}\",branch=\"{}\",part=\"{part}\"}} {value}",
-                escape(&route.grid_id),
-                escape(&route.branch_id)
-            );
+            let _ = writeln!(out, "gridd_branch_heap_bytes{{{labels},part=\"{part}\"}} {value}");
         }
     }
     header(
-        &mut out,
+        out,
         "gridd_branch_cell_bytes",
         "gauge",
         "Heap bytes of a branch's cells by column type (values, versions, statuses); divided by \
          gridd_branch_cells of the same type, the bytes a cell of that type costs.",
     );
-    for (route, answer) in branches.iter().zip(&answers) {
-        let Ok(stats) = answer else { continue };
+    for (route, stats) in stats {
+        let labels = branch_labels(route);
         for &(column_type, bytes, _) in &stats.by_type {
-            let _ = writeln!(
-                out,
-                "gridd_branch_cell_bytes{{grid=\"{}\",branch=\"{}\",type=\"{column_type}\"}} {bytes}",
-                escape(&route.grid_id),
-                escape(&route.branch_id)
-            );
+            let _ =
+                writeln!(out, "gridd_branch_cell_bytes{{{labels},type=\"{column_type}\"}} {bytes}");
         }
     }
-    header(&mut out, "gridd_branch_cells", "gauge", "Cells of a branch by column type.");
-    for (route, answer) in branches.iter().zip(&answers) {
-        let Ok(stats) = answer else { continue };
+    header(out, "gridd_branch_cells", "gauge", "Cells of a branch by column type.");
+    for (route, stats) in stats {
+        let labels = branch_labels(route);
         for &(column_type, _, columns) in &stats.by_type {
-            let _ = writeln!(
-                out,
-                "gridd_branch_cells{{grid=\"{}\",branch=\"{}\",type=\"{column_type}\"}} {}",
-                escape(&route.grid_id),
-                escape(&route.branch_id),
-                columns * stats.records
-            );
+            let cells = columns * stats.records;
+            let _ = writeln!(out, "gridd_branch_cells{{{labels},type=\"{column_type}\"}} {cells}");
         }
     }
+}
+
+/// History on disk, record reads by who answered them, and the process's memory and CPU.
+fn render_process(out: &mut String, state: &AppState) {
     header(
-        &mut out,
+        out,
         "gridd_history_disk_bytes",
         "gauge",
         "Bytes of packed record history held on disk instead of the heap (all branches).",
     );
     let _ = writeln!(out, "gridd_history_disk_bytes {}", crate::grid::history::spilled_bytes());
     header(
-        &mut out,
+        out,
         "gridd_record_reads_total",
         "counter",
         "Record reads (pages, view exports) by who answered them: a published view, or the \
@@ -165,14 +176,14 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
         let _ = writeln!(out, "gridd_record_reads_total{{answered_by=\"{by}\"}} {count}");
     }
     if let Some(bytes) = resident_bytes() {
-        header(&mut out, "gridd_process_resident_bytes", "gauge", "Resident memory of gridd.");
+        header(out, "gridd_process_resident_bytes", "gauge", "Resident memory of gridd.");
         let _ = writeln!(out, "gridd_process_resident_bytes {bytes}");
     }
     if let Some(seconds) =
         std::fs::read_to_string("/proc/self/stat").ok().and_then(|s| cpu_seconds(&s))
     {
         header(
-            &mut out,
+            out,
             "gridd_process_cpu_seconds_total",
             "counter",
             "CPU time gridd has used, user and system, all threads (a load generator on another \
@@ -180,7 +191,6 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
         );
         let _ = writeln!(out, "gridd_process_cpu_seconds_total {seconds}");
     }
-    Ok(HttpResponse::Ok().content_type(CONTENT_TYPE).body(out))
 }
 
 /// User plus system CPU seconds of a process from its `/proc/<pid>/stat` line (fields 14 and
