@@ -65,101 +65,14 @@ pub fn recover(
     records: &WalRecords,
 ) -> Result<Recovered, WalError> {
     let started = std::time::Instant::now();
-    let mut states: HashMap<String, (GridState, u64)> = HashMap::new();
-    let mut pending: Vec<PendingFork<'_>> = Vec::new();
-    for seed in seeds {
-        durability.track(&seed.branch_id);
-        match (durability.load(&seed.branch_id), &seed.fork) {
-            (Some(loaded), _) => {
-                states.insert(seed.branch_id.clone(), (loaded.state, loaded.wal_lsn));
-            }
-            (None, Some((source, point))) => {
-                pending.push(PendingFork { branch_id: &seed.branch_id, source, point })
-            }
-            (None, None) => {
-                states.insert(seed.branch_id.clone(), (GridState::empty(seed.identity), 0));
-            }
-        }
-    }
-    // Latest first, so the next due is popped from the end.
-    pending.sort_by_key(|p| std::cmp::Reverse(p.point.wal_lsn));
-    let mut forked = HashSet::new();
+    let mut replay = Replay::from_snapshots(seeds, durability);
     let snapshots_done = started.elapsed();
-    // The records each branch still needs: those after its snapshot's position (a branch
-    // rebuilt as a copy needs all of its own, which all follow the fork).
-    let floors: HashMap<String, u64> = states
-        .iter()
-        .map(|(id, (_, floor))| (id.clone(), *floor))
-        .chain(pending.iter().map(|p| (p.branch_id.to_owned(), 0)))
-        .collect();
-    // Segments wholly below every branch's floor are not read.
-    let lowest = floors.values().copied().min().unwrap_or(u64::MAX);
-    let mut replayed = 0usize;
-    // One thread reads and decodes records while this one applies them (the two took about
-    // the same time at 1M records); the channel bounds what is decoded ahead.
-    let (skipped, read) = std::thread::scope(|scope| {
-        let (send, receive) = std::sync::mpsc::sync_channel::<(u64, WalEntry)>(32);
-        let decoder = scope.spawn(move || {
-            let mut skipped = 0usize;
-            let read = records.for_each_after(lowest, |lsn, bytes| {
-                let needed = match branch_id_of(bytes) {
-                    Some(id) => floors.get(id).is_some_and(|floor| lsn > *floor),
-                    // Catalogue change sets were applied by `catalog::journal::recover`.
-                    None => !bytes.starts_with(&CATALOG_MARKER),
-                };
-                if !needed {
-                    return;
-                }
-                match WalRecord::decode(bytes) {
-                    Ok(WalRecord::Branch(entry)) => {
-                        // The receiver lives until every record was sent.
-                        let _ = send.send((lsn, entry));
-                    }
-                    Ok(WalRecord::Catalog(_)) => {}
-                    Err(err) => {
-                        skipped += 1;
-                        tracing::error!(lsn, error = %err, "WAL record does not decode; skipped");
-                    }
-                }
-            });
-            (skipped, read)
-        });
-        for (lsn, entry) in receive {
-            while pending.last().is_some_and(|p| p.point.wal_lsn < lsn) {
-                let fork = pending.pop().expect("checked above");
-                copy_fork(&fork, &mut states, &mut forked);
-            }
-            let Some((state, floor)) = states.get_mut(&entry.branch_id) else { continue };
-            if lsn <= *floor {
-                continue;
-            }
-            for op in &entry.ops {
-                state.apply(op);
-            }
-            replayed += 1;
-        }
-        decoder
-            .join()
-            .unwrap_or_else(|_| (0, Err(WalError::ReadAgain("the decoder panicked".into()))))
-    });
-    read?;
+    let (replayed, skipped) = replay.apply_records(records)?;
+    let Replay { mut states, mut pending, mut forked } = replay;
     while let Some(fork) = pending.pop() {
         copy_fork(&fork, &mut states, &mut forked);
     }
-    let mut out = HashMap::with_capacity(states.len());
-    for seed in seeds {
-        let Some((mut state, _)) = states.remove(&seed.branch_id) else { continue };
-        if state.schema.view(&seed.default_view_id).is_none() {
-            // The branch's creation was never acknowledged as durable: start it empty.
-            state.apply(&GridOp::CreateView(ViewDef {
-                id: seed.default_view_id.clone(),
-                name: "Default view".to_owned(),
-                is_default: true,
-                columns: Vec::new(),
-            }));
-        }
-        out.insert(seed.branch_id.clone(), state);
-    }
+    let out = with_default_views(seeds, states);
     tracing::info!(
         branches = out.len(),
         from_copies = forked.len(),
@@ -171,6 +84,144 @@ pub fn recover(
         "branches recovered"
     );
     Ok(Recovered { states: out, forked })
+}
+
+/// Branches as the replay rebuilds them: each with the WAL position its state covers, the
+/// copies still to start (latest fork first) and those started.
+struct Replay<'a> {
+    states: HashMap<String, (GridState, u64)>,
+    pending: Vec<PendingFork<'a>>,
+    forked: HashSet<String>,
+}
+
+impl<'a> Replay<'a> {
+    /// Each branch from its newest intact snapshot; without one, a copy waiting for its fork's
+    /// position (a branch with no snapshot of its own yet), or empty.
+    fn from_snapshots(seeds: &'a [BranchSeed], durability: &Durability) -> Self {
+        let mut states = HashMap::new();
+        let mut pending = Vec::new();
+        for seed in seeds {
+            durability.track(&seed.branch_id);
+            match (durability.load(&seed.branch_id), &seed.fork) {
+                (Some(loaded), _) => {
+                    states.insert(seed.branch_id.clone(), (loaded.state, loaded.wal_lsn));
+                }
+                (None, Some((source, point))) => {
+                    pending.push(PendingFork { branch_id: &seed.branch_id, source, point })
+                }
+                (None, None) => {
+                    states.insert(seed.branch_id.clone(), (GridState::empty(seed.identity), 0));
+                }
+            }
+        }
+        // Latest first, so the next due is popped from the end.
+        pending.sort_by_key(|p| std::cmp::Reverse(p.point.wal_lsn));
+        Replay { states, pending, forked: HashSet::new() }
+    }
+
+    /// Applies every branch record after its branch's position, starting each copy when the
+    /// replay passes its fork; returns how many records were applied and how many did not
+    /// decode (reported, skipped).
+    fn apply_records(&mut self, records: &WalRecords) -> Result<(usize, usize), WalError> {
+        // The records each branch still needs: those after its snapshot's position (a branch
+        // rebuilt as a copy needs all of its own, which all follow the fork).
+        let floors: HashMap<String, u64> = self
+            .states
+            .iter()
+            .map(|(id, (_, floor))| (id.clone(), *floor))
+            .chain(self.pending.iter().map(|p| (p.branch_id.to_owned(), 0)))
+            .collect();
+        let mut replayed = 0usize;
+        // One thread reads and decodes records while this one applies them (the two took about
+        // the same time at 1M records); the channel bounds what is decoded ahead.
+        let (skipped, read) = std::thread::scope(|scope| {
+            let (send, receive) = std::sync::mpsc::sync_channel::<(u64, WalEntry)>(32);
+            let decoder = scope.spawn(move || decode_needed(records, &floors, send));
+            for (lsn, entry) in receive {
+                if self.apply(lsn, &entry) {
+                    replayed += 1;
+                }
+            }
+            decoder
+                .join()
+                .unwrap_or_else(|_| (0, Err(WalError::ReadAgain("the decoder panicked".into()))))
+        });
+        read?;
+        Ok((replayed, skipped))
+    }
+
+    /// Applies one branch record (after starting the copies whose fork it passed); false when
+    /// its branch is unknown or its state covers it already.
+    fn apply(&mut self, lsn: u64, entry: &WalEntry) -> bool {
+        while self.pending.last().is_some_and(|p| p.point.wal_lsn < lsn) {
+            let fork = self.pending.pop().expect("checked above");
+            copy_fork(&fork, &mut self.states, &mut self.forked);
+        }
+        let Some((state, floor)) = self.states.get_mut(&entry.branch_id) else { return false };
+        if lsn <= *floor {
+            return false;
+        }
+        for op in &entry.ops {
+            state.apply(op);
+        }
+        true
+    }
+}
+
+/// Reads the WAL from the lowest floor on and sends the branch records some branch still
+/// needs (after its floor), decoded; returns how many did not decode and the read's outcome.
+fn decode_needed(
+    records: &WalRecords,
+    floors: &HashMap<String, u64>,
+    send: std::sync::mpsc::SyncSender<(u64, WalEntry)>,
+) -> (usize, Result<(), WalError>) {
+    // Segments wholly below every branch's floor are not read.
+    let lowest = floors.values().copied().min().unwrap_or(u64::MAX);
+    let mut skipped = 0usize;
+    let read = records.for_each_after(lowest, |lsn, bytes| {
+        let needed = match branch_id_of(bytes) {
+            Some(id) => floors.get(id).is_some_and(|floor| lsn > *floor),
+            // Catalogue change sets were applied by `catalog::journal::recover`.
+            None => !bytes.starts_with(&CATALOG_MARKER),
+        };
+        if !needed {
+            return;
+        }
+        match WalRecord::decode(bytes) {
+            Ok(WalRecord::Branch(entry)) => {
+                // The receiver lives until every record was sent.
+                let _ = send.send((lsn, entry));
+            }
+            Ok(WalRecord::Catalog(_)) => {}
+            Err(err) => {
+                skipped += 1;
+                tracing::error!(lsn, error = %err, "WAL record does not decode; skipped");
+            }
+        }
+    });
+    (skipped, read)
+}
+
+/// The recovered states by branch, each with its default view: a branch whose creation was
+/// never acknowledged as durable starts empty.
+fn with_default_views(
+    seeds: &[BranchSeed],
+    mut states: HashMap<String, (GridState, u64)>,
+) -> HashMap<String, GridState> {
+    let mut out = HashMap::with_capacity(states.len());
+    for seed in seeds {
+        let Some((mut state, _)) = states.remove(&seed.branch_id) else { continue };
+        if state.schema.view(&seed.default_view_id).is_none() {
+            state.apply(&GridOp::CreateView(ViewDef {
+                id: seed.default_view_id.clone(),
+                name: "Default view".to_owned(),
+                is_default: true,
+                columns: Vec::new(),
+            }));
+        }
+        out.insert(seed.branch_id.clone(), state);
+    }
+    out
 }
 
 /// Starts a branch as a copy of its source's state as replayed so far (the replay has just
