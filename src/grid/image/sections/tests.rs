@@ -111,7 +111,7 @@ fn a_cut_or_foreign_payload_is_an_error() {
 #[test]
 fn a_large_text_cell_ends_its_part() {
     let rows: Vec<_> = state(3).store.live_rows().collect();
-    let cut = super::cut(&rows, PartLimits { rows: 10, bytes: 5 }, |_| 100);
+    let cut = super::write::cut(&rows, PartLimits { rows: 10, bytes: 5 }, |_| 100);
     assert_eq!(cut, 1, "one record past the byte limit is a part of its own");
 }
 

@@ -1,0 +1,582 @@
+//! Reading an image: the table, the head, then the records, the columns (each on the thread
+//! that builds it) and the history, every section validated before it is read; and the index
+//! of what the loaded image's sections hold, for the next snapshot to borrow from.
+
+use std::collections::HashMap;
+use std::io;
+
+use rkyv::rancor;
+
+use super::super::{load_columns, restore_archived_stamps, ArchivedHistoryChunkImage, CellsRef};
+use super::{
+    slice, ArchivedBranchHead, ArchivedColumnCellsPart, ArchivedColumnMetaPart, ArchivedColumnPart,
+    ArchivedRecordsPart, Borrowable, ChunkKey, ImageIndex, Placed, Scratch, SectionBytes,
+    SectionSource, IN_CHAIN, LINK_SHIFT, MAGIC, OFFSET_MASK,
+};
+use crate::grid::history::{ChunkPart, History, NO_ENTRY};
+use crate::grid::ops::GridState;
+use crate::grid::schema::Schema;
+use crate::grid::store::{ColumnBuilder, ColumnSlot, ColumnStore, LoadedRecord};
+use crate::grid::value::StorageKind;
+
+impl GridState {
+    /// `decode_sections` of payloads in memory (on a 16-byte boundary): tests and benches.
+    pub fn decode_image(bytes: &[u8], chain: &[&[u8]]) -> Result<GridState, String> {
+        let chain: Vec<&dyn SectionSource> =
+            chain.iter().map(|b| b as &dyn SectionSource).collect();
+        GridState::decode_sections(&bytes, &chain)
+    }
+
+    /// Rebuilds a branch from a format 6 payload and, for an image that borrows sections, the
+    /// payloads of its chain (link 0 first), read a section at a time (a snapshot file's: the
+    /// load holds the sections of the columns being built, not the whole image). Every section
+    /// is validated before it is read; an inconsistent image is an error, never a panic.
+    pub fn decode_sections(
+        payload: &dyn SectionSource,
+        chain: &[&dyn SectionSource],
+    ) -> Result<GridState, String> {
+        GridState::decode_indexed(payload, chain, None).map(|(state, _)| state)
+    }
+
+    /// `decode_sections`, and with the generations of the payload and of its chain
+    /// (`generations`: the payload's first, then link 0's, ...) the index of the loaded branch
+    /// as that image (`ImageIndex`): the next snapshot borrows from the loaded chain every chunk
+    /// not written since, as it would from an image this process wrote. A chunk is indexed only
+    /// where the image's parts line up with the loaded store's chunks (all of them, unless
+    /// deletes left chunks short when the image was written).
+    pub fn decode_indexed(
+        payload: &dyn SectionSource,
+        chain: &[&dyn SectionSource],
+        generations: Option<&[u64]>,
+    ) -> Result<(GridState, Option<ImageIndex>), String> {
+        GridState::decode_format(Format::StatusesApart, payload, chain, generations)
+    }
+
+    /// `decode_sections` of a format 5 payload (each column part holding its cells, statuses
+    /// and versions together).
+    pub fn decode_sections_v5(
+        payload: &dyn SectionSource,
+        chain: &[&dyn SectionSource],
+    ) -> Result<GridState, String> {
+        GridState::decode_format(Format::Together, payload, chain, None).map(|(state, _)| state)
+    }
+
+    fn decode_format(
+        format: Format,
+        payload: &dyn SectionSource,
+        chain: &[&dyn SectionSource],
+        generations: Option<&[u64]>,
+    ) -> Result<(GridState, Option<ImageIndex>), String> {
+        let sources = Sources { payload, chain };
+        let table = section_table(payload, chain)?;
+        let (head, parts) = table.split_last().ok_or("a sectioned image without a head")?;
+        let head_bytes = sources.read(*head)?;
+        let head = access::<ArchivedBranchHead>(&head_bytes, "head")?;
+        let record_parts = head.record_parts.to_native() as usize;
+        let column_parts: usize = head.columns.iter().map(|c| c.parts.to_native() as usize).sum();
+        let history_chunks = head.history_chunks.to_native() as usize;
+        if parts.len() != record_parts + column_parts + history_chunks {
+            return Err(format!(
+                "{} sections for {record_parts} record parts, {column_parts} column parts and \
+                 {history_chunks} history chunks",
+                parts.len()
+            ));
+        }
+        let (record_sections, rest) = parts.split_at(record_parts);
+        let (column_sections, history_sections) = rest.split_at(column_parts);
+        let n = usize::try_from(head.rows.to_native()).map_err(|_| "too many records")?;
+        let schema: Schema =
+            serde_json::from_str(head.schema_json.as_str()).map_err(|e| format!("schema: {e}"))?;
+        let mut state = GridState::with_schema(schema, head.by_path);
+
+        // History is loaded on a thread of its own while the records and columns are (each
+        // chunk read, spilled and dropped in turn); the records' chain heads are checked
+        // against it after, by the furthest one.
+        let load_history = || {
+            let began = std::time::Instant::now();
+            let mut scratch = Scratch::new();
+            let chunks = history_sections.iter().map(|&at| {
+                let read = sources.read_all(&[at], &mut scratch)?;
+                let c = access::<ArchivedHistoryChunkImage>(read[0], "history chunk")?;
+                Ok(ChunkPart {
+                    len: c.len.to_native(),
+                    block: c.block.to_native(),
+                    ends: c.ends.iter().map(|e| e.to_native()).collect(),
+                    data: c.data.as_slice().to_vec(),
+                })
+            });
+            let retired = head.retired.iter().map(|r| r.to_native()).collect();
+            let history = History::from_chunks(chunks, retired, head.history_count.to_native());
+            tracing::debug!(ms = began.elapsed().as_millis() as u64, "image history loaded");
+            history
+        };
+
+        let mut images: Vec<(ColumnSlot, StoredColumn)> = Vec::new();
+        let mut rest = column_sections;
+        for column in head.columns.iter() {
+            let (mine, after) = rest.split_at(column.parts.to_native() as usize);
+            rest = after;
+            if let Some(&slot) = state.slots.get(column.id.as_str()) {
+                images.push((slot, (column.id.as_str(), mine)));
+            }
+        }
+        // The sections and records of each group of parts a column was read from, by column
+        // id (`ImageIndex` lines groups up with chunks by them).
+        let column_rows = std::sync::Mutex::new(Vec::<(String, Vec<Group>)>::new());
+        let column_lists: Vec<(ColumnSlot, &[SectionAt])> =
+            images.iter().map(|&(slot, (_, sections))| (slot, sections)).collect();
+        let build = |(id, sections): StoredColumn, kind, localized, scratch: &mut Scratch| {
+            let (column, rows) =
+                build_column(format, id, sections, &sources, kind, localized, n, scratch)?;
+            column_rows.lock().unwrap_or_else(|e| e.into_inner()).push((id.to_owned(), rows));
+            Ok(column)
+        };
+        let began = std::time::Instant::now();
+        let mut furthest: Option<u64> = None;
+        let mut record_rows: Vec<Group> = Vec::with_capacity(record_sections.len());
+        let records = |store: &mut ColumnStore| {
+            let mut scratch = Scratch::new();
+            // Room for the records the head claims, as far as the parts' bytes can hold them
+            // (an archived record takes more than 8 bytes): a damaged head reserves nothing
+            // unreasonable.
+            let record_bytes: usize = record_sections.iter().map(|at| at.len).sum();
+            store.reserve_records(n.min(record_bytes / 8));
+            let mut inserted = 0usize;
+            // Every key goes into the id index at the end, shard by shard.
+            let mut keys = Vec::with_capacity(n.min(record_bytes / 8));
+            for &at in record_sections {
+                let read = sources.read_all(&[at], &mut scratch)?;
+                let part = access::<ArchivedRecordsPart>(read[0], "record part")?;
+                let len = part.ids.len();
+                let lengths = [
+                    part.paths.len(),
+                    part.times.len(),
+                    part.users.len(),
+                    part.created.len(),
+                    part.moved.len(),
+                    part.heads.len(),
+                ];
+                if lengths.iter().any(|&l| l != len) {
+                    return Err("a record part's lists have different lengths".to_owned());
+                }
+                inserted += len;
+                if inserted > n {
+                    return Err("the record parts add up to more than the head's records".into());
+                }
+                record_rows.push(Group { sections: 1, rows: len });
+                let heads = part.heads.iter().map(|at| at.to_native()).filter(|&at| at != NO_ENTRY);
+                furthest = furthest.max(heads.max());
+                for i in 0..len {
+                    let record = LoadedRecord {
+                        id: part.ids[i].as_str(),
+                        path: part.paths[i].as_str(),
+                        time_ms: part.times[i].to_native(),
+                        user: part.users[i].as_str(),
+                        created: part.created[i].to_native(),
+                        moved: part.moved[i].to_native(),
+                        history_head: part.heads[i].to_native(),
+                    };
+                    store.insert_loaded(&record, &mut keys);
+                }
+            }
+            if inserted != n {
+                return Err("the record parts do not add up to the head's records".to_owned());
+            }
+            store.index_loaded_keys(keys);
+            tracing::debug!(ms = began.elapsed().as_millis() as u64, "image records inserted");
+            Ok(())
+        };
+        let (history, loaded) = std::thread::scope(|scope| {
+            let helper = std::thread::Builder::new()
+                .name("image-history".into())
+                .spawn_scoped(scope, load_history);
+            let loaded = load_columns(&mut state, n, images, build, records);
+            let history = match helper {
+                Ok(helper) => {
+                    helper.join().unwrap_or_else(|_| Err("loading the history panicked".to_owned()))
+                }
+                Err(_) => load_history(),
+            };
+            (history, loaded)
+        });
+        loaded?;
+        let history = history?;
+        tracing::debug!(ms = began.elapsed().as_millis() as u64, "image columns built");
+        if let Some(bad) = furthest.filter(|&at| !history.holds(at)) {
+            return Err(format!("a history chain starts outside the log ({bad:#x})"));
+        }
+        restore_archived_stamps(&mut state, head.clock.to_native(), &head.gone, &head.merge_bases);
+        state.history = history;
+        // Only an image of the format this build writes is borrowed from.
+        let generations = generations.filter(|_| format == Format::StatusesApart);
+        let index = generations.map(|generations| {
+            let column_rows = column_rows.into_inner().unwrap_or_else(|e| e.into_inner());
+            let columns = column_rows.into_iter().filter_map(|(id, rows)| {
+                let &slot = state.slots.get(&id)?;
+                let &(_, sections) = column_lists.iter().find(|(s, _)| *s == slot)?;
+                Some((slot, sections, rows))
+            });
+            let parts = LoadedParts {
+                records: (record_sections, &record_rows),
+                columns: columns.collect(),
+                history: history_sections,
+            };
+            let mut index = parts.index(&state, generations);
+            index.referenced = table.iter().map(|at| at.len as u64).sum();
+            index
+        });
+        Ok((state, index))
+    }
+}
+
+/// How the columns of a sectioned image are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// Format 5: each column part holds its cells, statuses and versions.
+    Together,
+    /// Format 6: per chunk, a `ColumnMetaPart` and then its `ColumnCellsPart`s.
+    StatusesApart,
+}
+
+/// Consecutive sections a load read as one unit (a record part; a format 6 column's statuses
+/// with its cells' parts), and how many records they hold.
+#[derive(Debug, Clone, Copy)]
+struct Group {
+    sections: usize,
+    rows: usize,
+}
+
+/// The sections a load read, in groups (`GridState::decode_indexed`).
+struct LoadedParts<'a> {
+    records: (&'a [SectionAt], &'a [Group]),
+    columns: Vec<(ColumnSlot, &'a [SectionAt], Vec<Group>)>,
+    history: &'a [SectionAt],
+}
+
+impl LoadedParts<'_> {
+    /// The index of `state`, just loaded from these sections of the images `generations`
+    /// (format 6).
+    fn index(&self, state: &GridState, generations: &[u64]) -> ImageIndex {
+        let store = &state.store;
+        let place = |at: &SectionAt| {
+            let home = generations.get(at.link.map_or(0, |link| link + 1)).copied()?;
+            Some(Placed { home, offset: at.offset, len: at.len as u64 })
+        };
+        let placed = |sections: &[SectionAt]| sections.iter().map(place).collect::<Option<_>>();
+        let mut chunks = HashMap::new();
+        let (sections, groups) = self.records;
+        for (k, mine, _) in by_chunk(store, sections, groups) {
+            let Some(sections) = placed(mine) else { continue };
+            let handles = store.record_chunk_handles(k);
+            let live = store.live_in_chunk(k);
+            chunks.insert(ChunkKey::Records(k), Borrowable { handles, live, sections });
+        }
+        for (slot, sections, groups) in &self.columns {
+            for (k, mine, group_count) in by_chunk(store, sections, groups) {
+                // One chunk's statuses and then its cells; a chunk loaded from two (left short
+                // by deletes) is written again.
+                let ([meta, cells @ ..], 1) = (mine, group_count) else { continue };
+                let (Some(meta), Some(cells)) = (placed(std::slice::from_ref(meta)), placed(cells))
+                else {
+                    continue;
+                };
+                let live = store.live_in_chunk(k);
+                let handles = store.column_chunk_handle(*slot, k).into_iter().collect();
+                let key = ChunkKey::Column(*slot, k);
+                chunks.insert(key, Borrowable { handles, live, sections: meta });
+                let handles = store.column_cells_handle(*slot, k).into_iter().collect();
+                let key = ChunkKey::Cells(*slot, k);
+                chunks.insert(key, Borrowable { handles, live, sections: cells });
+            }
+        }
+        for (i, at) in self.history.iter().enumerate() {
+            let (Some(handle), Some(placed)) = (state.history.sealed_handle(i), place(at)) else {
+                continue;
+            };
+            let sections = vec![placed];
+            chunks.insert(
+                ChunkKey::History(i),
+                Borrowable { handles: vec![handle], live: 1, sections },
+            );
+        }
+        ImageIndex { epoch: store.epoch(), chunks, chain: generations.to_vec(), referenced: 0 }
+    }
+}
+
+/// The sections that make up each of the store's chunks (whole `groups` of them, and how many
+/// groups), for the chunks whose rows begin and end where groups do, up to the first that does
+/// not.
+fn by_chunk<'s>(
+    store: &ColumnStore,
+    sections: &'s [SectionAt],
+    groups: &[Group],
+) -> Vec<(usize, &'s [SectionAt], usize)> {
+    let mut out = Vec::new();
+    let (mut next, mut covered, mut end, mut at) = (0usize, 0usize, 0usize, 0usize);
+    for k in 0..store.chunk_count() {
+        let (first_group, first) = (next, at);
+        end += store.live_in_chunk(k) as usize;
+        while covered < end && next < groups.len() {
+            covered += groups[next].rows;
+            at += groups[next].sections;
+            next += 1;
+        }
+        if covered != end || at > sections.len() {
+            break;
+        }
+        out.push((k, &sections[first..at], next - first_group));
+    }
+    out
+}
+
+/// Where one section lies: in the image's payload (`link` `None`) or in that of a link of its
+/// chain, at an offset, of a length.
+#[derive(Debug, Clone, Copy)]
+struct SectionAt {
+    link: Option<usize>,
+    offset: u64,
+    len: usize,
+}
+
+/// An image's payload and its chain's.
+struct Sources<'a> {
+    payload: &'a dyn SectionSource,
+    chain: &'a [&'a dyn SectionSource],
+}
+
+impl<'a> Sources<'a> {
+    fn source(&self, at: SectionAt) -> Result<&'a dyn SectionSource, String> {
+        match at.link {
+            None => Ok(self.payload),
+            Some(link) => self.chain.get(link).copied().ok_or_else(|| {
+                format!("a section lies in link {link} of a chain the image was not given")
+            }),
+        }
+    }
+
+    fn read(&self, at: SectionAt) -> Result<SectionBytes<'a>, String> {
+        self.source(at)?.read_at(at.offset, at.len).map_err(|e| format!("reading a section: {e}"))
+    }
+
+    /// The sections `ats`: borrowed from payloads in memory, the others read into `scratch`
+    /// (cleared first; each on a 16-byte boundary).
+    fn read_all<'s>(
+        &self,
+        ats: &[SectionAt],
+        scratch: &'s mut Scratch,
+    ) -> Result<Vec<&'s [u8]>, String>
+    where
+        'a: 's,
+    {
+        /// Where a section's bytes are.
+        enum Place<'m> {
+            Memory(&'m [u8]),
+            Scratch(std::ops::Range<usize>),
+        }
+        let fail = |e: io::Error| format!("reading a section: {e}");
+        let mut places = Vec::with_capacity(ats.len());
+        let total = ats.iter().map(|at| at.len.next_multiple_of(16)).sum::<usize>();
+        // The buffer only grows: bytes left from earlier reads are overwritten, never zeroed
+        // again (zeroing each section first cost a memset of the whole image per start).
+        if scratch.len() < total {
+            scratch.resize(total, 0);
+        }
+        let mut used = 0;
+        for &at in ats {
+            let source = self.source(at)?;
+            if let Some(bytes) = source.in_memory() {
+                places.push(Place::Memory(slice(bytes, at.offset, at.len).map_err(fail)?));
+            } else {
+                let range = used..used + at.len;
+                source.read_exact_at(at.offset, &mut scratch[range.clone()]).map_err(fail)?;
+                used = range.end.next_multiple_of(16);
+                places.push(Place::Scratch(range));
+            }
+        }
+        let scratch: &'s Scratch = scratch;
+        Ok(places
+            .into_iter()
+            .map(|place| match place {
+                Place::Memory(bytes) => bytes,
+                Place::Scratch(range) => &scratch[range],
+            })
+            .collect())
+    }
+}
+
+/// A column's id and its sections in an image.
+type StoredColumn<'a> = (&'a str, &'a [SectionAt]);
+
+/// One column of `n` cells from its parts' sections, read a group at a time into `scratch` (so
+/// a load holds one chunk's parts of a column, not the column), each validated. Returns the
+/// groups it read.
+#[allow(clippy::too_many_arguments)]
+fn build_column(
+    format: Format,
+    id: &str,
+    sections: &[SectionAt],
+    sources: &Sources<'_>,
+    kind: StorageKind,
+    localized: bool,
+    n: usize,
+    scratch: &mut Scratch,
+) -> Result<(crate::grid::store::BuiltColumn, Vec<Group>), String> {
+    let mut builder = ColumnBuilder::new(kind, localized, n);
+    let mut groups = Vec::with_capacity(sections.len());
+    let mut push = |cells: CellsRef<'_>| -> Result<usize, String> {
+        cells.check(cells.len())?;
+        for i in 0..cells.len() {
+            let (value, version, status) = cells.cell(i)?;
+            builder
+                .push(&value, version, status, |rows| cells.arena_bytes(i, rows))
+                .map_err(|e| format!("column {id}: {e}"))?;
+        }
+        Ok(cells.len())
+    };
+    let mut at = 0;
+    while at < sections.len() {
+        match format {
+            Format::Together => {
+                let read = sources.read_all(&sections[at..=at], scratch)?;
+                let part = access::<ArchivedColumnPart>(read[0], "column part")?;
+                let rows = push(CellsRef {
+                    id,
+                    cells: &part.cells,
+                    statuses: part.statuses.as_slice(),
+                    versions: part.versions.as_slice(),
+                })?;
+                groups.push(Group { sections: 1, rows });
+                at += 1;
+            }
+            Format::StatusesApart => {
+                // The statuses (a few bytes a record) in a buffer of their own, the cells they
+                // describe into `scratch`.
+                let meta_bytes = sources.read(sections[at])?;
+                let meta = access::<ArchivedColumnMetaPart>(&meta_bytes, "column statuses")?;
+                let cell_parts = meta.cell_parts.to_native() as usize;
+                if cell_parts > sections.len() - at - 1 {
+                    return Err(format!("column {id}: statuses before parts it does not have"));
+                }
+                let group = &sections[at..=at + cell_parts];
+                let read = sources.read_all(&group[1..], scratch)?;
+                let (statuses, versions) = (meta.statuses.as_slice(), meta.versions.as_slice());
+                if versions.len() != statuses.len() {
+                    return Err(format!("column {id} has the wrong number of versions"));
+                }
+                let mut rows = 0;
+                for bytes in &read {
+                    let part = access::<ArchivedColumnCellsPart>(bytes, "column cells")?;
+                    let len = cells_len(&part.cells);
+                    let end = rows + len;
+                    if end > statuses.len() {
+                        return Err(format!("column {id} has more cells than statuses"));
+                    }
+                    push(CellsRef {
+                        id,
+                        cells: &part.cells,
+                        statuses: &statuses[rows..end],
+                        versions: &versions[rows..end],
+                    })?;
+                    rows = end;
+                }
+                if rows != statuses.len() {
+                    return Err(format!("column {id} has more statuses than cells"));
+                }
+                groups.push(Group { sections: group.len(), rows });
+                at += group.len();
+            }
+        }
+    }
+    let column = builder.finish().map_err(|e| format!("column {id}: {e}"))?;
+    Ok((column, groups))
+}
+
+/// How many cells archived `cells` holds (by its offsets' or values' count; `CellsRef::check`
+/// checks the rest).
+fn cells_len(cells: &super::super::ArchivedColumnCells) -> usize {
+    use super::super::ArchivedColumnCells as Cells;
+    match cells {
+        Cells::Text { ends, .. } => ends.len(),
+        Cells::Number(v) => v.len(),
+        Cells::Boolean(v) => v.len(),
+        Cells::Datetime(v) => v.len(),
+        Cells::List { cell_ends, .. } => cell_ends.len(),
+    }
+}
+
+/// The sections of a sectioned payload (borrowed ones in its chain's payloads), checked to lie
+/// on 16-byte boundaries before their payload's table.
+fn section_table(
+    payload: &dyn SectionSource,
+    chain: &[&dyn SectionSource],
+) -> Result<Vec<SectionAt>, String> {
+    let fail = || "the section table is damaged".to_owned();
+    fn read(source: &dyn SectionSource, offset: u64, len: usize) -> Result<Vec<u8>, String> {
+        let bytes = source.read_at(offset, len);
+        bytes.map(|b| b.to_vec()).map_err(|e| format!("reading the section table: {e}"))
+    }
+    // The table's start and its entries' bytes.
+    let table = |source: &dyn SectionSource, entries: bool| -> Result<(u64, Vec<u8>), String> {
+        let n = source.payload_len();
+        if n < 16 {
+            return Err("not a sectioned image".to_owned());
+        }
+        let tail = read(source, n - 16, 16)?;
+        if tail[8..] != MAGIC {
+            return Err("not a sectioned image".to_owned());
+        }
+        let count = word(&tail, 0);
+        let len = count.checked_mul(16).ok_or_else(fail)?;
+        let start = (n - 16).checked_sub(len).ok_or_else(fail)?;
+        if !entries {
+            return Ok((start, Vec::new()));
+        }
+        let len = usize::try_from(len).map_err(|_| fail())?;
+        Ok((start, read(source, start, len)?))
+    };
+    let (start, entries) = table(payload, true)?;
+    // Where the sections of each link end, read when a section first lies there.
+    let mut link_starts: Vec<Option<u64>> = vec![None; chain.len()];
+    entries
+        .chunks_exact(16)
+        .map(|entry| {
+            let (raw, len) = (word(entry, 0), word(entry, 8));
+            let offset = raw & OFFSET_MASK;
+            let link = (raw & IN_CHAIN != 0).then_some(((raw & !IN_CHAIN) >> LINK_SHIFT) as usize);
+            let end_of_sections = match link {
+                None if raw != offset => return Err(fail()),
+                None => start,
+                Some(link) => {
+                    let known = link_starts.get_mut(link).ok_or_else(|| {
+                        format!("a section lies in link {link} of a chain the image was not given")
+                    })?;
+                    match known {
+                        Some(start) => *start,
+                        None => *known.insert(table(chain[link], false)?.0),
+                    }
+                }
+            };
+            let end = offset.checked_add(len).ok_or_else(fail)?;
+            if !offset.is_multiple_of(16) || end > end_of_sections {
+                return Err(fail());
+            }
+            Ok(SectionAt { link, offset, len: usize::try_from(len).map_err(|_| fail())? })
+        })
+        .collect()
+}
+
+/// The little-endian u64 at `at` (inside `bytes`).
+fn word(bytes: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(b)
+}
+
+/// A validated archive of `T` in one section.
+fn access<'a, T>(section: &'a [u8], what: &str) -> Result<&'a T, String>
+where
+    T: rkyv::Portable
+        + for<'b> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'b, rancor::Error>>,
+{
+    rkyv::access::<T, rancor::Error>(section).map_err(|e| format!("{what}: validation: {e}"))
+}
