@@ -72,54 +72,12 @@ impl GridState {
         let (head, parts) = table.split_last().ok_or("a sectioned image without a head")?;
         let head_bytes = sources.read(*head)?;
         let head = access::<ArchivedBranchHead>(&head_bytes, "head")?;
-        let record_parts = head.record_parts.to_native() as usize;
-        let column_parts: usize = head.columns.iter().map(|c| c.parts.to_native() as usize).sum();
-        let history_chunks = head.history_chunks.to_native() as usize;
-        if parts.len() != record_parts + column_parts + history_chunks {
-            return Err(format!(
-                "{} sections for {record_parts} record parts, {column_parts} column parts and \
-                 {history_chunks} history chunks",
-                parts.len()
-            ));
-        }
-        let (record_sections, rest) = parts.split_at(record_parts);
-        let (column_sections, history_sections) = rest.split_at(column_parts);
+        let layout = Layout::of(head, parts)?;
         let n = usize::try_from(head.rows.to_native()).map_err(|_| "too many records")?;
         let schema: Schema =
             serde_json::from_str(head.schema_json.as_str()).map_err(|e| format!("schema: {e}"))?;
         let mut state = GridState::with_schema(schema, head.by_path);
-
-        // History is loaded on a thread of its own while the records and columns are (each
-        // chunk read, spilled and dropped in turn); the records' chain heads are checked
-        // against it after, by the furthest one.
-        let load_history = || {
-            let began = std::time::Instant::now();
-            let mut scratch = Scratch::new();
-            let chunks = history_sections.iter().map(|&at| {
-                let read = sources.read_all(&[at], &mut scratch)?;
-                let c = access::<ArchivedHistoryChunkImage>(read[0], "history chunk")?;
-                Ok(ChunkPart {
-                    len: c.len.to_native(),
-                    block: c.block.to_native(),
-                    ends: c.ends.iter().map(|e| e.to_native()).collect(),
-                    data: c.data.as_slice().to_vec(),
-                })
-            });
-            let retired = head.retired.iter().map(|r| r.to_native()).collect();
-            let history = History::from_chunks(chunks, retired, head.history_count.to_native());
-            tracing::debug!(ms = began.elapsed().as_millis() as u64, "image history loaded");
-            history
-        };
-
-        let mut images: Vec<(ColumnSlot, StoredColumn)> = Vec::new();
-        let mut rest = column_sections;
-        for column in head.columns.iter() {
-            let (mine, after) = rest.split_at(column.parts.to_native() as usize);
-            rest = after;
-            if let Some(&slot) = state.slots.get(column.id.as_str()) {
-                images.push((slot, (column.id.as_str(), mine)));
-            }
-        }
+        let images = stored_columns(head, &state, layout.columns);
         // The sections and records of each group of parts a column was read from, by column
         // id (`ImageIndex` lines groups up with chunks by them).
         let column_rows = std::sync::Mutex::new(Vec::<(String, Vec<Group>)>::new());
@@ -132,65 +90,18 @@ impl GridState {
             Ok(column)
         };
         let began = std::time::Instant::now();
-        let mut furthest: Option<u64> = None;
-        let mut record_rows: Vec<Group> = Vec::with_capacity(record_sections.len());
-        let records = |store: &mut ColumnStore| {
-            let mut scratch = Scratch::new();
-            // Room for the records the head claims, as far as the parts' bytes can hold them
-            // (an archived record takes more than 8 bytes): a damaged head reserves nothing
-            // unreasonable.
-            let record_bytes: usize = record_sections.iter().map(|at| at.len).sum();
-            store.reserve_records(n.min(record_bytes / 8));
-            let mut inserted = 0usize;
-            // Every key goes into the id index at the end, shard by shard.
-            let mut keys = Vec::with_capacity(n.min(record_bytes / 8));
-            for &at in record_sections {
-                let read = sources.read_all(&[at], &mut scratch)?;
-                let part = access::<ArchivedRecordsPart>(read[0], "record part")?;
-                let len = part.ids.len();
-                let lengths = [
-                    part.paths.len(),
-                    part.times.len(),
-                    part.users.len(),
-                    part.created.len(),
-                    part.moved.len(),
-                    part.heads.len(),
-                ];
-                if lengths.iter().any(|&l| l != len) {
-                    return Err("a record part's lists have different lengths".to_owned());
-                }
-                inserted += len;
-                if inserted > n {
-                    return Err("the record parts add up to more than the head's records".into());
-                }
-                record_rows.push(Group { sections: 1, rows: len });
-                let heads = part.heads.iter().map(|at| at.to_native()).filter(|&at| at != NO_ENTRY);
-                furthest = furthest.max(heads.max());
-                for i in 0..len {
-                    let record = LoadedRecord {
-                        id: part.ids[i].as_str(),
-                        path: part.paths[i].as_str(),
-                        time_ms: part.times[i].to_native(),
-                        user: part.users[i].as_str(),
-                        created: part.created[i].to_native(),
-                        moved: part.moved[i].to_native(),
-                        history_head: part.heads[i].to_native(),
-                    };
-                    store.insert_loaded(&record, &mut keys);
-                }
-            }
-            if inserted != n {
-                return Err("the record parts do not add up to the head's records".to_owned());
-            }
-            store.index_loaded_keys(keys);
-            tracing::debug!(ms = began.elapsed().as_millis() as u64, "image records inserted");
-            Ok(())
-        };
+        let mut records = RecordsRead::default();
+        // History is loaded on a thread of its own while the records and columns are (each
+        // chunk read, spilled and dropped in turn); the records' chain heads are checked
+        // against it after, by the furthest one.
+        let load_history = || load_history(&sources, layout.history, head);
         let (history, loaded) = std::thread::scope(|scope| {
             let helper = std::thread::Builder::new()
                 .name("image-history".into())
                 .spawn_scoped(scope, load_history);
-            let loaded = load_columns(&mut state, n, images, build, records);
+            let insert =
+                |store: &mut ColumnStore| records.insert(store, &sources, layout.records, n);
+            let loaded = load_columns(&mut state, n, images, build, insert);
             let history = match helper {
                 Ok(helper) => {
                     helper.join().unwrap_or_else(|_| Err("loading the history panicked".to_owned()))
@@ -202,7 +113,7 @@ impl GridState {
         loaded?;
         let history = history?;
         tracing::debug!(ms = began.elapsed().as_millis() as u64, "image columns built");
-        if let Some(bad) = furthest.filter(|&at| !history.holds(at)) {
+        if let Some(bad) = records.furthest.filter(|&at| !history.holds(at)) {
             return Err(format!("a history chain starts outside the log ({bad:#x})"));
         }
         restore_archived_stamps(&mut state, head.clock.to_native(), &head.gone, &head.merge_bases);
@@ -217,15 +128,154 @@ impl GridState {
                 Some((slot, sections, rows))
             });
             let parts = LoadedParts {
-                records: (record_sections, &record_rows),
+                records: (layout.records, &records.groups),
                 columns: columns.collect(),
-                history: history_sections,
+                history: layout.history,
             };
-            let mut index = parts.index(&state, generations);
-            index.referenced = table.iter().map(|at| at.len as u64).sum();
-            index
+            parts.index(&state, generations, table.iter().map(|at| at.len as u64).sum())
         });
         Ok((state, index))
+    }
+}
+
+/// The columns of the head the schema has, each with its slot, id and sections (`sections`
+/// holds every column's, in the head's order).
+fn stored_columns<'h>(
+    head: &'h ArchivedBranchHead,
+    state: &GridState,
+    sections: &'h [SectionAt],
+) -> Vec<(ColumnSlot, StoredColumn<'h>)> {
+    let mut images = Vec::new();
+    let mut rest = sections;
+    for column in head.columns.iter() {
+        let (mine, after) = rest.split_at(column.parts.to_native() as usize);
+        rest = after;
+        if let Some(&slot) = state.slots.get(column.id.as_str()) {
+            images.push((slot, (column.id.as_str(), mine)));
+        }
+    }
+    images
+}
+
+/// The sections of an image but its head, by list, as the head counts them.
+struct Layout<'t> {
+    records: &'t [SectionAt],
+    columns: &'t [SectionAt],
+    history: &'t [SectionAt],
+}
+
+impl<'t> Layout<'t> {
+    /// `parts` cut as `head` says (an error when the counts do not add up to them).
+    fn of(head: &ArchivedBranchHead, parts: &'t [SectionAt]) -> Result<Self, String> {
+        let record_parts = head.record_parts.to_native() as usize;
+        let column_parts: usize = head.columns.iter().map(|c| c.parts.to_native() as usize).sum();
+        let history_chunks = head.history_chunks.to_native() as usize;
+        if parts.len() != record_parts + column_parts + history_chunks {
+            return Err(format!(
+                "{} sections for {record_parts} record parts, {column_parts} column parts and \
+                 {history_chunks} history chunks",
+                parts.len()
+            ));
+        }
+        let (records, rest) = parts.split_at(record_parts);
+        let (columns, history) = rest.split_at(column_parts);
+        Ok(Layout { records, columns, history })
+    }
+}
+
+/// The history log from its chunks' sections.
+fn load_history(
+    sources: &Sources<'_>,
+    sections: &[SectionAt],
+    head: &ArchivedBranchHead,
+) -> Result<History, String> {
+    let began = std::time::Instant::now();
+    let mut scratch = Scratch::new();
+    let chunks = sections.iter().map(|&at| {
+        let read = sources.read_all(&[at], &mut scratch)?;
+        let c = access::<ArchivedHistoryChunkImage>(read[0], "history chunk")?;
+        Ok(ChunkPart {
+            len: c.len.to_native(),
+            block: c.block.to_native(),
+            ends: c.ends.iter().map(|e| e.to_native()).collect(),
+            data: c.data.as_slice().to_vec(),
+        })
+    });
+    let retired = head.retired.iter().map(|r| r.to_native()).collect();
+    let history = History::from_chunks(chunks, retired, head.history_count.to_native());
+    tracing::debug!(ms = began.elapsed().as_millis() as u64, "image history loaded");
+    history
+}
+
+/// What reading the record parts found besides the records: each part's rows, and the
+/// furthest history chain head they name.
+#[derive(Default)]
+struct RecordsRead {
+    groups: Vec<Group>,
+    furthest: Option<u64>,
+}
+
+impl RecordsRead {
+    /// Inserts the `n` records of the record parts' `sections` into `store`, each part
+    /// validated (its lists of one length, no more records than the head's).
+    fn insert(
+        &mut self,
+        store: &mut ColumnStore,
+        sources: &Sources<'_>,
+        sections: &[SectionAt],
+        n: usize,
+    ) -> Result<(), String> {
+        let began = std::time::Instant::now();
+        let mut scratch = Scratch::new();
+        // Room for the records the head claims, as far as the parts' bytes can hold them (an
+        // archived record takes more than 8 bytes): a damaged head reserves nothing
+        // unreasonable.
+        let record_bytes: usize = sections.iter().map(|at| at.len).sum();
+        store.reserve_records(n.min(record_bytes / 8));
+        let mut inserted = 0usize;
+        // Every key goes into the id index at the end, shard by shard.
+        let mut keys = Vec::with_capacity(n.min(record_bytes / 8));
+        for &at in sections {
+            let read = sources.read_all(&[at], &mut scratch)?;
+            let part = access::<ArchivedRecordsPart>(read[0], "record part")?;
+            let len = part.ids.len();
+            let lengths = [
+                part.paths.len(),
+                part.times.len(),
+                part.users.len(),
+                part.created.len(),
+                part.moved.len(),
+                part.heads.len(),
+            ];
+            if lengths.iter().any(|&l| l != len) {
+                return Err("a record part's lists have different lengths".to_owned());
+            }
+            inserted += len;
+            if inserted > n {
+                return Err("the record parts add up to more than the head's records".into());
+            }
+            self.groups.push(Group { sections: 1, rows: len });
+            let heads = part.heads.iter().map(|at| at.to_native()).filter(|&at| at != NO_ENTRY);
+            self.furthest = self.furthest.max(heads.max());
+            for i in 0..len {
+                let record = LoadedRecord {
+                    id: part.ids[i].as_str(),
+                    path: part.paths[i].as_str(),
+                    time_ms: part.times[i].to_native(),
+                    user: part.users[i].as_str(),
+                    created: part.created[i].to_native(),
+                    moved: part.moved[i].to_native(),
+                    history_head: part.heads[i].to_native(),
+                };
+                store.insert_loaded(&record, &mut keys);
+            }
+        }
+        if inserted != n {
+            return Err("the record parts do not add up to the head's records".to_owned());
+        }
+        store.index_loaded_keys(keys);
+        tracing::debug!(ms = began.elapsed().as_millis() as u64, "image records inserted");
+        Ok(())
     }
 }
 
@@ -255,8 +305,8 @@ struct LoadedParts<'a> {
 
 impl LoadedParts<'_> {
     /// The index of `state`, just loaded from these sections of the images `generations`
-    /// (format 6).
-    fn index(&self, state: &GridState, generations: &[u64]) -> ImageIndex {
+    /// (format 6), which reference `referenced` bytes of the chain.
+    fn index(&self, state: &GridState, generations: &[u64], referenced: u64) -> ImageIndex {
         let store = &state.store;
         let place = |at: &SectionAt| {
             let home = generations.get(at.link.map_or(0, |link| link + 1)).copied()?;
@@ -299,7 +349,7 @@ impl LoadedParts<'_> {
                 Borrowable { handles: vec![handle], live: 1, sections },
             );
         }
-        ImageIndex { epoch: store.epoch(), chunks, chain: generations.to_vec(), referenced: 0 }
+        ImageIndex { epoch: store.epoch(), chunks, chain: generations.to_vec(), referenced }
     }
 }
 

@@ -228,84 +228,115 @@ impl GridState {
     ) -> io::Result<WrittenImage> {
         let store = &self.store;
         let mut w = SectionWriter::new(out, store.epoch(), base);
-        let chunks = store.chunk_count();
-        let live: Vec<u64> = (0..chunks).map(|k| store.live_in_chunk(k)).collect();
+        let live: Vec<u64> = (0..store.chunk_count()).map(|k| store.live_in_chunk(k)).collect();
         let mut record_parts = 0u32;
         for (k, &live) in live.iter().enumerate() {
-            let handles = store.record_chunk_handles(k);
-            record_parts += w.chunk(ChunkKey::Records(k), handles, live, |w| {
-                let rows: Vec<RowId> = store.live_rows_of_chunk(k).collect();
-                let bytes =
-                    |r| store.id(r).len() + store.path(r).len() + store.modified_by(r).len();
-                parts(w, &rows, limits, bytes, |part| RecordsPart {
-                    ids: part.iter().map(|r| store.id(*r).to_owned()).collect(),
-                    paths: part.iter().map(|r| store.path(*r).to_owned()).collect(),
-                    times: part.iter().map(|r| store.modified_time(*r)).collect(),
-                    users: part.iter().map(|r| store.modified_by(*r).to_owned()).collect(),
-                    created: part.iter().map(|r| store.created_at(*r)).collect(),
-                    moved: part.iter().map(|r| store.moved_at(*r)).collect(),
-                    heads: part.iter().map(|r| store.history_head(*r)).collect(),
-                })
-            })?;
+            record_parts += self.write_records(&mut w, k, live, limits)?;
         }
         let mut columns = Vec::new();
         for column in &self.schema.columns {
             let Some(&slot) = self.slots.get(&column.id) else { continue };
             let mut count = 0u32;
             for (k, &live) in live.iter().enumerate() {
-                if live == 0 {
-                    continue;
+                if live > 0 {
+                    count += self.write_column_chunk(&mut w, slot, k, live, limits)?;
                 }
-                let cells_key = ChunkKey::Cells(slot, k);
-                let cells_handles: Vec<ChunkHandle> =
-                    store.column_cells_handle(slot, k).into_iter().collect();
-                let cells = w.borrowable(cells_key, &cells_handles, live);
-                // The statuses' section says how many cell parts follow, so it is borrowed only
-                // with them.
-                let key = ChunkKey::Column(slot, k);
-                let handles: Vec<ChunkHandle> =
-                    store.column_chunk_handle(slot, k).into_iter().collect();
-                let meta = cells.as_ref().and_then(|_| w.borrowable(key, &handles, live));
-                // Rows and cuts only for what is written (an unchanged chunk needs neither).
-                let rows: Vec<RowId> = match (&cells, &meta) {
-                    (Some(_), Some(_)) => Vec::new(),
-                    _ => store.live_rows_of_chunk(k).collect(),
-                };
-                let cuts = match &cells {
-                    Some(_) => Vec::new(),
-                    None => cuts(&rows, limits, |r| cell_bytes(store, r, slot)),
-                };
-                let cell_parts = cells.as_ref().map_or(cuts.len(), |(sections, _)| sections.len());
-                let cell_parts = u32::try_from(cell_parts)
-                    .map_err(|_| io::Error::other("too many parts in a chunk"))?;
-                count += w.place(key, handles, live, meta, |w| {
-                    w.section(&ColumnMetaPart {
-                        cell_parts,
-                        statuses: rows
-                            .iter()
-                            .map(|r| {
-                                pack(
-                                    store.dependency_status(*r, slot),
-                                    store.source_status(*r, slot),
-                                    store.is_mt(*r, slot),
-                                )
-                            })
-                            .collect(),
-                        versions: rows.iter().map(|r| store.version(*r, slot)).collect(),
-                    })
-                })?;
-                count += w.place(cells_key, cells_handles, live, cells, |w| {
-                    let mut start = 0;
-                    for n in cuts {
-                        let part = &rows[start..start + n];
-                        w.section(&ColumnCellsPart { cells: column_cells(store, slot, part) })?;
-                        start += n;
-                    }
-                    Ok(())
-                })?;
             }
             columns.push(ColumnHead { id: column.id.clone(), parts: count });
         }
+        self.write_history(&mut w)?;
+        w.section(&self.head(live.iter().sum(), record_parts, columns)?)?;
+        w.finish()
+    }
+
+    /// The record parts of storage chunk `k` (`live` records), written or borrowed; returns
+    /// how many sections they take.
+    fn write_records(
+        &self,
+        w: &mut SectionWriter<'_>,
+        k: usize,
+        live: u64,
+        limits: PartLimits,
+    ) -> io::Result<u32> {
+        let store = &self.store;
+        let handles = store.record_chunk_handles(k);
+        w.chunk(ChunkKey::Records(k), handles, live, |w| {
+            let rows: Vec<RowId> = store.live_rows_of_chunk(k).collect();
+            let bytes = |r| store.id(r).len() + store.path(r).len() + store.modified_by(r).len();
+            parts(w, &rows, limits, bytes, |part| RecordsPart {
+                ids: part.iter().map(|r| store.id(*r).to_owned()).collect(),
+                paths: part.iter().map(|r| store.path(*r).to_owned()).collect(),
+                times: part.iter().map(|r| store.modified_time(*r)).collect(),
+                users: part.iter().map(|r| store.modified_by(*r).to_owned()).collect(),
+                created: part.iter().map(|r| store.created_at(*r)).collect(),
+                moved: part.iter().map(|r| store.moved_at(*r)).collect(),
+                heads: part.iter().map(|r| store.history_head(*r)).collect(),
+            })
+        })
+    }
+
+    /// A column's parts of storage chunk `k` (`live` records): its statuses and versions, then
+    /// its cells, each written or borrowed; returns how many sections they take.
+    fn write_column_chunk(
+        &self,
+        w: &mut SectionWriter<'_>,
+        slot: ColumnSlot,
+        k: usize,
+        live: u64,
+        limits: PartLimits,
+    ) -> io::Result<u32> {
+        let store = &self.store;
+        let cells_key = ChunkKey::Cells(slot, k);
+        let cells_handles: Vec<ChunkHandle> =
+            store.column_cells_handle(slot, k).into_iter().collect();
+        let cells = w.borrowable(cells_key, &cells_handles, live);
+        // The statuses' section says how many cell parts follow, so it is borrowed only with
+        // them.
+        let key = ChunkKey::Column(slot, k);
+        let handles: Vec<ChunkHandle> = store.column_chunk_handle(slot, k).into_iter().collect();
+        let meta = cells.as_ref().and_then(|_| w.borrowable(key, &handles, live));
+        // Rows and cuts only for what is written (an unchanged chunk needs neither).
+        let rows: Vec<RowId> = match (&cells, &meta) {
+            (Some(_), Some(_)) => Vec::new(),
+            _ => store.live_rows_of_chunk(k).collect(),
+        };
+        let cuts = match &cells {
+            Some(_) => Vec::new(),
+            None => cuts(&rows, limits, |r| cell_bytes(store, r, slot)),
+        };
+        let cell_parts = cells.as_ref().map_or(cuts.len(), |(sections, _)| sections.len());
+        let cell_parts =
+            u32::try_from(cell_parts).map_err(|_| io::Error::other("too many parts in a chunk"))?;
+        let mut count = w.place(key, handles, live, meta, |w| {
+            w.section(&ColumnMetaPart {
+                cell_parts,
+                statuses: rows
+                    .iter()
+                    .map(|r| {
+                        pack(
+                            store.dependency_status(*r, slot),
+                            store.source_status(*r, slot),
+                            store.is_mt(*r, slot),
+                        )
+                    })
+                    .collect(),
+                versions: rows.iter().map(|r| store.version(*r, slot)).collect(),
+            })
+        })?;
+        count += w.place(cells_key, cells_handles, live, cells, |w| {
+            let mut start = 0;
+            for n in cuts {
+                let part = &rows[start..start + n];
+                w.section(&ColumnCellsPart { cells: column_cells(store, slot, part) })?;
+                start += n;
+            }
+            Ok(())
+        })?;
+        Ok(count)
+    }
+
+    /// The history log's chunks: sealed ones written or borrowed, the open one written.
+    fn write_history(&self, w: &mut SectionWriter<'_>) -> io::Result<()> {
         let history = &self.history;
         for i in 0..history.chunk_count() {
             let write = |w: &mut SectionWriter<'_>| {
@@ -321,9 +352,22 @@ impl GridState {
                 Some(handle) => {
                     w.chunk(ChunkKey::History(i), vec![handle], 1, write)?;
                 }
-                None => write(&mut w)?,
+                None => write(w)?,
             }
         }
+        Ok(())
+    }
+
+    /// The head: everything but the records, cells and history chunks, and how many sections
+    /// each of those took.
+    fn head(
+        &self,
+        rows: u64,
+        record_parts: u32,
+        columns: Vec<ColumnHead>,
+    ) -> io::Result<BranchHead> {
+        let store = &self.store;
+        let history = &self.history;
         let mut merge_bases: Vec<MergeBaseImage> = self
             .merge_bases
             .iter()
@@ -334,11 +378,11 @@ impl GridState {
             })
             .collect();
         merge_bases.sort_by(|a, b| a.source_branch_id.cmp(&b.source_branch_id));
-        w.section(&BranchHead {
+        Ok(BranchHead {
             schema_json: serde_json::to_string(&self.schema)
                 .map_err(|e| io::Error::other(format!("encoding the schema: {e}")))?,
             by_path: store.identity() == RecordIdentity::PathAndId,
-            rows: live.iter().sum(),
+            rows,
             clock: store.clock(),
             merge_bases,
             gone: store
@@ -351,8 +395,7 @@ impl GridState {
                 .map_err(|_| io::Error::other("too many history chunks"))?,
             retired: history.retired().collect(),
             history_count: history.entry_count(),
-        })?;
-        w.finish()
+        })
     }
 
     /// The branch as a whole format 6 payload in memory (tests, fixtures; snapshots stream
