@@ -11,16 +11,15 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 
+use super::image_formats::decode_any;
+use super::memory::available_memory;
 use super::snapshot::{
     Generation, GenerationInfo, LoadedSnapshot, Payload, SnapshotError, SnapshotImage,
     SnapshotStore,
 };
 use super::wal::{WalError, WalHandle};
 use crate::error::{Coded, ErrorCode};
-use crate::grid::image::{
-    ArchivedBranchImage, ArchivedBranchImageV1, ArchivedBranchImageV2, ArchivedBranchImageV3,
-    BranchImageV1, BranchImageV2, ImageIndex, PartLimits, SectionSource, IMAGE_FORMAT_VERSION,
-};
+use crate::grid::image::{ImageIndex, PartLimits, SectionSource, IMAGE_FORMAT_VERSION};
 use crate::grid::ops::GridState;
 use crate::histogram::{Histogram, LATENCY_BOUNDS};
 
@@ -484,53 +483,6 @@ pub fn wait_off_runtime(durable: super::wal::Durable) -> Result<(), DurabilityEr
     })
 }
 
-/// Memory the process may still take: the kernel's `MemAvailable`, or less when a cgroup
-/// (v2 `memory.max`, v1 `memory.limit_in_bytes`) bounds it closer. `None` where neither is
-/// readable.
-fn available_memory() -> Option<u64> {
-    let read = |path: &str| std::fs::read_to_string(path).ok();
-    let system = read("/proc/meminfo").and_then(|text| mem_available(&text));
-    let v2 = read("/sys/fs/cgroup/memory.max")
-        .zip(read("/sys/fs/cgroup/memory.current"))
-        .map(|(limit, used)| (limit, used, read("/sys/fs/cgroup/memory.stat")));
-    let v1 = read("/sys/fs/cgroup/memory/memory.limit_in_bytes")
-        .zip(read("/sys/fs/cgroup/memory/memory.usage_in_bytes"))
-        .map(|(limit, used)| (limit, used, read("/sys/fs/cgroup/memory/memory.stat")));
-    let cgroup = v2.or(v1).and_then(|(limit, used, stat)| {
-        cgroup_headroom(&limit, &used, stat.as_deref().unwrap_or(""))
-    });
-    match (system, cgroup) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// `MemAvailable` of `/proc/meminfo`, in bytes.
-fn mem_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
-}
-
-/// What a cgroup's limit leaves above its use, counting its inactive page cache (`stat`'s
-/// `inactive_file`, v1's `total_inactive_file`) as free, since the kernel reclaims that first:
-/// a cgroup that wrote many files sits near its limit with most of it cache. `None` without a
-/// limit (`max`, or v1's huge number).
-fn cgroup_headroom(limit: &str, used: &str, stat: &str) -> Option<u64> {
-    let limit: u64 = limit.trim().parse().ok().filter(|&l| l < (1 << 60))?;
-    let used: u64 = used.trim().parse().ok()?;
-    let inactive_file = stat
-        .lines()
-        .find_map(|line| {
-            let value = line
-                .strip_prefix("inactive_file ")
-                .or_else(|| line.strip_prefix("total_inactive_file "))?;
-            value.trim().parse::<u64>().ok()
-        })
-        .unwrap_or(0);
-    Some(limit.saturating_sub(used.saturating_sub(inactive_file)))
-}
-
 /// Why storing or reading an image (a branch's, a backup's, the catalogue's) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DurabilityError {
@@ -585,71 +537,9 @@ pub enum SnapshotFailure {
 /// encoding twice that), the write buffer, and room for the chunks writers copy meanwhile.
 const SNAPSHOT_HEADROOM: u64 = 256 << 20;
 
-/// Decodes an image of format 4 from an aligned buffer.
-pub fn decode_image_v4(bytes: &[u8]) -> Result<GridState, String> {
-    let archived = rkyv::access::<ArchivedBranchImage, rkyv::rancor::Error>(bytes)
-        .map_err(|e| format!("validation: {e}"))?;
-    GridState::from_archived(archived)
-}
-
-/// Decodes an image of any format this build reads from an aligned buffer, with the payloads
-/// of its chain when it borrows sections (formats 5 and 6).
-pub fn decode_any(
-    format_version: u32,
-    payload: &Payload,
-    chain: &[Payload],
-) -> Result<GridState, String> {
-    if !chain.is_empty() && format_version < 5 {
-        return Err(format!("an image of format {format_version} with a base"));
-    }
-    if format_version >= 5 {
-        // Read a section at a time.
-        let chain: Vec<&dyn SectionSource> =
-            chain.iter().map(|p| p as &dyn SectionSource).collect();
-        return match format_version {
-            IMAGE_FORMAT_VERSION => GridState::decode_sections(payload, &chain),
-            5 => GridState::decode_sections_v5(payload, &chain),
-            version => Err(format!("unknown image format {version}")),
-        };
-    }
-    let bytes = payload.whole().map_err(|e| format!("reading the image: {e}"))?;
-    match format_version {
-        4 => decode_image_v4(&bytes),
-        3 => decode_image_v3(&bytes),
-        2 => decode_image_v2(&bytes),
-        1 => decode_image_v1(&bytes),
-        version => Err(format!("unknown image format {version}")),
-    }
-}
-
 /// How many of `generations` are whole images (their header intact and without a base).
 fn whole_generations(generations: &[GenerationInfo]) -> usize {
     generations.iter().filter(|g| g.header.is_some_and(|h| h.base.is_none())).count()
-}
-
-/// Decodes an image of format 3 from an aligned buffer.
-pub fn decode_image_v3(bytes: &[u8]) -> Result<GridState, String> {
-    let archived = rkyv::access::<ArchivedBranchImageV3, rkyv::rancor::Error>(bytes)
-        .map_err(|e| format!("validation: {e}"))?;
-    GridState::from_archived_v3(archived)
-}
-
-/// Decodes an image of format 2 from an aligned buffer.
-pub fn decode_image_v2(bytes: &[u8]) -> Result<GridState, String> {
-    let archived = rkyv::access::<ArchivedBranchImageV2, rkyv::rancor::Error>(bytes)
-        .map_err(|e| format!("validation: {e}"))?;
-    let image: BranchImageV2 = rkyv::deserialize::<BranchImageV2, rkyv::rancor::Error>(archived)
-        .map_err(|e| format!("decoding: {e}"))?;
-    GridState::from_image_v2(image)
-}
-
-/// Decodes an image of format 1 from an aligned buffer.
-pub fn decode_image_v1(bytes: &[u8]) -> Result<GridState, String> {
-    let archived = rkyv::access::<ArchivedBranchImageV1, rkyv::rancor::Error>(bytes)
-        .map_err(|e| format!("validation: {e}"))?;
-    let image: BranchImageV1 = rkyv::deserialize::<BranchImageV1, rkyv::rancor::Error>(archived)
-        .map_err(|e| format!("decoding: {e}"))?;
-    GridState::from_image_v1(image)
 }
 
 #[cfg(test)]
@@ -657,9 +547,7 @@ mod fixture_tests {
     //! `snapshots/` holds one image per format version; each must still load. Regenerate the
     //! current one with `GRIDD_WRITE_SNAPSHOT_FIXTURE=1 cargo test --lib fixture`.
 
-    use super::{
-        decode_any, decode_image_v1, decode_image_v2, decode_image_v3, decode_image_v4, Payload,
-    };
+    use super::Payload;
     use crate::grid::columns::{build_column, ColumnRequest};
     use crate::grid::image::PartLimits;
     use crate::grid::image::IMAGE_FORMAT_VERSION;
@@ -667,6 +555,9 @@ mod fixture_tests {
     use crate::grid::schema::Dependency;
     use crate::grid::store::RecordIdentity;
     use crate::grid::value::{CellValue, SourceStatus};
+    use crate::persist::image_formats::{
+        decode_any, decode_image_v1, decode_image_v2, decode_image_v3, decode_image_v4,
+    };
 
     fn fixture_state() -> GridState {
         let mut state = GridState::new("view1", Vec::new(), RecordIdentity::RecordId);
@@ -1161,26 +1052,5 @@ mod base_tests {
         durability.write_snapshot("branch", 2, &state).expect("skipped");
         assert!(durability.snapshots.generations("branch").expect("listed").is_empty());
         assert!(!dir.path().join("snapshots").join("branch").exists(), "no directory is left");
-    }
-}
-
-#[cfg(test)]
-mod memory_tests {
-    use super::{cgroup_headroom, mem_available};
-
-    #[test]
-    fn available_memory_reads_meminfo_and_cgroup_limits() {
-        let meminfo = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   2048 kB\n";
-        assert_eq!(mem_available(meminfo), Some(2048 * 1024));
-        assert_eq!(mem_available("MemTotal: 1 kB\n"), None);
-        assert_eq!(cgroup_headroom("1073741824\n", "73741824\n", ""), Some(1_000_000_000));
-        assert_eq!(cgroup_headroom("max\n", "5\n", ""), None, "v2 without a limit");
-        let v1_unlimited = cgroup_headroom("9223372036854771712\n", "5\n", "");
-        assert_eq!(v1_unlimited, None, "v1 without a limit");
-        assert_eq!(cgroup_headroom("10\n", "20\n", ""), Some(0), "over the limit");
-        let v2_stat = "anon 100\nfile 900\nactive_file 300\ninactive_file 600\n";
-        assert_eq!(cgroup_headroom("1000\n", "990\n", v2_stat), Some(610), "cache reclaimable");
-        let v1_stat = "cache 900\ntotal_cache 900\ntotal_inactive_file 600\n";
-        assert_eq!(cgroup_headroom("1000\n", "990\n", v1_stat), Some(610), "v1's name");
     }
 }

@@ -3,6 +3,8 @@
 
 pub mod durability;
 pub mod entry;
+pub mod image_formats;
+mod memory;
 pub mod recovery;
 pub mod snapshot;
 pub mod wal;
