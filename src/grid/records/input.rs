@@ -1,0 +1,169 @@
+//! The JSON of record writes: `RecordInput` and its cells (`CellInput`, deserialized field by
+//! field), and the records of a delete.
+
+use compact_str::CompactString;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// A cell as written: an absent `value` leaves the value alone; `null` empties it. A reference
+/// cell's ids may come as `referencedIds` instead of `value` (the OpenAPI's `SetCell`).
+/// Deserialized field by field (`CellVisitor`), straight into this form: a bulk add parses
+/// twelve thousand of them.
+#[derive(Debug, Clone, Default)]
+pub struct CellInput {
+    pub column_id: Option<CompactString>,
+    pub value: Option<Value>,
+    pub dependency_status: Option<String>,
+    pub source_status: Option<String>,
+}
+
+/// A cell as it arrives (the OpenAPI schema of `CellInput`).
+#[derive(Debug, Clone, Default, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // describes the wire form; `CellVisitor` reads it
+pub struct CellWire {
+    column_id: Option<String>,
+    /// Any JSON value: text, a number, a boolean, a list of texts (selections, files,
+    /// references) or null.
+    #[schema(value_type = Option<Value>)]
+    value: Option<Value>,
+    /// The ids a reference cell points at (instead of `value`).
+    referenced_ids: Option<Vec<String>>,
+    dependency_status: Option<String>,
+    source_status: Option<String>,
+}
+
+/// The fields of a cell object; others are ignored.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum CellField {
+    ColumnId,
+    Value,
+    ReferencedIds,
+    DependencyStatus,
+    SourceStatus,
+    #[serde(other)]
+    Other,
+}
+
+struct CellVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CellVisitor {
+    type Value = CellInput;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a cell object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<CellInput, A::Error> {
+        use serde::de::Error;
+        /// Sets a field given once at most, as a derived `Deserialize` would.
+        fn once<T, E: Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
+            if slot.is_some() {
+                return Err(E::duplicate_field(name));
+            }
+            *slot = Some(value);
+            Ok(())
+        }
+        let mut cell = CellInput::default();
+        let mut referenced_ids: Option<Option<Vec<String>>> = None;
+        let (mut column_id, mut dependency, mut source) = (None, None, None);
+        while let Some(field) = map.next_key::<CellField>()? {
+            match field {
+                CellField::ColumnId => once(&mut column_id, map.next_value()?, "columnId")?,
+                // `null` is a value (it empties the cell), unlike an absent `value`.
+                CellField::Value => once(&mut cell.value, map.next_value::<Value>()?, "value")?,
+                CellField::ReferencedIds => {
+                    once(&mut referenced_ids, map.next_value()?, "referencedIds")?
+                }
+                CellField::DependencyStatus => {
+                    once(&mut dependency, map.next_value()?, "dependencyStatus")?
+                }
+                CellField::SourceStatus => once(&mut source, map.next_value()?, "sourceStatus")?,
+                CellField::Other => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        cell.column_id = column_id.flatten();
+        cell.dependency_status = dependency.flatten();
+        cell.source_status = source.flatten();
+        match (cell.value.is_some(), referenced_ids.flatten()) {
+            (_, None) => {}
+            (false, Some(ids)) => {
+                cell.value = Some(Value::Array(ids.into_iter().map(Value::String).collect()))
+            }
+            (true, Some(_)) => {
+                return Err(A::Error::custom(
+                    "a cell gives either value or referencedIds, not both",
+                ))
+            }
+        }
+        Ok(cell)
+    }
+}
+
+impl<'de> Deserialize<'de> for CellInput {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<CellInput, D::Error> {
+        d.deserialize_map(CellVisitor)
+    }
+}
+
+/// A record as written.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordInput {
+    pub id: Option<String>,
+    pub path: Option<String>,
+    #[serde(default, deserialize_with = "cells_with_room")]
+    #[schema(value_type = Vec<CellWire>)]
+    pub cells: Vec<CellInput>,
+    #[serde(default, rename = "markUpdatedCellsWithMTFlag")]
+    pub mark_mt: Option<bool>,
+}
+
+/// A record's cells, into a vector with room for a typical record's from the start (serde's
+/// own starts empty when the format gives no length, as JSON does, and copies at each doubling).
+fn cells_with_room<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<CellInput>, D::Error> {
+    struct Cells;
+    impl<'de> serde::de::Visitor<'de> for Cells {
+        type Value = Vec<CellInput>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of cells")
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut cells = Vec::with_capacity(seq.size_hint().unwrap_or(0).clamp(16, 256));
+            while let Some(cell) = seq.next_element()? {
+                cells.push(cell);
+            }
+            Ok(cells)
+        }
+    }
+    d.deserialize_seq(Cells)
+}
+
+impl RecordInput {
+    pub(in crate::grid::records) fn mark_mt(&self) -> bool {
+        self.mark_mt.unwrap_or(false)
+    }
+}
+
+/// Records to delete: by id, or by (id, path) in grids identified by both.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct DeleteRecordsInput {
+    pub ids: Option<Vec<String>>,
+    pub identifiers: Option<Vec<RecordIdentifier>>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct RecordIdentifier {
+    pub id: String,
+    #[serde(default)]
+    pub path: String,
+}
