@@ -23,6 +23,7 @@ pub mod merge_request;
 pub mod metrics;
 pub mod multipart;
 pub mod projects;
+pub mod record_history;
 pub mod records;
 pub mod references;
 pub mod request_span;
@@ -51,6 +52,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     // parameter, and record reads and writes are most of the traffic. No other route's pattern
     // matches theirs.
     records::configure(cfg);
+    record_history::configure(cfg);
     health::configure(cfg);
     metrics::configure(cfg);
     projects::configure(cfg);
