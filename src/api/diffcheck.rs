@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use actix_web::{get, post, web, HttpRequest, HttpResponse};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::records::parse_page;
+use super::listing::parse_page;
 use super::tasks::{require_successful, start_task, NewTask};
 use super::{exec, ok, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};

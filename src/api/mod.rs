@@ -19,6 +19,7 @@ pub mod grids;
 pub mod health;
 pub mod history_export;
 pub mod import;
+pub mod listing;
 pub mod merge_request;
 pub mod metrics;
 pub mod multipart;

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::records::{parse_page, DEFAULT_LIMIT};
+use super::listing::{parse_page, DEFAULT_LIMIT};
 use super::{json_response, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};

@@ -18,8 +18,9 @@ use actix_web::{delete, get, put, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::listing::parse_list_params;
 use super::record_history::history_body;
-use super::records::{parse_list_params, read_records, record_body, RecordBody};
+use super::records::{read_records, record_body, RecordBody};
 use super::references::{resolve_references, ReferenceReader};
 use super::{exec, json_response, no_content, ok, percent_encode, view_route};
 use crate::auth::{Principal, Privilege, Tier};

@@ -19,7 +19,8 @@ use actix_web::{get, web, HttpRequest, HttpResponse};
 use tokio::sync::mpsc;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::records::{export_source, parse_list_params};
+use super::listing::parse_list_params;
+use super::records::export_source;
 use super::view_route;
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult};

@@ -10,7 +10,8 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::columns::reference_targets;
 use super::grids::status_str;
-use super::records::{parse_list_params, read_view, records_value};
+use super::listing::parse_list_params;
+use super::records::{read_view, records_value};
 use super::{branch_route, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::BranchRoute;

@@ -1,0 +1,174 @@
+//! A listing's parameters (`page`, `columnIds`, `fetchFileOption`, `query`, `sort`, the
+//! cursors) as every listing reads them, and the `Link` header of its pages.
+
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::query::{parse_query, parse_sort, Direction, RawFilter, RawSort};
+use crate::grid::read::RecordPage;
+use crate::state::AppState;
+
+/// Default and largest page sizes (decisions.md section 6).
+pub const DEFAULT_LIMIT: usize = 100;
+pub const MAX_LIMIT: usize = 1000;
+
+/// The listing parameters of a request's query string.
+#[derive(Debug, Default)]
+pub struct ListParams {
+    pub offset: usize,
+    pub limit: usize,
+    pub column_ids: Option<Vec<String>>,
+    pub fetch_file_option: Option<String>,
+    /// Conditions of `query`.
+    pub filters: Vec<RawFilter>,
+    /// Keys of `sort`.
+    pub sort: Vec<RawSort>,
+    /// `afterRecordId` / `beforeRecordId`.
+    pub cursor: Option<(Direction, String)>,
+    /// Every pair except `page`, kept for `Link` URLs.
+    pub others: Vec<(String, String)>,
+}
+
+/// Parses `page` (`{"offset":0,"limit":100}`), `columnIds`, `fetchFileOption`, `query` and
+/// `sort` (their columns are checked by the grid actor).
+pub fn parse_list_params(query: &str) -> ApiResult<ListParams> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
+        .map_err(|e| ApiError::bad_request(format!("The query string is invalid: {e}")))?;
+    let mut params = ListParams { limit: DEFAULT_LIMIT, ..ListParams::default() };
+    for (key, value) in pairs {
+        match key.as_str() {
+            "page" => (params.offset, params.limit) = parse_page(&value)?,
+            "columnIds" => {
+                let ids = params.column_ids.get_or_insert_with(Vec::new);
+                ids.extend(
+                    value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned),
+                );
+                params.others.push((key, value));
+            }
+            "fetchFileOption" => {
+                if !matches!(value.as_str(), "id" | "name" | "all") {
+                    return Err(ApiError::bad_request(format!(
+                        "fetchFileOption \"{value}\" is invalid; expected id, name or all."
+                    )));
+                }
+                params.fetch_file_option = Some(value.clone());
+                params.others.push((key, value));
+            }
+            "query" => {
+                params.filters = parse_query(&value)?;
+                params.others.push((key, value));
+            }
+            "sort" => {
+                params.sort = parse_sort(&value)?;
+                params.others.push((key, value));
+            }
+            "afterRecordId" | "beforeRecordId" if value.is_empty() => {}
+            "afterRecordId" | "beforeRecordId" => {
+                if params.cursor.is_some() {
+                    return Err(ApiError::bad_request(
+                        "Give one of afterRecordId and beforeRecordId, once.",
+                    ));
+                }
+                let direction =
+                    if key == "afterRecordId" { Direction::After } else { Direction::Before };
+                params.cursor = Some((direction, value));
+            }
+            _ => params.others.push((key, value)),
+        }
+    }
+    if params.cursor.is_some() && params.offset != 0 {
+        return Err(ApiError::new(
+            ErrorCode::InvalidPaging,
+            "page.offset must be 0 or absent with afterRecordId or beforeRecordId.",
+        ));
+    }
+    Ok(params)
+}
+
+/// `(offset, limit)` of a `page` parameter; a limit over the maximum is served as the maximum.
+pub fn parse_page(text: &str) -> ApiResult<(usize, usize)> {
+    let invalid = |why: &str| {
+        ApiError::new(ErrorCode::InvalidPaging, format!("page {text} is invalid: {why}"))
+    };
+    if text.trim().is_empty() {
+        return Ok((0, DEFAULT_LIMIT));
+    }
+    let value: Value =
+        serde_json::from_str(text).map_err(|_| invalid("it must be a JSON object"))?;
+    let object = value.as_object().ok_or_else(|| invalid("it must be a JSON object"))?;
+    let offset = match object.get("offset") {
+        None | Some(Value::Null) => 0,
+        Some(v) => v.as_u64().ok_or_else(|| invalid("offset must be an integer >= 0"))? as usize,
+    };
+    let limit = match object.get("limit") {
+        None | Some(Value::Null) => DEFAULT_LIMIT,
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= 1 => (n as usize).min(MAX_LIMIT),
+            _ => return Err(invalid("limit must be an integer >= 1")),
+        },
+    };
+    Ok((offset, limit))
+}
+
+/// `Link` of a cursor page: `next` (after its last record) when more follow it, `prev` (before
+/// its first) when more precede it, as far as the page's direction tells.
+fn cursor_links(
+    state: &AppState,
+    path: &str,
+    params: &ListParams,
+    page: &RecordPage,
+) -> Vec<String> {
+    let url = |name: &str, id: &str| {
+        let mut pairs = params.others.clone();
+        pairs.push(("page".to_owned(), format!("{{\"limit\":{}}}", params.limit)));
+        pairs.push((name.to_owned(), id.to_owned()));
+        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+        format!("{}{path}?{query}", state.public_url)
+    };
+    let Some((first, last)) = &page.ends else {
+        return Vec::new();
+    };
+    let mut links = Vec::new();
+    let after = matches!(params.cursor, Some((Direction::After, _)));
+    if !after || page.more {
+        links.push(format!("<{}>; rel=\"next\"", url("afterRecordId", last)));
+    }
+    if after || page.more {
+        links.push(format!("<{}>; rel=\"prev\"", url("beforeRecordId", first)));
+    }
+    links
+}
+
+/// `Link` header with absolute `next` / `prev` URLs where such pages exist.
+pub(super) fn link_header(
+    state: &AppState,
+    path: &str,
+    params: &ListParams,
+    page: &RecordPage,
+) -> Option<String> {
+    if params.cursor.is_some() {
+        let links = cursor_links(state, path, params, page);
+        return (!links.is_empty()).then(|| links.join(", "));
+    }
+    let total = page.total;
+    let page_url = |offset: usize| {
+        let mut pairs = params.others.clone();
+        pairs.push((
+            "page".to_owned(),
+            format!("{{\"offset\":{offset},\"limit\":{}}}", params.limit),
+        ));
+        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+        format!("{}{path}?{query}", state.public_url)
+    };
+    let mut links = Vec::new();
+    // Saturating: an offset near the largest integer has no next page and never wraps to 0.
+    let next = params.offset.saturating_add(params.limit);
+    if next < total {
+        links.push(format!("<{}>; rel=\"next\"", page_url(next)));
+    }
+    if params.offset > 0 {
+        let prev = params.offset.saturating_sub(params.limit);
+        links.push(format!("<{}>; rel=\"prev\"", page_url(prev)));
+    }
+    (!links.is_empty()).then(|| links.join(", "))
+}
