@@ -20,6 +20,10 @@ use super::text::{encode_list, ListRef, TextChunk};
 use super::versions::Versions;
 use crate::grid::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
+mod builder;
+
+pub use builder::{arena_cost, ColumnBuilder};
+
 /// Stored bits of an empty number cell: a signalling NaN that writes never produce, because
 /// every NaN written is stored as the canonical quiet `f64::NAN`.
 const NUMBER_EMPTY: u64 = 0x7FF4_0000_0000_0001;
@@ -344,142 +348,6 @@ impl Chunk for ColumnChunk {
         if let Some(Cells::Text(cells) | Cells::List(cells)) = Arc::get_mut(&mut self.cells) {
             cells.shrink();
         }
-    }
-}
-
-/// Arena bytes a text value of `len` bytes takes in a chunk (`ColumnBuilder::push`'s sizing):
-/// none for an empty one or one held apart.
-pub fn arena_cost(len: usize) -> usize {
-    if len == 0 || len > super::text::INLINE_MAX {
-        0
-    } else {
-        len + 1
-    }
-}
-
-/// Builds a column apart from any store (image loading, on several threads at once; see
-/// `ColumnStore::install_column`) from its cells given in row order, a chunk at a time, so that
-/// a load hands them over as it reads them.
-pub struct ColumnBuilder {
-    kind: StorageKind,
-    localized: bool,
-    rows: usize,
-    built: usize,
-    chunks: Vec<ColumnChunk>,
-    open: Option<OpenChunk>,
-    /// A list cell's encoding, reused.
-    scratch: String,
-}
-
-/// The chunk a `ColumnBuilder` is filling.
-struct OpenChunk {
-    cells: Cells,
-    versions: Versions,
-    statuses: Option<Vec<u8>>,
-    len: usize,
-    rows: usize,
-}
-
-impl ColumnBuilder {
-    /// A builder of a column of `rows` cells of `kind` (with status bytes when `localized`).
-    pub fn new(kind: StorageKind, localized: bool, rows: usize) -> Self {
-        ColumnBuilder {
-            kind,
-            localized,
-            rows,
-            built: 0,
-            // Grown as chunks fill, not reserved from `rows`: a damaged image's head can claim
-            // any number of records, and its cells, not its claim, bound what a load holds.
-            chunks: Vec::new(),
-            open: None,
-            scratch: String::new(),
-        }
-    }
-
-    /// Cells the chunk being filled still takes (between chunks, the next one's rows).
-    pub fn room(&self) -> usize {
-        match &self.open {
-            Some(open) => open.rows - open.len,
-            None => (self.rows - self.built).min(CHUNK_ROWS),
-        }
-    }
-
-    /// Adds the next cell, its version and its status byte. A chunk's text arena is sized when
-    /// its first cell comes, to `text(rows)`: the `arena_cost` of the text of that cell and the
-    /// ones after it in the chunk, as far as the caller knows them (`rows` of them at most);
-    /// an arena told less grows as a chunk filled by writes does.
-    pub fn push(
-        &mut self,
-        value: &LoadCell<'_>,
-        version: u32,
-        status: u8,
-        text: impl FnOnce(usize) -> usize,
-    ) -> Result<(), String> {
-        if self.built == self.rows {
-            return Err("more cells than records".to_owned());
-        }
-        let (kind, localized) = (self.kind, self.localized);
-        let open = match &mut self.open {
-            Some(open) => open,
-            None => {
-                let rows = (self.rows - self.built).min(CHUNK_ROWS);
-                let cells = match kind {
-                    StorageKind::Text => Cells::Text(TextChunk::with_capacity(rows, text(rows))),
-                    _ => Cells::with_capacity(kind, rows),
-                };
-                let statuses = localized.then(|| Vec::with_capacity(rows));
-                let chunk =
-                    OpenChunk { cells, versions: Versions::default(), statuses, len: 0, rows };
-                self.open.insert(chunk)
-            }
-        };
-        let stored = match (kind, value) {
-            (_, LoadCell::Empty) => empty_of(kind),
-            (StorageKind::Text, LoadCell::Text(s)) => Stored::Text(Some(s)),
-            (StorageKind::Number, LoadCell::Number(n)) => stored_number(*n),
-            (StorageKind::Boolean, LoadCell::Boolean(b)) => Stored::Boolean(u8::from(*b)),
-            (StorageKind::Datetime, LoadCell::Datetime(t)) => Stored::Datetime(*t),
-            (StorageKind::List, LoadCell::List(items)) => {
-                encode_list(items, &mut self.scratch);
-                Stored::Text(Some(&self.scratch))
-            }
-            (kind, value) => return Err(format!("a {value:?} cell in a {kind:?} column")),
-        };
-        open.cells.push(stored);
-        open.versions.push(version);
-        if let Some(statuses) = &mut open.statuses {
-            statuses.push(status);
-        }
-        open.len += 1;
-        self.built += 1;
-        if open.len == open.rows {
-            if let Some(open) = self.open.take() {
-                let OpenChunk { mut cells, versions, statuses, .. } = open;
-                // A chunk whose arena grew past its text gives the rest back.
-                if let Cells::Text(text) = &mut cells {
-                    text.shrink();
-                }
-                self.chunks.push(ColumnChunk {
-                    cells: Arc::new(cells),
-                    versions,
-                    status: statuses,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// The column, once it has a cell per record.
-    pub fn finish(self) -> Result<super::BuiltColumn, String> {
-        self.into_column().map(super::BuiltColumn)
-    }
-
-    fn into_column(self) -> Result<Column, String> {
-        if self.built != self.rows {
-            return Err(format!("{} cells for {} records", self.built, self.rows));
-        }
-        let (kind, localized) = (self.kind, self.localized);
-        Ok(Column { kind, localized, chunks: Chunked::from_chunks(self.chunks, self.rows) })
     }
 }
 
