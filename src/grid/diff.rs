@@ -73,43 +73,26 @@ pub struct Sides<'a> {
 }
 
 /// What merging `sides.source` into `sides.destination` would change (blocking: reads both
-/// branches).
+/// branches). A cell is a conflict when the merge writes it only when told to override.
 pub fn diff(sides: &Sides<'_>, columns: Option<Vec<String>>) -> Diff {
-    let scope = |override_| MergeScope {
-        options: MergeOptions { add: true, update: true, delete: true, override_ },
-        columns: columns.clone(),
-        ..MergeScope::default()
-    };
     let plan = |override_| {
-        let scope = scope(override_);
+        let scope = MergeScope {
+            options: MergeOptions { add: true, update: true, delete: true, override_ },
+            columns: columns.clone(),
+            ..MergeScope::default()
+        };
         plan_merge(sides.source_id, sides.source, sides.destination, sides.base, &scope, ("", 0)).0
     };
-    let without_conflicts: HashSet<(String, String, CompactString)> = plan(false)
-        .iter()
-        .filter_map(|op| match op {
-            GridOp::UpdateRecords { records, .. } => Some(records),
-            _ => None,
-        })
-        .flatten()
-        .flat_map(|r| r.cells.iter().map(|c| (r.path.clone(), r.id.clone(), c.column_id.clone())))
-        .collect();
+    let without_conflicts = updated_cells(&plan(false));
     let mut out = Diff { records: Vec::new(), total: 0 };
+    let none = HashSet::new();
     for op in plan(true) {
         match op {
             GridOp::AddRecords { records, .. } => {
                 for r in records {
                     let row = sides.source.store.find(&r.path, &r.id);
                     let cells = r.cells.iter().map(|c| c.column_id.as_str());
-                    push(
-                        &mut out,
-                        sides,
-                        (&r.path, &r.id),
-                        "added",
-                        row,
-                        None,
-                        cells,
-                        &HashSet::new(),
-                    );
+                    push(&mut out, sides, (&r.path, &r.id), "added", row, None, cells, &none);
                 }
             }
             GridOp::UpdateRecords { records, .. } => {
@@ -119,47 +102,38 @@ pub fn diff(sides: &Sides<'_>, columns: Option<Vec<String>>) -> Diff {
                     let conflicts: HashSet<CompactString> = r
                         .cells
                         .iter()
-                        .filter(|c| {
-                            !without_conflicts.contains(&(
-                                r.path.clone(),
-                                r.id.clone(),
-                                c.column_id.clone(),
-                            ))
-                        })
-                        .map(|c| c.column_id.clone())
+                        .map(|c| (r.path.clone(), r.id.clone(), c.column_id.clone()))
+                        .filter(|cell| !without_conflicts.contains(cell))
+                        .map(|(_, _, column)| column)
                         .collect();
                     let cells = r.cells.iter().map(|c| c.column_id.as_str());
-                    push(
-                        &mut out,
-                        sides,
-                        (&r.path, &r.id),
-                        "updated",
-                        source,
-                        target,
-                        cells,
-                        &conflicts,
-                    );
+                    let key = (r.path.as_str(), r.id.as_str());
+                    push(&mut out, sides, key, "updated", source, target, cells, &conflicts);
                 }
             }
             GridOp::DeleteRecords { keys } => {
                 for (path, id) in keys {
                     let target = sides.destination.store.find(&path, &id);
-                    push(
-                        &mut out,
-                        sides,
-                        (&path, &id),
-                        "deleted",
-                        None,
-                        target,
-                        std::iter::empty(),
-                        &HashSet::new(),
-                    );
+                    let cells = std::iter::empty();
+                    push(&mut out, sides, (&path, &id), "deleted", None, target, cells, &none);
                 }
             }
             _ => {}
         }
     }
     out
+}
+
+/// (path, id, column) of every cell the updates of `ops` write.
+fn updated_cells(ops: &[GridOp]) -> HashSet<(String, String, CompactString)> {
+    ops.iter()
+        .filter_map(|op| match op {
+            GridOp::UpdateRecords { records, .. } => Some(records),
+            _ => None,
+        })
+        .flatten()
+        .flat_map(|r| r.cells.iter().map(|c| (r.path.clone(), r.id.clone(), c.column_id.clone())))
+        .collect()
 }
 
 /// Adds one record to the preview (counts it in `total` past the cap).
