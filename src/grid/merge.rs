@@ -21,6 +21,8 @@
 //! `plan_merge` only reads the two states and returns ordinary ops (plus `MergeMark`), which the
 //! destination's actor commits as one WAL entry: the merge is atomic, logged and in history.
 
+use roaring::RoaringBitmap;
+
 use super::merge_resolve::{CellChoice, Choice, Choices, SideQuery};
 use super::ops::{CellWrite, GridOp, GridState, MergeBase, RecordWrite};
 use super::query::RawFilter;
@@ -167,14 +169,7 @@ pub fn plan_merge(
     let by_id = destination.store.identity() == RecordIdentity::RecordId;
     let (s, d) = (&source.store, &destination.store);
     let (mut adds, mut updates, mut deletes) = (Vec::new(), Vec::new(), Vec::new());
-    // Only records the source added, moved or changed a merged cell of since the common point
-    // can bring anything: found from the stamps, column by column, without a lookup per record.
-    let mut touched = s.scan_moved_since(base.source);
-    if options.update {
-        for column in &columns {
-            touched |= s.scan_changed_since(column.source, base.source);
-        }
-    }
+    let touched = touched_since(s, base, options, &columns);
     let choices = Choices::new(&scope.choices);
     let rules = CellRules { base, options, choices: &choices };
     let source_query = SideQuery::new(source, &scope.query);
@@ -232,11 +227,27 @@ pub fn plan_merge(
     if !deletes.is_empty() {
         ops.push(GridOp::DeleteRecords { keys: deletes });
     }
-    ops.push(GridOp::MergeMark {
-        source_branch_id: source_id.to_owned(),
-        source_clock: source.store.clock(),
-    });
+    let source_clock = source.store.clock();
+    ops.push(GridOp::MergeMark { source_branch_id: source_id.to_owned(), source_clock });
     (ops, counts)
+}
+
+/// The source's rows that can bring anything: those it added, moved or changed a merged cell
+/// of since the common point, found from the stamps column by column, without a lookup per
+/// record.
+fn touched_since(
+    s: &ColumnStore,
+    base: MergeBase,
+    options: MergeOptions,
+    columns: &[SharedColumn],
+) -> RoaringBitmap {
+    let mut touched = s.scan_moved_since(base.source);
+    if options.update {
+        for column in columns {
+            touched |= s.scan_changed_since(column.source, base.source);
+        }
+    }
+    touched
 }
 
 /// The keys of the destination's records that existed at the common point (inserted at or
