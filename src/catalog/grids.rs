@@ -134,38 +134,17 @@ impl Supervisor {
             status: GridStatus::Active,
             settings: Default::default(),
         };
-        let master = Branch {
-            id: id.clone(),
-            grid_id: id.clone(),
-            name: "master".to_owned(),
-            description: String::new(),
-            source_branch_id: None,
-            default_access_view_id: grid.default_access_view_id.clone(),
-            created_time: now,
-            status: GridStatus::Active,
-            fork: None,
-        };
+        let master = Branch::master_of(&grid, now);
         self.commit(&[
             CatalogChange::put(EntityKind::Grid, &grid.id, &grid),
             CatalogChange::put(EntityKind::Branch, &master.id, &master),
         ])?;
-        let mut ops = vec![GridOp::CreateView(ViewDef {
-            id: master.default_access_view_id.clone(),
-            name: "Default view".to_owned(),
-            is_default: true,
-            columns: Vec::new(),
-        })];
-        ops.extend(spec.columns.into_iter().map(|column| GridOp::CreateColumn {
-            column,
-            view_id: None,
-            editable: true,
-        }));
-        ops.extend(spec.dependencies.into_iter().map(|dependency| {
-            GridOp::CreateDependency(Dependency { id: ids::generate(), ..dependency })
-        }));
-        ops.extend(spec.views.into_iter().filter(|v| !v.is_default).map(|view| {
-            GridOp::CreateView(ViewDef { id: ids::generate(), is_default: false, ..view })
-        }));
+        let ops = initial_ops(
+            &master.default_access_view_id,
+            spec.columns,
+            spec.dependencies,
+            spec.views,
+        );
         let entry = WalEntry { branch_id: master.id.clone(), ops };
         let appended = self.durability.wal.append(entry.encode()).map_err(|err| {
             ApiError::new(
@@ -381,4 +360,32 @@ fn grid_scope(grid: &Grid) -> crate::auth::Scope<'_> {
         grid: Some(&grid.id),
         view: None,
     }
+}
+
+/// A new branch's first ops: its default view `view_id`, then the columns, dependencies and
+/// (other) views it starts with, each dependency and view under a new id.
+fn initial_ops(
+    view_id: &str,
+    columns: Vec<ColumnDef>,
+    dependencies: Vec<Dependency>,
+    views: Vec<ViewDef>,
+) -> Vec<GridOp> {
+    let mut ops = vec![GridOp::CreateView(ViewDef {
+        id: view_id.to_owned(),
+        name: "Default view".to_owned(),
+        is_default: true,
+        columns: Vec::new(),
+    })];
+    ops.extend(columns.into_iter().map(|column| GridOp::CreateColumn {
+        column,
+        view_id: None,
+        editable: true,
+    }));
+    ops.extend(dependencies.into_iter().map(|dependency| {
+        GridOp::CreateDependency(Dependency { id: ids::generate(), ..dependency })
+    }));
+    ops.extend(views.into_iter().filter(|v| !v.is_default).map(|view| {
+        GridOp::CreateView(ViewDef { id: ids::generate(), is_default: false, ..view })
+    }));
+    ops
 }

@@ -160,6 +160,21 @@ pub struct Branch {
 }
 
 impl Branch {
+    /// The master branch of a new grid: the grid's id, its default view, `created_time`.
+    pub fn master_of(grid: &Grid, created_time: String) -> Branch {
+        Branch {
+            id: grid.id.clone(),
+            grid_id: grid.id.clone(),
+            name: "master".to_owned(),
+            description: String::new(),
+            source_branch_id: None,
+            default_access_view_id: grid.default_access_view_id.clone(),
+            created_time,
+            status: GridStatus::Active,
+            fork: None,
+        }
+    }
+
     pub fn is_master(&self) -> bool {
         self.id == self.grid_id
     }
