@@ -122,16 +122,8 @@ impl GridState {
         let generations = generations.filter(|_| format == Format::StatusesApart);
         let index = generations.map(|generations| {
             let column_rows = column_rows.into_inner().unwrap_or_else(|e| e.into_inner());
-            let columns = column_rows.into_iter().filter_map(|(id, rows)| {
-                let &slot = state.slots.get(&id)?;
-                let &(_, sections) = column_lists.iter().find(|(s, _)| *s == slot)?;
-                Some((slot, sections, rows))
-            });
-            let parts = LoadedParts {
-                records: (layout.records, &records.groups),
-                columns: columns.collect(),
-                history: layout.history,
-            };
+            let parts =
+                LoadedParts::of(&state, &layout, &records.groups, &column_lists, column_rows);
             parts.index(&state, generations, table.iter().map(|at| at.len as u64).sum())
         });
         Ok((state, index))
@@ -303,7 +295,28 @@ struct LoadedParts<'a> {
     history: &'a [SectionAt],
 }
 
-impl LoadedParts<'_> {
+impl<'a> LoadedParts<'a> {
+    /// The parts a load read: the records' and history's sections, and each column's
+    /// sections with the groups it was read in (`column_rows`, by column id).
+    fn of(
+        state: &GridState,
+        layout: &Layout<'a>,
+        record_groups: &'a [Group],
+        column_lists: &[(ColumnSlot, &'a [SectionAt])],
+        column_rows: Vec<(String, Vec<Group>)>,
+    ) -> Self {
+        let columns = column_rows.into_iter().filter_map(|(id, rows)| {
+            let &slot = state.slots.get(&id)?;
+            let &(_, sections) = column_lists.iter().find(|(s, _)| *s == slot)?;
+            Some((slot, sections, rows))
+        });
+        LoadedParts {
+            records: (layout.records, record_groups),
+            columns: columns.collect(),
+            history: layout.history,
+        }
+    }
+
     /// The index of `state`, just loaded from these sections of the images `generations`
     /// (format 6), which reference `referenced` bytes of the chain.
     fn index(&self, state: &GridState, generations: &[u64], referenced: u64) -> ImageIndex {
@@ -499,46 +512,59 @@ fn build_column(
                 at += 1;
             }
             Format::StatusesApart => {
-                // The statuses (a few bytes a record) in a buffer of their own, the cells they
-                // describe into `scratch`.
-                let meta_bytes = sources.read(sections[at])?;
-                let meta = access::<ArchivedColumnMetaPart>(&meta_bytes, "column statuses")?;
-                let cell_parts = meta.cell_parts.to_native() as usize;
-                if cell_parts > sections.len() - at - 1 {
-                    return Err(format!("column {id}: statuses before parts it does not have"));
-                }
-                let group = &sections[at..=at + cell_parts];
-                let read = sources.read_all(&group[1..], scratch)?;
-                let (statuses, versions) = (meta.statuses.as_slice(), meta.versions.as_slice());
-                if versions.len() != statuses.len() {
-                    return Err(format!("column {id} has the wrong number of versions"));
-                }
-                let mut rows = 0;
-                for bytes in &read {
-                    let part = access::<ArchivedColumnCellsPart>(bytes, "column cells")?;
-                    let len = cells_len(&part.cells);
-                    let end = rows + len;
-                    if end > statuses.len() {
-                        return Err(format!("column {id} has more cells than statuses"));
-                    }
-                    push(CellsRef {
-                        id,
-                        cells: &part.cells,
-                        statuses: &statuses[rows..end],
-                        versions: &versions[rows..end],
-                    })?;
-                    rows = end;
-                }
-                if rows != statuses.len() {
-                    return Err(format!("column {id} has more statuses than cells"));
-                }
-                groups.push(Group { sections: group.len(), rows });
-                at += group.len();
+                let group = read_meta_group(id, &sections[at..], sources, scratch, &mut push)?;
+                at += group.sections;
+                groups.push(group);
             }
         }
     }
     let column = builder.finish().map_err(|e| format!("column {id}: {e}"))?;
     Ok((column, groups))
+}
+
+/// One format 6 group of a column: its statuses' section (`sections[0]`, which says how many
+/// cell parts follow) and its cells' sections, each part's cells given to `push` with their
+/// statuses and versions.
+fn read_meta_group(
+    id: &str,
+    sections: &[SectionAt],
+    sources: &Sources<'_>,
+    scratch: &mut Scratch,
+    push: &mut impl FnMut(CellsRef<'_>) -> Result<usize, String>,
+) -> Result<Group, String> {
+    // The statuses (a few bytes a record) in a buffer of their own, the cells they describe
+    // into `scratch`.
+    let meta_bytes = sources.read(sections[0])?;
+    let meta = access::<ArchivedColumnMetaPart>(&meta_bytes, "column statuses")?;
+    let cell_parts = meta.cell_parts.to_native() as usize;
+    if cell_parts > sections.len() - 1 {
+        return Err(format!("column {id}: statuses before parts it does not have"));
+    }
+    let group = &sections[..=cell_parts];
+    let read = sources.read_all(&group[1..], scratch)?;
+    let (statuses, versions) = (meta.statuses.as_slice(), meta.versions.as_slice());
+    if versions.len() != statuses.len() {
+        return Err(format!("column {id} has the wrong number of versions"));
+    }
+    let mut rows = 0;
+    for bytes in &read {
+        let part = access::<ArchivedColumnCellsPart>(bytes, "column cells")?;
+        let end = rows + cells_len(&part.cells);
+        if end > statuses.len() {
+            return Err(format!("column {id} has more cells than statuses"));
+        }
+        push(CellsRef {
+            id,
+            cells: &part.cells,
+            statuses: &statuses[rows..end],
+            versions: &versions[rows..end],
+        })?;
+        rows = end;
+    }
+    if rows != statuses.len() {
+        return Err(format!("column {id} has more statuses than cells"));
+    }
+    Ok(Group { sections: group.len(), rows })
 }
 
 /// How many cells archived `cells` holds (by its offsets' or values' count; `CellsRef::check`
