@@ -5,7 +5,6 @@
 //! successful or failed. `GET .../record-histories/export/<taskId>` and its alias
 //! `.../export/<taskId>` serve the file; 409 `taskIsRunning` until it is written.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use actix_web::http::header;
@@ -19,8 +18,9 @@ use crate::auth::{Principal, Privilege};
 use crate::catalog::model::TaskError;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::ExportHistory;
-use crate::grid::codec::{export_text, format_timestamp, parse_datetime};
+use crate::grid::codec::parse_datetime;
 use crate::grid::history::ExportRow;
+use crate::io::export::{write_history_csv, write_history_xlsx};
 use crate::state::AppState;
 
 /// The task kind of a history export.
@@ -145,109 +145,19 @@ fn export_path(data_dir: &Path, task_id: &str, format: FileFormat) -> PathBuf {
     data_dir.join("exports").join(format!("{task_id}.{}", format.extension()))
 }
 
-/// The header of an export's rows.
-fn header(enhanced: bool) -> Vec<&'static str> {
-    let mut names = vec![
-        "Record ID",
-        "Path",
-        "Column",
-        "Value",
-        "Dependency status",
-        "Source status",
-        "Last modified by",
-        "Last modified time",
-    ];
-    if enhanced {
-        names.push("Previous value");
-    }
-    names
-}
-
-/// The text fields of a row, in header order (the time last but one, before the previous value).
-fn row_texts(row: &ExportRow, enhanced: bool) -> Vec<String> {
-    let (dependency, source) = match row.statuses {
-        Some((d, s)) => (d.as_str().to_owned(), s.as_str().to_owned()),
-        None => (String::new(), String::new()),
-    };
-    let mut fields = vec![
-        row.record_id.clone(),
-        row.path.clone(),
-        row.column_id.clone(),
-        export_text(&row.value),
-        dependency,
-        source,
-        row.user.clone(),
-        format_timestamp(row.time_ms),
-    ];
-    if enhanced {
-        fields.push(row.previous.as_ref().map(export_text).unwrap_or_default());
-    }
-    fields
-}
-
 /// Writes the file next to its final name, syncs it and renames it into place.
 fn write_export(path: &Path, plan: &ExportPlan, rows: &[ExportRow]) -> Result<(), String> {
     let dir = path.parent().ok_or("an export path has a directory")?;
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     let temp = path.with_extension("partial");
     match plan.format {
-        FileFormat::Csv => write_csv(&temp, plan.enhanced, rows)?,
-        FileFormat::Xlsx => write_xlsx(&temp, plan.enhanced, rows)?,
+        FileFormat::Csv => write_history_csv(&temp, plan.enhanced, rows)?,
+        FileFormat::Xlsx => write_history_xlsx(&temp, plan.enhanced, rows)?,
     }
     std::fs::File::open(&temp)
         .and_then(|f| f.sync_all())
         .map_err(|e| format!("syncing {}: {e}", temp.display()))?;
     std::fs::rename(&temp, path).map_err(|e| format!("renaming {}: {e}", temp.display()))
-}
-
-fn write_csv(path: &Path, enhanced: bool, rows: &[ExportRow]) -> Result<(), String> {
-    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut out = csv::Writer::from_writer(std::io::BufWriter::new(file));
-    let failed = |e: csv::Error| format!("writing {}: {e}", path.display());
-    out.write_record(header(enhanced)).map_err(failed)?;
-    for row in rows {
-        out.write_record(row_texts(row, enhanced)).map_err(failed)?;
-    }
-    let mut inner = out.into_inner().map_err(|e| format!("writing {}: {e}", path.display()))?;
-    inner.flush().map_err(|e| format!("writing {}: {e}", path.display()))
-}
-
-/// A spreadsheet with a bold, frozen header row, set column widths, and the modification time
-/// as a date cell.
-fn write_xlsx(path: &Path, enhanced: bool, rows: &[ExportRow]) -> Result<(), String> {
-    use rust_xlsxwriter::{Format, Workbook};
-    let failed = |e: rust_xlsxwriter::XlsxError| format!("writing {}: {e}", path.display());
-    let mut workbook = Workbook::new();
-    let sheet = workbook.add_worksheet();
-    sheet.set_name("Record histories").map_err(failed)?;
-    let bold = Format::new().set_bold();
-    let date = Format::new().set_num_format("yyyy-mm-dd hh:mm:ss.000");
-    const TIME_COLUMN: u16 = 7;
-    for (col, name) in header(enhanced).iter().enumerate() {
-        let col = col as u16;
-        sheet.write_string_with_format(0, col, *name, &bold).map_err(failed)?;
-        let width = match col {
-            3 | 8 => 48.0,
-            TIME_COLUMN => 24.0,
-            _ => 18.0,
-        };
-        sheet.set_column_width(col, width).map_err(failed)?;
-    }
-    sheet.set_freeze_panes(1, 0).map_err(failed)?;
-    for (at, row) in rows.iter().enumerate() {
-        let line = u32::try_from(at + 1).map_err(|_| "too many rows for a spreadsheet")?;
-        for (col, text) in row_texts(row, enhanced).into_iter().enumerate() {
-            let col = col as u16;
-            if col == TIME_COLUMN {
-                // Excel's serial date: days since 1899-12-30, with the time as a fraction.
-                let serial = row.time_ms as f64 / 86_400_000.0 + 25_569.0;
-                sheet.write_number_with_format(line, col, serial, &date).map_err(failed)?;
-            } else {
-                sheet.write_string(line, col, text).map_err(failed)?;
-            }
-        }
-    }
-    workbook.save(path).map_err(failed)
 }
 
 #[utoipa::path(tag = "records", responses((status = 200, description = "the export file")))]

@@ -1,5 +1,5 @@
-//! File formats read from clients, apart from HTTP so that tests and fuzz targets can call
-//! them: `csv` (records under size limits), `csv_import` (a CSV file as an import's record
+//! File formats read from and written for clients, apart from HTTP so that tests and fuzz
+//! targets can call them: `export` (a view's records and a history export, CSV and XLSX); `csv` (records under size limits), `csv_import` (a CSV file as an import's record
 //! writes), `import_format` (an import's `type`: csv, tsv, xlsx or json, and its content
 //! checked against it), `xlsx_import` and `json_import` (the other types' readers) and `zip`
 //! (an uploaded archive checked and its mapped entries planned). `fuzz` holds their proptest
@@ -7,6 +7,7 @@
 
 pub mod csv;
 pub mod csv_import;
+pub mod export;
 #[cfg(test)]
 mod fuzz;
 pub mod import_format;
