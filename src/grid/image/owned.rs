@@ -34,8 +34,8 @@ impl GridState {
         })
     }
 
-    /// The format-2 part of the image (history left out).
-    fn body_image(&self, rows: &[RowId]) -> BranchImageV2 {
+    /// The branch's merge bases as an image holds them, by source branch id.
+    pub(super) fn merge_base_images(&self) -> Vec<MergeBaseImage> {
         let mut merge_bases: Vec<MergeBaseImage> = self
             .merge_bases
             .iter()
@@ -46,6 +46,12 @@ impl GridState {
             })
             .collect();
         merge_bases.sort_by(|a, b| a.source_branch_id.cmp(&b.source_branch_id));
+        merge_bases
+    }
+
+    /// The format-2 part of the image (history left out).
+    fn body_image(&self, rows: &[RowId]) -> BranchImageV2 {
+        let merge_bases = self.merge_base_images();
         BranchImageV2 {
             clock: self.store.clock(),
             created: rows.iter().map(|r| self.store.created_at(*r)).collect(),

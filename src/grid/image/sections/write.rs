@@ -9,7 +9,7 @@ use rkyv::rancor;
 use rkyv::ser::allocator::ArenaHandle;
 use rkyv::Serialize;
 
-use super::super::{column_cells, pack, GoneKeyImage, HistoryChunkImage, MergeBaseImage};
+use super::super::{column_cells, pack, GoneKeyImage, HistoryChunkImage};
 use super::{
     Borrowable, BranchHead, ChunkKey, ColumnCellsPart, ColumnHead, ColumnMetaPart, ImageIndex,
     PartLimits, Placed, RecordsPart, TableEntry, WrittenImage, IN_CHAIN, LINK_SHIFT, MAGIC,
@@ -368,16 +368,7 @@ impl GridState {
     ) -> io::Result<BranchHead> {
         let store = &self.store;
         let history = &self.history;
-        let mut merge_bases: Vec<MergeBaseImage> = self
-            .merge_bases
-            .iter()
-            .map(|(id, base)| MergeBaseImage {
-                source_branch_id: id.clone(),
-                source: base.source,
-                destination: base.destination,
-            })
-            .collect();
-        merge_bases.sort_by(|a, b| a.source_branch_id.cmp(&b.source_branch_id));
+        let merge_bases = self.merge_base_images();
         Ok(BranchHead {
             schema_json: serde_json::to_string(&self.schema)
                 .map_err(|e| io::Error::other(format!("encoding the schema: {e}")))?,
