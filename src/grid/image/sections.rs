@@ -299,6 +299,7 @@ fn slice(bytes: &[u8], offset: u64, len: usize) -> io::Result<&[u8]> {
         .ok_or_else(|| io::Error::other("a read past the payload's end"))
 }
 
+mod loaded;
 mod read;
 #[cfg(test)]
 mod tests;

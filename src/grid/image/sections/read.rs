@@ -2,16 +2,16 @@
 //! that builds it) and the history, every section validated before it is read; and the index
 //! of what the loaded image's sections hold, for the next snapshot to borrow from.
 
-use std::collections::HashMap;
 use std::io;
 
 use rkyv::rancor;
 
 use super::super::{load_columns, restore_archived_stamps, ArchivedHistoryChunkImage, CellsRef};
+use super::loaded::LoadedParts;
 use super::{
     slice, ArchivedBranchHead, ArchivedColumnCellsPart, ArchivedColumnMetaPart, ArchivedColumnPart,
-    ArchivedRecordsPart, Borrowable, ChunkKey, ImageIndex, Placed, Scratch, SectionBytes,
-    SectionSource, IN_CHAIN, LINK_SHIFT, MAGIC, OFFSET_MASK,
+    ArchivedRecordsPart, ImageIndex, Scratch, SectionBytes, SectionSource, IN_CHAIN, LINK_SHIFT,
+    MAGIC, OFFSET_MASK,
 };
 use crate::grid::history::{ChunkPart, History, NO_ENTRY};
 use crate::grid::ops::GridState;
@@ -150,10 +150,10 @@ fn stored_columns<'h>(
 }
 
 /// The sections of an image but its head, by list, as the head counts them.
-struct Layout<'t> {
-    records: &'t [SectionAt],
-    columns: &'t [SectionAt],
-    history: &'t [SectionAt],
+pub(super) struct Layout<'t> {
+    pub(super) records: &'t [SectionAt],
+    pub(super) columns: &'t [SectionAt],
+    pub(super) history: &'t [SectionAt],
 }
 
 impl<'t> Layout<'t> {
@@ -283,122 +283,18 @@ enum Format {
 /// Consecutive sections a load read as one unit (a record part; a format 6 column's statuses
 /// with its cells' parts), and how many records they hold.
 #[derive(Debug, Clone, Copy)]
-struct Group {
-    sections: usize,
-    rows: usize,
-}
-
-/// The sections a load read, in groups (`GridState::decode_indexed`).
-struct LoadedParts<'a> {
-    records: (&'a [SectionAt], &'a [Group]),
-    columns: Vec<(ColumnSlot, &'a [SectionAt], Vec<Group>)>,
-    history: &'a [SectionAt],
-}
-
-impl<'a> LoadedParts<'a> {
-    /// The parts a load read: the records' and history's sections, and each column's
-    /// sections with the groups it was read in (`column_rows`, by column id).
-    fn of(
-        state: &GridState,
-        layout: &Layout<'a>,
-        record_groups: &'a [Group],
-        column_lists: &[(ColumnSlot, &'a [SectionAt])],
-        column_rows: Vec<(String, Vec<Group>)>,
-    ) -> Self {
-        let columns = column_rows.into_iter().filter_map(|(id, rows)| {
-            let &slot = state.slots.get(&id)?;
-            let &(_, sections) = column_lists.iter().find(|(s, _)| *s == slot)?;
-            Some((slot, sections, rows))
-        });
-        LoadedParts {
-            records: (layout.records, record_groups),
-            columns: columns.collect(),
-            history: layout.history,
-        }
-    }
-
-    /// The index of `state`, just loaded from these sections of the images `generations`
-    /// (format 6), which reference `referenced` bytes of the chain.
-    fn index(&self, state: &GridState, generations: &[u64], referenced: u64) -> ImageIndex {
-        let store = &state.store;
-        let place = |at: &SectionAt| {
-            let home = generations.get(at.link.map_or(0, |link| link + 1)).copied()?;
-            Some(Placed { home, offset: at.offset, len: at.len as u64 })
-        };
-        let placed = |sections: &[SectionAt]| sections.iter().map(place).collect::<Option<_>>();
-        let mut chunks = HashMap::new();
-        let (sections, groups) = self.records;
-        for (k, mine, _) in by_chunk(store, sections, groups) {
-            let Some(sections) = placed(mine) else { continue };
-            let handles = store.record_chunk_handles(k);
-            let live = store.live_in_chunk(k);
-            chunks.insert(ChunkKey::Records(k), Borrowable { handles, live, sections });
-        }
-        for (slot, sections, groups) in &self.columns {
-            for (k, mine, group_count) in by_chunk(store, sections, groups) {
-                // One chunk's statuses and then its cells; a chunk loaded from two (left short
-                // by deletes) is written again.
-                let ([meta, cells @ ..], 1) = (mine, group_count) else { continue };
-                let (Some(meta), Some(cells)) = (placed(std::slice::from_ref(meta)), placed(cells))
-                else {
-                    continue;
-                };
-                let live = store.live_in_chunk(k);
-                let handles = store.column_chunk_handle(*slot, k).into_iter().collect();
-                let key = ChunkKey::Column(*slot, k);
-                chunks.insert(key, Borrowable { handles, live, sections: meta });
-                let handles = store.column_cells_handle(*slot, k).into_iter().collect();
-                let key = ChunkKey::Cells(*slot, k);
-                chunks.insert(key, Borrowable { handles, live, sections: cells });
-            }
-        }
-        for (i, at) in self.history.iter().enumerate() {
-            let (Some(handle), Some(placed)) = (state.history.sealed_handle(i), place(at)) else {
-                continue;
-            };
-            let sections = vec![placed];
-            chunks.insert(
-                ChunkKey::History(i),
-                Borrowable { handles: vec![handle], live: 1, sections },
-            );
-        }
-        ImageIndex { epoch: store.epoch(), chunks, chain: generations.to_vec(), referenced }
-    }
-}
-
-/// The sections that make up each of the store's chunks (whole `groups` of them, and how many
-/// groups), for the chunks whose rows begin and end where groups do, up to the first that does
-/// not.
-fn by_chunk<'s>(
-    store: &ColumnStore,
-    sections: &'s [SectionAt],
-    groups: &[Group],
-) -> Vec<(usize, &'s [SectionAt], usize)> {
-    let mut out = Vec::new();
-    let (mut next, mut covered, mut end, mut at) = (0usize, 0usize, 0usize, 0usize);
-    for k in 0..store.chunk_count() {
-        let (first_group, first) = (next, at);
-        end += store.live_in_chunk(k) as usize;
-        while covered < end && next < groups.len() {
-            covered += groups[next].rows;
-            at += groups[next].sections;
-            next += 1;
-        }
-        if covered != end || at > sections.len() {
-            break;
-        }
-        out.push((k, &sections[first..at], next - first_group));
-    }
-    out
+pub(super) struct Group {
+    pub(super) sections: usize,
+    pub(super) rows: usize,
 }
 
 /// Where one section lies: in the image's payload (`link` `None`) or in that of a link of its
 /// chain, at an offset, of a length.
 #[derive(Debug, Clone, Copy)]
-struct SectionAt {
-    link: Option<usize>,
-    offset: u64,
-    len: usize,
+pub(super) struct SectionAt {
+    pub(super) link: Option<usize>,
+    pub(super) offset: u64,
+    pub(super) len: usize,
 }
 
 /// An image's payload and its chain's.
