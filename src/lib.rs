@@ -301,6 +301,29 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     api
 }
 
+/// What every handler shares: the node's actors, tables and durability (weakly), the API's
+/// description, the limits and pools.
+fn app_state(node: &Node, config: &Config, public_url: &str) -> Result<AppState, StartupError> {
+    let api_doc = openapi();
+    let path_patterns = api_doc.paths.paths.keys().map(|p| ResourceDef::new(p.as_str())).collect();
+    let openapi_json = api_doc.to_json().map_err(|e| StartupError::Bootstrap(e.to_string()))?;
+    Ok(AppState {
+        supervisor: node.supervisor.clone(),
+        routes: node.routes.clone(),
+        keys: node.keys.clone(),
+        public_url: public_url.trim_end_matches('/').into(),
+        openapi_json: openapi_json.into(),
+        path_patterns: Arc::new(path_patterns),
+        durability: Arc::downgrade(&node.durability),
+        requests: Arc::default(),
+        limiter: Arc::new(auth::RateLimiter::new(config.rate_limit, config.rate_burst)),
+        read_pool: Arc::new(grid::read_pool::ReadPool::per_core()),
+        reads_answered: Arc::default(),
+        data_dir: Arc::from(config.data_dir.as_path()),
+        zip_unpacked_limit: config.zip_unpacked_limit,
+    })
+}
+
 impl Application {
     /// Starts the node and serves the API on `config.bind` (port 0 picks a free port).
     pub async fn build(config: Config) -> Result<Application, StartupError> {
@@ -315,25 +338,7 @@ impl Application {
             .local_addr()
             .map_err(|source| StartupError::Bind { addr: config.bind, source })?;
         let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{addr}"));
-        let api_doc = openapi();
-        let path_patterns =
-            api_doc.paths.paths.keys().map(|p| ResourceDef::new(p.as_str())).collect();
-        let openapi_json = api_doc.to_json().map_err(|e| StartupError::Bootstrap(e.to_string()))?;
-        let state = AppState {
-            supervisor: node.supervisor.clone(),
-            routes: node.routes.clone(),
-            keys: node.keys.clone(),
-            public_url: public_url.trim_end_matches('/').into(),
-            openapi_json: openapi_json.into(),
-            path_patterns: Arc::new(path_patterns),
-            durability: Arc::downgrade(&node.durability),
-            requests: Arc::default(),
-            limiter: Arc::new(auth::RateLimiter::new(config.rate_limit, config.rate_burst)),
-            read_pool: Arc::new(grid::read_pool::ReadPool::per_core()),
-            reads_answered: Arc::default(),
-            data_dir: Arc::from(config.data_dir.as_path()),
-            zip_unpacked_limit: config.zip_unpacked_limit,
-        };
+        let state = app_state(&node, &config, &public_url)?;
         let collector = catalog::collector::Collector {
             supervisor: state.supervisor.clone(),
             routes: state.routes.clone(),
