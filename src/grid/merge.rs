@@ -190,20 +190,9 @@ pub fn plan_merge(
                 }
             }
             Some(target) if options.update => {
-                let cells = updated_cells(source, row, destination, target, &columns, &rules);
-                let moved = by_id
-                    && s.moved_at(row) > base.source
-                    && s.path(row) != d.path(target)
-                    && (d.moved_at(target) <= base.destination || options.override_);
-                if !cells.is_empty() || moved {
-                    updates.push(RecordWrite {
-                        id: id.to_owned(),
-                        path: d.path(target).to_owned(),
-                        new_id: None,
-                        new_path: moved.then(|| path.to_owned()),
-                        cells,
-                        mark_mt: false,
-                    });
+                let sides = (source, row, destination, target);
+                if let Some(update) = planned_update(sides, &columns, &rules, by_id) {
+                    updates.push(update);
                 }
             }
             Some(_) => {}
@@ -230,6 +219,31 @@ pub fn plan_merge(
     let source_clock = source.store.clock();
     ops.push(GridOp::MergeMark { source_branch_id: source_id.to_owned(), source_clock });
     (ops, counts)
+}
+
+/// The update of destination row `target` from source row `row`: the cells the rules bring
+/// over and, in a grid identified by id, a move to the source's path (unless the destination
+/// moved it too and no override is asked); `None` when it brings nothing.
+fn planned_update(
+    (source, row, destination, target): (&GridState, RowId, &GridState, RowId),
+    columns: &[SharedColumn],
+    rules: &CellRules<'_>,
+    by_id: bool,
+) -> Option<RecordWrite> {
+    let (s, d) = (&source.store, &destination.store);
+    let cells = updated_cells(source, row, destination, target, columns, rules);
+    let moved = by_id
+        && s.moved_at(row) > rules.base.source
+        && s.path(row) != d.path(target)
+        && (d.moved_at(target) <= rules.base.destination || rules.options.override_);
+    (!cells.is_empty() || moved).then(|| RecordWrite {
+        id: s.id(row).to_owned(),
+        path: d.path(target).to_owned(),
+        new_id: None,
+        new_path: moved.then(|| s.path(row).to_owned()),
+        cells,
+        mark_mt: false,
+    })
 }
 
 /// The source's rows that can bring anything: those it added, moved or changed a merged cell
