@@ -123,28 +123,7 @@ pub async fn resolve_references(
     branch: &BranchRoute,
     records: &mut [RecordOut],
 ) -> ApiResult<()> {
-    let mut wanted: Vec<Wanted> = Vec::new();
-    for cell in records.iter().flat_map(|r| &r.cells) {
-        let (Some(setting), CellValue::List(ids)) = (&cell.reference, &cell.value) else {
-            continue;
-        };
-        let at = match wanted.iter().position(|w| w.column == cell.column_id) {
-            Some(at) => at,
-            None => {
-                wanted.push(Wanted {
-                    column: Arc::clone(&cell.column_id),
-                    setting: Arc::clone(setting),
-                    ids: Vec::new(),
-                });
-                wanted.len() - 1
-            }
-        };
-        wanted[at].ids.extend(ids.iter().cloned());
-    }
-    for w in &mut wanted {
-        w.ids.sort_unstable();
-        w.ids.dedup();
-    }
+    let wanted = wanted_columns(records);
     // One request per referenced branch, holding every column that points there.
     let mut by_branch: Vec<(&str, Vec<usize>)> = Vec::new();
     for (at, w) in wanted.iter().enumerate() {
@@ -183,6 +162,33 @@ pub async fn resolve_references(
     }
     fill(records, &wanted, &found);
     Ok(())
+}
+
+/// The reference columns of `records` with every id their cells hold, sorted and each once.
+fn wanted_columns(records: &[RecordOut]) -> Vec<Wanted> {
+    let mut wanted: Vec<Wanted> = Vec::new();
+    for cell in records.iter().flat_map(|r| &r.cells) {
+        let (Some(setting), CellValue::List(ids)) = (&cell.reference, &cell.value) else {
+            continue;
+        };
+        let at = match wanted.iter().position(|w| w.column == cell.column_id) {
+            Some(at) => at,
+            None => {
+                wanted.push(Wanted {
+                    column: Arc::clone(&cell.column_id),
+                    setting: Arc::clone(setting),
+                    ids: Vec::new(),
+                });
+                wanted.len() - 1
+            }
+        };
+        wanted[at].ids.extend(ids.iter().cloned());
+    }
+    for w in &mut wanted {
+        w.ids.sort_unstable();
+        w.ids.dedup();
+    }
+    wanted
 }
 
 /// Sets every reference cell's referenced values from `found` (per wanted column, the value of
