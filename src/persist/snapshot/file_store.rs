@@ -378,6 +378,41 @@ impl FileSnapshotStore {
     }
 
     /// Removes what failed puts left in `dir`.
+    /// After a new generation (its `chain` written or kept): keeps the newest intact
+    /// generation older than all of the chain, with its own chain, and removes every other of
+    /// `older`. Whichever one generation is damaged, another loads, and with it the WAL from the
+    /// older one's position (after a fallback, the damaged one goes).
+    fn retire_older(
+        &self,
+        key: &str,
+        dir: &Path,
+        older: &BTreeMap<u64, Home>,
+        chain: &[u64],
+    ) -> Result<(), SnapshotError> {
+        let mut keep: BTreeSet<u64> = chain.iter().copied().collect();
+        let oldest_kept = keep.first().copied().unwrap_or(u64::MAX);
+        for (&older_number, &home) in older.range(..oldest_kept).rev() {
+            if self.intact(key, dir, older_number, home)? {
+                keep.insert(older_number);
+                if home == Home::File {
+                    keep.extend(Self::chain_of(dir, older_number).unwrap_or_default());
+                }
+                break;
+            }
+        }
+        for (&older_number, &home) in older {
+            if !keep.contains(&older_number) {
+                self.remove(key, dir, older_number, home)?;
+            }
+        }
+        if older.values().any(|h| *h == Home::Legacy) {
+            if let Some(legacy) = &self.legacy {
+                legacy.flush()?;
+            }
+        }
+        Ok(())
+    }
+
     fn remove_partials(dir: &Path) {
         let Ok(entries) = fs::read_dir(dir) else { return };
         for entry in entries.flatten() {
@@ -445,31 +480,7 @@ impl SnapshotStore for FileSnapshotStore {
             .unwrap_or_else(|e| e.into_inner())
             .insert((key.to_owned(), number));
         Self::remove_partials(&dir);
-        // Keep the new generation and its chain, then the newest intact generation older than
-        // all of them with its chain: whichever one generation is damaged, another loads, and
-        // with it the WAL from the older one's position (after a fallback, the damaged one
-        // goes).
-        let mut keep: BTreeSet<u64> = chain.iter().copied().collect();
-        let oldest_kept = keep.first().copied().unwrap_or(number);
-        for (&older_number, &home) in older.range(..oldest_kept).rev() {
-            if self.intact(key, &dir, older_number, home)? {
-                keep.insert(older_number);
-                if home == Home::File {
-                    keep.extend(Self::chain_of(&dir, older_number).unwrap_or_default());
-                }
-                break;
-            }
-        }
-        for (&older_number, &home) in &older {
-            if !keep.contains(&older_number) {
-                self.remove(key, &dir, older_number, home)?;
-            }
-        }
-        if older.values().any(|h| *h == Home::Legacy) {
-            if let Some(legacy) = &self.legacy {
-                legacy.flush()?;
-            }
-        }
+        self.retire_older(key, &dir, &older, &chain)?;
         Ok(Generation(number))
     }
 
