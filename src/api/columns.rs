@@ -190,7 +190,7 @@ async fn create_columns(
         .subject
         .split(',')
         .map(|id| column_in_view(&changed.schema, view, id))
-        .collect::<ApiResult<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     let targets = reference_targets(&state, &p, columns.iter().map(|(c, _)| *c)).await?;
     let bodies: Vec<ColumnBody> = columns
         .iter()

@@ -176,7 +176,7 @@ async fn initial_columns(
         let in_request =
             |e: ApiError| ApiError::new(e.code, format!("columns[{i}]: {}", e.message));
         check_reference(state, p, column.reference.as_ref()).await.map_err(in_request)?;
-        let built = build_column(&schema, column).map_err(in_request)?;
+        let built = build_column(&schema, column).map_err(|e| in_request(e.into()))?;
         schema.push_column(built);
     }
     Ok(schema)

@@ -12,7 +12,7 @@ use super::schema::{
     NumberType, ReferenceSetting, ReferenceType, ResultValueType, Schema, SelectionColor,
     SelectionOption,
 };
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use super::schema_error::{SchemaError, SchemaResult};
 use crate::ids;
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
@@ -96,9 +96,9 @@ pub const MAX_COLUMNS: usize = 1000;
 
 /// Builds a new column from a create request, checking it against the schema (and the cap on
 /// columns).
-pub fn build_column(schema: &Schema, req: &ColumnRequest) -> ApiResult<ColumnDef> {
+pub fn build_column(schema: &Schema, req: &ColumnRequest) -> SchemaResult<ColumnDef> {
     if schema.columns.len() >= MAX_COLUMNS {
-        return Err(ApiError::bad_request(format!(
+        return Err(SchemaError::invalid(format!(
             "A grid has at most {MAX_COLUMNS} columns; this one has {}.",
             schema.columns.len()
         )));
@@ -108,11 +108,11 @@ pub fn build_column(schema: &Schema, req: &ColumnRequest) -> ApiResult<ColumnDef
         .as_deref()
         .map(str::trim)
         .filter(|n| !n.is_empty())
-        .ok_or_else(|| ApiError::bad_request("The column name is required."))?;
+        .ok_or_else(|| SchemaError::invalid("The column name is required."))?;
     let type_text = req
         .column_type
         .as_deref()
-        .ok_or_else(|| ApiError::bad_request("The column type is required."))?;
+        .ok_or_else(|| SchemaError::invalid("The column type is required."))?;
     let column_type = parse_column_type(type_text)?;
     let id = match &req.id {
         Some(id) => check_new_column_id(schema, id)?,
@@ -140,7 +140,7 @@ pub fn update_column(
     schema: &Schema,
     current: &ColumnDef,
     req: &ColumnRequest,
-) -> ApiResult<ColumnDef> {
+) -> SchemaResult<ColumnDef> {
     let mut column = current.clone();
     if let Some(new_id) = req.new_id.as_ref().or(req.id.as_ref()) {
         if new_id != &current.id {
@@ -150,7 +150,7 @@ pub fn update_column(
     if let Some(name) = &req.name {
         let name = name.trim();
         if name.is_empty() {
-            return Err(ApiError::bad_request("The column name cannot be empty."));
+            return Err(SchemaError::invalid("The column name cannot be empty."));
         }
         column.name = check_name(name)?;
     }
@@ -170,40 +170,36 @@ pub fn update_column(
     Ok(column)
 }
 
-fn check_name(name: &str) -> ApiResult<String> {
+fn check_name(name: &str) -> SchemaResult<String> {
     if name.chars().count() > MAX_NAME_CHARS {
-        return Err(ApiError::bad_request(format!(
+        return Err(SchemaError::invalid(format!(
             "The column name is longer than {MAX_NAME_CHARS} characters."
         )));
     }
     Ok(name.to_owned())
 }
 
-fn parse_column_type(text: &str) -> ApiResult<ColumnType> {
+fn parse_column_type(text: &str) -> SchemaResult<ColumnType> {
     ColumnType::parse(text).ok_or_else(|| {
         let known: Vec<&str> = ColumnType::ALL.iter().map(|t| t.as_str()).collect();
-        ApiError::bad_request(format!(
+        SchemaError::invalid(format!(
             "Unknown column type \"{text}\"; expected one of {}.",
             known.join(", ")
         ))
     })
 }
 
-fn check_new_column_id(schema: &Schema, id: &str) -> ApiResult<String> {
+fn check_new_column_id(schema: &Schema, id: &str) -> SchemaResult<String> {
     if !ids::is_valid_column_id(id) {
-        return Err(ApiError::new(
-            ErrorCode::InvalidColumnId,
-            format!(
-                "Column id \"{id}\" is invalid: use letters, digits and '_', not starting with '_', \
+        return Err(SchemaError::InvalidColumnId(format!(
+            "Column id \"{id}\" is invalid: use letters, digits and '_', not starting with '_', \
                  at most 100 characters."
-            ),
-        ));
+        )));
     }
     if schema.column(id).is_some() {
-        return Err(ApiError::new(
-            ErrorCode::InvalidColumnId,
-            format!("Column id \"{id}\" already exists in this grid."),
-        ));
+        return Err(SchemaError::InvalidColumnId(format!(
+            "Column id \"{id}\" already exists in this grid."
+        )));
     }
     Ok(id.to_owned())
 }
@@ -224,7 +220,7 @@ fn apply_settings(
     column: &mut ColumnDef,
     req: &ColumnRequest,
     fresh: bool,
-) -> ApiResult<()> {
+) -> SchemaResult<()> {
     if fresh {
         column.language_code = None;
         column.localization_type = None;
@@ -251,7 +247,7 @@ fn apply_settings(
             if let Some(r) = &req.reference {
                 column.reference = Some(parse_reference(r)?);
             } else if column.reference.is_none() {
-                return Err(ApiError::bad_request(
+                return Err(SchemaError::invalid(
                     "A reference column needs reference.gridId and reference.columnId.",
                 ));
             }
@@ -279,12 +275,12 @@ fn apply_settings(
     Ok(())
 }
 
-fn apply_language(column: &mut ColumnDef, req: &ColumnRequest) -> ApiResult<()> {
+fn apply_language(column: &mut ColumnDef, req: &ColumnRequest) -> SchemaResult<()> {
     if let Some(code) = &req.language_code {
         let valid =
             !code.is_empty() && code.len() <= 16 && code.chars().all(|c| c.is_ascii_alphanumeric());
         if !valid {
-            return Err(ApiError::bad_request(format!(
+            return Err(SchemaError::invalid(format!(
                 "languageCode \"{code}\" is invalid: use letters and digits, like enUS."
             )));
         }
@@ -292,14 +288,14 @@ fn apply_language(column: &mut ColumnDef, req: &ColumnRequest) -> ApiResult<()> 
     }
     if let Some(text) = &req.localization_type {
         let parsed = LocalizationType::parse(text).ok_or_else(|| {
-            ApiError::bad_request(format!(
+            SchemaError::invalid(format!(
                 "localizationType \"{text}\" is invalid; expected sourceLanguage or targetLanguage."
             ))
         })?;
         column.localization_type = Some(parsed);
     }
     if column.language_code.is_none() {
-        return Err(ApiError::bad_request("A language column needs a languageCode."));
+        return Err(SchemaError::invalid("A language column needs a languageCode."));
     }
     if column.localization_type.is_none() {
         column.localization_type = Some(LocalizationType::SourceLanguage);
@@ -307,17 +303,17 @@ fn apply_language(column: &mut ColumnDef, req: &ColumnRequest) -> ApiResult<()> 
     Ok(())
 }
 
-fn parse_number_format(nf: &NumberFormatRequest) -> ApiResult<NumberFormat> {
+fn parse_number_format(nf: &NumberFormatRequest) -> SchemaResult<NumberFormat> {
     let number_type = match nf.number_type.as_deref() {
         None => NumberType::Decimal,
         Some(text) => NumberType::parse(text).ok_or_else(|| {
-            ApiError::bad_request(format!(
+            SchemaError::invalid(format!(
                 "numberFormat.type \"{text}\" is invalid; expected decimal or integer."
             ))
         })?,
     };
     if nf.decimal_places.is_some_and(|p| p > 20) {
-        return Err(ApiError::bad_request("numberFormat.decimalPlaces must be between 0 and 20."));
+        return Err(SchemaError::invalid("numberFormat.decimalPlaces must be between 0 and 20."));
     }
     Ok(NumberFormat {
         number_type,
@@ -327,7 +323,7 @@ fn parse_number_format(nf: &NumberFormatRequest) -> ApiResult<NumberFormat> {
     })
 }
 
-fn parse_selection(req: &ColumnRequest) -> ApiResult<Option<Vec<SelectionOption>>> {
+fn parse_selection(req: &ColumnRequest) -> SchemaResult<Option<Vec<SelectionOption>>> {
     let options: Vec<SelectionOption> = match (&req.selection, &req.selection_options) {
         (Some(selection), _) => selection
             .options
@@ -338,7 +334,7 @@ fn parse_selection(req: &ColumnRequest) -> ApiResult<Option<Vec<SelectionOption>
                     Some(text) => Some(SelectionColor::parse(text).ok_or_else(|| {
                         let known: Vec<&str> =
                             SelectionColor::ALL.iter().map(|c| c.as_str()).collect();
-                        ApiError::bad_request(format!(
+                        SchemaError::invalid(format!(
                             "Unknown selection color \"{text}\"; expected one of {}.",
                             known.join(", ")
                         ))
@@ -346,23 +342,23 @@ fn parse_selection(req: &ColumnRequest) -> ApiResult<Option<Vec<SelectionOption>
                 };
                 Ok(SelectionOption { value: o.value.clone(), color })
             })
-            .collect::<ApiResult<_>>()?,
+            .collect::<SchemaResult<_>>()?,
         (None, Some(values)) => {
             values.iter().map(|v| SelectionOption { value: v.clone(), color: None }).collect()
         }
         (None, None) => return Ok(None),
     };
     if options.len() > MAX_OPTIONS {
-        return Err(ApiError::bad_request(format!(
+        return Err(SchemaError::invalid(format!(
             "A selection has at most {MAX_OPTIONS} options."
         )));
     }
     for (i, option) in options.iter().enumerate() {
         if option.value.chars().count() > 100 {
-            return Err(ApiError::bad_request("A selection option is at most 100 characters."));
+            return Err(SchemaError::invalid("A selection option is at most 100 characters."));
         }
         if options[..i].iter().any(|o| o.value == option.value) {
-            return Err(ApiError::bad_request(format!(
+            return Err(SchemaError::invalid(format!(
                 "Selection option \"{}\" is listed twice.",
                 option.value
             )));
@@ -371,21 +367,21 @@ fn parse_selection(req: &ColumnRequest) -> ApiResult<Option<Vec<SelectionOption>
     Ok(Some(options))
 }
 
-fn parse_reference(r: &ReferenceRequest) -> ApiResult<ReferenceSetting> {
+fn parse_reference(r: &ReferenceRequest) -> SchemaResult<ReferenceSetting> {
     let grid_id = r
         .grid_id
         .clone()
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| ApiError::bad_request("reference.gridId is required."))?;
+        .ok_or_else(|| SchemaError::invalid("reference.gridId is required."))?;
     let column_id = r
         .column_id
         .clone()
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| ApiError::bad_request("reference.columnId is required."))?;
+        .ok_or_else(|| SchemaError::invalid("reference.columnId is required."))?;
     let reference_type = match r.reference_type.as_deref() {
         None => ReferenceType::Row,
         Some(text) => ReferenceType::parse(text).ok_or_else(|| {
-            ApiError::bad_request(format!(
+            SchemaError::invalid(format!(
                 "reference.type \"{text}\" is invalid; expected row or cell."
             ))
         })?,
@@ -394,7 +390,7 @@ fn parse_reference(r: &ReferenceRequest) -> ApiResult<ReferenceSetting> {
         None | Some("multiple") => true,
         Some("single") => false,
         Some(other) => {
-            return Err(ApiError::bad_request(format!(
+            return Err(SchemaError::invalid(format!(
                 "reference.selectionType \"{other}\" is invalid; expected single or multiple."
             )))
         }
@@ -408,10 +404,10 @@ fn parse_reference(r: &ReferenceRequest) -> ApiResult<ReferenceSetting> {
     })
 }
 
-fn apply_formula(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) -> ApiResult<()> {
+fn apply_formula(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) -> SchemaResult<()> {
     let Some(f) = &req.formula else {
         if column.formula.is_none() {
-            return Err(ApiError::bad_request("A formula column needs formula.formulaText."));
+            return Err(SchemaError::invalid("A formula column needs formula.formulaText."));
         }
         return Ok(());
     };
@@ -420,12 +416,12 @@ fn apply_formula(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) -
         .clone()
         .or_else(|| column.formula.as_ref().map(|f| f.formula_text.clone()))
         .filter(|t| !t.trim().is_empty())
-        .ok_or_else(|| ApiError::bad_request("formula.formulaText is required."))?;
-    formula::check(schema, &column.id, &text).map_err(ApiError::bad_request)?;
+        .ok_or_else(|| SchemaError::invalid("formula.formulaText is required."))?;
+    formula::check(schema, &column.id, &text).map_err(SchemaError::invalid)?;
     let detect = match f.detect_result_value_type.as_deref() {
         None => column.formula.as_ref().and_then(|f| f.detect_result_value_type),
         Some(text) => Some(ResultValueType::parse(text).ok_or_else(|| {
-            ApiError::bad_request(format!("formula.detectResultValueType \"{text}\" is invalid."))
+            SchemaError::invalid(format!("formula.detectResultValueType \"{text}\" is invalid."))
         })?),
     };
     let as_list = f
@@ -443,6 +439,7 @@ fn apply_formula(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{Coded, ErrorCode};
 
     fn req(json: serde_json::Value) -> ColumnRequest {
         serde_json::from_value(json).expect("valid request")
@@ -474,12 +471,12 @@ mod tests {
         ];
         for body in bad {
             let err = build_column(&schema, &req(body.clone())).expect_err("must be refused");
-            assert_eq!(err.code, ErrorCode::BadRequest, "{body}");
+            assert_eq!(err.code(), ErrorCode::BadRequest, "{body}");
         }
         let err =
             build_column(&schema, &req(serde_json::json!({"id":"_x","name":"x","type":"number"})))
                 .expect_err("invalid id");
-        assert_eq!(err.code, ErrorCode::InvalidColumnId);
+        assert_eq!(err.code(), ErrorCode::InvalidColumnId);
     }
 
     #[test]
@@ -493,12 +490,12 @@ mod tests {
         schema.columns.push(a.expect("valid formula"));
         for (id, f) in [("b", "[nope]"), ("b", "[b] & 1"), ("b", "1 +"), ("b", "LEN()")] {
             let err = build_column(&schema, &req(formula(id, f))).expect_err(f);
-            assert_eq!(err.code, ErrorCode::BadRequest, "{f}");
+            assert_eq!(err.code(), ErrorCode::BadRequest, "{f}");
         }
         schema.columns.push(build_column(&schema, &req(formula("b", "[a] & 1"))).expect("valid"));
         let a = schema.columns[1].clone();
         let patch = req(json!({"formula": {"formulaText": "[b]"}}));
         let cycle = update_column(&schema, &a, &patch).expect_err("a cycle");
-        assert!(cycle.message.contains("through column \"b\""), "{}", cycle.message);
+        assert!(cycle.to_string().contains("through column \"b\""), "{cycle}");
     }
 }

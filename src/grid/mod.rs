@@ -21,6 +21,7 @@ pub mod records;
 pub mod references;
 pub mod render;
 pub mod schema;
+pub mod schema_error;
 pub mod statistic;
 pub mod store;
 pub mod value;

@@ -1,6 +1,6 @@
 //! Checks a schema change request against a branch's schema and turns it into `GridOp`s.
 //!
-//! Pure: reads the schema, returns ops or the `ApiError` the client gets. Applying is
+//! Pure: reads the schema, returns ops or the `SchemaError` the client gets. Applying is
 //! `GridState::apply`'s job.
 
 use serde::Deserialize;
@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use super::columns::{build_column, update_column, ColumnRequest};
 use super::ops::{apply_schema, GridOp};
 use super::schema::{ColumnDef, Dependency, Schema, ViewColumn, ViewDef};
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use super::schema_error::{SchemaError, SchemaResult};
 use crate::ids;
 
 /// Body of dependency create (both required) and update (both optional).
@@ -77,13 +77,13 @@ pub struct Planned {
 }
 
 /// Plans `change`, made through view `view_id` (or on the branch when creating a view).
-pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> ApiResult<Planned> {
+pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> SchemaResult<Planned> {
     if let SchemaChange::CreateView { id, name, columns } = change {
         return plan_create_view(schema, id, name, &columns);
     }
     let view = schema
         .view(view_id)
-        .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id))?;
+        .ok_or_else(|| SchemaError::ViewNotFound(SchemaError::missing("View", view_id)))?;
     match change {
         SchemaChange::CreateView { .. } => unreachable!("handled above"),
         SchemaChange::CreateColumn(request) => {
@@ -121,7 +121,7 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> ApiResult<P
         SchemaChange::RemoveColumnFromView { column_id } => {
             column_in_view(schema, view, &column_id)?;
             if view.is_default {
-                return Err(ApiError::bad_request(
+                return Err(SchemaError::invalid(
                     "The default access view shows every column; delete the column instead.",
                 ));
             }
@@ -131,7 +131,7 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> ApiResult<P
         }
         SchemaChange::DeleteView => {
             if view.is_default {
-                return Err(ApiError::bad_request(
+                return Err(SchemaError::invalid(
                     "The default access view of a grid cannot be deleted.",
                 ));
             }
@@ -167,15 +167,13 @@ fn plan_create_columns(
     schema: &Schema,
     view: &ViewDef,
     requests: &[ColumnRequest],
-) -> ApiResult<Planned> {
+) -> SchemaResult<Planned> {
     let mut scratch = schema.clone();
     let mut ops = Vec::with_capacity(requests.len());
     let mut ids = Vec::with_capacity(requests.len());
     for (at, request) in requests.iter().enumerate() {
-        let column = build_column(&scratch, request).map_err(|mut err| {
-            err.message = format!("columns[{at}]: {}", err.message);
-            err
-        })?;
+        let column =
+            build_column(&scratch, request).map_err(|err| err.at(&format!("columns[{at}]")))?;
         ids.push(column.id.clone());
         let editable = request.editable.unwrap_or(true);
         let op = GridOp::CreateColumn { column, view_id: Some(view.id.clone()), editable };
@@ -191,22 +189,22 @@ pub fn column_in_view<'a>(
     schema: &'a Schema,
     view: &'a ViewDef,
     column_id: &str,
-) -> ApiResult<(&'a ColumnDef, bool)> {
+) -> SchemaResult<(&'a ColumnDef, bool)> {
     schema.view_column(view, column_id).ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::ColumnNotFoundInView,
-            format!("Column \"{column_id}\" could not be found in view \"{}\".", view.id),
-        )
+        SchemaError::ColumnNotInView(format!(
+            "Column \"{column_id}\" could not be found in view \"{}\".",
+            view.id
+        ))
     })
 }
 
-fn check_type_change(schema: &Schema, before: &ColumnDef, after: &ColumnDef) -> ApiResult<()> {
+fn check_type_change(schema: &Schema, before: &ColumnDef, after: &ColumnDef) -> SchemaResult<()> {
     let involved = schema
         .dependencies
         .iter()
         .any(|d| d.source_column_id == before.id || d.target_column_id == before.id);
     if involved && !after.is_language() {
-        return Err(ApiError::bad_request(format!(
+        return Err(SchemaError::invalid(format!(
             "Column \"{}\" is part of a dependency and must stay a language column; delete the \
              dependency first.",
             before.id
@@ -220,23 +218,23 @@ fn plan_create_view(
     id: String,
     name: String,
     columns: &[ViewColumnRequest],
-) -> ApiResult<Planned> {
+) -> SchemaResult<Planned> {
     let name = name.trim();
     if name.is_empty() {
-        return Err(ApiError::bad_request("The view name is required."));
+        return Err(SchemaError::invalid("The view name is required."));
     }
     let mut shown: Vec<ViewColumn> = Vec::with_capacity(columns.len());
     for (i, c) in columns.iter().enumerate() {
         let column_id =
             c.id.as_deref()
-                .ok_or_else(|| ApiError::bad_request(format!("columns[{i}].id is required.")))?;
+                .ok_or_else(|| SchemaError::invalid(format!("columns[{i}].id is required.")))?;
         if schema.column(column_id).is_none() {
-            return Err(ApiError::bad_request(format!(
+            return Err(SchemaError::invalid(format!(
                 "columns[{i}]: column \"{column_id}\" does not exist in this grid."
             )));
         }
         if shown.iter().any(|s| s.id == column_id) {
-            return Err(ApiError::bad_request(format!(
+            return Err(SchemaError::invalid(format!(
                 "columns[{i}]: column \"{column_id}\" is listed twice."
             )));
         }
@@ -246,12 +244,11 @@ fn plan_create_view(
     Ok(Planned { ops: vec![GridOp::CreateView(view)], subject: id })
 }
 
-fn plan_add_to_view(schema: &Schema, view: &ViewDef, column_id: String) -> ApiResult<Planned> {
+fn plan_add_to_view(schema: &Schema, view: &ViewDef, column_id: String) -> SchemaResult<Planned> {
     if schema.column(&column_id).is_none() {
-        return Err(ApiError::new(
-            ErrorCode::ColumnNotFoundInView,
-            format!("Column \"{column_id}\" does not exist in this grid."),
-        ));
+        return Err(SchemaError::ColumnNotInView(format!(
+            "Column \"{column_id}\" does not exist in this grid."
+        )));
     }
     if view.is_default || view.columns.iter().any(|c| c.id == column_id) {
         return Ok(Planned { ops: Vec::new(), subject: column_id });
@@ -263,23 +260,20 @@ fn plan_add_to_view(schema: &Schema, view: &ViewDef, column_id: String) -> ApiRe
     Ok(Planned { ops: vec![op], subject: column_id })
 }
 
-fn find_dependency<'a>(schema: &'a Schema, id: &str) -> ApiResult<&'a Dependency> {
+fn find_dependency<'a>(schema: &'a Schema, id: &str) -> SchemaResult<&'a Dependency> {
     schema
         .dependencies
         .iter()
         .find(|d| d.id == id)
-        .ok_or_else(|| ApiError::not_found(ErrorCode::DependencyIsNotFound, "Dependency", id))
+        .ok_or_else(|| SchemaError::DependencyNotFound(SchemaError::missing("Dependency", id)))
 }
 
-fn language_column<'a>(schema: &'a Schema, id: &str, role: &str) -> ApiResult<&'a ColumnDef> {
+fn language_column<'a>(schema: &'a Schema, id: &str, role: &str) -> SchemaResult<&'a ColumnDef> {
     let column = schema.column(id).ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::ColumnNotFoundInView,
-            format!("The {role} column \"{id}\" could not be found."),
-        )
+        SchemaError::ColumnNotInView(format!("The {role} column \"{id}\" could not be found."))
     })?;
     if !column.is_language() {
-        return Err(ApiError::bad_request(format!(
+        return Err(SchemaError::invalid(format!(
             "The {role} column \"{id}\" is not a language column; dependencies link language columns."
         )));
     }
@@ -292,48 +286,46 @@ fn check_dependency(
     source: &str,
     target: &str,
     ignoring: Option<&str>,
-) -> ApiResult<()> {
+) -> SchemaResult<()> {
     language_column(schema, source, "source")?;
     language_column(schema, target, "target")?;
     let mut others = schema.clone();
     others.dependencies.retain(|d| Some(d.id.as_str()) != ignoring);
     if others.dependency_of_target(target).is_some() {
-        return Err(ApiError::new(
-            ErrorCode::DependencyAlreadyExists,
-            format!("Column \"{target}\" already depends on a source column."),
-        ));
+        return Err(SchemaError::DependencyExists(format!(
+            "Column \"{target}\" already depends on a source column."
+        )));
     }
     if source == target || others.would_cycle(source, target) {
-        return Err(ApiError::new(
-            ErrorCode::Unprocessable,
-            format!("A dependency from \"{source}\" to \"{target}\" would make a cycle."),
-        ));
+        return Err(SchemaError::Unprocessable(format!(
+            "A dependency from \"{source}\" to \"{target}\" would make a cycle."
+        )));
     }
     Ok(())
 }
 
-fn dependency_id(schema: &Schema, requested: Option<&String>) -> ApiResult<String> {
+fn dependency_id(schema: &Schema, requested: Option<&String>) -> SchemaResult<String> {
     match requested {
         Some(id) if !ids::is_valid_column_id(id) => {
-            Err(ApiError::bad_request(format!("Dependency id \"{id}\" is invalid.")))
+            Err(SchemaError::invalid(format!("Dependency id \"{id}\" is invalid.")))
         }
         Some(id) if schema.dependencies.iter().any(|d| &d.id == id) => {
-            Err(ApiError::bad_request(format!("Dependency id \"{id}\" already exists.")))
+            Err(SchemaError::invalid(format!("Dependency id \"{id}\" already exists.")))
         }
         Some(id) => Ok(id.clone()),
         None => Ok(ids::generate()),
     }
 }
 
-fn plan_create_dependency(schema: &Schema, request: DependencyRequest) -> ApiResult<Planned> {
+fn plan_create_dependency(schema: &Schema, request: DependencyRequest) -> SchemaResult<Planned> {
     let source = request
         .source_column_id
         .as_deref()
-        .ok_or_else(|| ApiError::bad_request("sourceColumnId is required."))?;
+        .ok_or_else(|| SchemaError::invalid("sourceColumnId is required."))?;
     let target = request
         .target_column_id
         .as_deref()
-        .ok_or_else(|| ApiError::bad_request("targetColumnId is required."))?;
+        .ok_or_else(|| SchemaError::invalid("targetColumnId is required."))?;
     check_dependency(schema, source, target, None)?;
     let id = dependency_id(schema, request.id.as_ref())?;
     let dependency = Dependency {
@@ -348,7 +340,7 @@ fn plan_update_dependency(
     schema: &Schema,
     id: String,
     request: DependencyRequest,
-) -> ApiResult<Planned> {
+) -> SchemaResult<Planned> {
     let current = find_dependency(schema, &id)?;
     let source = request.source_column_id.as_deref().unwrap_or(&current.source_column_id);
     let target = request.target_column_id.as_deref().unwrap_or(&current.target_column_id);

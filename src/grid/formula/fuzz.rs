@@ -274,8 +274,8 @@ fn create_and_read(state: &mut GridState, text: &str, bound: u64) -> Result<(), 
     let column: ColumnDef = match build_column(&state.schema, &req) {
         Ok(column) => column,
         Err(e) => {
-            prop_assert!(checked.is_err(), "{text}: refused only by build_column: {}", e.message);
-            prop_assert_eq!(e.status().as_u16(), 400);
+            prop_assert!(checked.is_err(), "{text}: refused only by build_column: {e}");
+            prop_assert_eq!(crate::error::ApiError::from(e).status().as_u16(), 400);
             return Ok(());
         }
     };
