@@ -333,8 +333,10 @@ async fn start_merge(
         kind: TASK_KIND,
         route: destination.clone(),
         view_id,
-        showing: vec![source.branch_id.clone(), destination.branch_id.clone()],
-        status: Some(GridStatus::Merging),
+        shows: Some((
+            GridStatus::Merging,
+            vec![source.branch_id.clone(), destination.branch_id.clone()],
+        )),
     };
     let (task, fork_clock) =
         start_task(state, p, new, move |s| s.lineage_point(&s_id, &d_id)).await?;

@@ -74,8 +74,7 @@ async fn create_diffcheck(
         kind: TASK_KIND,
         route: destination.clone(),
         view_id: Some(destination_view),
-        showing: Vec::new(),
-        status: None,
+        shows: None,
     };
     let (task, fork_clock) =
         start_task(&state, &p, new, move |s| s.lineage_point(&s_id, &d_id)).await?;

@@ -231,8 +231,7 @@ async fn import(
         kind: TASK_KIND,
         route: route.clone(),
         view_id: Some(view_id.clone()),
-        showing: vec![route.branch_id.clone()],
-        status: Some(GridStatus::Importing),
+        shows: Some((GridStatus::Importing, vec![route.branch_id.clone()])),
     };
     let (task, ()) = start_task(&state, &p, new, |_| Ok(())).await?;
     let run = Run { state: state.clone(), p, route, view_id, backup };
@@ -383,8 +382,7 @@ async fn restore_backup(
         kind: "restore",
         route: route.clone(),
         view_id: None,
-        showing: vec![backup.branch_id.clone()],
-        status: Some(GridStatus::Restoring),
+        shows: Some((GridStatus::Restoring, vec![backup.branch_id.clone()])),
     };
     let (task, ()) = start_task(&state, &p, new, |_| Ok(())).await?;
     let (user, state) = (p.user().to_owned(), state.clone());

@@ -77,14 +77,13 @@ async fn get_task(
     ok(&task_body(&task))
 }
 
-/// A task to start: its kind, the branch it works on, the view it was asked through, and the
-/// branches that show `status` (`merging`, `importing` ...) until it ends.
+/// A task to start: its kind, the branch it works on, the view it was asked through, and
+/// the status (`merging`, `importing` ...) some branches show until it ends, if any.
 pub struct NewTask {
     pub kind: &'static str,
     pub route: Arc<BranchRoute>,
     pub view_id: Option<String>,
-    pub showing: Vec<String>,
-    pub status: Option<GridStatus>,
+    pub shows: Option<(GridStatus, Vec<String>)>,
 }
 
 /// A recorded task not yet running: [`StartedTask::run`] runs it, once.
@@ -104,13 +103,14 @@ pub async fn start_task<T: Send + 'static>(
     new: NewTask,
     also: impl FnOnce(&mut Supervisor) -> ApiResult<T> + Send + 'static,
 ) -> ApiResult<(StartedTask, T)> {
-    let NewTask { kind, route, view_id, showing, status } = new;
-    let (pc, shown) = (p.clone(), showing.clone());
+    let NewTask { kind, route, view_id, shows } = new;
+    let showing: Vec<String> = shows.as_ref().map(|(_, ids)| ids.clone()).unwrap_or_default();
+    let pc = p.clone();
     let (task, with) = exec(state, move |s| {
         let with = also(s)?;
         let task = s.start_task(&pc, kind, &route, view_id)?;
-        if let Some(status) = status {
-            s.set_status(&shown.iter().map(String::as_str).collect::<Vec<_>>(), status);
+        if let Some((status, ids)) = shows {
+            s.set_status(&ids.iter().map(String::as_str).collect::<Vec<_>>(), status);
         }
         Ok::<_, ApiError>((task, with))
     })

@@ -118,19 +118,15 @@ impl fmt::Display for WriteError {
     }
 }
 
-/// A refusal from elsewhere (a mailbox, the WAL, a referenced grid's access) as a write's: one
-/// problem without a place, or the error's own list.
+/// A refusal from elsewhere (a mailbox, the WAL, a referenced grid's access) as a write's: its
+/// message, or each of the problems it lists, without a place.
 impl From<ApiError> for WriteError {
     fn from(err: ApiError) -> WriteError {
-        if err.messages.is_empty() {
-            return WriteError {
-                problems: vec![Problem::new(err.code, None, err.message)],
-                found: 1,
-            };
-        }
-        let found = err.messages.len().max(2);
-        let problems = err.messages.into_iter().map(|m| Problem::new(err.code, None, m)).collect();
-        WriteError { problems, found }
+        let code = err.code;
+        let listed = if err.messages.is_empty() { vec![err.message] } else { err.messages };
+        let problems: Vec<Problem> =
+            listed.into_iter().map(|m| Problem::new(code, None, m)).collect();
+        WriteError { found: problems.len(), problems }
     }
 }
 
@@ -208,6 +204,14 @@ mod tests {
         assert_eq!(listed, ["row 7, column \"English\": bad.", "row 8.cells[5]: worse."]);
         let single = refused(&[(At::cell("row 2", 0), "bad.")]);
         assert_eq!(single.summary_naming(&names), "row 2, column \"Record ID\": bad.");
+    }
+
+    #[test]
+    fn a_refusal_from_elsewhere_keeps_its_code_and_message() {
+        let denied = ApiError::new(ErrorCode::AccessDenied, "no read access");
+        let err = WriteError::from(denied.clone());
+        assert_eq!((err.code(), err.found), (ErrorCode::AccessDenied, 1));
+        assert_eq!(ApiError::from(err), denied);
     }
 
     #[test]

@@ -471,21 +471,7 @@ fn views_of(app: &TestApp, branch: &str) -> Vec<(String, String)> {
 #[test]
 fn a_branch_copies_records_paths_statuses_columns_and_views_under_new_ids() {
     let app = spawn_app();
-    let (grid, master) = app.create_grid("Strings");
-    for column in [
-        json!({"id": "en", "name": "English", "type": "language", "languageCode": "enUS",
-               "localizationType": "sourceLanguage"}),
-        json!({"id": "fr", "name": "French", "type": "language", "languageCode": "frFR",
-               "localizationType": "targetLanguage"}),
-        json!({"id": "note", "name": "Note", "type": "singleLine"}),
-    ] {
-        app.create_column(&master, column);
-    }
-    app.post(
-        &format!("/v1/views/{master}/dependencies"),
-        &json!({"sourceColumnId": "en", "targetColumnId": "fr"}),
-    )
-    .assert_status(201);
+    let (grid, master) = app.language_grid(&[("fr", "French", "frFR")], true);
     app.add_records(
         &master,
         json!([

@@ -410,20 +410,34 @@ impl TestApp {
     /// (frFR) and `de` (deDE), depending on it when `with_dependencies`, and a plain column
     /// `note`: (grid id, view id).
     pub fn localized_grid(&self, with_dependencies: bool) -> (String, String) {
+        let targets = [("fr", "French", "frFR"), ("de", "German", "deDE")];
+        self.language_grid(&targets, with_dependencies)
+    }
+
+    /// A grid "Strings" with source `en` (English, enUS), the target language columns
+    /// `targets` ((id, name, languageCode)), each depending on `en` when `with_dependencies`,
+    /// and a plain column `note`: (grid id, view id).
+    pub fn language_grid(
+        &self,
+        targets: &[(&str, &str, &str)],
+        with_dependencies: bool,
+    ) -> (String, String) {
         let (grid, view) = self.create_grid("Strings");
-        for column in [
+        self.create_column(
+            &view,
             json!({"id": "en", "name": "English", "type": "language", "languageCode": "enUS",
                    "localizationType": "sourceLanguage"}),
-            json!({"id": "fr", "name": "French", "type": "language", "languageCode": "frFR",
-                   "localizationType": "targetLanguage"}),
-            json!({"id": "de", "name": "German", "type": "language", "languageCode": "deDE",
-                   "localizationType": "targetLanguage"}),
-            json!({"id": "note", "name": "Note", "type": "singleLine"}),
-        ] {
-            self.create_column(&view, column);
+        );
+        for (id, name, code) in targets {
+            self.create_column(
+                &view,
+                json!({"id": id, "name": name, "type": "language", "languageCode": code,
+                       "localizationType": "targetLanguage"}),
+            );
         }
+        self.create_column(&view, json!({"id": "note", "name": "Note", "type": "singleLine"}));
         if with_dependencies {
-            for target in ["fr", "de"] {
+            for (target, _, _) in targets {
                 self.add_dependency(&view, target);
             }
         }

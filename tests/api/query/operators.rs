@@ -335,21 +335,8 @@ fn last_modified_time_and_by_filter_sort_and_follow_updates() {
 #[test]
 fn language_columns_and_status_sub_fields() {
     let app = spawn_app();
-    let (_, view) = app.create_grid("Strings");
-    for column in [
-        json!({"id": "en", "name": "English", "type": "language", "languageCode": "enUS",
-               "localizationType": "sourceLanguage"}),
-        json!({"id": "fr", "name": "French", "type": "language", "languageCode": "frFR",
-               "localizationType": "targetLanguage"}),
-        json!({"id": "note", "name": "Note", "type": "singleLine"}),
-    ] {
-        app.create_column(&view, column);
-    }
-    let res = app.post(
-        &format!("/v1/views/{view}/dependencies"),
-        &json!({"sourceColumnId": "en", "targetColumnId": "fr"}),
-    );
-    let dependency = res.assert_status(201)["id"].as_str().expect("dependency id").to_owned();
+    let (_, view) = app.language_grid(&[("fr", "French", "frFR")], false);
+    let dependency = app.add_dependency(&view, "fr");
     let text = |column: &str, value: &str| json!({"columnId": column, "value": value});
     app.add_records(
         &view,
