@@ -100,8 +100,16 @@ type Operation = Box<dyn FnOnce(&mut Supervisor) -> ApiResult<serde_json::Value>
 
 /// What a command does on the supervisor.
 fn operation(cmd: AdminCommand) -> Result<Operation, String> {
+    match cmd {
+        AdminCommand::Keys(cmd) => key_operation(cmd),
+        AdminCommand::Companies(cmd) => company_operation(cmd),
+    }
+}
+
+/// What a `keys` command does.
+fn key_operation(cmd: KeysCommand) -> Result<Operation, String> {
     Ok(match cmd {
-        AdminCommand::Keys(KeysCommand::Create {
+        KeysCommand::Create {
             name,
             user,
             company,
@@ -110,7 +118,7 @@ fn operation(cmd: AdminCommand) -> Result<Operation, String> {
             databases,
             grids,
             view_id,
-        }) => {
+        } => {
             let all = projects.is_empty() && databases.is_empty() && grids.is_empty();
             let spec = key_spec(
                 name,
@@ -125,18 +133,24 @@ fn operation(cmd: AdminCommand) -> Result<Operation, String> {
                 Ok(serde_json::to_value(KeyBody::new(&key, Some(secret))).unwrap_or_default())
             })
         }
-        AdminCommand::Keys(KeysCommand::List { company }) => Box::new(move |s| {
+        KeysCommand::List { company } => Box::new(move |s| {
             let p = s.owner_principal(company)?;
             let keys = s.list_keys(&p)?;
             Ok(serde_json::to_value(keys.iter().map(|k| KeyBody::new(k, None)).collect::<Vec<_>>())
                 .unwrap_or_default())
         }),
-        AdminCommand::Keys(KeysCommand::Revoke { id, company }) => Box::new(move |s| {
+        KeysCommand::Revoke { id, company } => Box::new(move |s| {
             let p = s.owner_principal(company)?;
             s.revoke_key(&p, &id)?;
             Ok(serde_json::json!({"revoked": id}))
         }),
-        AdminCommand::Companies(CompaniesCommand::Create { name, tier }) => {
+    })
+}
+
+/// What a `companies` command does.
+fn company_operation(cmd: CompaniesCommand) -> Result<Operation, String> {
+    Ok(match cmd {
+        CompaniesCommand::Create { name, tier } => {
             let tier = parse_tier(&tier)?;
             Box::new(move |s| {
                 let p = s.owner_principal(None)?;
@@ -147,7 +161,7 @@ fn operation(cmd: AdminCommand) -> Result<Operation, String> {
                 }))
             })
         }
-        AdminCommand::Companies(CompaniesCommand::SetTier { id, tier }) => {
+        CompaniesCommand::SetTier { id, tier } => {
             let tier = parse_tier(&tier)?;
             Box::new(move |s| {
                 let p = s.owner_principal(None)?;
@@ -155,7 +169,7 @@ fn operation(cmd: AdminCommand) -> Result<Operation, String> {
                 Ok(serde_json::json!({"id": c.id, "name": c.name, "tier": tier_name(c.tier)}))
             })
         }
-        AdminCommand::Companies(CompaniesCommand::Delete { id }) => Box::new(move |s| {
+        CompaniesCommand::Delete { id } => Box::new(move |s| {
             let p = s.owner_principal(None)?;
             s.delete_company(&p, id)?;
             Ok(serde_json::json!({"deleted": id}))

@@ -226,29 +226,43 @@ async fn share_page(
         escape(&view.name),
         records.total
     );
-    for (column, _) in &columns {
-        body.push_str(&format!(
+    body.push_str(&head_cells(&columns, share.include_grid_history));
+    body.push_str("</tr></thead><tbody>");
+    for record in &records.records {
+        body.push_str(&row_html(record, &token, share.include_grid_history));
+    }
+    body.push_str("</tbody></table>");
+    body.push_str(&page_links(page, pages));
+    Ok(html_page(&view.name, &body))
+}
+
+/// The header cells of the view's columns (and of the history, when the share shows it).
+fn head_cells(columns: &[(&crate::grid::schema::ColumnDef, bool)], history: bool) -> String {
+    let mut cells = String::new();
+    for (column, _) in columns {
+        cells.push_str(&format!(
             "<th data-column-id=\"{}\">{}</th>",
             escape(&column.id),
             escape(&column.name)
         ));
     }
-    if share.include_grid_history {
-        body.push_str("<th>History</th>");
+    if history {
+        cells.push_str("<th>History</th>");
     }
-    body.push_str("</tr></thead><tbody>");
-    for record in &records.records {
-        body.push_str(&row_html(record, &token, share.include_grid_history));
-    }
-    body.push_str("</tbody></table><nav>");
+    cells
+}
+
+/// The links to the previous and the next page, where there is one.
+fn page_links(page: usize, pages: usize) -> String {
+    let mut nav = "<nav>".to_owned();
     if page > 1 {
-        body.push_str(&format!("<a rel=\"prev\" href=\"?page={}\">Previous</a>", page - 1));
+        nav.push_str(&format!("<a rel=\"prev\" href=\"?page={}\">Previous</a>", page - 1));
     }
     if page < pages {
-        body.push_str(&format!("<a rel=\"next\" href=\"?page={}\">Next</a>", page + 1));
+        nav.push_str(&format!("<a rel=\"next\" href=\"?page={}\">Next</a>", page + 1));
     }
-    body.push_str("</nav>");
-    Ok(html_page(&view.name, &body))
+    nav.push_str("</nav>");
+    nav
 }
 
 fn row_html(record: &RecordOut, token: &str, history: bool) -> String {

@@ -51,26 +51,7 @@ async fn export_view(
     req: HttpRequest,
 ) -> ApiResult<HttpResponse> {
     let params = parse_list_params(req.query_string())?;
-    let option = |name: &str| params.others.iter().find(|(k, _)| k == name).map(|(_, v)| v);
-    let file_header = match option("fileHeader").map(String::as_str) {
-        None | Some("columnName") => FileHeader::ColumnName,
-        Some("columnId") => FileHeader::ColumnId,
-        Some("none") => FileHeader::None,
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "fileHeader \"{other}\" is invalid; expected columnName, columnId or none."
-            )))
-        }
-    };
-    let file_type = match option("type").map(|t| t.to_ascii_lowercase()).as_deref() {
-        None | Some("csv") => FileType::Csv,
-        Some("xlsx") => FileType::Xlsx,
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "type \"{other}\" is invalid; expected csv or xlsx."
-            )))
-        }
-    };
+    let (file_header, file_type) = file_options(&params.others)?;
     let view_id = view_id.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
     let query = ExportQuery {
@@ -107,6 +88,31 @@ async fn export_view(
             format!("attachment; filename=\"{view_id}.{extension}\""),
         ))
         .streaming(body))
+}
+
+/// The `fileHeader` and `type` options of an export (defaults: column names, CSV).
+fn file_options(others: &[(String, String)]) -> ApiResult<(FileHeader, FileType)> {
+    let option = |name: &str| others.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    let file_header = match option("fileHeader").map(String::as_str) {
+        None | Some("columnName") => FileHeader::ColumnName,
+        Some("columnId") => FileHeader::ColumnId,
+        Some("none") => FileHeader::None,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "fileHeader \"{other}\" is invalid; expected columnName, columnId or none."
+            )))
+        }
+    };
+    let file_type = match option("type").map(|t| t.to_ascii_lowercase()).as_deref() {
+        None | Some("csv") => FileType::Csv,
+        Some("xlsx") => FileType::Xlsx,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "type \"{other}\" is invalid; expected csv or xlsx."
+            )))
+        }
+    };
+    Ok((file_header, file_type))
 }
 
 /// A writer that sends what it is given in chunks of about [`CHUNK_BYTES`]; writing fails once

@@ -115,10 +115,11 @@ impl Supervisor {
         let now = now_timestamp();
         let id = match &spec.id {
             // A master branch has its grid's id: it must be free among branches too.
-            Some(id) => {
-                let taken = self.grids.contains_key(id) || self.branches.contains_key(id);
-                check_client_id(id, "grid", taken)?
-            }
+            Some(id) => check_client_id(
+                id,
+                "grid",
+                self.grids.contains_key(id) || self.branches.contains_key(id),
+            )?,
             None => ids::generate(),
         };
         let grid = Grid {
@@ -145,6 +146,20 @@ impl Supervisor {
             spec.dependencies,
             spec.views,
         );
+        let durable = self.start_master(&grid, &master, ops)?;
+        self.grids.insert(grid.id.clone(), grid.clone());
+        self.branches.insert(master.id.clone(), master);
+        Ok((grid, durable))
+    }
+
+    /// Logs a new grid's master branch with its first `ops` and starts its actor; the future
+    /// resolves when they are durable.
+    fn start_master(
+        &mut self,
+        grid: &Grid,
+        master: &Branch,
+        ops: Vec<GridOp>,
+    ) -> ApiResult<Durable> {
         let entry = WalEntry { branch_id: master.id.clone(), ops };
         let appended = self.durability.wal.append(entry.encode()).map_err(|err| {
             ApiError::new(
@@ -157,10 +172,8 @@ impl Supervisor {
             state.apply(op);
         }
         self.durability.track(&master.id);
-        self.start_branch_forked(&grid, &master, state, None);
-        self.grids.insert(grid.id.clone(), grid.clone());
-        self.branches.insert(master.id.clone(), master);
-        Ok((grid, appended.durable))
+        self.start_branch_forked(grid, master, state, None);
+        Ok(appended.durable)
     }
 
     /// Renames a grid and merges metadata (a `None` value removes that key).

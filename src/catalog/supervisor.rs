@@ -72,6 +72,16 @@ pub struct Supervisor {
     image_pending: Arc<AtomicBool>,
 }
 
+/// Every stored entity of `kind`, by the key `key` gives it.
+fn keyed<T: serde::de::DeserializeOwned, K, C: FromIterator<(K, T)>>(
+    store: &dyn CatalogStore,
+    kind: EntityKind,
+    key: impl Fn(&T) -> K,
+) -> Result<C, StoreError> {
+    let all: Vec<T> = load_all(store, kind)?;
+    Ok(all.into_iter().map(|entity| (key(&entity), entity)).collect())
+}
+
 impl Supervisor {
     /// Loads the catalogue from the store. Grid actors are started by `start_branches`.
     pub fn load(
@@ -85,16 +95,8 @@ impl Supervisor {
         migrate_ids(store.as_ref())?;
         let companies: Vec<Company> = load_all(store.as_ref(), EntityKind::Company)?;
         let projects: Vec<Project> = load_all(store.as_ref(), EntityKind::Project)?;
-        let databases: Vec<Database> = load_all(store.as_ref(), EntityKind::Database)?;
-        let grids: Vec<Grid> = load_all(store.as_ref(), EntityKind::Grid)?;
-        let branches: Vec<Branch> = load_all(store.as_ref(), EntityKind::Branch)?;
         let keys: Vec<ApiKey> = load_all(store.as_ref(), EntityKind::Key)?;
-        let tasks: Vec<Task> = load_all(store.as_ref(), EntityKind::Task)?;
-        let backups: Vec<Backup> = load_all(store.as_ref(), EntityKind::Backup)?;
-        let shares: Vec<Share> = load_all(store.as_ref(), EntityKind::Share)?;
-        let files: Vec<FileMeta> = load_all(store.as_ref(), EntityKind::File)?;
         let stored: Vec<Numbers> = load_all(store.as_ref(), EntityKind::Sequence)?;
-        let resolves: Vec<MergeResolve> = load_all(store.as_ref(), EntityKind::MergeResolve)?;
         let numbers = Numbers::new(
             stored.into_iter().next(),
             companies.iter().map(|c| c.id),
@@ -110,19 +112,18 @@ impl Supervisor {
             companies: companies.into_iter().map(|c| (c.id, c)).collect(),
             projects: projects.into_iter().map(|p| (p.id, p)).collect(),
             numbers,
-            databases: databases.into_iter().map(|d| (d.id.clone(), d)).collect(),
-            grids: grids.into_iter().map(|g| (g.id.clone(), g)).collect(),
-            branches: branches.into_iter().map(|b| (b.id.clone(), b)).collect(),
+            databases: keyed(store.as_ref(), EntityKind::Database, |d: &Database| d.id.clone())?,
+            grids: keyed(store.as_ref(), EntityKind::Grid, |g: &Grid| g.id.clone())?,
+            branches: keyed(store.as_ref(), EntityKind::Branch, |b: &Branch| b.id.clone())?,
             keys: keys.into_iter().map(|k| (k.id.clone(), k)).collect(),
-            tasks: tasks.into_iter().map(|t| (t.id.clone(), t)).collect(),
-            backups: backups.into_iter().map(|b| (b.id.clone(), b)).collect(),
-            shares: shares.into_iter().map(|s| (s.view_id.clone(), s)).collect(),
+            tasks: keyed(store.as_ref(), EntityKind::Task, |t: &Task| t.id.clone())?,
+            backups: keyed(store.as_ref(), EntityKind::Backup, |b: &Backup| b.id.clone())?,
+            shares: keyed(store.as_ref(), EntityKind::Share, |s: &Share| s.view_id.clone())?,
             share_tokens: HashMap::new(),
-            files: files.into_iter().map(|f| (f.id.clone(), f)).collect(),
-            resolves: resolves
-                .into_iter()
-                .map(|r| (MergeResolve::key(&r.source_branch_id, &r.destination_branch_id), r))
-                .collect(),
+            files: keyed(store.as_ref(), EntityKind::File, |f: &FileMeta| f.id.clone())?,
+            resolves: keyed(store.as_ref(), EntityKind::MergeResolve, |r: &MergeResolve| {
+                MergeResolve::key(&r.source_branch_id, &r.destination_branch_id)
+            })?,
             store,
             keyring,
             routes,

@@ -206,6 +206,20 @@ pub fn plan_merge(
         });
     }
     let counts = MergeCounts { added: adds.len(), updated: updates.len(), deleted: deletes.len() };
+    let mark = GridOp::MergeMark {
+        source_branch_id: source_id.to_owned(),
+        source_clock: source.store.clock(),
+    };
+    (merge_ops((updates, adds, deletes), mark, (user, time_ms)), counts)
+}
+
+/// The ops of a planned merge in the order they apply: the updates, the adds, the deletes
+/// (each only when there is one), then `mark`.
+fn merge_ops(
+    (updates, adds, deletes): (Vec<RecordWrite>, Vec<RecordWrite>, Vec<(String, String)>),
+    mark: GridOp,
+    (user, time_ms): (&str, i64),
+) -> Vec<GridOp> {
     let mut ops = Vec::with_capacity(4);
     if !updates.is_empty() {
         ops.push(GridOp::UpdateRecords { time_ms, user: user.to_owned(), records: updates });
@@ -216,9 +230,8 @@ pub fn plan_merge(
     if !deletes.is_empty() {
         ops.push(GridOp::DeleteRecords { keys: deletes });
     }
-    let source_clock = source.store.clock();
-    ops.push(GridOp::MergeMark { source_branch_id: source_id.to_owned(), source_clock });
-    (ops, counts)
+    ops.push(mark);
+    ops
 }
 
 /// The update of destination row `target` from source row `row`: the cells the rules bring

@@ -122,17 +122,7 @@ pub(super) fn load_columns<S: Copy + Send + Sync>(
     build: impl Fn(S, StorageKind, bool, &mut Scratch) -> Result<BuiltColumn, String> + Sync,
     records: impl FnOnce(&mut ColumnStore) -> Result<(), String>,
 ) -> Result<(), String> {
-    let mut jobs: Vec<(ColumnSlot, StorageKind, bool, Option<S>)> = state
-        .slots
-        .values()
-        .map(|&slot| (slot, state.store.kind(slot), state.store.is_localized(slot), None))
-        .collect();
-    jobs.sort_by_key(|job| job.0.get());
-    for (slot, image) in images {
-        if let Some(job) = jobs.iter_mut().find(|job| job.0 == slot) {
-            job.3 = Some(image);
-        }
-    }
+    let jobs = column_jobs(state, images);
     let next = AtomicUsize::new(0);
     let work = || {
         let mut built = Vec::new();
@@ -176,6 +166,25 @@ pub(super) fn load_columns<S: Copy + Send + Sync>(
         return Err("a column of the store was left without cells".to_owned());
     }
     Ok(())
+}
+
+/// One column to build: its slot, storage kind, whether it is localized, and its image.
+type ColumnJob<S> = (ColumnSlot, StorageKind, bool, Option<S>);
+
+/// A job for every column of `state`'s store, by slot, with its image where `images` has one.
+fn column_jobs<S>(state: &GridState, images: Vec<(ColumnSlot, S)>) -> Vec<ColumnJob<S>> {
+    let mut jobs: Vec<ColumnJob<S>> = state
+        .slots
+        .values()
+        .map(|&slot| (slot, state.store.kind(slot), state.store.is_localized(slot), None))
+        .collect();
+    jobs.sort_by_key(|job| job.0.get());
+    for (slot, image) in images {
+        if let Some(job) = jobs.iter_mut().find(|job| job.0 == slot) {
+            job.3 = Some(image);
+        }
+    }
+    jobs
 }
 
 /// Restores the branch's clock, gone keys and merge bases from an archived image.

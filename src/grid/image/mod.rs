@@ -219,6 +219,15 @@ fn unpack(byte: u8) -> (DependencyStatus, SourceStatus, bool) {
 
 /// Lays out a column's cells for the image.
 fn column_cells(store: &ColumnStore, slot: ColumnSlot, rows: &[RowId]) -> ColumnCells {
+    // A fixed-width column: one value per row, a marker for an empty cell.
+    fn each<T>(
+        store: &ColumnStore,
+        slot: ColumnSlot,
+        rows: &[RowId],
+        f: impl Fn(CellRef<'_>) -> T,
+    ) -> Vec<T> {
+        rows.iter().map(|&row| f(store.value_ref(row, slot))).collect()
+    }
     match store.kind(slot) {
         StorageKind::Text => {
             let (mut data, mut ends) = (String::new(), Vec::with_capacity(rows.len()));
@@ -230,41 +239,20 @@ fn column_cells(store: &ColumnStore, slot: ColumnSlot, rows: &[RowId]) -> Column
             }
             ColumnCells::Text { data, ends }
         }
-        StorageKind::Number => {
-            ColumnCells::Number(
-                rows.iter()
-                    .map(|r| {
-                        if let CellRef::Number(n) = store.value_ref(*r, slot) {
-                            n
-                        } else {
-                            f64::NAN
-                        }
-                    })
-                    .collect(),
-            )
+        StorageKind::Number => ColumnCells::Number(each(store, slot, rows, |cell| match cell {
+            CellRef::Number(n) => n,
+            _ => f64::NAN,
+        })),
+        StorageKind::Boolean => ColumnCells::Boolean(each(store, slot, rows, |cell| match cell {
+            CellRef::Boolean(b) => u8::from(b),
+            _ => 2,
+        })),
+        StorageKind::Datetime => {
+            ColumnCells::Datetime(each(store, slot, rows, |cell| match cell {
+                CellRef::Datetime(ms) => ms,
+                _ => i64::MIN,
+            }))
         }
-        StorageKind::Boolean => ColumnCells::Boolean(
-            rows.iter()
-                .map(|r| {
-                    if let CellRef::Boolean(b) = store.value_ref(*r, slot) {
-                        u8::from(b)
-                    } else {
-                        2
-                    }
-                })
-                .collect(),
-        ),
-        StorageKind::Datetime => ColumnCells::Datetime(
-            rows.iter()
-                .map(|r| {
-                    if let CellRef::Datetime(ms) = store.value_ref(*r, slot) {
-                        ms
-                    } else {
-                        i64::MIN
-                    }
-                })
-                .collect(),
-        ),
         StorageKind::List => {
             let (mut data, mut item_ends, mut cell_ends) =
                 (String::new(), Vec::new(), Vec::with_capacity(rows.len()));

@@ -1,37 +1,33 @@
 //! One column of the store: typed cells, per-cell versions (in runs: `versions`) and, for
 //! language columns, statuses.
 //!
-//! Owns the per-kind cell layouts and their empty markers, the packed status byte and the version
-//! rule (a version is set to the store's clock exactly when the cell's value or statuses change).
-//! A column is a
-//! `Chunked` of column chunks, each holding the cells, versions and status bytes of its rows, so
+//! Owns the packed status byte and the version rule (a version is set to the store's clock
+//! exactly when the cell's value or statuses change). A column is a `Chunked` of column chunks, each holding the cells, versions and status bytes of its rows, so
 //! that a write makes one copy-on-write check, a clone shares every chunk, and a write that
 //! changes nothing copies nothing. Row numbering, liveness and record identity belong to
-//! `ColumnStore`; this module never decides which rows live.
+//! `ColumnStore`; this module never decides which rows live. The per-kind cell layouts and
+//! their empty markers are in `cells`, the scans in `scan`, bulk building in `builder`.
 
 use std::fmt;
 use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
-use super::chunked::{arc_bytes, reserve_row, Chunk, Chunked, CHUNK_ROWS};
+use super::chunked::{arc_bytes, Chunk, Chunked, CHUNK_ROWS};
 use super::scan::RowBits;
-use super::text::{encode_list, ListRef, TextChunk};
+use super::text::{ListRef, TextChunk};
 use super::versions::Versions;
 use crate::grid::value::{CellValue, DependencyStatus, SourceStatus, StorageKind};
 
 mod builder;
+mod cells;
 mod scan;
 
 pub use builder::{arena_cost, ColumnBuilder};
-
-/// Stored bits of an empty number cell: a signalling NaN that writes never produce, because
-/// every NaN written is stored as the canonical quiet `f64::NAN`.
-const NUMBER_EMPTY: u64 = 0x7FF4_0000_0000_0001;
-/// Stored byte of an empty boolean cell (0 = false, 1 = true).
-const BOOLEAN_EMPTY: u8 = 2;
-/// Stored value of an empty datetime cell; `Datetime(i64::MIN)` therefore reads back as `Empty`.
-const DATETIME_EMPTY: i64 = i64::MIN;
+use cells::{
+    empty_of, other_kind, push_row, stored, stored_number, Cells, Stored, BOOLEAN_EMPTY,
+    DATETIME_EMPTY, NUMBER_EMPTY,
+};
 
 /// Status byte layout: bits 0-1 dependency status, bits 2-4 source status, bit 5 isMT.
 pub(super) const DEPENDENCY_MASK: u8 = 0b11;
@@ -98,181 +94,6 @@ pub enum LoadCell<'a> {
     List(Vec<&'a str>),
 }
 
-/// A value in its stored form, ready to compare with or write over a cell.
-#[derive(Clone, Copy, PartialEq)]
-enum Stored<'a> {
-    Text(Option<&'a str>),
-    Number(u64),
-    Boolean(u8),
-    Datetime(i64),
-}
-
-fn kind_of(value: &CellValue) -> Option<StorageKind> {
-    match value {
-        CellValue::Empty => None,
-        CellValue::Text(_) => Some(StorageKind::Text),
-        CellValue::Number(_) => Some(StorageKind::Number),
-        CellValue::Boolean(_) => Some(StorageKind::Boolean),
-        CellValue::Datetime(_) => Some(StorageKind::Datetime),
-        CellValue::List(_) => Some(StorageKind::List),
-    }
-}
-
-/// The stored form of `value` in a column of `kind`; lists are encoded into `scratch`.
-fn stored<'a>(
-    kind: StorageKind,
-    value: &'a CellValue,
-    scratch: &'a mut String,
-) -> Result<Stored<'a>, KindMismatch> {
-    let stored = match (kind, value) {
-        (StorageKind::Text | StorageKind::List, CellValue::Empty) => Stored::Text(None),
-        (StorageKind::Number, CellValue::Empty) => Stored::Number(NUMBER_EMPTY),
-        (StorageKind::Boolean, CellValue::Empty) => Stored::Boolean(BOOLEAN_EMPTY),
-        (StorageKind::Datetime, CellValue::Empty) => Stored::Datetime(DATETIME_EMPTY),
-        (StorageKind::Text, CellValue::Text(s)) => Stored::Text(Some(s)),
-        (StorageKind::Number, CellValue::Number(n)) => stored_number(*n),
-        (StorageKind::Boolean, CellValue::Boolean(b)) => Stored::Boolean(u8::from(*b)),
-        (StorageKind::Datetime, CellValue::Datetime(t)) => Stored::Datetime(*t),
-        (StorageKind::List, CellValue::List(items)) => {
-            encode_list(items, scratch);
-            Stored::Text(Some(scratch))
-        }
-        (column, value) => {
-            let value = kind_of(value).expect("empty values match every column");
-            return Err(KindMismatch { column, value });
-        }
-    };
-    Ok(stored)
-}
-
-/// The stored form of a number: every NaN as the canonical quiet `f64::NAN`, so that no value
-/// written is `NUMBER_EMPTY`.
-fn stored_number(n: f64) -> Stored<'static> {
-    Stored::Number(if n.is_nan() { f64::NAN } else { n }.to_bits())
-}
-
-/// The stored form of an empty cell of `kind`.
-fn empty_of(kind: StorageKind) -> Stored<'static> {
-    match kind {
-        StorageKind::Text | StorageKind::List => Stored::Text(None),
-        StorageKind::Number => Stored::Number(NUMBER_EMPTY),
-        StorageKind::Boolean => Stored::Boolean(BOOLEAN_EMPTY),
-        StorageKind::Datetime => Stored::Datetime(DATETIME_EMPTY),
-    }
-}
-
-/// Cell values of one chunk, laid out by storage kind (every chunk of a column has its kind).
-#[derive(Clone)]
-enum Cells {
-    Text(TextChunk),
-    Number(Vec<u64>),
-    Boolean(Vec<u8>),
-    Datetime(Vec<i64>),
-    List(TextChunk),
-}
-
-/// Panics on a stored value of another kind than the chunk's: writes are checked against the
-/// column kind first, and every chunk of a column has the column's kind.
-fn other_kind() -> ! {
-    panic!("a chunk's cells always have its column's storage kind")
-}
-
-impl Cells {
-    /// `rows` empty cells of `kind`, allocated exactly.
-    fn filled_empty(kind: StorageKind, rows: usize) -> Self {
-        match kind {
-            StorageKind::Text => Cells::Text(TextChunk::filled_empty(rows)),
-            StorageKind::Number => Cells::Number(vec![NUMBER_EMPTY; rows]),
-            StorageKind::Boolean => Cells::Boolean(vec![BOOLEAN_EMPTY; rows]),
-            StorageKind::Datetime => Cells::Datetime(vec![DATETIME_EMPTY; rows]),
-            StorageKind::List => Cells::List(TextChunk::filled_empty(rows)),
-        }
-    }
-
-    /// No cells, with room for `rows` fixed-width ones.
-    fn with_capacity(kind: StorageKind, rows: usize) -> Self {
-        match kind {
-            StorageKind::Text => Cells::Text(TextChunk::default()),
-            StorageKind::Number => Cells::Number(Vec::with_capacity(rows)),
-            StorageKind::Boolean => Cells::Boolean(Vec::with_capacity(rows)),
-            StorageKind::Datetime => Cells::Datetime(Vec::with_capacity(rows)),
-            StorageKind::List => Cells::List(TextChunk::default()),
-        }
-    }
-
-    /// Whether a text or list cell of this chunk may need JSON escaping (false for other kinds:
-    /// numbers, booleans and times are written without). See `TextChunk::escapes`.
-    #[inline]
-    fn escapes(&self) -> bool {
-        match self {
-            Cells::Text(cells) | Cells::List(cells) => cells.escapes(),
-            Cells::Number(_) | Cells::Boolean(_) | Cells::Datetime(_) => false,
-        }
-    }
-
-    /// The cell at `at`.
-    #[inline]
-    fn get(&self, at: usize) -> CellRef<'_> {
-        match self {
-            Cells::Text(cells) => cells.get(at).map_or(CellRef::Empty, CellRef::Text),
-            Cells::List(cells) => {
-                cells.get(at).map_or(CellRef::Empty, |s| CellRef::List(ListRef::new(s)))
-            }
-            Cells::Number(cells) => match cells[at] {
-                NUMBER_EMPTY => CellRef::Empty,
-                bits => CellRef::Number(f64::from_bits(bits)),
-            },
-            Cells::Boolean(cells) => match cells[at] {
-                BOOLEAN_EMPTY => CellRef::Empty,
-                b => CellRef::Boolean(b == 1),
-            },
-            Cells::Datetime(cells) => match cells[at] {
-                DATETIME_EMPTY => CellRef::Empty,
-                t => CellRef::Datetime(t),
-            },
-        }
-    }
-
-    #[inline]
-    fn stored_at(&self, at: usize) -> Stored<'_> {
-        match self {
-            Cells::Text(cells) | Cells::List(cells) => Stored::Text(cells.get(at)),
-            Cells::Number(cells) => Stored::Number(cells[at]),
-            Cells::Boolean(cells) => Stored::Boolean(cells[at]),
-            Cells::Datetime(cells) => Stored::Datetime(cells[at]),
-        }
-    }
-
-    fn write(&mut self, at: usize, value: Stored<'_>) {
-        match (self, value) {
-            (Cells::Text(cells) | Cells::List(cells), Stored::Text(v)) => cells.set(at, v),
-            (Cells::Number(cells), Stored::Number(v)) => cells[at] = v,
-            (Cells::Boolean(cells), Stored::Boolean(v)) => cells[at] = v,
-            (Cells::Datetime(cells), Stored::Datetime(v)) => cells[at] = v,
-            _ => other_kind(),
-        }
-    }
-
-    fn push(&mut self, value: Stored<'_>) {
-        match (self, value) {
-            (Cells::Text(cells) | Cells::List(cells), Stored::Text(v)) => cells.push(v),
-            (Cells::Number(cells), Stored::Number(v)) => push_row(cells, v),
-            (Cells::Boolean(cells), Stored::Boolean(v)) => push_row(cells, v),
-            (Cells::Datetime(cells), Stored::Datetime(v)) => push_row(cells, v),
-            _ => other_kind(),
-        }
-    }
-
-    fn heap_bytes(&self) -> usize {
-        match self {
-            Cells::Text(cells) | Cells::List(cells) => cells.heap_bytes(),
-            Cells::Number(cells) => cells.heap_bytes(),
-            Cells::Boolean(cells) => cells.heap_bytes(),
-            Cells::Datetime(cells) => cells.heap_bytes(),
-        }
-    }
-}
-
 /// Inserts `base + at` for each `at < rows` that satisfies `keep`.
 #[inline]
 fn insert_where(bits: &mut RowBits, base: u32, rows: usize, keep: impl Fn(usize) -> bool) {
@@ -281,12 +102,6 @@ fn insert_where(bits: &mut RowBits, base: u32, rows: usize, keep: impl Fn(usize)
             bits.insert(base + at as u32);
         }
     }
-}
-
-#[inline]
-fn push_row<T>(rows: &mut Vec<T>, value: T) {
-    reserve_row(rows);
-    rows.push(value);
 }
 
 /// Up to `CHUNK_ROWS` rows of one column: cells, versions and (when localized) status bytes.

@@ -16,7 +16,7 @@ use super::{
 use crate::grid::history::{ChunkPart, History, NO_ENTRY};
 use crate::grid::ops::GridState;
 use crate::grid::schema::Schema;
-use crate::grid::store::{ColumnBuilder, ColumnSlot, ColumnStore, LoadedRecord};
+use crate::grid::store::{BuiltColumn, ColumnBuilder, ColumnSlot, ColumnStore, LoadedRecord};
 use crate::grid::value::StorageKind;
 
 impl GridState {
@@ -91,28 +91,11 @@ impl GridState {
         };
         let began = std::time::Instant::now();
         let mut records = RecordsRead::default();
-        // History is loaded on a thread of its own while the records and columns are (each
-        // chunk read, spilled and dropped in turn); the records' chain heads are checked
-        // against it after, by the furthest one.
-        let load_history = || load_history(&sources, layout.history, head);
-        let (history, loaded) = std::thread::scope(|scope| {
-            let helper = std::thread::Builder::new()
-                .name("image-history".into())
-                .spawn_scoped(scope, load_history);
-            let insert =
-                |store: &mut ColumnStore| records.insert(store, &sources, layout.records, n);
-            let loaded = load_columns(&mut state, n, images, build, insert);
-            let history = match helper {
-                Ok(helper) => {
-                    helper.join().unwrap_or_else(|_| Err("loading the history panicked".to_owned()))
-                }
-                Err(_) => load_history(),
-            };
-            (history, loaded)
-        });
-        loaded?;
-        let history = history?;
+        let insert = |store: &mut ColumnStore| records.insert(store, &sources, layout.records, n);
+        let history = || load_history(&sources, layout.history, head);
+        let history = load_together(&mut state, n, images, build, insert, history)?;
         tracing::debug!(ms = began.elapsed().as_millis() as u64, "image columns built");
+        // Every record's chain head must lie in the loaded history: checked by the furthest.
         if let Some(bad) = records.furthest.filter(|&at| !history.holds(at)) {
             return Err(format!("a history chain starts outside the log ({bad:#x})"));
         }
@@ -128,6 +111,33 @@ impl GridState {
         });
         Ok((state, index))
     }
+}
+
+/// Loads the records (`insert`) and the columns (`load_columns`) while the history is loaded
+/// on a thread of its own (each chunk read, spilled and dropped in turn).
+fn load_together<S: Copy + Send + Sync>(
+    state: &mut GridState,
+    n: usize,
+    images: Vec<(ColumnSlot, S)>,
+    build: impl Fn(S, StorageKind, bool, &mut Scratch) -> Result<BuiltColumn, String> + Sync,
+    insert: impl FnOnce(&mut ColumnStore) -> Result<(), String>,
+    load_history: impl Fn() -> Result<History, String> + Send + Sync,
+) -> Result<History, String> {
+    let (history, loaded) = std::thread::scope(|scope| {
+        let helper = std::thread::Builder::new()
+            .name("image-history".into())
+            .spawn_scoped(scope, &load_history);
+        let loaded = load_columns(state, n, images, build, insert);
+        let history = match helper {
+            Ok(helper) => {
+                helper.join().unwrap_or_else(|_| Err("loading the history panicked".to_owned()))
+            }
+            Err(_) => load_history(),
+        };
+        (history, loaded)
+    });
+    loaded?;
+    history
 }
 
 /// The columns of the head the schema has, each with its slot, id and sections (`sections`
