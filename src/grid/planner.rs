@@ -95,20 +95,7 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> SchemaResul
         }
         SchemaChange::CreateColumns(requests) => plan_create_columns(schema, view, &requests),
         SchemaChange::UpdateColumn { column_id, request } => {
-            let (current, _) = column_in_view(schema, view, &column_id)?;
-            let column = update_column(schema, current, &request)?;
-            check_type_change(schema, current, &column)?;
-            let subject = column.id.clone();
-            let mut ops = vec![GridOp::ReplaceColumn { old_id: column_id.clone(), column }];
-            if let Some(editable) = request.editable.filter(|_| !view.is_default) {
-                ops.push(GridOp::RemoveViewColumn {
-                    view_id: view.id.clone(),
-                    column_id: subject.clone(),
-                });
-                let vc = ViewColumn { id: subject.clone(), editable };
-                ops.push(GridOp::AddViewColumn { view_id: view.id.clone(), column: vc });
-            }
-            Ok(Planned { ops, subject })
+            plan_update_column(schema, view, column_id, &request)
         }
         SchemaChange::DeleteColumn { column_id } => {
             column_in_view(schema, view, &column_id)?;
@@ -119,15 +106,7 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> SchemaResul
         }
         SchemaChange::AddColumnToView { column_id } => plan_add_to_view(schema, view, column_id),
         SchemaChange::RemoveColumnFromView { column_id } => {
-            column_in_view(schema, view, &column_id)?;
-            if view.is_default {
-                return Err(SchemaError::invalid(
-                    "The default access view shows every column; delete the column instead.",
-                ));
-            }
-            let op =
-                GridOp::RemoveViewColumn { view_id: view.id.clone(), column_id: column_id.clone() };
-            Ok(Planned { ops: vec![op], subject: column_id })
+            plan_remove_from_view(schema, view, column_id)
         }
         SchemaChange::DeleteView => {
             if view.is_default {
@@ -149,16 +128,55 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> SchemaResul
             let op = GridOp::DeleteDependency { id: dependency_id.clone() };
             Ok(Planned { ops: vec![op], subject: dependency_id })
         }
-        SchemaChange::DeleteDependencies { mut ids } => {
-            let mut seen = std::collections::HashSet::new();
-            ids.retain(|id| seen.insert(id.clone()));
-            for id in &ids {
-                find_dependency(schema, id)?;
-            }
-            let ops = ids.iter().map(|id| GridOp::DeleteDependency { id: id.clone() }).collect();
-            Ok(Planned { ops, subject: ids.join(",") })
-        }
+        SchemaChange::DeleteDependencies { ids } => plan_delete_dependencies(schema, ids),
     }
+}
+
+/// Replaces a column of the view (and, in a view other than the default, its editability).
+fn plan_update_column(
+    schema: &Schema,
+    view: &ViewDef,
+    column_id: String,
+    request: &ColumnRequest,
+) -> SchemaResult<Planned> {
+    let (current, _) = column_in_view(schema, view, &column_id)?;
+    let column = update_column(schema, current, request)?;
+    check_type_change(schema, current, &column)?;
+    let subject = column.id.clone();
+    let mut ops = vec![GridOp::ReplaceColumn { old_id: column_id.clone(), column }];
+    if let Some(editable) = request.editable.filter(|_| !view.is_default) {
+        ops.push(GridOp::RemoveViewColumn { view_id: view.id.clone(), column_id: subject.clone() });
+        let vc = ViewColumn { id: subject.clone(), editable };
+        ops.push(GridOp::AddViewColumn { view_id: view.id.clone(), column: vc });
+    }
+    Ok(Planned { ops, subject })
+}
+
+/// Takes a column out of a view other than the default (which shows every column).
+fn plan_remove_from_view(
+    schema: &Schema,
+    view: &ViewDef,
+    column_id: String,
+) -> SchemaResult<Planned> {
+    column_in_view(schema, view, &column_id)?;
+    if view.is_default {
+        return Err(SchemaError::invalid(
+            "The default access view shows every column; delete the column instead.",
+        ));
+    }
+    let op = GridOp::RemoveViewColumn { view_id: view.id.clone(), column_id: column_id.clone() };
+    Ok(Planned { ops: vec![op], subject: column_id })
+}
+
+/// Deletes dependencies by id (each once; every one must exist).
+fn plan_delete_dependencies(schema: &Schema, mut ids: Vec<String>) -> SchemaResult<Planned> {
+    let mut seen = std::collections::HashSet::new();
+    ids.retain(|id| seen.insert(id.clone()));
+    for id in &ids {
+        find_dependency(schema, id)?;
+    }
+    let ops = ids.iter().map(|id| GridOp::DeleteDependency { id: id.clone() }).collect();
+    Ok(Planned { ops, subject: ids.join(",") })
 }
 
 /// The columns of a bulk create, each built against the schema with the ones before it (so

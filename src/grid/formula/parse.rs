@@ -76,72 +76,21 @@ fn error(at: usize, message: impl Into<String>) -> SyntaxError {
     SyntaxError { at, message: message.into() }
 }
 
+/// The tokens of a formula, each with its span in characters.
 fn lex(text: &str) -> Result<Vec<Spanned>, SyntaxError> {
     let chars: Vec<char> = text.chars().collect();
     let mut tokens = Vec::new();
     let mut i = 0;
     while i < chars.len() {
-        let c = chars[i];
-        let start = i;
+        let (c, start) = (chars[i], i);
         let token = match c {
             c if c.is_whitespace() => {
                 i += 1;
                 continue;
             }
-            '"' => {
-                let mut s = String::new();
-                i += 1;
-                loop {
-                    match chars.get(i) {
-                        None => return Err(error(start, "unterminated string")),
-                        Some('"') if chars.get(i + 1) == Some(&'"') => {
-                            s.push('"');
-                            i += 2;
-                        }
-                        Some('"') => {
-                            i += 1;
-                            break;
-                        }
-                        Some(&c) => {
-                            s.push(c);
-                            i += 1;
-                        }
-                    }
-                }
-                Token::Text(s)
-            }
-            '[' => {
-                let close = chars[i..]
-                    .iter()
-                    .position(|&c| c == ']')
-                    .ok_or_else(|| error(start, "unterminated column reference"))?;
-                let id: String = chars[i + 1..i + close].iter().collect();
-                if id.trim().is_empty() {
-                    return Err(error(start, "empty column reference"));
-                }
-                i += close + 1;
-                Token::Column(id)
-            }
-            c if c.is_ascii_digit() || c == '.' => {
-                while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.') {
-                    i += 1;
-                }
-                if matches!(chars.get(i), Some('e' | 'E'))
-                    && chars
-                        .get(i + 1)
-                        .is_some_and(|c| c.is_ascii_digit() || *c == '-' || *c == '+')
-                {
-                    i += 2;
-                    while i < chars.len() && chars[i].is_ascii_digit() {
-                        i += 1;
-                    }
-                }
-                let literal: String = chars[start..i].iter().collect();
-                let n: f64 = literal
-                    .parse()
-                    .map_err(|_| error(start, format!("invalid number \"{literal}\"")))?;
-                Token::Number(n)
-            }
+            '"' => lex_text(&chars, &mut i)?,
+            '[' => lex_column(&chars, &mut i)?,
+            c if c.is_ascii_digit() || c == '.' => lex_number(&chars, &mut i)?,
             c if c.is_alphabetic() || c == '_' => {
                 while i < chars.len()
                     && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '.')
@@ -150,41 +99,95 @@ fn lex(text: &str) -> Result<Vec<Spanned>, SyntaxError> {
                 }
                 Token::Name(chars[start..i].iter().collect::<String>().to_uppercase())
             }
-            _ => {
-                let next = chars.get(i + 1).copied();
-                let (op, width) = match (c, next) {
-                    ('<', Some('>')) => (BinaryOp::Ne, 2),
-                    ('<', Some('=')) => (BinaryOp::Le, 2),
-                    ('>', Some('=')) => (BinaryOp::Ge, 2),
-                    ('!', Some('=')) => (BinaryOp::Ne, 2),
-                    ('<', _) => (BinaryOp::Lt, 1),
-                    ('>', _) => (BinaryOp::Gt, 1),
-                    ('=', _) => (BinaryOp::Eq, 1),
-                    ('+', _) => (BinaryOp::Add, 1),
-                    ('-', _) => (BinaryOp::Sub, 1),
-                    ('*', _) => (BinaryOp::Mul, 1),
-                    ('/', _) => (BinaryOp::Div, 1),
-                    ('^', _) => (BinaryOp::Pow, 1),
-                    ('&', _) => (BinaryOp::Concat, 1),
-                    ('(', _) | (')', _) | (',', _) | (';', _) => {
-                        i += 1;
-                        let token = match c {
-                            '(' => Token::Open,
-                            ')' => Token::Close,
-                            _ => Token::Comma,
-                        };
-                        tokens.push(Spanned { token, start, end: i });
-                        continue;
-                    }
-                    _ => return Err(error(start, format!("unexpected character '{c}'"))),
-                };
-                i += width;
-                Token::Op(op)
-            }
+            _ => lex_symbol(&chars, &mut i)?,
         };
         tokens.push(Spanned { token, start, end: i });
     }
     Ok(tokens)
+}
+
+/// A quoted string at `chars[*i]` (`""` inside is one quote); `*i` moves past it.
+fn lex_text(chars: &[char], i: &mut usize) -> Result<Token, SyntaxError> {
+    let start = *i;
+    let mut s = String::new();
+    *i += 1;
+    loop {
+        match chars.get(*i) {
+            None => return Err(error(start, "unterminated string")),
+            Some('"') if chars.get(*i + 1) == Some(&'"') => {
+                s.push('"');
+                *i += 2;
+            }
+            Some('"') => {
+                *i += 1;
+                return Ok(Token::Text(s));
+            }
+            Some(&c) => {
+                s.push(c);
+                *i += 1;
+            }
+        }
+    }
+}
+
+/// A `[column id]` reference at `chars[*i]`; `*i` moves past it.
+fn lex_column(chars: &[char], i: &mut usize) -> Result<Token, SyntaxError> {
+    let start = *i;
+    let close = chars[start..]
+        .iter()
+        .position(|&c| c == ']')
+        .ok_or_else(|| error(start, "unterminated column reference"))?;
+    let id: String = chars[start + 1..start + close].iter().collect();
+    if id.trim().is_empty() {
+        return Err(error(start, "empty column reference"));
+    }
+    *i += close + 1;
+    Ok(Token::Column(id))
+}
+
+/// A number (digits and points, an optional exponent) at `chars[*i]`; `*i` moves past it.
+fn lex_number(chars: &[char], i: &mut usize) -> Result<Token, SyntaxError> {
+    let start = *i;
+    while *i < chars.len() && (chars[*i].is_ascii_digit() || chars[*i] == '.') {
+        *i += 1;
+    }
+    if matches!(chars.get(*i), Some('e' | 'E'))
+        && chars.get(*i + 1).is_some_and(|c| c.is_ascii_digit() || *c == '-' || *c == '+')
+    {
+        *i += 2;
+        while *i < chars.len() && chars[*i].is_ascii_digit() {
+            *i += 1;
+        }
+    }
+    let literal: String = chars[start..*i].iter().collect();
+    let n: f64 =
+        literal.parse().map_err(|_| error(start, format!("invalid number \"{literal}\"")))?;
+    Ok(Token::Number(n))
+}
+
+/// An operator, a parenthesis or an argument separator at `chars[*i]`; `*i` moves past it.
+fn lex_symbol(chars: &[char], i: &mut usize) -> Result<Token, SyntaxError> {
+    let (c, next) = (chars[*i], chars.get(*i + 1).copied());
+    let (token, width) = match (c, next) {
+        ('<', Some('>')) | ('!', Some('=')) => (Token::Op(BinaryOp::Ne), 2),
+        ('<', Some('=')) => (Token::Op(BinaryOp::Le), 2),
+        ('>', Some('=')) => (Token::Op(BinaryOp::Ge), 2),
+        ('<', _) => (Token::Op(BinaryOp::Lt), 1),
+        ('>', _) => (Token::Op(BinaryOp::Gt), 1),
+        ('=', _) => (Token::Op(BinaryOp::Eq), 1),
+        ('+', _) => (Token::Op(BinaryOp::Add), 1),
+        ('-', _) => (Token::Op(BinaryOp::Sub), 1),
+        ('*', _) => (Token::Op(BinaryOp::Mul), 1),
+        ('/', _) => (Token::Op(BinaryOp::Div), 1),
+        ('^', _) => (Token::Op(BinaryOp::Pow), 1),
+        ('&', _) => (Token::Op(BinaryOp::Concat), 1),
+        ('(', _) => (Token::Open, 1),
+        (')', _) => (Token::Close, 1),
+        (',' | ';', _) => (Token::Comma, 1),
+        _ => return Err(error(*i, format!("unexpected character '{c}'"))),
+    };
+    *i += width;
+    Ok(token)
 }
 
 /// Binding power of a binary operator: higher binds tighter.

@@ -184,25 +184,7 @@ fn bind_filter(state: &GridState, view: &ViewDef, raw: &RawFilter) -> QueryResul
     let (pred, negate) = match op {
         Op::IsEmpty | Op::IsNull => (Pred::Empty, false),
         Op::IsNotEmpty | Op::IsNotNull => (Pred::Empty, true),
-        Op::Eq | Op::Ne => {
-            let value = match (&raw.value, target.kind()) {
-                (Value::Array(items), Kind::List) => Operand::Items(
-                    items
-                        .iter()
-                        .map(|item| match item {
-                            Value::String(s) => Ok(s.clone()),
-                            other => Err(invalid_value(op, &label, other, "an array of strings")),
-                        })
-                        .collect::<QueryResult<_>>()?,
-                ),
-                (value, _) => operand(value)?,
-            };
-            let pred = match &value {
-                Operand::Text(s) if s.is_empty() => Pred::Empty,
-                _ => Pred::Eq(value),
-            };
-            (pred, op == Op::Ne)
-        }
+        Op::Eq | Op::Ne => (eq_pred(target, op, &label, &raw.value)?, op == Op::Ne),
         Op::In | Op::NotIn => (Pred::In(items(&raw.value, None)?), op == Op::NotIn),
         Op::Lt => (Pred::Range(Bound::Unbounded, Bound::Excluded(operand(&raw.value)?)), false),
         Op::Le => (Pred::Range(Bound::Unbounded, Bound::Included(operand(&raw.value)?)), false),
@@ -232,6 +214,27 @@ fn bind_filter(state: &GridState, view: &ViewDef, raw: &RawFilter) -> QueryResul
         }
     };
     Ok(Filter { target, pred, negate })
+}
+
+/// The predicate of `eq` / `ne`: a list column compares with an array of strings, and an
+/// empty text means an empty cell.
+fn eq_pred(target: Target, op: Op, label: &str, value: &Value) -> QueryResult<Pred> {
+    let value = match (value, target.kind()) {
+        (Value::Array(items), Kind::List) => Operand::Items(
+            items
+                .iter()
+                .map(|item| match item {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(invalid_value(op, label, other, "an array of strings")),
+                })
+                .collect::<QueryResult<_>>()?,
+        ),
+        (value, _) => parse_operand(target, value, op, label)?,
+    };
+    Ok(match &value {
+        Operand::Text(s) if s.is_empty() => Pred::Empty,
+        _ => Pred::Eq(value),
+    })
 }
 
 fn invalid_value(op: Op, label: &str, value: &Value, want: &str) -> QueryError {
