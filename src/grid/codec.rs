@@ -1,16 +1,53 @@
 //! Cell values on the wire: parsing a request's JSON value for a column type into a
 //! `CellValue`, and rendering a stored value back to JSON (decisions.md section 4).
 //!
-//! Pure functions; the messages they return name the type, and the caller adds the record and
-//! column.
+//! Pure functions; a refused value is a `CellRejected` whose message names the type, and the
+//! caller adds the record and column.
 
 use serde_json::Value;
 
 use super::schema::{ColumnDef, ColumnType, NumberType};
 use super::value::CellValue;
 
+/// Why a written value does not fit its column's type.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CellRejected {
+    #[error("value must be a string")]
+    NotText,
+    /// Neither a string nor an array of strings (`what`: "selection options", "file ids" ...).
+    #[error("value must be a list of {0} (strings)")]
+    NotAList(&'static str),
+    #[error("\"{0}\" is not one of the column's selection options")]
+    NotAnOption(String),
+    #[error("value names {0} records but the reference column takes one (selectionType single)")]
+    OneReferenceOnly(usize),
+    /// Not a number: the string given, if it was one.
+    #[error("value {}must be a number", .0.as_ref().map_or(String::new(), |s| format!("\"{s}\" ")))]
+    NotANumber(Option<String>),
+    #[error("value must be a finite number")]
+    NotFinite,
+    #[error("value {0} must be an integer")]
+    NotAnInteger(f64),
+    #[error("value must be true or false")]
+    NotABoolean,
+    #[error("value must be an RFC 3339 date-time string")]
+    NotADatetimeString,
+    #[error(
+        "value \"{0}\" is not a date-time (use RFC 3339, e.g. 2026-01-31T10:15:30Z, or 2026-01-31)"
+    )]
+    NotADatetime(String),
+    #[error("value is not valid JSON: {0}")]
+    NotJson(String),
+    #[error("value must be a string holding YAML")]
+    NotAYamlString,
+    #[error("value is not valid YAML: {0}")]
+    NotYaml(String),
+    #[error("formula values are computed and cannot be written")]
+    Computed,
+}
+
 /// Parses a written value for `column`. `null` and `""` empty the cell.
-pub fn parse_value(column: &ColumnDef, value: &Value) -> Result<CellValue, String> {
+pub fn parse_value(column: &ColumnDef, value: &Value) -> Result<CellValue, CellRejected> {
     if value.is_null() || value.as_str() == Some("") {
         return Ok(CellValue::Empty);
     }
@@ -38,36 +75,32 @@ pub fn parse_value(column: &ColumnDef, value: &Value) -> Result<CellValue, Strin
             let ids = string_list(value, "record ids")?;
             let single = column.reference.as_ref().is_some_and(|r| !r.multiple);
             if single && ids.len() > 1 {
-                return Err(format!(
-                    "value names {} records but the reference column takes one \
-                     (selectionType single)",
-                    ids.len()
-                ));
+                return Err(CellRejected::OneReferenceOnly(ids.len()));
             }
             Ok(list(ids))
         }
         ColumnType::Number => number(column, value).map(CellValue::Number),
         ColumnType::Boolean => boolean(value).map(CellValue::Boolean),
         ColumnType::Datetime => {
-            let s = value.as_str().ok_or("value must be an RFC 3339 date-time string")?;
-            parse_datetime(s).map(CellValue::Datetime).ok_or_else(|| {
-                format!("value \"{s}\" is not a date-time (use RFC 3339, e.g. 2026-01-31T10:15:30Z, or 2026-01-31)")
-            })
+            let s = value.as_str().ok_or(CellRejected::NotADatetimeString)?;
+            parse_datetime(s)
+                .map(CellValue::Datetime)
+                .ok_or_else(|| CellRejected::NotADatetime(s.to_owned()))
         }
         ColumnType::Json => json_text(value).map(CellValue::Text),
         ColumnType::Yaml => {
-            let s = value.as_str().ok_or("value must be a string holding YAML")?;
+            let s = value.as_str().ok_or(CellRejected::NotAYamlString)?;
             yaml_rust2::YamlLoader::load_from_str(s)
-                .map_err(|e| format!("value is not valid YAML: {e}"))?;
+                .map_err(|e| CellRejected::NotYaml(e.to_string()))?;
             Ok(CellValue::Text(s.to_owned()))
         }
-        ColumnType::Formula => Err("formula values are computed and cannot be written".to_owned()),
+        ColumnType::Formula => Err(CellRejected::Computed),
     }
 }
 
 /// `parse_value` of a value the caller gives up: a text cell's string moves into the cell
 /// instead of being copied (a bulk add of 1000 records x 12 columns copies no text).
-pub fn parse_value_owned(column: &ColumnDef, value: Value) -> Result<CellValue, String> {
+pub fn parse_value_owned(column: &ColumnDef, value: Value) -> Result<CellValue, CellRejected> {
     match (column.column_type, value) {
         (
             ColumnType::SingleLine
@@ -94,80 +127,73 @@ fn list(items: Vec<String>) -> CellValue {
     }
 }
 
-fn text(value: &Value) -> Result<String, String> {
+fn text(value: &Value) -> Result<String, CellRejected> {
     match value {
         Value::String(s) => Ok(s.clone()),
         Value::Number(n) => Ok(n.to_string()),
         Value::Bool(b) => Ok(b.to_string()),
-        Value::Null | Value::Array(_) | Value::Object(_) => {
-            Err("value must be a string".to_owned())
-        }
+        Value::Null | Value::Array(_) | Value::Object(_) => Err(CellRejected::NotText),
     }
 }
 
-fn string_list(value: &Value, what: &str) -> Result<Vec<String>, String> {
+fn string_list(value: &Value, what: &'static str) -> Result<Vec<String>, CellRejected> {
     match value {
         Value::String(s) => Ok(vec![s.clone()]),
         Value::Array(items) => items
             .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| format!("value must be a list of {what} (strings)"))
-            })
+            .map(|v| v.as_str().map(str::to_owned).ok_or(CellRejected::NotAList(what)))
             .collect(),
         Value::Null | Value::Number(_) | Value::Bool(_) | Value::Object(_) => {
-            Err(format!("value must be a list of {what} (strings)"))
+            Err(CellRejected::NotAList(what))
         }
     }
 }
 
-fn check_option(column: &ColumnDef, chosen: &str) -> Result<(), String> {
+fn check_option(column: &ColumnDef, chosen: &str) -> Result<(), CellRejected> {
     let options = column.selection.as_deref().unwrap_or_default();
     if options.iter().any(|o| o.value == chosen) {
         Ok(())
     } else {
-        Err(format!("\"{chosen}\" is not one of the column's selection options"))
+        Err(CellRejected::NotAnOption(chosen.to_owned()))
     }
 }
 
-fn number(column: &ColumnDef, value: &Value) -> Result<f64, String> {
+fn number(column: &ColumnDef, value: &Value) -> Result<f64, CellRejected> {
     let n = match value {
-        Value::Number(n) => n.as_f64().ok_or("value must be a number")?,
+        Value::Number(n) => n.as_f64().ok_or(CellRejected::NotANumber(None))?,
         Value::String(s) => {
-            s.trim().parse::<f64>().map_err(|_| format!("value \"{s}\" must be a number"))?
+            s.trim().parse::<f64>().map_err(|_| CellRejected::NotANumber(Some(s.clone())))?
         }
         Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_) => {
-            return Err("value must be a number".into())
+            return Err(CellRejected::NotANumber(None))
         }
     };
     if !n.is_finite() {
-        return Err("value must be a finite number".to_owned());
+        return Err(CellRejected::NotFinite);
     }
     let integer =
         column.number_format.as_ref().is_some_and(|f| f.number_type == NumberType::Integer);
     if integer && n.fract() != 0.0 {
-        return Err(format!("value {n} must be an integer"));
+        return Err(CellRejected::NotAnInteger(n));
     }
     Ok(n)
 }
 
-fn boolean(value: &Value) -> Result<bool, String> {
+fn boolean(value: &Value) -> Result<bool, CellRejected> {
     match value {
         Value::Bool(b) => Ok(*b),
         Value::String(s) if s == "true" => Ok(true),
         Value::String(s) if s == "false" => Ok(false),
         Value::Null | Value::Number(_) | Value::String(_) | Value::Array(_) | Value::Object(_) => {
-            Err("value must be true or false".to_owned())
+            Err(CellRejected::NotABoolean)
         }
     }
 }
 
-fn json_text(value: &Value) -> Result<String, String> {
+fn json_text(value: &Value) -> Result<String, CellRejected> {
     match value {
         Value::String(s) => {
-            serde_json::from_str::<Value>(s)
-                .map_err(|e| format!("value is not valid JSON: {e}"))?;
+            serde_json::from_str::<Value>(s).map_err(|e| CellRejected::NotJson(e.to_string()))?;
             Ok(s.clone())
         }
         other => Ok(other.to_string()),
@@ -369,6 +395,38 @@ mod tests {
             formula: None,
             date_time_format: None,
         }
+    }
+
+    /// Each refusal is its case, and reads as the sentence the API answers with.
+    #[test]
+    fn refusals_are_typed_and_read_as_before() {
+        let refused = |t: ColumnType, v: Value| parse_value(&column(t), &v).expect_err("refused");
+        let cases = [
+            (refused(ColumnType::Number, json!(true)), "value must be a number"),
+            (refused(ColumnType::Number, json!("x1")), "value \"x1\" must be a number"),
+            (refused(ColumnType::Boolean, json!(2)), "value must be true or false"),
+            (refused(ColumnType::SingleLine, json!([1])), "value must be a string"),
+            (
+                refused(ColumnType::SingleSelection, json!("b")),
+                "\"b\" is not one of the column's selection options",
+            ),
+            (
+                refused(ColumnType::Files, json!(3)),
+                "value must be a list of file ids (strings)",
+            ),
+            (
+                refused(ColumnType::Formula, json!("1")),
+                "formula values are computed and cannot be written",
+            ),
+        ];
+        for (rejected, message) in &cases {
+            assert_eq!(rejected.to_string(), *message);
+        }
+        assert_eq!(cases[1].0, CellRejected::NotANumber(Some("x1".into())));
+        assert!(matches!(
+            refused(ColumnType::Datetime, json!("soon")),
+            CellRejected::NotADatetime(given) if given == "soon"
+        ));
     }
 
     /// Taking the value gives what reading it gives, for every column type and kind of value.

@@ -417,7 +417,7 @@ fn apply_formula(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) -
         .or_else(|| column.formula.as_ref().map(|f| f.formula_text.clone()))
         .filter(|t| !t.trim().is_empty())
         .ok_or_else(|| SchemaError::invalid("formula.formulaText is required."))?;
-    formula::check(schema, &column.id, &text).map_err(SchemaError::invalid)?;
+    formula::check(schema, &column.id, &text)?;
     let detect = match f.detect_result_value_type.as_deref() {
         None => column.formula.as_ref().and_then(|f| f.detect_result_value_type),
         Some(text) => Some(ResultValueType::parse(text).ok_or_else(|| {

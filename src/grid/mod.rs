@@ -5,6 +5,7 @@ pub mod actor;
 mod apply;
 pub mod codec;
 pub mod columns;
+pub mod damage;
 pub mod diff;
 pub mod formula;
 pub mod history;

@@ -2,6 +2,7 @@
 //! refused, one case per error code a schema change answers with.
 
 use crate::error::{Coded, ErrorCode};
+use crate::grid::formula::FormulaRefused;
 
 /// A refused schema change.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -25,6 +26,9 @@ pub enum SchemaError {
     /// A change that is well-formed but cannot be made (a dependency cycle).
     #[error("{0}")]
     Unprocessable(String),
+    /// A formula that does not parse or refers to what it may not.
+    #[error(transparent)]
+    Formula(#[from] FormulaRefused),
 }
 
 pub type SchemaResult<T> = Result<T, SchemaError>;
@@ -45,6 +49,7 @@ impl SchemaError {
             SchemaError::DependencyNotFound(m) => SchemaError::DependencyNotFound(prefixed(m)),
             SchemaError::DependencyExists(m) => SchemaError::DependencyExists(prefixed(m)),
             SchemaError::Unprocessable(m) => SchemaError::Unprocessable(prefixed(m)),
+            SchemaError::Formula(refused) => SchemaError::Invalid(prefixed(refused.to_string())),
         }
     }
 
@@ -57,7 +62,7 @@ impl SchemaError {
 impl Coded for SchemaError {
     fn code(&self) -> ErrorCode {
         match self {
-            SchemaError::Invalid(_) => ErrorCode::BadRequest,
+            SchemaError::Invalid(_) | SchemaError::Formula(_) => ErrorCode::BadRequest,
             SchemaError::InvalidColumnId(_) => ErrorCode::InvalidColumnId,
             SchemaError::ColumnNotInView(_) => ErrorCode::ColumnNotFoundInView,
             SchemaError::ViewNotFound(_) => ErrorCode::ViewIsNotFound,

@@ -19,6 +19,7 @@ use super::snapshot::{
 };
 use super::wal::{WalError, WalHandle};
 use crate::error::{Coded, ErrorCode};
+use crate::grid::damage::{Damaged, LoadResult};
 use crate::grid::image::{ImageIndex, PartLimits, SectionSource, IMAGE_FORMAT_VERSION};
 use crate::grid::ops::GridState;
 use crate::histogram::{Histogram, LATENCY_BOUNDS};
@@ -274,12 +275,11 @@ impl Durability {
             // The branch was deleted (`forget`) after this snapshot was asked for.
             return Ok(());
         }
-        self.store_streamed(branch_id, wal_lsn, state)
-            .map_err(|e| SnapshotFailure::Failed(e.to_string()))?;
+        self.store_streamed(branch_id, wal_lsn, state)?;
         *newest = Some(wal_lsn);
         if !self.floors.contains_key(branch_id) {
             // Deleted while it was written: what `forget` deleted may not have held it yet.
-            self.snapshots.delete(branch_id).map_err(|e| SnapshotFailure::Failed(e.to_string()))?;
+            self.snapshots.delete(branch_id).map_err(DurabilityError::store("deleting"))?;
         }
         self.snapshot_seconds.observe_duration(started.elapsed());
         Ok(())
@@ -320,10 +320,9 @@ impl Durability {
                 },
             )
             .map_err(DurabilityError::store("storing"))?;
-        let image = |what: &str| DurabilityError::Image(what.to_owned());
-        let written = written.ok_or_else(|| image("it was not written"))?;
+        let written = written.ok_or(DurabilityError::Unwritten("it was not written"))?;
         if written.on_base && base.is_none() {
-            return Err(image("an image without a base borrowed sections"));
+            return Err(DurabilityError::Unwritten("an image without a base borrowed sections"));
         }
         // A load reads the chain its header names, whether or not the image borrowed from it.
         let chain_bytes = base.as_ref().map_or(0, |b| b.stored);
@@ -451,11 +450,7 @@ impl Durability {
     /// Decodes a branch's snapshot of the current format and makes it the branch's base: the
     /// branch's next snapshot borrows from it and its chain every chunk not written since the
     /// start, instead of being whole.
-    fn decode_as_base(
-        &self,
-        branch_id: &str,
-        loaded: &LoadedSnapshot,
-    ) -> Result<GridState, String> {
+    fn decode_as_base(&self, branch_id: &str, loaded: &LoadedSnapshot) -> LoadResult<GridState> {
         let chain: Vec<&dyn SectionSource> =
             loaded.chain.iter().map(|p| p as &dyn SectionSource).collect();
         let generations: Vec<u64> = std::iter::once(loaded.generation)
@@ -492,9 +487,12 @@ pub enum DurabilityError {
     /// The snapshot store failed at `doing` (storing, reading, flushing).
     #[error("{doing}: {source}")]
     Store { doing: &'static str, source: SnapshotError },
-    /// An image did not encode or decode.
+    /// An image did not decode.
     #[error("the image: {0}")]
-    Image(String),
+    Image(#[from] Damaged),
+    /// Encoding an image did not give what was stored (a bug, never the data's fault).
+    #[error("the image: {0}")]
+    Unwritten(&'static str),
     /// A backup's image is not in the store.
     #[error("the backup's image is missing")]
     MissingBackup,
@@ -515,9 +513,9 @@ impl Coded for DurabilityError {
             DurabilityError::Wal(_) | DurabilityError::WaitPanicked => {
                 ErrorCode::ServiceUnavailable
             }
-            DurabilityError::Store { .. } | DurabilityError::Image(_) => {
-                ErrorCode::InternalServerError
-            }
+            DurabilityError::Store { .. }
+            | DurabilityError::Image(_)
+            | DurabilityError::Unwritten(_) => ErrorCode::InternalServerError,
             DurabilityError::MissingBackup => ErrorCode::BackupIsNotFound,
         }
     }
@@ -529,8 +527,15 @@ pub enum SnapshotFailure {
     /// Encoding would not fit in the memory left; the WAL keeps every write.
     #[error("postponed: encoding needs about {} MiB, {} MiB are available", .needed >> 20, .available >> 20)]
     Postponed { needed: u64, available: u64 },
+    /// The WAL, the snapshot store or the image refused it.
     #[error("{0}")]
-    Failed(String),
+    Failed(#[from] DurabilityError),
+    /// No thread could be started to write it.
+    #[error("no snapshot thread: {0}")]
+    NoThread(std::io::Error),
+    /// The thread writing it stopped without an answer.
+    #[error("the snapshot thread stopped")]
+    ThreadStopped,
 }
 
 /// Memory a snapshot needs left: one section (at most about `PartLimits::DEFAULT.bytes`, its

@@ -1,6 +1,7 @@
 //! Decoding a stored image of any format this build reads: 6 (written) and 5 a section at a
 //! time, 1 to 4 whole from an aligned buffer.
 
+use crate::grid::damage::LoadResult;
 use crate::grid::image::{
     ArchivedBranchImage, ArchivedBranchImageV1, ArchivedBranchImageV2, ArchivedBranchImageV3,
     BranchImageV1, BranchImageV2, SectionSource, IMAGE_FORMAT_VERSION,
@@ -9,7 +10,7 @@ use crate::grid::ops::GridState;
 use crate::persist::snapshot::Payload;
 
 /// Decodes an image of format 4 from an aligned buffer.
-pub fn decode_image_v4(bytes: &[u8]) -> Result<GridState, String> {
+pub fn decode_image_v4(bytes: &[u8]) -> LoadResult<GridState> {
     let archived = rkyv::access::<ArchivedBranchImage, rkyv::rancor::Error>(bytes)
         .map_err(|e| format!("validation: {e}"))?;
     GridState::from_archived(archived)
@@ -21,9 +22,9 @@ pub fn decode_any(
     format_version: u32,
     payload: &Payload,
     chain: &[Payload],
-) -> Result<GridState, String> {
+) -> LoadResult<GridState> {
     if !chain.is_empty() && format_version < 5 {
-        return Err(format!("an image of format {format_version} with a base"));
+        return Err(format!("an image of format {format_version} with a base").into());
     }
     if format_version >= 5 {
         // Read a section at a time.
@@ -32,7 +33,7 @@ pub fn decode_any(
         return match format_version {
             IMAGE_FORMAT_VERSION => GridState::decode_sections(payload, &chain),
             5 => GridState::decode_sections_v5(payload, &chain),
-            version => Err(format!("unknown image format {version}")),
+            version => Err(format!("unknown image format {version}").into()),
         };
     }
     let bytes = payload.whole().map_err(|e| format!("reading the image: {e}"))?;
@@ -41,19 +42,19 @@ pub fn decode_any(
         3 => decode_image_v3(&bytes),
         2 => decode_image_v2(&bytes),
         1 => decode_image_v1(&bytes),
-        version => Err(format!("unknown image format {version}")),
+        version => Err(format!("unknown image format {version}").into()),
     }
 }
 
 /// Decodes an image of format 3 from an aligned buffer.
-pub fn decode_image_v3(bytes: &[u8]) -> Result<GridState, String> {
+pub fn decode_image_v3(bytes: &[u8]) -> LoadResult<GridState> {
     let archived = rkyv::access::<ArchivedBranchImageV3, rkyv::rancor::Error>(bytes)
         .map_err(|e| format!("validation: {e}"))?;
     GridState::from_archived_v3(archived)
 }
 
 /// Decodes an image of format 2 from an aligned buffer.
-pub fn decode_image_v2(bytes: &[u8]) -> Result<GridState, String> {
+pub fn decode_image_v2(bytes: &[u8]) -> LoadResult<GridState> {
     let archived = rkyv::access::<ArchivedBranchImageV2, rkyv::rancor::Error>(bytes)
         .map_err(|e| format!("validation: {e}"))?;
     let image: BranchImageV2 = rkyv::deserialize::<BranchImageV2, rkyv::rancor::Error>(archived)
@@ -62,7 +63,7 @@ pub fn decode_image_v2(bytes: &[u8]) -> Result<GridState, String> {
 }
 
 /// Decodes an image of format 1 from an aligned buffer.
-pub fn decode_image_v1(bytes: &[u8]) -> Result<GridState, String> {
+pub fn decode_image_v1(bytes: &[u8]) -> LoadResult<GridState> {
     let archived = rkyv::access::<ArchivedBranchImageV1, rkyv::rancor::Error>(bytes)
         .map_err(|e| format!("validation: {e}"))?;
     let image: BranchImageV1 = rkyv::deserialize::<BranchImageV1, rkyv::rancor::Error>(archived)

@@ -17,7 +17,7 @@ use super::query::QueryEngine;
 use super::schema::ViewDef;
 use super::store::RecordIdentity;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::persist::durability::{Durability, SnapshotFailure, SnapshotPolicy};
+use crate::persist::durability::{Durability, DurabilityError, SnapshotFailure, SnapshotPolicy};
 use crate::persist::entry::WalEntry;
 use crate::persist::wal::Durable;
 
@@ -246,7 +246,7 @@ impl GridActor {
     /// part that holds up this actor's writers.
     fn snapshot_future(
         &mut self,
-    ) -> impl std::future::Future<Output = Result<(), String>> + 'static {
+    ) -> impl std::future::Future<Output = Result<(), SnapshotFailure>> + 'static {
         self.snapshot_running = true;
         self.since_snapshot = Written::default();
         self.last_snapshot = Instant::now();
@@ -260,8 +260,8 @@ impl GridActor {
             let started = Instant::now();
             // Only what is durable in the WAL may be covered by a snapshot: otherwise a crash
             // could leave the WAL shorter than the snapshot's position and LSNs be reused.
-            let synced = durability.wal.sync_now().map_err(|e| format!("WAL sync: {e}"))?;
-            synced.await.map_err(|e| format!("WAL sync: {e}"))?;
+            let synced = durability.wal.sync_now().map_err(DurabilityError::Wal)?;
+            synced.await.map_err(DurabilityError::Wal)?;
             // On a thread of its own scheduled as background work: encoding the image takes a
             // core for a while, and the actors and HTTP workers take it back at once when a
             // request comes (an edit inside a snapshot window otherwise waits for the encoder's
@@ -279,20 +279,15 @@ impl GridActor {
                     alloc_release::release_freed();
                     let _ = done.send(written);
                 })
-                .map_err(|e| format!("no snapshot thread: {e}"))?;
-            let written = written
-                .await
-                .map_err(|_| "the snapshot thread stopped".to_owned())?
-                .map_err(|failure| {
-                    match &failure {
+                .map_err(SnapshotFailure::NoThread)?;
+            let written =
+                written.await.map_err(|_| SnapshotFailure::ThreadStopped)?.inspect_err(|failure| {
+                    match failure {
                         SnapshotFailure::Postponed { .. } => {
                             tracing::warn!(lsn, reason = %failure, "snapshot postponed")
                         }
-                        SnapshotFailure::Failed(_) => {
-                            tracing::error!(lsn, error = %failure, "snapshot failed")
-                        }
+                        _ => tracing::error!(lsn, error = %failure, "snapshot failed"),
                     }
-                    failure.to_string()
                 });
             if written.is_ok() {
                 tracing::info!(lsn, ms = started.elapsed().as_millis() as u64, "snapshot written");
@@ -333,11 +328,11 @@ impl Actor for GridActor {
 
 /// Writes a snapshot now (graceful shutdown); resolves when it is stored.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<(), String>")]
+#[rtype(result = "Result<(), SnapshotFailure>")]
 pub struct TakeSnapshot;
 
 impl Handler<TakeSnapshot> for GridActor {
-    type Result = ResponseFuture<Result<(), String>>;
+    type Result = ResponseFuture<Result<(), SnapshotFailure>>;
 
     fn handle(&mut self, _: TakeSnapshot, _: &mut Context<Self>) -> Self::Result {
         if self.durability.is_pinned(&self.branch_id) {

@@ -89,53 +89,65 @@ pub struct FormulaPlan {
     pub formulas: Vec<Compiled>,
 }
 
+/// Why a formula was refused; each message is a sentence for a 400.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FormulaRefused {
+    #[error("The formula does not parse: {0}.")]
+    Syntax(SyntaxError),
+    #[error("The formula of column \"{0}\" refers to itself.")]
+    RefersToItself(String),
+    #[error("The formula of column \"{column}\" refers to itself through column \"{via}\".")]
+    Cycle { column: String, via: String },
+    #[error("The formula refers to column \"{0}\", which does not exist.")]
+    UnknownColumn(String),
+    /// A function called with `given` arguments where it takes `expected` ("2", "1 to 3", "at
+    /// least 1").
+    #[error("{function} takes {expected} arguments, not {given}.")]
+    Arity { function: &'static str, expected: String, given: usize },
+}
+
 /// Checks a formula for column `column_id` of `schema` (the column may be new): it parses, it
 /// names only existing columns, not itself even through other formulas, and calls known
-/// functions with a valid number of arguments. The error is a sentence for a 400.
-pub fn check(schema: &Schema, column_id: &str, text: &str) -> Result<(), String> {
-    let expr = parse(text).map_err(|e| format!("The formula does not parse: {e}."))?;
+/// functions with a valid number of arguments.
+pub fn check(schema: &Schema, column_id: &str, text: &str) -> Result<(), FormulaRefused> {
+    let expr = parse(text).map_err(FormulaRefused::Syntax)?;
     let mut problem = None;
     walk(&expr, &mut |e| {
         if problem.is_some() {
             return;
         }
-        match e {
-            Expr::Column(id) if id == column_id => {
-                problem = Some(format!("The formula of column \"{column_id}\" refers to itself."))
-            }
+        problem = match e {
+            Expr::Column(id) if id == column_id => Some(FormulaRefused::RefersToItself(id.clone())),
             Expr::Column(id) if schema.column(id).is_none() => {
-                problem =
-                    Some(format!("The formula refers to column \"{id}\", which does not exist."))
+                Some(FormulaRefused::UnknownColumn(id.clone()))
             }
             Expr::Call(name, args) => {
-                if let Some(function) = Function::parse(name) {
-                    let (min, max) = function.arity();
-                    if args.len() < min || max.is_some_and(|m| args.len() > m) {
-                        let expected = match max {
-                            Some(m) if m == min => format!("{min}"),
-                            Some(m) => format!("{min} to {m}"),
-                            None => format!("at least {min}"),
-                        };
-                        problem = Some(format!(
-                            "{} takes {expected} arguments, not {}.",
-                            function.name(),
-                            args.len()
-                        ));
-                    }
-                }
+                Function::parse(name).and_then(|f| arity_error(f, args.len()))
             }
-            _ => {}
-        }
+            _ => None,
+        };
     });
     if let Some(problem) = problem {
         return Err(problem);
     }
     if let Some(via) = cycle_through(schema, column_id, &expr) {
-        return Err(format!(
-            "The formula of column \"{column_id}\" refers to itself through column \"{via}\"."
-        ));
+        return Err(FormulaRefused::Cycle { column: column_id.to_owned(), via: via.to_owned() });
     }
     Ok(())
+}
+
+/// The refusal of a call of `function` with `given` arguments, if it takes another number.
+fn arity_error(function: Function, given: usize) -> Option<FormulaRefused> {
+    let (min, max) = function.arity();
+    if given >= min && max.is_none_or(|m| given <= m) {
+        return None;
+    }
+    let expected = match max {
+        Some(m) if m == min => format!("{min}"),
+        Some(m) => format!("{min} to {m}"),
+        None => format!("at least {min}"),
+    };
+    Some(FormulaRefused::Arity { function: function.name(), expected, given })
 }
 
 /// Calls `f` on every node of `expr`.

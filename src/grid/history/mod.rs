@@ -23,6 +23,7 @@
 mod sealed;
 mod spill;
 
+use crate::grid::damage::LoadResult;
 use std::sync::Arc;
 
 pub use self::sealed::ChunkPart;
@@ -472,20 +473,22 @@ impl History {
     /// A log from an image's parts: every part but a plain last one is sealed (plain parts of
     /// an older image are packed later). Positions are checked when read (`get`), so damaged
     /// bytes end a chain instead of failing the load; retired heads must name a chunk.
-    pub fn from_parts(parts: HistoryParts) -> Result<History, String> {
+    pub fn from_parts(parts: HistoryParts) -> LoadResult<History> {
         History::from_chunks(parts.chunks.into_iter().map(Ok), parts.retired, parts.count)
     }
 
     /// `from_parts` with the chunks made one at a time (a load spills each before it reads
     /// the next).
     pub fn from_chunks(
-        chunks: impl ExactSizeIterator<Item = Result<ChunkPart, String>>,
+        chunks: impl ExactSizeIterator<Item = LoadResult<ChunkPart>>,
         retired: Vec<EntryRef>,
         count: u64,
-    ) -> Result<History, String> {
+    ) -> LoadResult<History> {
         let n = chunks.len();
         if let Some(bad) = retired.iter().find(|&&at| split(at).0 >= n) {
-            return Err(format!("history: a retired chain starts outside the log ({bad:#x})"));
+            return Err(
+                format!("history: a retired chain starts outside the log ({bad:#x})").into()
+            );
         }
         let mut sealed = Vec::with_capacity(n);
         let mut open = Vec::new();

@@ -1,6 +1,7 @@
 //! Loads read straight from archived bytes (formats 3 and 4; `sections` for 5 and 6): the
 //! columns built on helper threads (`load_columns`) and the merge stamps restored.
 
+use crate::grid::damage::{Damaged, LoadResult};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{
@@ -19,7 +20,7 @@ impl GridState {
     /// names are read from the image's bytes and written into the store's arenas, record by
     /// record (so each arena is sized once its first rows predict it); packed history chunks
     /// stay packed.
-    pub fn from_archived(image: &ArchivedBranchImage) -> Result<GridState, String> {
+    pub fn from_archived(image: &ArchivedBranchImage) -> LoadResult<GridState> {
         let h = &image.history;
         let chunks = h
             .chunks
@@ -37,7 +38,7 @@ impl GridState {
     }
 
     /// `from_archived` for a format 3 image, whose history chunks are all plain.
-    pub fn from_archived_v3(image: &ArchivedBranchImageV3) -> Result<GridState, String> {
+    pub fn from_archived_v3(image: &ArchivedBranchImageV3) -> LoadResult<GridState> {
         let h = &image.history;
         let chunks = h
             .chunks
@@ -56,17 +57,17 @@ impl GridState {
         v2: &ArchivedBranchImageV2,
         heads: &[rkyv::rend::u64_le],
         history: HistoryParts,
-    ) -> Result<GridState, String> {
+    ) -> LoadResult<GridState> {
         let v1 = &v2.records;
         if !v1.history.is_empty() {
-            return Err("a format 3 or 4 image holds history in the old per-key list".to_owned());
+            return Err("a format 3 or 4 image holds history in the old per-key list".into());
         }
         let n = v1.ids.len();
         if v1.paths.len() != n || v1.times.len() != n || v1.users.len() != n {
-            return Err("record columns have different lengths".to_owned());
+            return Err("record columns have different lengths".into());
         }
         if v2.created.len() != n || v2.moved.len() != n || heads.len() != n {
-            return Err("record stamps have the wrong length".to_owned());
+            return Err("record stamps have the wrong length".into());
         }
         let schema: Schema =
             serde_json::from_str(v1.schema_json.as_str()).map_err(|e| format!("schema: {e}"))?;
@@ -104,7 +105,9 @@ impl GridState {
         restore_archived_stamps(&mut state, v2.clock.to_native(), &v2.gone, &v2.merge_bases);
         let history = History::from_parts(history)?;
         if let Some(bad) = heads.iter().find(|at| !history.holds(at.to_native())) {
-            return Err(format!("a history chain starts outside the log ({:#x})", bad.to_native()));
+            return Err(
+                format!("a history chain starts outside the log ({:#x})", bad.to_native()).into()
+            );
         }
         state.history = history;
         Ok(state)
@@ -119,9 +122,9 @@ pub(super) fn load_columns<S: Copy + Send + Sync>(
     state: &mut GridState,
     n: usize,
     images: Vec<(ColumnSlot, S)>,
-    build: impl Fn(S, StorageKind, bool, &mut Scratch) -> Result<BuiltColumn, String> + Sync,
-    records: impl FnOnce(&mut ColumnStore) -> Result<(), String>,
-) -> Result<(), String> {
+    build: impl Fn(S, StorageKind, bool, &mut Scratch) -> LoadResult<BuiltColumn> + Sync,
+    records: impl FnOnce(&mut ColumnStore) -> LoadResult<()>,
+) -> LoadResult<()> {
     let jobs = column_jobs(state, images);
     let next = AtomicUsize::new(0);
     let work = || {
@@ -139,7 +142,7 @@ pub(super) fn load_columns<S: Copy + Send + Sync>(
             };
             built.push((slot, column));
         }
-        Ok::<_, String>(built)
+        Ok::<_, Damaged>(built)
     };
     let store = &mut state.store;
     let (mine, theirs) = std::thread::scope(|scope| {
@@ -152,9 +155,7 @@ pub(super) fn load_columns<S: Copy + Send + Sync>(
         }
         let mine = work();
         let theirs = match helper {
-            Ok(helper) => {
-                helper.join().unwrap_or_else(|_| Err("loading a column panicked".to_owned()))
-            }
+            Ok(helper) => helper.join().unwrap_or_else(|_| Err("loading a column panicked".into())),
             Err(_) => Ok(Vec::new()),
         };
         (inserted.and(mine), theirs)
@@ -163,7 +164,7 @@ pub(super) fn load_columns<S: Copy + Send + Sync>(
         state.store.install_column(slot, column)?;
     }
     if !state.store.columns_complete() {
-        return Err("a column of the store was left without cells".to_owned());
+        return Err("a column of the store was left without cells".into());
     }
     Ok(())
 }

@@ -26,6 +26,7 @@
 //! image and the loads of formats 1 and 2, `archived` the loads from archived bytes (3, 4, and
 //! the column building and stamps 5 and 6 share), `sections` formats 5 and 6.
 
+use crate::grid::damage::LoadResult;
 use rkyv::{Archive, Deserialize, Serialize};
 
 mod archived;
@@ -296,10 +297,10 @@ impl<'a> CellsRef<'a> {
 
     /// Checks that the offsets describe `n` cells inside the data, with a status and a
     /// version each.
-    pub fn check(&self, n: usize) -> Result<(), String> {
+    pub fn check(&self, n: usize) -> LoadResult<()> {
         let id = self.id;
         if self.statuses.len() != n || self.versions.len() != n {
-            return Err(format!("column {id} has the wrong number of cells"));
+            return Err(format!("column {id} has the wrong number of cells").into());
         }
         let ends_fit = |data_len: usize, ends: &[rkyv::rend::u64_le]| {
             let mut last = 0u64;
@@ -313,7 +314,7 @@ impl<'a> CellsRef<'a> {
         let cells = match self.cells {
             ArchivedColumnCells::Text { data, ends } => {
                 if !ends_fit(data.len(), ends) {
-                    return Err(format!("column {id}: bad text offsets"));
+                    return Err(format!("column {id}: bad text offsets").into());
                 }
                 ends.len()
             }
@@ -322,13 +323,13 @@ impl<'a> CellsRef<'a> {
             ArchivedColumnCells::Datetime(v) => v.len(),
             ArchivedColumnCells::List { data, item_ends, cell_ends } => {
                 if !ends_fit(data.len(), item_ends) || !ends_fit(item_ends.len(), cell_ends) {
-                    return Err(format!("column {id}: bad list offsets"));
+                    return Err(format!("column {id}: bad list offsets").into());
                 }
                 cell_ends.len()
             }
         };
         if cells != n {
-            return Err(format!("column {id}: {cells} cells for {n} records"));
+            return Err(format!("column {id}: {cells} cells for {n} records").into());
         }
         Ok(())
     }
@@ -349,7 +350,7 @@ impl<'a> CellsRef<'a> {
     }
 
     /// Cell `i` (after `check`), with its version and status byte.
-    pub fn cell(&self, i: usize) -> Result<(LoadCell<'a>, u32, u8), String> {
+    pub fn cell(&self, i: usize) -> LoadResult<(LoadCell<'a>, u32, u8)> {
         let start =
             |ends: &[rkyv::rend::u64_le]| if i == 0 { 0 } else { ends[i - 1].to_native() as usize };
         let id = self.id;

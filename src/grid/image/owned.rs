@@ -5,6 +5,7 @@ use super::{
     column_cells, from_cell, pack, unpack, BranchImage, BranchImageV1, BranchImageV2, ColumnCells,
     ColumnImage, GoneKeyImage, HistoryChunkImage, HistoryImage, HistoryImage4, MergeBaseImage,
 };
+use crate::grid::damage::LoadResult;
 use crate::grid::history::{
     legacy_key, EntryRef, HistoryCell, HistoryEntry, HistoryParts, NO_ENTRY,
 };
@@ -103,10 +104,10 @@ impl GridState {
     }
 
     /// Rebuilds a branch from a format-2 image.
-    pub fn from_image_v2(image: BranchImageV2) -> Result<GridState, String> {
+    pub fn from_image_v2(image: BranchImageV2) -> LoadResult<GridState> {
         let n = image.records.ids.len();
         if image.created.len() != n || image.moved.len() != n {
-            return Err("record stamps have the wrong length".to_owned());
+            return Err("record stamps have the wrong length".into());
         }
         let mut state = GridState::from_image_v1(image.records)?;
         for (i, row) in state.store.live_rows().collect::<Vec<_>>().into_iter().enumerate() {
@@ -131,7 +132,7 @@ impl GridState {
 
     /// Rebuilds a branch from a format-1 image. Its cell versions counted changes; the clock
     /// starts at the highest of them, so every later change is stamped above every cell.
-    pub fn from_image_v1(image: BranchImageV1) -> Result<GridState, String> {
+    pub fn from_image_v1(image: BranchImageV1) -> LoadResult<GridState> {
         let clock = image.columns.iter().flat_map(|c| c.versions.iter().copied()).max();
         let mut state = GridState::records_from_image(image)?;
         state.store.restore_clock(clock.unwrap_or(0));
@@ -151,12 +152,12 @@ impl GridState {
         state
     }
 
-    fn records_from_image(image: BranchImageV1) -> Result<GridState, String> {
+    fn records_from_image(image: BranchImageV1) -> LoadResult<GridState> {
         let schema: Schema =
             serde_json::from_str(&image.schema_json).map_err(|e| format!("schema: {e}"))?;
         let n = image.ids.len();
         if image.paths.len() != n || image.times.len() != n || image.users.len() != n {
-            return Err("record columns have different lengths".to_owned());
+            return Err("record columns have different lengths".into());
         }
         let mut state = GridState::with_schema(schema, image.by_path);
         let rows: Vec<RowId> = (0..n)
@@ -169,7 +170,7 @@ impl GridState {
             let values =
                 cell_values(column.cells, n).map_err(|e| format!("column {}: {e}", column.id))?;
             if column.statuses.len() != n || column.versions.len() != n {
-                return Err(format!("column {} has the wrong number of cells", column.id));
+                return Err(format!("column {} has the wrong number of cells", column.id).into());
             }
             for (i, value) in values.into_iter().enumerate() {
                 state
@@ -222,7 +223,7 @@ impl GridState {
 }
 
 /// Slices of `data` ending at each of `ends`, checked.
-fn slices<'a>(data: &'a str, ends: &[u64]) -> Result<Vec<&'a str>, String> {
+fn slices<'a>(data: &'a str, ends: &[u64]) -> LoadResult<Vec<&'a str>> {
     let mut start = 0usize;
     ends.iter()
         .map(|&end| {
@@ -236,7 +237,7 @@ fn slices<'a>(data: &'a str, ends: &[u64]) -> Result<Vec<&'a str>, String> {
 }
 
 /// The `n` cell values of a column image.
-fn cell_values(cells: ColumnCells, n: usize) -> Result<Vec<CellValue>, String> {
+fn cell_values(cells: ColumnCells, n: usize) -> LoadResult<Vec<CellValue>> {
     let values: Vec<CellValue> = match cells {
         ColumnCells::Text { data, ends } => slices(&data, &ends)?
             .into_iter()
@@ -278,7 +279,7 @@ fn cell_values(cells: ColumnCells, n: usize) -> Result<Vec<CellValue>, String> {
         }
     };
     if values.len() != n {
-        return Err(format!("{} cells for {n} records", values.len()));
+        return Err(format!("{} cells for {n} records", values.len()).into());
     }
     Ok(values)
 }

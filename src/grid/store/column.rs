@@ -8,6 +8,7 @@
 //! `ColumnStore`; this module never decides which rows live. The per-kind cell layouts and
 //! their empty markers are in `cells`, the scans in `scan`, bulk building in `builder`.
 
+use crate::grid::damage::LoadResult;
 use std::fmt;
 use std::sync::Arc;
 
@@ -189,8 +190,8 @@ impl Column {
         kind: StorageKind,
         localized: bool,
         rows: usize,
-        mut cell: impl FnMut(usize) -> Result<(LoadCell<'a>, u32, u8), String>,
-    ) -> Result<Column, String> {
+        mut cell: impl FnMut(usize) -> LoadResult<(LoadCell<'a>, u32, u8)>,
+    ) -> LoadResult<Column> {
         let mut builder = ColumnBuilder::new(kind, localized, rows);
         // A chunk's cells are gathered first, so that a text arena is sized once, exactly.
         let mut gathered = Vec::with_capacity(rows.min(CHUNK_ROWS));

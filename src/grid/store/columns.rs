@@ -2,6 +2,7 @@
 
 use super::column::Column;
 use super::{BuiltColumn, ColumnSlot, ColumnStore, LoadCell};
+use crate::grid::damage::LoadResult;
 use crate::grid::value::StorageKind;
 
 impl ColumnStore {
@@ -18,21 +19,21 @@ impl ColumnStore {
         kind: StorageKind,
         localized: bool,
         rows: usize,
-        cell: impl FnMut(usize) -> Result<(LoadCell<'a>, u32, u8), String>,
-    ) -> Result<BuiltColumn, String> {
+        cell: impl FnMut(usize) -> LoadResult<(LoadCell<'a>, u32, u8)>,
+    ) -> LoadResult<BuiltColumn> {
         Column::build(kind, localized, rows, cell).map(BuiltColumn)
     }
 
     /// Puts a built column in `slot` in place of its cells; it must have the kind, the
     /// statuses and one cell per row of the slot's column.
-    pub fn install_column(&mut self, slot: ColumnSlot, built: BuiltColumn) -> Result<(), String> {
+    pub fn install_column(&mut self, slot: ColumnSlot, built: BuiltColumn) -> LoadResult<()> {
         let rows = self.ids.len();
         let column = self.column_mut(slot);
         let fits = built.0.kind() == column.kind()
             && built.0.is_localized() == column.is_localized()
             && built.0.len() == rows;
         if !fits {
-            return Err(format!("a built column does not fit slot {}", slot.0));
+            return Err(format!("a built column does not fit slot {}", slot.0).into());
         }
         *column = built.0;
         Ok(())

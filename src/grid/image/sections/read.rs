@@ -2,6 +2,7 @@
 //! that builds it) and the history, every section validated before it is read; and the index
 //! of what the loaded image's sections hold, for the next snapshot to borrow from.
 
+use crate::grid::damage::{Damaged, LoadResult};
 use std::io;
 
 use rkyv::rancor;
@@ -21,7 +22,7 @@ use crate::grid::value::StorageKind;
 
 impl GridState {
     /// `decode_sections` of payloads in memory (on a 16-byte boundary): tests and benches.
-    pub fn decode_image(bytes: &[u8], chain: &[&[u8]]) -> Result<GridState, String> {
+    pub fn decode_image(bytes: &[u8], chain: &[&[u8]]) -> LoadResult<GridState> {
         let chain: Vec<&dyn SectionSource> =
             chain.iter().map(|b| b as &dyn SectionSource).collect();
         GridState::decode_sections(&bytes, &chain)
@@ -34,7 +35,7 @@ impl GridState {
     pub fn decode_sections(
         payload: &dyn SectionSource,
         chain: &[&dyn SectionSource],
-    ) -> Result<GridState, String> {
+    ) -> LoadResult<GridState> {
         GridState::decode_indexed(payload, chain, None).map(|(state, _)| state)
     }
 
@@ -48,7 +49,7 @@ impl GridState {
         payload: &dyn SectionSource,
         chain: &[&dyn SectionSource],
         generations: Option<&[u64]>,
-    ) -> Result<(GridState, Option<ImageIndex>), String> {
+    ) -> LoadResult<(GridState, Option<ImageIndex>)> {
         GridState::decode_format(Format::StatusesApart, payload, chain, generations)
     }
 
@@ -57,7 +58,7 @@ impl GridState {
     pub fn decode_sections_v5(
         payload: &dyn SectionSource,
         chain: &[&dyn SectionSource],
-    ) -> Result<GridState, String> {
+    ) -> LoadResult<GridState> {
         GridState::decode_format(Format::Together, payload, chain, None).map(|(state, _)| state)
     }
 
@@ -66,7 +67,7 @@ impl GridState {
         payload: &dyn SectionSource,
         chain: &[&dyn SectionSource],
         generations: Option<&[u64]>,
-    ) -> Result<(GridState, Option<ImageIndex>), String> {
+    ) -> LoadResult<(GridState, Option<ImageIndex>)> {
         let sources = Sources { payload, chain };
         let table = section_table(payload, chain)?;
         let (head, parts) = table.split_last().ok_or("a sectioned image without a head")?;
@@ -97,7 +98,7 @@ impl GridState {
         tracing::debug!(ms = began.elapsed().as_millis() as u64, "image columns built");
         // Every record's chain head must lie in the loaded history: checked by the furthest.
         if let Some(bad) = records.furthest.filter(|&at| !history.holds(at)) {
-            return Err(format!("a history chain starts outside the log ({bad:#x})"));
+            return Err(format!("a history chain starts outside the log ({bad:#x})").into());
         }
         restore_archived_stamps(&mut state, head.clock.to_native(), &head.gone, &head.merge_bases);
         state.history = history;
@@ -119,10 +120,10 @@ fn load_together<S: Copy + Send + Sync>(
     state: &mut GridState,
     n: usize,
     images: Vec<(ColumnSlot, S)>,
-    build: impl Fn(S, StorageKind, bool, &mut Scratch) -> Result<BuiltColumn, String> + Sync,
-    insert: impl FnOnce(&mut ColumnStore) -> Result<(), String>,
-    load_history: impl Fn() -> Result<History, String> + Send + Sync,
-) -> Result<History, String> {
+    build: impl Fn(S, StorageKind, bool, &mut Scratch) -> LoadResult<BuiltColumn> + Sync,
+    insert: impl FnOnce(&mut ColumnStore) -> LoadResult<()>,
+    load_history: impl Fn() -> LoadResult<History> + Send + Sync,
+) -> LoadResult<History> {
     let (history, loaded) = std::thread::scope(|scope| {
         let helper = std::thread::Builder::new()
             .name("image-history".into())
@@ -130,7 +131,7 @@ fn load_together<S: Copy + Send + Sync>(
         let loaded = load_columns(state, n, images, build, insert);
         let history = match helper {
             Ok(helper) => {
-                helper.join().unwrap_or_else(|_| Err("loading the history panicked".to_owned()))
+                helper.join().unwrap_or_else(|_| Err("loading the history panicked".into()))
             }
             Err(_) => load_history(),
         };
@@ -168,7 +169,7 @@ pub(super) struct Layout<'t> {
 
 impl<'t> Layout<'t> {
     /// `parts` cut as `head` says (an error when the counts do not add up to them).
-    fn of(head: &ArchivedBranchHead, parts: &'t [SectionAt]) -> Result<Self, String> {
+    fn of(head: &ArchivedBranchHead, parts: &'t [SectionAt]) -> LoadResult<Self> {
         let record_parts = head.record_parts.to_native() as usize;
         let column_parts: usize = head.columns.iter().map(|c| c.parts.to_native() as usize).sum();
         let history_chunks = head.history_chunks.to_native() as usize;
@@ -177,7 +178,8 @@ impl<'t> Layout<'t> {
                 "{} sections for {record_parts} record parts, {column_parts} column parts and \
                  {history_chunks} history chunks",
                 parts.len()
-            ));
+            )
+            .into());
         }
         let (records, rest) = parts.split_at(record_parts);
         let (columns, history) = rest.split_at(column_parts);
@@ -190,7 +192,7 @@ fn load_history(
     sources: &Sources<'_>,
     sections: &[SectionAt],
     head: &ArchivedBranchHead,
-) -> Result<History, String> {
+) -> LoadResult<History> {
     let began = std::time::Instant::now();
     let mut scratch = Scratch::new();
     let chunks = sections.iter().map(|&at| {
@@ -226,7 +228,7 @@ impl RecordsRead {
         sources: &Sources<'_>,
         sections: &[SectionAt],
         n: usize,
-    ) -> Result<(), String> {
+    ) -> LoadResult<()> {
         let began = std::time::Instant::now();
         let mut scratch = Scratch::new();
         // Room for the records the head claims, as far as the parts' bytes can hold them (an
@@ -250,7 +252,7 @@ impl RecordsRead {
                 part.heads.len(),
             ];
             if lengths.iter().any(|&l| l != len) {
-                return Err("a record part's lists have different lengths".to_owned());
+                return Err("a record part's lists have different lengths".into());
             }
             inserted += len;
             if inserted > n {
@@ -273,7 +275,7 @@ impl RecordsRead {
             }
         }
         if inserted != n {
-            return Err("the record parts do not add up to the head's records".to_owned());
+            return Err("the record parts do not add up to the head's records".into());
         }
         store.index_loaded_keys(keys);
         tracing::debug!(ms = began.elapsed().as_millis() as u64, "image records inserted");
@@ -314,26 +316,24 @@ struct Sources<'a> {
 }
 
 impl<'a> Sources<'a> {
-    fn source(&self, at: SectionAt) -> Result<&'a dyn SectionSource, String> {
+    fn source(&self, at: SectionAt) -> LoadResult<&'a dyn SectionSource> {
         match at.link {
             None => Ok(self.payload),
             Some(link) => self.chain.get(link).copied().ok_or_else(|| {
-                format!("a section lies in link {link} of a chain the image was not given")
+                format!("a section lies in link {link} of a chain the image was not given").into()
             }),
         }
     }
 
-    fn read(&self, at: SectionAt) -> Result<SectionBytes<'a>, String> {
-        self.source(at)?.read_at(at.offset, at.len).map_err(|e| format!("reading a section: {e}"))
+    fn read(&self, at: SectionAt) -> LoadResult<SectionBytes<'a>> {
+        self.source(at)?
+            .read_at(at.offset, at.len)
+            .map_err(|source| Damaged::Read { what: "a section", source })
     }
 
     /// The sections `ats`: borrowed from payloads in memory, the others read into `scratch`
     /// (cleared first; each on a 16-byte boundary).
-    fn read_all<'s>(
-        &self,
-        ats: &[SectionAt],
-        scratch: &'s mut Scratch,
-    ) -> Result<Vec<&'s [u8]>, String>
+    fn read_all<'s>(&self, ats: &[SectionAt], scratch: &'s mut Scratch) -> LoadResult<Vec<&'s [u8]>>
     where
         'a: 's,
     {
@@ -342,7 +342,7 @@ impl<'a> Sources<'a> {
             Memory(&'m [u8]),
             Scratch(std::ops::Range<usize>),
         }
-        let fail = |e: io::Error| format!("reading a section: {e}");
+        let fail = |source: io::Error| Damaged::Read { what: "a section", source };
         let mut places = Vec::with_capacity(ats.len());
         let total = ats.iter().map(|at| at.len.next_multiple_of(16)).sum::<usize>();
         // The buffer only grows: bytes left from earlier reads are overwritten, never zeroed
@@ -389,10 +389,10 @@ fn build_column(
     localized: bool,
     n: usize,
     scratch: &mut Scratch,
-) -> Result<(crate::grid::store::BuiltColumn, Vec<Group>), String> {
+) -> LoadResult<(crate::grid::store::BuiltColumn, Vec<Group>)> {
     let mut builder = ColumnBuilder::new(kind, localized, n);
     let mut groups = Vec::with_capacity(sections.len());
-    let mut push = |cells: CellsRef<'_>| -> Result<usize, String> {
+    let mut push = |cells: CellsRef<'_>| -> LoadResult<usize> {
         cells.check(cells.len())?;
         for i in 0..cells.len() {
             let (value, version, status) = cells.cell(i)?;
@@ -436,28 +436,28 @@ fn read_meta_group(
     sections: &[SectionAt],
     sources: &Sources<'_>,
     scratch: &mut Scratch,
-    push: &mut impl FnMut(CellsRef<'_>) -> Result<usize, String>,
-) -> Result<Group, String> {
+    push: &mut impl FnMut(CellsRef<'_>) -> LoadResult<usize>,
+) -> LoadResult<Group> {
     // The statuses (a few bytes a record) in a buffer of their own, the cells they describe
     // into `scratch`.
     let meta_bytes = sources.read(sections[0])?;
     let meta = access::<ArchivedColumnMetaPart>(&meta_bytes, "column statuses")?;
     let cell_parts = meta.cell_parts.to_native() as usize;
     if cell_parts > sections.len() - 1 {
-        return Err(format!("column {id}: statuses before parts it does not have"));
+        return Err(format!("column {id}: statuses before parts it does not have").into());
     }
     let group = &sections[..=cell_parts];
     let read = sources.read_all(&group[1..], scratch)?;
     let (statuses, versions) = (meta.statuses.as_slice(), meta.versions.as_slice());
     if versions.len() != statuses.len() {
-        return Err(format!("column {id} has the wrong number of versions"));
+        return Err(format!("column {id} has the wrong number of versions").into());
     }
     let mut rows = 0;
     for bytes in &read {
         let part = access::<ArchivedColumnCellsPart>(bytes, "column cells")?;
         let end = rows + cells_len(&part.cells);
         if end > statuses.len() {
-            return Err(format!("column {id} has more cells than statuses"));
+            return Err(format!("column {id} has more cells than statuses").into());
         }
         push(CellsRef {
             id,
@@ -468,7 +468,7 @@ fn read_meta_group(
         rows = end;
     }
     if rows != statuses.len() {
-        return Err(format!("column {id} has more statuses than cells"));
+        return Err(format!("column {id} has more statuses than cells").into());
     }
     Ok(Group { sections: group.len(), rows })
 }
@@ -491,21 +491,23 @@ fn cells_len(cells: &super::super::ArchivedColumnCells) -> usize {
 fn section_table(
     payload: &dyn SectionSource,
     chain: &[&dyn SectionSource],
-) -> Result<Vec<SectionAt>, String> {
-    let fail = || "the section table is damaged".to_owned();
-    fn read(source: &dyn SectionSource, offset: u64, len: usize) -> Result<Vec<u8>, String> {
+) -> LoadResult<Vec<SectionAt>> {
+    let fail = || Damaged::from("the section table is damaged");
+    fn read(source: &dyn SectionSource, offset: u64, len: usize) -> LoadResult<Vec<u8>> {
         let bytes = source.read_at(offset, len);
-        bytes.map(|b| b.to_vec()).map_err(|e| format!("reading the section table: {e}"))
+        bytes
+            .map(|b| b.to_vec())
+            .map_err(|source| Damaged::Read { what: "the section table", source })
     }
     // The table's start and its entries' bytes.
-    let table = |source: &dyn SectionSource, entries: bool| -> Result<(u64, Vec<u8>), String> {
+    let table = |source: &dyn SectionSource, entries: bool| -> LoadResult<(u64, Vec<u8>)> {
         let n = source.payload_len();
         if n < 16 {
-            return Err("not a sectioned image".to_owned());
+            return Err("not a sectioned image".into());
         }
         let tail = read(source, n - 16, 16)?;
         if tail[8..] != MAGIC {
-            return Err("not a sectioned image".to_owned());
+            return Err("not a sectioned image".into());
         }
         let count = word(&tail, 0);
         let len = count.checked_mul(16).ok_or_else(fail)?;
@@ -555,10 +557,10 @@ fn word(bytes: &[u8], at: usize) -> u64 {
 }
 
 /// A validated archive of `T` in one section.
-fn access<'a, T>(section: &'a [u8], what: &str) -> Result<&'a T, String>
+fn access<'a, T>(section: &'a [u8], what: &str) -> LoadResult<&'a T>
 where
     T: rkyv::Portable
         + for<'b> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'b, rancor::Error>>,
 {
-    rkyv::access::<T, rancor::Error>(section).map_err(|e| format!("{what}: validation: {e}"))
+    rkyv::access::<T, rancor::Error>(section).map_err(|e| format!("{what}: validation: {e}").into())
 }

@@ -1,6 +1,7 @@
 //! `ColumnBuilder`: a column built apart from any store, a chunk at a time, from its cells in
 //! row order (image loading, on several threads at once).
 
+use crate::grid::damage::LoadResult;
 use std::sync::Arc;
 
 use super::super::chunked::{Chunk, Chunked, CHUNK_ROWS};
@@ -76,9 +77,9 @@ impl ColumnBuilder {
         version: u32,
         status: u8,
         text: impl FnOnce(usize) -> usize,
-    ) -> Result<(), String> {
+    ) -> LoadResult<()> {
         if self.built == self.rows {
-            return Err("more cells than records".to_owned());
+            return Err("more cells than records".into());
         }
         let (kind, localized) = (self.kind, self.localized);
         let open = match &mut self.open {
@@ -105,7 +106,7 @@ impl ColumnBuilder {
                 encode_list(items, &mut self.scratch);
                 Stored::Text(Some(&self.scratch))
             }
-            (kind, value) => return Err(format!("a {value:?} cell in a {kind:?} column")),
+            (kind, value) => return Err(format!("a {value:?} cell in a {kind:?} column").into()),
         };
         open.cells.push(stored);
         open.versions.push(version);
@@ -132,13 +133,13 @@ impl ColumnBuilder {
     }
 
     /// The column, once it has a cell per record.
-    pub fn finish(self) -> Result<super::super::BuiltColumn, String> {
+    pub fn finish(self) -> LoadResult<super::super::BuiltColumn> {
         self.into_column().map(super::super::BuiltColumn)
     }
 
-    pub(super) fn into_column(self) -> Result<Column, String> {
+    pub(super) fn into_column(self) -> LoadResult<Column> {
         if self.built != self.rows {
-            return Err(format!("{} cells for {} records", self.built, self.rows));
+            return Err(format!("{} cells for {} records", self.built, self.rows).into());
         }
         let (kind, localized) = (self.kind, self.localized);
         Ok(Column { kind, localized, chunks: Chunked::from_chunks(self.chunks, self.rows) })
