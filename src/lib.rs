@@ -211,7 +211,7 @@ impl Node {
         let mut supervisor = recover_catalogue(&store, parts, &recovered.records)?;
         let generated = supervisor
             .bootstrap(config.api_key.as_deref())
-            .map_err(|e| StartupError::Bootstrap(e.message))?;
+            .map_err(|e| StartupError::Bootstrap(e.to_string()))?;
         supervisor.sweep_stray_files(&config.data_dir);
         let seeds = supervisor.branch_seeds();
         let states = recover(&seeds, &durability, &recovered.records)?;

@@ -356,7 +356,7 @@ async fn start_merge(
         // The choices it was made with are the ones a later `useLastMergeResolve` takes.
         let (s_id, d_id) = (source.branch_id.clone(), destination.branch_id.clone());
         let kept = exec(&state, move |s| s.remember_resolve(&s_id, &d_id, choices)).await;
-        if let Err(err) = kept.and_then(|r| r) {
+        if let Err(err) = kept.and_then(|r| r.map_err(ApiError::from)) {
             // The merge itself is durable: the task reads successful.
             tracing::error!(task = %task_id, error = %err.message, "the merge's choices were not kept");
         }

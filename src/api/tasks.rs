@@ -14,7 +14,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use super::{exec, json_response, ok};
 use crate::auth::Principal;
 use crate::catalog::model::{GridStatus, Task, TaskError, TaskStatus};
-use crate::catalog::{BranchRoute, Supervisor};
+use crate::catalog::{BranchRoute, CatalogError, CatalogResult, Supervisor};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::io::csv_import::clip;
 use crate::state::AppState;
@@ -101,7 +101,7 @@ pub async fn start_task<T: Send + 'static>(
     state: &AppState,
     p: &Principal,
     new: NewTask,
-    also: impl FnOnce(&mut Supervisor) -> ApiResult<T> + Send + 'static,
+    also: impl FnOnce(&mut Supervisor) -> CatalogResult<T> + Send + 'static,
 ) -> ApiResult<(StartedTask, T)> {
     let NewTask { kind, route, view_id, shows } = new;
     let showing: Vec<String> = shows.as_ref().map(|(_, ids)| ids.clone()).unwrap_or_default();
@@ -112,7 +112,7 @@ pub async fn start_task<T: Send + 'static>(
         if let Some((status, ids)) = shows {
             s.set_status(&ids.iter().map(String::as_str).collect::<Vec<_>>(), status);
         }
-        Ok::<_, ApiError>((task, with))
+        Ok::<_, CatalogError>((task, with))
     })
     .await??;
     Ok((StartedTask { task, state: state.clone(), showing }, with))
@@ -194,7 +194,7 @@ async fn end_task(
         s.finish_task(&id, error)
     })
     .await;
-    if let Err(err) = finished.and_then(|r| r) {
+    if let Err(err) = finished.and_then(|r| r.map_err(ApiError::from)) {
         tracing::error!(task = %task_id, error = %err.message, "could not record the end of a task");
     }
 }

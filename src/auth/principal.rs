@@ -1,10 +1,10 @@
 //! `Principal`: the key behind a request (found by `api::authenticate`), and the checks every
-//! handler makes with it (tier, company, privilege, access, view binding).
+//! handler makes with it (tier, company, privilege, access, view binding), refused as `Denied`.
 
 use std::sync::Arc;
 
+use super::denied::Denied;
 use super::keys::{ApiKey, KeyKind, Privilege, Tier};
-use crate::error::{ApiError, ApiResult};
 use crate::ids::{CompanyId, ProjectId};
 
 /// The authenticated caller of one request.
@@ -36,26 +36,20 @@ impl Principal {
     }
 
     /// Refuses a call that needs a higher plan than the company has.
-    pub fn require_tier(&self, needed: Tier) -> ApiResult<()> {
+    pub fn require_tier(&self, needed: Tier) -> Result<(), Denied> {
         if self.tier >= needed {
-            return Ok(());
+            Ok(())
+        } else {
+            Err(Denied::Plan { needed, current: self.tier })
         }
-        let plans = match needed {
-            Tier::Team => "the Team or Enterprise plan",
-            Tier::Enterprise | Tier::Free => "the Enterprise plan",
-        };
-        Err(ApiError::access_denied(format!(
-            "This operation requires {plans}; the company is on the {} plan.",
-            self.tier.plan_name()
-        )))
     }
 
     /// Refuses anything but the server's admin key.
-    pub fn require_admin(&self) -> ApiResult<()> {
+    pub fn require_admin(&self) -> Result<(), Denied> {
         if self.key.admin {
             Ok(())
         } else {
-            Err(ApiError::access_denied("Only the server's admin key may manage companies."))
+            Err(Denied::NotAdmin)
         }
     }
 
@@ -75,37 +69,35 @@ impl Principal {
     }
 
     /// Checks that this key may act on the resource at `scope` with `needed` privilege.
-    /// Another company's resource answers `not_found` (existence does not leak); a known
-    /// resource the key may not touch answers 403 accessDenied.
-    pub fn authorize(
+    /// Another company's resource answers `not_found()` (existence does not leak); a known
+    /// resource the key may not touch answers `Denied` (403 accessDenied) as the caller's error.
+    pub fn authorize<E: From<Denied>>(
         &self,
         scope: &Scope<'_>,
         needed: Privilege,
-        not_found: impl FnOnce() -> ApiError,
-    ) -> ApiResult<()> {
+        not_found: impl FnOnce() -> E,
+    ) -> Result<(), E> {
         if scope.company != self.key.company_id {
             return Err(not_found());
         }
+        self.may_act(scope, needed).map_err(E::from)
+    }
+
+    /// The checks of `authorize` within the key's own company.
+    fn may_act(&self, scope: &Scope<'_>, needed: Privilege) -> Result<(), Denied> {
         match &self.key.kind {
             KeyKind::View { view_id } => {
                 if scope.view != Some(view_id.as_str()) {
-                    return Err(ApiError::access_denied(format!(
-                        "This key is bound to view \"{view_id}\" and cannot reach this resource."
-                    )));
+                    return Err(Denied::OtherView { view_id: view_id.clone() });
                 }
                 if needed > Privilege::Write {
-                    return Err(ApiError::access_denied(
-                        "A view key may read and write records only; this needs a company key.",
-                    ));
+                    return Err(Denied::ViewKey);
                 }
                 Ok(())
             }
             KeyKind::Company { access, .. } => {
                 if self.key.privilege() < needed {
-                    return Err(ApiError::access_denied(format!(
-                        "This operation needs the '{}' privilege.",
-                        needed.as_str()
-                    )));
+                    return Err(Denied::Privilege(needed));
                 }
                 let reachable = match scope.project {
                     Some(project) => access.reaches(project, scope.database, scope.grid),
@@ -114,23 +106,18 @@ impl Principal {
                 if reachable {
                     Ok(())
                 } else {
-                    Err(ApiError::access_denied("This key has no access to this resource."))
+                    Err(Denied::NoAccess)
                 }
             }
         }
     }
 
     /// Checks a company-wide privilege (projects, databases, keys): view keys never have one.
-    pub fn require_company_privilege(&self, needed: Privilege) -> ApiResult<()> {
+    pub fn require_company_privilege(&self, needed: Privilege) -> Result<(), Denied> {
         match &self.key.kind {
-            KeyKind::View { .. } => Err(ApiError::access_denied(
-                "A view key may read and write records only; this needs a company key.",
-            )),
+            KeyKind::View { .. } => Err(Denied::ViewKey),
             KeyKind::Company { .. } if self.key.privilege() < needed => {
-                Err(ApiError::access_denied(format!(
-                    "This operation needs the '{}' privilege.",
-                    needed.as_str()
-                )))
+                Err(Denied::Privilege(needed))
             }
             KeyKind::Company { .. } => Ok(()),
         }

@@ -2,11 +2,11 @@
 //! records are images in the snapshot store, see `Durability::store_backup`), listed per grid
 //! and looked up for a restore.
 
+use super::error::{CatalogError, CatalogResult, Missing};
 use super::model::{now_timestamp, Backup};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use crate::auth::{Principal, Privilege};
-use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::ids;
 
 impl Supervisor {
@@ -17,13 +17,12 @@ impl Supervisor {
         id: String,
         branch_id: &str,
         records: usize,
-    ) -> ApiResult<Backup> {
+    ) -> CatalogResult<Backup> {
         let branch = self
             .branch_record(branch_id)
-            .ok_or_else(|| ApiError::not_found(ErrorCode::BranchIsNotFound, "Branch", branch_id))?;
-        let grid = self.grids.get(&branch.grid_id).ok_or_else(|| {
-            ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", &branch.grid_id)
-        })?;
+            .ok_or_else(|| CatalogError::not_found(Missing::Branch, branch_id))?;
+        let grid = (self.grids.get(&branch.grid_id))
+            .ok_or_else(|| CatalogError::not_found(Missing::Grid, &branch.grid_id))?;
         let backup = Backup {
             id,
             company_id: grid.company_id,
@@ -43,18 +42,18 @@ impl Supervisor {
     }
 
     /// The backups of a grid, oldest first.
-    pub fn list_backups(&self, p: &Principal, grid_id: &str) -> ApiResult<Vec<Backup>> {
+    pub fn list_backups(&self, p: &Principal, grid_id: &str) -> CatalogResult<Vec<Backup>> {
         self.grid(p, grid_id, Privilege::Read)?;
         Ok(self.backups.values().filter(|b| b.grid_id == grid_id).cloned().collect())
     }
 
     /// A backup of a grid, for a restore (`write` privilege on the grid).
-    pub fn backup(&self, p: &Principal, grid_id: &str, id: &str) -> ApiResult<Backup> {
+    pub fn backup(&self, p: &Principal, grid_id: &str, id: &str) -> CatalogResult<Backup> {
         self.grid(p, grid_id, Privilege::Write)?;
         self.backups
             .get(id)
             .filter(|b| b.grid_id == grid_id)
             .cloned()
-            .ok_or_else(|| ApiError::not_found(ErrorCode::BackupIsNotFound, "Backup", id))
+            .ok_or_else(|| CatalogError::not_found(Missing::Backup, id))
     }
 }

@@ -8,17 +8,17 @@
 //! recovery rebuilds it from that point (`persist::recovery`), and the source is pinned so that
 //! its own snapshots cannot pass the point.
 
+use super::error::{CatalogError, CatalogResult, Missing};
 use super::model::{now_timestamp, Branch, ForkPoint, Grid, GridStatus, MergeResolve};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use crate::auth::{Principal, Privilege};
-use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::BranchCopy;
 use crate::grid::merge_resolve::CellChoice;
 use crate::ids;
 
-fn branch_not_found(id: &str) -> ApiError {
-    ApiError::not_found(ErrorCode::BranchIsNotFound, "Branch", id)
+fn branch_not_found(id: &str) -> CatalogError {
+    CatalogError::not_found(Missing::Branch, id)
 }
 
 impl Supervisor {
@@ -28,10 +28,10 @@ impl Supervisor {
         p: &Principal,
         id: &str,
         needed: Privilege,
-    ) -> ApiResult<(&Branch, &Grid)> {
+    ) -> CatalogResult<(&Branch, &Grid)> {
         let branch = self.branches.get(id).ok_or_else(|| branch_not_found(id))?;
         let grid = self.grid(p, &branch.grid_id, needed).map_err(|e| {
-            if e.code == ErrorCode::GridIsNotFound {
+            if e.is_missing(Missing::Grid) {
                 branch_not_found(id)
             } else {
                 e
@@ -41,7 +41,7 @@ impl Supervisor {
     }
 
     /// The branches of a grid, master first.
-    pub fn list_branches(&self, p: &Principal, grid_id: &str) -> ApiResult<Vec<Branch>> {
+    pub fn list_branches(&self, p: &Principal, grid_id: &str) -> CatalogResult<Vec<Branch>> {
         self.grid(p, grid_id, Privilege::Read)?;
         let mut branches: Vec<Branch> =
             self.branches.values().filter(|b| b.grid_id == grid_id).cloned().collect();
@@ -58,7 +58,7 @@ impl Supervisor {
         id: String,
         (name, description): (String, String),
         copy: BranchCopy,
-    ) -> ApiResult<Branch> {
+    ) -> CatalogResult<Branch> {
         let created = self.record_branch(p, source_id, &id, (name, description), copy);
         if created.is_err() {
             self.durability.unpin(source_id, &id);
@@ -73,7 +73,7 @@ impl Supervisor {
         id: &str,
         (name, description): (String, String),
         copy: BranchCopy,
-    ) -> ApiResult<Branch> {
+    ) -> CatalogResult<Branch> {
         let (source, grid) = self.branch(p, source_id, Privilege::Manage)?;
         let grid = grid.clone();
         let source = source.clone();
@@ -87,7 +87,7 @@ impl Supervisor {
             .zip(&views)
             .find(|(v, _)| v.is_default)
             .map(|(_, (_, new))| new.clone())
-            .ok_or_else(|| ApiError::internal("the source branch has no default view"))?;
+            .ok_or(CatalogError::Internal("the source branch has no default view"))?;
         state.rename_views(&views);
         let branch = Branch {
             id: id.to_owned(),
@@ -107,10 +107,10 @@ impl Supervisor {
     }
 
     /// Deletes a branch other than master: its actor stops, its routes and snapshots go.
-    pub fn delete_branch(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
+    pub fn delete_branch(&mut self, p: &Principal, id: &str) -> CatalogResult<()> {
         let (branch, _) = self.branch(p, id, Privilege::Manage)?;
         if branch.is_master() {
-            return Err(ApiError::bad_request(
+            return Err(CatalogError::invalid(
                 "The master branch cannot be deleted; delete the grid instead.",
             ));
         }
@@ -138,10 +138,9 @@ impl Supervisor {
     /// The clock where the lineages of two branches of one grid part: below their nearest
     /// common ancestor, the earlier of the two forks from it. 422 for branches of different
     /// grids or a branch merged into itself.
-    pub fn lineage_point(&self, source_id: &str, destination_id: &str) -> ApiResult<u32> {
-        let unprocessable = |m: &str| ApiError::new(ErrorCode::Unprocessable, m.to_owned());
+    pub fn lineage_point(&self, source_id: &str, destination_id: &str) -> CatalogResult<u32> {
         if source_id == destination_id {
-            return Err(unprocessable("A branch cannot be merged into itself."));
+            return Err(CatalogError::MergeIntoItself);
         }
         let chain = |start: &str| -> Vec<&Branch> {
             let mut chain = Vec::new();
@@ -157,7 +156,7 @@ impl Supervisor {
         };
         let (from, to) = (chain(source_id), chain(destination_id));
         let Some(common) = from.iter().position(|b| to.iter().any(|t| t.id == b.id)) else {
-            return Err(unprocessable("The two branches are not related."));
+            return Err(CatalogError::UnrelatedBranches);
         };
         let ancestor = &from[common].id;
         let below = |chain: &[&Branch]| -> Option<u32> {
@@ -169,7 +168,7 @@ impl Supervisor {
             .into_iter()
             .flatten()
             .min()
-            .ok_or_else(|| unprocessable("The two branches are not related."))
+            .ok_or(CatalogError::UnrelatedBranches)
     }
 
     /// Shows a status (`merging`, `importing`, ...) on branches and, for a master branch, its
@@ -204,7 +203,7 @@ impl Supervisor {
         source: &str,
         destination: &str,
         choices: Vec<CellChoice>,
-    ) -> ApiResult<()> {
+    ) -> CatalogResult<()> {
         let key = MergeResolve::key(source, destination);
         let resolve = MergeResolve {
             source_branch_id: source.to_owned(),

@@ -22,6 +22,7 @@ use std::time::Duration;
 use actix::Addr;
 use chrono::{DateTime, Utc};
 
+use super::error::CatalogResult;
 use super::routes::Routes;
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::{Exec, Supervisor};
@@ -79,7 +80,7 @@ impl Supervisor {
 
     /// Forgets the files among `ids` that still exist (one catalogue write), then removes their
     /// bytes. Returns how many were removed.
-    pub fn remove_files(&mut self, ids: &[String]) -> ApiResult<usize> {
+    pub fn remove_files(&mut self, ids: &[String]) -> CatalogResult<usize> {
         let gone: Vec<&String> = ids.iter().filter(|id| self.files.contains_key(*id)).collect();
         let changes: Vec<CatalogChange> =
             gone.iter().map(|id| CatalogChange::delete(EntityKind::File, id)).collect();
@@ -121,6 +122,10 @@ impl Supervisor {
 /// The file ids every branch holds, asking branches that appear meanwhile too. A branch that
 /// cannot answer stops the run (its files must not be taken for unreferenced) unless it is
 /// gone from the route table (deleted: its files are no longer held by it).
+///
+/// Its error is an `ApiError`, not a `CatalogError`: it only forwards what the branch actors
+/// answer `HeldFiles` with (the grid actor's `ApiResult`) and a closed mailbox
+/// (`From<MailboxError>`); the catalogue refuses nothing here.
 async fn held_everywhere(state: &Collector) -> ApiResult<HashSet<String>> {
     let mut asked: HashSet<String> = HashSet::new();
     let mut held = HashSet::new();
@@ -146,7 +151,8 @@ async fn held_everywhere(state: &Collector) -> ApiResult<HashSet<String>> {
     }
 }
 
-/// One run of the collector (see the module doc): returns how many files it removed.
+/// One run of the collector (see the module doc): returns how many files it removed. An
+/// `ApiError` for the reason `held_everywhere` gives; the run's error is only logged.
 pub async fn collect_files(state: &Collector, grace: Duration) -> ApiResult<usize> {
     let collectable = Exec::new(move |s: &mut Supervisor| s.collectable_files(Utc::now(), grace));
     let candidates = state.supervisor.send(collectable).await?;
@@ -159,7 +165,7 @@ pub async fn collect_files(state: &Collector, grace: Duration) -> ApiResult<usiz
     if unreferenced.is_empty() {
         return Ok(0);
     }
-    state.supervisor.send(Exec::new(move |s| s.remove_files(&unreferenced))).await?
+    Ok(state.supervisor.send(Exec::new(move |s| s.remove_files(&unreferenced))).await??)
 }
 
 /// Runs the collector every `interval` (never when it is zero) on the current actix system.

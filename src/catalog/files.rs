@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::{CatalogError, CatalogResult, Missing};
 use super::model::FileMeta;
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
-use crate::error::{ApiError, ApiResult, ErrorCode};
 
 /// `<data dir>/files`, where every uploaded file's bytes are (`<id>`) and arrive
 /// (`<random>.partial`).
@@ -18,9 +18,9 @@ pub fn files_dir(data_dir: &Path) -> PathBuf {
 impl Supervisor {
     /// Records uploaded files (their bytes are already durable), all in one catalogue write.
     /// 404 gridIsNotFound when their grid was deleted meanwhile.
-    pub fn record_files(&mut self, metas: Vec<FileMeta>) -> ApiResult<()> {
+    pub fn record_files(&mut self, metas: Vec<FileMeta>) -> CatalogResult<()> {
         if let Some(meta) = metas.iter().find(|m| !self.grids.contains_key(&m.grid_id)) {
-            return Err(ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", &meta.grid_id));
+            return Err(CatalogError::not_found(Missing::Grid, &meta.grid_id));
         }
         let changes: Vec<CatalogChange> =
             metas.iter().map(|m| CatalogChange::put(EntityKind::File, &m.id, m)).collect();
@@ -30,7 +30,7 @@ impl Supervisor {
     }
 
     /// Forgets files whose upload did not reach its cells.
-    pub fn forget_files(&mut self, ids: &[String]) -> ApiResult<()> {
+    pub fn forget_files(&mut self, ids: &[String]) -> CatalogResult<()> {
         let changes: Vec<CatalogChange> =
             ids.iter().map(|id| CatalogChange::delete(EntityKind::File, id)).collect();
         self.commit(&changes)?;
@@ -41,12 +41,12 @@ impl Supervisor {
     }
 
     /// A file of `grid_id` (404 fileIsNotFound for another grid's or an unknown id).
-    pub fn file(&self, grid_id: &str, id: &str) -> ApiResult<FileMeta> {
+    pub fn file(&self, grid_id: &str, id: &str) -> CatalogResult<FileMeta> {
         self.files
             .get(id)
             .filter(|f| f.grid_id == grid_id)
             .cloned()
-            .ok_or_else(|| ApiError::not_found(ErrorCode::FileIsNotFound, "File", id))
+            .ok_or_else(|| CatalogError::not_found(Missing::File, id))
     }
 
     /// The metadata of the files of `grid_id` among `ids` (unknown ids are left out).

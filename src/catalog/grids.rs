@@ -8,13 +8,13 @@ use std::sync::Arc;
 use actix::Actor;
 use indexmap::IndexMap;
 
+use super::error::{CatalogError, CatalogResult, Missing};
 use super::model::{now_timestamp, Branch, Grid, GridStatus, RecordIdentifierType};
 use super::routes::BranchRoute;
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use super::tenancy::check_client_id;
 use crate::auth::{Principal, Privilege};
-use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::reads::ReadViews;
 use crate::grid::actor::Shutdown;
 use crate::grid::ops::{GridOp, GridState};
@@ -47,21 +47,16 @@ pub struct NewGrid {
     pub views: Vec<ViewDef>,
 }
 
-pub(super) fn check_metadata(metadata: &IndexMap<String, String>) -> ApiResult<()> {
+/// Refuses metadata with more than `MAX_METADATA_KEYS` keys.
+pub(super) fn check_metadata(metadata: &IndexMap<String, String>) -> CatalogResult<()> {
     if metadata.len() > MAX_METADATA_KEYS {
-        return Err(ApiError::new(
-            ErrorCode::MetadataExceedMaximumKey,
-            format!(
-                "A grid has at most {MAX_METADATA_KEYS} metadata keys; this one would have {}.",
-                metadata.len()
-            ),
-        ));
+        return Err(CatalogError::TooManyMetadataKeys { keys: metadata.len() });
     }
     Ok(())
 }
 
 impl Supervisor {
-    pub fn list_grids(&self, p: &Principal, db_id: &str) -> ApiResult<Vec<Grid>> {
+    pub fn list_grids(&self, p: &Principal, db_id: &str) -> CatalogResult<Vec<Grid>> {
         self.database(p, db_id, Privilege::Read)?;
         Ok(self
             .grids
@@ -87,8 +82,8 @@ impl Supervisor {
         grids
     }
 
-    pub fn grid(&self, p: &Principal, id: &str, needed: Privilege) -> ApiResult<&Grid> {
-        let not_found = || ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", id);
+    pub fn grid(&self, p: &Principal, id: &str, needed: Privilege) -> CatalogResult<&Grid> {
+        let not_found = || CatalogError::not_found(Missing::Grid, id);
         let grid = self.grids.get(id).ok_or_else(not_found)?;
         p.authorize(&grid_scope(grid), needed, not_found)?;
         Ok(grid)
@@ -105,12 +100,12 @@ impl Supervisor {
         p: &Principal,
         db_id: &str,
         spec: NewGrid,
-    ) -> ApiResult<(Grid, Durable)> {
+    ) -> CatalogResult<(Grid, Durable)> {
         let db = self.database(p, db_id, Privilege::Manage)?.clone();
         check_metadata(&spec.metadata)?;
         let name = spec.name.trim();
         if name.chars().count() > 255 {
-            return Err(ApiError::bad_request("The grid name is longer than 255 characters."));
+            return Err(CatalogError::invalid("The grid name is longer than 255 characters."));
         }
         let now = now_timestamp();
         let id = match &spec.id {
@@ -159,14 +154,13 @@ impl Supervisor {
         grid: &Grid,
         master: &Branch,
         ops: Vec<GridOp>,
-    ) -> ApiResult<Durable> {
+    ) -> CatalogResult<Durable> {
         let entry = WalEntry { branch_id: master.id.clone(), ops };
-        let appended = self.durability.wal.append(entry.encode()).map_err(|err| {
-            ApiError::new(
-                ErrorCode::ServiceUnavailable,
-                format!("The new grid could not be logged: {err}"),
-            )
-        })?;
+        let appended = self
+            .durability
+            .wal
+            .append(entry.encode())
+            .map_err(|err| CatalogError::NotLogged { what: "new grid", reason: err.to_string() })?;
         let mut state = GridState::empty(identity(grid.record_identifier_type));
         for op in &entry.ops {
             state.apply(op);
@@ -183,12 +177,12 @@ impl Supervisor {
         id: &str,
         name: Option<String>,
         metadata: Option<IndexMap<String, Option<String>>>,
-    ) -> ApiResult<Grid> {
+    ) -> CatalogResult<Grid> {
         let mut grid = self.grid(p, id, Privilege::Manage)?.clone();
         if let Some(name) = name {
             let name = name.trim();
             if name.is_empty() || name.chars().count() > 255 {
-                return Err(ApiError::bad_request("The grid name must be 1 to 255 characters."));
+                return Err(CatalogError::invalid("The grid name must be 1 to 255 characters."));
             }
             grid.name = name.to_owned();
         }
@@ -210,7 +204,7 @@ impl Supervisor {
         Ok(grid)
     }
 
-    pub fn delete_grid(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
+    pub fn delete_grid(&mut self, p: &Principal, id: &str) -> CatalogResult<()> {
         self.grid(p, id, Privilege::Manage)?;
         let changes = self.grid_deletion(id);
         self.commit(&changes)?;

@@ -3,12 +3,12 @@
 //! privileges, or access to a project, database, grid or view it cannot reach. The server's
 //! admin key is revoked only by an admin key.
 
+use super::error::{CatalogError, CatalogResult, Missing};
 use super::model::{now_timestamp, ProjectId};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use super::tenancy::{check_name, KeySpec};
 use crate::auth::{hash_secret, Access, ApiKey, KeyKind, Principal, Privilege};
-use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::ids;
 
 impl Supervisor {
@@ -62,16 +62,16 @@ impl Supervisor {
         }
     }
 
-    pub fn create_key(&mut self, p: &Principal, spec: KeySpec) -> ApiResult<(ApiKey, String)> {
+    pub fn create_key(&mut self, p: &Principal, spec: KeySpec) -> CatalogResult<(ApiKey, String)> {
         p.require_company_privilege(Privilege::Owner)?;
         let name = check_name(&spec.name, "key")?;
         if let KeyKind::View { view_id } = &spec.kind {
             if self.routes.view(view_id).filter(|r| r.company_id == p.company_id()).is_none() {
-                return Err(ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id));
+                return Err(CatalogError::not_found(Missing::View, view_id));
             }
         }
         if !self.within_reach(p, &spec.kind) {
-            return Err(ApiError::access_denied(
+            return Err(CatalogError::KeyRefused(
                 "A key can only create keys within its own privileges and access.",
             ));
         }
@@ -93,7 +93,7 @@ impl Supervisor {
     }
 
     /// The company's keys within the caller's reach (a limited owner key sees only those).
-    pub fn list_keys(&self, p: &Principal) -> ApiResult<Vec<ApiKey>> {
+    pub fn list_keys(&self, p: &Principal) -> CatalogResult<Vec<ApiKey>> {
         p.require_company_privilege(Privilege::Owner)?;
         Ok(self
             .keys
@@ -107,26 +107,26 @@ impl Supervisor {
     /// Revokes a key of the caller's company: 404 for an unknown or another company's key, 403
     /// for one beyond the caller's reach or the server's admin key asked by a non-admin key;
     /// 400 badRequest for the last admin key (revoking it would lock everyone out of /admin).
-    pub fn revoke_key(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
+    pub fn revoke_key(&mut self, p: &Principal, id: &str) -> CatalogResult<()> {
         p.require_company_privilege(Privilege::Owner)?;
         let key = self
             .keys
             .get(id)
             .filter(|k| k.company_id == p.company_id())
             .cloned()
-            .ok_or_else(|| ApiError::not_found(ErrorCode::KeyIsNotFound, "Key", id))?;
+            .ok_or_else(|| CatalogError::not_found(Missing::Key, id))?;
         if key.admin && !p.key.admin {
-            return Err(ApiError::access_denied(
+            return Err(CatalogError::KeyRefused(
                 "The server's admin key can only be revoked by an admin key.",
             ));
         }
         if key.admin && !self.keys.values().any(|k| k.admin && k.id != key.id) {
-            return Err(ApiError::bad_request(
+            return Err(CatalogError::invalid(
                 "The last admin key cannot be revoked: create another admin key first.",
             ));
         }
         if key.id != p.key.id && !self.within_reach(p, &key.kind) {
-            return Err(ApiError::access_denied(
+            return Err(CatalogError::KeyRefused(
                 "This key can only revoke keys within its own privileges and access.",
             ));
         }

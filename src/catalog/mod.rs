@@ -1,9 +1,11 @@
 //! The catalogue: companies, projects, databases, grids, branches, keys and tasks, owned by the
 //! `Supervisor` actor, which also starts and stops grid actors and keeps the route table.
+//! What it refuses is a `CatalogError`.
 
 pub mod backups;
 pub mod branches;
 pub mod collector;
+pub mod error;
 pub mod files;
 pub mod grids;
 pub mod journal;
@@ -17,5 +19,6 @@ pub mod store;
 pub mod supervisor;
 pub mod tenancy;
 
+pub use error::{CatalogError, CatalogResult, Missing};
 pub use routes::{BranchRoute, Routes};
 pub use supervisor::{Exec, Supervisor};

@@ -12,13 +12,13 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
+use super::error::{CatalogError, CatalogResult, Missing};
 use super::grids::check_metadata;
 use super::model::{now_timestamp, FileCategory, FileMeta, Grid, GridSettings};
 use super::routes::{GridDefaults, Routes};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use crate::auth::{Principal, Privilege};
-use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::schema::DateTimeFormat;
 use crate::grid::value::SourceStatus;
 use crate::ids;
@@ -60,17 +60,17 @@ impl Routes {
 }
 
 /// A category name: trimmed, 1 to `MAX_NAME_CHARS` characters.
-fn category_name(name: &str) -> ApiResult<String> {
+fn category_name(name: &str) -> CatalogResult<String> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
-        return Err(ApiError::bad_request(format!(
+        return Err(CatalogError::invalid(format!(
             "A category name must be 1 to {MAX_NAME_CHARS} characters."
         )));
     }
     Ok(name.to_owned())
 }
 
-fn check_format(format: &DateTimeFormat) -> ApiResult<()> {
+fn check_format(format: &DateTimeFormat) -> CatalogResult<()> {
     let parts = [
         ("dateFormat", &format.date_format),
         ("timeFormat", &format.time_format),
@@ -78,7 +78,7 @@ fn check_format(format: &DateTimeFormat) -> ApiResult<()> {
     ];
     for (name, part) in parts {
         if part.as_ref().is_some_and(|p| p.chars().count() > MAX_FORMAT_CHARS) {
-            return Err(ApiError::bad_request(format!(
+            return Err(CatalogError::invalid(format!(
                 "defaultDateTimeFormat.{name} is longer than {MAX_FORMAT_CHARS} characters."
             )));
         }
@@ -95,12 +95,12 @@ fn stamp(settings: &mut GridSettings, user: &str) {
 
 impl Supervisor {
     /// Grid `id` for a settings call needing `needed`.
-    fn settings_grid(&self, p: &Principal, id: &str, needed: Privilege) -> ApiResult<Grid> {
+    fn settings_grid(&self, p: &Principal, id: &str, needed: Privilege) -> CatalogResult<Grid> {
         self.grid(p, id, needed).cloned()
     }
 
     /// Writes `grid` (its settings changed by `user`) and publishes its defaults.
-    fn store_settings(&mut self, mut grid: Grid, user: &str) -> ApiResult<Grid> {
+    fn store_settings(&mut self, mut grid: Grid, user: &str) -> CatalogResult<Grid> {
         stamp(&mut grid.settings, user);
         self.commit(&[CatalogChange::put(EntityKind::Grid, &grid.id, &grid)])?;
         self.routes.publish_defaults(&grid);
@@ -109,7 +109,7 @@ impl Supervisor {
     }
 
     /// The grid whose settings are read.
-    pub fn grid_settings(&self, p: &Principal, id: &str) -> ApiResult<Grid> {
+    pub fn grid_settings(&self, p: &Principal, id: &str) -> CatalogResult<Grid> {
         self.settings_grid(p, id, Privilege::Read)
     }
 
@@ -119,12 +119,12 @@ impl Supervisor {
         p: &Principal,
         id: &str,
         patch: SettingsPatch,
-    ) -> ApiResult<Grid> {
+    ) -> CatalogResult<Grid> {
         let mut grid = self.settings_grid(p, id, Privilege::Manage)?;
         let settings: &mut GridSettings = &mut grid.settings;
         if let Some(status) = patch.default_source_language_status {
             if SourceStatus::parse(&status).is_none() {
-                return Err(ApiError::bad_request(format!(
+                return Err(CatalogError::invalid(format!(
                     "defaultSourceLanguageStatus \"{}\" is invalid; expected unset, \
                      doNotTranslate, notReadyForTranslation, readyForTranslation, locked or \
                      lockAllLanguages.",
@@ -157,10 +157,12 @@ impl Supervisor {
     }
 
     /// A category of `grid` (404 categoryIsNotFound).
-    fn category<'a>(grid: &'a Grid, category_id: &str) -> ApiResult<&'a FileCategory> {
-        grid.settings.categories.iter().find(|c| c.id == category_id).ok_or_else(|| {
-            ApiError::not_found(ErrorCode::CategoryIsNotFound, "Category", category_id)
-        })
+    fn category<'a>(grid: &'a Grid, category_id: &str) -> CatalogResult<&'a FileCategory> {
+        grid.settings
+            .categories
+            .iter()
+            .find(|c| c.id == category_id)
+            .ok_or_else(|| CatalogError::not_found(Missing::Category, category_id))
     }
 
     pub fn create_category(
@@ -168,11 +170,11 @@ impl Supervisor {
         p: &Principal,
         grid_id: &str,
         name: &str,
-    ) -> ApiResult<FileCategory> {
+    ) -> CatalogResult<FileCategory> {
         let mut grid = self.settings_grid(p, grid_id, Privilege::Manage)?;
         let name = category_name(name)?;
         if grid.settings.categories.len() >= MAX_CATEGORIES {
-            return Err(ApiError::bad_request(format!(
+            return Err(CatalogError::invalid(format!(
                 "A grid has at most {MAX_CATEGORIES} file categories."
             )));
         }
@@ -188,13 +190,12 @@ impl Supervisor {
         grid_id: &str,
         category_id: &str,
         name: &str,
-    ) -> ApiResult<FileCategory> {
+    ) -> CatalogResult<FileCategory> {
         let mut grid = self.settings_grid(p, grid_id, Privilege::Manage)?;
         let name = category_name(name)?;
-        let category =
-            (grid.settings.categories.iter_mut()).find(|c| c.id == category_id).ok_or_else(
-                || ApiError::not_found(ErrorCode::CategoryIsNotFound, "Category", category_id),
-            )?;
+        let category = (grid.settings.categories.iter_mut())
+            .find(|c| c.id == category_id)
+            .ok_or_else(|| CatalogError::not_found(Missing::Category, category_id))?;
         category.name = name;
         let renamed = category.clone();
         self.store_settings(grid, p.user())?;
@@ -208,7 +209,7 @@ impl Supervisor {
         p: &Principal,
         grid_id: &str,
         category_id: &str,
-    ) -> ApiResult<()> {
+    ) -> CatalogResult<()> {
         let mut grid = self.settings_grid(p, grid_id, Privilege::Manage)?;
         Self::category(&grid, category_id)?;
         grid.settings.categories.retain(|c| c.id != category_id);
@@ -249,19 +250,19 @@ impl Supervisor {
         p: &Principal,
         grid_id: &str,
         category_id: &str,
-    ) -> ApiResult<crate::catalog::model::CompanyId> {
+    ) -> CatalogResult<crate::catalog::model::CompanyId> {
         let grid = self.grid(p, grid_id, Privilege::Manage)?;
         Self::category(grid, category_id)?;
         Ok(grid.company_id)
     }
 
     /// Records a file (its bytes already durable under its id) in a category of its grid.
-    pub fn add_category_file(&mut self, p: &Principal, meta: FileMeta) -> ApiResult<()> {
+    pub fn add_category_file(&mut self, p: &Principal, meta: FileMeta) -> CatalogResult<()> {
         let grid = self.settings_grid(p, &meta.grid_id, Privilege::Manage)?;
         let category_id = meta.category_id.as_deref().unwrap_or_default();
         Self::category(&grid, category_id)?;
         if self.category_files(&grid.id, category_id).count() >= MAX_CATEGORY_FILES {
-            return Err(ApiError::bad_request(format!(
+            return Err(CatalogError::invalid(format!(
                 "A category holds at most {MAX_CATEGORY_FILES} files."
             )));
         }
@@ -275,7 +276,7 @@ impl Supervisor {
         p: &Principal,
         grid_id: &str,
         category_ids: &[String],
-    ) -> ApiResult<Vec<(FileCategory, Vec<FileMeta>)>> {
+    ) -> CatalogResult<Vec<(FileCategory, Vec<FileMeta>)>> {
         let grid = self.settings_grid(p, grid_id, Privilege::Read)?;
         for id in category_ids {
             Self::category(&grid, id)?;
@@ -296,12 +297,12 @@ impl Supervisor {
         grid_id: &str,
         category_id: &str,
         file_id: &str,
-    ) -> ApiResult<()> {
+    ) -> CatalogResult<()> {
         let grid = self.settings_grid(p, grid_id, Privilege::Manage)?;
         Self::category(&grid, category_id)?;
         let held = self.category_files(grid_id, category_id).any(|f| f.id == file_id);
         if !held {
-            return Err(ApiError::not_found(ErrorCode::FileIsNotFound, "File", file_id));
+            return Err(CatalogError::not_found(Missing::File, file_id));
         }
         self.commit(&[CatalogChange::delete(EntityKind::File, file_id)])?;
         self.drop_files(&[file_id.to_owned()]);

@@ -9,11 +9,11 @@ use rand::distributions::Alphanumeric;
 use rand::Rng;
 use subtle::ConstantTimeEq;
 
+use super::error::{CatalogError, CatalogResult};
 use super::model::{now_timestamp, Share};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use crate::auth::{hash_secret, Principal};
-use crate::error::{ApiError, ApiResult, ErrorCode};
 
 /// Characters of a share token (random alphanumerics: about 143 bits).
 const TOKEN_LEN: usize = 24;
@@ -22,8 +22,8 @@ fn new_token() -> String {
     rand::thread_rng().sample_iter(&Alphanumeric).take(TOKEN_LEN).map(char::from).collect()
 }
 
-fn not_found(view_id: &str) -> ApiError {
-    ApiError::new(ErrorCode::ShareIsNotFound, format!("View \"{view_id}\" has no share link."))
+fn not_found(view_id: &str) -> CatalogError {
+    CatalogError::NoShareLink { view_id: view_id.to_owned() }
 }
 
 impl Supervisor {
@@ -33,7 +33,7 @@ impl Supervisor {
         p: &Principal,
         view_id: &str,
         include_grid_history: Option<bool>,
-    ) -> ApiResult<Share> {
+    ) -> CatalogResult<Share> {
         let now = now_timestamp();
         let share = match self.shares.get(view_id) {
             Some(existing) => Share {
@@ -62,12 +62,12 @@ impl Supervisor {
     }
 
     /// The view's share link (404 shareIsNotFound before the first PUT).
-    pub fn share(&self, view_id: &str) -> ApiResult<Share> {
+    pub fn share(&self, view_id: &str) -> CatalogResult<Share> {
         self.shares.get(view_id).cloned().ok_or_else(|| not_found(view_id))
     }
 
     /// Disables the view's share link: the page 404s until it is enabled again.
-    pub fn disable_share(&mut self, view_id: &str) -> ApiResult<()> {
+    pub fn disable_share(&mut self, view_id: &str) -> CatalogResult<()> {
         let mut share = self.share(view_id)?;
         share.active = false;
         share.last_modified_date = now_timestamp();

@@ -15,6 +15,7 @@ use std::time::Duration;
 use actix::{Actor, ArbiterHandle, AsyncContext, Context, Handler, Message, MessageResult};
 use indexmap::IndexMap;
 
+use super::error::{CatalogError, CatalogResult};
 use super::model::{
     now_timestamp, Backup, Branch, Company, CompanyId, Database, FileMeta, Grid, MergeResolve,
     Project, ProjectId, Share, Task, TaskError, TaskStatus,
@@ -23,7 +24,6 @@ use super::numbering::{self, Numbers, RawCatalog};
 use super::routes::Routes;
 use super::store::{load_all, CatalogChange, CatalogStore, EntityKind, StoreError};
 use crate::auth::{ApiKey, KeyRing};
-use crate::error::{ApiError, ApiResult};
 use crate::persist::durability::{wait_off_runtime, Durability, DurabilityError};
 
 /// A catalogue image is stored after this many change sets (and on the snapshot interval, and
@@ -161,7 +161,7 @@ impl Supervisor {
         if changes.is_empty() {
             return Ok(());
         }
-        self.commit(&changes).map_err(|e| StoreError::Journal(e.message))
+        self.commit(&changes).map_err(|e| StoreError::Journal(e.to_string()))
     }
 
     /// sled scans in key order; the API lists in creation order (ids for companies and
@@ -180,19 +180,16 @@ impl Supervisor {
 
     /// Makes a change set durable in the WAL, then writes it to sled's copy; memory is changed
     /// by the caller only after this succeeds. Blocks the supervisor for one WAL sync.
-    pub(super) fn commit(&self, changes: &[CatalogChange]) -> ApiResult<()> {
+    pub(super) fn commit(&self, changes: &[CatalogChange]) -> CatalogResult<()> {
         let appended =
             self.durability.wal.append(super::journal::encode_changes(changes)).map_err(|err| {
                 tracing::error!(error = %err, "catalogue change refused by the WAL");
-                ApiError::new(
-                    crate::error::ErrorCode::ServiceUnavailable,
-                    format!("The catalogue change could not be logged: {err}"),
-                )
+                CatalogError::NotLogged { what: "catalogue change", reason: err.to_string() }
             })?;
         let lsn = appended.lsn;
         wait_off_runtime(appended.durable).map_err(|err| {
             tracing::error!(error = %err, lsn, "catalogue change not made durable");
-            ApiError::internal("The catalogue could not be written.")
+            CatalogError::NotWritten
         })?;
         if let Err(err) = self.store.apply_at(changes, lsn) {
             // The WAL holds the change: it is acknowledged, and the next start rebuilds sled's

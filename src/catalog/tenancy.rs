@@ -1,6 +1,7 @@
 //! Supervisor operations on the tenancy tree above grids: bootstrap, companies, projects,
 //! databases, API keys, task lookup, and the names reference columns show.
 
+use super::error::{CatalogError, CatalogResult, Missing};
 use super::model::{
     now_timestamp, Company, CompanyId, Database, Project, ProjectId, Task, TaskError, TaskStatus,
 };
@@ -8,7 +9,6 @@ use super::routes::BranchRoute;
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use crate::auth::{hash_secret, Access, ApiKey, KeyKind, Principal, Privilege, Scope, Tier};
-use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::ids;
 
 /// A newly made company with its first project, database and owner key (secret included).
@@ -43,9 +43,9 @@ pub struct NewDatabase {
 }
 
 /// A description as given (400 naming the field when it is too long).
-pub(crate) fn check_description(text: &str) -> ApiResult<String> {
+pub(crate) fn check_description(text: &str) -> CatalogResult<String> {
     if text.chars().count() > MAX_DESCRIPTION_CHARS {
-        return Err(ApiError::bad_request(format!(
+        return Err(CatalogError::invalid(format!(
             "description is longer than {MAX_DESCRIPTION_CHARS} characters."
         )));
     }
@@ -55,31 +55,29 @@ pub(crate) fn check_description(text: &str) -> ApiResult<String> {
 /// An id chosen by the client (the OpenAPI's `^\w+$`: ASCII letters, digits and `_`, at most
 /// `MAX_CLIENT_ID_CHARS`); 400 naming the field otherwise. `taken` says whether it is in use
 /// (409 idAlreadyExists).
-pub(crate) fn check_client_id(id: &str, what: &str, taken: bool) -> ApiResult<String> {
+pub(crate) fn check_client_id(id: &str, what: &'static str, taken: bool) -> CatalogResult<String> {
     let valid = !id.is_empty()
         && id.len() <= MAX_CLIENT_ID_CHARS
         && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !valid {
-        return Err(ApiError::bad_request(format!(
+        return Err(CatalogError::invalid(format!(
             "id \"{id}\" is invalid: a {what} id is 1 to {MAX_CLIENT_ID_CHARS} letters, digits or _."
         )));
     }
     if taken {
-        return Err(ApiError::new(
-            ErrorCode::IdAlreadyExists,
-            format!("A {what} with id \"{id}\" already exists."),
-        ));
+        return Err(CatalogError::IdTaken { what, id: id.to_owned() });
     }
     Ok(id.to_owned())
 }
 
-pub(super) fn check_name(name: &str, what: &str) -> ApiResult<String> {
+/// A name as given, trimmed (400 when empty or too long).
+pub(super) fn check_name(name: &str, what: &str) -> CatalogResult<String> {
     let name = name.trim();
     if name.is_empty() {
-        return Err(ApiError::bad_request(format!("The {what} name is required.")));
+        return Err(CatalogError::invalid(format!("The {what} name is required.")));
     }
     if name.chars().count() > MAX_NAME_CHARS {
-        return Err(ApiError::bad_request(format!(
+        return Err(CatalogError::invalid(format!(
             "The {what} name is longer than {MAX_NAME_CHARS} characters."
         )));
     }
@@ -91,7 +89,7 @@ impl Supervisor {
     /// (`secret`, or a random one, returned so the caller can print it once). On a catalogue that
     /// exists, a given `secret` that matches no key is added as an admin owner key of the default
     /// company (`default_company_id`), so an operator can always regain access.
-    pub fn bootstrap(&mut self, secret: Option<&str>) -> ApiResult<Option<String>> {
+    pub fn bootstrap(&mut self, secret: Option<&str>) -> CatalogResult<Option<String>> {
         if self.companies.is_empty() {
             let made =
                 self.create_company_unchecked("Default company", Tier::Enterprise, secret, true)?;
@@ -137,7 +135,7 @@ impl Supervisor {
         tier: Tier,
         secret: Option<&str>,
         admin: bool,
-    ) -> ApiResult<NewCompany> {
+    ) -> CatalogResult<NewCompany> {
         let now = now_timestamp();
         let mut numbers = self.numbers;
         let company = Company {
@@ -193,7 +191,7 @@ impl Supervisor {
         p: &Principal,
         name: &str,
         tier: Tier,
-    ) -> ApiResult<NewCompany> {
+    ) -> CatalogResult<NewCompany> {
         p.require_admin()?;
         self.create_company_unchecked(name, tier, None, false)
     }
@@ -203,11 +201,10 @@ impl Supervisor {
         p: &Principal,
         id: CompanyId,
         tier: Tier,
-    ) -> ApiResult<Company> {
+    ) -> CatalogResult<Company> {
         p.require_admin()?;
-        let mut company = self.companies.get(&id).cloned().ok_or_else(|| {
-            ApiError::not_found(ErrorCode::CompanyIsNotFound, "Company", &id.to_string())
-        })?;
+        let mut company = (self.companies.get(&id).cloned())
+            .ok_or_else(|| CatalogError::not_found(Missing::Company, id))?;
         company.tier = tier;
         self.commit(&[CatalogChange::put(EntityKind::Company, &id.to_string(), &company)])?;
         self.keyring.set_tier(id, tier);
@@ -215,17 +212,13 @@ impl Supervisor {
         Ok(company)
     }
 
-    pub fn delete_company(&mut self, p: &Principal, id: CompanyId) -> ApiResult<()> {
+    pub fn delete_company(&mut self, p: &Principal, id: CompanyId) -> CatalogResult<()> {
         p.require_admin()?;
         if !self.companies.contains_key(&id) {
-            return Err(ApiError::not_found(
-                ErrorCode::CompanyIsNotFound,
-                "Company",
-                &id.to_string(),
-            ));
+            return Err(CatalogError::not_found(Missing::Company, id));
         }
         if p.company_id() == id {
-            return Err(ApiError::bad_request("The admin key's own company cannot be deleted."));
+            return Err(CatalogError::invalid("The admin key's own company cannot be deleted."));
         }
         let project_ids: Vec<ProjectId> =
             self.projects.values().filter(|x| x.company_id == id).map(|x| x.id).collect();
@@ -260,16 +253,20 @@ impl Supervisor {
         Scope { company: project.company_id, project: Some(project.id), ..Scope::default() }
     }
 
-    pub fn list_projects(&self, p: &Principal) -> ApiResult<Vec<Project>> {
+    pub fn list_projects(&self, p: &Principal) -> CatalogResult<Vec<Project>> {
         p.require_company_privilege(Privilege::Read)?;
         Ok(self.projects.values().filter(|x| p.sees(&Self::project_scope(x))).cloned().collect())
     }
 
     /// A project this key may act on with `needed`: another company's is not found (404); a key
     /// of this company without the privilege or access, or a view key, is refused (403).
-    pub fn project(&self, p: &Principal, id: ProjectId, needed: Privilege) -> ApiResult<&Project> {
-        let not_found =
-            || ApiError::not_found(ErrorCode::ProjectIsNotFound, "Project", &id.to_string());
+    pub fn project(
+        &self,
+        p: &Principal,
+        id: ProjectId,
+        needed: Privilege,
+    ) -> CatalogResult<&Project> {
+        let not_found = || CatalogError::not_found(Missing::Project, id);
         let project = self.projects.get(&id).ok_or_else(not_found)?;
         p.authorize(&Self::project_scope(project), needed, not_found)?;
         Ok(project)
@@ -280,7 +277,7 @@ impl Supervisor {
         p: &Principal,
         name: &str,
         description: Option<String>,
-    ) -> ApiResult<Project> {
+    ) -> CatalogResult<Project> {
         p.require_company_privilege(Privilege::Owner)?;
         let name = check_name(name, "project")?;
         let mut numbers = self.numbers;
@@ -306,7 +303,7 @@ impl Supervisor {
         id: ProjectId,
         name: &str,
         description: Option<String>,
-    ) -> ApiResult<Project> {
+    ) -> CatalogResult<Project> {
         let mut project = self.project(p, id, Privilege::Owner)?.clone();
         project.name = check_name(name, "project")?;
         if let Some(description) = description {
@@ -317,7 +314,7 @@ impl Supervisor {
         Ok(project)
     }
 
-    pub fn delete_project(&mut self, p: &Principal, id: ProjectId) -> ApiResult<()> {
+    pub fn delete_project(&mut self, p: &Principal, id: ProjectId) -> CatalogResult<()> {
         self.project(p, id, Privilege::Owner)?;
         let changes = self.project_deletion(id);
         self.commit(&changes)?;
@@ -357,7 +354,7 @@ impl Supervisor {
         &self,
         p: &Principal,
         project_id: Option<ProjectId>,
-    ) -> ApiResult<Vec<Database>> {
+    ) -> CatalogResult<Vec<Database>> {
         if let Some(project_id) = project_id {
             self.project(p, project_id, Privilege::Read)?;
         }
@@ -373,8 +370,8 @@ impl Supervisor {
 
     /// A database this key may act on with `needed` (404 for another company's, 403 for a key of
     /// this company that may not).
-    pub fn database(&self, p: &Principal, id: &str, needed: Privilege) -> ApiResult<&Database> {
-        let not_found = || ApiError::not_found(ErrorCode::DatabaseIsNotFound, "Database", id);
+    pub fn database(&self, p: &Principal, id: &str, needed: Privilege) -> CatalogResult<&Database> {
+        let not_found = || CatalogError::not_found(Missing::Database, id);
         let db = self.databases.get(id).ok_or_else(not_found)?;
         p.authorize(&Self::database_scope(db), needed, not_found)?;
         Ok(db)
@@ -385,7 +382,7 @@ impl Supervisor {
         p: &Principal,
         project_id: ProjectId,
         spec: NewDatabase,
-    ) -> ApiResult<Database> {
+    ) -> CatalogResult<Database> {
         let db = self.new_database(p, project_id, spec)?;
         self.commit(&[CatalogChange::put(EntityKind::Database, &db.id, &db)])?;
         self.databases.insert(db.id.clone(), db.clone());
@@ -398,7 +395,7 @@ impl Supervisor {
         p: &Principal,
         project_id: ProjectId,
         spec: NewDatabase,
-    ) -> ApiResult<Database> {
+    ) -> CatalogResult<Database> {
         let project = self.project(p, project_id, Privilege::Owner)?;
         let name = check_name(&spec.name, "database")?;
         let description = check_description(spec.description.as_deref().unwrap_or_default())?;
@@ -423,7 +420,7 @@ impl Supervisor {
         id: &str,
         name: &str,
         description: Option<&str>,
-    ) -> ApiResult<Database> {
+    ) -> CatalogResult<Database> {
         let mut db = self.database(p, id, Privilege::Owner)?.clone();
         db.name = check_name(name, "database")?;
         if let Some(description) = description {
@@ -434,7 +431,7 @@ impl Supervisor {
         Ok(db)
     }
 
-    pub fn delete_database(&mut self, p: &Principal, id: &str) -> ApiResult<()> {
+    pub fn delete_database(&mut self, p: &Principal, id: &str) -> CatalogResult<()> {
         self.database(p, id, Privilege::Owner)?;
         let changes = self.database_deletion(id);
         self.commit(&changes)?;
@@ -478,7 +475,7 @@ impl Supervisor {
 
     /// A task the key may see: of its company, on a grid its access reaches, and for a view key
     /// on its view; any other is 404 taskIsNotFound (a task's existence does not leak).
-    pub fn task(&self, p: &Principal, id: &str) -> ApiResult<Task> {
+    pub fn task(&self, p: &Principal, id: &str) -> CatalogResult<Task> {
         self.tasks
             .get(id)
             .filter(|t| {
@@ -499,7 +496,7 @@ impl Supervisor {
                 }
             })
             .cloned()
-            .ok_or_else(|| ApiError::not_found(ErrorCode::TaskIsNotFound, "Task", id))
+            .ok_or_else(|| CatalogError::not_found(Missing::Task, id))
     }
 
     /// Records a new running task of `kind` on the branch at `route` (through `view_id` when
@@ -510,7 +507,7 @@ impl Supervisor {
         kind: &str,
         route: &BranchRoute,
         view_id: Option<String>,
-    ) -> ApiResult<Task> {
+    ) -> CatalogResult<Task> {
         let task = Task {
             id: ids::generate(),
             company_id: p.company_id(),
@@ -539,7 +536,7 @@ impl Supervisor {
         }
     }
 
-    pub fn finish_task(&mut self, id: &str, error: Option<TaskError>) -> ApiResult<()> {
+    pub fn finish_task(&mut self, id: &str, error: Option<TaskError>) -> CatalogResult<()> {
         let Some(current) = self.tasks.get(id) else { return Ok(()) };
         let mut task = current.clone();
         task.status = if error.is_some() { TaskStatus::Failed } else { TaskStatus::Successful };
@@ -568,17 +565,16 @@ fn owner_key(company_id: CompanyId, secret: &str, admin: bool) -> ApiKey {
 impl Supervisor {
     /// An owner principal for `company` (default: the admin key's company), for the CLI, which
     /// acts with the operator's authority on a data directory.
-    pub fn owner_principal(&self, company: Option<CompanyId>) -> ApiResult<Principal> {
+    pub fn owner_principal(&self, company: Option<CompanyId>) -> CatalogResult<Principal> {
         let admin = self
             .keys
             .values()
             .find(|k| k.admin)
             .cloned()
-            .ok_or_else(|| ApiError::internal("the data directory has no admin key"))?;
+            .ok_or(CatalogError::Internal("the data directory has no admin key"))?;
         let company_id = company.unwrap_or(admin.company_id);
-        let tier = self.companies.get(&company_id).map(|c| c.tier).ok_or_else(|| {
-            ApiError::not_found(ErrorCode::CompanyIsNotFound, "Company", &company_id.to_string())
-        })?;
+        let tier = (self.companies.get(&company_id).map(|c| c.tier))
+            .ok_or_else(|| CatalogError::not_found(Missing::Company, company_id))?;
         let admin_flag = company_id == admin.company_id;
         let key = ApiKey { company_id, admin: admin_flag, ..admin };
         Ok(Principal { key: std::sync::Arc::new(key), tier })
