@@ -410,10 +410,7 @@ mod tests {
                 refused(ColumnType::SingleSelection, json!("b")),
                 "\"b\" is not one of the column's selection options",
             ),
-            (
-                refused(ColumnType::Files, json!(3)),
-                "value must be a list of file ids (strings)",
-            ),
+            (refused(ColumnType::Files, json!(3)), "value must be a list of file ids (strings)"),
             (
                 refused(ColumnType::Formula, json!("1")),
                 "formula values are computed and cannot be written",
