@@ -70,9 +70,30 @@ pub enum AdminCommand {
     Companies(CompaniesCommand),
 }
 
-fn parse_tier(text: &str) -> Result<Tier, String> {
-    Tier::parse(text)
-        .ok_or_else(|| format!("unknown tier {text}: expected free, team or enterprise"))
+/// Why an admin command did nothing; `main` prints it and exits with a failure.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// An argument the command does not know (a tier, a privilege).
+    #[error("{0}")]
+    Usage(String),
+    /// The data directory could not be opened.
+    #[error(transparent)]
+    Start(#[from] gridd::StartupError),
+    /// The catalogue refused the command (its API message).
+    #[error("{0}")]
+    Refused(String),
+    /// The catalogue stopped before it answered.
+    #[error("{0}")]
+    Stopped(#[from] actix::MailboxError),
+    /// The answer could not be printed.
+    #[error("{0}")]
+    Output(String),
+}
+
+fn parse_tier(text: &str) -> Result<Tier, CliError> {
+    Tier::parse(text).ok_or_else(|| {
+        CliError::Usage(format!("unknown tier {text}: expected free, team or enterprise"))
+    })
 }
 
 fn key_spec(
@@ -81,13 +102,16 @@ fn key_spec(
     privileges: Vec<String>,
     access: Access,
     view_id: Option<String>,
-) -> Result<KeySpec, String> {
+) -> Result<KeySpec, CliError> {
     let kind = match view_id {
         Some(view_id) => KeyKind::View { view_id },
         None => KeyKind::Company {
             privileges: privileges
                 .iter()
-                .map(|p| Privilege::parse(p).ok_or_else(|| format!("unknown privilege {p}")))
+                .map(|p| {
+                    Privilege::parse(p)
+                        .ok_or_else(|| CliError::Usage(format!("unknown privilege {p}")))
+                })
                 .collect::<Result<_, _>>()?,
             access,
         },
@@ -99,7 +123,7 @@ fn key_spec(
 type Operation = Box<dyn FnOnce(&mut Supervisor) -> ApiResult<serde_json::Value> + Send>;
 
 /// What a command does on the supervisor.
-fn operation(cmd: AdminCommand) -> Result<Operation, String> {
+fn operation(cmd: AdminCommand) -> Result<Operation, CliError> {
     match cmd {
         AdminCommand::Keys(cmd) => key_operation(cmd),
         AdminCommand::Companies(cmd) => company_operation(cmd),
@@ -107,7 +131,7 @@ fn operation(cmd: AdminCommand) -> Result<Operation, String> {
 }
 
 /// What a `keys` command does.
-fn key_operation(cmd: KeysCommand) -> Result<Operation, String> {
+fn key_operation(cmd: KeysCommand) -> Result<Operation, CliError> {
     Ok(match cmd {
         KeysCommand::Create {
             name,
@@ -148,7 +172,7 @@ fn key_operation(cmd: KeysCommand) -> Result<Operation, String> {
 }
 
 /// What a `companies` command does.
-fn company_operation(cmd: CompaniesCommand) -> Result<Operation, String> {
+fn company_operation(cmd: CompaniesCommand) -> Result<Operation, CliError> {
     Ok(match cmd {
         CompaniesCommand::Create { name, tier } => {
             let tier = parse_tier(&tier)?;
@@ -186,14 +210,15 @@ fn tier_name(t: Tier) -> &'static str {
 }
 
 /// Runs one admin command on the configured data directory and prints its JSON.
-pub fn run(config: Config, cmd: AdminCommand) -> Result<(), String> {
+pub fn run(config: Config, cmd: AdminCommand) -> Result<(), CliError> {
     let op = operation(cmd)?;
     actix_web::rt::System::new().block_on(async move {
-        let node = Node::start(&config).map_err(|e| e.to_string())?;
+        let node = Node::start(&config)?;
         let result = node.supervisor.send(Exec::new(op)).await;
         node.stop();
-        let value = result.map_err(|e| e.to_string())?.map_err(|e| e.message)?;
-        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
-        writeln!(std::io::stdout().lock(), "{text}").map_err(|e| e.to_string())
+        let value = result?.map_err(|e| CliError::Refused(e.message))?;
+        let text =
+            serde_json::to_string_pretty(&value).map_err(|e| CliError::Output(e.to_string()))?;
+        writeln!(std::io::stdout().lock(), "{text}").map_err(|e| CliError::Output(e.to_string()))
     })
 }

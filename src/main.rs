@@ -53,8 +53,12 @@ fn main() -> std::process::ExitCode {
         .init();
     let result = match args.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(args.config),
-        Command::Keys(cmd) => cli::run(args.config, cli::AdminCommand::Keys(cmd)),
-        Command::Companies(cmd) => cli::run(args.config, cli::AdminCommand::Companies(cmd)),
+        Command::Keys(cmd) => {
+            cli::run(args.config, cli::AdminCommand::Keys(cmd)).map_err(Into::into)
+        }
+        Command::Companies(cmd) => {
+            cli::run(args.config, cli::AdminCommand::Companies(cmd)).map_err(Into::into)
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -66,9 +70,11 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn serve(config: Config) -> Result<(), String> {
+/// Serves until SIGTERM or Ctrl-C; the error is why it could not start or stopped early.
+fn serve(config: Config) -> Result<(), Box<dyn std::error::Error>> {
     actix_web::rt::System::new().block_on(async move {
-        let app = gridd::Application::build(config).await.map_err(|e| e.to_string())?;
-        app.run_until_stopped().await.map_err(|e| e.to_string())
+        let app = gridd::Application::build(config).await?;
+        app.run_until_stopped().await?;
+        Ok(())
     })
 }

@@ -20,6 +20,7 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::ExportHistory;
 use crate::grid::codec::parse_datetime;
 use crate::grid::history::ExportRow;
+use crate::io::error::{FileError, FileResult};
 use crate::io::export::{write_history_csv, write_history_xlsx};
 use crate::state::AppState;
 
@@ -131,8 +132,8 @@ async fn start_export(
     Ok(task.run(|_| async move {
         web::block(move || write_export(&path, &plan, &history.rows()))
             .await
-            .unwrap_or_else(|e| Err(format!("the writer stopped: {e}")))
-            .map_err(|message| TaskError { code: "exportFailed".to_owned(), message })
+            .unwrap_or_else(|e| Err(FileError::Write(format!("the writer stopped: {e}"))))
+            .map_err(|e| TaskError { code: "exportFailed".to_owned(), message: e.to_string() })
     }))
 }
 
@@ -141,9 +142,12 @@ fn export_path(data_dir: &Path, task_id: &str, format: FileFormat) -> PathBuf {
 }
 
 /// Writes the file next to its final name, syncs it and renames it into place.
-fn write_export(path: &Path, plan: &ExportPlan, rows: &[ExportRow]) -> Result<(), String> {
-    let dir = path.parent().ok_or("an export path has a directory")?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+fn write_export(path: &Path, plan: &ExportPlan, rows: &[ExportRow]) -> FileResult<()> {
+    let failed = |doing: &str, at: &Path, e: std::io::Error| {
+        FileError::Write(format!("{doing} {}: {e}", at.display()))
+    };
+    let dir = path.parent().ok_or(FileError::Write("an export path has a directory".into()))?;
+    std::fs::create_dir_all(dir).map_err(|e| failed("creating", dir, e))?;
     let temp = path.with_extension("partial");
     match plan.format {
         FileFormat::Csv => write_history_csv(&temp, plan.enhanced, rows)?,
@@ -151,8 +155,8 @@ fn write_export(path: &Path, plan: &ExportPlan, rows: &[ExportRow]) -> Result<()
     }
     std::fs::File::open(&temp)
         .and_then(|f| f.sync_all())
-        .map_err(|e| format!("syncing {}: {e}", temp.display()))?;
-    std::fs::rename(&temp, path).map_err(|e| format!("renaming {}: {e}", temp.display()))
+        .map_err(|e| failed("syncing", &temp, e))?;
+    std::fs::rename(&temp, path).map_err(|e| failed("renaming", &temp, e))
 }
 
 #[utoipa::path(tag = "records", responses((status = 200, description = "the export file")))]

@@ -43,6 +43,7 @@ use crate::grid::schema::ColumnDef;
 use crate::grid::write_error::WriteError;
 use crate::ids;
 use crate::io::csv_import::{clip, plan_layout, ImportRequest, Layout};
+use crate::io::error::FileError;
 use crate::io::import_format::{header_hint, read_head, read_rows, Format, Head};
 use crate::state::AppState;
 
@@ -143,14 +144,14 @@ impl Source {
         };
         web::block(move || {
             let rows = std::fs::File::open(&upload.path)
-                .map_err(|e| format!("opening the upload: {e}"))
+                .map_err(|e| FileError::Content(format!("opening the upload: {e}")))
                 .and_then(|file| read_rows(format, file, &layout));
             drop(upload);
             rows
         })
         .await
         .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))?
-        .map_err(ApiError::bad_request)
+        .map_err(ApiError::from)
     }
 }
 
@@ -172,7 +173,7 @@ async fn plan_source(
             .metadata()
             .map_err(|e| ApiError::internal(format!("reading the upload: {e}")))?
             .len();
-        read_head(format, &mut file, size, limits, &checked).map_err(ApiError::bad_request)
+        read_head(format, &mut file, size, limits, &checked).map_err(ApiError::from)
     })
     .await
     .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))??;
@@ -208,7 +209,7 @@ async fn import(
     let route = view_route(&state, &p, &view_id, Privilege::Write)?;
     let query = query_pairs(&req)?;
     let format = query.iter().find(|(k, _)| k == "type").map(|(_, v)| v.as_str());
-    let format = Format::parse(format).map_err(ApiError::bad_request)?;
+    let format = Format::parse(format)?;
     let body = Multipart::new(req.headers(), payload);
     let (upload, part) = receive(&state.data_dir, body).await?;
     let upload =

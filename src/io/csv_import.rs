@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::csv::{Limits, Reader, Record};
+use super::error::{FileError, FileResult, Place};
 use crate::grid::records::{CellInput, RecordInput};
 use crate::grid::schema::{ColumnDef, ColumnType};
 use crate::grid::value::StorageKind;
@@ -133,16 +134,18 @@ fn column_target(column: &ColumnDef) -> Target {
 }
 
 /// A mapping's target: 400 message for a formula or unknown column.
-fn mapping_target(mapping: &ColumnMapping, columns: &[&ColumnDef]) -> Result<Target, String> {
+fn mapping_target(mapping: &ColumnMapping, columns: &[&ColumnDef]) -> FileResult<Target> {
     match mapping.column_id.as_str() {
         "_recordId" => Ok(Target::RecordId),
         "_path" => Ok(Target::Path),
         id => match columns.iter().find(|c| c.id == id) {
-            Some(c) if c.column_type == ColumnType::Formula => Err(format!(
+            Some(c) if c.column_type == ColumnType::Formula => Err(FileError::Request(format!(
                 "columnMappings: column \"{id}\" is a formula column; its values are computed."
-            )),
+            ))),
             Some(c) => Ok(column_target(c)),
-            None => Err(format!("columnMappings: column \"{id}\" is not in the view.")),
+            None => Err(FileError::Request(format!(
+                "columnMappings: column \"{id}\" is not in the view."
+            ))),
         },
     }
 }
@@ -154,7 +157,7 @@ pub fn plan_layout(
     request: &ImportRequest,
     columns: &[&ColumnDef],
     header: Option<&[String]>,
-) -> Result<Layout, String> {
+) -> FileResult<Layout> {
     let with_header = request.with_header.unwrap_or(true);
     let mut targets: Vec<Target> = match (header, with_header) {
         (Some(names), true) => names.iter().map(|h| header_target(h, columns)).collect(),
@@ -171,7 +174,9 @@ pub fn plan_layout(
             let target = mapping_target(mapping, columns)?;
             let at = mapping.file_column_index;
             if at >= MAX_FILE_COLUMN_INDEX {
-                return Err(format!("columnMappings: fileColumnIndex {at} is out of range."));
+                return Err(FileError::Request(format!(
+                    "columnMappings: fileColumnIndex {at} is out of range."
+                )));
             }
             if targets.len() <= at {
                 targets.resize(at + 1, Target::Ignored);
@@ -179,16 +184,20 @@ pub fn plan_layout(
             targets[at] = target;
         }
     } else if !with_header {
-        return Err("An import without a header row needs columnMappings.".to_owned());
+        return Err(FileError::Request(
+            "An import without a header row needs columnMappings.".to_owned(),
+        ));
     }
     check_distinct(&targets, header.filter(|_| with_header))?;
     if !targets.iter().any(|t| matches!(t, Target::Column { .. })) {
-        return Err("No column of the file maps to a column of the view (match the header to \
-                    column names or ids, or give columnMappings)."
-            .to_owned());
+        return Err(FileError::Request(
+            "No column of the file maps to a column of the view (match the header to column \
+             names or ids, or give columnMappings)."
+                .to_owned(),
+        ));
     }
     let first_data_row = match request.first_data_row {
-        Some(0) => return Err("firstDataRow is 1-based.".to_owned()),
+        Some(0) => return Err(FileError::Request("firstDataRow is 1-based.".to_owned())),
         Some(row) => row,
         None if with_header => 2,
         None => 1,
@@ -197,7 +206,7 @@ pub fn plan_layout(
 }
 
 /// Refuses two file columns with one target, naming both (by header when there is one).
-fn check_distinct(targets: &[Target], header: Option<&[String]>) -> Result<(), String> {
+fn check_distinct(targets: &[Target], header: Option<&[String]>) -> FileResult<()> {
     let name = |i: usize| match header.and_then(|h| h.get(i)) {
         Some(text) => format!("file column {} (\"{}\")", i + 1, clip(text.trim(), 100)),
         None => format!("file column {}", i + 1),
@@ -208,12 +217,12 @@ fn check_distinct(targets: &[Target], header: Option<&[String]>) -> Result<(), S
             continue;
         }
         if let Some(first) = seen.insert(target, i) {
-            return Err(format!(
+            return Err(FileError::Request(format!(
                 "{} and {} both map to {}; map each target once.",
                 name(first),
                 name(i),
                 target.describe()
-            ));
+            )));
         }
     }
     Ok(())
@@ -243,9 +252,9 @@ pub fn clip(text: &str, max: usize) -> &str {
 }
 
 /// A field as text; `row`/`column` (0-based) name it in the error.
-fn field_text(bytes: &[u8], row: usize, column: usize) -> Result<String, String> {
+fn field_text(bytes: &[u8], row: usize, column: usize) -> FileResult<String> {
     let text = std::str::from_utf8(bytes)
-        .map_err(|_| format!("row {row}, column {}: the text is not valid UTF-8.", column + 1))?;
+        .map_err(|_| FileError::at(Place::Field { row, column }, "the text is not valid UTF-8."))?;
     let text = if column == 0 && row == 1 { text.trim_start_matches('\u{feff}') } else { text };
     Ok(text.to_owned())
 }
@@ -256,7 +265,7 @@ pub fn read_header(
     input: impl Read,
     limits: Limits,
     delimiter: u8,
-) -> Result<Option<Vec<String>>, String> {
+) -> FileResult<Option<Vec<String>>> {
     let mut reader = Reader::with_delimiter(input, limits, delimiter);
     let mut record = Record::default();
     match reader.read(&mut record) {
@@ -267,7 +276,7 @@ pub fn read_header(
             .map(|(i, field)| field_text(field, 1, i))
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
-        Err(err) => Err(format!("The header row cannot be read: {err}")),
+        Err(err) => Err(FileError::Content(format!("The header row cannot be read: {err}"))),
     }
 }
 
@@ -276,7 +285,7 @@ pub trait Fields {
     /// The number of fields.
     fn width(&self) -> usize;
     /// Field `i` (0-based) of row `row` as text; the error names the row and column.
-    fn text(&self, i: usize, row: usize) -> Result<String, String>;
+    fn text(&self, i: usize, row: usize) -> FileResult<String>;
 }
 
 impl Fields for Record {
@@ -284,7 +293,7 @@ impl Fields for Record {
         self.len()
     }
 
-    fn text(&self, i: usize, row: usize) -> Result<String, String> {
+    fn text(&self, i: usize, row: usize) -> FileResult<String> {
         field_text(self.get(i).unwrap_or_default(), row, i)
     }
 }
@@ -297,7 +306,7 @@ pub trait RowSource {
     const RECTANGULAR: bool;
     /// The next row and its 1-based row number, `None` at the end. The error is the task's
     /// message.
-    fn next_row(&mut self) -> Result<Option<(usize, &Self::Row)>, String>;
+    fn next_row(&mut self) -> FileResult<Option<(usize, &Self::Row)>>;
 }
 
 /// The records of a CSV or TSV file.
@@ -319,17 +328,17 @@ impl<R: Read> RowSource for CsvRows<R> {
     type Row = Record;
     const RECTANGULAR: bool = true;
 
-    fn next_row(&mut self) -> Result<Option<(usize, &Record)>, String> {
+    fn next_row(&mut self) -> FileResult<Option<(usize, &Record)>> {
         match self.reader.read(&mut self.record) {
             Ok(true) => Ok(Some((self.reader.rows(), &self.record))),
             Ok(false) => Ok(None),
-            Err(err) => Err(format!("The file cannot be read: {err}")),
+            Err(err) => Err(FileError::Content(format!("The file cannot be read: {err}"))),
         }
     }
 }
 
 /// A field as the JSON value the records API takes for its column.
-pub fn cell_value(text: String, list: bool, row: usize, column: &str) -> Result<Value, String> {
+pub fn cell_value(text: String, list: bool, row: usize, column: &str) -> FileResult<Value> {
     if text.is_empty() {
         return Ok(Value::Null);
     }
@@ -339,8 +348,9 @@ pub fn cell_value(text: String, list: bool, row: usize, column: &str) -> Result<
     if text.trim_start().starts_with('[') {
         return match serde_json::from_str::<Value>(&text) {
             Ok(value @ Value::Array(_)) => Ok(value),
-            _ => Err(format!(
-                "row {row}, column \"{column}\": a list is a JSON array of strings, like [\"a\",\"b\"]."
+            _ => Err(FileError::at(
+                Place::Column { row, column_id: column.to_owned() },
+                "a list is a JSON array of strings, like [\"a\",\"b\"].",
             )),
         };
     }
@@ -354,7 +364,7 @@ pub fn read_rows(
     input: impl Read,
     layout: &Layout,
     delimiter: u8,
-) -> Result<Vec<(String, RecordInput)>, String> {
+) -> FileResult<Vec<(String, RecordInput)>> {
     collect_rows(&mut CsvRows::new(input, layout.limits, delimiter), layout)
 }
 
@@ -363,29 +373,31 @@ pub fn read_rows(
 pub fn collect_rows<S: RowSource>(
     source: &mut S,
     layout: &Layout,
-) -> Result<Vec<(String, RecordInput)>, String> {
+) -> FileResult<Vec<(String, RecordInput)>> {
     let mapped = layout.targets.iter().filter(|t| matches!(t, Target::Column { .. })).count();
     let mut rows = Vec::new();
     let (mut width, mut cells) = (None, 0usize);
     while let Some((row, record)) = source.next_row()? {
         let expected = *width.get_or_insert(record.width());
         if S::RECTANGULAR && record.width() != expected {
-            return Err(format!(
+            return Err(FileError::Content(format!(
                 "row {row} has {} fields where the rows before it have {expected}.",
                 record.width()
-            ));
+            )));
         }
         if row < layout.first_data_row {
             continue;
         }
         if rows.len() == MAX_ROWS {
-            return Err(format!("The file has more than {MAX_ROWS} data rows; split it."));
+            return Err(FileError::TooLarge(format!(
+                "The file has more than {MAX_ROWS} data rows; split it."
+            )));
         }
         cells += mapped;
         if cells > MAX_CELLS {
-            return Err(format!(
+            return Err(FileError::TooLarge(format!(
                 "The file has more than {MAX_CELLS} cells (data rows times mapped columns); split it."
-            ));
+            )));
         }
         rows.push((format!("row {row}"), row_input(record, row, layout)?));
     }
@@ -394,7 +406,7 @@ pub fn collect_rows<S: RowSource>(
 }
 
 /// One row as a record write.
-fn row_input(record: &impl Fields, row: usize, layout: &Layout) -> Result<RecordInput, String> {
+fn row_input(record: &impl Fields, row: usize, layout: &Layout) -> FileResult<RecordInput> {
     let mut input = RecordInput::default();
     for i in 0..record.width() {
         let target = layout.targets.get(i).unwrap_or(&Target::Ignored);
@@ -430,7 +442,9 @@ mod tests {
         );
         assert_eq!(cell_value("ui".into(), true, 2, "tags"), Ok(serde_json::json!(["ui"])));
         let err = cell_value("[oops".into(), true, 3, "tags").expect_err("not JSON");
-        assert!(err.starts_with("row 3, column \"tags\""), "{err}");
+        assert!(err.to_string().starts_with("row 3, column \"tags\""), "{err}");
+        let place = Place::Column { row: 3, column_id: "tags".into() };
+        assert!(matches!(err, FileError::At { place: ref p, .. } if *p == place), "{err}");
         assert_eq!(cell_value("12".into(), false, 2, "n"), Ok(Value::String("12".into())));
     }
 

@@ -6,6 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::error::{FileError, FileResult};
 use crate::grid::actor::reads::ExportSource;
 use crate::grid::codec::{export_text, format_timestamp};
 use crate::grid::history::ExportRow;
@@ -48,8 +49,8 @@ const PREDEFINED: usize = 4;
 /// modified time) and the values of the export's columns.
 fn for_each_row(
     source: &ExportSource,
-    mut emit: impl FnMut([&str; PREDEFINED], &mut dyn Iterator<Item = &CellValue>) -> Result<(), String>,
-) -> Result<(), String> {
+    mut emit: impl FnMut([&str; PREDEFINED], &mut dyn Iterator<Item = &CellValue>) -> FileResult<()>,
+) -> FileResult<()> {
     let columns: Vec<&ColumnDef> = source.columns.iter().collect();
     for rows in source.rows.chunks(ROWS_PER_READ) {
         for record in source.view.state.read_rows(&columns, rows.iter().copied()) {
@@ -67,9 +68,9 @@ pub fn write_view_csv(
     source: &ExportSource,
     file_header: FileHeader,
     sink: impl Write,
-) -> Result<(), String> {
+) -> FileResult<()> {
     let mut out = csv::Writer::from_writer(sink);
-    let failed = |e: csv::Error| format!("CSV: {e}");
+    let failed = |e: csv::Error| FileError::Write(format!("CSV: {e}"));
     if let Some(names) = file_header.names(&source.columns) {
         out.write_record(&names).map_err(failed)?;
     }
@@ -78,7 +79,7 @@ pub fn write_view_csv(
         fields.extend(cells.map(export_text));
         out.write_record(&fields).map_err(failed)
     })?;
-    out.flush().map_err(|e| format!("CSV: {e}"))
+    out.flush().map_err(|e| FileError::Write(format!("CSV: {e}")))
 }
 
 /// A view's rows as an XLSX file, written in rust_xlsxwriter's constant-memory mode to a
@@ -88,11 +89,12 @@ pub fn write_view_xlsx(
     file_header: FileHeader,
     temp_dir: &Path,
     sink: &mut dyn Write,
-) -> Result<(), String> {
+) -> FileResult<()> {
     use rust_xlsxwriter::{Format, Workbook};
-    std::fs::create_dir_all(temp_dir).map_err(|e| format!("{}: {e}", temp_dir.display()))?;
+    std::fs::create_dir_all(temp_dir)
+        .map_err(|e| FileError::Write(format!("{}: {e}", temp_dir.display())))?;
     let path = TempFile(temp_dir.join(format!("view-export-{}.xlsx", crate::ids::generate())));
-    let failed = |e: rust_xlsxwriter::XlsxError| format!("XLSX: {e}");
+    let failed = |e: rust_xlsxwriter::XlsxError| FileError::Write(format!("XLSX: {e}"));
     let mut workbook = Workbook::new();
     workbook.set_tempdir(temp_dir).map_err(failed)?;
     let sheet = workbook.add_worksheet_with_constant_memory();
@@ -127,14 +129,17 @@ pub fn write_view_xlsx(
                 }
             }
         }
-        line = line.checked_add(1).ok_or("too many rows for a spreadsheet")?;
+        line = line
+            .checked_add(1)
+            .ok_or(FileError::Write("too many rows for a spreadsheet".into()))?;
         Ok(())
     })?;
     workbook.save(&path.0).map_err(failed)?;
-    let mut file =
-        std::fs::File::open(&path.0).map_err(|e| format!("{}: {e}", path.0.display()))?;
-    std::io::copy(&mut file, sink).map_err(|e| format!("{}: {e}", path.0.display()))?;
-    sink.flush().map_err(|e| format!("XLSX: {e}"))
+    let mut file = std::fs::File::open(&path.0)
+        .map_err(|e| FileError::Write(format!("{}: {e}", path.0.display())))?;
+    std::io::copy(&mut file, sink)
+        .map_err(|e| FileError::Write(format!("{}: {e}", path.0.display())))?;
+    sink.flush().map_err(|e| FileError::Write(format!("XLSX: {e}")))
 }
 
 /// A file removed when dropped.
@@ -188,23 +193,28 @@ fn row_texts(row: &ExportRow, enhanced: bool) -> Vec<String> {
 
 /// A history export as CSV at `path`: one row per cell an entry wrote, with the previous value
 /// when `enhanced`.
-pub fn write_history_csv(path: &Path, enhanced: bool, rows: &[ExportRow]) -> Result<(), String> {
-    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn write_history_csv(path: &Path, enhanced: bool, rows: &[ExportRow]) -> FileResult<()> {
+    let file = std::fs::File::create(path)
+        .map_err(|e| FileError::Write(format!("{}: {e}", path.display())))?;
     let mut out = csv::Writer::from_writer(std::io::BufWriter::new(file));
-    let failed = |e: csv::Error| format!("writing {}: {e}", path.display());
+    let failed = |e: csv::Error| FileError::Write(format!("writing {}: {e}", path.display()));
     out.write_record(header(enhanced)).map_err(failed)?;
     for row in rows {
         out.write_record(row_texts(row, enhanced)).map_err(failed)?;
     }
-    let mut inner = out.into_inner().map_err(|e| format!("writing {}: {e}", path.display()))?;
-    inner.flush().map_err(|e| format!("writing {}: {e}", path.display()))
+    let mut inner = out
+        .into_inner()
+        .map_err(|e| FileError::Write(format!("writing {}: {e}", path.display())))?;
+    inner.flush().map_err(|e| FileError::Write(format!("writing {}: {e}", path.display())))
 }
 
 /// A spreadsheet with a bold, frozen header row, set column widths, and the modification time
 /// as a date cell.
-pub fn write_history_xlsx(path: &Path, enhanced: bool, rows: &[ExportRow]) -> Result<(), String> {
+pub fn write_history_xlsx(path: &Path, enhanced: bool, rows: &[ExportRow]) -> FileResult<()> {
     use rust_xlsxwriter::{Format, Workbook};
-    let failed = |e: rust_xlsxwriter::XlsxError| format!("writing {}: {e}", path.display());
+    let failed = |e: rust_xlsxwriter::XlsxError| {
+        FileError::Write(format!("writing {}: {e}", path.display()))
+    };
     let mut workbook = Workbook::new();
     let sheet = workbook.add_worksheet();
     sheet.set_name("Record histories").map_err(failed)?;
@@ -223,7 +233,8 @@ pub fn write_history_xlsx(path: &Path, enhanced: bool, rows: &[ExportRow]) -> Re
     }
     sheet.set_freeze_panes(1, 0).map_err(failed)?;
     for (at, row) in rows.iter().enumerate() {
-        let line = u32::try_from(at + 1).map_err(|_| "too many rows for a spreadsheet")?;
+        let line = u32::try_from(at + 1)
+            .map_err(|_| FileError::Write("too many rows for a spreadsheet".into()))?;
         for (col, text) in row_texts(row, enhanced).into_iter().enumerate() {
             let col = col as u16;
             if col == TIME_COLUMN {

@@ -16,6 +16,7 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 
 use super::csv::Limits;
 use super::csv_import::{clip, ImportRequest, Layout};
+use super::error::{FileError, FileResult};
 use super::{csv_import, json_import, xlsx_import};
 use crate::grid::records::RecordInput;
 
@@ -33,7 +34,7 @@ pub enum Format {
 
 impl Format {
     /// The `type` query parameter: absent or empty is csv; the error is a 400 message.
-    pub fn parse(value: Option<&str>) -> Result<Format, String> {
+    pub fn parse(value: Option<&str>) -> FileResult<Format> {
         let value = value.map(str::trim).unwrap_or_default();
         let known = [("csv", Format::Csv), ("tsv", Format::Tsv), ("xlsx", Format::Xlsx)];
         let known = known.into_iter().chain([("json", Format::Json)]);
@@ -45,16 +46,16 @@ impl Format {
         }
         let value = clip(value, 100);
         if ["xls", "po", "html"].iter().any(|n| n.eq_ignore_ascii_case(value)) {
-            return Err(format!(
+            return Err(FileError::Request(format!(
                 "type {value} is not supported by import; use csv, tsv, xlsx or json{}.",
                 if value.eq_ignore_ascii_case("xls") {
                     " (save an xls workbook as xlsx)"
                 } else {
                     ""
                 }
-            ));
+            )));
         }
-        Err(format!("type \"{value}\" is unknown; use csv, tsv, xlsx or json."))
+        Err(FileError::Request(format!("type \"{value}\" is unknown; use csv, tsv, xlsx or json.")))
     }
 
     pub fn name(self) -> &'static str {
@@ -116,14 +117,16 @@ impl Kind {
     }
 }
 
-/// The 400 message for a file whose first bytes `head` do not fit `type_name`.
-pub fn mismatch(type_name: &str, head: &[u8]) -> String {
+/// The refusal of a file whose first bytes `head` do not fit `type_name`.
+pub fn mismatch(type_name: &str, head: &[u8]) -> FileError {
     let what = if head.is_empty() { "empty" } else { Kind::of(head).describe() };
-    format!("The file does not match type={type_name}: it is {what}. Nothing was imported.")
+    FileError::Content(format!(
+        "The file does not match type={type_name}: it is {what}. Nothing was imported."
+    ))
 }
 
 /// Refuses a file whose first bytes show it is not of `format` (see the module doc).
-pub fn check_content(format: Format, head: &[u8]) -> Result<(), String> {
+pub fn check_content(format: Format, head: &[u8]) -> FileResult<()> {
     let fits = match (format, Kind::of(head)) {
         (Format::Csv | Format::Tsv, kind) => kind == Kind::Text || head.is_empty(),
         (Format::Xlsx, kind) => kind == Kind::Zip,
@@ -137,7 +140,7 @@ pub fn check_content(format: Format, head: &[u8]) -> Result<(), String> {
 }
 
 /// Refuses the import request's fields that do not apply to `format`.
-pub fn check_request(format: Format, request: &ImportRequest) -> Result<(), String> {
+pub fn check_request(format: Format, request: &ImportRequest) -> FileResult<()> {
     if format != Format::Json {
         return Ok(());
     }
@@ -150,10 +153,10 @@ pub fn check_request(format: Format, request: &ImportRequest) -> Result<(), Stri
     } else {
         return Ok(());
     };
-    Err(format!(
+    Err(FileError::Request(format!(
         "importRequest.{field} does not apply to type=json: each record names its columns \
          (cells[].columnId)."
-    ))
+    )))
 }
 
 /// What is read of a file before the task starts.
@@ -175,7 +178,7 @@ pub fn read_head<F: Read + Seek>(
     size: u64,
     limits: Limits,
     request: &ImportRequest,
-) -> Result<Head, String> {
+) -> FileResult<Head> {
     check_request(format, request)?;
     let mut head = Vec::with_capacity(HEAD_BYTES);
     (&mut *file).take(HEAD_BYTES as u64).read_to_end(&mut head).map_err(|e| unreadable(&e))?;
@@ -195,8 +198,8 @@ pub fn read_head<F: Read + Seek>(
     }
 }
 
-fn unreadable(err: &std::io::Error) -> String {
-    format!("The file cannot be read: {err}.")
+fn unreadable(err: &std::io::Error) -> FileError {
+    FileError::Content(format!("The file cannot be read: {err}."))
 }
 
 /// Every data row of a table file as a record write (every record of a json file), as the
@@ -205,7 +208,7 @@ pub fn read_rows<F: Read + Seek>(
     format: Format,
     file: F,
     layout: &Layout,
-) -> Result<Vec<(String, RecordInput)>, String> {
+) -> FileResult<Vec<(String, RecordInput)>> {
     match format {
         Format::Csv | Format::Tsv => {
             csv_import::read_rows(BufReader::new(file), layout, format.delimiter())
@@ -243,9 +246,9 @@ mod tests {
         assert_eq!(Format::parse(Some("TSV")), Ok(Format::Tsv));
         assert_eq!(Format::parse(Some("xlsx")), Ok(Format::Xlsx));
         assert_eq!(Format::parse(Some("json")), Ok(Format::Json));
-        let xls = Format::parse(Some("xls")).expect_err("xls");
+        let xls = Format::parse(Some("xls")).expect_err("xls").to_string();
         assert!(xls.contains("type xls is not supported") && xls.contains("as xlsx"), "{xls}");
-        let odd = Format::parse(Some("yaml")).expect_err("unknown");
+        let odd = Format::parse(Some("yaml")).expect_err("unknown").to_string();
         assert!(odd.contains("type \"yaml\" is unknown"), "{odd}");
     }
 
@@ -264,7 +267,7 @@ mod tests {
             (Format::Xlsx, b"", "empty"),
             (Format::Json, &zip[..], "zip archive"),
         ] {
-            let err = check_content(format, head).expect_err(part);
+            let err = check_content(format, head).expect_err(part).to_string();
             assert!(err.contains(part) && err.contains(format.name()), "{err}");
         }
         assert!(check_content(Format::Csv, b"\xEF\xBB\xBFRecord ID,[note]\n").is_ok());
@@ -278,7 +281,7 @@ mod tests {
     fn layout_fields_are_refused_for_json() {
         let mapped: ImportRequest =
             serde_json::from_str(r#"{"columnMappings": []}"#).expect("request");
-        let err = check_request(Format::Json, &mapped).expect_err("json");
+        let err = check_request(Format::Json, &mapped).expect_err("json").to_string();
         assert!(err.contains("importRequest.columnMappings"), "{err}");
         assert!(check_request(Format::Csv, &mapped).is_ok());
         let headed: ImportRequest = serde_json::from_str(r#"{"withHeader": true}"#).expect("ok");

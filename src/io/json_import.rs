@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::csv::Limits;
 use super::csv_import::{MAX_CELLS, MAX_ROWS};
+use super::error::{FileError, FileResult, Place};
 use crate::grid::records::RecordInput;
 
 /// Every record of a JSON file, labelled `record <n>` (1-based). Blocking. The error is the
@@ -25,7 +26,7 @@ use crate::grid::records::RecordInput;
 pub fn read_records(
     mut input: impl Read,
     limits: Limits,
-) -> Result<Vec<(String, RecordInput)>, String> {
+) -> FileResult<Vec<(String, RecordInput)>> {
     let mut head = [0u8; 3];
     let mut read = 0;
     while read < head.len() {
@@ -33,7 +34,7 @@ pub fn read_records(
             Ok(0) => break,
             Ok(n) => read += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("The file cannot be read: {e}.")),
+            Err(e) => return Err(FileError::Content(format!("The file cannot be read: {e}."))),
         }
     }
     let skip = if head[..read] == *b"\xEF\xBB\xBF" { 3 } else { 0 };
@@ -43,15 +44,17 @@ pub fn read_records(
         de.end()?;
         Ok(records)
     });
-    records.map_err(|e| match e.classify() {
-        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-            format!("The file is not valid JSON (type=json): {e}.")
-        }
-        serde_json::error::Category::Data => format!(
-            "The file is not a JSON array of records as the records API takes them \
-             (type=json): {e}."
-        ),
-        serde_json::error::Category::Io => format!("The file cannot be read: {e}."),
+    records.map_err(|e| {
+        FileError::Content(match e.classify() {
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                format!("The file is not valid JSON (type=json): {e}.")
+            }
+            serde_json::error::Category::Data => format!(
+                "The file is not a JSON array of records as the records API takes them \
+                 (type=json): {e}."
+            ),
+            serde_json::error::Category::Io => format!("The file cannot be read: {e}."),
+        })
     })
 }
 
@@ -100,22 +103,23 @@ impl<'de> Visitor<'de> for Records {
 }
 
 /// Record `n` of the file, checked against the limits.
-fn record(value: Value, n: usize, limits: Limits) -> Result<RecordInput, String> {
+fn record(value: Value, n: usize, limits: Limits) -> FileResult<RecordInput> {
     if !value.is_object() {
-        return Err(format!("record {n} is not an object"));
+        return Err(FileError::Content(format!("record {n} is not an object")));
     }
-    let record: RecordInput =
-        serde_json::from_value(value).map_err(|e| format!("record {n}: {e}"))?;
+    let record: RecordInput = serde_json::from_value(value)
+        .map_err(|e| FileError::at(Place::Record(n), e.to_string()))?;
     if record.cells.len() > limits.max_fields {
-        return Err(format!(
+        return Err(FileError::TooLarge(format!(
             "record {n} has {} cells; a record has at most {} in an import into this view",
             record.cells.len(),
             limits.max_fields
-        ));
+        )));
     }
     let field = |what: &str, bytes: usize| {
         if bytes > limits.max_field_bytes {
-            Err(format!("record {n}: {what} is longer than {} bytes", limits.max_field_bytes))
+            let max = limits.max_field_bytes;
+            Err(FileError::at(Place::Record(n), format!("{what} is longer than {max} bytes")))
         } else {
             Ok(bytes)
         }
@@ -127,7 +131,8 @@ fn record(value: Value, n: usize, limits: Limits) -> Result<RecordInput, String>
         total += field(&what, cell.value.as_ref().map_or(0, value_bytes))?;
     }
     if total > limits.max_record_bytes {
-        return Err(format!("record {n} is longer than {} bytes", limits.max_record_bytes));
+        let max = limits.max_record_bytes;
+        return Err(FileError::TooLarge(format!("record {n} is longer than {max} bytes")));
     }
     Ok(record)
 }
@@ -152,7 +157,7 @@ mod tests {
 
     const SMALL: Limits = Limits { max_field_bytes: 16, max_record_bytes: 40, max_fields: 3 };
 
-    fn read(text: &str) -> Result<Vec<(String, RecordInput)>, String> {
+    fn read(text: &str) -> FileResult<Vec<(String, RecordInput)>> {
         read_records(text.as_bytes(), SMALL)
     }
 
@@ -185,7 +190,7 @@ mod tests {
             ("[{\"cells\": [{}, {}, {}, {}]}]", "record 1 has 4 cells"),
             ("[{\"cells\": [{\"value\": [\"0123456789\", \"0123456789\"]}]}]", "cells[0].value"),
         ] {
-            let err = read(text).expect_err(text);
+            let err = read(text).expect_err(text).to_string();
             assert!(err.contains(part), "{text}: {err}");
         }
     }

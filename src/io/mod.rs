@@ -1,12 +1,14 @@
 //! File formats read from and written for clients, apart from HTTP so that tests and fuzz
-//! targets can call them: `export` (a view's records and a history export, CSV and XLSX); `csv` (records under size limits), `csv_import` (a CSV file as an import's record
-//! writes), `import_format` (an import's `type`: csv, tsv, xlsx or json, and its content
+//! targets can call them: `export` (a view's records and a history export, CSV and XLSX);
+//! `csv` (records under size limits), `error` (`FileError`: what a refused file answers),
+//! `csv_import` (a CSV file as an import's record writes), `import_format` (an import's `type`: csv, tsv, xlsx or json, and its content
 //! checked against it), `xlsx_import` and `json_import` (the other types' readers) and `zip`
 //! (an uploaded archive checked and its mapped entries planned). `fuzz` holds their proptest
 //! fuzz targets.
 
 pub mod csv;
 pub mod csv_import;
+pub mod error;
 pub mod export;
 #[cfg(test)]
 mod fuzz;

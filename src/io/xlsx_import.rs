@@ -24,6 +24,7 @@ use calamine::{DataRef, Reader, Xlsx, XlsxError};
 
 use super::csv::Limits;
 use super::csv_import::{collect_rows, Fields, Layout, RowSource, MAX_ROWS};
+use super::error::{FileError, FileResult, Place};
 use crate::grid::records::RecordInput;
 
 /// The most an xlsx workbook may unpack to, all its entries together.
@@ -33,7 +34,7 @@ const DATE_SERIALS: std::ops::Range<f64> = -100_000.0..1_000_000.0;
 
 /// Refuses what is not a readable xlsx archive within `MAX_UNPACKED_BYTES`; the error is a 400
 /// message. Reads the whole archive once, into nothing.
-pub fn check_archive<R: Read + Seek>(mut input: R, size: u64) -> Result<(), String> {
+pub fn check_archive<R: Read + Seek>(mut input: R, size: u64) -> FileResult<()> {
     let mut head = [0u8; 4];
     let read = input.read(&mut head).map_err(|e| not_xlsx(&e))?;
     if head[..read] != *b"PK\x03\x04" {
@@ -53,18 +54,18 @@ pub fn check_archive<R: Read + Seek>(mut input: R, size: u64) -> Result<(), Stri
         let copied = std::io::copy(&mut bounded, &mut std::io::sink())
             .map_err(|e| not_xlsx(&format!("the entry \"{name}\" cannot be unpacked: {e}")))?;
         if copied > left {
-            return Err(format!(
+            return Err(FileError::TooLarge(format!(
                 "The xlsx workbook unpacks to more than the {MAX_UNPACKED_BYTES} bytes an import \
                  reads; split it."
-            ));
+            )));
         }
         unpacked += copied;
     }
     Ok(())
 }
 
-fn not_xlsx(err: &dyn std::fmt::Display) -> String {
-    format!("The file is not a readable xlsx workbook (type=xlsx): {err}.")
+fn not_xlsx(err: &dyn std::fmt::Display) -> FileError {
+    FileError::Content(format!("The file is not a readable xlsx workbook (type=xlsx): {err}."))
 }
 
 /// The header row (row 1 of the first sheet, empty when that row has no value), or `None`
@@ -74,7 +75,7 @@ pub fn read_header<R: Read + Seek>(
     input: R,
     limits: Limits,
     first_data_row: usize,
-) -> Result<Option<Vec<String>>, String> {
+) -> FileResult<Option<Vec<String>>> {
     let header_rows = first_data_row.saturating_sub(1);
     with_sheet(input, limits, header_rows, |rows| match rows.next_row()? {
         None => Ok(None),
@@ -88,7 +89,7 @@ pub fn read_header<R: Read + Seek>(
 pub fn read_rows<R: Read + Seek>(
     input: R,
     layout: &Layout,
-) -> Result<Vec<(String, RecordInput)>, String> {
+) -> FileResult<Vec<(String, RecordInput)>> {
     let header_rows = layout.first_data_row.saturating_sub(1);
     with_sheet(input, layout.limits, header_rows, |rows| collect_rows(rows, layout))
 }
@@ -98,8 +99,8 @@ fn with_sheet<R: Read + Seek, T>(
     input: R,
     limits: Limits,
     header_rows: usize,
-    read: impl FnOnce(&mut SheetRows<'_>) -> Result<T, String>,
-) -> Result<T, String> {
+    read: impl FnOnce(&mut SheetRows<'_>) -> FileResult<T>,
+) -> FileResult<T> {
     let opened = catch_unwind(AssertUnwindSafe(|| {
         let mut workbook: Xlsx<R> = Xlsx::new(input).map_err(|e| not_xlsx(&e))?;
         let first = workbook.sheet_names().into_iter().next();
@@ -123,23 +124,23 @@ pub fn check_dimensions(
     end: (u32, u32),
     limits: Limits,
     header_rows: usize,
-) -> Result<(), String> {
+) -> FileResult<()> {
     let columns = end.1 as usize + 1;
     if columns > limits.max_fields {
-        return Err(format!(
+        return Err(FileError::TooLarge(format!(
             "The sheet declares {columns} columns (up to {}); an import into this view reads at \
              most {}.",
             column_name(end.1),
             limits.max_fields
-        ));
+        )));
     }
     let rows = (end.0 as usize + 1).saturating_sub(header_rows.max(start.0 as usize));
     if rows > MAX_ROWS {
-        return Err(format!(
+        return Err(FileError::TooLarge(format!(
             "The sheet declares {rows} data rows (to row {}); an import reads at most \
              {MAX_ROWS}; split it.",
             u64::from(end.0) + 1
-        ));
+        )));
     }
     Ok(())
 }
@@ -185,7 +186,7 @@ impl Fields for SheetRow {
         self.cells.len()
     }
 
-    fn text(&self, i: usize, _row: usize) -> Result<String, String> {
+    fn text(&self, i: usize, _row: usize) -> FileResult<String> {
         Ok(self.cells.get(i).cloned().flatten().unwrap_or_default())
     }
 }
@@ -218,7 +219,7 @@ impl<'a> SheetRows<'a> {
         }
     }
 
-    fn next_cell(&mut self) -> Result<Option<calamine::Cell<DataRef<'a>>>, String> {
+    fn next_cell(&mut self) -> FileResult<Option<calamine::Cell<DataRef<'a>>>> {
         if let Some(cell) = self.pending.take() {
             return Ok(Some(cell));
         }
@@ -231,23 +232,25 @@ impl<'a> SheetRows<'a> {
     }
 
     /// Puts a cell's text into the row being built, under the limits.
-    fn put(&mut self, (row, column): (u32, u32), text: String) -> Result<(), String> {
+    fn put(&mut self, (row, column): (u32, u32), text: String) -> FileResult<()> {
         let at = column as usize;
-        let cell = cell_name(row, column);
+        let cell = || Place::Cell(cell_name(row, column));
         if at >= self.limits.max_fields {
-            return Err(format!(
-                "cell {cell}: a row has at most {} columns in an import into this view.",
-                self.limits.max_fields
-            ));
+            let limit = self.limits.max_fields;
+            let problem = format!("a row has at most {limit} columns in an import into this view.");
+            return Err(FileError::at(cell(), problem));
         }
         if text.len() > self.limits.max_field_bytes {
             let limit = self.limits.max_field_bytes;
-            return Err(format!("cell {cell}: the value is longer than {limit} bytes."));
+            return Err(FileError::at(cell(), format!("the value is longer than {limit} bytes.")));
         }
         self.row.bytes += text.len();
         if self.row.bytes > self.limits.max_record_bytes {
             let limit = self.limits.max_record_bytes;
-            return Err(format!("row {} is longer than {limit} bytes.", u64::from(row) + 1));
+            return Err(FileError::TooLarge(format!(
+                "row {} is longer than {limit} bytes.",
+                u64::from(row) + 1
+            )));
         }
         if self.row.cells.len() <= at {
             self.row.cells.resize(at + 1, None);
@@ -261,7 +264,7 @@ impl RowSource for SheetRows<'_> {
     type Row = SheetRow;
     const RECTANGULAR: bool = false;
 
-    fn next_row(&mut self) -> Result<Option<(usize, &SheetRow)>, String> {
+    fn next_row(&mut self) -> FileResult<Option<(usize, &SheetRow)>> {
         self.row.clear();
         let mut current: Option<u32> = None;
         while let Some(cell) = self.next_cell()? {
@@ -272,12 +275,12 @@ impl RowSource for SheetRows<'_> {
                 break;
             }
             if current.is_none() && self.last.is_some_and(|last| row <= last) {
-                return Err(format!(
-                    "cell {}: the sheet's rows are out of order (row {} comes after row {}).",
-                    cell_name(row, column),
+                let problem = format!(
+                    "the sheet's rows are out of order (row {} comes after row {}).",
                     u64::from(row) + 1,
                     self.last.map_or(0, |l| u64::from(l) + 1)
-                ));
+                );
+                return Err(FileError::at(Place::Cell(cell_name(row, column)), problem));
             }
             current = Some(row);
             self.put((row, column), text)?;
@@ -289,12 +292,12 @@ impl RowSource for SheetRows<'_> {
     }
 }
 
-fn sheet_problem(err: &XlsxError) -> String {
-    format!("The sheet cannot be read: {err}.")
+fn sheet_problem(err: &XlsxError) -> FileError {
+    FileError::Content(format!("The sheet cannot be read: {err}."))
 }
 
 /// A cell's value as text (`None` when empty); an error value is refused naming the cell.
-pub fn cell_text(value: &DataRef<'_>, row: u32, column: u32) -> Result<Option<String>, String> {
+pub fn cell_text(value: &DataRef<'_>, row: u32, column: u32) -> FileResult<Option<String>> {
     let text = match value {
         DataRef::Empty => return Ok(None),
         DataRef::Int(n) => n.to_string(),
@@ -304,7 +307,8 @@ pub fn cell_text(value: &DataRef<'_>, row: u32, column: u32) -> Result<Option<St
         DataRef::Bool(b) => b.to_string(),
         DataRef::DateTime(date) => date_text(date),
         DataRef::Error(err) => {
-            return Err(format!("cell {}: the cell holds the error {err}.", cell_name(row, column)))
+            let place = Place::Cell(cell_name(row, column));
+            return Err(FileError::at(place, format!("the cell holds the error {err}.")));
         }
     };
     Ok(Some(text).filter(|t| !t.is_empty()))
@@ -350,9 +354,12 @@ mod tests {
     #[test]
     fn declared_dimensions_are_held_to_the_limits() {
         assert!(check_dimensions((0, 0), (10, 2), limits(), 1).is_ok());
-        let wide = check_dimensions((0, 0), (0, 100_000), limits(), 1).expect_err("too wide");
+        let wide =
+            check_dimensions((0, 0), (0, 100_000), limits(), 1).expect_err("too wide").to_string();
         assert!(wide.contains("columns"), "{wide}");
-        let long = check_dimensions((0, 0), (u32::MAX - 1, 0), limits(), 1).expect_err("too long");
+        let long = check_dimensions((0, 0), (u32::MAX - 1, 0), limits(), 1)
+            .expect_err("too long")
+            .to_string();
         assert!(long.contains("data rows"), "{long}");
     }
 
@@ -366,7 +373,9 @@ mod tests {
         assert_eq!(text(DataRef::Bool(true)), Ok(Some("true".into())));
         assert_eq!(text(DataRef::SharedString("日本語")), Ok(Some("日本語".into())));
         let error = text(DataRef::Error(calamine::CellErrorType::Div0)).expect_err("an error");
-        assert!(error.contains("A1"), "{error}");
+        let a1 = Place::Cell("A1".into());
+        assert!(matches!(&error, FileError::At { place, .. } if *place == a1), "{error}");
+        assert!(error.to_string().starts_with("cell A1: the cell holds the error"), "{error}");
     }
 
     #[test]
