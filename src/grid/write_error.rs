@@ -1,12 +1,12 @@
 //! `WriteError`: why a write of records was refused, as data. Each problem has its code, where
 //! it is (a record of the request and, for a cell's problem, which of its cells) and what is
-//! wrong; the HTTP answer (`From<WriteError> for ApiError`) and an import task's message (which
-//! names the file's columns, `WriteError::naming_columns`) are both rendered from it, never by
-//! parsing a message.
+//! wrong; the HTTP answer (`impl Coded`: the first problem's code, several problems listed) and
+//! an import task's message (which names the file's columns, `WriteError::summary_naming`) are
+//! both rendered from it, never by parsing a message.
 
 use std::fmt;
 
-use crate::error::{ApiError, ErrorCode};
+use crate::error::{ApiError, Coded, ErrorCode};
 
 /// The problems an error lists (an import may find one per row; the rest are counted).
 pub const MAX_PROBLEMS: usize = 100;
@@ -75,9 +75,10 @@ pub struct WriteError {
 }
 
 impl WriteError {
-    /// The code the refusal is answered with: its first problem's.
-    pub fn code(&self) -> ErrorCode {
-        self.problems.first().map_or(ErrorCode::BadRequest, |p| p.code)
+    /// A write refused for one reason that has no place in the request (a body that contradicts
+    /// the path, a delete that names its records the wrong way).
+    pub fn refused(code: ErrorCode, what: impl Into<String>) -> WriteError {
+        WriteError { problems: vec![Problem::new(code, None, what)], found: 1 }
     }
 
     /// The message that sums the refusal up: the problem itself when there is one, else how
@@ -118,6 +119,8 @@ impl fmt::Display for WriteError {
     }
 }
 
+impl std::error::Error for WriteError {}
+
 /// A refusal from elsewhere (a mailbox, the WAL, a referenced grid's access) as a write's: its
 /// message, or each of the problems it lists, without a place.
 impl From<ApiError> for WriteError {
@@ -131,15 +134,17 @@ impl From<ApiError> for WriteError {
 }
 
 /// The HTTP answer: the first problem's code; one problem is the message, several are listed
-/// in `messages` under a summary that counts them all.
-impl From<WriteError> for ApiError {
-    fn from(err: WriteError) -> ApiError {
-        let code = err.code();
-        if !err.lists_problems() {
-            return ApiError::new(code, err.summary());
+/// (`listed`) under a summary that counts them all.
+impl Coded for WriteError {
+    fn code(&self) -> ErrorCode {
+        self.problems.first().map_or(ErrorCode::BadRequest, |p| p.code)
+    }
+
+    fn listed(&self) -> Vec<String> {
+        match self.lists_problems() {
+            true => self.messages(None).collect(),
+            false => Vec::new(),
         }
-        let summary = err.summary();
-        ApiError::with_messages(code, summary, err.messages(None).collect())
     }
 }
 
@@ -207,11 +212,11 @@ mod tests {
     }
 
     #[test]
-    fn a_refusal_from_elsewhere_keeps_its_code_and_message() {
-        let denied = ApiError::new(ErrorCode::AccessDenied, "no read access");
-        let err = WriteError::from(denied.clone());
-        assert_eq!((err.code(), err.found), (ErrorCode::AccessDenied, 1));
-        assert_eq!(ApiError::from(err), denied);
+    fn a_refusal_without_a_place_is_its_message() {
+        let err = WriteError::refused(ErrorCode::NonexistentRecordId, "Record \"r\" is gone.");
+        assert_eq!((err.code(), err.found), (ErrorCode::NonexistentRecordId, 1));
+        let answer = ApiError::from(err);
+        assert_eq!(answer, ApiError::new(ErrorCode::NonexistentRecordId, "Record \"r\" is gone."));
     }
 
     #[test]
