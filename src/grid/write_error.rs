@@ -3,10 +3,13 @@
 //! wrong; the HTTP answer (`impl Coded`: the first problem's code, several problems listed) and
 //! an import task's message (which names the file's columns, `WriteError::summary_naming`) are
 //! both rendered from it, never by parsing a message.
+//!
+//! It holds only what the write itself got wrong: a branch's other refusals and failures (a
+//! view it lacks, a busy or closed branch, the WAL) are `GridError`'s, which wraps this one.
 
 use std::fmt;
 
-use crate::error::{ApiError, Coded, ErrorCode};
+use crate::error::{Coded, ErrorCode};
 
 /// The problems an error lists (an import may find one per row; the rest are counted).
 pub const MAX_PROBLEMS: usize = 100;
@@ -121,18 +124,6 @@ impl fmt::Display for WriteError {
 
 impl std::error::Error for WriteError {}
 
-/// A refusal from elsewhere (a mailbox, the WAL, a referenced grid's access) as a write's: its
-/// message, or each of the problems it lists, without a place.
-impl From<ApiError> for WriteError {
-    fn from(err: ApiError) -> WriteError {
-        let code = err.code;
-        let listed = if err.messages.is_empty() { vec![err.message] } else { err.messages };
-        let problems: Vec<Problem> =
-            listed.into_iter().map(|m| Problem::new(code, None, m)).collect();
-        WriteError { found: problems.len(), problems }
-    }
-}
-
 /// The HTTP answer: the first problem's code; one problem is the message, several are listed
 /// (`listed`) under a summary that counts them all.
 impl Coded for WriteError {
@@ -179,6 +170,7 @@ impl Problems {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ApiError;
 
     fn refused(problems: &[(Option<At>, &str)]) -> WriteError {
         let mut found = Problems::default();
