@@ -1,8 +1,10 @@
 //! The one table of error codes: each code's name and HTTP status in one place, and the JSON
 //! error body every failure is rendered as.
 //!
-//! Handlers and actors return `ApiError`; none of them picks a status by hand. The request path
-//! and timestamp are filled in by `api::errors` middleware, which also maps actix's own errors.
+//! Each domain answers with an error type of its own that maps every case to one code (`Coded`);
+//! handlers turn it into an `ApiError` with `?` and none of them picks a status by hand. The
+//! request path and timestamp are filled in by `api::errors` middleware, which also maps actix's
+//! own errors.
 
 use std::fmt;
 
@@ -88,16 +90,33 @@ error_codes! {
     ServiceUnavailable => ("serviceUnavailable", StatusCode::SERVICE_UNAVAILABLE),
 }
 
-/// A domain error's place in the one table: each domain's error type (`WriteError`,
-/// `DurabilityError`, `QueryError` ...) maps every one of its cases to a code, exhaustively, and
-/// becomes an `ApiError` with that code and its own message (`From<E: Coded>`).
+/// A domain error's place in the one table: each domain's error type (`GridError`,
+/// `WriteError`, `DurabilityError`, `QueryError` ...) maps every one of its cases to a code,
+/// exhaustively, and becomes an `ApiError` with that code, its own message (`Display`) and what
+/// else it says (`From<E: Coded>`).
 pub trait Coded: fmt::Display {
     fn code(&self) -> ErrorCode;
+
+    /// Each problem, when the error lists several (the body's `messages`; its `Display` then
+    /// sums them up). None by default.
+    fn listed(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Seconds the client should wait before retrying (`Retry-After`). None by default.
+    fn retry_after(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl<E: Coded> From<E> for ApiError {
     fn from(err: E) -> ApiError {
-        ApiError::new(err.code(), err.to_string())
+        ApiError {
+            code: err.code(),
+            message: err.to_string(),
+            messages: err.listed(),
+            retry_after: err.retry_after(),
+        }
     }
 }
 

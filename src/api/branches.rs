@@ -301,7 +301,8 @@ async fn check_query(source: &BranchRoute, query: &[RawFilter]) -> ApiResult<()>
         return Ok(());
     }
     let copy = source.addr.send(CopyBranch { pin_for: None }).await?;
-    bind_query(&copy.state, query).map(|_| ())
+    bind_query(&copy.state, query)?;
+    Ok(())
 }
 
 /// Records a merge task, shows both branches `merging`, and runs the merge: a copy of the

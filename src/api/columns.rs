@@ -129,7 +129,7 @@ async fn change(
     {
         check_reference(state, p, request.reference.as_ref()).await?;
     }
-    route.addr.send(ChangeSchema { view_id: view_id.to_owned(), change }).await?
+    Ok(route.addr.send(ChangeSchema { view_id: view_id.to_owned(), change }).await??)
 }
 
 #[utoipa::path(tag = "columns", responses((status = 200, body = ColumnBody)))]

@@ -32,7 +32,7 @@ async fn change(
 ) -> ApiResult<SchemaChanged> {
     p.require_tier(Tier::Team)?;
     let route = view_route(state, p, view_id, Privilege::Manage)?;
-    route.addr.send(ChangeSchema { view_id: view_id.to_owned(), change }).await?
+    Ok(route.addr.send(ChangeSchema { view_id: view_id.to_owned(), change }).await??)
 }
 
 #[utoipa::path(tag = "dependencies", responses((status = 200, body = [DependencyBody])))]

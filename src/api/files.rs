@@ -32,6 +32,7 @@ use crate::catalog::files::files_dir;
 use crate::catalog::model::{now_timestamp, FileMeta};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ChangeFiles, FilesChange, HoldsFile};
+use crate::grid::error::GridError;
 use crate::grid::read::RecordOut;
 use crate::grid::GridActor;
 use crate::ids;
@@ -290,14 +291,14 @@ pub(super) async fn link_files(
         let metas: Vec<FileMeta> = files.iter().map(|(meta, _)| meta.clone()).collect();
         let ids: Vec<String> = metas.iter().map(|meta| meta.id.clone()).collect();
         exec(&state, move |s| s.record_files(metas)).await??;
-        match grid.send(change).await.map_err(ApiError::from).and_then(|r| r) {
+        match grid.send(change).await.map_err(GridError::from).and_then(|r| r) {
             Ok(records) => {
                 files.into_iter().for_each(|(_, incoming)| incoming.keep());
                 Ok(records)
             }
             Err(err) => {
                 exec(&state, move |s| s.forget_files(&ids)).await??;
-                Err(err)
+                Err(err.into())
             }
         }
     })

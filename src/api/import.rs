@@ -37,6 +37,7 @@ use crate::catalog::model::{Backup, GridStatus, TaskError};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, Coded, ErrorCode};
 use crate::grid::actor::{CopyBranch, ImportRecords, ImportedReferences, RestoreRecords};
+use crate::grid::error::GridError;
 use crate::grid::records::{RecordInput, MAX_PROBLEMS};
 use crate::grid::references::reference_columns;
 use crate::grid::schema::ColumnDef;
@@ -260,35 +261,40 @@ impl Run {
     ) -> Result<(), TaskError> {
         let columns = source.message_columns();
         let user = self.p.user().to_owned();
-        let imported = async {
-            let read = source.rows().await?;
-            progress.set(40).await;
-            if self.backup {
-                keep_backup(&self.state, &self.route).await?;
-            }
-            progress.set(50).await;
-            let msg = ImportRecords {
-                view_id: self.view_id.clone(),
-                rows: read,
-                user,
-                source_default: self.state.routes.source_default(&self.route.grid_id),
-                references: ImportedReferences::Checked(KeyLookup::boxed(&self.state, &self.p)),
-            };
-            self.route.addr.send(msg).await.map_err(ApiError::from)?
+        let read = source.rows().await.map_err(task_error)?;
+        progress.set(40).await;
+        if self.backup {
+            keep_backup(&self.state, &self.route).await.map_err(task_error)?;
         }
-        .await;
-        match imported {
+        progress.set(50).await;
+        let msg = ImportRecords {
+            view_id: self.view_id.clone(),
+            rows: read,
+            user,
+            source_default: self.state.routes.source_default(&self.route.grid_id),
+            references: ImportedReferences::Checked(KeyLookup::boxed(&self.state, &self.p)),
+        };
+        match self.route.addr.send(msg).await.map_err(GridError::from).and_then(|r| r) {
             Ok(count) => {
                 tracing::info!(task = %task_id, records = count, "import done");
                 Ok(())
             }
-            Err(err) => {
+            Err(GridError::Write(err)) => {
                 let names: Vec<&str> = columns.iter().map(String::as_str).collect();
                 let message = task_message(&err, &names);
                 Err(TaskError { code: err.code().as_str().to_owned(), message })
             }
+            Err(other) => Err(task_error(other.into())),
         }
     }
+}
+
+/// A failed import's task error when the rows were not what the grid refused (the file could
+/// not be read, the backup not kept, the branch not reached): the failure's code and message,
+/// clipped as a refusal's summary is.
+fn task_error(err: ApiError) -> TaskError {
+    let message = clip(&err.message, MAX_ERROR_BYTES / 2).to_owned();
+    TaskError { code: err.code.as_str().to_owned(), message }
 }
 
 /// A failed import's task message: the refusal's summary, then its problems (`; `-separated),
@@ -396,7 +402,7 @@ async fn restore_backup(
             .await
             .map_err(|e| ApiError::internal(format!("the backup reader stopped: {e}")))?
             .map_err(|e| ApiError::new(e.code(), format!("The backup could not be read: {e}")))?;
-        route.addr.send(RestoreRecords { backup: saved, user }).await?
+        Ok::<_, ApiError>(route.addr.send(RestoreRecords { backup: saved, user }).await??)
     }))
 }
 

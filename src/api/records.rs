@@ -296,7 +296,7 @@ pub(crate) async fn read_records(
     match from_view {
         Some(page) => {
             answered.by_view.fetch_add(1, Ordering::Relaxed);
-            page
+            Ok(page?)
         }
         None => {
             answered.by_actor.fetch_add(1, Ordering::Relaxed);

@@ -20,6 +20,7 @@ use crate::catalog::model::CompanyId;
 use crate::catalog::routes::{BranchRoute, Routes};
 use crate::error::{ApiError, ApiResult};
 use crate::grid::actor::GridActor;
+use crate::grid::error::{GridError, GridResult};
 use crate::grid::read::RecordOut;
 use crate::grid::references::{ReadReferenced, ReferenceColumns, ReferenceLookup, Referenced};
 use crate::grid::render::ReferenceTargets;
@@ -49,11 +50,9 @@ pub fn may_read_target(p: &Principal, route: &BranchRoute) -> bool {
     }
 }
 
-fn unreadable(setting: &ReferenceSetting) -> ApiError {
-    ApiError::access_denied(format!(
-        "This key has no read access to grid \"{}\", which a reference column points at.",
-        setting.grid_id
-    ))
+/// The refusal (403 accessDenied) of a reference to a grid the key may not read.
+fn unreadable(setting: &ReferenceSetting) -> GridError {
+    GridError::ReferenceUnreadable { grid_id: setting.grid_id.clone() }
 }
 
 /// Refuses (403 accessDenied) when `p` may not read a grid one of `columns` points at.
@@ -65,7 +64,7 @@ pub fn check_reference_access(
     for (_, setting) in columns {
         if let Some(route) = target(&state.routes, p.company_id(), setting) {
             if !may_read_target(p, &route) {
-                return Err(unreadable(setting));
+                return Err(unreadable(setting).into());
             }
         }
     }
@@ -96,7 +95,7 @@ impl KeyLookup {
 }
 
 impl ReferenceLookup for KeyLookup {
-    fn branch(&self, setting: &ReferenceSetting) -> ApiResult<Option<Addr<GridActor>>> {
+    fn branch(&self, setting: &ReferenceSetting) -> GridResult<Option<Addr<GridActor>>> {
         let company = self.principal.company_id();
         match target(&self.routes, company, setting) {
             Some(route) if !may_read_target(&self.principal, &route) => Err(unreadable(setting)),
@@ -140,7 +139,7 @@ pub async fn resolve_references(
         match reader {
             ReferenceReader::Share => {}
             ReferenceReader::Refuse(p) if !may_read_target(p, &target) => {
-                return Err(unreadable(setting))
+                return Err(unreadable(setting).into())
             }
             ReferenceReader::Hide(p) if !may_read_target(p, &target) => continue,
             ReferenceReader::Refuse(_) | ReferenceReader::Hide(_) => {}

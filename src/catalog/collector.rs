@@ -19,15 +19,30 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
+use actix::{Addr, MailboxError};
 use chrono::{DateTime, Utc};
 
-use super::error::CatalogResult;
+use super::error::{CatalogError, CatalogResult};
 use super::routes::Routes;
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::{Exec, Supervisor};
-use crate::error::{ApiError, ApiResult};
 use crate::grid::actor::HeldFiles;
+use crate::grid::error::{GridError, GridResult};
+
+/// Why a run of the collector stopped before it removed anything (the run's error is only
+/// logged; nothing answers it to a client).
+#[derive(Debug, thiserror::Error)]
+pub enum CollectStopped {
+    /// A branch could not say which files it holds.
+    #[error("a branch did not list its files: {0}")]
+    Branch(#[from] GridError),
+    /// The catalogue did not remove the files' metadata.
+    #[error("the catalogue: {0}")]
+    Catalog(#[from] CatalogError),
+    /// The supervisor is gone: the server is stopping.
+    #[error("the supervisor stopped: {0}")]
+    Supervisor(#[from] MailboxError),
+}
 
 /// What the collector works with: the supervisor (the files' metadata) and the route table
 /// (every branch's actor).
@@ -122,11 +137,8 @@ impl Supervisor {
 /// The file ids every branch holds, asking branches that appear meanwhile too. A branch that
 /// cannot answer stops the run (its files must not be taken for unreferenced) unless it is
 /// gone from the route table (deleted: its files are no longer held by it).
-///
-/// Its error is an `ApiError`, not a `CatalogError`: it only forwards what the branch actors
-/// answer `HeldFiles` with (the grid actor's `ApiResult`) and a closed mailbox
-/// (`From<MailboxError>`); the catalogue refuses nothing here.
-async fn held_everywhere(state: &Collector) -> ApiResult<HashSet<String>> {
+/// Its error is the grid's: what a branch answers `HeldFiles` with, or its closed mailbox.
+async fn held_everywhere(state: &Collector) -> GridResult<HashSet<String>> {
     let mut asked: HashSet<String> = HashSet::new();
     let mut held = HashSet::new();
     loop {
@@ -145,15 +157,14 @@ async fn held_everywhere(state: &Collector) -> ApiResult<HashSet<String>> {
             match route.addr.send(HeldFiles).await {
                 Ok(ids) => held.extend(ids?),
                 Err(_) if state.routes.branch(&route.branch_id).is_none() => {}
-                Err(err) => return Err(ApiError::from(err)),
+                Err(err) => return Err(GridError::from(err)),
             }
         }
     }
 }
 
-/// One run of the collector (see the module doc): returns how many files it removed. An
-/// `ApiError` for the reason `held_everywhere` gives; the run's error is only logged.
-pub async fn collect_files(state: &Collector, grace: Duration) -> ApiResult<usize> {
+/// One run of the collector (see the module doc): returns how many files it removed.
+pub async fn collect_files(state: &Collector, grace: Duration) -> Result<usize, CollectStopped> {
     let collectable = Exec::new(move |s: &mut Supervisor| s.collectable_files(Utc::now(), grace));
     let candidates = state.supervisor.send(collectable).await?;
     if candidates.is_empty() {
@@ -181,9 +192,7 @@ pub fn run_collector(state: Collector, interval: Duration, grace: Duration) {
             match collect_files(&state, grace).await {
                 Ok(0) => {}
                 Ok(removed) => tracing::info!(removed, "removed unreferenced files"),
-                Err(err) => {
-                    tracing::warn!(error = %err.message, "the file collector stopped a run")
-                }
+                Err(err) => tracing::warn!(error = %err, "the file collector stopped a run"),
             }
         }
     });

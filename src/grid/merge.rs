@@ -23,13 +23,13 @@
 
 use roaring::RoaringBitmap;
 
+use super::error::{GridError, GridResult};
 use super::merge_resolve::{CellChoice, Choice, Choices, SideQuery};
 use super::ops::{CellWrite, GridOp, GridState, MergeBase, RecordWrite};
 use super::query::RawFilter;
 use super::schema::ColumnType;
 use super::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId};
 use super::value::{CellValue, DependencyStatus};
-use crate::error::{ApiError, ApiResult};
 
 /// What a merge brings over (`mergeRecordOptions`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub struct MergeOptions {
 impl MergeOptions {
     /// Reads option values, each a name or a comma-separated list of names; at least one is
     /// required (400 `requestParameterMissing` otherwise, `badRequest` for an unknown name).
-    pub fn parse<S: AsRef<str>>(values: &[S]) -> ApiResult<MergeOptions> {
+    pub fn parse<S: AsRef<str>>(values: &[S]) -> GridResult<MergeOptions> {
         let mut options = MergeOptions::default();
         let mut any = false;
         for value in values {
@@ -54,17 +54,12 @@ impl MergeOptions {
                     "update" => options.update = true,
                     "delete" => options.delete = true,
                     "override" => options.override_ = true,
-                    _ => {
-                        return Err(ApiError::bad_request(format!(
-                            "mergeRecordOptions \"{name}\" is invalid; expected add, update, \
-                             delete or override."
-                        )))
-                    }
+                    _ => return Err(GridError::InvalidMergeOption(name.to_owned())),
                 }
             }
         }
         if !any {
-            return Err(ApiError::missing_parameter("mergeRecordOptions"));
+            return Err(GridError::NoMergeOptions);
         }
         Ok(options)
     }
@@ -434,7 +429,7 @@ pub fn plan_restore(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ErrorCode;
+    use crate::error::{Coded, ErrorCode};
 
     #[test]
     fn options_are_read_from_repeated_and_comma_separated_values() {
@@ -447,11 +442,11 @@ mod tests {
         assert_eq!(MergeOptions::parse(&["update,"]).expect("valid"), update);
         let missing = [MergeOptions::parse::<&str>(&[]), MergeOptions::parse(&[" , "])];
         for result in missing {
-            assert_eq!(result.expect_err("no option").code, ErrorCode::RequestParameterMissing);
+            assert_eq!(result.expect_err("no option").code(), ErrorCode::RequestParameterMissing);
         }
         let unknown = MergeOptions::parse(&["add,merge"]).expect_err("unknown");
-        assert_eq!(unknown.code, ErrorCode::BadRequest);
-        assert!(unknown.message.contains("\"merge\""));
+        assert_eq!(unknown.code(), ErrorCode::BadRequest);
+        assert!(unknown.to_string().contains("\"merge\""));
     }
 
     #[test]

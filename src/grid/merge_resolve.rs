@@ -16,10 +16,9 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::ops::GridState;
-use super::query::{bind_filters, Filter, RawFilter};
+use super::query::{bind_filters, Filter, QueryResult, RawFilter};
 use super::schema::ViewDef;
 use super::store::RowId;
-use crate::error::{ApiError, ApiResult};
 
 /// The most cell choices one merge takes; more given in a request is a 400.
 pub const MAX_CELL_CHOICES: usize = 10_000;
@@ -100,14 +99,14 @@ fn every_column() -> ViewDef {
 
 /// Binds a merge's query to a branch's columns (any column of the branch, and the predefined
 /// ones): the listing's errors (400 `filterColumnNotFound`, `invalidFilterOperator` ...).
-pub fn bind_query(state: &GridState, query: &[RawFilter]) -> ApiResult<Vec<Filter>> {
-    Ok(bind_filters(state, &every_column(), query)?)
+pub fn bind_query(state: &GridState, query: &[RawFilter]) -> QueryResult<Vec<Filter>> {
+    bind_filters(state, &every_column(), query)
 }
 
 /// A query bound to one side of a merge: `None` when there is no query (every record
 /// matches); a query that no longer binds (a column deleted since the request was checked)
 /// matches nothing.
-pub struct SideQuery(Option<Result<Vec<Filter>, ApiError>>);
+pub struct SideQuery(Option<QueryResult<Vec<Filter>>>);
 
 impl SideQuery {
     pub fn new(state: &GridState, query: &[RawFilter]) -> SideQuery {

@@ -7,6 +7,7 @@ pub mod codec;
 pub mod columns;
 pub mod damage;
 pub mod diff;
+pub mod error;
 pub mod formula;
 pub mod history;
 pub mod image;

@@ -27,7 +27,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use dashmap::DashMap;
 use tokio::sync::{oneshot, Semaphore};
 
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use super::error::{GridError, GridResult};
 use crate::ids::CompanyId;
 
 /// Most reads one company may have waiting or running in one lane of the pool.
@@ -95,7 +95,7 @@ impl ReadPool {
 
     /// Runs `read` in the lane of `kind` once it is the company's turn and a slot is free.
     /// 429 when the company already has `MAX_WAITING` reads in that lane.
-    pub async fn run<T, F>(&self, company: CompanyId, kind: ReadKind, read: F) -> ApiResult<T>
+    pub async fn run<T, F>(&self, company: CompanyId, kind: ReadKind, read: F) -> GridResult<T>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -133,7 +133,7 @@ impl Lane {
         }
     }
 
-    async fn run<T, F>(&self, company: CompanyId, read: F) -> ApiResult<T>
+    async fn run<T, F>(&self, company: CompanyId, read: F) -> GridResult<T>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -150,18 +150,10 @@ impl Lane {
             .clone();
         if queue.held.fetch_add(1, Ordering::AcqRel) >= MAX_WAITING {
             queue.held.fetch_sub(1, Ordering::AcqRel);
-            let mut refused = ApiError::new(
-                ErrorCode::TooManyRequests,
-                format!(
-                    "The company already has {MAX_WAITING} filtered or sorted reads waiting; \
-                     try again shortly."
-                ),
-            );
-            refused.retry_after = Some(1);
-            return Err(refused);
+            return Err(GridError::TooManyReads);
         }
         let held = Held(queue.clone());
-        let closed = |_| ApiError::internal("the read pool closed");
+        let closed = |_| GridError::Internal("the read pool closed");
         let turn = queue.turns.clone().acquire_owned().await.map_err(closed)?;
         let slot = self.slots.clone().acquire_owned().await.map_err(closed)?;
         let (done, answer) = oneshot::channel();
@@ -170,8 +162,8 @@ impl Lane {
             drop((slot, turn, held));
         });
         let sent = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).send(job);
-        sent.map_err(|_| ApiError::internal("the read pool has no threads"))?;
-        answer.await.map_err(|_| ApiError::internal("a read stopped before it answered"))
+        sent.map_err(|_| GridError::Internal("the read pool has no threads"))?;
+        answer.await.map_err(|_| GridError::Internal("a read stopped before it answered"))
     }
 }
 
@@ -221,6 +213,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::error::Coded;
 
     #[cfg(target_os = "linux")]
     #[tokio::test]
@@ -248,7 +241,8 @@ mod tests {
         let light = pool.run(1, ReadKind::Light, || thread_schedule_policy().ok()).await;
         assert_eq!(light.expect("a read"), thread_schedule_policy().ok());
         let panicked = pool.run(1, ReadKind::Scan, || -> u8 { panic!("a read that panics") }).await;
-        assert_eq!(panicked.expect_err("no answer").code, ErrorCode::InternalServerError);
+        let panicked = panicked.expect_err("no answer");
+        assert_eq!(panicked.code(), crate::error::ErrorCode::InternalServerError);
         // The thread goes on serving reads.
         assert_eq!(pool.run(1, ReadKind::Scan, || 7).await.expect("a read"), 7);
     }
@@ -301,7 +295,7 @@ mod tests {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
         let refused = pool.run(7, ReadKind::Light, || ()).await.expect_err("past the bound");
-        assert_eq!(refused.code, ErrorCode::TooManyRequests);
+        assert!(matches!(refused, GridError::TooManyReads));
         for _ in 0..MAX_WAITING {
             release.send(()).expect("a read waits");
         }

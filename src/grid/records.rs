@@ -11,7 +11,7 @@ use super::store::RecordIdentity;
 use super::value::SourceStatus;
 pub use super::write_error::MAX_PROBLEMS;
 use super::write_error::{At, Problems, WriteError};
-use crate::error::{ApiError, ErrorCode};
+use crate::error::ErrorCode;
 use crate::ids;
 
 /// The most records one add or update may carry.
@@ -240,10 +240,12 @@ pub fn locate_by_path(
     if state.store.identity() == RecordIdentity::PathAndId {
         match &input.path {
             Some(body_path) if *body_path != at_path => {
-                return Err(ApiError::bad_request(format!(
-                    "The body's path \"{body_path}\" differs from the path parameter \"{at_path}\"."
+                return Err(WriteError::refused(
+                    ErrorCode::BadRequest,
+                    format!(
+                        "The body's path \"{body_path}\" differs from the path parameter \"{at_path}\"."
+                    ),
                 ))
-                .into())
             }
             _ => input.path = Some(at_path),
         }
@@ -251,11 +253,10 @@ pub fn locate_by_path(
     }
     let at = state.store.find("", record_id).map(|row| state.store.path(row));
     if at != Some(at_path.as_str()) {
-        return Err(ApiError::new(
+        return Err(WriteError::refused(
             ErrorCode::NonexistentRecordId,
             format!("Record \"{record_id}\" does not exist at path \"{at_path}\"."),
-        )
-        .into());
+        ));
     }
     Ok(input)
 }
@@ -282,7 +283,10 @@ pub fn plan_update_one(
         &mut problems,
     );
     problems.into_result()?;
-    let write = write.ok_or_else(|| ApiError::internal("checked update has no record"))?;
+    // `check_update` adds a problem whenever it gives no record.
+    let write = write.ok_or_else(|| {
+        WriteError::refused(ErrorCode::InternalServerError, "checked update has no record")
+    })?;
     let id = write.new_id.clone().unwrap_or_else(|| write.id.clone());
     let path = write.new_path.clone().unwrap_or_else(|| write.path.clone());
     Ok((GridOp::UpdateRecords { time_ms, user: user.to_owned(), records: vec![write] }, path, id))
@@ -350,15 +354,17 @@ pub fn plan_delete(state: &GridState, input: DeleteRecordsInput) -> Result<GridO
     let keys: Vec<(String, String)> = match (input.ids, input.identifiers) {
         (_, Some(identifiers)) => identifiers.into_iter().map(|r| (r.path, r.id)).collect(),
         (Some(_), None) if by_path => {
-            return Err(ApiError::bad_request(
+            return Err(WriteError::refused(
+                ErrorCode::BadRequest,
                 "This grid identifies records by path and id: send identifiers [{id, path}] instead of ids.",
-            )
-            .into())
+            ))
         }
         (Some(ids), None) => ids.into_iter().map(|id| (String::new(), id)).collect(),
         (None, None) => {
-            return Err(ApiError::bad_request("Send the records to delete as ids (or identifiers).")
-                .into())
+            return Err(WriteError::refused(
+                ErrorCode::BadRequest,
+                "Send the records to delete as ids (or identifiers).",
+            ))
         }
     };
     let mut problems = Problems::default();

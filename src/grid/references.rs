@@ -15,13 +15,14 @@ use actix::{Addr, Context, Handler, Message};
 use serde_json::Value;
 
 use super::actor::GridActor;
+use super::error::GridResult;
 use super::ops::GridState;
 use super::records::RecordInput;
 use super::render::ReferenceTargets;
 use super::schema::{ColumnType, ReferenceSetting, Schema};
 use super::value::CellValue;
-use super::write_error::{At, Problems, WriteError};
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use super::write_error::{At, Problems};
+use crate::error::ErrorCode;
 
 /// The values a reference cell shows: the referenced column's type and one value per id.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,8 +125,9 @@ impl Handler<ReadReferenced> for GridActor {
 /// Where a write's referenced records are looked up, for the key that writes.
 pub trait ReferenceLookup: Send {
     /// The actor of the branch `setting` points at: `None` when there is no such branch (or
-    /// it is another company's), an error (403) when the writer may not read it.
-    fn branch(&self, setting: &ReferenceSetting) -> ApiResult<Option<Addr<GridActor>>>;
+    /// it is another company's), `GridError::ReferenceUnreadable` (403) when the writer may not
+    /// read it.
+    fn branch(&self, setting: &ReferenceSetting) -> GridResult<Option<Addr<GridActor>>>;
 }
 
 /// The record ids a written reference value names (other shapes are left to the value checks).
@@ -146,16 +148,16 @@ struct WrittenId<'a> {
     column: &'a str,
 }
 
-/// Refuses (404 referenceRecordNotFound) a write whose reference cells name a record the
-/// referenced branch does not have, and (403) one that writes into a column pointing at a grid
-/// the writer may not read. `columns` are the view's reference columns (`reference_columns`);
+/// Refuses (a `WriteError`, 404 referenceRecordNotFound) a write whose reference cells name a
+/// record the referenced branch does not have, and (403) one that writes into a column pointing
+/// at a grid the writer may not read. `columns` are the view's reference columns (`reference_columns`);
 /// `inputs` the records with where each is in the request (`records[0]`, `row 3`). Asks each
 /// referenced branch once.
 pub async fn check_written(
     lookup: &dyn ReferenceLookup,
     columns: &ReferenceColumns,
     inputs: &[(String, &RecordInput)],
-) -> Result<(), WriteError> {
+) -> GridResult<()> {
     // Per referenced branch: what it is asked, and every id written to it.
     let mut asked: HashMap<&str, (&ReferenceSetting, Vec<WrittenId>)> = HashMap::new();
     for (at, record) in inputs {
@@ -183,7 +185,7 @@ pub async fn check_written(
                 let mut unique: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
                 unique.sort();
                 unique.dedup();
-                target.send(FindMissing { ids: unique }).await.map_err(ApiError::from)?
+                target.send(FindMissing { ids: unique }).await?
             }
             None => written.iter().map(|w| w.id.clone()).collect(),
         };
@@ -197,7 +199,7 @@ pub async fn check_written(
                     w.id, setting.grid_id, w.column
                 ),
             );
-            return problems.into_result();
+            return Ok(problems.into_result()?);
         }
     }
     Ok(())

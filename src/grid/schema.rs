@@ -8,8 +8,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::error::{GridError, GridResult};
 use super::value::StorageKind;
-use crate::error::{ApiError, ApiResult};
 
 /// The predefined columns a `columnIds` list may name besides the view's columns
 /// (decisions.md section 6); every record carries them anyway.
@@ -19,7 +19,7 @@ pub const PREDEFINED_COLUMNS: [&str; 4] =
 /// A `columnIds` list as served: each id once, in the order first named. More distinct ids
 /// than the view shows (`shown`) plus the predefined columns is 400 badRequest, so no list can
 /// make an answer larger than the whole view's.
-pub fn distinct_column_ids(ids: &[String], shown: usize) -> ApiResult<Vec<&str>> {
+pub fn distinct_column_ids(ids: &[String], shown: usize) -> GridResult<Vec<&str>> {
     let most = shown + PREDEFINED_COLUMNS.len();
     let mut seen = HashSet::new();
     let mut distinct = Vec::new();
@@ -27,11 +27,7 @@ pub fn distinct_column_ids(ids: &[String], shown: usize) -> ApiResult<Vec<&str>>
         if seen.insert(id.as_str()) {
             distinct.push(id.as_str());
             if distinct.len() > most {
-                return Err(ApiError::bad_request(format!(
-                    "columnIds names more than {most} distinct columns: the view has {shown} \
-                     columns and there are {} predefined ones.",
-                    PREDEFINED_COLUMNS.len()
-                )));
+                return Err(GridError::TooManyColumnIds { shown });
             }
         }
     }

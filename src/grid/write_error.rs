@@ -1,12 +1,15 @@
 //! `WriteError`: why a write of records was refused, as data. Each problem has its code, where
 //! it is (a record of the request and, for a cell's problem, which of its cells) and what is
-//! wrong; the HTTP answer (`From<WriteError> for ApiError`) and an import task's message (which
-//! names the file's columns, `WriteError::naming_columns`) are both rendered from it, never by
-//! parsing a message.
+//! wrong; the HTTP answer (`impl Coded`: the first problem's code, several problems listed) and
+//! an import task's message (which names the file's columns, `WriteError::summary_naming`) are
+//! both rendered from it, never by parsing a message.
+//!
+//! It holds only what the write itself got wrong: a branch's other refusals and failures (a
+//! view it lacks, a busy or closed branch, the WAL) are `GridError`'s, which wraps this one.
 
 use std::fmt;
 
-use crate::error::{ApiError, ErrorCode};
+use crate::error::{Coded, ErrorCode};
 
 /// The problems an error lists (an import may find one per row; the rest are counted).
 pub const MAX_PROBLEMS: usize = 100;
@@ -75,9 +78,10 @@ pub struct WriteError {
 }
 
 impl WriteError {
-    /// The code the refusal is answered with: its first problem's.
-    pub fn code(&self) -> ErrorCode {
-        self.problems.first().map_or(ErrorCode::BadRequest, |p| p.code)
+    /// A write refused for one reason that has no place in the request (a body that contradicts
+    /// the path, a delete that names its records the wrong way).
+    pub fn refused(code: ErrorCode, what: impl Into<String>) -> WriteError {
+        WriteError { problems: vec![Problem::new(code, None, what)], found: 1 }
     }
 
     /// The message that sums the refusal up: the problem itself when there is one, else how
@@ -118,28 +122,20 @@ impl fmt::Display for WriteError {
     }
 }
 
-/// A refusal from elsewhere (a mailbox, the WAL, a referenced grid's access) as a write's: its
-/// message, or each of the problems it lists, without a place.
-impl From<ApiError> for WriteError {
-    fn from(err: ApiError) -> WriteError {
-        let code = err.code;
-        let listed = if err.messages.is_empty() { vec![err.message] } else { err.messages };
-        let problems: Vec<Problem> =
-            listed.into_iter().map(|m| Problem::new(code, None, m)).collect();
-        WriteError { found: problems.len(), problems }
-    }
-}
+impl std::error::Error for WriteError {}
 
 /// The HTTP answer: the first problem's code; one problem is the message, several are listed
-/// in `messages` under a summary that counts them all.
-impl From<WriteError> for ApiError {
-    fn from(err: WriteError) -> ApiError {
-        let code = err.code();
-        if !err.lists_problems() {
-            return ApiError::new(code, err.summary());
+/// (`listed`) under a summary that counts them all.
+impl Coded for WriteError {
+    fn code(&self) -> ErrorCode {
+        self.problems.first().map_or(ErrorCode::BadRequest, |p| p.code)
+    }
+
+    fn listed(&self) -> Vec<String> {
+        match self.lists_problems() {
+            true => self.messages(None).collect(),
+            false => Vec::new(),
         }
-        let summary = err.summary();
-        ApiError::with_messages(code, summary, err.messages(None).collect())
     }
 }
 
@@ -174,6 +170,7 @@ impl Problems {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ApiError;
 
     fn refused(problems: &[(Option<At>, &str)]) -> WriteError {
         let mut found = Problems::default();
@@ -207,11 +204,11 @@ mod tests {
     }
 
     #[test]
-    fn a_refusal_from_elsewhere_keeps_its_code_and_message() {
-        let denied = ApiError::new(ErrorCode::AccessDenied, "no read access");
-        let err = WriteError::from(denied.clone());
-        assert_eq!((err.code(), err.found), (ErrorCode::AccessDenied, 1));
-        assert_eq!(ApiError::from(err), denied);
+    fn a_refusal_without_a_place_is_its_message() {
+        let err = WriteError::refused(ErrorCode::NonexistentRecordId, "Record \"r\" is gone.");
+        assert_eq!((err.code(), err.found), (ErrorCode::NonexistentRecordId, 1));
+        let answer = ApiError::from(err);
+        assert_eq!(answer, ApiError::new(ErrorCode::NonexistentRecordId, "Record \"r\" is gone."));
     }
 
     #[test]

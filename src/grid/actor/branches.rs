@@ -4,7 +4,7 @@
 use actix::{Context, Handler, Message, MessageResult, ResponseFuture};
 
 use super::GridActor;
-use crate::error::ApiResult;
+use crate::grid::error::GridResult;
 use crate::grid::merge::{merge_base, plan_merge, plan_restore, MergeCounts, MergeScope};
 use crate::grid::ops::GridState;
 
@@ -49,7 +49,7 @@ impl Handler<CopyBranch> for GridActor {
 
 /// Merges a copy of another branch into this one (see `grid::merge`), as one WAL entry.
 #[derive(Message)]
-#[rtype(result = "ApiResult<MergeCounts>")]
+#[rtype(result = "GridResult<MergeCounts>")]
 pub struct ApplyMerge {
     pub source_branch_id: String,
     pub source: GridState,
@@ -60,7 +60,7 @@ pub struct ApplyMerge {
 }
 
 impl Handler<ApplyMerge> for GridActor {
-    type Result = ResponseFuture<ApiResult<MergeCounts>>;
+    type Result = ResponseFuture<GridResult<MergeCounts>>;
 
     fn handle(&mut self, msg: ApplyMerge, ctx: &mut Context<Self>) -> Self::Result {
         self.hold(ctx, move |act, ctx| {
@@ -92,14 +92,14 @@ impl Handler<ApplyMerge> for GridActor {
 /// Puts the branch's records back as a backup holds them (see `grid::merge::plan_restore`),
 /// as one WAL entry; answers how many ops it took.
 #[derive(Message)]
-#[rtype(result = "ApiResult<usize>")]
+#[rtype(result = "GridResult<usize>")]
 pub struct RestoreRecords {
     pub backup: GridState,
     pub user: String,
 }
 
 impl Handler<RestoreRecords> for GridActor {
-    type Result = ResponseFuture<ApiResult<usize>>;
+    type Result = ResponseFuture<GridResult<usize>>;
 
     fn handle(&mut self, msg: RestoreRecords, ctx: &mut Context<Self>) -> Self::Result {
         self.hold(ctx, move |act, ctx| {

@@ -12,7 +12,7 @@ use actix::{Context, Handler, Message, ResponseFuture};
 
 use super::reads::picked_columns;
 use super::GridActor;
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::error::{GridError, GridResult};
 use crate::grid::ops::GridState;
 use crate::grid::read::RecordOut;
 use crate::grid::records::{plan_update, CellInput, RecordInput};
@@ -35,7 +35,7 @@ pub struct FilesChange {
 /// nothing is written: a zip upload asks this before it extracts a file. Answers each changed
 /// record with only that column.
 #[derive(Debug, Message)]
-#[rtype(result = "ApiResult<Vec<RecordOut>>")]
+#[rtype(result = "GridResult<Vec<RecordOut>>")]
 pub struct ChangeFiles {
     pub view_id: String,
     pub path: Option<String>,
@@ -48,34 +48,31 @@ pub struct ChangeFiles {
 impl GridActor {
     /// The files column `column_id` of `view`: 404 when the view does not show it, 400
     /// columnIsNotFilesType when it holds something else.
-    fn files_column(&self, view: &ViewDef, column_id: &str) -> ApiResult<ColumnDef> {
+    fn files_column(&self, view: &ViewDef, column_id: &str) -> GridResult<ColumnDef> {
         let column_ids = [column_id.to_owned()];
         let picked = picked_columns(&self.state.schema, view, Some(&column_ids))?;
         let column = picked[0];
         if column.column_type != ColumnType::Files {
-            return Err(ApiError::new(
-                ErrorCode::ColumnIsNotFilesType,
-                format!("Column \"{column_id}\" is not of type files."),
-            ));
+            return Err(GridError::NotFilesColumn(column_id.to_owned()));
         }
         Ok(column.clone())
     }
 
     /// Each record's whole new list of ids, as an update input. 404 nonexistentRecordId names
     /// every record that does not exist.
-    fn files_inputs(&self, msg: &ChangeFiles, column: &ColumnDef) -> ApiResult<Vec<RecordInput>> {
+    fn files_inputs(&self, msg: &ChangeFiles, column: &ColumnDef) -> GridResult<Vec<RecordInput>> {
         let slot = *self
             .state
             .slots
             .get(&column.id)
-            .ok_or_else(|| ApiError::internal("a view column has no storage"))?;
+            .ok_or(GridError::Internal("a view column has no storage"))?;
         let path = self.by_path().then(|| msg.path.clone().unwrap_or_default());
         let mut missing = Vec::new();
         let mut inputs = Vec::with_capacity(msg.records.len());
         for change in &msg.records {
             let lookup = path.as_deref().unwrap_or_default();
             let Some(row) = self.state.store.find(lookup, &change.record_id) else {
-                missing.push(format!("Record \"{}\" does not exist.", change.record_id));
+                missing.push(change.record_id.clone());
                 continue;
             };
             let mut ids = match self.state.store.value(row, slot) {
@@ -96,18 +93,13 @@ impl GridActor {
                 mark_mt: None,
             });
         }
-        match missing.len() {
-            0 => Ok(inputs),
-            1 => Err(ApiError::new(ErrorCode::NonexistentRecordId, missing.remove(0))),
-            n => Err(ApiError::with_messages(
-                ErrorCode::NonexistentRecordId,
-                format!("{n} records do not exist; the request changed nothing."),
-                missing,
-            )),
+        match missing.is_empty() {
+            true => Ok(inputs),
+            false => Err(GridError::NonexistentRecords(missing)),
         }
     }
 
-    fn change_files(&mut self, msg: ChangeFiles) -> ApiResult<Option<(Durable, Vec<RecordOut>)>> {
+    fn change_files(&mut self, msg: ChangeFiles) -> GridResult<Option<(Durable, Vec<RecordOut>)>> {
         let view = self.view(&msg.view_id)?;
         let column = self.files_column(&view, &msg.column_id)?;
         let inputs = self.files_inputs(&msg, &column)?;
@@ -124,7 +116,7 @@ impl GridActor {
 }
 
 impl Handler<ChangeFiles> for GridActor {
-    type Result = ResponseFuture<ApiResult<Vec<RecordOut>>>;
+    type Result = ResponseFuture<GridResult<Vec<RecordOut>>>;
 
     fn handle(&mut self, msg: ChangeFiles, ctx: &mut Context<Self>) -> Self::Result {
         self.hold(ctx, move |act, ctx| {
@@ -141,7 +133,7 @@ impl Handler<ChangeFiles> for GridActor {
 /// viewIsNotFound for an unknown view). The actor only copies its state (copy-on-write,
 /// cheap); the scan of those columns' cells runs on a blocking thread, without copying them.
 #[derive(Debug, Message)]
-#[rtype(result = "ApiResult<bool>")]
+#[rtype(result = "GridResult<bool>")]
 pub struct HoldsFile {
     pub view_id: String,
     pub file_id: String,
@@ -158,7 +150,7 @@ fn holds_file(state: &GridState, slots: &[ColumnSlot], file_id: &str) -> bool {
 }
 
 impl Handler<HoldsFile> for GridActor {
-    type Result = ResponseFuture<ApiResult<bool>>;
+    type Result = ResponseFuture<GridResult<bool>>;
 
     fn handle(&mut self, msg: HoldsFile, _: &mut Context<Self>) -> Self::Result {
         let view = match self.view(&msg.view_id) {
@@ -180,7 +172,7 @@ impl Handler<HoldsFile> for GridActor {
         Box::pin(async move {
             tokio::task::spawn_blocking(move || holds_file(&state, &slots, &msg.file_id))
                 .await
-                .map_err(|e| ApiError::internal(format!("the file check stopped: {e}")))
+                .map_err(|source| GridError::TaskStopped { what: "the file check", source })
         })
     }
 }
@@ -189,7 +181,7 @@ impl Handler<HoldsFile> for GridActor {
 /// list value of its history (a history entry may be restored or exported later). The actor
 /// only copies its state (copy-on-write, cheap); the scan runs on a blocking thread.
 #[derive(Debug, Message)]
-#[rtype(result = "ApiResult<HashSet<String>>")]
+#[rtype(result = "GridResult<HashSet<String>>")]
 pub struct HeldFiles;
 
 /// The file ids `state` refers to (see `HeldFiles`).
@@ -214,14 +206,14 @@ fn held_files(state: &GridState) -> HashSet<String> {
 }
 
 impl Handler<HeldFiles> for GridActor {
-    type Result = ResponseFuture<ApiResult<HashSet<String>>>;
+    type Result = ResponseFuture<GridResult<HashSet<String>>>;
 
     fn handle(&mut self, _: HeldFiles, _: &mut Context<Self>) -> Self::Result {
         let state = self.state.clone();
         Box::pin(async move {
             tokio::task::spawn_blocking(move || held_files(&state))
                 .await
-                .map_err(|e| ApiError::internal(format!("the file scan stopped: {e}")))
+                .map_err(|source| GridError::TaskStopped { what: "the file scan", source })
         })
     }
 }

@@ -17,7 +17,7 @@ use actix::{ActorFutureExt, AsyncContext, Context, ResponseFuture, WrapFuture};
 use tokio::sync::oneshot;
 
 use super::GridActor;
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::error::{GridError, GridResult};
 use crate::grid::ops::{GridOp, GridState};
 use crate::persist::entry::WalEntry;
 use crate::persist::wal::Durable;
@@ -70,15 +70,14 @@ impl GridActor {
     /// Runs `job` against a copy of the branch on a blocking thread, then logs its ops and
     /// installs the copy; the returned future resolves once the write is durable. Writes that
     /// arrive meanwhile wait (`hold`).
-    pub(super) fn run_heavy<T, E, J>(
+    pub(super) fn run_heavy<T, J>(
         &mut self,
         ctx: &mut Context<Self>,
         job: J,
-    ) -> ResponseFuture<Result<T, E>>
+    ) -> ResponseFuture<GridResult<T>>
     where
         T: Send + 'static,
-        E: From<ApiError> + Send + 'static,
-        J: FnOnce(&mut Staged) -> Result<T, E> + Send + 'static,
+        J: FnOnce(&mut Staged) -> GridResult<T> + Send + 'static,
     {
         self.gate.busy = true;
         // The copy starts with an empty change journal, so after the swap the query indexes
@@ -95,19 +94,16 @@ impl GridActor {
                 Ok(Finished { state, payload, reply })
             })
             .await
-            .unwrap_or_else(|err| {
-                Err(ApiError::internal(format!("a heavy write stopped: {err}")).into())
-            })
+            .unwrap_or_else(|source| Err(GridError::TaskStopped { what: "a heavy write", source }))
         };
         let (done, answer) = oneshot::channel();
-        ctx.spawn(work.into_actor(self).map(move |finished: Result<Finished<T>, E>, act, ctx| {
-            let installed = finished
-                .and_then(|f| Ok((act.install(f.state, f.payload).map_err(E::from)?, f.reply)));
+        ctx.spawn(work.into_actor(self).map(move |finished: GridResult<Finished<T>>, act, ctx| {
+            let installed = finished.and_then(|f| Ok((act.install(f.state, f.payload)?, f.reply)));
             act.gate.busy = false;
             let _ = done.send(act.reply_when_durable(ctx, installed));
             act.release_held(ctx);
         }));
-        Box::pin(async move { answer.await.map_err(|_| E::from(stopped()))?.await })
+        Box::pin(async move { answer.await.map_err(|_| GridError::Closed)?.await })
     }
 
     /// Logs a heavy write's record and swaps its state in. The old state is dropped on a
@@ -116,7 +112,7 @@ impl GridActor {
         &mut self,
         state: GridState,
         payload: Option<Vec<u8>>,
-    ) -> ApiResult<Option<Durable>> {
+    ) -> GridResult<Option<Durable>> {
         let Some(payload) = payload else { return Ok(None) };
         // A heavy write (an import, a schema change over every record) counts by its bytes.
         let durable = self.log(payload, 1)?;
@@ -145,13 +141,13 @@ impl GridActor {
     /// actor answers messages meanwhile) while the branch holds its other writes back, then
     /// `then` with what the check gave: nothing of the branch changes between the two. A
     /// failed check is the answer.
-    pub(super) fn after_check<C: 'static, T: 'static, E: From<ApiError> + 'static>(
+    pub(super) fn after_check<C: 'static, T: 'static>(
         &mut self,
         ctx: &mut Context<Self>,
-        check: impl Future<Output = Result<C, E>> + 'static,
-        then: impl FnOnce(&mut GridActor, &mut Context<GridActor>, C) -> ResponseFuture<Result<T, E>>
+        check: impl Future<Output = GridResult<C>> + 'static,
+        then: impl FnOnce(&mut GridActor, &mut Context<GridActor>, C) -> ResponseFuture<GridResult<T>>
             + 'static,
-    ) -> ResponseFuture<Result<T, E>> {
+    ) -> ResponseFuture<GridResult<T>> {
         self.gate.busy = true;
         let (done, answer) = oneshot::channel();
         ctx.spawn(check.into_actor(self).map(move |checked, act, ctx| {
@@ -163,39 +159,26 @@ impl GridActor {
             let _ = done.send(reply);
             act.release_held(ctx);
         }));
-        Box::pin(async move { answer.await.map_err(|_| E::from(stopped()))?.await })
+        Box::pin(async move { answer.await.map_err(|_| GridError::Closed)?.await })
     }
 
     /// `run` now, or once the running heavy write is done (503 past `MAX_HELD` waiting).
-    pub(super) fn hold<T: 'static, E: From<ApiError> + 'static>(
+    pub(super) fn hold<T: 'static>(
         &mut self,
         ctx: &mut Context<Self>,
-        run: impl FnOnce(&mut GridActor, &mut Context<GridActor>) -> ResponseFuture<Result<T, E>>
+        run: impl FnOnce(&mut GridActor, &mut Context<GridActor>) -> ResponseFuture<GridResult<T>>
             + 'static,
-    ) -> ResponseFuture<Result<T, E>> {
+    ) -> ResponseFuture<GridResult<T>> {
         if !self.gate.busy {
             return run(self, ctx);
         }
         if self.gate.held.len() >= MAX_HELD {
-            return Box::pin(async {
-                Err(E::from(ApiError::new(
-                    ErrorCode::ServiceUnavailable,
-                    format!(
-                        "The branch has {MAX_HELD} writes waiting for a schema change, import or \
-                         merge; try again shortly."
-                    ),
-                )))
-            });
+            return Box::pin(async { Err(GridError::TooManyHeld) });
         }
         let (done, answer) = oneshot::channel();
         self.gate.held.push_back(Box::new(move |act, ctx| {
             let _ = done.send(run(act, ctx));
         }));
-        Box::pin(async move { answer.await.map_err(|_| E::from(stopped()))?.await })
+        Box::pin(async move { answer.await.map_err(|_| GridError::Closed)?.await })
     }
-}
-
-/// The branch's actor stopped (its grid or branch was deleted) before answering.
-fn stopped() -> ApiError {
-    ApiError::new(ErrorCode::ServiceUnavailable, "The branch closed before the write ran.")
 }

@@ -6,7 +6,7 @@ use actix::{Context, Handler, Message};
 
 use super::reads::picked_columns;
 use super::GridActor;
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::error::{GridError, GridResult};
 use crate::grid::history::{EntryRef, ExportFilter, ExportRow, History, HistoryEntry};
 use crate::grid::query::{bind_filters, Filter, RawFilter, Target, Val};
 use crate::grid::schema::distinct_column_ids;
@@ -14,7 +14,7 @@ use crate::grid::store::ColumnSlot;
 
 /// A page of one record's history, newest first, and how many entries it has.
 #[derive(Debug, Message)]
-#[rtype(result = "ApiResult<(Vec<HistoryEntry>, usize)>")]
+#[rtype(result = "GridResult<(Vec<HistoryEntry>, usize)>")]
 pub struct ReadHistory {
     pub view_id: String,
     pub record_id: String,
@@ -67,16 +67,13 @@ fn entry_passes(
 }
 
 impl Handler<ReadHistory> for GridActor {
-    type Result = ApiResult<(Vec<HistoryEntry>, usize)>;
+    type Result = GridResult<(Vec<HistoryEntry>, usize)>;
 
     fn handle(&mut self, msg: ReadHistory, _: &mut Context<Self>) -> Self::Result {
         let view = self.view(&msg.view_id)?;
         let path = msg.path.unwrap_or_default();
         let Some(row) = self.state.store.find(&path, &msg.record_id) else {
-            return Err(ApiError::new(
-                ErrorCode::NonexistentRecordId,
-                format!("Record \"{}\" does not exist.", msg.record_id),
-            ));
+            return Err(GridError::nonexistent(&msg.record_id));
         };
         let head = self.state.store.history_head(row);
         let shown: Vec<String> = match &msg.column_ids {
@@ -113,7 +110,7 @@ impl Handler<ReadHistory> for GridActor {
 /// refused): a copy of the history, whose rows the caller reads off the actor's thread
 /// (`HistoryExport::rows`).
 #[derive(Debug, Message)]
-#[rtype(result = "ApiResult<HistoryExport>")]
+#[rtype(result = "GridResult<HistoryExport>")]
 pub struct ExportHistory {
     pub view_id: String,
     pub from_ms: i64,
@@ -155,7 +152,7 @@ impl std::fmt::Debug for HistoryExport {
 }
 
 impl Handler<ExportHistory> for GridActor {
-    type Result = ApiResult<HistoryExport>;
+    type Result = GridResult<HistoryExport>;
 
     fn handle(&mut self, msg: ExportHistory, _: &mut Context<Self>) -> Self::Result {
         let view = self.view(&msg.view_id)?;
@@ -168,10 +165,10 @@ impl Handler<ExportHistory> for GridActor {
                     .map(str::to_owned)
                     .collect();
                 if let Some(unknown) = asked.iter().find(|c| !shown.contains(c)) {
-                    return Err(ApiError::new(
-                        ErrorCode::InvalidColumnId,
-                        format!("Column \"{unknown}\" is not in view \"{}\".", msg.view_id),
-                    ));
+                    return Err(GridError::ColumnNotExported {
+                        column_id: unknown.clone(),
+                        view_id: msg.view_id,
+                    });
                 }
                 asked
             }

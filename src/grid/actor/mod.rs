@@ -3,6 +3,9 @@
 //!
 //! A write is validated whole, turned into ops, appended to the WAL, applied in memory, and
 //! answered once the WAL says it is durable. Handlers render replies on their own threads.
+//!
+//! A message that can fail answers a `GridError` (`grid::error`), never an HTTP error: the
+//! handler that sent it turns it into one with `?`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,11 +15,11 @@ use actix::{
     WrapFuture,
 };
 
+use super::error::{GridError, GridResult};
 use super::ops::{GridOp, GridState};
 use super::query::QueryEngine;
 use super::schema::ViewDef;
 use super::store::RecordIdentity;
-use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::persist::durability::{Durability, DurabilityError, SnapshotFailure, SnapshotPolicy};
 use crate::persist::entry::WalEntry;
 use crate::persist::wal::Durable;
@@ -172,12 +175,12 @@ impl GridActor {
     }
 
     /// Logs and applies ops; the returned future resolves when they are durable.
-    fn commit(&mut self, ops: Vec<GridOp>) -> ApiResult<Durable> {
+    fn commit(&mut self, ops: Vec<GridOp>) -> GridResult<Durable> {
         self.commit_returning(ops).map(|(durable, _)| durable)
     }
 
     /// `commit`, handing the ops back.
-    fn commit_returning(&mut self, ops: Vec<GridOp>) -> ApiResult<(Durable, Vec<GridOp>)> {
+    fn commit_returning(&mut self, ops: Vec<GridOp>) -> GridResult<(Durable, Vec<GridOp>)> {
         let entry = WalEntry { branch_id: self.branch_id.clone(), ops };
         // Before anything changes: a read that starts once the write is acknowledged must not
         // find the view from before it.
@@ -192,14 +195,11 @@ impl GridActor {
 
     /// Appends a write's WAL record (`records` records written) and counts it towards the
     /// next snapshot; 503 when the WAL refuses it.
-    fn log(&mut self, payload: Vec<u8>, records: u64) -> ApiResult<Durable> {
+    fn log(&mut self, payload: Vec<u8>, records: u64) -> GridResult<Durable> {
         let bytes = payload.len() as u64;
         let appended = self.durability.wal.append(payload).map_err(|err| {
             tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
-            ApiError::new(
-                ErrorCode::ServiceUnavailable,
-                format!("The write could not be logged: {err}"),
-            )
+            GridError::NotLogged(err)
         })?;
         self.since_snapshot.add(records, bytes);
         Ok(appended.durable)
@@ -208,23 +208,18 @@ impl GridActor {
     /// The end of every write: starts a snapshot if the writes since the last one made it due,
     /// and answers `written`'s reply once its WAL record (if it logged one) is durable, or its
     /// error at once.
-    fn reply_when_durable<T: 'static, E: From<ApiError> + 'static>(
+    fn reply_when_durable<T: 'static>(
         &mut self,
         ctx: &mut Context<Self>,
-        written: Result<(Option<Durable>, T), E>,
-    ) -> ResponseFuture<Result<T, E>> {
+        written: GridResult<(Option<Durable>, T)>,
+    ) -> ResponseFuture<GridResult<T>> {
         if self.since_snapshot.is_due(&self.durability.policy) {
             self.maybe_snapshot(ctx);
         }
         Box::pin(async move {
             let (durable, reply) = written?;
             if let Some(durable) = durable {
-                durable.await.map_err(|err| {
-                    ApiError::new(
-                        ErrorCode::ServiceUnavailable,
-                        format!("The write was not logged: {err}"),
-                    )
-                })?;
+                durable.await.map_err(GridError::NotDurable)?;
             }
             Ok(reply)
         })
@@ -296,12 +291,9 @@ impl GridActor {
         }
     }
 
-    fn view(&self, view_id: &str) -> ApiResult<ViewDef> {
-        self.state
-            .schema
-            .view(view_id)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id))
+    fn view(&self, view_id: &str) -> GridResult<ViewDef> {
+        let view = self.state.schema.view(view_id).cloned();
+        view.ok_or_else(|| GridError::ViewNotFound(view_id.to_owned()))
     }
 
     fn by_path(&self) -> bool {

@@ -25,7 +25,7 @@ use std::sync::{Arc, RwLock};
 use actix::{Context, Handler, Message};
 
 use super::GridActor;
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::error::{GridError, GridResult};
 use crate::grid::ops::GridState;
 use crate::grid::query::{bind_filters, bind_sort, Direction, QueryEngine, RawFilter, RawSort};
 use crate::grid::read::RecordPage;
@@ -127,7 +127,7 @@ pub fn plain(msg: &ReadRecords) -> bool {
 /// A page read from a published view: `None` when the read needs the actor (an index the
 /// view's snapshot lacks, an unknown view); an error for what the actor would refuse the same
 /// way.
-pub fn read_from_view(view: &ReadView, msg: &ReadRecords) -> Option<ApiResult<RecordPage>> {
+pub fn read_from_view(view: &ReadView, msg: &ReadRecords) -> Option<GridResult<RecordPage>> {
     let def = view.state.schema.view(&msg.view_id)?;
     let mut query = view.query.clone();
     read_page(&view.state, def, &mut query, msg).transpose()
@@ -140,7 +140,7 @@ pub(super) fn read_page(
     view: &ViewDef,
     query: &mut QueryEngine,
     msg: &ReadRecords,
-) -> ApiResult<Option<RecordPage>> {
+) -> GridResult<Option<RecordPage>> {
     let columns = picked_columns(&state.schema, view, msg.column_ids.as_deref())?;
     let filters = bind_filters(state, view, &msg.filters)?;
     let sort = bind_sort(state, view, &msg.sort)?;
@@ -200,12 +200,10 @@ impl std::fmt::Debug for ExportSource {
 /// The view's snapshot of the indexes answers; when it lacks one, a fresh engine over a copy
 /// of the view builds its own: an export is one query, not worth an index the actor would
 /// build on its thread and keep up to date.
-pub fn export_rows(view: Arc<ReadView>, query: &ExportQuery) -> ApiResult<ExportSource> {
+pub fn export_rows(view: Arc<ReadView>, query: &ExportQuery) -> GridResult<ExportSource> {
     let state = &view.state;
-    let def = state
-        .schema
-        .view(&query.view_id)
-        .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &query.view_id))?;
+    let def = state.schema.view(&query.view_id);
+    let def = def.ok_or_else(|| GridError::ViewNotFound(query.view_id.clone()))?;
     let columns: Vec<ColumnDef> = picked_columns(&state.schema, def, query.column_ids.as_deref())?
         .into_iter()
         .cloned()
@@ -223,7 +221,7 @@ pub fn export_rows(view: Arc<ReadView>, query: &ExportQuery) -> ApiResult<Export
 
 /// A page of records in insertion order, with the view's (or the listed) columns.
 #[derive(Debug, Message)]
-#[rtype(result = "ApiResult<RecordPage>")]
+#[rtype(result = "GridResult<RecordPage>")]
 pub struct ReadRecords {
     pub view_id: String,
     pub offset: usize,
@@ -242,7 +240,7 @@ pub struct ReadRecords {
 }
 
 impl Handler<ReadRecords> for GridActor {
-    type Result = ApiResult<RecordPage>;
+    type Result = GridResult<RecordPage>;
 
     fn handle(&mut self, msg: ReadRecords, _: &mut Context<Self>) -> Self::Result {
         let view = self.view(&msg.view_id)?;
@@ -252,22 +250,20 @@ impl Handler<ReadRecords> for GridActor {
         // The next reads come from a view of this state, with any index this read built, until
         // the branch changes.
         let _replaced = self.reads.republish(&mut self.state, &mut self.query);
-        page?.ok_or_else(|| ApiError::internal("the branch's own query engine lacked an index"))
+        page?.ok_or(GridError::Internal("the branch's own query engine lacked an index"))
     }
 }
 
 /// The row of a cursor record (404 nonexistentRecordId for an unknown one). In a grid whose
 /// records are identified by path and id, the first record with that id.
-fn cursor_row(store: &ColumnStore, id: &str) -> ApiResult<RowId> {
+fn cursor_row(store: &ColumnStore, id: &str) -> GridResult<RowId> {
     let found = store.find("", id).or_else(|| match store.identity() {
         RecordIdentity::PathAndId => {
             (store.scan_ids(|x| x == id) & store.live()).min().map(RowId::from_raw)
         }
         RecordIdentity::RecordId => None,
     });
-    found.ok_or_else(|| {
-        ApiError::new(ErrorCode::NonexistentRecordId, format!("Record \"{id}\" does not exist."))
-    })
+    found.ok_or_else(|| GridError::nonexistent(id))
 }
 
 /// The columns a read shows: the view's, or those of `ids` in that order, each once (each must
@@ -276,20 +272,13 @@ pub(super) fn picked_columns<'a>(
     schema: &'a Schema,
     view: &'a ViewDef,
     ids: Option<&[String]>,
-) -> ApiResult<Vec<&'a ColumnDef>> {
+) -> GridResult<Vec<&'a ColumnDef>> {
     let shown = schema.view_columns(view);
     let Some(ids) = ids else { return Ok(shown.into_iter().map(|(c, _)| c).collect()) };
     let ids = distinct_column_ids(ids, shown.len())?;
     let by_id: HashMap<&str, &ColumnDef> = shown.iter().map(|(c, _)| (c.id.as_str(), *c)).collect();
     ids.into_iter()
         .filter(|id| !PREDEFINED_COLUMNS.contains(id))
-        .map(|id| {
-            by_id.get(id).copied().ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::ColumnNotFoundInView,
-                    format!("Column \"{id}\" could not be found in view \"{}\".", view.id),
-                )
-            })
-        })
+        .map(|id| by_id.get(id).copied().ok_or_else(|| GridError::not_in_view(id, &view.id)))
         .collect()
 }

@@ -3,7 +3,7 @@
 use actix::{Context, Handler, Message, ResponseFuture};
 
 use super::GridActor;
-use crate::error::ApiResult;
+use crate::grid::error::GridResult;
 use crate::grid::planner::{plan, SchemaChange};
 use crate::grid::schema::Schema;
 
@@ -24,7 +24,7 @@ impl Handler<ReadSchema> for GridActor {
 
 /// A schema change made through a view (or a new view).
 #[derive(Debug, Message)]
-#[rtype(result = "ApiResult<SchemaChanged>")]
+#[rtype(result = "GridResult<SchemaChanged>")]
 pub struct ChangeSchema {
     pub view_id: String,
     pub change: SchemaChange,
@@ -38,7 +38,7 @@ pub struct SchemaChanged {
 }
 
 impl Handler<ChangeSchema> for GridActor {
-    type Result = ResponseFuture<ApiResult<SchemaChanged>>;
+    type Result = ResponseFuture<GridResult<SchemaChanged>>;
 
     fn handle(&mut self, msg: ChangeSchema, ctx: &mut Context<Self>) -> Self::Result {
         self.hold(ctx, move |act, ctx| {

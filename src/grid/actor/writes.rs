@@ -4,7 +4,7 @@
 use actix::{Context, Handler, Message, ResponseFuture};
 
 use super::GridActor;
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::grid::error::{GridError, GridResult};
 use crate::grid::ops::GridOp;
 use crate::grid::read::RecordOut;
 use crate::grid::read_json::{renders_alone, RenderedRecords};
@@ -18,7 +18,6 @@ use crate::grid::references::{
 use crate::grid::schema::ColumnDef;
 use crate::grid::store::RowId;
 use crate::grid::value::SourceStatus;
-use crate::grid::write_error::WriteError;
 use crate::persist::wal::Durable;
 
 /// A write of records through a view.
@@ -40,7 +39,7 @@ pub enum RecordsWrite {
 /// planned, while the branch holds its other writes back; writes without references pay
 /// nothing for that check.
 #[derive(Message)]
-#[rtype(result = "ApiResult<WrittenRecords>")]
+#[rtype(result = "GridResult<WrittenRecords>")]
 pub struct WriteRecords {
     pub view_id: String,
     pub user: String,
@@ -74,7 +73,7 @@ impl RecordsWrite {
 
 impl GridActor {
     /// Plans and commits a records write; returns the written records as the view shows them.
-    fn write_records(&mut self, msg: WriteRecords) -> ApiResult<(Durable, WrittenRecords)> {
+    fn write_records(&mut self, msg: WriteRecords) -> GridResult<(Durable, WrittenRecords)> {
         let view = self.view(&msg.view_id)?;
         let now = chrono::Utc::now().timestamp_millis();
         let state = &self.state;
@@ -144,7 +143,7 @@ fn written_keys(op: &GridOp) -> Vec<(String, String)> {
 }
 
 impl Handler<WriteRecords> for GridActor {
-    type Result = ResponseFuture<ApiResult<WrittenRecords>>;
+    type Result = ResponseFuture<GridResult<WrittenRecords>>;
 
     fn handle(&mut self, msg: WriteRecords, ctx: &mut Context<Self>) -> Self::Result {
         self.hold(ctx, move |act, ctx| {
@@ -175,7 +174,7 @@ impl GridActor {
         &mut self,
         msg: WriteRecords,
         ctx: &mut Context<Self>,
-    ) -> ResponseFuture<ApiResult<WrittenRecords>> {
+    ) -> ResponseFuture<GridResult<WrittenRecords>> {
         let written = self.write_records(msg).map(|(durable, records)| (Some(durable), records));
         self.reply_when_durable(ctx, written)
     }
@@ -183,9 +182,10 @@ impl GridActor {
 
 /// The rows of an import through a view (each labelled, e.g. `row 7`), their references
 /// checked (as a `WriteRecords`'s), then planned together and committed as one WAL entry;
-/// answers how many records were written.
+/// answers how many records were written. A refusal of the rows themselves is
+/// `GridError::Write`, which an import task renders naming the file's columns.
 #[derive(Message)]
-#[rtype(result = "Result<usize, WriteError>")]
+#[rtype(result = "GridResult<usize>")]
 pub struct ImportRecords {
     pub view_id: String,
     pub rows: Vec<(String, RecordInput)>,
@@ -205,7 +205,7 @@ pub enum ImportedReferences {
 }
 
 impl Handler<ImportRecords> for GridActor {
-    type Result = ResponseFuture<Result<usize, WriteError>>;
+    type Result = ResponseFuture<GridResult<usize>>;
 
     fn handle(&mut self, msg: ImportRecords, ctx: &mut Context<Self>) -> Self::Result {
         self.hold(ctx, move |act, ctx| {
@@ -234,11 +234,10 @@ impl GridActor {
         &mut self,
         msg: ImportRecords,
         ctx: &mut Context<Self>,
-    ) -> ResponseFuture<Result<usize, WriteError>> {
+    ) -> ResponseFuture<GridResult<usize>> {
         self.run_heavy(ctx, move |staged| {
-            let view = staged.state().schema.view(&msg.view_id).cloned().ok_or_else(|| {
-                ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &msg.view_id)
-            })?;
+            let view = staged.state().schema.view(&msg.view_id).cloned();
+            let view = view.ok_or_else(|| GridError::ViewNotFound(msg.view_id.clone()))?;
             let count = msg.rows.len();
             let now = chrono::Utc::now().timestamp_millis();
             let ops =
