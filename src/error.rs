@@ -77,6 +77,7 @@ error_codes! {
     CategoryIsNotFound => ("categoryIsNotFound", StatusCode::NOT_FOUND),
     MethodNotAllowed => ("methodNotAllowed", StatusCode::METHOD_NOT_ALLOWED),
     RequestTimeout => ("requestTimeout", StatusCode::REQUEST_TIMEOUT),
+    PreconditionFailed => ("preconditionFailed", StatusCode::PRECONDITION_FAILED),
     RecordIdAlreadyExists => ("recordIdAlreadyExists", StatusCode::CONFLICT),
     CellIsLocked => ("cellIsLocked", StatusCode::CONFLICT),
     DependencyAlreadyExists => ("dependencyAlreadyExists", StatusCode::CONFLICT),

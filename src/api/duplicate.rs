@@ -146,6 +146,7 @@ fn record_writes(state: &GridState, by_path: bool) -> Vec<Vec<(String, RecordInp
             path: (by_path || !path.is_empty()).then(|| path.to_owned()),
             cells,
             mark_mt: None,
+            if_match: None,
         };
         batch.push((format!("record {}", n + 1), input));
         if batch.len() == BATCH_RECORDS {

@@ -7,6 +7,7 @@ pub mod body_deadline;
 pub mod branches;
 pub mod columns;
 pub mod compression;
+pub mod conditional;
 pub mod databases;
 pub mod dependencies;
 pub mod diffcheck;
@@ -24,6 +25,7 @@ pub mod merge_request;
 pub mod metrics;
 pub mod multipart;
 pub mod projects;
+pub mod record;
 pub mod record_history;
 pub mod records;
 pub mod references;
@@ -53,6 +55,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     // parameter, and record reads and writes are most of the traffic. No other route's pattern
     // matches theirs.
     records::configure(cfg);
+    record::configure(cfg);
     record_history::configure(cfg);
     health::configure(cfg);
     metrics::configure(cfg);

@@ -10,7 +10,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::conditional::{record_tag, with_tag};
 use super::listing::{link_header, parse_list_params, ListParams};
+use super::record::expected_versions;
 use super::references::{resolve_references, KeyLookup, ReferenceReader};
 use super::sized_json::SizedJson;
 use super::{exec, json_response, json_response_sized, no_content, query_pairs, view_route};
@@ -21,7 +23,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::grid::actor::reads::{
     self, export_rows, read_from_view, ExportQuery, ExportSource, PublishView, ReadView,
 };
-use crate::grid::actor::{ReadRecords, RecordsWrite, WriteRecords, WrittenRecords};
+use crate::grid::actor::{
+    ReadRecord, ReadRecords, RecordsWrite, WriteAnswer, WriteRecords, WrittenRecords,
+};
 use crate::grid::codec::{format_timestamp, Rendered};
 use crate::grid::query::RawFilter;
 use crate::grid::read::{CellOut, RecordOut, RecordPage};
@@ -364,12 +368,15 @@ async fn list_records(
     Ok(response)
 }
 
+/// Sends a records write through view `view_id`, with the versions `req` says the records
+/// must be at; answers the written records (references resolved) and their versions.
 async fn write(
     state: &AppState,
     p: &Principal,
-    view_id: String,
+    (view_id, req): (String, &HttpRequest),
     write: RecordsWrite,
-) -> ApiResult<WrittenRecords> {
+) -> ApiResult<WriteAnswer> {
+    let expected = expected_versions(req, &write)?;
     let route = view_route(state, p, &view_id, Privilege::Write)?;
     let msg = WriteRecords {
         view_id,
@@ -377,12 +384,44 @@ async fn write(
         write,
         source_default: state.routes.source_default(&route.grid_id),
         references: KeyLookup::boxed(state, p),
+        expected,
     };
-    let mut records = route.addr.send(msg).await??;
-    if let WrittenRecords::Read(records) = &mut records {
+    let mut answer = route.addr.send(msg).await??;
+    if let WrittenRecords::Read(records) = &mut answer.records {
         resolve_references(state, ReferenceReader::Hide(p), &route, records).await?;
     }
-    Ok(records)
+    Ok(answer)
+}
+
+/// One record of view `msg.view_id` read for `p`, references resolved, with its version.
+pub(super) async fn view_record(
+    state: &AppState,
+    p: &Principal,
+    msg: ReadRecord,
+) -> ApiResult<(WrittenRecords, u32)> {
+    let route = view_route(state, p, &msg.view_id, Privilege::Read)?;
+    let (mut record, version) = route.addr.send(msg).await??;
+    if let WrittenRecords::Read(records) = &mut record {
+        resolve_references(state, ReferenceReader::Refuse(p), &route, records).await?;
+    }
+    Ok((record, version))
+}
+
+/// The answer holding one record (a single record's read or update).
+pub(super) fn record_response(
+    status: StatusCode,
+    record: WrittenRecords,
+) -> ApiResult<HttpResponse> {
+    let missing = || ApiError::internal("the record is missing from its answer");
+    match record {
+        WrittenRecords::Rendered(rendered) => {
+            Ok(rendered_response(status, rendered.into_single().ok_or_else(missing)?))
+        }
+        WrittenRecords::Read(records) => {
+            let record = records.first().ok_or_else(missing)?;
+            Ok(json_response(status, &record_body(record)))
+        }
+    }
 }
 
 #[utoipa::path(tag = "records", request_body = Vec<RecordInput>, responses((status = 201, description = "the added records")))]
@@ -391,11 +430,12 @@ async fn add_records(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
+    req: HttpRequest,
     body: SizedJson<Vec<RecordInput>>,
 ) -> ApiResult<HttpResponse> {
-    let records =
-        write(&state, &p, view_id.into_inner(), RecordsWrite::Add(body.into_inner())).await?;
-    Ok(records_response(StatusCode::CREATED, records))
+    let target = (view_id.into_inner(), &req);
+    let answer = write(&state, &p, target, RecordsWrite::Add(body.into_inner())).await?;
+    Ok(records_response(StatusCode::CREATED, answer.records))
 }
 
 #[utoipa::path(tag = "records", request_body = Vec<RecordInput>, responses((status = 200, description = "the updated records")))]
@@ -404,11 +444,12 @@ async fn update_records(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
+    req: HttpRequest,
     body: SizedJson<Vec<RecordInput>>,
 ) -> ApiResult<HttpResponse> {
-    let records =
-        write(&state, &p, view_id.into_inner(), RecordsWrite::Update(body.into_inner())).await?;
-    Ok(records_response(StatusCode::OK, records))
+    let target = (view_id.into_inner(), &req);
+    let answer = write(&state, &p, target, RecordsWrite::Update(body.into_inner())).await?;
+    Ok(records_response(StatusCode::OK, answer.records))
 }
 
 #[utoipa::path(tag = "records", params(
@@ -425,16 +466,13 @@ async fn update_record(
     let (view_id, record_id) = path.into_inner();
     let at_path = query_pairs(&req)?.into_iter().find(|(k, _)| k == "path").map(|(_, v)| v);
     let write_one = RecordsWrite::UpdateOne { record_id, at_path, input: body.into_inner() };
-    let missing = || ApiError::internal("the updated record is missing");
-    match write(&state, &p, view_id, write_one).await? {
-        WrittenRecords::Rendered(rendered) => {
-            Ok(rendered_response(StatusCode::OK, rendered.into_single().ok_or_else(missing)?))
-        }
-        WrittenRecords::Read(records) => {
-            let record = records.first().ok_or_else(missing)?;
-            Ok(json_response(StatusCode::OK, &record_body(record)))
-        }
-    }
+    let answer = write(&state, &p, (view_id, &req), write_one).await?;
+    let version = answer.versions.first().copied();
+    let response = record_response(StatusCode::OK, answer.records)?;
+    Ok(match version {
+        Some(version) => with_tag(response, &record_tag(version)),
+        None => response,
+    })
 }
 
 #[utoipa::path(tag = "records", request_body = DeleteRecordsInput, responses((status = 204)))]
@@ -443,9 +481,11 @@ async fn delete_records(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
+    req: HttpRequest,
     body: web::Json<DeleteRecordsInput>,
 ) -> ApiResult<HttpResponse> {
-    write(&state, &p, view_id.into_inner(), RecordsWrite::Delete(body.into_inner())).await?;
+    let target = (view_id.into_inner(), &req);
+    write(&state, &p, target, RecordsWrite::Delete(body.into_inner())).await?;
     no_content()
 }
 

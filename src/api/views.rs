@@ -9,6 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::columns::reference_targets;
+use super::conditional::tagged_json;
 use super::grids::status_str;
 use super::listing::parse_list_params;
 use super::records::{read_view, records_value};
@@ -159,7 +160,7 @@ async fn get_view(
         .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &id))?;
     let body = view_body(&state, &p, &schema, view, &route).await?;
     if !with_records {
-        return ok(&body);
+        return tagged_json(req.headers(), &body);
     }
     let records = records_value(&state, &p, &route, &id, &params).await?;
     let mut value = serde_json::to_value(&body)
@@ -167,7 +168,7 @@ async fn get_view(
     if let Some(object) = value.as_object_mut() {
         object.insert("records".to_owned(), records);
     }
-    ok(&value)
+    tagged_json(req.headers(), &value)
 }
 
 #[utoipa::path(tag = "views", request_body = CreateViewRequest, responses((status = 200, body = ViewBody)))]

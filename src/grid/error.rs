@@ -11,6 +11,7 @@ use actix::MailboxError;
 use tokio::task::JoinError;
 
 use super::actor::MAX_HELD;
+use super::preconditions::Stale;
 use super::query::QueryError;
 use super::read_pool::MAX_WAITING;
 use super::schema::PREDEFINED_COLUMNS;
@@ -98,6 +99,9 @@ pub enum GridError {
     /// A write of records with problems of its own.
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// A conditional write whose record changed (or went) since its writer read it.
+    #[error(transparent)]
+    Stale(#[from] Stale),
 }
 
 /// What a grid message answers.
@@ -153,6 +157,7 @@ impl Coded for GridError {
             GridError::Schema(err) => err.code(),
             GridError::Query(err) => err.code(),
             GridError::Write(err) => err.code(),
+            GridError::Stale(err) => err.code(),
         }
     }
 

@@ -15,6 +15,7 @@ pub mod merge;
 pub mod merge_resolve;
 pub mod ops;
 pub mod planner;
+pub mod preconditions;
 pub mod query;
 pub mod read;
 pub mod read_json;

@@ -8,6 +8,7 @@ mod cli;
 mod columns;
 mod compat;
 mod compression;
+mod conditional;
 mod crash;
 mod databases;
 mod dependencies;

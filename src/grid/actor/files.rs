@@ -91,6 +91,7 @@ impl GridActor {
                     source_status: None,
                 }],
                 mark_mt: None,
+                if_match: None,
             });
         }
         match missing.is_empty() {

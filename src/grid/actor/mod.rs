@@ -37,10 +37,12 @@ pub use branches::{ApplyMerge, BranchCopy, CopyBranch, RestoreRecords};
 pub use files::{ChangeFiles, FilesChange, HeldFiles, HoldsFile};
 pub use heavy::{Staged, MAX_HELD};
 pub use history::{ExportHistory, HistoryExport, ReadHistory};
-pub use reads::ReadRecords;
+pub use reads::{ReadRecord, ReadRecords};
 pub use schema::{ChangeSchema, ReadSchema, SchemaChanged};
 pub use stats::{BranchStats, ReadStats};
-pub use writes::{ImportRecords, ImportedReferences, RecordsWrite, WriteRecords, WrittenRecords};
+pub use writes::{
+    ImportRecords, ImportedReferences, RecordsWrite, WriteAnswer, WriteRecords, WrittenRecords,
+};
 
 /// The actor of one branch (the master branch has the grid's id).
 pub struct GridActor {

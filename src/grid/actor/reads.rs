@@ -24,9 +24,10 @@ use std::sync::{Arc, RwLock};
 
 use actix::{Context, Handler, Message};
 
-use super::GridActor;
+use super::{GridActor, WrittenRecords};
 use crate::grid::error::{GridError, GridResult};
 use crate::grid::ops::GridState;
+use crate::grid::preconditions::record_version;
 use crate::grid::query::{bind_filters, bind_sort, Direction, QueryEngine, RawFilter, RawSort};
 use crate::grid::read::RecordPage;
 use crate::grid::read_json::renders_alone;
@@ -251,6 +252,40 @@ impl Handler<ReadRecords> for GridActor {
         // the branch changes.
         let _replaced = self.reads.republish(&mut self.state, &mut self.query);
         page?.ok_or(GridError::Internal("the branch's own query engine lacked an index"))
+    }
+}
+
+/// One record as the view shows it, with its version (`preconditions::record_version`, its
+/// `ETag`). `at_path` (`?path=`) picks the record in a grid identified by path and id; in other
+/// grids the record must be at that path.
+#[derive(Debug, Message)]
+#[rtype(result = "GridResult<(WrittenRecords, u32)>")]
+pub struct ReadRecord {
+    pub view_id: String,
+    pub record_id: String,
+    pub at_path: Option<String>,
+}
+
+impl Handler<ReadRecord> for GridActor {
+    type Result = GridResult<(WrittenRecords, u32)>;
+
+    fn handle(&mut self, msg: ReadRecord, _: &mut Context<Self>) -> Self::Result {
+        let view = self.view(&msg.view_id)?;
+        let store = &self.state.store;
+        let path = msg.at_path.as_deref().unwrap_or_default();
+        let row = store
+            .find(path, &msg.record_id)
+            .filter(|&row| msg.at_path.is_none() || store.path(row) == path)
+            .ok_or_else(|| GridError::nonexistent(&msg.record_id))?;
+        let columns: Vec<&ColumnDef> =
+            self.state.schema.view_columns(&view).into_iter().map(|(c, _)| c).collect();
+        let rows = std::iter::once(row);
+        let record = if renders_alone(&columns) {
+            WrittenRecords::Rendered(self.state.render_rows(&columns, rows))
+        } else {
+            WrittenRecords::Read(self.state.read_rows(&columns, rows))
+        };
+        Ok((record, record_version(&self.state, row)))
     }
 }
 

@@ -6,6 +6,7 @@ use actix::{Context, Handler, Message, ResponseFuture};
 use super::GridActor;
 use crate::grid::error::{GridError, GridResult};
 use crate::grid::ops::GridOp;
+use crate::grid::preconditions::{check as check_expected, record_version, Expected};
 use crate::grid::read::RecordOut;
 use crate::grid::read_json::{renders_alone, RenderedRecords};
 use crate::grid::records::{
@@ -39,7 +40,7 @@ pub enum RecordsWrite {
 /// planned, while the branch holds its other writes back; writes without references pay
 /// nothing for that check.
 #[derive(Message)]
-#[rtype(result = "GridResult<WrittenRecords>")]
+#[rtype(result = "GridResult<WriteAnswer>")]
 pub struct WriteRecords {
     pub view_id: String,
     pub user: String,
@@ -49,6 +50,17 @@ pub struct WriteRecords {
     pub source_default: SourceStatus,
     /// Where the referenced records are, for the key that writes.
     pub references: Box<dyn ReferenceLookup>,
+    /// The records that must still be at the version their writer read (`If-Match`, a bulk
+    /// write's `ifMatch`): checked right before the write is planned.
+    pub expected: Vec<Expected>,
+}
+
+/// What a records write answers: the records it leaves, and the version of each (their
+/// `ETag`s), in the same order.
+#[derive(Debug)]
+pub struct WriteAnswer {
+    pub records: WrittenRecords,
+    pub versions: Vec<u32>,
 }
 
 /// The records a write leaves, as the view shows them.
@@ -73,8 +85,9 @@ impl RecordsWrite {
 
 impl GridActor {
     /// Plans and commits a records write; returns the written records as the view shows them.
-    fn write_records(&mut self, msg: WriteRecords) -> GridResult<(Durable, WrittenRecords)> {
+    fn write_records(&mut self, msg: WriteRecords) -> GridResult<(Durable, WriteAnswer)> {
         let view = self.view(&msg.view_id)?;
+        check_expected(&self.state, &msg.expected)?;
         let now = chrono::Utc::now().timestamp_millis();
         let state = &self.state;
         let (first_row, epoch) = (state.store.rows(), state.store.epoch());
@@ -117,13 +130,14 @@ impl GridActor {
                 keys.iter().filter_map(|(path, id)| store.find(path, id)).collect()
             }
         };
+        let versions = rows.iter().map(|&row| record_version(&self.state, row)).collect();
         // Rendered here when it can be: straight from the columns, no copy of each cell.
         let records = if renders_alone(&columns) {
             WrittenRecords::Rendered(self.state.render_rows(&columns, rows.into_iter()))
         } else {
             WrittenRecords::Read(self.state.read_rows(&columns, rows.into_iter()))
         };
-        Ok((durable, records))
+        Ok((durable, WriteAnswer { records, versions }))
     }
 }
 
@@ -143,7 +157,7 @@ fn written_keys(op: &GridOp) -> Vec<(String, String)> {
 }
 
 impl Handler<WriteRecords> for GridActor {
-    type Result = ResponseFuture<GridResult<WrittenRecords>>;
+    type Result = ResponseFuture<GridResult<WriteAnswer>>;
 
     fn handle(&mut self, msg: WriteRecords, ctx: &mut Context<Self>) -> Self::Result {
         self.hold(ctx, move |act, ctx| {
@@ -174,8 +188,8 @@ impl GridActor {
         &mut self,
         msg: WriteRecords,
         ctx: &mut Context<Self>,
-    ) -> ResponseFuture<GridResult<WrittenRecords>> {
-        let written = self.write_records(msg).map(|(durable, records)| (Some(durable), records));
+    ) -> ResponseFuture<GridResult<WriteAnswer>> {
+        let written = self.write_records(msg).map(|(durable, answer)| (Some(durable), answer));
         self.reply_when_durable(ctx, written)
     }
 }

@@ -121,6 +121,9 @@ pub struct RecordInput {
     pub cells: Vec<CellInput>,
     #[serde(default, rename = "markUpdatedCellsWithMTFlag")]
     pub mark_mt: Option<bool>,
+    /// The version the writer read (its `ETag`, quoted or not): the update is refused with 412
+    /// when the record changed since.
+    pub if_match: Option<String>,
 }
 
 /// A record's cells, into a vector with room for a typical record's from the start (serde's
@@ -162,8 +165,12 @@ pub struct DeleteRecordsInput {
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct RecordIdentifier {
     pub id: String,
     #[serde(default)]
     pub path: String,
+    /// The version the writer read: the delete is refused with 412 when the record changed.
+    #[serde(default)]
+    pub if_match: Option<String>,
 }
