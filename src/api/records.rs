@@ -121,6 +121,16 @@ pub(super) fn record_body(record: &RecordOut) -> RecordBody<'_> {
 /// The records a write answers with: as the actor rendered them, or rendered here into a buffer
 /// sized from their text (a bulk write's reply is a megabyte: grown by doubling it would be
 /// copied a dozen times).
+/// The answer of a bulk add or update: the records as the view shows them; one record's
+/// answer carries its `ETag`.
+fn written_response(status: StatusCode, answer: WriteAnswer) -> HttpResponse {
+    let response = records_response(status, answer.records);
+    match answer.versions.as_slice() {
+        [version] => with_tag(response, &record_tag(*version)),
+        _ => response,
+    }
+}
+
 fn records_response(status: StatusCode, records: WrittenRecords) -> HttpResponse {
     match records {
         WrittenRecords::Rendered(rendered) => rendered_response(status, rendered.into_array()),
@@ -435,7 +445,7 @@ async fn add_records(
 ) -> ApiResult<HttpResponse> {
     let target = (view_id.into_inner(), &req);
     let answer = write(&state, &p, target, RecordsWrite::Add(body.into_inner())).await?;
-    Ok(records_response(StatusCode::CREATED, answer.records))
+    Ok(written_response(StatusCode::CREATED, answer))
 }
 
 #[utoipa::path(tag = "records", request_body = Vec<RecordInput>, responses((status = 200, description = "the updated records")))]
@@ -449,7 +459,7 @@ async fn update_records(
 ) -> ApiResult<HttpResponse> {
     let target = (view_id.into_inner(), &req);
     let answer = write(&state, &p, target, RecordsWrite::Update(body.into_inner())).await?;
-    Ok(records_response(StatusCode::OK, answer.records))
+    Ok(written_response(StatusCode::OK, answer))
 }
 
 #[utoipa::path(tag = "records", params(

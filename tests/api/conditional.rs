@@ -68,6 +68,11 @@ fn one_record_reads_with_its_etag_and_a_current_copy_is_not_sent_again() {
     assert_eq!(fresh.body["cells"][0]["value"], json!("changed"));
     assert_eq!(etag(&fresh), second, "the write's ETag is the record's");
     let unchanged = etag(&app.get(&record_path(&view, "r2")));
+    let added = app.post(&records_path(&view), &titled(["r4".to_owned()]));
+    added.assert_status(201);
+    assert_eq!(etag(&added), etag(&app.get(&record_path(&view, "r4"))), "a one-record add");
+    let bulk = app.post(&records_path(&view), &titled(["r5".to_owned(), "r6".to_owned()]));
+    assert_eq!(bulk.header("etag"), None, "a tag names one record");
 
     let app = app.restart();
     assert_eq!(etag(&app.get(&record_path(&view, "r1"))), second, "versions survive a restart");
