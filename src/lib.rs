@@ -269,6 +269,24 @@ pub struct Application {
     node: Node,
     server: Server,
     addr: SocketAddr,
+    /// Set when the server starts stopping: long-lived answers (change feeds) end then, so a
+    /// graceful stop does not wait for them.
+    stopping: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+/// Stops a server: tells long-lived answers first (`Application::stopping`), then stops
+/// taking requests and finishes those in flight (`graceful`) or drops them.
+#[derive(Clone)]
+pub struct StopHandle {
+    server: ServerHandle,
+    stopping: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl StopHandle {
+    pub async fn stop(&self, graceful: bool) {
+        self.stopping.send_replace(true);
+        self.server.stop(graceful).await;
+    }
 }
 
 /// The OpenAPI description of every route `api::configure` registers.
@@ -303,7 +321,12 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 
 /// What every handler shares: the node's actors, tables and durability (weakly), the API's
 /// description, the limits and pools.
-fn app_state(node: &Node, config: &Config, public_url: &str) -> Result<AppState, StartupError> {
+fn app_state(
+    node: &Node,
+    config: &Config,
+    public_url: &str,
+    stopping: tokio::sync::watch::Receiver<bool>,
+) -> Result<AppState, StartupError> {
     let api_doc = openapi();
     let path_patterns = api_doc.paths.paths.keys().map(|p| ResourceDef::new(p.as_str())).collect();
     let openapi_json = api_doc.to_json().map_err(|e| StartupError::Bootstrap(e.to_string()))?;
@@ -321,6 +344,7 @@ fn app_state(node: &Node, config: &Config, public_url: &str) -> Result<AppState,
         reads_answered: Arc::default(),
         data_dir: Arc::from(config.data_dir.as_path()),
         zip_unpacked_limit: config.zip_unpacked_limit,
+        stopping,
     })
 }
 
@@ -338,7 +362,8 @@ impl Application {
             .local_addr()
             .map_err(|source| StartupError::Bind { addr: config.bind, source })?;
         let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{addr}"));
-        let state = app_state(&node, &config, &public_url)?;
+        let stopping = Arc::new(tokio::sync::watch::Sender::new(false));
+        let state = app_state(&node, &config, &public_url, stopping.subscribe())?;
         let collector = catalog::collector::Collector {
             supervisor: state.supervisor.clone(),
             routes: state.routes.clone(),
@@ -379,7 +404,7 @@ impl Application {
         .map_err(|source| StartupError::Bind { addr: config.bind, source })?
         .run();
         tracing::info!(%addr, data_dir = %config.data_dir.display(), "gridd listening");
-        Ok(Application { node, server, addr })
+        Ok(Application { node, server, addr, stopping })
     }
 
     /// The address the server is bound to.
@@ -387,15 +412,15 @@ impl Application {
         self.addr
     }
 
-    /// A handle that stops the server gracefully.
-    pub fn handle(&self) -> ServerHandle {
-        self.server.handle()
+    /// A handle that stops the server.
+    pub fn handle(&self) -> StopHandle {
+        StopHandle { server: self.server.handle(), stopping: self.stopping.clone() }
     }
 
     /// Serves until stopped (SIGTERM, Ctrl-C or `handle().stop()`); on a signal, stops taking
     /// requests, finishes those in flight, writes a snapshot of every branch and stops.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        let handle = self.server.handle();
+        let handle = self.handle();
         actix_web::rt::spawn(async move {
             shutdown_signal().await;
             tracing::info!("shutdown requested");

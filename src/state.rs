@@ -39,4 +39,6 @@ pub struct AppState {
     pub read_pool: Arc<ReadPool>,
     /// Record reads by who answered them (`GET /metrics`).
     pub reads_answered: Arc<ReadsAnswered>,
+    /// True once the server is stopping: change feeds end.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }

@@ -5,6 +5,7 @@ pub mod admin;
 mod authenticate;
 pub mod body_deadline;
 pub mod branches;
+pub mod changes;
 pub mod columns;
 pub mod compression;
 pub mod conditional;
@@ -55,6 +56,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     // parameter, and record reads and writes are most of the traffic. No other route's pattern
     // matches theirs.
     records::configure(cfg);
+    changes::configure(cfg);
     record::configure(cfg);
     record_history::configure(cfg);
     health::configure(cfg);

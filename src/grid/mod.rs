@@ -8,6 +8,7 @@ pub mod columns;
 pub mod damage;
 pub mod diff;
 pub mod error;
+pub mod feed;
 pub mod formula;
 pub mod history;
 pub mod image;

@@ -17,7 +17,7 @@ pub struct TestApp {
     pub key: String,
     pub data_dir: PathBuf,
     system: Option<actix_web::rt::System>,
-    server: Option<actix_web::dev::ServerHandle>,
+    server: Option<gridd::StopHandle>,
     kill: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
     _dir: Option<tempfile::TempDir>,

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod branches;
+mod changes;
 mod cli;
 mod columns;
 mod compat;

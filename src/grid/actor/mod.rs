@@ -218,10 +218,13 @@ impl GridActor {
         if self.since_snapshot.is_due(&self.durability.policy) {
             self.maybe_snapshot(ctx);
         }
+        // Every change so far is stamped at or below the clock: durable once this write is.
+        let (clock, reads) = (self.state.store.clock(), self.reads.clone());
         Box::pin(async move {
             let (durable, reply) = written?;
             if let Some(durable) = durable {
                 durable.await.map_err(GridError::NotDurable)?;
+                reads.note_durable(clock);
             }
             Ok(reply)
         })
@@ -308,6 +311,8 @@ impl Actor for GridActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         tracing::debug!(grid = %self.grid_id, branch = %self.branch_id, "grid actor started");
+        // What the branch starts with was recovered from durable storage (or just logged).
+        self.reads.note_durable(self.state.store.clock());
         let check = (self.durability.policy.every / 4).max(std::time::Duration::from_millis(100));
         ctx.run_interval(check, |act, ctx| act.maybe_snapshot(ctx));
         if self.fork_source.is_some() {

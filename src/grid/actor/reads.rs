@@ -23,6 +23,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 
 use actix::{Context, Handler, Message};
+use tokio::sync::watch;
 
 use super::{GridActor, WrittenRecords};
 use crate::grid::error::{GridError, GridResult};
@@ -49,10 +50,20 @@ impl ReadView {
     }
 }
 
-/// The published view of one branch, if any. See the module doc.
-#[derive(Default)]
+/// The published view of one branch, if any (see the module doc), and how far the branch's
+/// changes are durable (`durable`: the change feed reads no further).
 pub struct ReadViews {
     view: RwLock<Option<Arc<ReadView>>>,
+    /// The branch clock up to which every change is durable in the WAL: a change stamped `v`
+    /// is durable once this is at least `v`. Set when the actor starts and after each durable
+    /// write.
+    durable: watch::Sender<u32>,
+}
+
+impl Default for ReadViews {
+    fn default() -> Self {
+        ReadViews { view: RwLock::default(), durable: watch::Sender::new(0) }
+    }
 }
 
 impl std::fmt::Debug for ReadViews {
@@ -88,6 +99,20 @@ impl ReadViews {
     ) -> Option<Arc<ReadView>> {
         let view = ReadView::of(state, query);
         self.view.write().unwrap_or_else(|e| e.into_inner()).replace(view)
+    }
+
+    /// Follows the durable clock (`durable`): a change feed waits on it.
+    pub fn durable_clock(&self) -> watch::Receiver<u32> {
+        self.durable.subscribe()
+    }
+
+    /// Notes that every change stamped at or below `clock` is durable.
+    pub(super) fn note_durable(&self, clock: u32) {
+        self.durable.send_if_modified(|at| {
+            let later = clock > *at;
+            *at = (*at).max(clock);
+            later
+        });
     }
 
     /// Withdraws the view before the branch changes; returns it so that the caller drops it
