@@ -116,12 +116,15 @@ impl Feed {
     ) -> Vec<Event> {
         let deadline = Instant::now() + timeout;
         let mut events = Vec::new();
-        while !done(&events) && Instant::now() < deadline {
-            self.read_some(deadline);
+        loop {
+            // What came with earlier reads first: it may hold every event waited for.
             self.decode();
             events.extend(self.take_events().into_iter().filter(|e| comments || e.name != ":"));
+            if done(&events) || Instant::now() >= deadline {
+                return events;
+            }
+            self.read_some(deadline);
         }
-        events
     }
 }
 
@@ -243,4 +246,20 @@ fn heartbeats_positions_and_keys() {
     assert!(res.status == 403 || res.status == 404, "{} {}", res.status, res.text);
     let own = Feed::open(&app, &changes_path(&other), &key, None);
     assert_eq!(own.status, 200, "a view key follows its own view");
+}
+
+/// A consumer that never reads (its keep-alives pile up) holds no other consumer back.
+#[test]
+fn a_consumer_that_does_not_read_holds_no_other_back() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    let _stalled =
+        Feed::open(&app, &format!("{}?heartbeat=1", changes_path(&view)), &app.key, None);
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut reader = Feed::open(&app, &changes_path(&view), &app.key, Some(4_000_000_000));
+    let resync = reader.until(WAIT, false, |e| !e.is_empty());
+    assert_eq!(resync.first().map(|e| e.name.as_str()), Some("resync"));
+    app.add_records(&view, titled(["r1".to_owned()]));
+    let events = reader.until(WAIT, false, |e| !record_ids(e).is_empty());
+    assert_eq!(record_ids(&events), ["r1"], "the reader is not held back by the stalled one");
 }
