@@ -345,6 +345,7 @@ fn app_state(
         data_dir: Arc::from(config.data_dir.as_path()),
         zip_unpacked_limit: config.zip_unpacked_limit,
         stopping,
+        feeds: Arc::default(),
     })
 }
 

@@ -41,4 +41,6 @@ pub struct AppState {
     pub reads_answered: Arc<ReadsAnswered>,
     /// True once the server is stopping: change feeds end.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// The change feeds' last batch per view, shared by consumers at one position.
+    pub feeds: Arc<crate::api::changes::FeedMemo>,
 }

@@ -20,13 +20,15 @@
 //!
 //! Each consumer is one task holding its position and a channel of `BUFFER` events; it reads
 //! a batch (at most about `BATCH` records) only when there is room, so a stalled consumer
-//! holds no more than that, and the scan runs on the blocking pool.
+//! holds no more than that, and the scan runs on the blocking pool. Consumers at one position
+//! share one read of a batch (`FeedMemo`): after a commit they all ask for the same.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::web::Bytes;
 use actix_web::{get, web, HttpRequest, HttpResponse};
+use dashmap::DashMap;
 use serde_json::json;
 use tokio::sync::mpsc;
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -88,7 +90,9 @@ async fn changes(
     }
     let (tx, mut rx) = mpsc::channel::<Bytes>(BUFFER);
     let stopping = state.stopping.clone();
-    let feed = Feed { route, view_id, heartbeat: Duration::from_secs(heartbeat), tx, stopping };
+    let heartbeat = Duration::from_secs(heartbeat);
+    let memo = state.feeds.clone();
+    let feed = Feed { route, view_id, heartbeat, tx, stopping, memo };
     actix_web::rt::spawn(feed.run(after));
     let body = futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx).map(|chunk| chunk.map(Ok::<Bytes, actix_web::Error>))
@@ -112,6 +116,23 @@ async fn current_view(route: &BranchRoute) -> ApiResult<Arc<ReadView>> {
     }
 }
 
+/// A batch as read for a view: the batch, the view's columns and the events; `None` when the
+/// view is gone.
+type BatchRead = Option<(Batch, Vec<ColumnDef>, Vec<Bytes>)>;
+
+/// The last batch read of each view with a feed, by view id, with the (position, durable
+/// clock) it was read for: consumers at one position share one read.
+#[derive(Default)]
+pub struct FeedMemo {
+    views: DashMap<String, Arc<tokio::sync::Mutex<Option<((u32, u32), Arc<BatchRead>)>>>>,
+}
+
+impl std::fmt::Debug for FeedMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FeedMemo").field("views", &self.views.len()).finish()
+    }
+}
+
 /// One consumer's feed.
 struct Feed {
     route: Arc<BranchRoute>,
@@ -120,6 +141,7 @@ struct Feed {
     tx: mpsc::Sender<Bytes>,
     /// The server's stopping flag: the feed ends when it is set.
     stopping: tokio::sync::watch::Receiver<bool>,
+    memo: Arc<FeedMemo>,
 }
 
 /// Why a feed ended.
@@ -195,13 +217,12 @@ impl Feed {
         if durable <= *position {
             return Ok(false);
         }
-        let view =
-            current_view(&self.route).await.map_err(|_| End::Closed("the server is stopping"))?;
-        let (view_id, after) = (self.view_id.clone(), *position);
-        let read = web::block(move || read_batch(&view, &view_id, after, durable)).await;
-        let Ok(Some((batch, now, events))) = read else {
+        let read = self.shared_batch(*position, durable).await?;
+        let Some((batch, now, events)) = read.as_ref() else {
+            self.memo.views.remove(&self.view_id);
             return Err(End::Closed("the view was deleted"));
         };
+        let (batch, now, events) = (batch.clone(), now.clone(), events.clone());
         if columns.as_ref().is_some_and(|seen| !same_columns(seen, &now)) {
             let listed: Vec<_> = now
                 .iter()
@@ -217,6 +238,28 @@ impl Feed {
         let more = batch.after < durable && !batch.commits.is_empty();
         *position = batch.after;
         Ok(more)
+    }
+
+    /// The batch after `after` up to `durable`, read once for every consumer of the view at
+    /// that position (after a commit they all ask for the same one): the first to ask reads
+    /// it while the others wait for it.
+    async fn shared_batch(&self, after: u32, durable: u32) -> Result<Arc<BatchRead>, End> {
+        let slot = self.memo.views.entry(self.view_id.clone()).or_default().clone();
+        let mut last = slot.lock().await;
+        if let Some((at, read)) = last.as_ref() {
+            if *at == (after, durable) {
+                return Ok(read.clone());
+            }
+        }
+        let view =
+            current_view(&self.route).await.map_err(|_| End::Closed("the server is stopping"))?;
+        let view_id = self.view_id.clone();
+        let read = web::block(move || read_batch(&view, &view_id, after, durable))
+            .await
+            .map_err(|_| End::Closed("reading the changes stopped"))?;
+        let read = Arc::new(read);
+        *last = Some(((after, durable), read.clone()));
+        Ok(read)
     }
 
     /// Queues `chunk`, waiting at most `STALLED` for room.
