@@ -120,11 +120,15 @@ async fn current_view(route: &BranchRoute) -> ApiResult<Arc<ReadView>> {
 /// view is gone.
 type BatchRead = Option<(Batch, Vec<ColumnDef>, Vec<Bytes>)>;
 
-/// The last batch read of each view with a feed, by view id, with the (position, durable
-/// clock) it was read for: consumers at one position share one read.
+/// A view's last batch read, with the (position, durable clock) it was read for; locked while
+/// it is read, so that the other consumers wait for it rather than read it again.
+type LastRead = Arc<tokio::sync::Mutex<Option<((u32, u32), Arc<BatchRead>)>>>;
+
+/// The last batch read of each view with a feed, by view id: consumers at one position share
+/// one read.
 #[derive(Default)]
 pub struct FeedMemo {
-    views: DashMap<String, Arc<tokio::sync::Mutex<Option<((u32, u32), Arc<BatchRead>)>>>>,
+    views: DashMap<String, LastRead>,
 }
 
 impl std::fmt::Debug for FeedMemo {
