@@ -208,6 +208,9 @@ impl Feed {
             let data = json!({"reason": reason});
             let _ = self.tx.try_send(event("closed", None, &data.to_string()));
         }
+        // The view's last read goes with its consumers (one still reading keeps it; the others
+        // read the next batch again): the memo holds reads of views being followed only.
+        self.memo.views.remove_if(&self.view_id, |_, slot| Arc::strong_count(slot) == 1);
     }
 
     /// Sends the next batch after `position` (and a `schema` event when the view's columns
