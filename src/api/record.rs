@@ -78,6 +78,8 @@ pub fn expected_versions(req: &HttpRequest, write: &RecordsWrite) -> ApiResult<V
             ids.chain(identifiers).collect()
         }
     };
+    // A record without an id is refused by the write itself (`nullRecordId`), not here.
+    let named: Vec<_> = named.into_iter().filter(|(id, _, _)| !id.is_empty()).collect();
     let mut expected = Vec::new();
     if let Some(header) = header {
         let [(id, path, _)] = named.as_slice() else {

@@ -137,6 +137,9 @@ fn bulk_writes_check_each_records_version() {
             {"id": "r2", "ifMatch": second, "cells": [{"columnId": "title", "value": "two"}]},
         ])
     };
+    let no_id = json!([{"ifMatch": v1, "cells": [{"columnId": "title", "value": "x"}]}]);
+    let res = app.patch(&records_path(&view), &no_id);
+    assert_refused(&app, &view, &res, 400, "nullRecordId", &before);
     let stale = app.patch(&records_path(&view), &update("\"999999\""));
     assert_refused(&app, &view, &stale, 412, "preconditionFailed", &before);
     let bare = v2.trim_matches('"').to_owned();
