@@ -112,6 +112,33 @@ impl<T: Copy + PartialEq> Runs<T> {
         runs.chain(plain.into_iter().flatten().copied())
     }
 
+    /// Adds `base + row` to `out` for every row whose value satisfies `keep`: a whole run at a
+    /// time while held as runs.
+    pub(super) fn insert_where(
+        &self,
+        base: u32,
+        out: &mut RoaringBitmap,
+        keep: impl Fn(T) -> bool,
+    ) {
+        match self {
+            Runs::Runs { len, starts, values } => {
+                for (i, &value) in values.iter().enumerate() {
+                    if keep(value) {
+                        let end = starts.get(i + 1).map_or(*len, |&s| usize::from(s));
+                        out.insert_range(base + u32::from(starts[i])..base + end as u32);
+                    }
+                }
+            }
+            Runs::Plain(rows) => {
+                for (at, &value) in rows.iter().enumerate() {
+                    if keep(value) {
+                        out.insert(base + at as u32);
+                    }
+                }
+            }
+        }
+    }
+
     /// Rewrites every value through `map`, joining runs that come out equal.
     fn update_each(&mut self, mut map: impl FnMut(T) -> T) {
         match self {
@@ -192,6 +219,17 @@ impl<T: Copy + PartialEq> Chunked<Runs<T>> {
     /// Every row's value, in row order.
     pub(super) fn values(&self) -> impl Iterator<Item = T> + '_ {
         self.iter_chunks().flat_map(Runs::iter)
+    }
+
+    /// The rows whose value satisfies `keep`, a run at a time where chunks hold runs.
+    pub(super) fn rows_where(&self, keep: impl Fn(T) -> bool) -> RoaringBitmap {
+        let mut out = RoaringBitmap::new();
+        let mut base = 0u32;
+        for chunk in self.iter_chunks() {
+            chunk.insert_where(base, &mut out, &keep);
+            base += chunk.len() as u32;
+        }
+        out
     }
 
     /// Rewrites every value through `map` (one copy-on-write check per chunk).
@@ -308,6 +346,10 @@ mod tests {
             .map(|row| if row == CHUNK_ROWS { 49 } else { (row / 5) as u32 / 2 })
             .collect();
         assert_eq!(column.values().collect::<Vec<_>>(), expected);
+        // Across chunks and runs, the rows a predicate keeps are the rows of the values.
+        let above: Vec<u32> =
+            (0..expected.len() as u32).filter(|&r| expected[r as usize] > 3).collect();
+        assert_eq!(column.rows_where(|v| v > 3).iter().collect::<Vec<_>>(), above);
         let live: RoaringBitmap = (0..column.len() as u32).filter(|r| r % 3 == 0).collect();
         column.retain_rows(&live);
         let kept: Vec<u32> = live.iter().map(|r| expected[r as usize]).collect();
@@ -334,6 +376,11 @@ mod tests {
                 prop_assert_eq!(runs.get(at), value);
             }
             prop_assert_eq!(runs.len(), plain.len());
+            let mut kept = RoaringBitmap::new();
+            runs.insert_where(3, &mut kept, |v| v == 1);
+            let expected: Vec<u32> =
+                (0..plain.len() as u32).filter(|&at| plain[at as usize] == 1).map(|at| at + 3).collect();
+            prop_assert_eq!(kept.iter().collect::<Vec<_>>(), expected);
             prop_assert_eq!(runs.iter().collect::<Vec<_>>(), plain);
         }
     }

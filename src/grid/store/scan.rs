@@ -185,13 +185,7 @@ impl ColumnStore {
 
     /// The live rows inserted or moved (id or path changed) after clock `since`.
     pub fn scan_moved_since(&self, since: u32) -> RoaringBitmap {
-        let mut bits = RowBits::default();
-        for (row, stamp) in self.moved.values().enumerate() {
-            if stamp > since {
-                bits.insert(row as u32);
-            }
-        }
-        bits.finish() & &self.live
+        self.moved.rows_where(|stamp| stamp > since) & &self.live
     }
 
     /// The live rows whose record id satisfies `keep`.

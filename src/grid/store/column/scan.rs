@@ -136,16 +136,12 @@ impl Column {
 
     /// The physical rows whose cell changed after clock `since` (version above it).
     pub(in crate::grid::store) fn scan_changed_since(&self, since: u32) -> RoaringBitmap {
-        let mut bits = RowBits::default();
-        let mut row = 0u32;
+        let mut rows = RoaringBitmap::new();
+        let mut base = 0u32;
         for chunk in self.chunks.iter_chunks() {
-            for (at, version) in chunk.versions.iter().enumerate() {
-                if version > since {
-                    bits.insert(row + at as u32);
-                }
-            }
-            row += chunk.versions.len() as u32;
+            chunk.versions.insert_after(since, base, &mut rows);
+            base += chunk.versions.len() as u32;
         }
-        bits.finish()
+        rows
     }
 }
