@@ -11,8 +11,9 @@
 //!   columns changed.
 //! - `resync`, data `{"position": n, "reason": ...}`: the position asked for is not one of this
 //!   branch (ahead of it); read the view again, the stream goes on from now.
-//! - `closed`, data `{"reason": ...}`: the view was deleted, or the consumer fell behind (its
-//!   buffer stayed full for `STALLED`); the stream ends.
+//! - `closed`, data `{"reason": ...}`: the view, its grid or branch was deleted (a grid's at
+//!   the next heartbeat), the server is stopping, or the consumer fell behind (its buffer
+//!   stayed full for `STALLED`); the stream ends.
 //!
 //! A comment opens the stream (its headers go at once) and one every `heartbeat` seconds (default 15, `?heartbeat=` 1 to 60) keeps proxies
 //! open. `Last-Event-ID` or `?after=` resumes right after that position; without either the
@@ -190,10 +191,14 @@ impl Feed {
             tokio::select! {
                 changed = durable.changed() => {
                     if changed.is_err() {
-                        break End::Closed("the branch was deleted");
+                        break End::Closed("the grid or branch was deleted");
                     }
                 }
                 () = tokio::time::sleep(self.heartbeat) => {
+                    // A deleted grid or branch stops its actor and commits nothing more.
+                    if !self.route.addr.connected() {
+                        break End::Closed("the grid or branch was deleted");
+                    }
                     if self.send(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
                         break End::Gone;
                     }

@@ -248,6 +248,20 @@ fn heartbeats_positions_and_keys() {
     assert_eq!(own.status, 200, "a view key follows its own view");
 }
 
+/// A feed of a deleted grid ends with a `closed` event (at its next heartbeat).
+#[test]
+fn a_feed_of_a_deleted_grid_is_closed() {
+    let app = spawn_app();
+    let (grid, view) = simple_grid(&app);
+    let mut feed =
+        Feed::open(&app, &format!("{}?heartbeat=1", changes_path(&view)), &app.key, None);
+    assert_eq!(feed.status, 200);
+    app.delete(&format!("/v1/grids/{grid}")).assert_status(204);
+    let events = feed.until(WAIT, false, |e| e.iter().any(|e| e.name == "closed"));
+    let closed = events.iter().find(|e| e.name == "closed").expect("a closed event");
+    assert!(closed.data["reason"].as_str().is_some_and(|r| r.contains("deleted")), "{closed:?}");
+}
+
 /// A consumer that never reads (its keep-alives pile up) holds no other consumer back.
 #[test]
 fn a_consumer_that_does_not_read_holds_no_other_back() {
