@@ -40,8 +40,8 @@ use crate::auth::{Principal, Privilege};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult};
 use crate::grid::actor::reads::{PublishView, ReadView};
+use crate::grid::actor::WrittenRecords;
 use crate::grid::feed::{changes_since, position_now, Batch, Commit};
-use crate::grid::read_json::renders_alone;
 use crate::grid::schema::ColumnDef;
 use crate::state::AppState;
 
@@ -183,7 +183,8 @@ impl Feed {
         }
         let mut columns = None;
         let ended = loop {
-            match self.catch_up(&mut position, &mut columns).await {
+            let at = *durable.borrow();
+            match self.catch_up(at, &mut position, &mut columns).await {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(end) => break end,
@@ -218,14 +219,14 @@ impl Feed {
         self.memo.views.remove_if(&self.view_id, |_, slot| Arc::strong_count(slot) == 1);
     }
 
-    /// Sends the next batch after `position` (and a `schema` event when the view's columns
-    /// changed); true when more is waiting.
+    /// Sends the next batch after `position` up to the `durable` clock (and a `schema` event
+    /// when the view's columns changed); true when more is waiting.
     async fn catch_up(
         &self,
+        durable: u32,
         position: &mut u32,
         columns: &mut Option<Vec<ColumnDef>>,
     ) -> Result<bool, End> {
-        let durable = *self.route.reads.durable_clock().borrow();
         if durable <= *position {
             return Ok(false);
         }
@@ -234,8 +235,7 @@ impl Feed {
             self.memo.views.remove(&self.view_id);
             return Err(End::Closed("the view was deleted"));
         };
-        let (batch, now, events) = (batch.clone(), now.clone(), events.clone());
-        if columns.as_ref().is_some_and(|seen| !same_columns(seen, &now)) {
+        if columns.as_ref().is_some_and(|seen| !same_columns(seen, now)) {
             let listed: Vec<_> = now
                 .iter()
                 .map(|c| json!({"id": c.id, "name": c.name, "type": c.column_type.as_str()}))
@@ -243,9 +243,11 @@ impl Feed {
             let data = json!({"position": batch.after, "columns": listed});
             self.send(event("schema", None, &data.to_string())).await?;
         }
-        *columns = Some(now);
+        if !columns.as_ref().is_some_and(|seen| same_columns(seen, now)) {
+            *columns = Some(now.clone());
+        }
         for event in events {
-            self.send(event).await?;
+            self.send(event.clone()).await?;
         }
         let more = batch.after < durable && !batch.commits.is_empty();
         *position = batch.after;
@@ -310,13 +312,14 @@ fn commit_events(view: &ReadView, columns: &[&ColumnDef], commit: &Commit) -> Ve
     let state = &view.state;
     let mut parts: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
     for chunk in commit.rows.chunks(BATCH) {
-        let records = if renders_alone(columns) {
-            let json = state.render_rows(columns, chunk.iter().copied()).into_array();
-            String::from_utf8(json).unwrap_or_else(|_| "[]".to_owned())
-        } else {
-            let read = state.read_rows(columns, chunk.iter().copied());
-            let bodies: Vec<_> = read.iter().map(record_body).collect();
-            serde_json::to_string(&bodies).unwrap_or_else(|_| "[]".to_owned())
+        let records = match WrittenRecords::of(state, columns, chunk.to_vec()) {
+            WrittenRecords::Rendered(rendered) => {
+                String::from_utf8(rendered.into_array()).unwrap_or_else(|_| "[]".to_owned())
+            }
+            WrittenRecords::Read(read) => {
+                let bodies: Vec<_> = read.iter().map(record_body).collect();
+                serde_json::to_string(&bodies).unwrap_or_else(|_| "[]".to_owned())
+            }
         };
         parts.push((records, Vec::new()));
     }

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 
 use super::ops::GridState;
+use super::preconditions::version_over;
 use super::schema::ViewDef;
 use super::store::{ColumnSlot, RowId};
 
@@ -64,8 +65,7 @@ pub fn changes_since(
     }
     let mut commits: BTreeMap<u32, Commit> = BTreeMap::new();
     for row in touched.iter().map(RowId::from_raw) {
-        let stamps = store.created_at(row).max(store.moved_at(row));
-        let version = slots.iter().map(|&slot| store.version(row, slot)).fold(stamps, u32::max);
+        let version = version_over(store, row, slots.iter().copied());
         // A record last changed by a write not yet durable comes with that write.
         if version > after && version <= durable {
             commit_at(&mut commits, version).rows.push(row);

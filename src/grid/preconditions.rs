@@ -4,7 +4,7 @@
 //! so nothing of the branch changes between the check and the commit.
 
 use super::ops::GridState;
-use super::store::{ColumnStore, RowId};
+use super::store::{ColumnSlot, ColumnStore, RowId};
 use crate::error::{Coded, ErrorCode};
 
 /// The version of `row`: the branch clock of its last change, its insertion, a move or
@@ -12,9 +12,18 @@ use crate::error::{Coded, ErrorCode};
 /// clock value, so two reads see one version exactly when nothing of the record changed
 /// between them.
 pub fn record_version(state: &GridState, row: RowId) -> u32 {
-    let store: &ColumnStore = &state.store;
+    version_over(&state.store, row, state.slots.values().copied())
+}
+
+/// The version of `row` as the columns `slots` see it: its creation, its last move or rename,
+/// and its cells' versions in those columns (a view's change feed reads its columns only).
+pub fn version_over(
+    store: &ColumnStore,
+    row: RowId,
+    slots: impl IntoIterator<Item = ColumnSlot>,
+) -> u32 {
     let stamps = store.created_at(row).max(store.moved_at(row));
-    state.slots.values().map(|&slot| store.version(row, slot)).fold(stamps, u32::max)
+    slots.into_iter().map(|slot| store.version(row, slot)).fold(stamps, u32::max)
 }
 
 /// A record a write names, and the version its writer read (`None`: any, `If-Match: *`; the

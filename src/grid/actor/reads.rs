@@ -304,12 +304,7 @@ impl Handler<ReadRecord> for GridActor {
             .ok_or_else(|| GridError::nonexistent(&msg.record_id))?;
         let columns: Vec<&ColumnDef> =
             self.state.schema.view_columns(&view).into_iter().map(|(c, _)| c).collect();
-        let rows = std::iter::once(row);
-        let record = if renders_alone(&columns) {
-            WrittenRecords::Rendered(self.state.render_rows(&columns, rows))
-        } else {
-            WrittenRecords::Read(self.state.read_rows(&columns, rows))
-        };
+        let record = WrittenRecords::of(&self.state, &columns, vec![row]);
         Ok((record, record_version(&self.state, row)))
     }
 }

@@ -5,7 +5,7 @@ use actix::{Context, Handler, Message, ResponseFuture};
 
 use super::GridActor;
 use crate::grid::error::{GridError, GridResult};
-use crate::grid::ops::GridOp;
+use crate::grid::ops::{GridOp, GridState};
 use crate::grid::preconditions::{check as check_expected, record_version, Expected};
 use crate::grid::read::RecordOut;
 use crate::grid::read_json::{renders_alone, RenderedRecords};
@@ -131,13 +131,20 @@ impl GridActor {
             }
         };
         let versions = rows.iter().map(|&row| record_version(&self.state, row)).collect();
-        // Rendered here when it can be: straight from the columns, no copy of each cell.
-        let records = if renders_alone(&columns) {
-            WrittenRecords::Rendered(self.state.render_rows(&columns, rows.into_iter()))
-        } else {
-            WrittenRecords::Read(self.state.read_rows(&columns, rows.into_iter()))
-        };
+        let records = WrittenRecords::of(&self.state, &columns, rows);
         Ok((durable, WriteAnswer { records, versions }))
+    }
+}
+
+impl WrittenRecords {
+    /// `rows` of `state` with `columns`: rendered here when the columns allow (straight from
+    /// the columns, no copy of each cell), else read for the caller to finish.
+    pub fn of(state: &GridState, columns: &[&ColumnDef], rows: Vec<RowId>) -> WrittenRecords {
+        if renders_alone(columns) {
+            WrittenRecords::Rendered(state.render_rows(columns, rows.into_iter()))
+        } else {
+            WrittenRecords::Read(state.read_rows(columns, rows.into_iter()))
+        }
     }
 }
 
