@@ -507,6 +507,7 @@ impl Supervisor {
         kind: &str,
         route: &BranchRoute,
         view_id: Option<String>,
+        creates_branch: Option<String>,
     ) -> CatalogResult<Task> {
         let task = Task {
             id: ids::generate(),
@@ -521,6 +522,7 @@ impl Supervisor {
             created_time: now_timestamp(),
             finished_time: None,
             error: None,
+            creates_branch,
         };
         self.commit(&[CatalogChange::put(EntityKind::Task, &task.id, &task)])?;
         self.tasks.insert(task.id.clone(), task.clone());
