@@ -310,3 +310,210 @@ pub fn describe_period(period: Duration) -> String {
         s => format!("{s}s"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::grid::columns::{build_column, ColumnRequest};
+    use crate::grid::ops::{CellWrite, GridOp, RecordWrite};
+    use crate::grid::store::RecordIdentity;
+    use crate::grid::value::CellValue;
+    use crate::persist::durability::{Durability, SnapshotPolicy};
+    use crate::persist::wal::{Wal, WalOptions};
+
+    const HOUR: Duration = Duration::from_secs(3600);
+    /// A period no base written now is due after: the tests' bases are at times they choose.
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+    fn durability(dir: &Path, period: Duration) -> Durability {
+        let options = WalOptions { segment_size: 2000, ..WalOptions::default() };
+        let (wal, _) = Wal::open(dir.join("wal"), options).expect("wal");
+        let policy = SnapshotPolicy { every_records: 1, every_bytes: 1, every: HOUR };
+        let store = FileSnapshotStore::open(&dir.join("snapshots"), None).expect("store");
+        let history = History::open(dir, period).expect("history");
+        let durability = Durability::new(wal, Arc::new(store), policy).with_history(history);
+        durability.track("b");
+        durability
+    }
+
+    fn first_state() -> GridState {
+        let mut state = GridState::new("view1", Vec::new(), RecordIdentity::RecordId);
+        let body = serde_json::json!({"id": "text", "name": "Text", "type": "singleLine"});
+        let req: ColumnRequest = serde_json::from_value(body).expect("valid column");
+        let column = build_column(&state.schema, &req).expect("valid column");
+        state.apply(&GridOp::CreateColumn { column, view_id: None, editable: true });
+        state
+    }
+
+    /// The i-th write: adds record `r<i/2>` on even i, rewrites it on odd i.
+    fn op(i: usize) -> GridOp {
+        let record = RecordWrite {
+            id: format!("r{}", i / 2),
+            path: String::new(),
+            new_id: None,
+            new_path: None,
+            cells: vec![CellWrite {
+                column_id: "text".into(),
+                value: Some(CellValue::Text(format!("write {i} with some text to fill").into())),
+                dependency_status: None,
+                source_status: None,
+            }],
+            mark_mt: false,
+        };
+        let (time_ms, user) = (i as i64, "u".to_owned());
+        match i % 2 {
+            0 => GridOp::AddRecords { time_ms, user, records: vec![record] },
+            _ => GridOp::UpdateRecords { time_ms, user, records: vec![record] },
+        }
+    }
+
+    fn append(durability: &Durability, entry: &WalEntry) -> u64 {
+        let appended = durability.wal.append(entry.encode()).expect("append");
+        appended.durable.wait().expect("durable");
+        appended.lsn
+    }
+
+    /// What a branch holds, to compare two.
+    fn image(state: &GridState) -> crate::grid::image::BranchImage {
+        state.to_image().expect("image")
+    }
+
+    /// A branch's writes (with another branch's between them) through snapshots that move the
+    /// log into the archive: a rebuild at any time or position is the branch as it was then.
+    #[test]
+    fn a_rebuild_is_the_branch_as_it_was_at_every_time_and_position() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let durability = durability(dir.path(), HOUR);
+        let history = durability.history().expect("kept");
+        let mut state = first_state();
+        history.put("b", 0, &state, 0).expect("first base");
+        let mut seen = vec![(0i64, state.store.clock(), state.clone())];
+        for i in 0..60 {
+            let time_ms = 1000 + 10 * i as i64;
+            let other = WalEntry { branch_id: "other".into(), ops: vec![op(i)], time_ms };
+            append(&durability, &other);
+            let entry = WalEntry { branch_id: "b".into(), ops: vec![op(i)], time_ms };
+            let lsn = append(&durability, &entry);
+            state.apply(&entry.ops[0]);
+            seen.push((time_ms, state.store.clock(), state.clone()));
+            if i % 10 == 9 {
+                durability.write_snapshot("b", lsn, &state).expect("snapshot");
+            }
+        }
+        let archived = std::fs::read_dir(history.archive()).expect("archive").count();
+        assert!(archived > 3, "segments went to the archive: {archived}");
+        let up_to = durability.wal.last_lsn();
+        for (time_ms, clock, expected) in seen.iter().step_by(7).chain(seen.last()) {
+            for target in [Target::At(*time_ms), Target::At(time_ms + 5), Target::Position(*clock)]
+            {
+                let base = history.base_for("b", target).expect("covered");
+                let rebuilt =
+                    history.rebuild(&durability.wal, &base, target, up_to).expect("rebuilt");
+                assert_eq!(image(&rebuilt), image(expected), "{target:?}");
+                assert_eq!(rebuilt.store.clock(), *clock);
+            }
+        }
+        assert!(matches!(history.base_for("b", Target::At(-1)), Err(RestoreError::Outside { .. })));
+        assert!(matches!(history.base_for("x", Target::At(5)), Err(RestoreError::Outside { .. })));
+    }
+
+    /// A base is due a period after the newest; each keeps the one before it and retires the
+    /// rest, and the archive keeps what the oldest kept base needs, no more.
+    #[test]
+    fn bases_come_a_period_apart_and_the_archive_follows_the_oldest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let durability = durability(dir.path(), CENTURY);
+        let history = durability.history().expect("kept");
+        let mut state = first_state();
+        let hour = CENTURY.as_millis() as i64;
+        assert!(history.due("b", 0), "no base yet");
+        let mut lsn = 0;
+        for k in 0..4i64 {
+            history.put("b", lsn, &state, k * hour).expect("base");
+            assert!(!history.due("b", (k + 1) * hour - 1));
+            assert!(history.due("b", (k + 1) * hour));
+            for i in 0..20 {
+                let entry = WalEntry::now("b".into(), vec![op(40 * k as usize + i)]);
+                lsn = append(&durability, &entry);
+                state.apply(&entry.ops[0]);
+            }
+            durability.write_snapshot("b", lsn, &state).expect("snapshot");
+        }
+        let kept: Vec<i64> = history.bases("b").iter().map(|b| b.taken_ms).collect();
+        assert_eq!(kept, [2 * hour, 3 * hour], "the newest and the one before it");
+        let oldest = history.bases("b")[0].wal_lsn;
+        let mut archived: Vec<u64> = std::fs::read_dir(history.archive())
+            .expect("archive")
+            .filter_map(|e| {
+                let name = e.expect("entry").file_name().into_string().expect("utf-8");
+                name.strip_prefix("wal-")?.strip_suffix(".log")?.parse().ok()
+            })
+            .collect();
+        archived.sort_unstable();
+        let live = durability.wal.oldest_segment().expect("listed").expect("a live segment");
+        let kept: Vec<u64> = archived.iter().copied().chain([live]).collect();
+        assert!(kept[0] > 1, "the log before the oldest base went: {kept:?}");
+        assert!(kept[0] <= oldest + 1, "the oldest base's next record is kept: {kept:?}");
+        assert!(kept.get(1).is_none_or(|next| *next > oldest + 1), "no more: {kept:?}");
+        let base = history.base_for("b", Target::At(2 * hour)).expect("covered");
+        let rebuilt = history.rebuild(&durability.wal, &base, Target::At(i64::MAX), lsn);
+        assert_eq!(image(&rebuilt.expect("rebuilt")), image(&state));
+        assert!(matches!(
+            history.base_for("b", Target::At(hour)),
+            Err(RestoreError::Outside { .. })
+        ));
+
+        history.retain_branches(&|id| id != "b");
+        assert!(history.bases("b").is_empty(), "bases of a branch gone");
+    }
+
+    /// A hole in the kept log or damage in it fails the rebuild, never a silent gap.
+    #[test]
+    fn a_missing_or_damaged_archived_segment_fails_the_rebuild() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let durability = durability(dir.path(), CENTURY);
+        let history = durability.history().expect("kept");
+        let mut state = first_state();
+        history.put("b", 0, &state, 0).expect("base");
+        let mut lsn = 0;
+        for i in 0..120 {
+            let entry = WalEntry::now("b".into(), vec![op(i)]);
+            lsn = append(&durability, &entry);
+            state.apply(&entry.ops[0]);
+            if i % 10 == 9 {
+                durability.write_snapshot("b", lsn, &state).expect("snapshot");
+            }
+        }
+        let base = history.base_for("b", Target::At(i64::MAX)).expect("covered");
+        let mut segments: Vec<_> = std::fs::read_dir(history.archive())
+            .expect("archive")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        segments.sort();
+        let bytes = std::fs::read(&segments[1]).expect("segment");
+        let mut flipped = bytes.clone();
+        flipped[30] ^= 0x40;
+        std::fs::write(&segments[1], &flipped).expect("damage");
+        let damaged = history.rebuild(&durability.wal, &base, Target::At(i64::MAX), lsn);
+        assert!(matches!(damaged, Err(RestoreError::Log(RetainedError::Damaged { .. }))));
+        std::fs::remove_file(&segments[1]).expect("remove");
+        let missing = history.rebuild(&durability.wal, &base, Target::At(i64::MAX), lsn);
+        assert!(matches!(missing, Err(RestoreError::Log(RetainedError::Gone { .. }))));
+        // Up to the hole, the rebuild still works.
+        let early = history.rebuild(&durability.wal, &base, Target::Position(base.clock + 2), lsn);
+        assert_eq!(early.expect("before the hole").store.clock(), 2 + base.clock);
+    }
+
+    #[test]
+    fn base_keys_round_trip_whatever_the_branch_id() {
+        for branch_id in ["b", "with~tilde", "ünï", ""] {
+            let base = BaseInfo { branch_id: branch_id.into(), clock: 7, wal_lsn: 9, taken_ms: -3 };
+            assert_eq!(BaseInfo::parse(&base.key()), Some(base));
+        }
+        assert_eq!(BaseInfo::parse("b~x~1~2"), None);
+        assert_eq!(BaseInfo::parse("b~1~2"), None);
+    }
+}
