@@ -19,7 +19,7 @@ use super::tasks::{start_task, NewTask};
 use super::{branch_route, exec};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::branches::new_view_ids;
-use crate::catalog::BranchRoute;
+use crate::catalog::{BranchRoute, CatalogError};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::ids;
 use crate::persist::durability::Durability;
@@ -146,13 +146,17 @@ async fn restore_grid(
         shows: None,
         creates_branch: Some(id.clone()),
     };
-    let (task, source_name) = {
-        let (pc, source) = (p.clone(), route.branch_id.clone());
-        start_task(&state, &p, new, move |s| {
-            Ok(s.branch(&pc, &source, Privilege::Manage)?.0.name.clone())
-        })
-        .await?
-    };
+    let (pc, source) = (p.clone(), route.branch_id.clone());
+    let (task, source_name) = start_task(&state, &p, new, move |s| {
+        // Each restore holds a whole branch in memory while it runs: one per company at a time.
+        if s.running_tasks(&pc, TASK_KIND) > 0 {
+            return Err(CatalogError::TaskRunning(
+                "A restore of this company is running; start the next one when it ends.",
+            ));
+        }
+        Ok(s.branch(&pc, &source, Privilege::Manage)?.0.name.clone())
+    })
+    .await?;
     let name = asked.name.unwrap_or_else(|| default_name(&source_name, asked.target));
     let state = state.get_ref().clone();
     Ok(task.run(move |progress| async move {

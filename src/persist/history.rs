@@ -18,17 +18,21 @@
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 use std::time::Duration;
 
 use super::durability::DurabilityError;
 use super::entry::{branch_id_of, WalEntry};
 use super::image_formats::decode_any;
+use super::memory::available_memory;
 use super::snapshot::{FileSnapshotStore, SnapshotError, SnapshotStore};
 use super::wal::{prune_archive, read_retained, RetainedError, WalHandle};
 use crate::error::{Coded, ErrorCode};
 use crate::grid::image::{PartLimits, IMAGE_FORMAT_VERSION};
 use crate::grid::ops::GridState;
+
+/// Memory a rebuild leaves for everything else.
+const REBUILD_HEADROOM: u64 = 256 << 20;
 
 /// One kept base of a branch: its state at WAL LSN `wal_lsn` (branch clock `clock`), written at
 /// `taken_ms` (Unix milliseconds; every entry it holds was committed before).
@@ -88,6 +92,8 @@ pub enum RestoreError {
     Log(#[from] RetainedError),
     #[error("The log's record {lsn} does not decode: {reason}")]
     Undecodable { lsn: u64, reason: String },
+    #[error("Not enough memory to rebuild the branch now: about {} MiB needed, {} MiB available; try again later.", .needed >> 20, .available >> 20)]
+    NoMemory { needed: u64, available: u64 },
 }
 
 impl Coded for RestoreError {
@@ -97,6 +103,7 @@ impl Coded for RestoreError {
             RestoreError::Base(_) | RestoreError::Log(_) | RestoreError::Undecodable { .. } => {
                 ErrorCode::InternalServerError
             }
+            RestoreError::NoMemory { .. } => ErrorCode::ServiceUnavailable,
         }
     }
 }
@@ -109,6 +116,8 @@ pub struct History {
     /// Held shared by restores while they read the archive, exclusively by pruning (which
     /// skips its turn rather than wait).
     reading: RwLock<()>,
+    /// Held by the one rebuild that runs at a time: each holds a whole branch in memory.
+    rebuilding: Mutex<()>,
 }
 
 impl std::fmt::Debug for History {
@@ -126,7 +135,7 @@ impl History {
     pub fn open(data_dir: &Path, period: Duration) -> Result<History, SnapshotError> {
         let store = FileSnapshotStore::open(&data_dir.join("history"), None)?;
         let archive = data_dir.join("wal-archive");
-        Ok(History { store, archive, period, reading: RwLock::new(()) })
+        Ok(History { store, archive, period, reading: RwLock::new(()), rebuilding: Mutex::new(()) })
     }
 
     pub fn period(&self) -> Duration {
@@ -222,6 +231,20 @@ impl History {
         }
     }
 
+    /// Refuses a rebuild the memory left cannot hold: the branch takes about twice its image,
+    /// and snapshots keep their own headroom.
+    fn check_memory(&self, base: &BaseInfo) -> Result<(), RestoreError> {
+        let generations = self.store.generations(&base.key()).unwrap_or_default();
+        let image: u64 = generations.iter().filter_map(|g| g.header).map(|h| h.payload_len).sum();
+        let needed = image.saturating_mul(2).saturating_add(REBUILD_HEADROOM);
+        match available_memory() {
+            Some(available) if available < needed => {
+                Err(RestoreError::NoMemory { needed, available })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The newest base of the branch at or before `target`, or why there is none.
     pub fn base_for(&self, branch_id: &str, target: Target) -> Result<BaseInfo, RestoreError> {
         let bases = self.bases(branch_id);
@@ -253,6 +276,8 @@ impl History {
         target: Target,
         up_to: u64,
     ) -> Result<GridState, RestoreError> {
+        let _alone = self.rebuilding.lock().unwrap_or_else(|e| e.into_inner());
+        self.check_memory(base)?;
         let loaded = self
             .store
             .load_latest(&base.key())
