@@ -43,8 +43,12 @@ impl WalEntry {
     /// Reads an entry of either layout: an entry written before times were logged ends
     /// where the time would start, so the timed layout fails on it and the untimed one reads it.
     pub fn decode(bytes: &[u8]) -> Result<WalEntry, bincode::Error> {
+        use bincode::Options;
         bincode::deserialize(bytes).or_else(|timed_error| {
-            let untimed: UntimedEntry = bincode::deserialize(bytes).map_err(|_| timed_error)?;
+            // The untimed layout must take every byte: a timed entry cut short is not one.
+            let exact =
+                bincode::DefaultOptions::new().with_fixint_encoding().reject_trailing_bytes();
+            let untimed: UntimedEntry = exact.deserialize(bytes).map_err(|_| timed_error)?;
             Ok(WalEntry { branch_id: untimed.branch_id, ops: untimed.ops, time_ms: 0 })
         })
     }
