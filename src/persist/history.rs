@@ -382,7 +382,7 @@ mod tests {
             new_path: None,
             cells: vec![CellWrite {
                 column_id: "text".into(),
-                value: Some(CellValue::Text(format!("write {i} with some text to fill").into())),
+                value: Some(CellValue::Text(format!("write {i} with some text to fill"))),
                 dependency_status: None,
                 source_status: None,
             }],

@@ -80,6 +80,10 @@ const LATER_ENDPOINTS: &[(&str, &str)] = &[
     ("post", "/v1/views/{viewId}/files/zip"),
     ("get", "/v1/grids/{id}/backups"),
     ("post", "/v1/grids/{id}/backups/{backupId}/restore"),
+    // Beyond the hosted service (issue 21): live grids.
+    ("get", "/v1/views/{viewId}/changes"),
+    ("get", "/v1/views/{viewId}/records/{recordId}"),
+    ("post", "/v1/grids/{gridId}/restore"),
 ];
 
 const METHODS: &[&str] = &["get", "post", "put", "patch", "delete", "head", "options", "trace"];
