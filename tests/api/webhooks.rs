@@ -536,3 +536,32 @@ fn a_change_of_the_hooks_columns_is_delivered_as_a_schema_event() {
     assert_eq!(columns[1]["type"], "singleLine");
     assert!(got[1].header("x-gridd-delivery").ends_with("-schema"), "{:?}", got[1]);
 }
+
+#[test]
+fn a_loopback_target_is_refused_at_delivery_once_the_flag_is_off() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let app = start_with(hook_config(dir.path(), 86_400));
+    let (_, view) = simple_grid(&app);
+    let receiver = Receiver::failing_first(0);
+    let hook = create_hook(&app, json!({"url": receiver.url(), "viewId": view}));
+    let (data_dir, _) = app.shut_down();
+    let mut config = hook_config(&data_dir, 86_400);
+    config.allow_loopback_webhooks = false;
+    let app = start_with(config);
+    app.add_records(&view, titled(["r1".to_owned()]));
+    let deliveries = format!("{}/deliveries", hook_path(&hook));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let log = loop {
+        let log = app.get(&deliveries).assert_status(200).clone();
+        if log.as_array().is_some_and(|l| l.len() >= 2) {
+            break log;
+        }
+        assert!(Instant::now() < deadline, "no refused attempts: {log}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let error = log[0]["error"].as_str().expect("an error");
+    assert!(error.contains("loopback"), "{log}");
+    assert!(log[0]["status"].is_null() && log[0]["succeeded"] == false, "{log}");
+    assert!(receiver.received().is_empty(), "a refused target got a request");
+    drop(dir);
+}

@@ -148,4 +148,16 @@ mod tests {
         }
         assert!(parse_target("http://localhost.example.com/", false).is_ok());
     }
+
+    #[tokio::test]
+    async fn the_resolver_drops_loopback_addresses_unless_allowed() {
+        use std::str::FromStr;
+        let name = || Name::from_str("localhost").expect("a name");
+        let refused = GuardedResolver { allow_loopback: false }.resolve(name()).await;
+        let err = refused.err().expect("localhost resolves to loopback only");
+        assert!(err.to_string().contains("loopback"), "{err}");
+        let allowed = GuardedResolver { allow_loopback: true }.resolve(name()).await;
+        let addrs: Vec<SocketAddr> = allowed.expect("resolves").collect();
+        assert!(!addrs.is_empty() && addrs.iter().all(|a| is_loopback_ip(a.ip())), "{addrs:?}");
+    }
 }
