@@ -115,7 +115,7 @@ fn main() {
         ..MergeScope::default()
     };
     let (ops, counts) = plan_merge("branch", &source, &destination, base, &scope, ("u", 1));
-    let entry = WalEntry { branch_id: "master".into(), ops }.encode();
+    let entry = WalEntry::now("master".into(), ops).encode();
     eprintln!(
         "the merge updates {} records; its WAL entry is {} KiB",
         counts.updated,
@@ -144,7 +144,7 @@ fn main() {
     let started = Instant::now();
     let (ops, _) = plan_merge("branch", &source, &destination, base, &scope, ("u", 1));
     let planned = started.elapsed();
-    let encoded = WalEntry { branch_id: "master".into(), ops: ops.clone() }.encode().len();
+    let encoded = WalEntry::now("master".into(), ops.clone()).encode().len();
     let encoding = started.elapsed() - planned;
     ops.iter().for_each(|op| destination.apply(op));
     eprintln!(

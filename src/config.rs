@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, FromArgMatches};
 
@@ -109,6 +110,34 @@ pub struct Config {
     /// Milliseconds a webhook receiver has to answer a delivery before the attempt fails.
     #[arg(long, env = "GRIDD_WEBHOOK_TIMEOUT_MS", default_value_t = 10_000)]
     pub webhook_timeout_ms: u64,
+
+    /// How far back a grid can be restored to (`POST /v1/grids/<id>/restore`): `30m`, `24h`,
+    /// `7d`, or seconds; `0` keeps no history. The server keeps two base images per branch and
+    /// up to twice this much WAL for it.
+    #[arg(long, env = "GRIDD_RETAIN_HISTORY", default_value = "1d", value_parser = parse_period)]
+    pub retain_history: Duration,
+}
+
+/// A period written as a number with an optional unit: `s` (the default), `m`, `h` or `d`.
+pub fn parse_period(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let seconds_per = match unit.trim() {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        _ => return Err(format!("{text:?}: a period is a number with s, m, h or d (e.g. 24h)")),
+    };
+    let number: u64 = number.parse().map_err(|_| format!("{text:?}: not a number of {unit}"))?;
+    number
+        .checked_mul(seconds_per)
+        .filter(|s| *s <= 3_650 * 86_400)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("{text:?}: more than ten years"))
 }
 
 impl Config {
@@ -150,5 +179,18 @@ mod tests {
         assert_eq!(config.file_gc_grace_secs, 3600);
         assert!(!config.allow_loopback_webhooks);
         assert_eq!(config.webhook_pause_after_secs, 86_400);
+        assert_eq!(config.retain_history, Duration::from_secs(86_400));
+    }
+
+    #[test]
+    fn periods_take_a_unit_or_mean_seconds() {
+        assert_eq!(parse_period("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_period("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_period("15m"), Ok(Duration::from_secs(900)));
+        assert_eq!(parse_period("24h"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(parse_period(" 7d "), Ok(Duration::from_secs(7 * 86_400)));
+        for bad in ["", "h", "1w", "-1h", "1.5h", "99999999999999999999d", "4000d"] {
+            assert!(parse_period(bad).is_err(), "{bad:?}");
+        }
     }
 }

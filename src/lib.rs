@@ -34,6 +34,7 @@ use crate::catalog::store::{SledCatalogStore, StoreError};
 use crate::catalog::{Routes, Supervisor};
 pub use crate::config::Config;
 use crate::persist::durability::{Durability, DurabilityError, SnapshotPolicy};
+use crate::persist::history::History;
 use crate::persist::recovery::recover;
 use crate::persist::snapshot::{FileSnapshotStore, SledSnapshotStore, SnapshotError};
 use crate::persist::wal::{Recovered, Wal, WalError, WalHandle, WalOptions, WalRecords};
@@ -200,7 +201,13 @@ impl Node {
             every_bytes: config.snapshot_every_bytes.max(1),
             every: Duration::from_secs(config.snapshot_interval_secs.max(1)),
         };
-        let durability = Arc::new(Durability::new(wal.clone(), Arc::new(snapshots), policy));
+        let mut durability = Durability::new(wal.clone(), Arc::new(snapshots), policy);
+        if !config.retain_history.is_zero() {
+            let history = History::open(&config.data_dir, config.retain_history)
+                .map_err(StartupError::Snapshots)?;
+            durability = durability.with_history(history);
+        }
+        let durability = Arc::new(durability);
         let parts = SupervisorParts {
             keys: keys.clone(),
             routes: routes.clone(),

@@ -338,6 +338,7 @@ async fn start_merge(
             GridStatus::Merging,
             vec![source.branch_id.clone(), destination.branch_id.clone()],
         )),
+        creates_branch: None,
     };
     let (task, fork_clock) =
         start_task(state, p, new, move |s| s.lineage_point(&s_id, &d_id)).await?;

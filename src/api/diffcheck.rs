@@ -75,6 +75,7 @@ async fn create_diffcheck(
         route: destination.clone(),
         view_id: Some(destination_view),
         shows: None,
+        creates_branch: None,
     };
     let (task, fork_clock) =
         start_task(&state, &p, new, move |s| s.lineage_point(&s_id, &d_id)).await?;

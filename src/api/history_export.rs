@@ -125,8 +125,13 @@ async fn start_export(
             users: body.last_modified_by_users,
         })
         .await??;
-    let new =
-        NewTask { kind: TASK_KIND, route: route.clone(), view_id: Some(view_id), shows: None };
+    let new = NewTask {
+        kind: TASK_KIND,
+        route: route.clone(),
+        view_id: Some(view_id),
+        shows: None,
+        creates_branch: None,
+    };
     let (task, ()) = start_task(&state, &p, new, |_| Ok(())).await?;
     let path = export_path(&state.data_dir, task.id(), plan.format);
     Ok(task.run(|_| async move {

@@ -234,6 +234,7 @@ async fn import(
         route: route.clone(),
         view_id: Some(view_id.clone()),
         shows: Some((GridStatus::Importing, vec![route.branch_id.clone()])),
+        creates_branch: None,
     };
     let (task, ()) = start_task(&state, &p, new, |_| Ok(())).await?;
     let run = Run { state: state.clone(), p, route, view_id, backup };
@@ -390,6 +391,7 @@ async fn restore_backup(
         route: route.clone(),
         view_id: None,
         shows: Some((GridStatus::Restoring, vec![backup.branch_id.clone()])),
+        creates_branch: None,
     };
     let (task, ()) = start_task(&state, &p, new, |_| Ok(())).await?;
     let (user, state) = (p.user().to_owned(), state.clone());

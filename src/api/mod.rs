@@ -33,6 +33,7 @@ pub mod records;
 pub mod references;
 pub mod request_span;
 pub mod request_timing;
+pub mod restore;
 pub mod shares;
 pub mod sized_json;
 pub mod tasks;
@@ -80,6 +81,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     tasks::configure(cfg);
     history_export::configure(cfg);
     import::configure(cfg);
+    restore::configure(cfg);
     view_export::configure(cfg);
     webhooks::configure(cfg);
     admin::configure(cfg);

@@ -33,6 +33,9 @@ pub struct TaskBody<'a> {
     finished_time: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a TaskError>,
+    /// The branch the task makes (a point-in-time restore), once it is successful.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    branch_id: Option<&'a str>,
 }
 
 /// Refuses a task whose result is not there to serve: 409 `taskIsRunning` while it runs
@@ -63,6 +66,7 @@ pub fn task_body(task: &Task) -> TaskBody<'_> {
         created_time: &task.created_time,
         finished_time: task.finished_time.as_deref(),
         error: task.error.as_ref(),
+        branch_id: task.creates_branch.as_deref(),
     }
 }
 
@@ -84,6 +88,8 @@ pub struct NewTask {
     pub route: Arc<BranchRoute>,
     pub view_id: Option<String>,
     pub shows: Option<(GridStatus, Vec<String>)>,
+    /// The id of the branch the task makes, if it makes one (shown as the task's `branchId`).
+    pub creates_branch: Option<String>,
 }
 
 /// A recorded task not yet running: [`StartedTask::run`] runs it, once.
@@ -103,12 +109,12 @@ pub async fn start_task<T: Send + 'static>(
     new: NewTask,
     also: impl FnOnce(&mut Supervisor) -> CatalogResult<T> + Send + 'static,
 ) -> ApiResult<(StartedTask, T)> {
-    let NewTask { kind, route, view_id, shows } = new;
+    let NewTask { kind, route, view_id, shows, creates_branch } = new;
     let showing: Vec<String> = shows.as_ref().map(|(_, ids)| ids.clone()).unwrap_or_default();
     let pc = p.clone();
     let (task, with) = exec(state, move |s| {
         let with = also(s)?;
-        let task = s.start_task(&pc, kind, &route, view_id)?;
+        let task = s.start_task(&pc, kind, &route, view_id, creates_branch)?;
         if let Some((status, ids)) = shows {
             s.set_status(&ids.iter().map(String::as_str).collect::<Vec<_>>(), status);
         }

@@ -15,6 +15,7 @@ use super::supervisor::Supervisor;
 use crate::auth::{Principal, Privilege};
 use crate::grid::actor::BranchCopy;
 use crate::grid::merge_resolve::CellChoice;
+use crate::grid::ops::GridState;
 use crate::ids;
 
 fn branch_not_found(id: &str) -> CatalogError {
@@ -78,17 +79,7 @@ impl Supervisor {
         let grid = grid.clone();
         let source = source.clone();
         let mut state = copy.state;
-        let views: Vec<(String, String)> =
-            state.schema.views.iter().map(|v| (v.id.clone(), ids::generate())).collect();
-        let default_view = state
-            .schema
-            .views
-            .iter()
-            .zip(&views)
-            .find(|(v, _)| v.is_default)
-            .map(|(_, (_, new))| new.clone())
-            .ok_or(CatalogError::Internal("the source branch has no default view"))?;
-        state.rename_views(&views);
+        let (views, default_view) = new_view_ids(&mut state)?;
         let branch = Branch {
             id: id.to_owned(),
             grid_id: grid.id.clone(),
@@ -102,6 +93,46 @@ impl Supervisor {
         };
         self.commit(&[CatalogChange::put(EntityKind::Branch, &branch.id, &branch)])?;
         self.start_branch_forked(&grid, &branch, state, Some(&source.id));
+        self.branches.insert(branch.id.clone(), branch.clone());
+        Ok(branch)
+    }
+
+    /// Records a branch restored from `source_id`'s history (`api::restore`): `state` is the
+    /// source as it was, its views renamed (`new_view_ids`), and already stored as the new
+    /// branch's snapshot covering WAL LSN `wal_lsn`, so it needs no pin. Its fork is the restored
+    /// clock, where the two branches' lineages part for a merge back.
+    pub fn create_restored_branch(
+        &mut self,
+        p: &Principal,
+        source_id: &str,
+        id: String,
+        (name, description): (String, String),
+        (state, wal_lsn, views): (GridState, u64, Vec<(String, String)>),
+    ) -> CatalogResult<Branch> {
+        let (source, grid) = self.branch(p, source_id, Privilege::Manage)?;
+        let (source, grid) = (source.clone(), grid.clone());
+        let default_view =
+            state
+                .schema
+                .views
+                .iter()
+                .find(|v| v.is_default)
+                .map(|v| v.id.clone())
+                .ok_or(CatalogError::Internal("the restored branch has no default view"))?;
+        let branch = Branch {
+            id,
+            grid_id: grid.id.clone(),
+            name,
+            description,
+            source_branch_id: Some(source.id.clone()),
+            default_access_view_id: default_view,
+            created_time: now_timestamp(),
+            status: GridStatus::Active,
+            fork: Some(ForkPoint { wal_lsn, clock: state.store.clock(), views }),
+        };
+        self.commit(&[CatalogChange::put(EntityKind::Branch, &branch.id, &branch)])?;
+        self.durability.track(&branch.id);
+        self.start_branch_forked(&grid, &branch, state, None);
         self.branches.insert(branch.id.clone(), branch.clone());
         Ok(branch)
     }
@@ -235,4 +266,21 @@ impl Supervisor {
             !branches.iter().any(|b| r.source_branch_id == *b || r.destination_branch_id == *b)
         });
     }
+}
+
+/// Gives a branch copy's views new ids (each branch has its own views): the pairs (old, new)
+/// and the new id of the default view.
+pub fn new_view_ids(state: &mut GridState) -> CatalogResult<(Vec<(String, String)>, String)> {
+    let views: Vec<(String, String)> =
+        state.schema.views.iter().map(|v| (v.id.clone(), ids::generate())).collect();
+    let default_view = state
+        .schema
+        .views
+        .iter()
+        .zip(&views)
+        .find(|(v, _)| v.is_default)
+        .map(|(_, (_, new))| new.clone())
+        .ok_or(CatalogError::Internal("the source branch has no default view"))?;
+    state.rename_views(&views);
+    Ok((views, default_view))
 }

@@ -107,7 +107,8 @@ impl Supervisor {
         Ok(gone.len())
     }
 
-    /// The startup sweep (see the module doc). Returns how many files it removed.
+    /// The startup sweep (see the module doc), which also deletes the history bases of
+    /// branches the catalogue does not hold. Returns how many files it removed.
     pub fn sweep_stray_files(&self, data_dir: &Path) -> usize {
         let mut removed = 0;
         if let Ok(entries) = std::fs::read_dir(&self.files_dir) {
@@ -129,6 +130,9 @@ impl Supervisor {
         }
         if removed > 0 {
             tracing::info!(removed, "removed stray files left by an earlier run");
+        }
+        if let Some(history) = self.durability.history() {
+            history.retain_branches(&|id| self.branches.contains_key(id));
         }
         removed
     }

@@ -113,6 +113,9 @@ pub enum CatalogError {
     /// A broken invariant of the catalogue.
     #[error("{0}")]
     Internal(&'static str),
+    /// A task that runs one at a time is running.
+    #[error("{0}")]
+    TaskRunning(&'static str),
 }
 
 /// Result of every catalogue operation.
@@ -140,6 +143,7 @@ impl Coded for CatalogError {
             CatalogError::NotFound { what, .. } => what.code(),
             CatalogError::NoShareLink { .. } => ErrorCode::ShareIsNotFound,
             CatalogError::Invalid(_) => ErrorCode::BadRequest,
+            CatalogError::TaskRunning(_) => ErrorCode::TaskIsRunning,
             CatalogError::IdTaken { .. } => ErrorCode::IdAlreadyExists,
             CatalogError::TooManyMetadataKeys { .. } => ErrorCode::MetadataExceedMaximumKey,
             CatalogError::Denied(denied) => denied.code(),

@@ -155,7 +155,7 @@ impl Supervisor {
         master: &Branch,
         ops: Vec<GridOp>,
     ) -> CatalogResult<Durable> {
-        let entry = WalEntry { branch_id: master.id.clone(), ops };
+        let entry = WalEntry::now(master.id.clone(), ops);
         let appended = self
             .durability
             .wal
@@ -166,6 +166,7 @@ impl Supervisor {
             state.apply(op);
         }
         self.durability.track(&master.id);
+        self.durability.store_first_base(&master.id, appended.lsn, &state);
         self.start_branch_forked(grid, master, state, None);
         Ok(appended.durable)
     }

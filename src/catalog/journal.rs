@@ -266,7 +266,7 @@ mod tests {
         let f = fixture();
         let listed = vec![
             (1, record(&put("p1", "one"))),
-            (2, crate::persist::entry::WalEntry { branch_id: "b".into(), ops: vec![] }.encode()),
+            (2, crate::persist::entry::WalEntry::now("b".into(), vec![]).encode()),
             (3, record(&put("p2", "two"))),
             (4, record(&[CatalogChange::delete(EntityKind::Project, "p1")])),
         ];

@@ -375,6 +375,10 @@ pub struct Task {
     pub finished_time: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<TaskError>,
+    /// The id of the branch the task makes (a point-in-time restore); the branch exists once
+    /// the task is successful.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creates_branch: Option<String>,
 }
 
 /// Current time as the API writes timestamps: ISO 8601, milliseconds, UTC offset.

@@ -475,6 +475,16 @@ impl Supervisor {
 
     /// A task the key may see: of its company, on a grid its access reaches, and for a view key
     /// on its view; any other is 404 taskIsNotFound (a task's existence does not leak).
+    /// How many tasks of `kind` the principal's company has running.
+    pub fn running_tasks(&self, p: &Principal, kind: &str) -> usize {
+        let company = p.company_id();
+        self.tasks
+            .values()
+            .filter(|t| t.company_id == company && t.kind == kind)
+            .filter(|t| t.status == TaskStatus::Running)
+            .count()
+    }
+
     pub fn task(&self, p: &Principal, id: &str) -> CatalogResult<Task> {
         self.tasks
             .get(id)
@@ -507,6 +517,7 @@ impl Supervisor {
         kind: &str,
         route: &BranchRoute,
         view_id: Option<String>,
+        creates_branch: Option<String>,
     ) -> CatalogResult<Task> {
         let task = Task {
             id: ids::generate(),
@@ -521,6 +532,7 @@ impl Supervisor {
             created_time: now_timestamp(),
             finished_time: None,
             error: None,
+            creates_branch,
         };
         self.commit(&[CatalogChange::put(EntityKind::Task, &task.id, &task)])?;
         self.tasks.insert(task.id.clone(), task.clone());

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 
+use super::history::History;
 use super::image_formats::decode_any;
 use super::memory::available_memory;
 use super::snapshot::{
@@ -71,6 +72,8 @@ pub struct Durability {
     /// shutdown's snapshot may meet the one a burst of writes started), never an older over a
     /// newer.
     writing: DashMap<String, Arc<Mutex<Option<u64>>>>,
+    /// The bases and archived WAL point-in-time restores read (`--retain-history`), if kept.
+    history: Option<History>,
 }
 
 /// A branch's newest image this process stored (`Durability::bases`), and its chain.
@@ -126,7 +129,19 @@ impl Durability {
             snapshot_bytes_written: AtomicU64::new(0),
             snapshot_bytes_borrowed: AtomicU64::new(0),
             writing: DashMap::new(),
+            history: None,
         }
+    }
+
+    /// Keeps point-in-time history (bases and archived WAL) in `history`.
+    pub fn with_history(mut self, history: History) -> Durability {
+        self.history = Some(history);
+        self
+    }
+
+    /// The kept history, when the server keeps one.
+    pub fn history(&self) -> Option<&History> {
+        self.history.as_ref()
     }
 
     /// Registers a live branch (at recovery or creation) with its current floor; only a
@@ -173,6 +188,9 @@ impl Durability {
         self.writing.remove(branch_id);
         if let Err(err) = self.snapshots.delete(branch_id) {
             tracing::warn!(branch = branch_id, error = %err, "deleting snapshots of a deleted branch failed");
+        }
+        if let Some(history) = &self.history {
+            history.forget(branch_id);
         }
     }
 
@@ -239,7 +257,7 @@ impl Durability {
             snapshot_lsn = highest,
             "the WAL ends before a snapshot's position; padding"
         );
-        let filler = super::entry::WalEntry { branch_id: String::new(), ops: Vec::new() }.encode();
+        let filler = super::entry::WalEntry::now(String::new(), Vec::new()).encode();
         while self.wal.last_lsn() < highest {
             self.wal.append(filler.clone())?;
         }
@@ -277,12 +295,54 @@ impl Durability {
         }
         self.store_streamed(branch_id, wal_lsn, state)?;
         *newest = Some(wal_lsn);
+        self.store_history_base(branch_id, wal_lsn, state);
         if !self.floors.contains_key(branch_id) {
             // Deleted while it was written: what `forget` deleted may not have held it yet.
             self.snapshots.delete(branch_id).map_err(DurabilityError::store("deleting"))?;
         }
         self.snapshot_seconds.observe_duration(started.elapsed());
         Ok(())
+    }
+
+    /// With history kept: stores the snapshot's state as the branch's next base too when its
+    /// newest is a retention period old (or it has none). A failure is logged: the bases kept
+    /// still serve restores, and the next snapshot tries again.
+    fn store_history_base(&self, branch_id: &str, wal_lsn: u64, state: &GridState) {
+        let Some(history) = &self.history else { return };
+        let now = chrono::Utc::now().timestamp_millis();
+        if !self.floors.contains_key(branch_id) || !history.due(branch_id, now) {
+            return;
+        }
+        if let Err(err) = history.put(branch_id, wal_lsn, state, now) {
+            tracing::warn!(branch = branch_id, error = %err, "storing a history base failed");
+        }
+        self.truncate_wal();
+    }
+
+    /// Stores the first snapshot of a branch made from a state of its own (a point-in-time
+    /// restore), covering the WAL up to `wal_lsn` (the log's end: the branch has no records in
+    /// it yet), and its first history base. The branch is registered (`track`) after, so a
+    /// start that finds it in the catalogue finds this image. Blocking.
+    pub fn store_new_branch(
+        &self,
+        branch_id: &str,
+        wal_lsn: u64,
+        state: &GridState,
+    ) -> Result<(), DurabilityError> {
+        self.store_streamed(branch_id, wal_lsn, state)?;
+        self.store_first_base(branch_id, wal_lsn, state);
+        Ok(())
+    }
+
+    /// With history kept: stores a new branch's first state (covering the WAL up to
+    /// `wal_lsn`) as its first base, so that it can be restored to any time after its creation
+    /// rather than only after its first snapshot. Blocking, but the state is small.
+    pub fn store_first_base(&self, branch_id: &str, wal_lsn: u64, state: &GridState) {
+        let Some(history) = &self.history else { return };
+        let now = chrono::Utc::now().timestamp_millis();
+        if let Err(err) = history.put(branch_id, wal_lsn, state, now) {
+            tracing::warn!(branch = branch_id, error = %err, "storing a first history base failed");
+        }
     }
 
     /// Stores `state` as the newest image of `key` covering the WAL up to `wal_lsn`, written to
@@ -377,14 +437,22 @@ impl Durability {
         if lowest == 0 {
             return;
         }
-        match self.wal.remove_segments_below(lowest) {
+        let retired = match &self.history {
+            Some(history) => self.wal.archive_segments_below(lowest, history.archive()),
+            None => self.wal.remove_segments_below(lowest),
+        };
+        match retired {
             Ok(0) => {}
             Ok(n) => tracing::info!(
                 segments = n,
                 below = lowest,
-                "deleted WAL segments covered by snapshots"
+                archived = self.history.is_some(),
+                "retired WAL segments covered by snapshots"
             ),
-            Err(err) => tracing::warn!(error = %err, "deleting old WAL segments failed"),
+            Err(err) => tracing::warn!(error = %err, "retiring old WAL segments failed"),
+        }
+        if let (Some(history), Ok(Some(first_live))) = (&self.history, self.wal.oldest_segment()) {
+            history.prune(first_live);
         }
     }
 

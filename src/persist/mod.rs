@@ -3,6 +3,7 @@
 
 pub mod durability;
 pub mod entry;
+pub mod history;
 pub mod image_formats;
 mod memory;
 pub mod recovery;

@@ -331,7 +331,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, (branch, ops))| {
-                let entry = WalEntry { branch_id: (*branch).to_owned(), ops: ops.clone() };
+                let entry = WalEntry::now((*branch).to_owned(), ops.clone());
                 (i as u64 + 1, entry.encode())
             })
             .collect();

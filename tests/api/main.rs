@@ -41,6 +41,7 @@ mod record_history;
 mod records;
 mod references;
 mod restart;
+mod restore;
 mod settings;
 mod shares;
 mod smoke;

@@ -90,7 +90,7 @@ impl GridActor {
                 let mut staged = staged;
                 let reply = job(&mut staged)?;
                 let Staged { state, ops } = staged;
-                let payload = (!ops.is_empty()).then(|| WalEntry { branch_id, ops }.encode());
+                let payload = (!ops.is_empty()).then(|| WalEntry::now(branch_id, ops).encode());
                 Ok(Finished { state, payload, reply })
             })
             .await

@@ -183,7 +183,7 @@ impl GridActor {
 
     /// `commit`, handing the ops back.
     fn commit_returning(&mut self, ops: Vec<GridOp>) -> GridResult<(Durable, Vec<GridOp>)> {
-        let entry = WalEntry { branch_id: self.branch_id.clone(), ops };
+        let entry = WalEntry::now(self.branch_id.clone(), ops);
         // Before anything changes: a read that starts once the write is acknowledged must not
         // find the view from before it.
         let _withdrawn = self.reads.withdraw();

@@ -97,6 +97,19 @@ impl FileSnapshotStore {
         Ok(self.root.join(name))
     }
 
+    /// The keys with a directory under the root (images in the legacy store not included),
+    /// in no particular order. A directory whose name no key escapes to is skipped.
+    pub fn keys(&self) -> Result<Vec<String>, SnapshotError> {
+        let mut keys = Vec::new();
+        for entry in fs::read_dir(&self.root).map_err(io_error)? {
+            let entry = entry.map_err(io_error)?;
+            if entry.file_type().map_err(io_error)?.is_dir() {
+                keys.extend(entry.file_name().to_str().and_then(unescape));
+            }
+        }
+        Ok(keys)
+    }
+
     /// Every generation of `key` in both homes, oldest first.
     fn stored(&self, key: &str, dir: &Path) -> Result<BTreeMap<u64, Home>, SnapshotError> {
         let mut found = BTreeMap::new();
@@ -422,6 +435,23 @@ impl FileSnapshotStore {
             }
         }
     }
+}
+
+/// The key a directory name is the escape of (`key_dir`), if it is one.
+fn unescape(name: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(name.len());
+    let mut rest = name.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        if byte == b'%' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(byte);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok().filter(|key| !key.is_empty())
 }
 
 /// The generation of `<generation:020><suffix>`.
@@ -822,6 +852,22 @@ mod tests {
         store.put(KEY, &image(3, 100)).expect("put");
         assert_eq!(numbers(&store, KEY), [1, 2]);
         assert!(!FileSnapshotStore::file(&key_dir, 2, PARTIAL).exists());
+    }
+
+    #[test]
+    fn keys_are_listed_back_from_their_directories() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = store(dir.path());
+        let keys = ["plain", "with space/and~slash", "ünïcode.1", ".hidden"];
+        for key in keys {
+            store.put(key, &image(1, 10)).expect("put");
+        }
+        std::fs::create_dir(dir.path().join("%zz")).expect("a stranger");
+        let mut listed = store.keys().expect("keys");
+        listed.sort();
+        let mut expected: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        expected.sort();
+        assert_eq!(listed, expected);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 mod frame;
 mod recovery;
+mod retained;
 mod writer;
 
 #[cfg(test)]
@@ -31,6 +32,7 @@ use tokio::sync::oneshot;
 
 pub use frame::DamageReason;
 pub use recovery::WalRecords;
+pub use retained::{prune_archive, read_retained, RetainedError};
 pub use writer::abort_on_io_failure;
 
 use writer::{Command, StatsCells, WalWriter};
@@ -345,6 +347,18 @@ impl WalHandle {
     /// Deletes, oldest first, every segment whose records all have LSN < `lsn`; never the newest
     /// segment. Returns how many were deleted. Blocking (one directory sync per deletion).
     pub fn remove_segments_below(&self, lsn: u64) -> Result<usize, WalError> {
+        self.retire_segments_below(lsn, None)
+    }
+
+    /// `remove_segments_below`, moving the segments into `archive` (created if needed, on the
+    /// same file system) instead of deleting them: the log a point-in-time restore reads
+    /// (`retained::read_retained`). A start never reads the archive.
+    pub fn archive_segments_below(&self, lsn: u64, archive: &Path) -> Result<usize, WalError> {
+        fs::create_dir_all(archive).map_err(|e| WalError::io(archive, e))?;
+        self.retire_segments_below(lsn, Some(archive))
+    }
+
+    fn retire_segments_below(&self, lsn: u64, archive: Option<&Path>) -> Result<usize, WalError> {
         let _one_at_a_time = lock(&self.shared.removal);
         let dir = &self.shared.dir;
         let segments = frame::list_segments(dir).map_err(|e| WalError::io(dir, e))?;
@@ -353,7 +367,17 @@ impl WalHandle {
             if *next_first > lsn {
                 break;
             }
-            match fs::remove_file(path) {
+            let gone = match (archive, path.file_name()) {
+                (Some(archive), Some(name)) => {
+                    let moved = fs::rename(path, archive.join(name));
+                    if moved.is_ok() {
+                        frame::sync_dir(archive).map_err(|e| WalError::io(archive, e))?;
+                    }
+                    moved
+                }
+                _ => fs::remove_file(path),
+            };
+            match gone {
                 Ok(()) => removed += 1,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(WalError::io(path, e)),
@@ -362,6 +386,23 @@ impl WalHandle {
             frame::sync_dir(dir).map_err(|e| WalError::io(dir, e))?;
         }
         Ok(removed)
+    }
+
+    /// The first LSN of the oldest segment in the log's directory.
+    pub fn oldest_segment(&self) -> Result<Option<u64>, WalError> {
+        let dir = &self.shared.dir;
+        let segments = frame::list_segments(dir).map_err(|e| WalError::io(dir, e))?;
+        Ok(segments.first().map(|(first, _)| *first))
+    }
+
+    /// The directory of the log's segments.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// The longest payload a record may have (`WalOptions::max_record_len`).
+    pub fn max_record_len(&self) -> u32 {
+        self.shared.max_record_len
     }
 
     /// Bytes a floor at `lsn` holds: the sizes of the segments `remove_segments_below(lsn)`

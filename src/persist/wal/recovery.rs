@@ -249,7 +249,7 @@ impl WalRecords {
 
 /// Reads a whole segment into `buf`, reusing its memory: segments are tens of MiB, and fresh
 /// pages for each would be zeroed by the kernel first.
-fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
+pub(super) fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
     use std::io::Read;
     buf.clear();
     let mut file = fs::File::open(path)?;
