@@ -565,3 +565,18 @@ fn a_loopback_target_is_refused_at_delivery_once_the_flag_is_off() {
     assert!(receiver.received().is_empty(), "a refused target got a request");
     drop(dir);
 }
+
+#[test]
+fn a_company_has_at_most_a_hundred_hooks() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    let body = json!({"url": "https://hooks.example.com/in", "viewId": view});
+    for _ in 0..100 {
+        create_hook(&app, body.clone());
+    }
+    let res = app.post("/v1/webhooks", &body);
+    res.assert_error(400, "badRequest");
+    assert!(res.text.contains("at most 100 webhooks"), "{}", res.text);
+    let list = app.get("/v1/webhooks").assert_status(200).clone();
+    assert_eq!(list.as_array().map(Vec::len), Some(100));
+}
