@@ -92,6 +92,25 @@ pub struct Config {
     #[arg(long, env = "GRIDD_FILE_GC_GRACE_SECS", default_value_t = 3600)]
     pub file_gc_grace_secs: u64,
 
+    /// Lets webhooks target loopback addresses (127.0.0.0/8, ::1, `localhost`, 0.0.0.0), which
+    /// are refused otherwise, at creation and when each delivery resolves its host (for tests
+    /// and single-machine setups).
+    #[arg(long, env = "GRIDD_ALLOW_LOOPBACK_WEBHOOKS")]
+    pub allow_loopback_webhooks: bool,
+
+    /// Milliseconds before a failed webhook delivery's first retry; each further retry waits
+    /// twice as long, at most 10 minutes.
+    #[arg(long, env = "GRIDD_WEBHOOK_RETRY_BASE_MS", default_value_t = 1000)]
+    pub webhook_retry_base_ms: u64,
+
+    /// Seconds a webhook may fail without a success before it is paused.
+    #[arg(long, env = "GRIDD_WEBHOOK_PAUSE_AFTER_SECS", default_value_t = 86_400)]
+    pub webhook_pause_after_secs: u64,
+
+    /// Milliseconds a webhook receiver has to answer a delivery before the attempt fails.
+    #[arg(long, env = "GRIDD_WEBHOOK_TIMEOUT_MS", default_value_t = 10_000)]
+    pub webhook_timeout_ms: u64,
+
     /// How far back a grid can be restored to (`POST /v1/grids/<id>/restore`): `30m`, `24h`,
     /// `7d`, or seconds; `0` keeps no history. The server keeps two base images per branch and
     /// up to twice this much WAL for it.
@@ -158,6 +177,8 @@ mod tests {
         assert_eq!(config.max_json_bytes, 32 * 1024 * 1024);
         assert_eq!(config.rate_burst, 50, "the environment is not read");
         assert_eq!(config.file_gc_grace_secs, 3600);
+        assert!(!config.allow_loopback_webhooks);
+        assert_eq!(config.webhook_pause_after_secs, 86_400);
         assert_eq!(config.retain_history, Duration::from_secs(86_400));
     }
 

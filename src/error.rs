@@ -75,6 +75,7 @@ error_codes! {
     KeyIsNotFound => ("keyIsNotFound", StatusCode::NOT_FOUND),
     BackupIsNotFound => ("backupIsNotFound", StatusCode::NOT_FOUND),
     CategoryIsNotFound => ("categoryIsNotFound", StatusCode::NOT_FOUND),
+    WebhookIsNotFound => ("webhookIsNotFound", StatusCode::NOT_FOUND),
     MethodNotAllowed => ("methodNotAllowed", StatusCode::METHOD_NOT_ALLOWED),
     RequestTimeout => ("requestTimeout", StatusCode::REQUEST_TIMEOUT),
     PreconditionFailed => ("preconditionFailed", StatusCode::PRECONDITION_FAILED),

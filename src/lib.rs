@@ -353,6 +353,12 @@ fn app_state(
         zip_unpacked_limit: config.zip_unpacked_limit,
         stopping,
         feeds: Arc::default(),
+        webhooks: Arc::new(
+            api::webhooks::delivery::Deliveries::new(api::webhooks::delivery::WebhookSettings::of(
+                config,
+            ))
+            .map_err(|e| StartupError::Bootstrap(format!("webhook client: {e}")))?,
+        ),
     })
 }
 
@@ -381,6 +387,7 @@ impl Application {
             Duration::from_secs(config.file_gc_interval_secs),
             Duration::from_secs(config.file_gc_grace_secs),
         );
+        actix_web::rt::spawn(api::webhooks::delivery::start_all(state.clone()));
         let max_json = config.max_json_bytes;
         let body_timeout = Duration::from_millis(config.body_timeout_ms);
         let server = HttpServer::new(move || {

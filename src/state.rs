@@ -1,5 +1,6 @@
 //! `AppState`: what every handler can reach — the supervisor's address, the route table, the
-//! key ring and the server's own description. Read-only for handlers.
+//! key ring, the server's own description, and the long-lived tasks' shared parts (change feeds,
+//! webhook deliveries). Read-only for handlers.
 
 use std::sync::{Arc, Weak};
 
@@ -43,4 +44,6 @@ pub struct AppState {
     pub stopping: tokio::sync::watch::Receiver<bool>,
     /// The change feeds' last batch per view, shared by consumers at one position.
     pub feeds: Arc<crate::api::changes::FeedMemo>,
+    /// The webhooks' delivery tasks, their client and settings.
+    pub webhooks: Arc<crate::api::webhooks::delivery::Deliveries>,
 }

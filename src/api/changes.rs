@@ -34,13 +34,12 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::records::record_body;
+use super::feed_render::{commit_parts, same_columns, schema_data};
 use super::{query_pairs, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult};
 use crate::grid::actor::reads::{PublishView, ReadView};
-use crate::grid::actor::WrittenRecords;
 use crate::grid::feed::{changes_since, position_now, Batch, Commit};
 use crate::grid::schema::ColumnDef;
 use crate::state::AppState;
@@ -106,7 +105,7 @@ async fn changes(
 }
 
 /// The branch as it is now (a published view, asked of the actor when none is held).
-async fn current_view(route: &BranchRoute) -> ApiResult<Arc<ReadView>> {
+pub(crate) async fn current_view(route: &BranchRoute) -> ApiResult<Arc<ReadView>> {
     match route.reads.current() {
         Some(view) => Ok(view),
         None => route
@@ -236,12 +235,7 @@ impl Feed {
             return Err(End::Closed("the view was deleted"));
         };
         if columns.as_ref().is_some_and(|seen| !same_columns(seen, now)) {
-            let listed: Vec<_> = now
-                .iter()
-                .map(|c| json!({"id": c.id, "name": c.name, "type": c.column_type.as_str()}))
-                .collect();
-            let data = json!({"position": batch.after, "columns": listed});
-            self.send(event("schema", None, &data.to_string())).await?;
+            self.send(event("schema", None, &schema_data(batch.after, now))).await?;
         }
         if !columns.as_ref().is_some_and(|seen| same_columns(seen, now)) {
             *columns = Some(now.clone());
@@ -309,45 +303,13 @@ fn read_batch(
 /// A commit's events: its records and deleted keys in parts of at most `BATCH`, the id on
 /// the last part.
 fn commit_events(view: &ReadView, columns: &[&ColumnDef], commit: &Commit) -> Vec<Bytes> {
-    let state = &view.state;
-    let mut parts: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
-    for chunk in commit.rows.chunks(BATCH) {
-        let records = match WrittenRecords::of(state, columns, chunk.to_vec()) {
-            WrittenRecords::Rendered(rendered) => {
-                String::from_utf8(rendered.into_array()).unwrap_or_else(|_| "[]".to_owned())
-            }
-            WrittenRecords::Read(read) => {
-                let bodies: Vec<_> = read.iter().map(record_body).collect();
-                serde_json::to_string(&bodies).unwrap_or_else(|_| "[]".to_owned())
-            }
-        };
-        parts.push((records, Vec::new()));
-    }
-    for keys in commit.deleted.chunks(BATCH) {
-        let deleted = keys.iter().map(|(path, id)| json!({"id": id, "path": path})).collect();
-        parts.push(("[]".to_owned(), deleted));
-    }
+    let parts = commit_parts(view, columns, commit, BATCH);
     let last = parts.len().saturating_sub(1);
     parts
-        .into_iter()
+        .iter()
         .enumerate()
-        .map(|(i, (records, deleted))| {
-            let deleted = serde_json::Value::Array(deleted);
-            let data = format!(
-                "{{\"position\":{},\"records\":{records},\"deleted\":{deleted}}}",
-                commit.version
-            );
-            event("records", (i == last).then_some(commit.version), &data)
-        })
+        .map(|(i, data)| event("records", (i == last).then_some(commit.version), data))
         .collect()
-}
-
-/// Whether two lists of columns show the same columns (ids, names, types, in order).
-fn same_columns(a: &[ColumnDef], b: &[ColumnDef]) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.id == y.id && x.name == y.name && x.column_type == y.column_type)
 }
 
 /// One event in the event-stream format; `data` is one line of JSON.

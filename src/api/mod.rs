@@ -14,6 +14,7 @@ pub mod dependencies;
 pub mod diffcheck;
 pub mod duplicate;
 pub mod errors;
+pub mod feed_render;
 pub mod files;
 pub mod files_zip;
 pub mod grid_settings;
@@ -38,6 +39,7 @@ pub mod sized_json;
 pub mod tasks;
 pub mod view_export;
 pub mod views;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -81,6 +83,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     import::configure(cfg);
     restore::configure(cfg);
     view_export::configure(cfg);
+    webhooks::configure(cfg);
     admin::configure(cfg);
 }
 

@@ -213,7 +213,12 @@ async fn delete_view(
         .addr
         .send(ChangeSchema { view_id: id.clone(), change: SchemaChange::DeleteView })
         .await??;
-    exec(&state, move |s| s.unregister_view(&id)).await?;
+    // The view's webhooks go with it, in the same supervisor step as its route.
+    exec(&state, move |s| {
+        s.unregister_view(&id);
+        s.delete_view_webhooks(&id)
+    })
+    .await??;
     no_content()
 }
 

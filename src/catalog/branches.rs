@@ -148,8 +148,10 @@ impl Supervisor {
         let source = branch.source_branch_id.clone();
         let mut changes = vec![CatalogChange::delete(EntityKind::Branch, id)];
         changes.extend(self.resolves_of(&[id]));
+        changes.extend(self.webhooks_deletion(|h| h.branch_id == id));
         self.commit(&changes)?;
         self.forget_resolves(&[id]);
+        self.forget_webhooks(|h| h.branch_id == id);
         if let Some(route) = self.routes.remove_branch(id) {
             route.addr.do_send(crate::grid::actor::Shutdown);
         }

@@ -1,5 +1,5 @@
 //! `CatalogError`: why the catalogue (the `Supervisor`'s companies, projects, databases, grids,
-//! branches, keys, tasks, backups, share links, files and settings) refused a request or could
+//! branches, keys, tasks, backups, share links, files, settings and webhooks) refused a request or could
 //! not make a change durable: one case per kind of refusal, each answered with one code
 //! (`impl Coded`, exhaustive), and the message clients read as its `Display`.
 //!
@@ -26,6 +26,7 @@ pub enum Missing {
     Backup,
     File,
     Category,
+    Webhook,
 }
 
 impl Missing {
@@ -43,6 +44,7 @@ impl Missing {
             Missing::Backup => ErrorCode::BackupIsNotFound,
             Missing::File => ErrorCode::FileIsNotFound,
             Missing::Category => ErrorCode::CategoryIsNotFound,
+            Missing::Webhook => ErrorCode::WebhookIsNotFound,
         }
     }
 }
@@ -62,6 +64,7 @@ impl fmt::Display for Missing {
             Missing::Backup => "Backup",
             Missing::File => "File",
             Missing::Category => "Category",
+            Missing::Webhook => "Webhook",
         })
     }
 }

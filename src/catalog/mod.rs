@@ -1,5 +1,6 @@
-//! The catalogue: companies, projects, databases, grids, branches, keys and tasks, owned by the
-//! `Supervisor` actor, which also starts and stops grid actors and keeps the route table.
+//! The catalogue: companies, projects, databases, grids, branches, keys, tasks and webhooks,
+//! owned by the `Supervisor` actor, which also starts and stops grid actors and keeps the route
+//! table.
 //! What it refuses is a `CatalogError`.
 
 pub mod backups;
@@ -18,6 +19,7 @@ pub mod shares;
 pub mod store;
 pub mod supervisor;
 pub mod tenancy;
+pub mod webhooks;
 
 pub use error::{CatalogError, CatalogResult, Missing};
 pub use routes::{BranchRoute, Routes};

@@ -1,5 +1,6 @@
-//! The catalogue's entities: companies, projects, databases, grids, branches, keys and tasks,
-//! as the supervisor holds them and the catalogue store persists them.
+//! The catalogue's entities: companies, projects, databases, grids, branches, keys, tasks,
+//! share links, files and webhooks, as the supervisor holds them and the catalogue store
+//! persists them.
 //!
 //! Plain data and the JSON shapes the API answers with; no I/O, no actors.
 
@@ -212,6 +213,87 @@ pub struct Share {
     pub include_grid_history: bool,
     pub created_date: String,
     pub last_modified_date: String,
+}
+
+/// Whether a webhook delivers: a hook failing for its whole pause period, or whose view is
+/// gone, is paused until resumed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum WebhookState {
+    Active,
+    Paused,
+}
+
+/// A view's changes POSTed to a URL (`api::webhooks`): a durable cursor (`position`) over the
+/// view's change feed, moved past a commit once its delivery was answered 2xx.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Webhook {
+    pub id: String,
+    pub company_id: CompanyId,
+    /// Where the view sits (access checks, and the hooks a grid's or branch's deletion takes).
+    pub project_id: ProjectId,
+    pub database_id: String,
+    pub grid_id: String,
+    pub branch_id: String,
+    pub view_id: String,
+    pub url: String,
+    /// The HMAC-SHA256 key of `X-Gridd-Signature`; never shown by the API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+    /// Only these columns of the view (all of them when `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column_ids: Option<Vec<String>>,
+    /// Only records with a cell in one of these dependency statuses (API names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statuses: Option<Vec<String>>,
+    pub created_time: String,
+    pub state: WebhookState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_time: Option<String>,
+    /// The branch clock value of the last commit delivered (or of the hook's creation).
+    pub position: u32,
+    /// Since when (Unix milliseconds) every attempt failed; `None` after a success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_since_ms: Option<i64>,
+}
+
+/// One attempt at delivering one part of a webhook's changes, as its delivery log keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryAttempt {
+    pub hook_id: String,
+    /// Its place in the hook's log (increasing).
+    pub sequence: u64,
+    /// `X-Gridd-Delivery`: the same on every attempt of one delivery.
+    pub delivery_id: String,
+    /// `records` or `schema`.
+    pub event: String,
+    pub position: u32,
+    /// 1 for the first attempt of the delivery.
+    pub attempt: u32,
+    pub time: String,
+    /// The receiver's HTTP status, when it answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Why the attempt failed without an answer (or the target was refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub duration_ms: u64,
+}
+
+impl DeliveryAttempt {
+    /// Its catalogue id: the hook's id and the sequence, ordered as the sequence.
+    pub fn key(&self) -> String {
+        format!("{}/{:016x}", self.hook_id, self.sequence)
+    }
+
+    /// Whether the receiver answered 2xx.
+    pub fn succeeded(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
 }
 
 /// An uploaded file: its bytes are `<data dir>/files/<id>`; files cells hold its id.

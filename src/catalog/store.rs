@@ -28,6 +28,11 @@ pub enum EntityKind {
     Sequence,
     /// The cell choices of the last merge from one branch into another (`MergeResolve`).
     MergeResolve,
+    /// A view's changes POSTed to a URL (`model::Webhook`).
+    Webhook,
+    /// One delivery attempt of a webhook (`model::DeliveryAttempt`), keyed
+    /// `<hookId>/<sequence>`; the last `webhooks::LOG_LEN` of each hook are kept.
+    WebhookAttempt,
 }
 
 impl EntityKind {
@@ -45,6 +50,8 @@ impl EntityKind {
             EntityKind::File => "file/",
             EntityKind::Sequence => "sequence/",
             EntityKind::MergeResolve => "resolve/",
+            EntityKind::Webhook => "webhook/",
+            EntityKind::WebhookAttempt => "webhook-attempt/",
         }
     }
 }

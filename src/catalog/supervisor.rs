@@ -18,7 +18,7 @@ use indexmap::IndexMap;
 use super::error::{CatalogError, CatalogResult};
 use super::model::{
     now_timestamp, Backup, Branch, Company, CompanyId, Database, FileMeta, Grid, MergeResolve,
-    Project, ProjectId, Share, Task, TaskError, TaskStatus,
+    Project, ProjectId, Share, Task, TaskError, TaskStatus, Webhook,
 };
 use super::numbering::{self, Numbers, RawCatalog};
 use super::routes::Routes;
@@ -53,6 +53,11 @@ pub struct Supervisor {
     pub(super) files: IndexMap<String, FileMeta>,
     /// The last merge's cell choices by `MergeResolve::key`.
     pub(super) resolves: HashMap<String, MergeResolve>,
+    /// Webhooks by id, in creation order.
+    pub(super) webhooks: IndexMap<String, Webhook>,
+    /// Each webhook's delivery log (the last `webhooks::LOG_LEN` attempts), oldest first.
+    pub(super) webhook_logs:
+        HashMap<String, std::collections::VecDeque<super::model::DeliveryAttempt>>,
     pub(super) store: Box<dyn CatalogStore>,
     pub(super) keyring: Arc<KeyRing>,
     pub(super) routes: Arc<Routes>,
@@ -124,6 +129,8 @@ impl Supervisor {
             resolves: keyed(store.as_ref(), EntityKind::MergeResolve, |r: &MergeResolve| {
                 MergeResolve::key(&r.source_branch_id, &r.destination_branch_id)
             })?,
+            webhooks: keyed(store.as_ref(), EntityKind::Webhook, |h: &Webhook| h.id.clone())?,
+            webhook_logs: super::webhooks::load_logs(store.as_ref())?,
             store,
             keyring,
             routes,
@@ -176,6 +183,7 @@ impl Supervisor {
         self.keys.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
         self.tasks.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
         self.backups.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
+        self.webhooks.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
     }
 
     /// Makes a change set durable in the WAL, then writes it to sled's copy; memory is changed

@@ -50,3 +50,4 @@ mod surface;
 mod tasks;
 mod view_export;
 mod views;
+mod webhooks;
