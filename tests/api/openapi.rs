@@ -84,6 +84,12 @@ const LATER_ENDPOINTS: &[(&str, &str)] = &[
     ("get", "/v1/views/{viewId}/changes"),
     ("get", "/v1/views/{viewId}/records/{recordId}"),
     ("post", "/v1/grids/{gridId}/restore"),
+    ("post", "/v1/webhooks"),
+    ("get", "/v1/webhooks"),
+    ("get", "/v1/webhooks/{id}"),
+    ("delete", "/v1/webhooks/{id}"),
+    ("post", "/v1/webhooks/{id}/resume"),
+    ("get", "/v1/webhooks/{id}/deliveries"),
 ];
 
 const METHODS: &[&str] = &["get", "post", "put", "patch", "delete", "head", "options", "trace"];
