@@ -5,6 +5,9 @@ pub mod admin;
 mod authenticate;
 pub mod body_deadline;
 pub mod branches;
+pub mod cdn;
+pub mod cdn_access;
+pub mod cdn_serve;
 pub mod changes;
 pub mod columns;
 pub mod compression;
@@ -84,6 +87,8 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     restore::configure(cfg);
     view_export::configure(cfg);
     webhooks::configure(cfg);
+    cdn::configure(cfg);
+    cdn_serve::configure(cfg);
     admin::configure(cfg);
 }
 

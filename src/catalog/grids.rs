@@ -226,11 +226,13 @@ impl Supervisor {
             self.branches.values().filter(|b| b.grid_id == id).map(|b| b.id.as_str()).collect();
         changes.extend(self.resolves_of(&branches));
         changes.extend(self.webhooks_deletion(|h| h.grid_id == id));
+        changes.extend(self.cdns_deletion(id));
         changes
     }
 
     pub(super) fn forget_grid(&mut self, id: &str) {
         self.forget_webhooks(|h| h.grid_id == id);
+        self.forget_cdns(id);
         let branch_ids: Vec<String> =
             self.branches.values().filter(|b| b.grid_id == id).map(|b| b.id.clone()).collect();
         self.forget_resolves(&branch_ids.iter().map(String::as_str).collect::<Vec<_>>());

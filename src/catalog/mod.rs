@@ -5,6 +5,7 @@
 
 pub mod backups;
 pub mod branches;
+pub mod cdns;
 pub mod collector;
 pub mod error;
 pub mod files;

@@ -71,6 +71,8 @@ pub struct Routes {
     pub views: DashMap<String, Arc<BranchRoute>>,
     /// By grid id, for grids whose settings are not the defaults.
     pub grid_defaults: DashMap<String, Arc<GridDefaults>>,
+    /// Every CDN by id, for the file server (`cdns`; unpublished ones too).
+    pub cdns: DashMap<String, Arc<super::cdns::Cdn>>,
 }
 
 impl Routes {

@@ -33,6 +33,8 @@ pub enum EntityKind {
     /// One delivery attempt of a webhook (`model::DeliveryAttempt`), keyed
     /// `<hookId>/<sequence>`; the last `webhooks::LOG_LEN` of each hook are kept.
     WebhookAttempt,
+    /// A grid's published strings (`cdns::Cdn`).
+    Cdn,
 }
 
 impl EntityKind {
@@ -52,6 +54,7 @@ impl EntityKind {
             EntityKind::MergeResolve => "resolve/",
             EntityKind::Webhook => "webhook/",
             EntityKind::WebhookAttempt => "webhook-attempt/",
+            EntityKind::Cdn => "cdn/",
         }
     }
 }
