@@ -105,7 +105,8 @@ impl CdnRequest {
     }
 
     fn check(self) -> Result<NewCdn, CdnRefused> {
-        let grid_id = self.grid_id.filter(|g| !g.is_empty()).ok_or(CdnRefused::Missing("gridId"))?;
+        let grid_id =
+            self.grid_id.filter(|g| !g.is_empty()).ok_or(CdnRefused::Missing("gridId"))?;
         let name = self.name.ok_or(CdnRefused::Missing("name"))?;
         if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS {
             return Err(CdnRefused::Name);
@@ -230,12 +231,16 @@ struct ListQuery {
 fn paging(name: &str, text: &str, max: usize) -> ApiResult<usize> {
     text.parse::<usize>().ok().filter(|n| *n <= max).ok_or_else(|| {
         let shown = crate::io::csv_import::clip(text, 32);
-        ApiError::new(ErrorCode::InvalidPaging, format!("{name} \"{shown}\" is not a number from 0 to {max}."))
+        ApiError::new(
+            ErrorCode::InvalidPaging,
+            format!("{name} \"{shown}\" is not a number from 0 to {max}."),
+        )
     })
 }
 
 fn parse_list_query(pairs: Vec<(String, String)>) -> ApiResult<ListQuery> {
-    let (mut grid_id, mut offset, mut limit, mut ids, mut published) = (None, 0, DEFAULT_LIMIT, None, None);
+    let (mut grid_id, mut offset, mut limit, mut ids, mut published) =
+        (None, 0, DEFAULT_LIMIT, None, None);
     for (name, value) in pairs {
         match name.as_str() {
             "gridId" => grid_id = Some(value),
@@ -245,13 +250,17 @@ fn parse_list_query(pairs: Vec<(String, String)>) -> ApiResult<ListQuery> {
                 let list: &mut Vec<String> = ids.get_or_insert_with(Vec::new);
                 list.extend(value.split(',').filter(|v| !v.is_empty()).map(str::to_owned));
                 if list.len() > MAX_IDS {
-                    return Err(ApiError::bad_request(format!("ids names at most {MAX_IDS} CDNs.")));
+                    return Err(ApiError::bad_request(format!(
+                        "ids names at most {MAX_IDS} CDNs."
+                    )));
                 }
             }
             "published" => {
-                published = Some(value.parse::<bool>().map_err(|_| {
-                    ApiError::bad_request("published is true or false.")
-                })?)
+                published = Some(
+                    value
+                        .parse::<bool>()
+                        .map_err(|_| ApiError::bad_request("published is true or false."))?,
+                )
             }
             _ => {}
         }
@@ -282,8 +291,12 @@ async fn list_cdns(
         .filter(|c| query.published.is_none_or(|p| c.published == p))
         .collect();
     let total = picked.len();
-    let page: Vec<CdnBody> =
-        picked.into_iter().skip(query.offset).take(query.limit).map(|c| cdn_body(&state, c)).collect();
+    let page: Vec<CdnBody> = picked
+        .into_iter()
+        .skip(query.offset)
+        .take(query.limit)
+        .map(|c| cdn_body(&state, c))
+        .collect();
     let mut response = ok(&page)?;
     response
         .headers_mut()
@@ -354,9 +367,10 @@ async fn publish(state: &AppState, ticket: PublishTicket, user: String) -> ApiRe
 /// Reads the grid's master branch as one instant and writes its files on a blocking thread.
 async fn write(state: &AppState, ticket: PublishTicket) -> ApiResult<()> {
     let grid_id = &ticket.cdn.grid_id;
-    let route = state.routes.branch(grid_id).ok_or_else(|| {
-        ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", grid_id)
-    })?;
+    let route = state
+        .routes
+        .branch(grid_id)
+        .ok_or_else(|| ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", grid_id))?;
     let view = read_view(&route).await?;
     let dir = cdn_dir(&state.data_dir, &ticket.cdn.id);
     let written = tokio::task::spawn_blocking(move || {
@@ -370,7 +384,8 @@ async fn write(state: &AppState, ticket: PublishTicket) -> ApiResult<()> {
         };
         write_version(&view.state, &spec, &dir)
     });
-    let manifest = written.await.map_err(|_| ApiError::internal("the CDN's file writer stopped"))??;
+    let manifest =
+        written.await.map_err(|_| ApiError::internal("the CDN's file writer stopped"))??;
     tracing::info!(cdn = %manifest.cdn_id, version = manifest.version, records = manifest.record_count, "CDN version written");
     Ok(())
 }
@@ -406,11 +421,19 @@ mod tests {
 
     #[test]
     fn listing_parameters_parse_and_are_bounded() {
-        let q = parse_list_query(pairs(&[("gridId", "g"), ("ids", "a,b"), ("ids", "c"), ("limit", "2")]))
-            .expect("ok");
+        let q = parse_list_query(pairs(&[
+            ("gridId", "g"),
+            ("ids", "a,b"),
+            ("ids", "c"),
+            ("limit", "2"),
+        ]))
+        .expect("ok");
         assert_eq!(q.ids, Some(vec!["a".into(), "b".into(), "c".into()]));
         assert_eq!((q.offset, q.limit, q.published), (0, 2, None));
-        assert_eq!(parse_list_query(pairs(&[("ids", "a")])).expect_err("no grid").code, ErrorCode::RequestParameterMissing);
+        assert_eq!(
+            parse_list_query(pairs(&[("ids", "a")])).expect_err("no grid").code,
+            ErrorCode::RequestParameterMissing
+        );
         for bad in [("limit", "1001"), ("offset", "-1"), ("limit", "x")] {
             let err = parse_list_query(pairs(&[("gridId", "g"), bad])).expect_err("bad paging");
             assert_eq!(err.code, ErrorCode::InvalidPaging);
@@ -427,8 +450,14 @@ mod tests {
         assert_eq!(ok.permission, CdnPermission::Public);
         assert_eq!(check(r#"{"name":"n"}"#).expect_err("grid"), CdnRefused::Missing("gridId"));
         assert_eq!(check(r#"{"gridId":"g","name":" "}"#).expect_err("blank"), CdnRefused::Name);
-        assert!(matches!(check(r#"{"gridId":"g","name":"n","permission":"open"}"#), Err(CdnRefused::Permission(_))));
-        assert!(matches!(check(r#"{"gridId":"g","name":"n","unknown":1}"#), Err(CdnRefused::Body(_))));
+        assert!(matches!(
+            check(r#"{"gridId":"g","name":"n","permission":"open"}"#),
+            Err(CdnRefused::Permission(_))
+        ));
+        assert!(matches!(
+            check(r#"{"gridId":"g","name":"n","unknown":1}"#),
+            Err(CdnRefused::Body(_))
+        ));
         let window = r#"{"gridId":"g","name":"n","startTime":"2026-01-02T00:00:00Z","endTime":"2026-01-01T00:00:00Z"}"#;
         assert_eq!(check(window).expect_err("window"), CdnRefused::Window);
     }

@@ -48,9 +48,11 @@ impl Network {
 
     fn contains(&self, ip: IpAddr) -> bool {
         match (self.address, canonical(ip)) {
-            (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                same_prefix(u128::from(u32::from(net)) << 96, u128::from(u32::from(ip)) << 96, self.prefix)
-            }
+            (IpAddr::V4(net), IpAddr::V4(ip)) => same_prefix(
+                u128::from(u32::from(net)) << 96,
+                u128::from(u32::from(ip)) << 96,
+                self.prefix,
+            ),
             (IpAddr::V6(net), IpAddr::V6(ip)) => {
                 same_prefix(u128::from(net), u128::from(ip), self.prefix)
             }
@@ -124,12 +126,12 @@ impl AllowList {
 
 /// A `startTime` or `endTime` in the stored form, or why it is refused.
 pub fn parse_time(name: &str, text: &str) -> Result<String, String> {
-    DateTime::parse_from_rfc3339(text.trim())
-        .map(|t| format_time(t.with_timezone(&Utc)))
-        .map_err(|_| {
+    DateTime::parse_from_rfc3339(text.trim()).map(|t| format_time(t.with_timezone(&Utc))).map_err(
+        |_| {
             let shown = crate::io::csv_import::clip(text, 64);
             format!("{name} \"{shown}\" is not an RFC 3339 date-time (2026-01-31T10:15:30Z).")
-        })
+        },
+    )
 }
 
 fn format_time(time: DateTime<Utc>) -> String {
@@ -181,7 +183,9 @@ mod tests {
 
     #[test]
     fn lists_parse_render_and_match() {
-        let list = AllowList::parse(" 10.0.0.0/8; 192.168.1.7,\n2001:db8::/32 ").expect("ok").expect("some");
+        let list = AllowList::parse(" 10.0.0.0/8; 192.168.1.7,\n2001:db8::/32 ")
+            .expect("ok")
+            .expect("some");
         assert_eq!(list.render(), "10.0.0.0/8,192.168.1.7,2001:db8::/32");
         assert!(list.allows(ip("10.200.3.4")) && list.allows(ip("192.168.1.7")));
         assert!(!list.allows(ip("192.168.1.8")) && !list.allows(ip("127.0.0.1")));
@@ -194,7 +198,8 @@ mod tests {
 
     #[test]
     fn bad_lists_are_refused() {
-        for bad in ["10.0.0.0/33", "::/129", "1.2.3", "1.2.3.4/", "1.2.3.4/x", "host", "1.2.3.4/-1"] {
+        for bad in ["10.0.0.0/33", "::/129", "1.2.3", "1.2.3.4/", "1.2.3.4/x", "host", "1.2.3.4/-1"]
+        {
             assert!(AllowList::parse(bad).is_err(), "{bad}");
         }
         let long = vec!["1.1.1.1"; MAX_ENTRIES + 1].join(",");

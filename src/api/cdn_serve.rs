@@ -108,9 +108,9 @@ async fn admitted(state: &AppState, req: &HttpRequest, id: &str) -> ApiResult<Ar
     }
     match window(cdn.start_time.as_deref(), cdn.end_time.as_deref(), chrono::Utc::now()) {
         Window::Open => Ok(cdn),
-        Window::NotYet(start) => Err(ApiError::access_denied(format!(
-            "CDN \"{id}\" serves its files from {start} on."
-        ))),
+        Window::NotYet(start) => {
+            Err(ApiError::access_denied(format!("CDN \"{id}\" serves its files from {start} on.")))
+        }
         Window::Over(end) => Err(ApiError::access_denied(format!(
             "CDN \"{id}\" stopped serving its files at {end}."
         ))),

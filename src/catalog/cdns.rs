@@ -234,7 +234,8 @@ impl Supervisor {
     /// deleted meanwhile).
     pub fn finish_cdn_publish(&mut self, id: &str, version: u64, user: &str) -> CatalogResult<Cdn> {
         let stored = self.routes.cdns.get(id).map(|c| c.value().clone());
-        let mut cdn = stored.ok_or_else(|| CatalogError::not_found(Missing::Cdn, id))?.as_ref().clone();
+        let mut cdn =
+            stored.ok_or_else(|| CatalogError::not_found(Missing::Cdn, id))?.as_ref().clone();
         let now = now_timestamp();
         cdn.version = cdn.version.max(version);
         cdn.published = true;

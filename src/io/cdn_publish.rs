@@ -121,7 +121,11 @@ fn failed(what: &Path) -> impl Fn(std::io::Error) -> PublishError + '_ {
 
 /// Writes version `spec.version` of a CDN from `state` into `dir` (the CDN's directory) and
 /// removes the versions no longer kept; answers its manifest.
-pub fn write_version(state: &GridState, spec: &PublishSpec<'_>, dir: &Path) -> PublishResult<Manifest> {
+pub fn write_version(
+    state: &GridState,
+    spec: &PublishSpec<'_>,
+    dir: &Path,
+) -> PublishResult<Manifest> {
     std::fs::create_dir_all(dir).map_err(failed(dir))?;
     remove_leftovers(dir, |name| name.starts_with(TEMP_PREFIX));
     let temp = dir.join(format!("{TEMP_PREFIX}{}-{}", spec.version, crate::ids::generate()));
@@ -209,7 +213,8 @@ fn write_language(
             }
             let key = record_key(&record.id, &record.path, keyed_by_path);
             write_entry(&mut json, strings == 0, &key, &text).map_err(failed(&json_path))?;
-            csv.write_record([record.id.as_str(), record.path.as_str(), &text]).map_err(csv_failed)?;
+            csv.write_record([record.id.as_str(), record.path.as_str(), &text])
+                .map_err(csv_failed)?;
             strings += 1;
         }
     }
@@ -280,7 +285,11 @@ struct TaggedFile {
 impl TaggedFile {
     fn create(path: &Path) -> PublishResult<TaggedFile> {
         let file = File::create(path).map_err(failed(path))?;
-        Ok(TaggedFile { out: BufWriter::with_capacity(64 * 1024, file), hasher: Sha256::new(), bytes: 0 })
+        Ok(TaggedFile {
+            out: BufWriter::with_capacity(64 * 1024, file),
+            hasher: Sha256::new(),
+            bytes: 0,
+        })
     }
 
     /// Flushes and fsyncs the file; answers its entry.
@@ -337,7 +346,8 @@ mod tests {
     #[test]
     fn file_names_are_language_codes_made_unique() {
         let mut schema = Schema::default();
-        schema.columns = vec![language("en", "enUS"), language("en2", "enUS"), language("m", "manifest")];
+        schema.columns =
+            vec![language("en", "enUS"), language("en2", "enUS"), language("m", "manifest")];
         let names: Vec<String> = language_files(&schema).into_iter().map(|(_, n)| n).collect();
         assert_eq!(names, ["enUS", "enUS-en2", "manifest-m"]);
     }

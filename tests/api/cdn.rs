@@ -52,7 +52,8 @@ fn raw_get(app: &TestApp, path: &str) -> String {
     use std::io::Write;
     let addr = app.base.trim_start_matches("http://");
     let mut stream = std::net::TcpStream::connect(addr).expect("connects");
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").expect("sent");
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+        .expect("sent");
     crate::helpers::read_answer(&mut stream, std::time::Duration::from_secs(5))
 }
 
@@ -142,7 +143,8 @@ fn bad_cdn_requests_are_refused_and_change_nothing() {
     }
     app.raw(Method::POST, "/v1/cdns", "application/json", b"{not json".to_vec())
         .assert_error(400, "badRequest");
-    app.raw(Method::POST, "/v1/cdns", "application/json", Vec::new()).assert_error(400, "badRequest");
+    app.raw(Method::POST, "/v1/cdns", "application/json", Vec::new())
+        .assert_error(400, "badRequest");
     app.post("/v1/cdns", &json!({"gridId": "nosuchgrid", "name": "Game"}))
         .assert_error(404, "gridIsNotFound");
     let ok = app.post("/v1/cdns", &with("name", json!("n".repeat(255))));
@@ -169,8 +171,12 @@ fn publishing_serves_each_language_and_old_versions_never_change() {
     assert_eq!(manifest.header("cache-control"), Some("public, max-age=60, must-revalidate"));
     assert_eq!(manifest.header("x-cdn-version"), Some("1"));
     assert_eq!((body["version"].clone(), body["recordCount"].clone()), (json!(1), json!(3)));
-    let names: Vec<&str> = body["languages"].as_array().expect("languages").iter()
-        .map(|l| l["name"].as_str().expect("name")).collect();
+    let names: Vec<&str> = body["languages"]
+        .as_array()
+        .expect("languages")
+        .iter()
+        .map(|l| l["name"].as_str().expect("name"))
+        .collect();
     assert_eq!(names, ["enUS", "frFR", "deDE"]);
     assert_eq!(body["languages"][1]["strings"], 2);
     assert_eq!(body["languages"][1]["csv"], "frFR.csv");
@@ -196,8 +202,11 @@ fn publishing_serves_each_language_and_old_versions_never_change() {
     assert_eq!(pinned.header("etag"), Some(tag.as_str()));
     assert_eq!(pinned.header("cache-control"), Some("public, max-age=31536000, immutable"));
 
-    app.patch(&format!("/v1/views/{view}/records"), &json!([{"id": "r1", "cells": [text("en", "Hi")]}]))
-        .assert_status(200);
+    app.patch(
+        &format!("/v1/views/{view}/records"),
+        &json!([{"id": "r1", "cells": [text("en", "Hi")]}]),
+    )
+    .assert_status(200);
     assert_eq!(publish(&app, &id)["version"], 2);
     let en2 = fetch(&app, &format!("{base}/enUS.json"));
     assert_eq!(en2.assert_status(200), &json!({"r1": "Hi", "r2": "Bye \"now\""}));
@@ -215,8 +224,15 @@ fn unknown_files_versions_and_hostile_paths_read_nothing() {
     let id = id_of(&create(&app, json!({"gridId": grid, "name": "Game"})));
     publish(&app, &id);
     let base = format!("/cdn/{id}");
-    for file in ["itIT.json", "enUS.xml", "enUS", "..%2Fmanifest.json", "..%2F..%2Fcatalog",
-                 "%2E%2E", "enUS.json%00"] {
+    for file in [
+        "itIT.json",
+        "enUS.xml",
+        "enUS",
+        "..%2Fmanifest.json",
+        "..%2F..%2Fcatalog",
+        "%2E%2E",
+        "enUS.json%00",
+    ] {
         let res = fetch(&app, &format!("{base}/{file}"));
         assert_eq!(res.status, 404, "{file}: {}", res.text);
         assert!(res.code() == "fileIsNotFound" || res.code() == "notFound", "{file}: {}", res.text);
@@ -227,13 +243,21 @@ fn unknown_files_versions_and_hostile_paths_read_nothing() {
     }
     fetch(&app, &format!("{base}/v/2/manifest.json")).assert_error(404, "cdnIsNotFound");
     // Dot segments sent as they are (an HTTP client library would resolve them first).
-    for raw in ["v/../manifest.json", "v/%2E%2E/manifest.json", "..%2F..%2Fcatalog%2Fconf",
-                "v/1/..%2F1%2Fmanifest.json", "v/1/%2E%2E"] {
+    for raw in [
+        "v/../manifest.json",
+        "v/%2E%2E/manifest.json",
+        "..%2F..%2Fcatalog%2Fconf",
+        "v/1/..%2F1%2Fmanifest.json",
+        "v/1/%2E%2E",
+    ] {
         let answer = raw_get(&app, &format!("{base}/{raw}"));
         assert!(answer.starts_with("HTTP/1.1 404"), "{raw}: {answer}");
     }
     fetch(&app, "/cdn/nosuchcdn/manifest.json").assert_error(404, "cdnIsNotFound");
-    let bad_tag = app.send(app.request(Method::GET, &format!("{base}/enUS.json"), None).header("If-None-Match", "nope"));
+    let bad_tag = app.send(
+        app.request(Method::GET, &format!("{base}/enUS.json"), None)
+            .header("If-None-Match", "nope"),
+    );
     bad_tag.assert_error(400, "badRequest");
 
     for _ in 0..3 {
@@ -288,7 +312,8 @@ fn a_private_cdn_needs_a_key_of_the_grid_s_company() {
     let (other, _, _) = app.create_company("enterprise");
     app.get_as(&other, &path).assert_error(404, "cdnIsNotFound");
     app.get_as(&other, &format!("/v1/cdns/{id}")).assert_error(404, "cdnIsNotFound");
-    app.put_as(&other, &format!("/v1/cdns/{id}/publish"), &json!({})).assert_error(404, "cdnIsNotFound");
+    app.put_as(&other, &format!("/v1/cdns/{id}/publish"), &json!({}))
+        .assert_error(404, "cdnIsNotFound");
     app.delete_as(&other, &format!("/v1/cdns/{id}")).assert_error(404, "cdnIsNotFound");
     app.get_as(&other, &format!("/v1/cdns?gridId={grid}")).assert_error(404, "gridIsNotFound");
     app.post_as(&other, "/v1/cdns", &json!({"gridId": grid, "name": "x"}))
@@ -323,7 +348,8 @@ fn the_allow_list_and_the_window_refuse_clients() {
     future.assert_error(403, "accessDenied");
     assert!(future.text.contains("2999-01-01T00:00:00.000+00:00"), "{}", future.text);
     served(json!({"endTime": "2001-01-01T00:00:00Z"})).assert_error(403, "accessDenied");
-    let open = served(json!({"startTime": "2001-01-01T00:00:00Z", "endTime": "2999-01-01T00:00:00Z"}));
+    let open =
+        served(json!({"startTime": "2001-01-01T00:00:00Z", "endTime": "2999-01-01T00:00:00Z"}));
     assert_eq!(open.status, 200);
 }
 
@@ -347,7 +373,10 @@ fn published_cdns_survive_a_restart_and_go_with_their_grid() {
     let app = app.restart();
     assert_eq!(listed(&app), before);
     let again = fetch(&app, &format!("/cdn/{id}/enUS.json"));
-    assert_eq!((again.bytes.clone(), again.header("etag")), (file.bytes.clone(), file.header("etag")));
+    assert_eq!(
+        (again.bytes.clone(), again.header("etag")),
+        (file.bytes.clone(), file.header("etag"))
+    );
     fetch(&app, &format!("/cdn/{quiet}/enUS.json")).assert_error(404, "cdnIsNotFound");
     assert_eq!(publish(&app, &id)["version"], 2);
 
