@@ -1,4 +1,4 @@
-//! The catalogue: companies, projects, databases, grids, branches, keys, tasks and webhooks,
+//! The catalogue: companies, projects, databases, grids, branches, keys, tasks, webhooks and CDNs,
 //! owned by the `Supervisor` actor, which also starts and stops grid actors and keeps the route
 //! table.
 //! What it refuses is a `CatalogError`.

@@ -203,21 +203,8 @@ fn write_language(
     let csv_failed = |e: csv::Error| PublishError::Write(format!("{}: {e}", csv_path.display()));
     csv.write_record(["recordId", "path", "text"]).map_err(csv_failed)?;
     json.write_all(b"{").map_err(failed(&json_path))?;
-    let rows: Vec<_> = state.store.live_rows().collect();
-    let mut strings = 0u64;
-    for chunk in rows.chunks(ROWS_PER_READ) {
-        for record in state.read_rows(&[column], chunk.iter().copied()) {
-            let text = record.cells.first().map(|c| export_text(&c.value)).unwrap_or_default();
-            if text.is_empty() {
-                continue;
-            }
-            let key = record_key(&record.id, &record.path, keyed_by_path);
-            write_entry(&mut json, strings == 0, &key, &text).map_err(failed(&json_path))?;
-            csv.write_record([record.id.as_str(), record.path.as_str(), &text])
-                .map_err(csv_failed)?;
-            strings += 1;
-        }
-    }
+    let strings = write_rows(state, column, keyed_by_path, &mut json, &mut csv)
+        .map_err(|e| PublishError::Write(format!("{}: {e}", temp.display())))?;
     json.write_all(b"}").map_err(failed(&json_path))?;
     let csv = csv.into_inner().map_err(|e| PublishError::Write(format!("CSV: {e}")))?;
     let files = [
@@ -235,6 +222,35 @@ fn write_language(
         csv: csv_name,
     };
     Ok((entry, files))
+}
+
+/// Writes the records with text in `column` to both files, `ROWS_PER_READ` rows at a time;
+/// answers how many there were.
+fn write_rows(
+    state: &GridState,
+    column: &ColumnDef,
+    keyed_by_path: bool,
+    json: &mut TaggedFile,
+    csv: &mut csv::Writer<TaggedFile>,
+) -> Result<u64, csv::Error> {
+    let mut rows = state.store.live_rows().peekable();
+    let mut chunk = Vec::with_capacity(ROWS_PER_READ);
+    let mut strings = 0u64;
+    while rows.peek().is_some() {
+        chunk.clear();
+        chunk.extend(rows.by_ref().take(ROWS_PER_READ));
+        for record in state.read_rows(&[column], chunk.iter().copied()) {
+            let text = record.cells.first().map(|c| export_text(&c.value)).unwrap_or_default();
+            if text.is_empty() {
+                continue;
+            }
+            let key = record_key(&record.id, &record.path, keyed_by_path);
+            write_entry(json, strings == 0, &key, &text)?;
+            csv.write_record([record.id.as_str(), record.path.as_str(), &text])?;
+            strings += 1;
+        }
+    }
+    Ok(strings)
 }
 
 /// `"key":"text"`, after a comma unless it is the first entry.

@@ -385,3 +385,66 @@ fn published_cdns_survive_a_restart_and_go_with_their_grid() {
     fetch(&app, &format!("/cdn/{id}/enUS.json")).assert_error(404, "cdnIsNotFound");
     assert!(!app.data_dir.join("cdn").join(&id).exists(), "the grid's CDN files are removed");
 }
+
+#[test]
+fn a_path_tagged_grid_keys_its_strings_by_path_and_id() {
+    let app = spawn_app();
+    let db = app.default_db();
+    let body = json!({"name": "Paths", "recordIdentifierType": "pathTagRecordId"});
+    let grid = app.post(&format!("/v1/grids?dbId={db}"), &body).assert_status(201).clone();
+    let view = grid["defaultAccessViewId"].as_str().expect("view").to_owned();
+    app.create_column(
+        &view,
+        json!({"id": "en", "name": "English", "type": "language", "languageCode": "enUS"}),
+    );
+    app.add_records(
+        &view,
+        json!([{"id": "title", "path": "menu", "cells": [text("en", "Menu")]},
+               {"id": "title", "path": "shop", "cells": [text("en", "Shop, \"now\"")]},
+               {"id": "quit", "cells": [text("en", "Quit")]}]),
+    );
+    let id = id_of(&create(&app, json!({"gridId": grid["id"], "name": "Paths"})));
+    publish(&app, &id);
+    let en = fetch(&app, &format!("/cdn/{id}/enUS.json"));
+    assert_eq!(
+        en.assert_status(200),
+        &json!({"menu/title": "Menu", "shop/title": "Shop, \"now\"", "quit": "Quit"})
+    );
+    let csv = fetch(&app, &format!("/cdn/{id}/enUS.csv"));
+    assert_eq!(
+        csv.text,
+        "recordId,path,text\ntitle,menu,Menu\ntitle,shop,\"Shop, \"\"now\"\"\"\nquit,,Quit\n"
+    );
+}
+
+/// Figures: how long publishing a grid of `CDN_FIGURE_RECORDS` records (default 50,000) with
+/// three languages takes, and how large its files are. Run with
+/// `cargo test --test api cdn::publish_figures -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn publish_figures() {
+    let records: usize =
+        std::env::var("CDN_FIGURE_RECORDS").ok().and_then(|n| n.parse().ok()).unwrap_or(50_000);
+    let app = spawn_app();
+    let (grid, view) = app.localized_grid(false);
+    for start in (0..records).step_by(1000) {
+        let batch: Vec<Value> = (start..(start + 1000).min(records))
+            .map(|i| {
+                json!({"id": format!("string_{i:06}"), "cells": [
+                    text("en", &format!("English text number {i}, of a typical length")),
+                    text("fr", &format!("Texte français numéro {i}, d'une longueur typique")),
+                    text("de", &format!("Deutscher Text Nummer {i}, von typischer Länge"))]})
+            })
+            .collect();
+        app.post(&format!("/v1/views/{view}/records"), &json!(batch)).assert_status(201);
+    }
+    let id = id_of(&create(&app, json!({"gridId": grid, "name": "Figures"})));
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        publish(&app, &id);
+        eprintln!("publish of {records} records x 3 languages: {:?}", started.elapsed());
+    }
+    let started = std::time::Instant::now();
+    let en = fetch(&app, &format!("/cdn/{id}/enUS.json"));
+    eprintln!("GET enUS.json ({} bytes): {:?}", en.bytes.len(), started.elapsed());
+}
