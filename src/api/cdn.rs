@@ -340,11 +340,18 @@ async fn publish_cdn(
     let id = id.into_inner();
     let user = p.user().to_owned();
     let ticket = exec(&state, move |s| s.begin_cdn_publish(&p, &id)).await??;
+    let cleared = ticket.cdn.id.clone();
     // Its own task: a client going away does not cut the publish off halfway.
     let publishing = state.clone();
     let task = actix_web::rt::spawn(async move { publish(&publishing, ticket, user).await });
-    let cdn = task.await.map_err(|_| ApiError::internal("the publish stopped"))??;
-    ok(&cdn_body(&state, cdn))
+    match task.await {
+        Ok(published) => ok(&cdn_body(&state, published?)),
+        Err(_) => {
+            // A panic in the task: the CDN must not stay `processing`.
+            exec(&state, move |s| s.abort_cdn_publish(&cleared)).await?;
+            Err(ApiError::internal("the publish stopped"))
+        }
+    }
 }
 
 /// Writes the ticket's version and records it, or clears the CDN's processing mark.
@@ -386,7 +393,8 @@ async fn write(state: &AppState, ticket: PublishTicket) -> ApiResult<()> {
     });
     let manifest =
         written.await.map_err(|_| ApiError::internal("the CDN's file writer stopped"))??;
-    tracing::info!(cdn = %manifest.cdn_id, version = manifest.version, records = manifest.record_count, "CDN version written");
+    let (cdn, version, records) = (&manifest.cdn_id, manifest.version, manifest.record_count);
+    tracing::info!(%cdn, version, records, "CDN version written");
     Ok(())
 }
 
@@ -444,8 +452,11 @@ mod tests {
     #[test]
     fn requests_are_checked_field_by_field() {
         let check = |body: &str| CdnRequest::parse(body.as_bytes()).and_then(CdnRequest::check);
-        let ok = check(r#"{"gridId":"g","name":"n","whiteListIP":"10.0.0.1, 10.1.0.0/16","startTime":"2026-01-01T00:00:00Z"}"#)
-            .expect("valid");
+        let ok = check(concat!(
+            r#"{"gridId":"g","name":"n","whiteListIP":"10.0.0.1, 10.1.0.0/16","#,
+            r#""startTime":"2026-01-01T00:00:00Z"}"#
+        ))
+        .expect("valid");
         assert_eq!(ok.white_list_ip.as_deref(), Some("10.0.0.1,10.1.0.0/16"));
         assert_eq!(ok.permission, CdnPermission::Public);
         assert_eq!(check(r#"{"name":"n"}"#).expect_err("grid"), CdnRefused::Missing("gridId"));
@@ -458,7 +469,10 @@ mod tests {
             check(r#"{"gridId":"g","name":"n","unknown":1}"#),
             Err(CdnRefused::Body(_))
         ));
-        let window = r#"{"gridId":"g","name":"n","startTime":"2026-01-02T00:00:00Z","endTime":"2026-01-01T00:00:00Z"}"#;
+        let window = concat!(
+            r#"{"gridId":"g","name":"n","startTime":"2026-01-02T00:00:00Z","#,
+            r#""endTime":"2026-01-01T00:00:00Z"}"#
+        );
         assert_eq!(check(window).expect_err("window"), CdnRefused::Window);
     }
 }

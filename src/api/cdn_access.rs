@@ -107,7 +107,10 @@ impl AllowList {
             .map(|e| {
                 Network::parse(e).ok_or_else(|| {
                     let shown = crate::io::csv_import::clip(e, 64);
-                    format!("whiteListIP: \"{shown}\" is not an IP address or network (a.b.c.d, a.b.c.d/n, IPv6, IPv6/n).")
+                    format!(
+                        "whiteListIP: \"{shown}\" is not an IP address or network \
+                         (a.b.c.d, a.b.c.d/n, IPv6, IPv6/n)."
+                    )
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;

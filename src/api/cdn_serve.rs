@@ -65,7 +65,10 @@ async fn latest_file(
     ("cdnId" = String, Path, description = "the CDN"),
     ("version" = u64, Path, description = "one of the last versions published"),
     ("file" = String, Path, description = "manifest.json, <lang>.json or <lang>.csv"),
-), responses((status = 200, description = "the pinned version's file (immutable)"), (status = 304)))]
+), responses(
+    (status = 200, description = "the pinned version's file (immutable)"),
+    (status = 304),
+))]
 #[get("/cdn/{cdnId}/v/{version}/{file}")]
 async fn pinned_file(
     state: web::Data<AppState>,

@@ -1,7 +1,7 @@
 //! `CatalogError`: why the catalogue (the `Supervisor`'s companies, projects, databases, grids,
 //! branches, keys, tasks, backups, share links, files, settings, webhooks and CDNs) refused a
-//! request or could not make a change durable: one case per kind of refusal, each answered with one code
-//! (`impl Coded`, exhaustive), and the message clients read as its `Display`.
+//! request or could not make a change durable: one case per kind of refusal, each answered with
+//! one code (`impl Coded`, exhaustive), and the message clients read as its `Display`.
 //!
 //! It knows nothing of HTTP: handlers turn it into an `ApiError` with `?` (same code, the
 //! message as displayed). Access checks refuse with auth's own `Denied`, carried as it is.

@@ -19,7 +19,8 @@ fn strings_grid(app: &TestApp) -> (String, String) {
         &view,
         json!([
             {"id": "r1", "cells": [text("en", "Hello"), text("fr", "Bonjour")]},
-            {"id": "r2", "cells": [text("en", "Bye \"now\""), text("fr", "Au revoir"), text("de", "Tschüss")]},
+            {"id": "r2", "cells": [
+                text("en", "Bye \"now\""), text("fr", "Au revoir"), text("de", "Tschüss")]},
             {"id": "r3", "cells": [text("note", "no text")]},
         ]),
     );
@@ -64,7 +65,8 @@ fn cdns_are_created_listed_fetched_and_deleted() {
     let first = create(
         &app,
         json!({"gridId": grid, "name": "Game", "description": "strings", "permission": "private",
-               "whiteListIP": "10.0.0.1, 192.168.0.0/16", "startTime": "2026-01-01T10:00:00+02:00"}),
+               "whiteListIP": "10.0.0.1, 192.168.0.0/16",
+               "startTime": "2026-01-01T10:00:00+02:00"}),
     );
     let id = id_of(&first);
     assert_eq!(first["gridId"], json!(grid));
