@@ -450,3 +450,41 @@ fn publish_figures() {
     let en = fetch(&app, &format!("/cdn/{id}/enUS.json"));
     eprintln!("GET enUS.json ({} bytes): {:?}", en.bytes.len(), started.elapsed());
 }
+
+#[test]
+fn concurrent_publishes_of_one_cdn_are_refused_not_mixed() {
+    let app = spawn_app();
+    let (grid, view) = strings_grid(&app);
+    for start in (0..5000).step_by(1000) {
+        let batch: Vec<Value> = (start..start + 1000)
+            .map(|i| json!({"id": format!("s{i}"), "cells": [text("en", &format!("text {i}"))]}))
+            .collect();
+        app.post(&format!("/v1/views/{view}/records"), &json!(batch)).assert_status(201);
+    }
+    let id = id_of(&create(&app, json!({"gridId": grid, "name": "Game"})));
+    let answers: Vec<(u16, String)> = std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    let res = app.put(&format!("/v1/cdns/{id}/publish"), &json!({}));
+                    (res.status, res.code().to_owned())
+                })
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().expect("a call")).collect()
+    });
+    let published = answers.iter().filter(|(status, _)| *status == 200).count();
+    for answer in &answers {
+        assert!(
+            *answer == (200, String::new()) || *answer == (409, "taskIsRunning".into()),
+            "{answer:?}"
+        );
+    }
+    assert!(published >= 1, "{answers:?}");
+    let cdn = app.get(&format!("/v1/cdns/{id}")).assert_status(200).clone();
+    assert_eq!(cdn["version"], json!(published), "one version per publish answered 200");
+    assert_eq!(cdn["status"], "published");
+    let manifest = fetch(&app, &format!("/cdn/{id}/manifest.json"));
+    assert_eq!(manifest.assert_status(200)["recordCount"], 5003);
+    assert_eq!(manifest.body["version"], json!(published));
+}
