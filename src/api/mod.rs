@@ -26,6 +26,7 @@ pub mod listing;
 pub mod merge_request;
 pub mod metrics;
 pub mod multipart;
+pub mod paths;
 pub mod projects;
 pub mod record;
 pub mod record_history;
@@ -73,6 +74,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     diffcheck::configure(cfg);
     branches::configure(cfg);
     views::configure(cfg);
+    paths::configure(cfg);
     columns::configure(cfg);
     dependencies::configure(cfg);
     files::configure(cfg);

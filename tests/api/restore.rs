@@ -146,7 +146,7 @@ fn restores_outside_the_history_or_malformed_are_refused_with_nothing_started() 
     app.post(&path, &json!({ "position": 1, "branchId": "nope" }))
         .assert_error(404, "branchIsNotFound");
     app.post(&restore_path("nope"), &json!({ "position": 1 })).assert_error(404, "gridIsNotFound");
-    let reader = app.create_key(&["read"], json!({}));
+    let reader = app.create_key(&["read"], json!({"all": true}));
     app.post_as(&reader, &path, &json!({ "position": 1 })).assert_error(403, "accessDenied");
     app.assert_unchanged(&format!("/v1/branches?gridId={grid}"), &tasks_before);
 
