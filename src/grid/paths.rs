@@ -505,3 +505,138 @@ fn sibling_order(
     order.extend(stay[at..].iter().map(|c| (*c).clone()));
     order
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::grid::store::RecordIdentity;
+
+    fn state_with(paths: &[&str]) -> GridState {
+        let mut state = GridState::new("view1", Vec::new(), RecordIdentity::RecordId);
+        let records = paths
+            .iter()
+            .enumerate()
+            .map(|(i, path)| RecordWrite {
+                id: format!("r{i}"),
+                path: (*path).to_owned(),
+                new_id: None,
+                new_path: None,
+                cells: Vec::new(),
+                mark_mt: false,
+            })
+            .collect();
+        state.apply(&GridOp::AddRecords { time_ms: 1, user: "u".into(), records });
+        state
+    }
+
+    fn apply(state: &mut GridState, change: PathChange) -> Result<Vec<String>, PathError> {
+        let planned = plan(state, change, ("u", 2))?;
+        for op in &planned.ops {
+            state.apply(op);
+        }
+        Ok(planned.paths)
+    }
+
+    fn listing(state: &GridState) -> Vec<String> {
+        Tree::of(state).under("").into_iter().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn folders_come_from_record_paths_in_first_appearance_order() {
+        let state = state_with(&["b/x", "", "a", "/b//y/", "b/x/deep"]);
+        assert_eq!(listing(&state), ["b", "b/x", "b/x/deep", "b/y", "a"]);
+        assert_eq!(tree(&state, "b/x").expect("found").len(), 1);
+        assert_eq!(tree(&state, "c"), Err(PathError::NotFound("c".into())));
+    }
+
+    #[test]
+    fn a_move_rewrites_the_paths_under_it_and_places_it() {
+        let mut state = state_with(&["a/x", "a/x/y", "b", "c"]);
+        let change = PathChange::Move {
+            names: vec!["x".into()],
+            from: "a".into(),
+            to: "".into(),
+            before: Some("b".into()),
+            after: None,
+        };
+        assert_eq!(apply(&mut state, change), Ok(vec!["x".into()]));
+        assert_eq!(listing(&state), ["a", "x", "x/y", "b", "c"]);
+        let paths: Vec<&str> = state.store.live_rows().map(|r| state.store.path(r)).collect();
+        assert_eq!(paths, ["x", "x/y", "b", "c"]);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Create(usize, u8),
+        Delete(usize),
+        Move(usize, usize, Option<usize>),
+        Rename(usize, u8),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (0..8usize, 0..4u8).prop_map(|(p, n)| Step::Create(p, n)),
+            (0..8usize).prop_map(Step::Delete),
+            (0..8usize, 0..8usize, proptest::option::of(0..8usize))
+                .prop_map(|(a, b, c)| Step::Move(a, b, c)),
+            (0..8usize, 0..4u8).prop_map(|(p, n)| Step::Rename(p, n)),
+        ]
+    }
+
+    fn change_of(step: &Step, folders: &[String]) -> Option<PathChange> {
+        let pick = |i: usize| folders.get(i % folders.len().max(1)).cloned().unwrap_or_default();
+        let name = |n: u8| format!("n{n}");
+        Some(match step {
+            Step::Create(p, n) => PathChange::Create { parent: pick(*p), names: vec![name(*n)] },
+            Step::Delete(p) => PathChange::Delete { paths: vec![pick(*p)] },
+            Step::Move(a, b, c) => {
+                let moved = pick(*a);
+                let to = pick(*b);
+                let before = c.map(|c| name_of(&pick(c)).to_owned());
+                PathChange::Move {
+                    names: vec![name_of(&moved).to_owned()],
+                    from: parent_of(&moved).to_owned(),
+                    to,
+                    before,
+                    after: None,
+                }
+            }
+            Step::Rename(p, n) => PathChange::Rename { path: pick(*p), new_name: name(*n) },
+        })
+    }
+
+    proptest! {
+        /// Whatever folder changes are accepted or refused, the tree lists each folder once,
+        /// parents first, every record's folder is in it, and only deletes remove records.
+        #[test]
+        fn changes_keep_the_tree_whole(steps in proptest::collection::vec(step(), 1..25)) {
+            let mut state = state_with(&["a/b", "a/c", "d", "a/b/e", "", "d/f"]);
+            for step in &steps {
+                let folders = listing(&state);
+                let before = state.store.len();
+                let Some(change) = change_of(step, &folders) else { continue };
+                let deletes = matches!(change, PathChange::Delete { .. });
+                if apply(&mut state, change).is_err() {
+                    prop_assert_eq!(listing(&state), folders, "a refused change changes nothing");
+                    continue;
+                }
+                if !deletes {
+                    prop_assert_eq!(state.store.len(), before);
+                }
+                let now = listing(&state);
+                let unique: HashSet<&String> = now.iter().collect();
+                prop_assert_eq!(unique.len(), now.len());
+                for (i, folder) in now.iter().enumerate() {
+                    let parent = parent_of(folder);
+                    prop_assert!(parent.is_empty() || now[..i].iter().any(|f| f == parent));
+                }
+                for row in state.store.live_rows().collect::<Vec<_>>() {
+                    let folder = folder_of(state.store.path(row));
+                    prop_assert!(folder.is_empty() || unique.contains(&folder));
+                }
+            }
+        }
+    }
+}
