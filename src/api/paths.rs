@@ -160,7 +160,10 @@ async fn move_paths(
     ok(&PathList { paths: change(&state, &p, &view_id, moved).await? })
 }
 
-#[utoipa::path(tag = "Path", request_body = UpdatePath, responses((status = 200, body = PathSingle)))]
+#[utoipa::path(tag = "Path", params(
+    ("viewId" = String, Path, description = "the view"),
+    ("path" = String, Path, description = "the folder to rename (its `/` as is or `%2F`)"),
+), request_body = UpdatePath, responses((status = 200, body = PathSingle)))]
 #[put("/v1/views/{viewId}/paths/{path:.*}")]
 async fn rename_path(
     state: web::Data<AppState>,
