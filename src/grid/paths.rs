@@ -82,6 +82,50 @@ fn within(path: &str, folder: &str) -> bool {
     path == folder || path.strip_prefix(folder).is_some_and(|rest| rest.starts_with('/'))
 }
 
+/// `folder` and each of its ancestors, deepest first (`a/b/c`, `a/b`, `a`).
+fn self_and_ancestors(folder: &str) -> impl Iterator<Item = &str> {
+    let cuts = folder.match_indices('/').map(|(at, _)| at).collect::<Vec<_>>();
+    std::iter::once(folder).chain(cuts.into_iter().rev().map(move |at| &folder[..at]))
+}
+
+/// Folders moved, old -> new, looked up by any path inside them (at most `MAX_DEPTH` lookups).
+struct Renames<'a> {
+    /// In the order the request named them.
+    moves: &'a [(String, String)],
+    forward: HashMap<&'a str, &'a str>,
+    backward: HashMap<&'a str, &'a str>,
+}
+
+impl<'a> Renames<'a> {
+    fn of(moves: &'a [(String, String)]) -> Renames<'a> {
+        Renames {
+            moves,
+            forward: moves.iter().map(|(o, n)| (o.as_str(), n.as_str())).collect(),
+            backward: moves.iter().map(|(o, n)| (n.as_str(), o.as_str())).collect(),
+        }
+    }
+
+    fn through(map: &HashMap<&str, &str>, path: &str) -> Option<String> {
+        let root = self_and_ancestors(path).find(|f| map.contains_key(f))?;
+        Some(format!("{}{}", map[root], &path[root.len()..]))
+    }
+
+    /// The new path of a folder inside a moved one.
+    fn new_of(&self, old: &str) -> Option<String> {
+        Self::through(&self.forward, old)
+    }
+
+    /// The old path of a folder inside a moved one, by its new path.
+    fn old_of(&self, new: &str) -> Option<String> {
+        Self::through(&self.backward, new)
+    }
+
+    /// Whether `folder` is itself one of the moved folders.
+    fn moves(&self, folder: &str) -> bool {
+        self.forward.contains_key(folder)
+    }
+}
+
 /// A folder name as a request gives it: non-empty, no `/` or `\`, not too long.
 pub fn check_name(name: &str) -> Result<&str, PathError> {
     let name = name.trim();
@@ -261,7 +305,7 @@ fn plan_create(tree: &Tree, parent: &str, names: &[String]) -> Result<PlannedPat
     let mut made = Vec::with_capacity(names.len());
     for name in names {
         let folder = join(&parent, check_name(name)?);
-        if tree.contains(&folder) || made.contains(&folder) {
+        if grown.contains(&folder) {
             return Err(PathError::Exists(folder));
         }
         grown.insert(&folder);
@@ -288,11 +332,14 @@ fn plan_delete(
         }
         gone.push(folder);
     }
-    let inside = |path: &str| gone.iter().any(|g| within(path, g));
+    let gone_set: HashSet<&str> = gone.iter().map(String::as_str).collect();
+    let inside = |folder: &str| self_and_ancestors(folder).any(|f| gone_set.contains(f));
     let store = &state.store;
+    let doomed: HashSet<&str> =
+        store.distinct_paths().into_iter().filter(|p| inside(&folder_of(p))).collect();
     let keys: Vec<(String, String)> = store
         .live_rows()
-        .filter(|row| inside(&folder_of(store.path(*row))))
+        .filter(|row| doomed.contains(store.path(*row)))
         .map(|row| (store.path(row).to_owned(), store.id(row).to_owned()))
         .collect();
     let kept: Vec<String> =
@@ -326,6 +373,7 @@ fn plan_move(
         }
     }
     let mut moves = Vec::with_capacity(names.len());
+    let mut taken = HashSet::new();
     for name in names {
         let name = check_name(name)?;
         let (old, new) = (join(&from, name), join(&to, name));
@@ -335,7 +383,7 @@ fn plan_move(
         if within(&to, &old) {
             return Err(invalid(format!("Path \"{old}\" cannot be moved into itself.")));
         }
-        if old != new && (tree.contains(&new) || moves.iter().any(|(_, n)| *n == new)) {
+        if !taken.insert(new.clone()) || (old != new && tree.contains(&new)) {
             return Err(PathError::Exists(new));
         }
         moves.push((old, new));
@@ -411,17 +459,17 @@ fn plan_relocation(
     (to, anchor): (&str, Anchor),
     (user, time_ms): (&str, i64),
 ) -> Result<PlannedPaths, PathError> {
-    let renamed = |path: &str| -> Option<String> {
-        moves
-            .iter()
-            .find(|(old, _)| within(path, old))
-            .map(|(old, new)| format!("{new}{}", &path[old.len()..]))
-    };
+    let renames = Renames::of(moves);
     let store = &state.store;
+    let moved: HashMap<&str, String> = store
+        .distinct_paths()
+        .into_iter()
+        .filter_map(|p| Some((p, renames.new_of(&folder_of(p))?)))
+        .collect();
     let records: Vec<RecordWrite> = store
         .live_rows()
         .filter_map(|row| {
-            let new_path = renamed(&folder_of(store.path(row)))?;
+            let new_path = moved.get(store.path(row))?.clone();
             Some(RecordWrite {
                 id: store.id(row).to_owned(),
                 path: store.path(row).to_owned(),
@@ -432,7 +480,7 @@ fn plan_relocation(
             })
         })
         .collect();
-    let kept = relocated_tree(tree, moves, to, &anchor);
+    let kept = relocated_tree(tree, &renames, to, &anchor);
     let mut ops = vec![set_paths(kept)?];
     if !records.is_empty() {
         ops.push(GridOp::UpdateRecords { time_ms, user: user.to_owned(), records });
@@ -441,31 +489,14 @@ fn plan_relocation(
 }
 
 /// Every folder after the move, depth first (full new paths).
-fn relocated_tree(
-    tree: &Tree,
-    moves: &[(String, String)],
-    to: &str,
-    anchor: &Anchor,
-) -> Vec<String> {
-    let old_of = |new: &str| -> String {
-        match moves.iter().find(|(_, n)| within(new, n)) {
-            Some((old, n)) => format!("{old}{}", &new[n.len()..]),
-            None => new.to_owned(),
-        }
-    };
-    let new_of = |old: &str| -> String {
-        match moves.iter().find(|(o, _)| within(old, o)) {
-            Some((o, new)) => format!("{new}{}", &old[o.len()..]),
-            None => old.to_owned(),
-        }
-    };
+fn relocated_tree(tree: &Tree, renames: &Renames<'_>, to: &str, anchor: &Anchor) -> Vec<String> {
     let children = |parent: &str| -> Vec<String> {
         if parent == to {
-            return sibling_order(tree, moves, to, anchor);
+            return sibling_order(tree, renames, to, anchor);
         }
-        let old = old_of(parent);
-        let children = tree.children_of(&old).iter();
-        children.filter(|c| !moves.iter().any(|(o, _)| o == *c)).map(|c| new_of(c)).collect()
+        let old = renames.old_of(parent).unwrap_or_else(|| parent.to_owned());
+        let children = tree.children_of(&old).iter().filter(|c| !renames.moves(c));
+        children.map(|c| renames.new_of(c).unwrap_or_else(|| c.clone())).collect()
     };
     let mut out = Vec::new();
     let mut stack: Vec<String> = children("").into_iter().rev().collect();
@@ -477,23 +508,13 @@ fn relocated_tree(
 }
 
 /// The destination's children after the move, in order (full new paths).
-fn sibling_order(
-    tree: &Tree,
-    moves: &[(String, String)],
-    to: &str,
-    anchor: &Anchor,
-) -> Vec<String> {
-    let new_of = |folder: &str| moves.iter().find(|(old, _)| old == folder).map(|(_, n)| n.clone());
+fn sibling_order(tree: &Tree, renames: &Renames<'_>, to: &str, anchor: &Anchor) -> Vec<String> {
+    let renamed = |c: &String| renames.new_of(c).unwrap_or_else(|| c.clone());
     if *anchor == Anchor::InPlace {
-        return tree
-            .children_of(to)
-            .iter()
-            .map(|c| new_of(c).unwrap_or_else(|| c.clone()))
-            .collect();
+        return tree.children_of(to).iter().map(renamed).collect();
     }
-    let stay: Vec<&String> =
-        tree.children_of(to).iter().filter(|c| !moves.iter().any(|(old, _)| old == *c)).collect();
-    let moved = moves.iter().map(|(_, new)| new.clone());
+    let stay: Vec<&String> = tree.children_of(to).iter().filter(|c| !renames.moves(c)).collect();
+    let moved = renames.moves.iter().map(|(_, new)| new.clone());
     let at = match anchor {
         Anchor::Before(sibling) => stay.iter().position(|c| *c == sibling),
         Anchor::After(sibling) => stay.iter().position(|c| *c == sibling).map(|i| i + 1),
