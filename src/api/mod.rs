@@ -29,6 +29,7 @@ pub mod listing;
 pub mod merge_request;
 pub mod metrics;
 pub mod multipart;
+pub mod paths;
 pub mod projects;
 pub mod record;
 pub mod record_history;
@@ -76,6 +77,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     diffcheck::configure(cfg);
     branches::configure(cfg);
     views::configure(cfg);
+    paths::configure(cfg);
     columns::configure(cfg);
     dependencies::configure(cfg);
     files::configure(cfg);

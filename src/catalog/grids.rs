@@ -162,11 +162,13 @@ impl Supervisor {
             .append(entry.encode())
             .map_err(|err| CatalogError::NotLogged { what: "new grid", reason: err.to_string() })?;
         let mut state = GridState::empty(identity(grid.record_identifier_type));
+        // The first base is the branch before its first entry, which is not durable yet: a
+        // base must never claim a position the log may lose.
+        self.durability.store_first_base(&master.id, appended.lsn - 1, &state);
         for op in &entry.ops {
             state.apply(op);
         }
         self.durability.track(&master.id);
-        self.durability.store_first_base(&master.id, appended.lsn, &state);
         self.start_branch_forked(grid, master, state, None);
         Ok(appended.durable)
     }

@@ -35,6 +35,7 @@ mod merge_options;
 mod merge_property;
 mod metrics;
 mod openapi;
+mod paths;
 mod projects;
 mod query;
 mod reads;
