@@ -37,6 +37,7 @@ pub mod restore;
 pub mod shares;
 pub mod sized_json;
 pub mod tasks;
+pub mod transmems;
 pub mod view_export;
 pub mod views;
 pub mod webhooks;
@@ -84,6 +85,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     restore::configure(cfg);
     view_export::configure(cfg);
     webhooks::configure(cfg);
+    transmems::configure(cfg);
     admin::configure(cfg);
 }
 

@@ -27,6 +27,7 @@ pub enum Missing {
     File,
     Category,
     Webhook,
+    TransMem,
 }
 
 impl Missing {
@@ -45,6 +46,7 @@ impl Missing {
             Missing::File => ErrorCode::FileIsNotFound,
             Missing::Category => ErrorCode::CategoryIsNotFound,
             Missing::Webhook => ErrorCode::WebhookIsNotFound,
+            Missing::TransMem => ErrorCode::TransMemIsNotFound,
         }
     }
 }
@@ -65,6 +67,7 @@ impl fmt::Display for Missing {
             Missing::File => "File",
             Missing::Category => "Category",
             Missing::Webhook => "Webhook",
+            Missing::TransMem => "Translation memory",
         })
     }
 }

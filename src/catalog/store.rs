@@ -33,6 +33,9 @@ pub enum EntityKind {
     /// One delivery attempt of a webhook (`model::DeliveryAttempt`), keyed
     /// `<hookId>/<sequence>`; the last `webhooks::LOG_LEN` of each hook are kept.
     WebhookAttempt,
+    /// A translation memory's catalogue entry (`catalog::transmems::TransMem`); its segments
+    /// are in `tm::store`.
+    TransMem,
 }
 
 impl EntityKind {
@@ -52,6 +55,7 @@ impl EntityKind {
             EntityKind::MergeResolve => "resolve/",
             EntityKind::Webhook => "webhook/",
             EntityKind::WebhookAttempt => "webhook-attempt/",
+            EntityKind::TransMem => "transmem/",
         }
     }
 }
