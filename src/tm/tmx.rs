@@ -175,3 +175,104 @@ fn write_unit<W: Write>(out: &mut W, unit: &Unit) -> std::io::Result<()> {
     }
     writeln!(out, "    </tu>")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRADOS: &str = include_str!("../../tests/api/tmx/trados-ui.tmx");
+    const OMEGAT: &str = include_str!("../../tests/api/tmx/omegat-game.tmx");
+
+    fn read(text: &str) -> Result<(Header, Vec<Unit>), TmxError> {
+        let mut units = Vec::new();
+        let header = read_tmx(text.as_bytes(), |_, unit| {
+            units.push(unit);
+            Ok(())
+        })?;
+        Ok((header, units))
+    }
+
+    #[test]
+    fn units_keep_languages_texts_inline_tags_props_and_dates() {
+        let (header, units) = read(TRADOS).expect("reads");
+        assert_eq!(header.srclang.as_deref(), Some("en-US"));
+        assert_eq!(units.len(), 3);
+        let first = &units[0];
+        assert_eq!(first.variants.len(), 3);
+        assert_eq!(first.variants[1].lang, "fr-FR");
+        assert_eq!(first.variants[1].text, "Vos modifications ont été enregistrées.");
+        assert_eq!(first.variants[1].markup, None);
+        assert_eq!(first.props[1], ("x-Context".into(), "settings.dialog.save".into()));
+        assert_eq!(first.notes, ["Button label, keep under 20 characters."]);
+        assert_eq!(first.creation_ms, parse_date("20240312T091512Z"));
+        assert_eq!(first.change_id.as_deref(), Some("STUDIO\\mlefevre"));
+        let tagged = &units[1].variants[0];
+        assert_eq!(tagged.text, "Click Save to keep & apply your settings.");
+        assert_eq!(
+            tagged.markup.as_deref(),
+            Some(
+                r#"Click <bpt i="1" type="bold" x="1">&lt;b&gt;</bpt>Save<ept i="1">&lt;/b&gt;</ept> to keep &amp; apply your settings."#
+            )
+        );
+    }
+
+    #[test]
+    fn tmx_1_1_lang_hi_it_and_cdata_are_read() {
+        let (header, units) = read(OMEGAT).expect("reads");
+        assert_eq!(header.srclang.as_deref(), Some("EN"));
+        assert_eq!(units[0].variants[1].lang, "JA");
+        assert_eq!(units[1].variants[1].text, "スタートを押して続行します。");
+        assert!(units[1].variants[2]
+            .markup
+            .as_deref()
+            .is_some_and(|m| m.contains("<hi type=\"emphasis\">继续</hi>")));
+        assert_eq!(units[2].variants[0].text, "Score: <b>100</b>");
+        assert_eq!(units[2].variants[0].markup, None);
+    }
+
+    #[test]
+    fn written_files_read_back_the_same_units() {
+        for sample in [TRADOS, OMEGAT] {
+            let (_, units) = read(sample).expect("reads");
+            let mut out = Vec::new();
+            write_tmx(&mut out, Some("en-US"), units.clone().into_iter()).expect("written");
+            let (_, again) = read(std::str::from_utf8(&out).expect("utf-8")).expect("reads back");
+            assert_eq!(again, units);
+        }
+    }
+
+    #[test]
+    fn hostile_and_broken_files_are_refused() {
+        let dtd = include_str!("../../tests/api/tmx/billion-laughs.tmx");
+        assert_eq!(read(dtd).unwrap_err(), TmxError::Doctype);
+        let xxe = include_str!("../../tests/api/tmx/xxe.tmx");
+        assert!(matches!(read(xxe).unwrap_err(), TmxError::Xml { .. }));
+        assert!(matches!(read("<html><body/></html>").unwrap_err(), TmxError::NotTmx(_)));
+        assert_eq!(read("<tmx><body></body></tmx>").unwrap_err(), TmxError::Empty);
+        assert!(matches!(
+            read("<tmx><body><tu>").unwrap_err(),
+            TmxError::Xml { .. } | TmxError::Empty
+        ));
+        assert!(matches!(read("<tmx><body></tu></body></tmx>").unwrap_err(), TmxError::Xml { .. }));
+        let deep = format!("<tmx>{}", "<x>".repeat(100));
+        assert_eq!(read(&deep).unwrap_err(), TmxError::TooDeep);
+        let big = format!(
+            r#"<tmx><body><tu><tuv xml:lang="en"><seg>{}</seg></tuv></tu></body></tmx>"#,
+            "a".repeat(MAX_SEG_BYTES + 1)
+        );
+        assert!(matches!(read(&big).unwrap_err(), TmxError::SegTooLarge { .. }));
+        let nolang = r#"<tmx><body><tu><tuv><seg>a</seg></tuv></tu></body></tmx>"#;
+        assert!(matches!(read(nolang).unwrap_err(), TmxError::NoLanguage { .. }));
+        assert!(matches!(
+            read("not xml at all <<<").unwrap_err(),
+            TmxError::Xml { .. } | TmxError::NotTmx(_) | TmxError::Empty
+        ));
+    }
+
+    #[test]
+    fn dates_round_trip() {
+        let ms = parse_date("20240312T091512Z").expect("a date");
+        assert_eq!(format_date(ms), "20240312T091512Z");
+        assert_eq!(parse_date("yesterday"), None);
+    }
+}

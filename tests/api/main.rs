@@ -48,6 +48,7 @@ mod smoke;
 mod snapshot_faults;
 mod surface;
 mod tasks;
+mod transmems;
 mod view_export;
 mod views;
 mod webhooks;

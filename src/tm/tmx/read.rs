@@ -277,7 +277,11 @@ pub fn read_tmx<R: BufRead>(
                 state.text(&text)?;
             }
             Event::CData(t) => state.text(&String::from_utf8_lossy(&t.into_inner()))?,
-            Event::Eof => break,
+            Event::Eof if state.open.is_empty() => break,
+            Event::Eof => {
+                let open = String::from_utf8_lossy(state.parent()).into_owned();
+                return Err(xml_error(&reader, format!("the file ends inside <{open}>")));
+            }
             Event::Decl(_) | Event::PI(_) | Event::Comment(_) => {}
         }
         buf.clear();
