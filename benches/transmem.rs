@@ -6,6 +6,12 @@
 //! takes per segment, and the start time of a memory of that size (its sled tree read and its
 //! index rebuilt, `SegmentStore::memory`), then criterion's mean.
 //!
+//! Sources end with a number token (as UI strings carry counts and placeholders): the word
+//! lists have about 30 words a language, far fewer than real text, so without it nearly every
+//! source would be a near match of every other. The resident bytes per segment are measured
+//! as the RSS growth while the index is built: the first (100k) figure is the meaningful one,
+//! the 1M one reuses memory the 100k run freed.
+//!
 //! `cargo bench --bench transmem`
 
 use std::hint::black_box;

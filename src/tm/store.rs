@@ -13,6 +13,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use dashmap::DashMap;
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::Transactional;
 
 use super::index::{Match, MemoryIndex};
 use super::segment::{source_hash, Segment, SegmentKey};
@@ -178,36 +180,41 @@ impl Memory {
         if would > MAX_SEGMENTS {
             return Err(TmStoreError::TooManySegments { would });
         }
-        let mut sled_batch = sled::Batch::default();
-        for (key, segment) in &batch {
-            sled_batch.insert(key.as_slice(), segment.encode());
-        }
-        match position {
-            Some((branch, at)) => {
-                let mut tx_batch = sled::Batch::default();
-                tx_batch.insert(branch.as_bytes(), &at.to_le_bytes());
-                use sled::Transactional;
-                (&self.segments, &self.feed)
-                    .transaction(|(segments, feed)| {
-                        segments.apply_batch(&sled_batch)?;
-                        feed.apply_batch(&tx_batch)?;
-                        Ok::<(), sled::transaction::ConflictableTransactionError<()>>(())
-                    })
-                    .map_err(|e| match e {
-                        sled::transaction::TransactionError::Storage(e) => e,
-                        sled::transaction::TransactionError::Abort(()) => {
-                            sled::Error::Unsupported("transaction aborted".into())
-                        }
-                    })?;
-            }
-            None => self.segments.apply_batch(sled_batch)?,
-        }
+        self.persist(&batch, position)?;
         self.segments.flush()?;
         let mut index = self.index.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         for segment in batch.values() {
             index_segment(&mut index, segment);
         }
         Ok(written)
+    }
+
+    /// Writes the batch (with the feed position, atomically with it) to the trees.
+    fn persist(
+        &self,
+        batch: &HashMap<Vec<u8>, Segment>,
+        position: Option<(&str, u32)>,
+    ) -> Result<(), TmStoreError> {
+        let mut segments = sled::Batch::default();
+        for (key, segment) in batch {
+            segments.insert(key.as_slice(), segment.encode());
+        }
+        let Some((branch, at)) = position else {
+            return Ok(self.segments.apply_batch(segments)?);
+        };
+        let mut feed = sled::Batch::default();
+        feed.insert(branch.as_bytes(), &at.to_le_bytes());
+        (&self.segments, &self.feed)
+            .transaction(|(segment_tree, feed_tree)| {
+                segment_tree.apply_batch(&segments)?;
+                feed_tree.apply_batch(&feed)?;
+                Ok::<(), ConflictableTransactionError<()>>(())
+            })
+            .map_err(|e| match e {
+                TransactionError::Storage(e) => e,
+                TransactionError::Abort(()) => sled::Error::Unsupported("transaction aborted".into()),
+            })?;
+        Ok(())
     }
 
     /// Erases every segment (the feed positions stay: what the grids fed before is not fed

@@ -446,7 +446,7 @@ fn translated_cells_of_linked_projects_feed_the_memory_and_pages_show_matches() 
 }
 
 #[test]
-fn segments_and_feed_positions_survive_a_restart() {
+fn segments_survive_a_restart_and_deleted_memories_stay_gone() {
     let app = spawn_app();
     let tm =
         upload(&app, "ui.tmx", TRADOS).assert_status(201)["id"].as_str().expect("id").to_owned();
