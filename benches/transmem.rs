@@ -30,7 +30,7 @@ use rand::{Rng, SeedableRng};
 /// (target language, source, target) of segment `n`.
 fn segment(rng: &mut StdRng, n: usize) -> (&'static str, String, String) {
     let english = &LANGUAGES[0];
-    let target = if n % 2 == 0 { &LANGUAGES[2] } else { &LANGUAGES[1 + n % 6] };
+    let target = if n.is_multiple_of(2) { &LANGUAGES[2] } else { &LANGUAGES[1 + n % 6] };
     // A record key's words make sources of one area and item share their vocabulary.
     let source = format!("{} {}", sentence(rng, english), n % 9973);
     (target.code, source, sentence(rng, target))
@@ -144,7 +144,7 @@ fn main() {
         let texts = queries(&sources);
         let (p50, p99, hit) = percentiles(&index, &texts);
         let start = start_time(size);
-        println!(
+        eprintln!(
             "transmem {size} segments: lookup p50 {:.3} ms, p99 {:.3} ms, {:.0}% of lookups matched; index {per_segment} B/segment resident; start (sled read + index) {start:.2} s",
             p50.as_secs_f64() * 1000.0,
             p99.as_secs_f64() * 1000.0,

@@ -212,7 +212,9 @@ impl Memory {
             })
             .map_err(|e| match e {
                 TransactionError::Storage(e) => e,
-                TransactionError::Abort(()) => sled::Error::Unsupported("transaction aborted".into()),
+                TransactionError::Abort(()) => {
+                    sled::Error::Unsupported("transaction aborted".into())
+                }
             })?;
         Ok(())
     }
