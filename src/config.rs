@@ -116,6 +116,10 @@ pub struct Config {
     /// up to twice this much WAL for it.
     #[arg(long, env = "GRIDD_RETAIN_HISTORY", default_value = "1d", value_parser = parse_period)]
     pub retain_history: Duration,
+
+    /// Largest TMX file a translation memory upload or import takes, in bytes (413 past it).
+    #[arg(long, env = "GRIDD_TMX_UPLOAD_LIMIT", default_value_t = 256 * 1024 * 1024)]
+    pub tmx_upload_limit: u64,
 }
 
 /// A period written as a number with an optional unit: `s` (the default), `m`, `h` or `d`.

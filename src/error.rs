@@ -77,6 +77,7 @@ error_codes! {
     CategoryIsNotFound => ("categoryIsNotFound", StatusCode::NOT_FOUND),
     WebhookIsNotFound => ("webhookIsNotFound", StatusCode::NOT_FOUND),
     CdnIsNotFound => ("cdnIsNotFound", StatusCode::NOT_FOUND),
+    TransMemIsNotFound => ("transMemIsNotFound", StatusCode::NOT_FOUND),
     MethodNotAllowed => ("methodNotAllowed", StatusCode::METHOD_NOT_ALLOWED),
     RequestTimeout => ("requestTimeout", StatusCode::REQUEST_TIMEOUT),
     PreconditionFailed => ("preconditionFailed", StatusCode::PRECONDITION_FAILED),

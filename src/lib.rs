@@ -16,6 +16,7 @@ pub mod io;
 pub mod metrics;
 pub mod persist;
 pub mod state;
+pub mod tm;
 pub mod worker_memory;
 
 use std::io::Write;
@@ -165,6 +166,8 @@ pub struct Node {
     pub generated_key: Option<String>,
     /// The WAL, snapshot store and policy every grid actor shares.
     pub durability: Arc<Durability>,
+    /// The translation memories' segments (`<data dir>/transmems`).
+    pub segments: Arc<tm::store::SegmentStore>,
     arbiters: Vec<Arbiter>,
     wal: WalHandle,
 }
@@ -226,7 +229,18 @@ impl Node {
         supervisor.start_branches(states.states, &states.forked);
         let addr = Supervisor::start_in_arbiter(&arbiters[0].handle(), move |_| supervisor);
         let generated_key = generated.filter(|_| config.api_key.is_none());
-        Ok(Node { supervisor: addr, routes, keys, generated_key, durability, arbiters, wal })
+        let segments =
+            Arc::new(tm::store::SegmentStore::new(open_sled(&config.data_dir.join("transmems"))?));
+        Ok(Node {
+            supervisor: addr,
+            routes,
+            keys,
+            generated_key,
+            durability,
+            segments,
+            arbiters,
+            wal,
+        })
     }
 
     /// Writes a snapshot of every branch and an image of the catalogue (graceful shutdown), so
@@ -359,6 +373,10 @@ fn app_state(
             ))
             .map_err(|e| StartupError::Bootstrap(format!("webhook client: {e}")))?,
         ),
+        transmems: Arc::new(api::transmems::TransMems::new(
+            node.segments.clone(),
+            config.tmx_upload_limit,
+        )),
     })
 }
 
@@ -388,6 +406,7 @@ impl Application {
             Duration::from_secs(config.file_gc_grace_secs),
         );
         actix_web::rt::spawn(api::webhooks::delivery::start_all(state.clone()));
+        actix_web::rt::spawn(api::transmems::feed::start_all(state.clone()));
         let max_json = config.max_json_bytes;
         let body_timeout = Duration::from_millis(config.body_timeout_ms);
         let server = HttpServer::new(move || {

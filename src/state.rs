@@ -46,4 +46,6 @@ pub struct AppState {
     pub feeds: Arc<crate::api::changes::FeedMemo>,
     /// The webhooks' delivery tasks, their client and settings.
     pub webhooks: Arc<crate::api::webhooks::delivery::Deliveries>,
+    /// The translation memories' segments and feeding tasks.
+    pub transmems: Arc<crate::api::transmems::TransMems>,
 }

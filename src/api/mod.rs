@@ -41,6 +41,7 @@ pub mod restore;
 pub mod shares;
 pub mod sized_json;
 pub mod tasks;
+pub mod transmems;
 pub mod view_export;
 pub mod views;
 pub mod webhooks;
@@ -91,6 +92,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     webhooks::configure(cfg);
     cdn::configure(cfg);
     cdn_serve::configure(cfg);
+    transmems::configure(cfg);
     admin::configure(cfg);
 }
 

@@ -327,6 +327,7 @@ pub(crate) async fn read_records(
     ("sort" = Option<String>, Query, description = "JSON {columnId: \"asc\"|\"desc\"}, in order"),
     ("afterRecordId" = Option<String>, Query, description = "cursor: the page starts right after this record (page.offset 0 or absent)"),
     ("beforeRecordId" = Option<String>, Query, description = "cursor: the page ends right before this record (page.offset 0 or absent)"),
+    ("tmMatches" = Option<String>, Query, description = "gridd: a target column; each record gets its best translation memory match (`tmMatches`)"),
 ), responses((status = 200, description = "records; X-Total-Count and Link headers")))]
 #[get("/v1/views/{viewId}/records")]
 async fn list_records(
@@ -337,6 +338,8 @@ async fn list_records(
 ) -> ApiResult<HttpResponse> {
     let params = parse_list_params(req.query_string())?;
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
+    let tm_matches = super::transmems::matches::requested(&req)?;
+    let listed_view = view_id.clone();
     let msg = ReadRecords {
         view_id: view_id.into_inner(),
         offset: params.offset,
@@ -366,6 +369,16 @@ async fn list_records(
             }
         }
     };
+    if let Some(column) = tm_matches {
+        response = super::transmems::matches::with_matches(
+            &state,
+            &route,
+            &listed_view,
+            &column,
+            response,
+        )
+        .await?;
+    }
     let headers = response.headers_mut();
     if let Ok(v) = page.total.to_string().parse() {
         headers.insert(actix_web::http::header::HeaderName::from_static("x-total-count"), v);

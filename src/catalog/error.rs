@@ -28,6 +28,7 @@ pub enum Missing {
     Category,
     Webhook,
     Cdn,
+    TransMem,
 }
 
 impl Missing {
@@ -47,6 +48,7 @@ impl Missing {
             Missing::Category => ErrorCode::CategoryIsNotFound,
             Missing::Webhook => ErrorCode::WebhookIsNotFound,
             Missing::Cdn => ErrorCode::CdnIsNotFound,
+            Missing::TransMem => ErrorCode::TransMemIsNotFound,
         }
     }
 }
@@ -68,6 +70,7 @@ impl fmt::Display for Missing {
             Missing::Category => "Category",
             Missing::Webhook => "Webhook",
             Missing::Cdn => "CDN",
+            Missing::TransMem => "Translation memory",
         })
     }
 }

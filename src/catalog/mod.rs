@@ -20,6 +20,7 @@ pub mod shares;
 pub mod store;
 pub mod supervisor;
 pub mod tenancy;
+pub mod transmems;
 pub mod webhooks;
 
 pub use error::{CatalogError, CatalogResult, Missing};

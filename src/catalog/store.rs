@@ -35,6 +35,9 @@ pub enum EntityKind {
     WebhookAttempt,
     /// A grid's published strings (`cdns::Cdn`).
     Cdn,
+    /// A translation memory's catalogue entry (`catalog::transmems::TransMem`); its segments
+    /// are in `tm::store`.
+    TransMem,
 }
 
 impl EntityKind {
@@ -55,6 +58,7 @@ impl EntityKind {
             EntityKind::Webhook => "webhook/",
             EntityKind::WebhookAttempt => "webhook-attempt/",
             EntityKind::Cdn => "cdn/",
+            EntityKind::TransMem => "transmem/",
         }
     }
 }

@@ -58,6 +58,8 @@ pub struct Supervisor {
     /// Each webhook's delivery log (the last `webhooks::LOG_LEN` attempts), oldest first.
     pub(super) webhook_logs:
         HashMap<String, std::collections::VecDeque<super::model::DeliveryAttempt>>,
+    /// Translation memories by id, in creation order.
+    pub(super) transmems: IndexMap<String, super::transmems::TransMem>,
     pub(super) store: Box<dyn CatalogStore>,
     pub(super) keyring: Arc<KeyRing>,
     pub(super) routes: Arc<Routes>,
@@ -131,6 +133,11 @@ impl Supervisor {
             })?,
             webhooks: keyed(store.as_ref(), EntityKind::Webhook, |h: &Webhook| h.id.clone())?,
             webhook_logs: super::webhooks::load_logs(store.as_ref())?,
+            transmems: keyed(
+                store.as_ref(),
+                EntityKind::TransMem,
+                |m: &super::transmems::TransMem| m.id.clone(),
+            )?,
             store,
             keyring,
             routes,
@@ -185,6 +192,7 @@ impl Supervisor {
         self.tasks.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
         self.backups.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
         self.webhooks.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
+        self.transmems.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
     }
 
     /// Makes a change set durable in the WAL, then writes it to sled's copy; memory is changed

@@ -50,6 +50,7 @@ mod smoke;
 mod snapshot_faults;
 mod surface;
 mod tasks;
+mod transmems;
 mod view_export;
 mod views;
 mod webhooks;

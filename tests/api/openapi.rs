@@ -99,6 +99,16 @@ const LATER_ENDPOINTS: &[(&str, &str)] = &[
     ("delete", "/v1/cdns/{cdnId}"),
     ("get", "/cdn/{cdnId}/{file}"),
     ("get", "/cdn/{cdnId}/v/{version}/{file}"),
+    ("get", "/v1/transmems"),
+    ("post", "/v1/transmems"),
+    ("post", "/v1/transmems/upload"),
+    ("get", "/v1/transmems/{tmId}"),
+    ("put", "/v1/transmems/{tmId}"),
+    ("delete", "/v1/transmems/{tmId}"),
+    ("put", "/v1/transmems/{tmId}/cleanup"),
+    ("get", "/v1/transmems/{tmId}/export"),
+    ("post", "/v1/transmems/{tmId}/import"),
+    ("post", "/v1/transmems/{tmId}/lookup"),
 ];
 
 const METHODS: &[&str] = &["get", "post", "put", "patch", "delete", "head", "options", "trace"];
