@@ -17,6 +17,7 @@ pub mod errors;
 pub mod feed_render;
 pub mod files;
 pub mod files_zip;
+pub mod glossaries;
 pub mod grid_settings;
 pub mod grids;
 pub mod health;
@@ -84,6 +85,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     restore::configure(cfg);
     view_export::configure(cfg);
     webhooks::configure(cfg);
+    glossaries::configure(cfg);
     admin::configure(cfg);
 }
 

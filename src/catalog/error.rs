@@ -27,6 +27,9 @@ pub enum Missing {
     File,
     Category,
     Webhook,
+    Glossary,
+    /// A glossary's entry.
+    Term,
 }
 
 impl Missing {
@@ -45,6 +48,8 @@ impl Missing {
             Missing::File => ErrorCode::FileIsNotFound,
             Missing::Category => ErrorCode::CategoryIsNotFound,
             Missing::Webhook => ErrorCode::WebhookIsNotFound,
+            Missing::Glossary => ErrorCode::GlossaryIsNotFound,
+            Missing::Term => ErrorCode::TermIsNotFound,
         }
     }
 }
@@ -65,6 +70,8 @@ impl fmt::Display for Missing {
             Missing::File => "File",
             Missing::Category => "Category",
             Missing::Webhook => "Webhook",
+            Missing::Glossary => "Glossary",
+            Missing::Term => "Term",
         })
     }
 }

@@ -8,6 +8,7 @@ pub mod branches;
 pub mod collector;
 pub mod error;
 pub mod files;
+pub mod glossaries;
 pub mod grids;
 pub mod journal;
 pub mod keys;

@@ -1,5 +1,5 @@
 //! The route table: branch id -> grid actor, view id -> grid actor, with where each sits in the
-//! tenancy tree. Read lock-free by every handler; written only by the supervisor.
+//! tenancy tree; and the published glossaries (`glossaries::index`). Read lock-free by every handler; written only by the supervisor.
 
 use std::sync::Arc;
 
@@ -71,6 +71,8 @@ pub struct Routes {
     pub views: DashMap<String, Arc<BranchRoute>>,
     /// By grid id, for grids whose settings are not the defaults.
     pub grid_defaults: DashMap<String, Arc<GridDefaults>>,
+    /// The glossaries as last committed (`glossaries::index`), read by handlers directly.
+    pub glossaries: Arc<super::glossaries::index::GlossaryIndex>,
 }
 
 impl Routes {

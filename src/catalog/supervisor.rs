@@ -143,6 +143,7 @@ impl Supervisor {
             image_lock: Arc::default(),
             image_pending: Arc::default(),
         };
+        super::glossaries::load(supervisor.store.as_ref(), &supervisor.routes.glossaries)?;
         supervisor.sort_by_creation();
         supervisor.index_share_tokens();
         supervisor.grids.values().for_each(|g| supervisor.routes.publish_defaults(g));

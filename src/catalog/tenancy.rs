@@ -232,7 +232,9 @@ impl Supervisor {
         let task_ids: Vec<String> =
             self.tasks.values().filter(|t| t.company_id == id).map(|t| t.id.clone()).collect();
         changes.extend(task_ids.iter().map(|t| CatalogChange::delete(EntityKind::Task, t)));
+        changes.extend(self.company_glossaries_deletion(id));
         self.commit(&changes)?;
+        self.forget_company_glossaries(id);
         for &project in &project_ids {
             self.forget_project(project);
         }

@@ -3,13 +3,15 @@
 //! `csv` (records under size limits), `error` (`FileError`: what a refused file answers),
 //! `csv_import` (a CSV file as an import's record writes), `import_format` (an import's `type`: csv, tsv, xlsx or json, and its content
 //! checked against it), `xlsx_import` and `json_import` (the other types' readers) and `zip`
-//! (an uploaded archive checked and its mapped entries planned). `fuzz` holds their proptest
+//! (an uploaded archive checked and its mapped entries planned); `glossary` (glossary files:
+//! TBX, CSV and XLSX). `fuzz` holds their proptest
 //! fuzz targets.
 
 pub mod csv;
 pub mod csv_import;
 pub mod error;
 pub mod export;
+pub mod glossary;
 #[cfg(test)]
 mod fuzz;
 pub mod import_format;
