@@ -90,6 +90,20 @@ const LATER_ENDPOINTS: &[(&str, &str)] = &[
     ("delete", "/v1/webhooks/{id}"),
     ("post", "/v1/webhooks/{id}/resume"),
     ("get", "/v1/webhooks/{id}/deliveries"),
+    ("get", "/v1/glossaries"),
+    ("post", "/v1/glossaries"),
+    ("get", "/v1/glossaries/{id}"),
+    ("put", "/v1/glossaries/{id}"),
+    ("delete", "/v1/glossaries/{id}"),
+    ("get", "/v1/glossaries/{id}/export"),
+    ("post", "/v1/glossaries/{id}/import"),
+    ("get", "/v1/glossaries/{id}/terms"),
+    ("post", "/v1/glossaries/{id}/terms"),
+    ("get", "/v1/glossaries/{id}/terms/{termId}"),
+    ("put", "/v1/glossaries/{id}/terms/{termId}"),
+    ("delete", "/v1/glossaries/{id}/terms/{termId}"),
+    ("post", "/v1/glossaries/{id}/lookup"),
+    ("post", "/v1/glossaries/lookup"),
 ];
 
 const METHODS: &[&str] = &["get", "post", "put", "patch", "delete", "head", "options", "trace"];
