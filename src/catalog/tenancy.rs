@@ -318,9 +318,12 @@ impl Supervisor {
 
     pub fn delete_project(&mut self, p: &Principal, id: ProjectId) -> CatalogResult<()> {
         self.project(p, id, Privilege::Owner)?;
-        let changes = self.project_deletion(id);
+        let mut changes = self.project_deletion(id);
+        let unlinked = self.glossaries_unlinked(id);
+        changes.extend(unlinked.iter().map(|g| g.change()));
         self.commit(&changes)?;
         self.forget_project(id);
+        self.republish_glossaries(unlinked);
         Ok(())
     }
 

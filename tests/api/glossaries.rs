@@ -513,3 +513,14 @@ fn glossaries_and_entries_survive_a_restart() {
     let res = app.post(&format!("/v1/glossaries/{id}/lookup"), &json!({"lang": "en", "text": "a loot box"}));
     assert_eq!(res.assert_status(200)["results"][0]["matches"][0]["term"], "loot box");
 }
+
+#[test]
+fn deleting_a_project_unlinks_its_glossaries() {
+    let app = spawn_app();
+    let other = app.post("/v1/projects", &json!({"name": "Other"})).body["id"].clone();
+    let id = create(&app, json!({"name": "G", "projects": [{"projectId": other}]}));
+    app.delete(&format!("/v1/projects/{other}")).assert_status(200);
+    assert_eq!(app.get(&format!("/v1/glossaries/{id}")).body["projects"], json!([]));
+    let app = app.restart();
+    assert_eq!(app.get(&format!("/v1/glossaries/{id}")).body["projects"], json!([]));
+}

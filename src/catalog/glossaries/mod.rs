@@ -60,6 +60,13 @@ pub struct Glossary {
     pub last_entry: u64,
 }
 
+impl Glossary {
+    /// Its catalogue entity written.
+    pub fn change(&self) -> super::store::CatalogChange {
+        super::store::CatalogChange::put(EntityKind::Glossary, &self.id.to_string(), self)
+    }
+}
+
 /// What a create or update asks for (checked by `ops`).
 #[derive(Debug, Clone, Default)]
 pub struct GlossaryFields {

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::auth::{Denied, Principal, Privilege};
 use crate::catalog::error::{CatalogError, CatalogResult, Missing};
-use crate::catalog::model::{now_timestamp, CompanyId};
+use crate::catalog::model::{now_timestamp, CompanyId, ProjectId};
 use crate::catalog::store::{CatalogChange, EntityKind};
 use crate::catalog::supervisor::Supervisor;
 use crate::io::glossary::{Concept, LangCode};
@@ -116,7 +116,7 @@ impl Supervisor {
         entries: Entries,
         touched: impl IntoIterator<Item = u64>,
     ) -> CatalogResult<Arc<Published>> {
-        let mut changes = vec![CatalogChange::put(EntityKind::Glossary, &glossary.id.to_string(), &glossary)];
+        let mut changes = vec![glossary.change()];
         let chunks: BTreeSet<u64> = touched.into_iter().map(chunk_of).collect();
         for chunk in chunks {
             let key = chunk_key(glossary.id, chunk);
@@ -228,6 +228,27 @@ impl Supervisor {
     pub(in crate::catalog) fn company_glossaries_deletion(&self, company: CompanyId) -> Vec<CatalogChange> {
         let all = self.glossaries().all();
         all.iter().filter(|g| g.glossary.company_id == company).flat_map(|g| glossary_deletion(g)).collect()
+    }
+
+    /// The glossaries linked to project `project` (being deleted), without that link.
+    pub(in crate::catalog) fn glossaries_unlinked(&self, project: ProjectId) -> Vec<Glossary> {
+        let all = self.glossaries().all();
+        let linked = all.iter().filter(|g| g.glossary.projects.iter().any(|l| l.project_id == project));
+        linked
+            .map(|g| {
+                let mut glossary = g.glossary.clone();
+                glossary.projects.retain(|l| l.project_id != project);
+                glossary
+            })
+            .collect()
+    }
+
+    /// Publishes glossaries whose change was committed (their entries unchanged).
+    pub(in crate::catalog) fn republish_glossaries(&self, glossaries: Vec<Glossary>) {
+        for glossary in glossaries {
+            let entries = self.glossaries().get(glossary.id).map(|g| g.entries.clone()).unwrap_or_default();
+            self.glossaries().publish(Published::new(glossary, entries));
+        }
     }
 
     /// Forgets a company's glossaries once their deletion is committed.

@@ -112,7 +112,8 @@ fn attribute(start: &BytesStart<'_>, name: &[u8]) -> FileResult<Option<String>> 
     for attr in start.attributes() {
         let attr = attr.map_err(bad)?;
         if attr.key.as_ref() == name || attr.key.local_name().as_ref() == name {
-            return Ok(Some(attr.unescape_value().map_err(bad)?.into_owned()));
+            let value = std::str::from_utf8(&attr.value).map_err(bad)?;
+            return Ok(Some(quick_xml::escape::unescape(value).map_err(bad)?.into_owned()));
         }
     }
     Ok(None)
