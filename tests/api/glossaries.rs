@@ -524,3 +524,13 @@ fn deleting_a_project_unlinks_its_glossaries() {
     let app = app.restart();
     assert_eq!(app.get(&format!("/v1/glossaries/{id}")).body["projects"], json!([]));
 }
+
+#[test]
+fn an_import_file_over_the_limit_is_refused() {
+    let app = spawn_app();
+    let id = create(&app, json!({"name": "G"}));
+    let mut file = b"en\n".to_vec();
+    file.resize(64 * 1024 * 1024 + 1, b'x');
+    import(&app, &id, &file, "").assert_error(413, "payloadTooLarge");
+    assert_eq!(app.get(&format!("/v1/glossaries/{id}/terms")).body, json!([]));
+}
