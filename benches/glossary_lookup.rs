@@ -67,7 +67,10 @@ fn main() {
     let en = LangCode::parse("en").expect("en");
     let matcher = Matcher::build(&entries, &en);
     let found: usize = page.iter().map(|c| matcher.find(c).len()).sum();
-    eprintln!("{found} terms found in {CELLS} cells of {} chars on average", page.iter().map(|c| c.chars().count()).sum::<usize>() / CELLS);
+    eprintln!(
+        "{found} terms found in {CELLS} cells of {} chars on average",
+        page.iter().map(|c| c.chars().count()).sum::<usize>() / CELLS
+    );
     let mut c = Criterion::default().configure_from_args();
     c.bench_function("build_10k", |b| b.iter(|| Matcher::build(black_box(&entries), &en)));
     c.bench_function("page100", |b| {

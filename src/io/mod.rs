@@ -11,9 +11,9 @@ pub mod csv;
 pub mod csv_import;
 pub mod error;
 pub mod export;
-pub mod glossary;
 #[cfg(test)]
 mod fuzz;
+pub mod glossary;
 pub mod import_format;
 pub mod json_import;
 pub mod xlsx_import;

@@ -134,7 +134,8 @@ fn glossary_requests_with_bad_fields_are_refused_and_change_nothing() {
         .assert_error(400, "badRequest");
     let missing = json!({"name": "x", "projects": [{"projectId": 999_999}]});
     app.post("/v1/glossaries", &missing).assert_error(404, "projectIsNotFound");
-    let foreign_db = json!({"name": "x", "projects": [{"projectId": project, "databaseIds": ["nodb"]}]});
+    let foreign_db =
+        json!({"name": "x", "projects": [{"projectId": project, "databaseIds": ["nodb"]}]});
     app.post("/v1/glossaries", &foreign_db).assert_error(404, "databaseIsNotFound");
     app.put(&format!("/v1/glossaries/{id}"), &json!({"name": ""})).assert_error(400, "badRequest");
     app.put("/v1/glossaries/abc", &json!({"name": "y"})).assert_error(400, "badRequest");
@@ -163,7 +164,8 @@ fn keys_reach_only_the_glossaries_of_their_company_and_projects() {
 
     let other_project = app.post("/v1/projects", &json!({"name": "Other"})).body["id"].clone();
     let narrow = app.create_key(&["read", "write", "manage"], json!({"projects": [other_project]}));
-    app.get_as(&narrow, &format!("/v1/glossaries/{linked}")).assert_error(404, "glossaryIsNotFound");
+    app.get_as(&narrow, &format!("/v1/glossaries/{linked}"))
+        .assert_error(404, "glossaryIsNotFound");
     let seen = app.get_as(&narrow, "/v1/glossaries");
     assert_eq!(seen.assert_status(200).as_array().map(Vec::len), Some(1), "{}", seen.text);
     // A company-wide glossary is seen by every key, managed only by a key reaching everything.
@@ -253,7 +255,8 @@ fn bad_entries_are_refused_and_change_nothing() {
     ] {
         app.post(&path, &body).assert_error(400, "badRequest");
     }
-    app.raw(Method::POST, &path, "application/json", Vec::new()).assert_error(400, "requestBodyMissing");
+    app.raw(Method::POST, &path, "application/json", Vec::new())
+        .assert_error(400, "requestBodyMissing");
     app.get(&format!("{path}/abc")).assert_error(400, "badRequest");
     app.get(&format!("{path}/424242")).assert_error(404, "termIsNotFound");
     app.post("/v1/glossaries/999/terms", &json!({"terms": {"en": "x"}}))
@@ -305,7 +308,8 @@ fn a_tbx_file_from_another_tool_round_trips_through_every_format() {
         assert_eq!(res.assert_status(201)["added"], 4, "{format}");
         assert_eq!(entries(&app, &copy), imported, "{format}");
         // Importing its own export again updates every entry by id and adds none.
-        let again = import(&app, &copy, &export(&app, &copy, &format!("?format={format}")).bytes, "");
+        let again =
+            import(&app, &copy, &export(&app, &copy, &format!("?format={format}")).bytes, "");
         assert_eq!(again.body, json!({"added": 0, "updated": 4, "skipped": 0}), "{format}");
     }
     let default = export(&app, &id, "");
@@ -428,15 +432,22 @@ fn lookup_finds_terms_in_texts_with_their_translations() {
     let other = create(&app, json!({"name": "RPG", "projects": [{"projectId": project}]}));
     import(&app, &other, CSV, "").assert_status(201);
     let text = "Your Save Games and quests: 3 HP left. Allies wait at the marketplace!";
-    let res = app.post(&format!("/v1/glossaries/{id}/lookup"), &json!({"lang": "en", "text": text}));
-    let matches = res.assert_status(200)["results"][0]["matches"].as_array().expect("matches").clone();
+    let res =
+        app.post(&format!("/v1/glossaries/{id}/lookup"), &json!({"lang": "en", "text": text}));
+    let matches =
+        res.assert_status(200)["results"][0]["matches"].as_array().expect("matches").clone();
     let found: Vec<(&str, &str)> = matches
         .iter()
         .map(|m| (m["text"].as_str().unwrap_or(""), m["term"].as_str().unwrap_or("")))
         .collect();
     assert_eq!(
         found,
-        [("Save Games", "save game"), ("quests", "quest"), ("HP", "HP"), ("marketplace", "marketplace")]
+        [
+            ("Save Games", "save game"),
+            ("quests", "quest"),
+            ("HP", "HP"),
+            ("marketplace", "marketplace")
+        ]
     );
     let first = &matches[0];
     assert_eq!((first["start"].clone(), first["end"].clone()), (json!(5), json!(15)));
@@ -449,9 +460,17 @@ fn lookup_finds_terms_in_texts_with_their_translations() {
     let res = app.post("/v1/glossaries/lookup", &texts);
     let results = res.assert_status(200)["results"].as_array().expect("results").clone();
     let terms = |i: usize| -> Vec<String> {
-        results[i]["matches"].as_array().into_iter().flatten().map(|m| m["text"].as_str().unwrap_or("").to_owned()).collect()
+        results[i]["matches"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| m["text"].as_str().unwrap_or("").to_owned())
+            .collect()
     };
-    assert_eq!((terms(0), terms(1), terms(2)), (vec!["クエスト".to_owned()], vec![], vec!["仲間".to_owned(), "戦利品".to_owned()]));
+    assert_eq!(
+        (terms(0), terms(1), terms(2)),
+        (vec!["クエスト".to_owned()], vec![], vec!["仲間".to_owned(), "戦利品".to_owned()])
+    );
     let by_ids = json!({"lang": "en", "text": "allies", "glossaryIds": [other, id.parse::<u64>().expect("int")]});
     let res = app.post("/v1/glossaries/lookup", &by_ids);
     assert_eq!(res.assert_status(200)["results"][0]["matches"][0]["term"], "ally");
@@ -475,7 +494,8 @@ fn bad_lookups_are_refused() {
     ] {
         app.post(&path, &body).assert_error(400, "badRequest");
     }
-    app.post("/v1/glossaries/lookup", &json!({"lang": "en", "text": "x"})).assert_error(400, "badRequest");
+    app.post("/v1/glossaries/lookup", &json!({"lang": "en", "text": "x"}))
+        .assert_error(400, "badRequest");
     let ids: Vec<u64> = (0..51).collect();
     app.post("/v1/glossaries/lookup", &json!({"lang": "en", "text": "x", "glossaryIds": ids}))
         .assert_error(400, "badRequest");
@@ -495,7 +515,8 @@ fn glossaries_and_entries_survive_a_restart() {
     let id = create(&app, json!({"name": "Starfall", "langs": ["en-US"]}));
     import(&app, &id, TBX, "").assert_status(201);
     let path = format!("/v1/glossaries/{id}/terms");
-    let added = app.post(&path, &json!({"terms": {"en-US": "loot box"}})).assert_status(201).clone();
+    let added =
+        app.post(&path, &json!({"terms": {"en-US": "loot box"}})).assert_status(201).clone();
     let doomed = app.get(&path).body[1]["id"].as_str().expect("id").to_owned();
     app.delete(&format!("{path}/{doomed}")).assert_status(204);
     let gone = create(&app, json!({"name": "gone"}));
@@ -508,9 +529,13 @@ fn glossaries_and_entries_survive_a_restart() {
     let next = create(&app, json!({"name": "next"}));
     assert!(next.parse::<u64>().expect("int") > gone.parse::<u64>().expect("int"));
     let entry = app.post(&path, &json!({"terms": {"en-US": "gacha"}})).assert_status(201).clone();
-    let ids: BTreeSet<u64> = [&added, &entry].iter().map(|e| e["id"].as_str().and_then(|i| i.parse().ok()).expect("id")).collect();
+    let ids: BTreeSet<u64> = [&added, &entry]
+        .iter()
+        .map(|e| e["id"].as_str().and_then(|i| i.parse().ok()).expect("id"))
+        .collect();
     assert_eq!(ids.len(), 2, "entry ids are not reused");
-    let res = app.post(&format!("/v1/glossaries/{id}/lookup"), &json!({"lang": "en", "text": "a loot box"}));
+    let res = app
+        .post(&format!("/v1/glossaries/{id}/lookup"), &json!({"lang": "en", "text": "a loot box"}));
     assert_eq!(res.assert_status(200)["results"][0]["matches"][0]["term"], "loot box");
 }
 

@@ -68,12 +68,15 @@ async fn receive(state: &AppState, mut body: Multipart) -> ApiResult<Option<Uplo
 /// Reads a glossary file of any of the three types, told by its first bytes.
 fn read_file(upload: &Upload) -> FileResult<Vec<Concept>> {
     let open = || {
-        std::fs::File::open(&upload.0).map_err(|e| FileError::Content(format!("opening the upload: {e}")))
+        std::fs::File::open(&upload.0)
+            .map_err(|e| FileError::Content(format!("opening the upload: {e}")))
     };
     let mut file = open()?;
-    let size = file.metadata().map_err(|e| FileError::Content(format!("reading the upload: {e}")))?.len();
+    let size =
+        file.metadata().map_err(|e| FileError::Content(format!("reading the upload: {e}")))?.len();
     let mut head = [0u8; 512];
-    let read = file.read(&mut head).map_err(|e| FileError::Content(format!("reading the upload: {e}")))?;
+    let read =
+        file.read(&mut head).map_err(|e| FileError::Content(format!("reading the upload: {e}")))?;
     let head = &head[..read];
     if head.starts_with(b"PK\x03\x04") {
         return table::read_xlsx(open()?, size);
@@ -106,16 +109,21 @@ async fn import_glossary(
     let option = query_pairs(&req)?.into_iter().find(|(k, _)| k == "importOption").map(|(_, v)| v);
     let option = ImportOption::parse(option.as_deref()).map_err(ApiError::bad_request)?;
     let upload = receive(&state, Multipart::new(req.headers(), payload)).await?;
-    let upload = upload.ok_or_else(|| ApiError::bad_request("The multipart part file is required."))?;
+    let upload =
+        upload.ok_or_else(|| ApiError::bad_request("The multipart part file is required."))?;
     let entries = web::block(move || read_file(&upload))
         .await
         .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))??;
-    let summary = exec(&state, move |s| s.import_glossary_entries(&p, glossary, entries, option)).await??;
+    let summary =
+        exec(&state, move |s| s.import_glossary_entries(&p, glossary, entries, option)).await??;
     created(&summary)
 }
 
 /// A list parameter's values: repeated, or separated by commas.
-fn list_values<'a>(query: &'a [(String, String)], name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+fn list_values<'a>(
+    query: &'a [(String, String)],
+    name: &'a str,
+) -> impl Iterator<Item = &'a str> + 'a {
     query
         .iter()
         .filter(move |(k, _)| k == name)
@@ -164,9 +172,12 @@ async fn export_glossary(
     let fields = Fields::parse(list_values(&query, "fields"))?;
     let mut langs = Vec::new();
     for value in list_values(&query, "langs") {
-        let lang = LangCode::parse(value).map_err(|e| ApiError::bad_request(format!("langs: {e}")))?;
+        let lang =
+            LangCode::parse(value).map_err(|e| ApiError::bad_request(format!("langs: {e}")))?;
         if !glossary.glossary.langs.contains(&lang) {
-            return Err(ApiError::bad_request(format!("langs: {lang} is not a language of the glossary.")));
+            return Err(ApiError::bad_request(format!(
+                "langs: {lang} is not a language of the glossary."
+            )));
         }
         langs.push(lang);
     }
@@ -180,7 +191,13 @@ async fn export_glossary(
         match format {
             ExportFormat::Tbx => {
                 let only = chosen.then_some(langs.as_slice());
-                Ok(tbx::write(&glossary.glossary.name, glossary.glossary.langs.first(), &entries, fields, only))
+                Ok(tbx::write(
+                    &glossary.glossary.name,
+                    glossary.glossary.langs.first(),
+                    &entries,
+                    fields,
+                    only,
+                ))
             }
             ExportFormat::Csv => table::write_csv(&entries, fields, &langs),
             ExportFormat::Xlsx => table::write_xlsx(&entries, fields, &langs),
@@ -195,7 +212,10 @@ async fn export_glossary(
     };
     Ok(HttpResponse::Ok()
         .content_type("application/octet-stream")
-        .insert_header(("Content-Disposition", crate::api::files::disposition(&format!("{name}.{extension}"))))
+        .insert_header((
+            "Content-Disposition",
+            crate::api::files::disposition(&format!("{name}.{extension}")),
+        ))
         .body(bytes))
 }
 
@@ -212,7 +232,8 @@ mod tests {
         assert_eq!(parse_format(None).ok(), Some(ExportFormat::Tbx));
         assert_eq!(parse_format(Some("XLSX")).ok(), Some(ExportFormat::Xlsx));
         assert!(parse_format(Some("xls")).is_err() && parse_format(Some("po")).is_err());
-        let query = vec![("langs".to_owned(), "en, fr".to_owned()), ("langs".to_owned(), "ja".to_owned())];
+        let query =
+            vec![("langs".to_owned(), "en, fr".to_owned()), ("langs".to_owned(), "ja".to_owned())];
         assert_eq!(list_values(&query, "langs").collect::<Vec<_>>(), vec!["en", "fr", "ja"]);
     }
 }

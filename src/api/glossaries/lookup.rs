@@ -108,7 +108,11 @@ fn parse(body: &[u8]) -> ApiResult<(LookupRequest, LangCode, Vec<String>)> {
 }
 
 /// The terms of `glossaries` found in each text.
-fn find_all(glossaries: &[std::sync::Arc<Published>], lang: &LangCode, texts: &[String]) -> LookupBody {
+fn find_all(
+    glossaries: &[std::sync::Arc<Published>],
+    lang: &LangCode,
+    texts: &[String],
+) -> LookupBody {
     let matchers: Vec<_> = glossaries.iter().map(|g| (g, g.matcher(lang))).collect();
     let results = texts
         .iter()
@@ -128,7 +132,11 @@ fn find_all(glossaries: &[std::sync::Arc<Published>], lang: &LangCode, texts: &[
                             term_id: owner.entry.to_string(),
                             lang: owner.lang.to_string(),
                             term: owner.term.clone(),
-                            terms: entry.terms.iter().map(|(l, t)| (l.to_string(), t.clone())).collect(),
+                            terms: entry
+                                .terms
+                                .iter()
+                                .map(|(l, t)| (l.to_string(), t.clone()))
+                                .collect(),
                             definition: entry.definition.clone(),
                             note: entry.note.clone(),
                         });
@@ -142,7 +150,11 @@ fn find_all(glossaries: &[std::sync::Arc<Published>], lang: &LangCode, texts: &[
     LookupBody { results }
 }
 
-async fn answer(glossaries: Vec<std::sync::Arc<Published>>, lang: LangCode, texts: Vec<String>) -> ApiResult<HttpResponse> {
+async fn answer(
+    glossaries: Vec<std::sync::Arc<Published>>,
+    lang: LangCode,
+    texts: Vec<String>,
+) -> ApiResult<HttpResponse> {
     let bytes: usize = texts.iter().map(String::len).sum();
     let body = if bytes <= INLINE_BYTES {
         find_all(&glossaries, &lang, &texts)
@@ -165,7 +177,9 @@ async fn lookup_one(
     let glossary = published(&state, &p, &id, Privilege::Read)?;
     let (request, lang, texts) = parse(&body)?;
     if request.glossary_ids.is_some() || request.project_id.is_some() {
-        return Err(ApiError::bad_request("glossaryIds and projectId belong to POST /v1/glossaries/lookup."));
+        return Err(ApiError::bad_request(
+            "glossaryIds and projectId belong to POST /v1/glossaries/lookup.",
+        ));
     }
     answer(vec![glossary], lang, texts).await
 }
@@ -182,7 +196,9 @@ async fn lookup_many(
     let glossaries = match (request.glossary_ids, request.project_id) {
         (Some(ids), None) => {
             if ids.is_empty() || ids.len() > MAX_GLOSSARIES {
-                return Err(ApiError::bad_request(format!("glossaryIds lists 1 to {MAX_GLOSSARIES} glossaries.")));
+                return Err(ApiError::bad_request(format!(
+                    "glossaryIds lists 1 to {MAX_GLOSSARIES} glossaries."
+                )));
             }
             let mut found = Vec::with_capacity(ids.len());
             for id in ids {
@@ -197,7 +213,8 @@ async fn lookup_many(
         (None, Some(project)) => {
             let all = state.routes.glossaries.all();
             let linked = all.into_iter().filter(|g| {
-                visible(&p, &g.glossary) && g.glossary.projects.iter().any(|l| l.project_id == project)
+                visible(&p, &g.glossary)
+                    && g.glossary.projects.iter().any(|l| l.project_id == project)
             });
             linked.take(MAX_GLOSSARIES).collect()
         }

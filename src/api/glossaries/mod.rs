@@ -80,7 +80,10 @@ pub struct GlossaryRequest {
 impl GlossaryRequest {
     fn parse(body: &[u8]) -> ApiResult<GlossaryFields> {
         if body.iter().all(u8::is_ascii_whitespace) {
-            return Err(ApiError::new(crate::error::ErrorCode::RequestBodyMissing, "A JSON body is required."));
+            return Err(ApiError::new(
+                crate::error::ErrorCode::RequestBodyMissing,
+                "A JSON body is required.",
+            ));
         }
         let request: GlossaryRequest = serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("The request body is invalid: {e}")))?;
@@ -147,9 +150,11 @@ async fn list_glossaries(
         }
     }
     let all = state.routes.glossaries.all();
-    let shown = all.iter().map(|g| &g.glossary).filter(|g| visible(&p, g)).filter(|g| {
-        project.is_none_or(|id| g.projects.iter().any(|l| l.project_id == id))
-    });
+    let shown = all
+        .iter()
+        .map(|g| &g.glossary)
+        .filter(|g| visible(&p, g))
+        .filter(|g| project.is_none_or(|id| g.projects.iter().any(|l| l.project_id == id)));
     ok(&shown.map(glossary_body).collect::<Vec<_>>())
 }
 

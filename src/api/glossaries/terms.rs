@@ -78,7 +78,8 @@ fn parse_entry(body: &[u8]) -> ApiResult<Concept> {
         ..Concept::default()
     };
     for (lang, terms) in request.terms {
-        let lang = LangCode::parse(&lang).map_err(|e| ApiError::bad_request(format!("terms: {e}")))?;
+        let lang =
+            LangCode::parse(&lang).map_err(|e| ApiError::bad_request(format!("terms: {e}")))?;
         let terms = match terms {
             TermList::One(term) => vec![term],
             TermList::Many(terms) => terms,
@@ -104,7 +105,10 @@ impl TermFilter {
     fn keeps(&self, entry: &Concept) -> bool {
         entry.terms.iter().any(|(lang, terms)| {
             self.lang.as_ref().is_none_or(|l| l.covers(lang))
-                && self.search.as_ref().is_none_or(|s| terms.iter().any(|t| t.to_lowercase().contains(s)))
+                && self
+                    .search
+                    .as_ref()
+                    .is_none_or(|s| terms.iter().any(|t| t.to_lowercase().contains(s)))
         })
     }
 }
@@ -116,11 +120,16 @@ fn parse_listing(req: &HttpRequest) -> ApiResult<((usize, usize), TermFilter)> {
         match key.as_str() {
             "page" => page = parse_page(&value)?,
             "search" if value.chars().count() > MAX_SEARCH_CHARS => {
-                return Err(ApiError::bad_request(format!("search is at most {MAX_SEARCH_CHARS} characters.")));
+                return Err(ApiError::bad_request(format!(
+                    "search is at most {MAX_SEARCH_CHARS} characters."
+                )));
             }
             "search" => filter.search = Some(value.to_lowercase()).filter(|s| !s.is_empty()),
             "lang" => {
-                filter.lang = Some(LangCode::parse(&value).map_err(|e| ApiError::bad_request(format!("lang: {e}")))?);
+                filter.lang = Some(
+                    LangCode::parse(&value)
+                        .map_err(|e| ApiError::bad_request(format!("lang: {e}")))?,
+                );
             }
             _ => {}
         }
@@ -153,7 +162,9 @@ async fn list_terms(
     }
     let mut response = json_response(actix_web::http::StatusCode::OK, &page);
     if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&total.to_string()) {
-        response.headers_mut().insert(actix_web::http::header::HeaderName::from_static("x-total-count"), value);
+        response
+            .headers_mut()
+            .insert(actix_web::http::header::HeaderName::from_static("x-total-count"), value);
     }
     Ok(response)
 }
@@ -183,7 +194,10 @@ async fn get_term(
     let glossary = published(&state, &p, &id, Privilege::Read)?;
     let term_id = parse_id(&term, "term")?;
     let entry = glossary.entries.get(&term_id).ok_or_else(|| {
-        ApiError::from(crate::catalog::CatalogError::not_found(crate::catalog::Missing::Term, term_id))
+        ApiError::from(crate::catalog::CatalogError::not_found(
+            crate::catalog::Missing::Term,
+            term_id,
+        ))
     })?;
     ok(&term_body(entry))
 }

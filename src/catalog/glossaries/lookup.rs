@@ -177,7 +177,7 @@ fn unspaced(c: char) -> bool {
         | 0x4E00..=0x9FFF        // CJK unified ideographs
         | 0xF900..=0xFAFF        // CJK compatibility ideographs
         | 0xFF66..=0xFF9F        // half-width Katakana
-        | 0x20000..=0x3FFFF)     // CJK extensions B and later
+        | 0x20000..=0x3FFFF) // CJK extensions B and later
 }
 
 #[cfg(test)]

@@ -106,8 +106,12 @@ pub fn merge(
     imported: Vec<Concept>,
     option: ImportOption,
 ) -> Result<Merged, String> {
-    let mut merged =
-        Merged { entries: entries.clone(), touched: BTreeSet::new(), last_entry, summary: ImportSummary::default() };
+    let mut merged = Merged {
+        entries: entries.clone(),
+        touched: BTreeSet::new(),
+        last_entry,
+        summary: ImportSummary::default(),
+    };
     let mut keys = TermKeys::new(entries);
     for (n, mut entry) in imported.into_iter().enumerate() {
         let by_id = entry.id.filter(|id| merged.entries.contains_key(id));
@@ -175,7 +179,9 @@ mod tests {
 
     #[test]
     fn add_and_update_only_skip_what_they_do_not_take() {
-        let imported = || vec![concept(Some(1), &[("en", "other")], None), concept(None, &[("en", "new")], None)];
+        let imported = || {
+            vec![concept(Some(1), &[("en", "other")], None), concept(None, &[("en", "new")], None)]
+        };
         let add = merge(&existing(), 1, imported(), ImportOption::Add).expect("merge");
         assert_eq!(add.summary, ImportSummary { added: 1, updated: 0, skipped: 1 });
         let only = merge(&existing(), 1, imported(), ImportOption::UpdateOnly).expect("merge");

@@ -22,8 +22,8 @@ use crate::io::glossary::{Concept, LangCode};
 use index::{parse_chunk_key, Entries, GlossaryIndex, Published};
 
 pub use access::{manages, visible};
-pub use ops::find;
 pub use merge::{ImportOption, ImportSummary};
+pub use ops::find;
 
 /// Glossaries one company may have.
 pub const MAX_GLOSSARIES_PER_COMPANY: usize = 500;

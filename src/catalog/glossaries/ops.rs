@@ -57,12 +57,15 @@ fn check_name(name: &str) -> CatalogResult<String> {
 fn check_langs(langs: &[String]) -> CatalogResult<Vec<LangCode>> {
     let mut codes: Vec<LangCode> = Vec::with_capacity(langs.len().min(MAX_LANGS));
     for lang in langs {
-        let code = LangCode::parse(lang).map_err(|e| CatalogError::invalid(format!("langs: {e}")))?;
+        let code =
+            LangCode::parse(lang).map_err(|e| CatalogError::invalid(format!("langs: {e}")))?;
         if !codes.contains(&code) {
             codes.push(code);
         }
         if codes.len() > MAX_LANGS {
-            return Err(CatalogError::invalid(format!("A glossary has at most {MAX_LANGS} languages.")));
+            return Err(CatalogError::invalid(format!(
+                "A glossary has at most {MAX_LANGS} languages."
+            )));
         }
     }
     Ok(codes)
@@ -81,7 +84,9 @@ impl Supervisor {
         links: Vec<GlossaryProject>,
     ) -> CatalogResult<Vec<GlossaryProject>> {
         if links.len() > MAX_LINKS {
-            return Err(CatalogError::invalid(format!("projects lists at most {MAX_LINKS} projects.")));
+            return Err(CatalogError::invalid(format!(
+                "projects lists at most {MAX_LINKS} projects."
+            )));
         }
         let mut checked: Vec<GlossaryProject> = Vec::with_capacity(links.len());
         for mut link in links {
@@ -128,7 +133,11 @@ impl Supervisor {
             });
         }
         if glossary.id > self.glossaries().last_id() {
-            changes.push(CatalogChange::put(EntityKind::GlossarySequence, SEQUENCE_ID, &glossary.id));
+            changes.push(CatalogChange::put(
+                EntityKind::GlossarySequence,
+                SEQUENCE_ID,
+                &glossary.id,
+            ));
         }
         self.commit(&changes)?;
         if glossary.id > self.glossaries().last_id() {
@@ -139,10 +148,15 @@ impl Supervisor {
 
     /// Creates a glossary (the `manage` privilege; a key reaching the whole company for one
     /// linked to no project).
-    pub fn create_glossary(&mut self, p: &Principal, fields: GlossaryFields) -> CatalogResult<Glossary> {
+    pub fn create_glossary(
+        &mut self,
+        p: &Principal,
+        fields: GlossaryFields,
+    ) -> CatalogResult<Glossary> {
         p.require_company_privilege(Privilege::Manage)?;
         let company = p.company_id();
-        let count = self.glossaries().all().iter().filter(|g| g.glossary.company_id == company).count();
+        let count =
+            self.glossaries().all().iter().filter(|g| g.glossary.company_id == company).count();
         if count >= MAX_GLOSSARIES_PER_COMPANY {
             return Err(CatalogError::invalid(format!(
                 "A company has at most {MAX_GLOSSARIES_PER_COMPANY} glossaries; delete one first."
@@ -225,15 +239,22 @@ impl Supervisor {
     }
 
     /// The deletions of a company's glossaries (for the company's deletion).
-    pub(in crate::catalog) fn company_glossaries_deletion(&self, company: CompanyId) -> Vec<CatalogChange> {
+    pub(in crate::catalog) fn company_glossaries_deletion(
+        &self,
+        company: CompanyId,
+    ) -> Vec<CatalogChange> {
         let all = self.glossaries().all();
-        all.iter().filter(|g| g.glossary.company_id == company).flat_map(|g| glossary_deletion(g)).collect()
+        all.iter()
+            .filter(|g| g.glossary.company_id == company)
+            .flat_map(|g| glossary_deletion(g))
+            .collect()
     }
 
     /// The glossaries linked to project `project` (being deleted), without that link.
     pub(in crate::catalog) fn glossaries_unlinked(&self, project: ProjectId) -> Vec<Glossary> {
         let all = self.glossaries().all();
-        let linked = all.iter().filter(|g| g.glossary.projects.iter().any(|l| l.project_id == project));
+        let linked =
+            all.iter().filter(|g| g.glossary.projects.iter().any(|l| l.project_id == project));
         linked
             .map(|g| {
                 let mut glossary = g.glossary.clone();
@@ -246,7 +267,8 @@ impl Supervisor {
     /// Publishes glossaries whose change was committed (their entries unchanged).
     pub(in crate::catalog) fn republish_glossaries(&self, glossaries: Vec<Glossary>) {
         for glossary in glossaries {
-            let entries = self.glossaries().get(glossary.id).map(|g| g.entries.clone()).unwrap_or_default();
+            let entries =
+                self.glossaries().get(glossary.id).map(|g| g.entries.clone()).unwrap_or_default();
             self.glossaries().publish(Published::new(glossary, entries));
         }
     }
@@ -257,11 +279,18 @@ impl Supervisor {
     }
 
     /// Adds an entry to glossary `id` (the `write` privilege); answers it with its id.
-    pub fn add_glossary_entry(&mut self, p: &Principal, id: u64, mut entry: Concept) -> CatalogResult<Concept> {
+    pub fn add_glossary_entry(
+        &mut self,
+        p: &Principal,
+        id: u64,
+        mut entry: Concept,
+    ) -> CatalogResult<Concept> {
         let published = find(self.glossaries(), p, id, Privilege::Write)?;
         entry.check().map_err(CatalogError::invalid)?;
         if published.entries.len() >= MAX_ENTRIES {
-            return Err(CatalogError::invalid(format!("A glossary has at most {MAX_ENTRIES} entries.")));
+            return Err(CatalogError::invalid(format!(
+                "A glossary has at most {MAX_ENTRIES} entries."
+            )));
         }
         let mut glossary = published.glossary.clone();
         glossary.last_entry += 1;
@@ -286,11 +315,18 @@ impl Supervisor {
         self.put_entry(published.glossary.clone(), published.entries.clone(), entry)
     }
 
-    fn put_entry(&mut self, mut glossary: Glossary, mut entries: Entries, entry: Concept) -> CatalogResult<Concept> {
+    fn put_entry(
+        &mut self,
+        mut glossary: Glossary,
+        mut entries: Entries,
+        entry: Concept,
+    ) -> CatalogResult<Concept> {
         let id = entry.id.unwrap_or_default();
         extend_langs(&mut glossary.langs, [&entry]);
         if glossary.langs.len() > MAX_LANGS {
-            return Err(CatalogError::invalid(format!("A glossary has at most {MAX_LANGS} languages.")));
+            return Err(CatalogError::invalid(format!(
+                "A glossary has at most {MAX_LANGS} languages."
+            )));
         }
         entries.insert(id, entry.clone());
         self.commit_glossary(glossary, entries, [id])?;
@@ -298,7 +334,12 @@ impl Supervisor {
     }
 
     /// Deletes entry `entry_id` of glossary `id`.
-    pub fn delete_glossary_entry(&mut self, p: &Principal, id: u64, entry_id: u64) -> CatalogResult<()> {
+    pub fn delete_glossary_entry(
+        &mut self,
+        p: &Principal,
+        id: u64,
+        entry_id: u64,
+    ) -> CatalogResult<()> {
         let published = find(self.glossaries(), p, id, Privilege::Write)?;
         let mut entries = published.entries.clone();
         if entries.remove(&entry_id).is_none() {
@@ -326,9 +367,14 @@ impl Supervisor {
                 merged.entries.len()
             )));
         }
-        extend_langs(&mut glossary.langs, merged.touched.iter().filter_map(|t| merged.entries.get(t)));
+        extend_langs(
+            &mut glossary.langs,
+            merged.touched.iter().filter_map(|t| merged.entries.get(t)),
+        );
         if glossary.langs.len() > MAX_LANGS {
-            return Err(CatalogError::invalid(format!("A glossary has at most {MAX_LANGS} languages.")));
+            return Err(CatalogError::invalid(format!(
+                "A glossary has at most {MAX_LANGS} languages."
+            )));
         }
         glossary.last_entry = merged.last_entry;
         self.commit_glossary(glossary, merged.entries, merged.touched)?;
@@ -341,6 +387,10 @@ fn glossary_deletion(published: &Published) -> Vec<CatalogChange> {
     let id = published.glossary.id;
     let chunks: BTreeSet<u64> = published.entries.keys().map(|e| chunk_of(*e)).collect();
     let mut changes = vec![CatalogChange::delete(EntityKind::Glossary, &id.to_string())];
-    changes.extend(chunks.into_iter().map(|c| CatalogChange::delete(EntityKind::GlossaryChunk, &chunk_key(id, c))));
+    changes.extend(
+        chunks
+            .into_iter()
+            .map(|c| CatalogChange::delete(EntityKind::GlossaryChunk, &chunk_key(id, c))),
+    );
     changes
 }

@@ -47,7 +47,8 @@ impl LangCode {
         }
         let mut parts = Vec::new();
         for (i, part) in text.split(['-', '_']).enumerate() {
-            let ok_len = if i == 0 { (2..=3).contains(&part.len()) } else { (1..=8).contains(&part.len()) };
+            let ok_len =
+                if i == 0 { (2..=3).contains(&part.len()) } else { (1..=8).contains(&part.len()) };
             let ok_chars = if i == 0 {
                 part.bytes().all(|b| b.is_ascii_alphabetic())
             } else {
@@ -82,7 +83,8 @@ impl LangCode {
     /// bare language (`en` and `en-US`; not `en-US` and `en-GB`).
     pub fn covers(&self, other: &LangCode) -> bool {
         self == other
-            || (self.primary() == other.primary() && (!self.0.contains('-') || !other.0.contains('-')))
+            || (self.primary() == other.primary()
+                && (!self.0.contains('-') || !other.0.contains('-')))
     }
 }
 
@@ -143,7 +145,9 @@ impl Concept {
                     return Err(format!("a term in {lang} is empty."));
                 }
                 if term.chars().count() > MAX_TERM_CHARS {
-                    return Err(format!("a term in {lang} is longer than {MAX_TERM_CHARS} characters."));
+                    return Err(format!(
+                        "a term in {lang} is longer than {MAX_TERM_CHARS} characters."
+                    ));
                 }
             }
         }

@@ -53,7 +53,9 @@ fn plan_columns(header: &[String]) -> FileResult<Vec<Column>> {
                 ))
             })?),
         };
-        if column != Column::Ignored && !matches!(column, Column::Lang(_)) && columns.contains(&column)
+        if column != Column::Ignored
+            && !matches!(column, Column::Lang(_))
+            && columns.contains(&column)
         {
             return Err(FileError::Content(format!("The header names \"{name}\" twice.")));
         }
@@ -190,7 +192,11 @@ fn read_sheet<R: Read + Seek>(input: R) -> FileResult<Vec<Concept>> {
 
 /// The table's header and rows for an export: the `id` column, then each language as many
 /// times as its most synonyms, then `definition` and `note`, as `fields` asks.
-fn table(entries: &[Concept], fields: Fields, langs: &[LangCode]) -> (Vec<String>, Vec<Vec<String>>) {
+fn table(
+    entries: &[Concept],
+    fields: Fields,
+    langs: &[LangCode],
+) -> (Vec<String>, Vec<Vec<String>>) {
     let widths: Vec<usize> = langs
         .iter()
         .map(|l| entries.iter().filter_map(|e| e.terms.get(l)).map(Vec::len).max().unwrap_or(0))
