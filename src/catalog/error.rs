@@ -123,6 +123,9 @@ pub enum CatalogError {
     /// A task that runs one at a time is running.
     #[error("{0}")]
     TaskRunning(&'static str),
+    /// A glossary request the catalogue refuses (its own code).
+    #[error(transparent)]
+    Glossary(#[from] super::glossaries::GlossaryRefused),
 }
 
 /// Result of every catalogue operation.
@@ -161,6 +164,7 @@ impl Coded for CatalogError {
             CatalogError::NotLogged { .. } => ErrorCode::ServiceUnavailable,
             CatalogError::NotWritten => ErrorCode::InternalServerError,
             CatalogError::Internal(_) => ErrorCode::InternalServerError,
+            CatalogError::Glossary(refused) => refused.code(),
         }
     }
 }

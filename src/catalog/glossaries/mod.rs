@@ -9,6 +9,7 @@
 //! (`lookup`). It knows nothing of HTTP or of file formats (`io::glossary` reads those).
 
 mod access;
+pub mod error;
 pub mod index;
 pub mod lookup;
 pub mod merge;
@@ -22,6 +23,7 @@ use crate::io::glossary::{Concept, LangCode};
 use index::{parse_chunk_key, Entries, GlossaryIndex, Published};
 
 pub use access::{manages, visible};
+pub use error::GlossaryRefused;
 pub use merge::{ImportOption, ImportSummary};
 pub use ops::find;
 

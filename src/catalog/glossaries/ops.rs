@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use super::error::{GlossaryRefused, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS};
 use super::index::{chunk_entries, chunk_key, chunk_of, Entries, GlossaryIndex, Published};
 use super::merge::{merge, ImportOption, ImportSummary};
 use super::{
@@ -18,10 +19,6 @@ use crate::catalog::model::{now_timestamp, CompanyId, ProjectId};
 use crate::catalog::store::{CatalogChange, EntityKind};
 use crate::catalog::supervisor::Supervisor;
 use crate::io::glossary::{Concept, LangCode};
-
-/// The longest glossary name and description, in characters.
-const MAX_NAME_CHARS: usize = 100;
-const MAX_DESCRIPTION_CHARS: usize = 4000;
 
 /// Glossary `id` as the key may act on it with `needed`: 404 glossaryIsNotFound when unknown
 /// or out of the key's sight, 403 without the privilege (or, to `manage`, without reaching
@@ -47,9 +44,7 @@ pub fn find(
 fn check_name(name: &str) -> CatalogResult<String> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
-        return Err(CatalogError::invalid(format!(
-            "A glossary's name is 1 to {MAX_NAME_CHARS} characters, not only spaces."
-        )));
+        return Err(GlossaryRefused::Name.into());
     }
     Ok(name.to_owned())
 }
@@ -57,15 +52,12 @@ fn check_name(name: &str) -> CatalogResult<String> {
 fn check_langs(langs: &[String]) -> CatalogResult<Vec<LangCode>> {
     let mut codes: Vec<LangCode> = Vec::with_capacity(langs.len().min(MAX_LANGS));
     for lang in langs {
-        let code =
-            LangCode::parse(lang).map_err(|e| CatalogError::invalid(format!("langs: {e}")))?;
+        let code = LangCode::parse(lang).map_err(GlossaryRefused::Lang)?;
         if !codes.contains(&code) {
             codes.push(code);
         }
         if codes.len() > MAX_LANGS {
-            return Err(CatalogError::invalid(format!(
-                "A glossary has at most {MAX_LANGS} languages."
-            )));
+            return Err(GlossaryRefused::TooManyLangs.into());
         }
     }
     Ok(codes)
@@ -84,23 +76,16 @@ impl Supervisor {
         links: Vec<GlossaryProject>,
     ) -> CatalogResult<Vec<GlossaryProject>> {
         if links.len() > MAX_LINKS {
-            return Err(CatalogError::invalid(format!(
-                "projects lists at most {MAX_LINKS} projects."
-            )));
+            return Err(GlossaryRefused::TooManyLinks.into());
         }
         let mut checked: Vec<GlossaryProject> = Vec::with_capacity(links.len());
         for mut link in links {
             self.project(p, link.project_id, Privilege::Read)?;
             if checked.iter().any(|l| l.project_id == link.project_id) {
-                return Err(CatalogError::invalid(format!(
-                    "Project {} is listed twice in projects.",
-                    link.project_id
-                )));
+                return Err(GlossaryRefused::ProjectTwice(link.project_id).into());
             }
             if link.database_ids.len() > MAX_LINKS {
-                return Err(CatalogError::invalid(format!(
-                    "databaseIds lists at most {MAX_LINKS} databases."
-                )));
+                return Err(GlossaryRefused::TooManyLinks.into());
             }
             link.database_ids.dedup();
             for db in &link.database_ids {
@@ -158,9 +143,7 @@ impl Supervisor {
         let count =
             self.glossaries().all().iter().filter(|g| g.glossary.company_id == company).count();
         if count >= MAX_GLOSSARIES_PER_COMPANY {
-            return Err(CatalogError::invalid(format!(
-                "A company has at most {MAX_GLOSSARIES_PER_COMPANY} glossaries; delete one first."
-            )));
+            return Err(GlossaryRefused::TooManyGlossaries.into());
         }
         let mut glossary = Glossary {
             id: self.glossaries().last_id() + 1,
@@ -190,9 +173,7 @@ impl Supervisor {
         }
         if let Some(description) = fields.description {
             if description.chars().count() > MAX_DESCRIPTION_CHARS {
-                return Err(CatalogError::invalid(format!(
-                    "description is at most {MAX_DESCRIPTION_CHARS} characters."
-                )));
+                return Err(GlossaryRefused::Description.into());
             }
             glossary.description = description;
         }
@@ -201,9 +182,7 @@ impl Supervisor {
             let mut used = langs.clone();
             extend_langs(&mut used, entries.values());
             if let Some(missing) = used.get(langs.len()) {
-                return Err(CatalogError::invalid(format!(
-                    "langs must keep {missing}: terms of the glossary are in it."
-                )));
+                return Err(GlossaryRefused::LangInUse(missing.clone()).into());
             }
             glossary.langs = langs;
         }
@@ -286,11 +265,9 @@ impl Supervisor {
         mut entry: Concept,
     ) -> CatalogResult<Concept> {
         let published = find(self.glossaries(), p, id, Privilege::Write)?;
-        entry.check().map_err(CatalogError::invalid)?;
+        entry.check().map_err(GlossaryRefused::Entry)?;
         if published.entries.len() >= MAX_ENTRIES {
-            return Err(CatalogError::invalid(format!(
-                "A glossary has at most {MAX_ENTRIES} entries."
-            )));
+            return Err(GlossaryRefused::TooManyEntries(MAX_ENTRIES + 1).into());
         }
         let mut glossary = published.glossary.clone();
         glossary.last_entry += 1;
@@ -310,7 +287,7 @@ impl Supervisor {
         if !published.entries.contains_key(&entry_id) {
             return Err(CatalogError::not_found(Missing::Term, entry_id));
         }
-        entry.check().map_err(CatalogError::invalid)?;
+        entry.check().map_err(GlossaryRefused::Entry)?;
         entry.id = Some(entry_id);
         self.put_entry(published.glossary.clone(), published.entries.clone(), entry)
     }
@@ -324,9 +301,7 @@ impl Supervisor {
         let id = entry.id.unwrap_or_default();
         extend_langs(&mut glossary.langs, [&entry]);
         if glossary.langs.len() > MAX_LANGS {
-            return Err(CatalogError::invalid(format!(
-                "A glossary has at most {MAX_LANGS} languages."
-            )));
+            return Err(GlossaryRefused::TooManyLangs.into());
         }
         entries.insert(id, entry.clone());
         self.commit_glossary(glossary, entries, [id])?;
@@ -360,21 +335,16 @@ impl Supervisor {
         let published = find(self.glossaries(), p, id, Privilege::Write)?;
         let mut glossary = published.glossary.clone();
         let merged = merge(&published.entries, glossary.last_entry, imported, option)
-            .map_err(CatalogError::invalid)?;
+            .map_err(GlossaryRefused::Entry)?;
         if merged.entries.len() > MAX_ENTRIES {
-            return Err(CatalogError::invalid(format!(
-                "The import would make {} entries; a glossary has at most {MAX_ENTRIES}.",
-                merged.entries.len()
-            )));
+            return Err(GlossaryRefused::TooManyEntries(merged.entries.len()).into());
         }
         extend_langs(
             &mut glossary.langs,
             merged.touched.iter().filter_map(|t| merged.entries.get(t)),
         );
         if glossary.langs.len() > MAX_LANGS {
-            return Err(CatalogError::invalid(format!(
-                "A glossary has at most {MAX_LANGS} languages."
-            )));
+            return Err(GlossaryRefused::TooManyLangs.into());
         }
         glossary.last_entry = merged.last_entry;
         self.commit_glossary(glossary, merged.entries, merged.touched)?;
