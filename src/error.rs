@@ -78,6 +78,7 @@ error_codes! {
     WebhookIsNotFound => ("webhookIsNotFound", StatusCode::NOT_FOUND),
     GlossaryIsNotFound => ("glossaryIsNotFound", StatusCode::NOT_FOUND),
     TermIsNotFound => ("termIsNotFound", StatusCode::NOT_FOUND),
+    CdnIsNotFound => ("cdnIsNotFound", StatusCode::NOT_FOUND),
     MethodNotAllowed => ("methodNotAllowed", StatusCode::METHOD_NOT_ALLOWED),
     RequestTimeout => ("requestTimeout", StatusCode::REQUEST_TIMEOUT),
     PreconditionFailed => ("preconditionFailed", StatusCode::PRECONDITION_FAILED),

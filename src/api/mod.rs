@@ -5,6 +5,9 @@ pub mod admin;
 mod authenticate;
 pub mod body_deadline;
 pub mod branches;
+pub mod cdn;
+pub mod cdn_access;
+pub mod cdn_serve;
 pub mod changes;
 pub mod columns;
 pub mod compression;
@@ -27,6 +30,7 @@ pub mod listing;
 pub mod merge_request;
 pub mod metrics;
 pub mod multipart;
+pub mod paths;
 pub mod projects;
 pub mod record;
 pub mod record_history;
@@ -74,6 +78,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     diffcheck::configure(cfg);
     branches::configure(cfg);
     views::configure(cfg);
+    paths::configure(cfg);
     columns::configure(cfg);
     dependencies::configure(cfg);
     files::configure(cfg);
@@ -86,6 +91,8 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     view_export::configure(cfg);
     webhooks::configure(cfg);
     glossaries::configure(cfg);
+    cdn::configure(cfg);
+    cdn_serve::configure(cfg);
     admin::configure(cfg);
 }
 

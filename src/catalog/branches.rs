@@ -80,17 +80,9 @@ impl Supervisor {
         let source = source.clone();
         let mut state = copy.state;
         let (views, default_view) = new_view_ids(&mut state)?;
-        let branch = Branch {
-            id: id.to_owned(),
-            grid_id: grid.id.clone(),
-            name,
-            description,
-            source_branch_id: Some(source.id.clone()),
-            default_access_view_id: default_view,
-            created_time: now_timestamp(),
-            status: GridStatus::Active,
-            fork: Some(ForkPoint { wal_lsn: copy.wal_lsn, clock: state.store.clock(), views }),
-        };
+        let fork = ForkPoint { wal_lsn: copy.wal_lsn, clock: state.store.clock(), views };
+        let branch =
+            forked_branch(id.to_owned(), (&grid, &source), (name, description), default_view, fork);
         self.commit(&[CatalogChange::put(EntityKind::Branch, &branch.id, &branch)])?;
         self.start_branch_forked(&grid, &branch, state, Some(&source.id));
         self.branches.insert(branch.id.clone(), branch.clone());
@@ -119,17 +111,8 @@ impl Supervisor {
                 .find(|v| v.is_default)
                 .map(|v| v.id.clone())
                 .ok_or(CatalogError::Internal("the restored branch has no default view"))?;
-        let branch = Branch {
-            id,
-            grid_id: grid.id.clone(),
-            name,
-            description,
-            source_branch_id: Some(source.id.clone()),
-            default_access_view_id: default_view,
-            created_time: now_timestamp(),
-            status: GridStatus::Active,
-            fork: Some(ForkPoint { wal_lsn, clock: state.store.clock(), views }),
-        };
+        let fork = ForkPoint { wal_lsn, clock: state.store.clock(), views };
+        let branch = forked_branch(id, (&grid, &source), (name, description), default_view, fork);
         self.commit(&[CatalogChange::put(EntityKind::Branch, &branch.id, &branch)])?;
         self.durability.track(&branch.id);
         self.start_branch_forked(&grid, &branch, state, None);
@@ -265,6 +248,27 @@ impl Supervisor {
         self.resolves.retain(|_, r| {
             !branches.iter().any(|b| r.source_branch_id == *b || r.destination_branch_id == *b)
         });
+    }
+}
+
+/// A new active branch of `grid` forked from `source` at `fork`.
+fn forked_branch(
+    id: String,
+    (grid, source): (&Grid, &Branch),
+    (name, description): (String, String),
+    default_access_view_id: String,
+    fork: ForkPoint,
+) -> Branch {
+    Branch {
+        id,
+        grid_id: grid.id.clone(),
+        name,
+        description,
+        source_branch_id: Some(source.id.clone()),
+        default_access_view_id,
+        created_time: now_timestamp(),
+        status: GridStatus::Active,
+        fork: Some(fork),
     }
 }
 

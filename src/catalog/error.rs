@@ -1,7 +1,7 @@
 //! `CatalogError`: why the catalogue (the `Supervisor`'s companies, projects, databases, grids,
-//! branches, keys, tasks, backups, share links, files, settings and webhooks) refused a request or could
-//! not make a change durable: one case per kind of refusal, each answered with one code
-//! (`impl Coded`, exhaustive), and the message clients read as its `Display`.
+//! branches, keys, tasks, backups, share links, files, settings, webhooks and CDNs) refused a
+//! request or could not make a change durable: one case per kind of refusal, each answered with
+//! one code (`impl Coded`, exhaustive), and the message clients read as its `Display`.
 //!
 //! It knows nothing of HTTP: handlers turn it into an `ApiError` with `?` (same code, the
 //! message as displayed). Access checks refuse with auth's own `Denied`, carried as it is.
@@ -30,6 +30,7 @@ pub enum Missing {
     Glossary,
     /// A glossary's entry.
     Term,
+    Cdn,
 }
 
 impl Missing {
@@ -50,6 +51,7 @@ impl Missing {
             Missing::Webhook => ErrorCode::WebhookIsNotFound,
             Missing::Glossary => ErrorCode::GlossaryIsNotFound,
             Missing::Term => ErrorCode::TermIsNotFound,
+            Missing::Cdn => ErrorCode::CdnIsNotFound,
         }
     }
 }
@@ -72,6 +74,7 @@ impl fmt::Display for Missing {
             Missing::Webhook => "Webhook",
             Missing::Glossary => "Glossary",
             Missing::Term => "Term",
+            Missing::Cdn => "CDN",
         })
     }
 }

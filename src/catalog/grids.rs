@@ -162,11 +162,13 @@ impl Supervisor {
             .append(entry.encode())
             .map_err(|err| CatalogError::NotLogged { what: "new grid", reason: err.to_string() })?;
         let mut state = GridState::empty(identity(grid.record_identifier_type));
+        // The first base is the branch before its first entry, which is not durable yet: a
+        // base must never claim a position the log may lose.
+        self.durability.store_first_base(&master.id, appended.lsn - 1, &state);
         for op in &entry.ops {
             state.apply(op);
         }
         self.durability.track(&master.id);
-        self.durability.store_first_base(&master.id, appended.lsn, &state);
         self.start_branch_forked(grid, master, state, None);
         Ok(appended.durable)
     }
@@ -226,11 +228,13 @@ impl Supervisor {
             self.branches.values().filter(|b| b.grid_id == id).map(|b| b.id.as_str()).collect();
         changes.extend(self.resolves_of(&branches));
         changes.extend(self.webhooks_deletion(|h| h.grid_id == id));
+        changes.extend(self.cdns_deletion(id));
         changes
     }
 
     pub(super) fn forget_grid(&mut self, id: &str) {
         self.forget_webhooks(|h| h.grid_id == id);
+        self.forget_cdns(id);
         let branch_ids: Vec<String> =
             self.branches.values().filter(|b| b.grid_id == id).map(|b| b.id.clone()).collect();
         self.forget_resolves(&branch_ids.iter().map(String::as_str).collect::<Vec<_>>());

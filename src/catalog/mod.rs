@@ -1,10 +1,11 @@
-//! The catalogue: companies, projects, databases, grids, branches, keys, tasks and webhooks,
+//! The catalogue: companies, projects, databases, grids, branches, keys, tasks, webhooks and CDNs,
 //! owned by the `Supervisor` actor, which also starts and stops grid actors and keeps the route
 //! table.
 //! What it refuses is a `CatalogError`.
 
 pub mod backups;
 pub mod branches;
+pub mod cdns;
 pub mod collector;
 pub mod error;
 pub mod files;

@@ -73,6 +73,8 @@ pub struct Routes {
     pub grid_defaults: DashMap<String, Arc<GridDefaults>>,
     /// The glossaries as last committed (`glossaries::index`), read by handlers directly.
     pub glossaries: Arc<super::glossaries::index::GlossaryIndex>,
+    /// Every CDN by id, for the file server (`cdns`; unpublished ones too).
+    pub cdns: DashMap<String, Arc<super::cdns::Cdn>>,
 }
 
 impl Routes {

@@ -39,6 +39,8 @@ pub enum EntityKind {
     GlossaryChunk,
     /// The last glossary id handed out.
     GlossarySequence,
+    /// A grid's published strings (`cdns::Cdn`).
+    Cdn,
 }
 
 impl EntityKind {
@@ -61,6 +63,7 @@ impl EntityKind {
             EntityKind::Glossary => "glossary/",
             EntityKind::GlossaryChunk => "glossary-chunk/",
             EntityKind::GlossarySequence => "glossary-sequence/",
+            EntityKind::Cdn => "cdn/",
         }
     }
 }

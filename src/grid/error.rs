@@ -11,6 +11,7 @@ use actix::MailboxError;
 use tokio::task::JoinError;
 
 use super::actor::MAX_HELD;
+use super::paths::PathError;
 use super::preconditions::Stale;
 use super::query::QueryError;
 use super::read_pool::MAX_WAITING;
@@ -102,6 +103,9 @@ pub enum GridError {
     /// A conditional write whose record changed (or went) since its writer read it.
     #[error(transparent)]
     Stale(#[from] Stale),
+    /// A folder change or tree read the path rules refuse.
+    #[error(transparent)]
+    Path(#[from] PathError),
 }
 
 /// What a grid message answers.
@@ -158,6 +162,7 @@ impl Coded for GridError {
             GridError::Query(err) => err.code(),
             GridError::Write(err) => err.code(),
             GridError::Stale(err) => err.code(),
+            GridError::Path(err) => err.code(),
         }
     }
 

@@ -15,6 +15,7 @@ pub mod image;
 pub mod merge;
 pub mod merge_resolve;
 pub mod ops;
+pub mod paths;
 pub mod planner;
 pub mod preconditions;
 pub mod query;

@@ -96,6 +96,10 @@ pub enum GridOp {
         source_branch_id: String,
         source_clock: u32,
     },
+    /// The branch's kept folders and their order (`Schema::paths`), replaced whole.
+    SetPaths {
+        paths: Vec<String>,
+    },
 }
 
 impl GridOp {
@@ -213,6 +217,10 @@ impl GridState {
             | GridOp::RemoveViewColumn { .. }
             | GridOp::CreateView(_)
             | GridOp::DeleteView { .. } => {}
+            GridOp::SetPaths { paths } => {
+                self.schema.paths.clone_from(paths);
+                return;
+            }
         }
         apply_schema(&mut self.schema, op);
         self.schema.reindex();
@@ -243,6 +251,7 @@ pub(super) fn apply_schema(schema: &mut Schema, op: &GridOp) {
         | GridOp::UpdateRecords { .. }
         | GridOp::DeleteRecords { .. }
         | GridOp::MergeMark { .. } => {}
+        GridOp::SetPaths { paths } => schema.paths.clone_from(paths),
         GridOp::CreateColumn { column, view_id, editable } => {
             schema.columns.push(column.clone());
             if let Some(view) = view_id.as_ref().and_then(|v| view_mut(schema, v)) {

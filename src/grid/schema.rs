@@ -266,6 +266,11 @@ pub struct Schema {
     pub columns: Vec<ColumnDef>,
     pub dependencies: Vec<Dependency>,
     pub views: Vec<ViewDef>,
+    /// The branch's folders that are kept without records in them (created empty, moved or
+    /// renamed), in their order among their siblings (`grid::paths`); other folders exist while
+    /// a record's path names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
     #[serde(skip)]
     index: foldhash::HashMap<String, usize>,
     /// View id -> (column id -> position in the view's `columns`).
@@ -278,6 +283,7 @@ impl PartialEq for Schema {
         self.columns == other.columns
             && self.dependencies == other.dependencies
             && self.views == other.views
+            && self.paths == other.paths
     }
 }
 

@@ -4,9 +4,10 @@
 //! `csv_import` (a CSV file as an import's record writes), `import_format` (an import's `type`: csv, tsv, xlsx or json, and its content
 //! checked against it), `xlsx_import` and `json_import` (the other types' readers) and `zip`
 //! (an uploaded archive checked and its mapped entries planned); `glossary` (glossary files:
-//! TBX, CSV and XLSX). `fuzz` holds their proptest
-//! fuzz targets.
+//! TBX, CSV and XLSX). `fuzz` holds their proptest fuzz targets. `cdn_publish` writes a
+//! published CDN version's files (issue 22).
 
+pub mod cdn_publish;
 pub mod csv;
 pub mod csv_import;
 pub mod error;

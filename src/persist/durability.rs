@@ -276,6 +276,18 @@ impl Durability {
         wal_lsn: u64,
         state: &GridState,
     ) -> Result<(), SnapshotFailure> {
+        let now = chrono::Utc::now().timestamp_millis();
+        self.write_snapshot_copied(branch_id, (wal_lsn, now), state)
+    }
+
+    /// `write_snapshot` of a state copied at `copied_ms` (Unix milliseconds): every entry it
+    /// holds was committed by then, so a history base made of it serves restores from then.
+    pub fn write_snapshot_copied(
+        &self,
+        branch_id: &str,
+        (wal_lsn, copied_ms): (u64, i64),
+        state: &GridState,
+    ) -> Result<(), SnapshotFailure> {
         let started = std::time::Instant::now();
         // The image is streamed to its file a section at a time; what a snapshot holds besides
         // the branch is the chunks writers copy meanwhile and one section. With less than that
@@ -295,7 +307,7 @@ impl Durability {
         }
         self.store_streamed(branch_id, wal_lsn, state)?;
         *newest = Some(wal_lsn);
-        self.store_history_base(branch_id, wal_lsn, state);
+        self.store_history_base(branch_id, (wal_lsn, copied_ms), state);
         if !self.floors.contains_key(branch_id) {
             // Deleted while it was written: what `forget` deleted may not have held it yet.
             self.snapshots.delete(branch_id).map_err(DurabilityError::store("deleting"))?;
@@ -307,15 +319,20 @@ impl Durability {
     /// With history kept: stores the snapshot's state as the branch's next base too when its
     /// newest is a retention period old (or it has none). A failure is logged: the bases kept
     /// still serve restores, and the next snapshot tries again.
-    fn store_history_base(&self, branch_id: &str, wal_lsn: u64, state: &GridState) {
+    fn store_history_base(
+        &self,
+        branch_id: &str,
+        (wal_lsn, copied_ms): (u64, i64),
+        state: &GridState,
+    ) {
         let Some(history) = &self.history else { return };
-        let now = chrono::Utc::now().timestamp_millis();
-        if !self.floors.contains_key(branch_id) || !history.due(branch_id, now) {
+        if !self.floors.contains_key(branch_id) || !history.due(branch_id, copied_ms) {
             return;
         }
-        if let Err(err) = history.put(branch_id, wal_lsn, state, now) {
+        if let Err(err) = history.put(branch_id, wal_lsn, state, copied_ms) {
             tracing::warn!(branch = branch_id, error = %err, "storing a history base failed");
         }
+        // The new base may retire an older one, and with it archived log no base needs.
         self.truncate_wal();
     }
 

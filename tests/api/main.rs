@@ -4,6 +4,7 @@
 mod helpers;
 
 mod branches;
+mod cdn;
 mod changes;
 mod cli;
 mod columns;
@@ -35,6 +36,7 @@ mod merge_options;
 mod merge_property;
 mod metrics;
 mod openapi;
+mod paths;
 mod projects;
 mod query;
 mod reads;

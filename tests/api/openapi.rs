@@ -104,6 +104,15 @@ const LATER_ENDPOINTS: &[(&str, &str)] = &[
     ("delete", "/v1/glossaries/{id}/terms/{termId}"),
     ("post", "/v1/glossaries/{id}/lookup"),
     ("post", "/v1/glossaries/lookup"),
+    // CDN publishing (issue 22).
+    ("get", "/v1/cdns"),
+    ("put", "/v1/cdns/{cdnId}/publish"),
+    ("put", "/v1/cdns/{cdnId}/unpublish"),
+    ("post", "/v1/cdns"),
+    ("get", "/v1/cdns/{cdnId}"),
+    ("delete", "/v1/cdns/{cdnId}"),
+    ("get", "/cdn/{cdnId}/{file}"),
+    ("get", "/cdn/{cdnId}/v/{version}/{file}"),
 ];
 
 const METHODS: &[&str] = &["get", "post", "put", "patch", "delete", "head", "options", "trace"];

@@ -28,6 +28,7 @@ mod branches;
 mod files;
 mod heavy;
 mod history;
+mod paths;
 pub mod reads;
 mod schema;
 mod stats;
@@ -37,6 +38,7 @@ pub use branches::{ApplyMerge, BranchCopy, CopyBranch, RestoreRecords};
 pub use files::{ChangeFiles, FilesChange, HeldFiles, HoldsFile};
 pub use heavy::{Staged, MAX_HELD};
 pub use history::{ExportHistory, HistoryExport, ReadHistory};
+pub use paths::ChangePaths;
 pub use reads::{ReadRecord, ReadRecords};
 pub use schema::{ChangeSchema, ReadSchema, SchemaChanged};
 pub use stats::{BranchStats, ReadStats};
@@ -252,6 +254,7 @@ impl GridActor {
         self.last_snapshot = Instant::now();
         let lsn = self.durability.wal.last_lsn();
         let copied = Instant::now();
+        let copied_ms = chrono::Utc::now().timestamp_millis();
         let state = self.state.clone();
         tracing::debug!(branch = %self.branch_id, copy_ms = copied.elapsed().as_millis() as u64, "snapshot copy taken");
         let durability = self.durability.clone();
@@ -271,7 +274,8 @@ impl GridActor {
                 .name("snapshot".into())
                 .spawn(move || {
                     super::read_pool::background_priority();
-                    let written = durability.write_snapshot(&branch, lsn, &state);
+                    let written =
+                        durability.write_snapshot_copied(&branch, (lsn, copied_ms), &state);
                     // The image's buffers and the copy's own chunks were this thread's: give
                     // them back to the OS before it ends. 1.5-23 ms after the snapshots of a
                     // 1M-record load.

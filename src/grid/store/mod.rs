@@ -451,6 +451,21 @@ impl ColumnStore {
         self.path_names.name(self.paths.get(row.at()))
     }
 
+    /// The distinct paths of the live records, each once, in the order of the first record
+    /// (by row) holding it.
+    pub fn distinct_paths(&self) -> Vec<&str> {
+        let mut seen = vec![false; self.path_names.len()];
+        let mut out = Vec::new();
+        for row in self.live_rows() {
+            let number = self.paths.get(row.at());
+            if let Some(first) = seen.get_mut(number as usize).filter(|s| !**s) {
+                *first = true;
+                out.push(self.path_names.name(number));
+            }
+        }
+        out
+    }
+
     /// `id`, `path`, `modified_by` and `value_ref` for a JSON writer: each with whether its
     /// text may need escaping (false when no value stored beside it in its chunk has a byte
     /// JSON escapes; checked once, as values are stored).
