@@ -1,5 +1,6 @@
 //! The route table: branch id -> grid actor, view id -> grid actor, with where each sits in the
-//! tenancy tree; and the published glossaries (`glossaries::index`). Read lock-free by every handler; written only by the supervisor.
+//! tenancy tree; and the published glossaries (`glossaries::index`). Read lock-free by every
+//! handler; written only by the supervisor.
 
 use std::sync::Arc;
 
