@@ -76,6 +76,8 @@ error_codes! {
     BackupIsNotFound => ("backupIsNotFound", StatusCode::NOT_FOUND),
     CategoryIsNotFound => ("categoryIsNotFound", StatusCode::NOT_FOUND),
     WebhookIsNotFound => ("webhookIsNotFound", StatusCode::NOT_FOUND),
+    GlossaryIsNotFound => ("glossaryIsNotFound", StatusCode::NOT_FOUND),
+    TermIsNotFound => ("termIsNotFound", StatusCode::NOT_FOUND),
     CdnIsNotFound => ("cdnIsNotFound", StatusCode::NOT_FOUND),
     TransMemIsNotFound => ("transMemIsNotFound", StatusCode::NOT_FOUND),
     MethodNotAllowed => ("methodNotAllowed", StatusCode::METHOD_NOT_ALLOWED),

@@ -307,7 +307,7 @@ pub(super) async fn link_files(
 }
 
 /// `filename="..."` (ASCII, quotes and controls replaced) and `filename*` (UTF-8).
-fn disposition(name: &str) -> String {
+pub(crate) fn disposition(name: &str) -> String {
     let ascii: String =
         name.chars()
             .map(|c| {

@@ -20,6 +20,7 @@ pub mod errors;
 pub mod feed_render;
 pub mod files;
 pub mod files_zip;
+pub mod glossaries;
 pub mod grid_settings;
 pub mod grids;
 pub mod health;
@@ -90,6 +91,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     restore::configure(cfg);
     view_export::configure(cfg);
     webhooks::configure(cfg);
+    glossaries::configure(cfg);
     cdn::configure(cfg);
     cdn_serve::configure(cfg);
     transmems::configure(cfg);

@@ -27,6 +27,9 @@ pub enum Missing {
     File,
     Category,
     Webhook,
+    Glossary,
+    /// A glossary's entry.
+    Term,
     Cdn,
     TransMem,
 }
@@ -47,6 +50,8 @@ impl Missing {
             Missing::File => ErrorCode::FileIsNotFound,
             Missing::Category => ErrorCode::CategoryIsNotFound,
             Missing::Webhook => ErrorCode::WebhookIsNotFound,
+            Missing::Glossary => ErrorCode::GlossaryIsNotFound,
+            Missing::Term => ErrorCode::TermIsNotFound,
             Missing::Cdn => ErrorCode::CdnIsNotFound,
             Missing::TransMem => ErrorCode::TransMemIsNotFound,
         }
@@ -69,6 +74,8 @@ impl fmt::Display for Missing {
             Missing::File => "File",
             Missing::Category => "Category",
             Missing::Webhook => "Webhook",
+            Missing::Glossary => "Glossary",
+            Missing::Term => "Term",
             Missing::Cdn => "CDN",
             Missing::TransMem => "Translation memory",
         })
@@ -122,6 +129,9 @@ pub enum CatalogError {
     /// A task that runs one at a time is running.
     #[error("{0}")]
     TaskRunning(&'static str),
+    /// A glossary request the catalogue refuses (its own code).
+    #[error(transparent)]
+    Glossary(#[from] super::glossaries::GlossaryRefused),
 }
 
 /// Result of every catalogue operation.
@@ -160,6 +170,7 @@ impl Coded for CatalogError {
             CatalogError::NotLogged { .. } => ErrorCode::ServiceUnavailable,
             CatalogError::NotWritten => ErrorCode::InternalServerError,
             CatalogError::Internal(_) => ErrorCode::InternalServerError,
+            CatalogError::Glossary(refused) => refused.code(),
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod cdns;
 pub mod collector;
 pub mod error;
 pub mod files;
+pub mod glossaries;
 pub mod grids;
 pub mod journal;
 pub mod keys;

@@ -1,5 +1,6 @@
 //! The route table: branch id -> grid actor, view id -> grid actor, with where each sits in the
-//! tenancy tree. Read lock-free by every handler; written only by the supervisor.
+//! tenancy tree; and the published glossaries (`glossaries::index`). Read lock-free by every
+//! handler; written only by the supervisor.
 
 use std::sync::Arc;
 
@@ -71,6 +72,8 @@ pub struct Routes {
     pub views: DashMap<String, Arc<BranchRoute>>,
     /// By grid id, for grids whose settings are not the defaults.
     pub grid_defaults: DashMap<String, Arc<GridDefaults>>,
+    /// The glossaries as last committed (`glossaries::index`), read by handlers directly.
+    pub glossaries: Arc<super::glossaries::index::GlossaryIndex>,
     /// Every CDN by id, for the file server (`cdns`; unpublished ones too).
     pub cdns: DashMap<String, Arc<super::cdns::Cdn>>,
 }

@@ -33,6 +33,12 @@ pub enum EntityKind {
     /// One delivery attempt of a webhook (`model::DeliveryAttempt`), keyed
     /// `<hookId>/<sequence>`; the last `webhooks::LOG_LEN` of each hook are kept.
     WebhookAttempt,
+    /// A glossary (`glossaries::Glossary`).
+    Glossary,
+    /// Consecutive entries of a glossary, keyed `<glossary>/<chunk>` (`glossaries::index`).
+    GlossaryChunk,
+    /// The last glossary id handed out.
+    GlossarySequence,
     /// A grid's published strings (`cdns::Cdn`).
     Cdn,
     /// A translation memory's catalogue entry (`catalog::transmems::TransMem`); its segments
@@ -57,6 +63,9 @@ impl EntityKind {
             EntityKind::MergeResolve => "resolve/",
             EntityKind::Webhook => "webhook/",
             EntityKind::WebhookAttempt => "webhook-attempt/",
+            EntityKind::Glossary => "glossary/",
+            EntityKind::GlossaryChunk => "glossary-chunk/",
+            EntityKind::GlossarySequence => "glossary-sequence/",
             EntityKind::Cdn => "cdn/",
             EntityKind::TransMem => "transmem/",
         }

@@ -150,6 +150,7 @@ impl Supervisor {
             image_lock: Arc::default(),
             image_pending: Arc::default(),
         };
+        super::glossaries::load(supervisor.store.as_ref(), &supervisor.routes.glossaries)?;
         super::cdns::load_cdns(supervisor.store.as_ref(), &supervisor.routes)?;
         supervisor.sort_by_creation();
         supervisor.index_share_tokens();

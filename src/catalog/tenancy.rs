@@ -232,7 +232,9 @@ impl Supervisor {
         let task_ids: Vec<String> =
             self.tasks.values().filter(|t| t.company_id == id).map(|t| t.id.clone()).collect();
         changes.extend(task_ids.iter().map(|t| CatalogChange::delete(EntityKind::Task, t)));
+        changes.extend(self.company_glossaries_deletion(id));
         self.commit(&changes)?;
+        self.forget_company_glossaries(id);
         for &project in &project_ids {
             self.forget_project(project);
         }
@@ -316,9 +318,12 @@ impl Supervisor {
 
     pub fn delete_project(&mut self, p: &Principal, id: ProjectId) -> CatalogResult<()> {
         self.project(p, id, Privilege::Owner)?;
-        let changes = self.project_deletion(id);
+        let mut changes = self.project_deletion(id);
+        let unlinked = self.glossaries_unlinked(id);
+        changes.extend(unlinked.iter().map(|g| g.change()));
         self.commit(&changes)?;
         self.forget_project(id);
+        self.republish_glossaries(unlinked);
         Ok(())
     }
 

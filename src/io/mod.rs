@@ -3,8 +3,9 @@
 //! `csv` (records under size limits), `error` (`FileError`: what a refused file answers),
 //! `csv_import` (a CSV file as an import's record writes), `import_format` (an import's `type`: csv, tsv, xlsx or json, and its content
 //! checked against it), `xlsx_import` and `json_import` (the other types' readers) and `zip`
-//! (an uploaded archive checked and its mapped entries planned). `fuzz` holds their proptest
-//! fuzz targets. `cdn_publish` writes a published CDN version's files (issue 22).
+//! (an uploaded archive checked and its mapped entries planned); `glossary` (glossary files:
+//! TBX, CSV and XLSX). `fuzz` holds their proptest fuzz targets. `cdn_publish` writes a
+//! published CDN version's files (issue 22).
 
 pub mod cdn_publish;
 pub mod csv;
@@ -13,6 +14,7 @@ pub mod error;
 pub mod export;
 #[cfg(test)]
 mod fuzz;
+pub mod glossary;
 pub mod import_format;
 pub mod json_import;
 pub mod xlsx_import;

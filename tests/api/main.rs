@@ -20,6 +20,7 @@ mod errors;
 mod faults;
 mod files;
 mod formulas;
+mod glossaries;
 mod grids;
 mod heavy_work;
 mod history_export;
