@@ -116,14 +116,14 @@ fn file_options(others: &[(String, String)]) -> ApiResult<(FileHeader, FileType)
 }
 
 /// A writer that sends what it is given in chunks of about [`CHUNK_BYTES`]; writing fails once
-/// the client has gone.
-struct ChunkSender<'a> {
+/// the client has gone. Every streamed export writes through it (views, translation memories).
+pub(crate) struct ChunkSender<'a> {
     buf: Vec<u8>,
     tx: &'a mpsc::Sender<Bytes>,
 }
 
 impl<'a> ChunkSender<'a> {
-    fn new(tx: &'a mpsc::Sender<Bytes>) -> ChunkSender<'a> {
+    pub(crate) fn new(tx: &'a mpsc::Sender<Bytes>) -> ChunkSender<'a> {
         ChunkSender { buf: Vec::with_capacity(CHUNK_BYTES + 4096), tx }
     }
 

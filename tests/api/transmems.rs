@@ -191,7 +191,7 @@ fn an_uploaded_tmx_round_trips_with_inline_tags_props_and_three_languages() {
     assert_eq!(res.header("content-type"), Some("application/octet-stream"));
     assert_eq!(
         res.header("content-disposition"),
-        Some(format!("attachment; filename=\"{tm}.tmx\"").as_str())
+        Some(format!("attachment; filename=\"{tm}.tmx\"; filename*=UTF-8''{tm}.tmx").as_str())
     );
     let original = units(TRADOS);
     let exported = units(&res.bytes);

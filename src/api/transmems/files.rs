@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 
 use super::{exec, transmem_body, TmRefused};
 use crate::api::multipart::{bad_multipart, part_to_file, skip_part, Budget};
+use crate::api::view_export::ChunkSender;
 use crate::api::{created, ok, query_pairs, storage_error};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::transmems::{TransMemFields, MAX_NAME_CHARS};
@@ -246,7 +247,7 @@ pub(super) async fn export_transmem(
     let (tx, mut rx) = mpsc::channel::<Bytes>(4);
     let temp_dir = state.data_dir.join("exports");
     tokio::task::spawn_blocking(move || {
-        let mut sink = ChunkSender { buf: Vec::new(), tx: &tx };
+        let mut sink = ChunkSender::new(&tx);
         let written = match format {
             Format::Tmx => {
                 let units = export_units(segments.scan(), filter).map_while(Result::ok);
@@ -271,38 +272,9 @@ pub(super) async fn export_transmem(
         .content_type("application/octet-stream")
         .insert_header((
             header::CONTENT_DISPOSITION,
-            format!("attachment; filename=\"{}.{extension}\"", memory.id),
+            crate::api::files::disposition(&format!("{}.{extension}", memory.id)),
         ))
         .streaming(body))
-}
-
-/// Bytes per chunk an export sends.
-const CHUNK_BYTES: usize = 64 * 1024;
-
-/// A writer sending what it is given to the response in chunks; fails once the client went.
-struct ChunkSender<'a> {
-    buf: Vec<u8>,
-    tx: &'a mpsc::Sender<Bytes>,
-}
-
-impl Write for ChunkSender<'_> {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        self.buf.extend_from_slice(data);
-        if self.buf.len() >= CHUNK_BYTES {
-            self.flush()?;
-        }
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let chunk = Bytes::from(std::mem::take(&mut self.buf));
-        self.tx.blocking_send(chunk).map_err(|_| {
-            std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away")
-        })
-    }
 }
 
 #[cfg(test)]
