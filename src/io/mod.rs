@@ -18,4 +18,5 @@ pub mod glossary;
 pub mod import_format;
 pub mod json_import;
 pub mod xlsx_import;
+pub mod xml;
 pub mod zip;

@@ -16,6 +16,7 @@
 //! Written: TBX-Basic 2008 (`martif type="TBX-Basic"`), the form most tools import, with the
 //! entry id `c<id>`, the definition and note at the entry's level, a `tig` per term.
 
+use crate::io::xml::escape_into;
 use std::io::BufRead;
 
 use quick_xml::events::{BytesStart, Event};
@@ -247,22 +248,6 @@ impl State {
     }
 }
 
-/// Text escaped for XML content and attribute values; characters XML 1.0 does not allow are
-/// left out.
-fn escape(text: &str, out: &mut String) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
-            c => out.push(c),
-        }
-    }
-}
-
 /// One entry as a `termEntry`, with the languages `langs` (all when `None`).
 fn write_entry(entry: &Concept, fields: Fields, langs: Option<&[LangCode]>, out: &mut String) {
     let wanted = |lang: &LangCode| langs.is_none_or(|l| l.contains(lang));
@@ -282,7 +267,7 @@ fn write_entry(entry: &Concept, fields: Fields, langs: Option<&[LangCode]>, out:
         if let (true, Some(text)) = (wanted, text) {
             out.push_str("        ");
             out.push_str(open);
-            escape(text, out);
+            escape_into(text, out);
             out.push_str(close);
             out.push('\n');
         }
@@ -291,7 +276,7 @@ fn write_entry(entry: &Concept, fields: Fields, langs: Option<&[LangCode]>, out:
         out.push_str(&format!("        <langSet xml:lang=\"{lang}\">\n"));
         for term in terms {
             out.push_str("          <tig><term>");
-            escape(term, out);
+            escape_into(term, out);
             out.push_str("</term></tig>\n");
         }
         out.push_str("        </langSet>\n");
@@ -314,7 +299,7 @@ pub fn write(
         out.push_str(&format!(" xml:lang=\"{lang}\""));
     }
     out.push_str(">\n  <martifHeader>\n    <fileDesc>\n      <titleStmt><title>");
-    escape(title, &mut out);
+    escape_into(title, &mut out);
     out.push_str("</title></titleStmt>\n      <sourceDesc><p>Exported by gridd</p></sourceDesc>\n");
     out.push_str("    </fileDesc>\n    <encodingDesc><p type=\"XCSURI\">TBXBasicXCSV02.xcs</p>");
     out.push_str("</encodingDesc>\n  </martifHeader>\n  <text>\n    <body>\n");
