@@ -7,6 +7,7 @@
 pub mod api;
 pub mod auth;
 pub mod catalog;
+pub mod cluster;
 pub mod config;
 pub mod error;
 pub mod grid;

@@ -7,6 +7,7 @@ mod branches;
 mod cdn;
 mod changes;
 mod cli;
+mod cluster;
 mod columns;
 mod compat;
 mod compression;

@@ -1,0 +1,83 @@
+//! Fencing: once a new owner has fenced a branch's log, the stale owner's publishes are
+//! refused, and every entry JetStream acknowledged to either owner is in the log, in order.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use gridd::cluster::branch_log::{BranchLog, EntryKind};
+use gridd::cluster::lease::LeaseTable;
+use gridd::cluster::ClusterError;
+
+use super::nats::NatsCluster;
+use super::{eventually, link, TTL};
+
+const WAIT: Duration = Duration::from_secs(5);
+
+#[tokio::test]
+async fn a_stale_owner_cannot_write_and_no_acknowledged_entry_is_lost() {
+    let cluster = NatsCluster::start().await;
+    let link_a = link(vec![cluster.url(0)], "node-a").await;
+    let link_b = link(vec![cluster.url(2)], "node-b").await;
+    let (leases_a, leases_b) = (
+        LeaseTable::open(&link_a, "node-a").await.expect("open"),
+        LeaseTable::open(&link_b, "node-b").await.expect("open"),
+    );
+    let (log_a, log_b) = (
+        BranchLog::open(&link_a).await.expect("open"),
+        BranchLog::open(&link_b).await.expect("open"),
+    );
+    let lease_a = leases_a.acquire("grid1").await.expect("acquire").expect("free");
+    let mut writer_a = log_a.fence(&lease_a).await.expect("first fence");
+    // A writes under load; it never renews, so its lease expires while it writes.
+    let writing = tokio::spawn(async move {
+        let mut acked = Vec::new();
+        for i in 0u32.. {
+            match log_a.append(&mut writer_a, Bytes::from(format!("a{i}"))).await {
+                Ok(sequence) => acked.push(sequence),
+                Err(ClusterError::Fenced { .. }) => return (acked, writer_a, log_a),
+                Err(err) => panic!("unexpected: {err}"),
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        unreachable!()
+    });
+    eventually(TTL * 4, "A's lease expires", || async {
+        leases_b.holder("grid1").await.expect("holder").is_none()
+    })
+    .await;
+    let lease_b = leases_b.acquire("grid1").await.expect("acquire").expect("expired");
+    assert!(lease_b.epoch > lease_a.epoch);
+    let mut writer_b = log_b.fence(&lease_b).await.expect("B fences");
+    let b_fence = writer_b.last;
+    let (acked_a, mut writer_a, log_a) =
+        tokio::time::timeout(WAIT, writing).await.expect("A is refused soon").expect("task");
+    assert!(acked_a.len() > 10, "A wrote under load: {}", acked_a.len());
+    // Refused again however often A tries, and A cannot fence back with its old epoch.
+    let refused = log_a.append(&mut writer_a, Bytes::from_static(b"late")).await;
+    assert_eq!(refused, Err(ClusterError::Fenced { branch: "grid1".into() }));
+    assert!(matches!(log_a.fence(&lease_a).await, Err(ClusterError::Fenced { .. })));
+    let b_entry = log_b.append(&mut writer_b, Bytes::from_static(b"b0")).await.expect("B writes");
+    // The log: A's fence, every entry acknowledged to A, B's fence, B's entry; nothing else.
+    let entries = log_b.replay("grid1", 0, b_entry, WAIT).await.expect("replay");
+    let ops_a: Vec<u64> = entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::Ops && e.epoch == lease_a.epoch)
+        .map(|e| e.sequence)
+        .collect();
+    assert_eq!(ops_a, acked_a, "every acknowledged entry of A, in order");
+    let fences: Vec<(u64, u64)> = entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::Fence)
+        .map(|e| (e.sequence, e.epoch))
+        .collect();
+    assert_eq!(fences, vec![(fences[0].0, lease_a.epoch), (b_fence, lease_b.epoch)]);
+    assert!(acked_a.iter().all(|seq| *seq < fences[1].0), "A's entries precede B's fence");
+    let last = entries.last().expect("entries");
+    assert_eq!((last.sequence, last.payload.as_ref()), (b_entry, &b"b0"[..]));
+    assert_eq!(entries.len(), acked_a.len() + 3);
+    // Each entry is on three servers: the stream's leader and two replicas.
+    let mut stream = link_b.jetstream.get_stream("GRIDD_log").await.expect("stream");
+    let info = stream.info().await.expect("info");
+    assert_eq!(info.config.num_replicas, 3);
+    assert_eq!(info.cluster.as_ref().map_or(0, |c| c.replicas.len()), 2);
+}

@@ -1,0 +1,50 @@
+//! Cluster foundation (issue 24) against real nats-server processes (`nats`: 3 servers as one
+//! JetStream cluster): leases (one owner at a time, expiry after the owner stops), fencing (a
+//! stale owner's publish refused, every acknowledged entry kept), membership and placement, and
+//! a NATS server lost and back. Nothing is mocked. gridd's HTTP server does not join a cluster
+//! yet (see docs/CLUSTER.md), so these tests drive `gridd::cluster` directly.
+
+mod fencing;
+mod leases;
+mod membership;
+mod nats;
+mod node_loss;
+
+use std::time::Duration;
+
+use gridd::cluster::{ClusterLink, ClusterSettings};
+
+/// Short TTLs so that expiry tests stay quick (the server's defaults are 10 s).
+pub const TTL: Duration = Duration::from_secs(2);
+
+/// Settings for the cluster at `urls`, with 3 replicas and the short TTLs.
+pub fn settings(urls: Vec<String>) -> ClusterSettings {
+    let mut settings = ClusterSettings::new(urls);
+    settings.node_ttl = TTL;
+    settings.lease_ttl = TTL;
+    settings.request_timeout = Duration::from_secs(5);
+    settings
+}
+
+/// A node's connection, through the server(s) at `urls`.
+pub async fn link(urls: Vec<String>, node: &str) -> ClusterLink {
+    ClusterLink::connect(settings(urls), node)
+        .await
+        .expect("connects to the NATS cluster")
+}
+
+/// Polls `check` every 100 ms until it holds or `within` passes; returns how long it took.
+pub async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = std::time::Instant::now();
+    while start.elapsed() < within {
+        if check().await {
+            return start.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what}: not within {within:?}");
+}
