@@ -85,12 +85,18 @@ pub struct BranchLog {
 }
 
 /// The right to append to one branch's log, won by a fence; lost once another node fences.
+///
+/// An append whose outcome is unknown (no acknowledgement: a timeout, a connection lost) may
+/// still land later, so the writer no longer knows the subject's last sequence: it refuses
+/// every later append (`Uncertain`) and its owner must fence again (same lease) and replay up to
+/// the new fence, which tells what landed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FencedWriter {
     pub branch: String,
     pub epoch: u64,
     /// The subject's last sequence as this writer knows it.
     pub last: u64,
+    uncertain: bool,
 }
 
 fn headers(epoch: u64, kind: EntryKind, expected_last: u64) -> HeaderMap {
@@ -194,6 +200,7 @@ impl BranchLog {
                         branch: lease.branch.clone(),
                         epoch: lease.epoch,
                         last: sequence,
+                        uncertain: false,
                     })
                 }
                 Appended::Behind => continue,
@@ -203,20 +210,28 @@ impl BranchLog {
     }
 
     /// Appends `payload` as the writer's next entry and returns its sequence once JetStream
-    /// stored it; `Fenced` when another node fenced the branch since the writer's last entry.
+    /// stored it; `Fenced` when another node fenced the branch since the writer's last entry;
+    /// `Unavailable` when the outcome is unknown, after which the writer is `Uncertain`.
     pub async fn append(
         &self,
         writer: &mut FencedWriter,
         payload: Bytes,
     ) -> Result<u64, ClusterError> {
+        if writer.uncertain {
+            return Err(ClusterError::Uncertain { branch: writer.branch.clone() });
+        }
         let subject = self.subject(&writer.branch)?;
         let headers = headers(writer.epoch, EntryKind::Ops, writer.last);
-        match self.publish(subject, headers, payload).await? {
-            Appended::At(sequence) => {
+        match self.publish(subject, headers, payload).await {
+            Ok(Appended::At(sequence)) => {
                 writer.last = sequence;
                 Ok(sequence)
             }
-            Appended::Behind => Err(ClusterError::Fenced { branch: writer.branch.clone() }),
+            Ok(Appended::Behind) => Err(ClusterError::Fenced { branch: writer.branch.clone() }),
+            Err(err) => {
+                writer.uncertain = true;
+                Err(err)
+            }
         }
     }
 

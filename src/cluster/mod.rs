@@ -126,6 +126,9 @@ pub enum ClusterError {
     /// A publish refused because another owner fenced the branch since this writer's last
     /// entry: the writer is stale and must stop writing.
     Fenced { branch: String },
+    /// An earlier append's outcome is unknown (it may still land): the writer must fence
+    /// again and replay before it appends.
+    Uncertain { branch: String },
     /// An entry read back that breaks the log's order (a lower lease epoch after a higher one).
     Disordered { branch: String, sequence: u64 },
 }
@@ -145,6 +148,10 @@ impl fmt::Display for ClusterError {
             ClusterError::Fenced { branch } => {
                 write!(f, "branch {branch:?} was taken over by another node: write refused")
             }
+            ClusterError::Uncertain { branch } => write!(
+                f,
+                "branch {branch:?}'s last log append has an unknown outcome: fence and replay first"
+            ),
             ClusterError::Disordered { branch, sequence } => write!(
                 f,
                 "branch {branch:?}'s log entry {sequence} has an older lease than the one before it"
@@ -164,7 +171,8 @@ impl Coded for ClusterError {
             | ClusterError::Setup(_)
             | ClusterError::Unavailable(_)
             | ClusterError::LeaseLost { .. }
-            | ClusterError::Fenced { .. } => ErrorCode::ServiceUnavailable,
+            | ClusterError::Fenced { .. }
+            | ClusterError::Uncertain { .. } => ErrorCode::ServiceUnavailable,
         }
     }
 
@@ -175,7 +183,8 @@ impl Coded for ClusterError {
             | ClusterError::Setup(_)
             | ClusterError::Unavailable(_)
             | ClusterError::LeaseLost { .. }
-            | ClusterError::Fenced { .. } => Some(1),
+            | ClusterError::Fenced { .. }
+            | ClusterError::Uncertain { .. } => Some(1),
         }
     }
 }

@@ -7,7 +7,7 @@ use gridd::cluster::lease::LeaseTable;
 use gridd::cluster::ClusterError;
 
 use super::nats::NatsCluster;
-use super::{eventually, link, TTL};
+use super::{acquire_when_free, link, TTL};
 
 #[tokio::test]
 async fn one_owner_at_a_time() {
@@ -68,12 +68,8 @@ async fn a_stopped_owners_lease_expires() {
         a.acquire("orphan").await.expect("acquire").expect("free")
     };
     assert!(b.acquire("orphan").await.expect("acquire").is_none(), "held until it expires");
-    let took = eventually(TTL * 4, "the lease expires", || async {
-        b.holder("orphan").await.expect("holder").is_none()
-    })
-    .await;
-    assert!(took <= TTL + Duration::from_secs(2), "expired after {took:?} (TTL {TTL:?})");
-    let taken = b.acquire("orphan").await.expect("acquire").expect("free");
+    let (taken, took) = acquire_when_free(&b, "orphan", TTL * 4).await;
+    assert!(took <= TTL + Duration::from_secs(2), "taken after {took:?} (TTL {TTL:?})");
     assert!(taken.epoch > lease.epoch);
     assert!(!lease.is_valid(), "the old owner counts its lease as expired too");
 }

@@ -12,6 +12,7 @@ mod node_loss;
 
 use std::time::Duration;
 
+use gridd::cluster::lease::{Lease, LeaseTable};
 use gridd::cluster::{ClusterLink, ClusterSettings};
 
 /// Short TTLs so that expiry tests stay quick (the server's defaults are 10 s).
@@ -47,4 +48,18 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("{what}: not within {within:?}");
+}
+
+/// Takes `branch`'s lease as soon as it is free (tried every 100 ms, panics past `within`);
+/// returns it and how long that took. The bucket's replicas expire a key each on its own timer,
+/// so a read may see a lease gone before the leader does: what counts is a create succeeding.
+pub async fn acquire_when_free(table: &LeaseTable, branch: &str, within: Duration) -> (Lease, Duration) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < within {
+        if let Some(lease) = table.acquire(branch).await.expect("acquire") {
+            return (lease, start.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{branch}: lease not free within {within:?}");
 }
