@@ -25,13 +25,14 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 
 use super::lease::Lease;
-use super::{check_token, unavailable, ClusterError, ClusterLink};
+use super::{check_token, unavailable, wrong_last_sequence, ClusterError, ClusterLink};
 
 /// The header holding the writer's lease epoch.
 pub const EPOCH_HEADER: &str = "Gridd-Lease-Epoch";
 /// The header saying what an entry is: `fence` or `ops`.
 pub const KIND_HEADER: &str = "Gridd-Entry";
-/// A takeover retries its fence at most this many times when entries keep slipping in.
+/// A takeover retries its fence at most this many times when entries keep slipping in, and an
+/// append its publish when JetStream refuses it while the subject is still the writer's.
 const FENCE_ATTEMPTS: usize = 16;
 
 /// What an entry of a branch's log is.
@@ -177,7 +178,12 @@ impl BranchLog {
             .map_err(unavailable)?;
         match ack.await {
             Ok(ack) => Ok(Appended::At(ack.sequence)),
-            Err(err) if err.kind() == PublishErrorKind::WrongLastSequence => Ok(Appended::Behind),
+            Err(err)
+                if err.kind() == PublishErrorKind::WrongLastSequence
+                    || wrong_last_sequence(&err) =>
+            {
+                Ok(Appended::Behind)
+            }
             Err(err) => Err(unavailable(err)),
         }
     }
@@ -221,18 +227,35 @@ impl BranchLog {
             return Err(ClusterError::Uncertain { branch: writer.branch.clone() });
         }
         let subject = self.subject(&writer.branch)?;
-        let headers = headers(writer.epoch, EntryKind::Ops, writer.last);
-        match self.publish(subject, headers, payload).await {
-            Ok(Appended::At(sequence)) => {
-                writer.last = sequence;
-                Ok(sequence)
+        for attempt in 1..=FENCE_ATTEMPTS as u64 {
+            let headers = headers(writer.epoch, EntryKind::Ops, writer.last);
+            match self.publish(subject.clone(), headers, payload.clone()).await {
+                Ok(Appended::At(sequence)) => {
+                    writer.last = sequence;
+                    return Ok(sequence);
+                }
+                Ok(Appended::Behind) => {}
+                Err(err) => {
+                    writer.uncertain = true;
+                    return Err(err);
+                }
             }
-            Ok(Appended::Behind) => Err(ClusterError::Fenced { branch: writer.branch.clone() }),
-            Err(err) => {
-                writer.uncertain = true;
-                Err(err)
+            // Refused as behind. JetStream also refuses, now and then, a publish that follows
+            // its writer's previous one too closely (its per-subject check of the proposals in
+            // flight): only a subject that moved on means another owner.
+            let still_ours = self.tail(&writer.branch).await?.is_some_and(|tail| {
+                tail.sequence == writer.last && tail.epoch == writer.epoch
+            });
+            if !still_ours {
+                return Err(ClusterError::Fenced { branch: writer.branch.clone() });
             }
+            tracing::debug!(branch = %writer.branch, attempt, "append refused spuriously: retried");
+            tokio::time::sleep(Duration::from_millis(attempt)).await;
         }
+        Err(ClusterError::Unavailable(format!(
+            "branch {}: append refused {FENCE_ATTEMPTS} times though nobody else wrote",
+            writer.branch
+        )))
     }
 
     /// The branch's entries after sequence `after` up to `upto` (inclusive), in order, each

@@ -16,11 +16,16 @@
 
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::kv::{self, CreateErrorKind, Operation, UpdateErrorKind};
+use async_nats::jetstream::kv::{self, Operation, UpdateError, UpdateErrorKind};
 use serde::{Deserialize, Serialize};
 
 use super::membership::open_bucket;
-use super::{check_token, unavailable, ClusterError, ClusterLink};
+use super::{check_token, unavailable, wrong_last_sequence, ClusterError, ClusterLink};
+
+/// Whether a KV update was refused because the key's revision is not the expected one.
+fn is_stale_revision(err: &UpdateError) -> bool {
+    err.kind() == UpdateErrorKind::WrongLastRevision || wrong_last_sequence(err)
+}
 
 /// A lease entry's value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,10 +90,32 @@ impl LeaseTable {
     }
 
     /// Takes the branch's lease when nobody holds it (None when somebody does).
+    ///
+    /// A KV create by hand: an update expecting no entry, else, when the key's last entry is a
+    /// release, an update expecting that entry. The client's own `create` reads the entry
+    /// through any replica and reports a replica lagging behind a racing create as an error.
     pub async fn acquire(&self, branch: &str) -> Result<Option<Lease>, ClusterError> {
         check_token("branch", branch)?;
+        if let Some(lease) = self.create_expecting(branch, 0).await? {
+            return Ok(Some(lease));
+        }
+        let released = match self.kv.entry(branch).await.map_err(unavailable)? {
+            Some(entry) => match entry.operation {
+                Operation::Delete | Operation::Purge => Some(entry.revision),
+                Operation::Put => None,
+            },
+            None => None,
+        };
+        match released {
+            Some(revision) => self.create_expecting(branch, revision).await,
+            None => Ok(None),
+        }
+    }
+
+    /// Writes a fresh lease if the key's last revision is `revision` (0: no entry at all).
+    async fn create_expecting(&self, branch: &str, revision: u64) -> Result<Option<Lease>, ClusterError> {
         let sent = Instant::now();
-        match self.kv.create(branch, self.value(0)).await {
+        match self.kv.update(branch, self.value(0), revision).await {
             Ok(revision) => Ok(Some(Lease {
                 branch: branch.to_string(),
                 node: self.node.clone(),
@@ -96,7 +123,7 @@ impl LeaseTable {
                 revision,
                 valid_until: sent + self.ttl,
             })),
-            Err(err) if err.kind() == CreateErrorKind::AlreadyExists => Ok(None),
+            Err(err) if is_stale_revision(&err) => Ok(None),
             Err(err) => Err(unavailable(err)),
         }
     }
@@ -114,7 +141,7 @@ impl LeaseTable {
                 lease.valid_until = sent + self.ttl;
                 Ok(())
             }
-            Err(err) if err.kind() == UpdateErrorKind::WrongLastRevision => {
+            Err(err) if is_stale_revision(&err) => {
                 Err(ClusterError::LeaseLost { branch: lease.branch.clone() })
             }
             Err(err) => Err(unavailable(err)),
@@ -129,9 +156,7 @@ impl LeaseTable {
             .await
         {
             Ok(()) => Ok(()),
-            Err(err) if err.kind() == UpdateErrorKind::WrongLastRevision => {
-                Err(ClusterError::LeaseLost { branch: lease.branch })
-            }
+            Err(err) if is_stale_revision(&err) => Err(ClusterError::LeaseLost { branch: lease.branch }),
             Err(err) => Err(unavailable(err)),
         }
     }

@@ -189,6 +189,28 @@ impl Coded for ClusterError {
     }
 }
 
+/// Whether a NATS error (or one it wraps) is JetStream refusing a publish because the subject's
+/// last sequence is not the expected one: codes 10071 and 10164 (the second, newer, is not
+/// mapped to a kind by the client, and a KV create wraps the first in other kinds).
+pub(crate) fn wrong_last_sequence(err: &(dyn std::error::Error + 'static)) -> bool {
+    use async_nats::jetstream::{Error as JsError, ErrorCode as JsCode};
+    let mut next = Some(err);
+    let mut depth = 0;
+    while let Some(err) = next {
+        if let Some(js) = err.downcast_ref::<JsError>() {
+            let code = js.error_code();
+            if code == JsCode::STREAM_WRONG_LAST_SEQUENCE
+                || code == JsCode::STREAM_WRONG_LAST_SEQUENCE_CONSTANT
+            {
+                return true;
+            }
+        }
+        depth += 1;
+        next = if depth < 8 { err.source() } else { None };
+    }
+    false
+}
+
 /// Any error of the NATS client, as the cluster's "unavailable".
 pub(crate) fn unavailable(err: impl fmt::Display) -> ClusterError {
     ClusterError::Unavailable(err.to_string())

@@ -20,7 +20,7 @@ async fn one_owner_at_a_time() {
         let (a, b) = (a.clone(), b.clone());
         async move {
             let (won_a, won_b) = tokio::join!(a.acquire(branch), b.acquire(branch));
-            (won_a.expect("acquire"), won_b.expect("acquire"))
+            (won_a.unwrap_or_else(|e| panic!("acquire: {e:?}")), won_b.unwrap_or_else(|e| panic!("acquire: {e:?}")))
         }
     });
     let results = futures_util::future::join_all(races).await;
