@@ -104,10 +104,7 @@ fn headers(epoch: u64, kind: EntryKind, expected_last: u64) -> HeaderMap {
     let mut headers = HeaderMap::new();
     headers.insert(EPOCH_HEADER, epoch.to_string().as_str());
     headers.insert(KIND_HEADER, kind.as_str());
-    headers.insert(
-        NATS_EXPECTED_LAST_SUBJECT_SEQUENCE,
-        expected_last.to_string().as_str(),
-    );
+    headers.insert(NATS_EXPECTED_LAST_SUBJECT_SEQUENCE, expected_last.to_string().as_str());
     headers
 }
 
@@ -154,9 +151,11 @@ impl BranchLog {
         let subject = self.subject(branch)?;
         match self.stream.get_last_raw_message_by_subject(&subject).await {
             Ok(message) => {
-                let (epoch, _) = read_headers(&message.headers).ok_or_else(|| {
-                    ClusterError::Disordered { branch: branch.to_string(), sequence: message.sequence }
-                })?;
+                let (epoch, _) =
+                    read_headers(&message.headers).ok_or_else(|| ClusterError::Disordered {
+                        branch: branch.to_string(),
+                        sequence: message.sequence,
+                    })?;
                 Ok(Some(Tail { sequence: message.sequence, epoch }))
             }
             Err(err) if err.kind() == LastRawMessageErrorKind::NoMessageFound => Ok(None),
@@ -243,9 +242,10 @@ impl BranchLog {
             // Refused as behind. JetStream also refuses, now and then, a publish that follows
             // its writer's previous one too closely (its per-subject check of the proposals in
             // flight): only a subject that moved on means another owner.
-            let still_ours = self.tail(&writer.branch).await?.is_some_and(|tail| {
-                tail.sequence == writer.last && tail.epoch == writer.epoch
-            });
+            let still_ours = self
+                .tail(&writer.branch)
+                .await?
+                .is_some_and(|tail| tail.sequence == writer.last && tail.epoch == writer.epoch);
             if !still_ours {
                 return Err(ClusterError::Fenced { branch: writer.branch.clone() });
             }

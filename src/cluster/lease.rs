@@ -113,7 +113,11 @@ impl LeaseTable {
     }
 
     /// Writes a fresh lease if the key's last revision is `revision` (0: no entry at all).
-    async fn create_expecting(&self, branch: &str, revision: u64) -> Result<Option<Lease>, ClusterError> {
+    async fn create_expecting(
+        &self,
+        branch: &str,
+        revision: u64,
+    ) -> Result<Option<Lease>, ClusterError> {
         let sent = Instant::now();
         match self.kv.update(branch, self.value(0), revision).await {
             Ok(revision) => Ok(Some(Lease {
@@ -131,11 +135,7 @@ impl LeaseTable {
     /// Extends the lease by a TTL from now; `LeaseLost` when the key is no longer ours.
     pub async fn renew(&self, lease: &mut Lease) -> Result<(), ClusterError> {
         let sent = Instant::now();
-        match self
-            .kv
-            .update(&lease.branch, self.value(lease.epoch), lease.revision)
-            .await
-        {
+        match self.kv.update(&lease.branch, self.value(lease.epoch), lease.revision).await {
             Ok(revision) => {
                 lease.revision = revision;
                 lease.valid_until = sent + self.ttl;
@@ -150,13 +150,11 @@ impl LeaseTable {
 
     /// Gives the lease up at once (a handover, a clean shutdown).
     pub async fn release(&self, lease: Lease) -> Result<(), ClusterError> {
-        match self
-            .kv
-            .delete_expect_revision(&lease.branch, Some(lease.revision))
-            .await
-        {
+        match self.kv.delete_expect_revision(&lease.branch, Some(lease.revision)).await {
             Ok(()) => Ok(()),
-            Err(err) if is_stale_revision(&err) => Err(ClusterError::LeaseLost { branch: lease.branch }),
+            Err(err) if is_stale_revision(&err) => {
+                Err(ClusterError::LeaseLost { branch: lease.branch })
+            }
             Err(err) => Err(unavailable(err)),
         }
     }

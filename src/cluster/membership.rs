@@ -76,11 +76,7 @@ impl Membership {
     /// Says this node is live for one more TTL.
     pub async fn heartbeat(&self) -> Result<(), ClusterError> {
         let value = serde_json::to_vec(&self.me).expect("a NodeInfo serializes");
-        self.kv
-            .put(&self.me.id, value.into())
-            .await
-            .map(|_| ())
-            .map_err(unavailable)
+        self.kv.put(&self.me.id, value.into()).await.map(|_| ()).map_err(unavailable)
     }
 
     /// Heartbeats every third of the TTL until the returned handle is aborted; a failed beat

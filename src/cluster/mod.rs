@@ -67,15 +67,16 @@ pub struct ClusterLink {
 
 impl fmt::Debug for ClusterLink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ClusterLink")
-            .field("settings", &self.settings)
-            .finish()
+        f.debug_struct("ClusterLink").field("settings", &self.settings).finish()
     }
 }
 
 impl ClusterLink {
     /// Connects to any of the servers (bounded by the request timeout) as `node`.
-    pub async fn connect(settings: ClusterSettings, node: &str) -> Result<ClusterLink, ClusterError> {
+    pub async fn connect(
+        settings: ClusterSettings,
+        node: &str,
+    ) -> Result<ClusterLink, ClusterError> {
         let client = async_nats::ConnectOptions::new()
             .name(format!("gridd {node}"))
             .connection_timeout(settings.request_timeout)
@@ -99,9 +100,7 @@ impl ClusterLink {
 pub fn check_token(kind: &'static str, id: &str) -> Result<(), ClusterError> {
     let valid = !id.is_empty()
         && id.len() <= 64
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if valid {
         Ok(())
     } else {

@@ -34,19 +34,15 @@ fn finalize(mut z: u64) -> u64 {
 pub fn owner<'a, N: AsRef<str>>(branch: &str, nodes: &'a [N]) -> Option<&'a N> {
     nodes.iter().max_by(|a, b| {
         let (a_id, b_id) = (a.as_ref(), b.as_ref());
-        score(a_id, branch)
-            .cmp(&score(b_id, branch))
-            .then_with(|| b_id.cmp(a_id))
+        score(a_id, branch).cmp(&score(b_id, branch)).then_with(|| b_id.cmp(a_id))
     })
 }
 
 /// The nodes in the order a branch prefers them (owner first, then who takes over if it
 /// leaves, and so on), at most `count` of them.
 pub fn ranked<'a, N: AsRef<str>>(branch: &str, nodes: &'a [N], count: usize) -> Vec<&'a N> {
-    let mut scored: Vec<(u64, &'a N)> = nodes
-        .iter()
-        .map(|node| (score(node.as_ref(), branch), node))
-        .collect();
+    let mut scored: Vec<(u64, &'a N)> =
+        nodes.iter().map(|node| (score(node.as_ref(), branch), node)).collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.as_ref().cmp(b.1.as_ref())));
     scored.into_iter().take(count).map(|(_, node)| node).collect()
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use gridd::cluster::branch_log::{BranchLog, EntryKind};
+use gridd::cluster::branch_log::{BranchLog, EntryKind, LogEntry};
 use gridd::cluster::lease::LeaseTable;
 use gridd::cluster::ClusterError;
 
@@ -53,11 +53,22 @@ async fn a_stale_owner_cannot_write_and_no_acknowledged_entry_is_lost() {
     assert_eq!(refused, Err(ClusterError::Fenced { branch: "grid1".into() }));
     assert!(matches!(log_a.fence(&lease_a).await, Err(ClusterError::Fenced { .. })));
     let b_entry = log_b.append(&mut writer_b, Bytes::from_static(b"b0")).await.expect("B writes");
-    // The log: A's fence, every entry acknowledged to A, B's fence, B's entry; nothing else.
     let entries = log_b.replay("grid1", 0, b_entry, WAIT).await.expect("replay");
+    check_log(&entries, &acked_a, (lease_a.epoch, lease_b.epoch), b_fence);
+    // Each entry is on three servers: the stream's leader and two replicas.
+    let mut stream = link_b.jetstream.get_stream("GRIDD_log").await.expect("stream");
+    let info = stream.info().await.expect("info");
+    assert_eq!(info.config.num_replicas, 3);
+    assert_eq!(info.cluster.as_ref().map_or(0, |c| c.replicas.len()), 2);
+    measure_appends(&leases_b, &log_b).await;
+}
+
+/// The log: A's fence, every entry acknowledged to A in order, B's fence (at `b_fence`), B's
+/// entry `b0`; nothing else.
+fn check_log(entries: &[LogEntry], acked_a: &[u64], (epoch_a, epoch_b): (u64, u64), b_fence: u64) {
     let ops_a: Vec<u64> = entries
         .iter()
-        .filter(|e| e.kind == EntryKind::Ops && e.epoch == lease_a.epoch)
+        .filter(|e| e.kind == EntryKind::Ops && e.epoch == epoch_a)
         .map(|e| e.sequence)
         .collect();
     assert_eq!(ops_a, acked_a, "every acknowledged entry of A, in order");
@@ -66,17 +77,11 @@ async fn a_stale_owner_cannot_write_and_no_acknowledged_entry_is_lost() {
         .filter(|e| e.kind == EntryKind::Fence)
         .map(|e| (e.sequence, e.epoch))
         .collect();
-    assert_eq!(fences, vec![(fences[0].0, lease_a.epoch), (b_fence, lease_b.epoch)]);
-    assert!(acked_a.iter().all(|seq| *seq < fences[1].0), "A's entries precede B's fence");
+    assert_eq!(fences, vec![(fences[0].0, epoch_a), (b_fence, epoch_b)]);
+    assert!(acked_a.iter().all(|seq| *seq < b_fence), "A's entries precede B's fence");
     let last = entries.last().expect("entries");
-    assert_eq!((last.sequence, last.payload.as_ref()), (b_entry, &b"b0"[..]));
+    assert_eq!((last.sequence, last.payload.as_ref()), (b_fence + 1, &b"b0"[..]));
     assert_eq!(entries.len(), acked_a.len() + 3);
-    // Each entry is on three servers: the stream's leader and two replicas.
-    let mut stream = link_b.jetstream.get_stream("GRIDD_log").await.expect("stream");
-    let info = stream.info().await.expect("info");
-    assert_eq!(info.config.num_replicas, 3);
-    assert_eq!(info.cluster.as_ref().map_or(0, |c| c.replicas.len()), 2);
-    measure_appends(&leases_b, &log_b).await;
 }
 
 /// Prints the latency of fenced appends (256-byte entries, R3, loopback): one branch writing

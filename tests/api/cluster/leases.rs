@@ -12,15 +12,22 @@ use super::{acquire_when_free, link, TTL};
 #[tokio::test]
 async fn one_owner_at_a_time() {
     let cluster = NatsCluster::start().await;
-    let a = LeaseTable::open(&link(vec![cluster.url(0)], "node-a").await, "node-a").await.expect("open");
-    let b = LeaseTable::open(&link(vec![cluster.url(1)], "node-b").await, "node-b").await.expect("open");
+    let a = LeaseTable::open(&link(vec![cluster.url(0)], "node-a").await, "node-a")
+        .await
+        .expect("open");
+    let b = LeaseTable::open(&link(vec![cluster.url(1)], "node-b").await, "node-b")
+        .await
+        .expect("open");
     let branches: Vec<String> = (0..20).map(|i| format!("branch{i:02}")).collect();
     // Both nodes race for every branch at once, through different NATS servers.
     let races = branches.iter().map(|branch| {
         let (a, b) = (a.clone(), b.clone());
         async move {
             let (won_a, won_b) = tokio::join!(a.acquire(branch), b.acquire(branch));
-            (won_a.unwrap_or_else(|e| panic!("acquire: {e:?}")), won_b.unwrap_or_else(|e| panic!("acquire: {e:?}")))
+            (
+                won_a.unwrap_or_else(|e| panic!("acquire: {e:?}")),
+                won_b.unwrap_or_else(|e| panic!("acquire: {e:?}")),
+            )
         }
     });
     let results = futures_util::future::join_all(races).await;
@@ -64,7 +71,8 @@ async fn a_stopped_owners_lease_expires() {
     let lease = {
         // Node A takes the lease, then stops (its connection dropped, nothing renews: as a
         // killed process leaves it).
-        let a = LeaseTable::open(&link(cluster.urls(), "node-a").await, "node-a").await.expect("open");
+        let a =
+            LeaseTable::open(&link(cluster.urls(), "node-a").await, "node-a").await.expect("open");
         a.acquire("orphan").await.expect("acquire").expect("free")
     };
     assert!(b.acquire("orphan").await.expect("acquire").is_none(), "held until it expires");

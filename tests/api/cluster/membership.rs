@@ -53,10 +53,9 @@ async fn live_nodes_joins_leaves_and_expiry() {
     assert_eq!(live_ids(&a).await, ["node-a", "node-b"]);
     // A node that stops beating drops out within a TTL (plus the server's expiry tick).
     beats[1].abort();
-    let took = eventually(TTL * 3, "node-b drops out", || async {
-        live_ids(&a).await == ["node-a"]
-    })
-    .await;
+    let took =
+        eventually(TTL * 3, "node-b drops out", || async { live_ids(&a).await == ["node-a"] })
+            .await;
     assert!(took <= TTL + Duration::from_secs(2), "{took:?}");
     assert_eq!(live_ids(&b).await, ["node-a"], "a beating node stays live past the TTL");
     let live = ["node-a"];

@@ -133,10 +133,8 @@ pub struct NatsCluster {
 fn write_config(dir: &Path, index: usize, clients: &[u16], routes: &[u16]) -> PathBuf {
     let store = dir.join(format!("n{index}"));
     std::fs::create_dir_all(&store).expect("store dir");
-    let others: Vec<String> = routes
-        .iter()
-        .map(|port| format!("\"nats-route://127.0.0.1:{port}\""))
-        .collect();
+    let others: Vec<String> =
+        routes.iter().map(|port| format!("\"nats-route://127.0.0.1:{port}\"")).collect();
     let text = format!(
         "server_name: n{index}\nlisten: \"127.0.0.1:{client}\"\n\
          jetstream {{ store_dir: \"{store}\", max_memory_store: 64MB, max_file_store: 1GB }}\n\
