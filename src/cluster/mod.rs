@@ -2,6 +2,7 @@
 //!
 //! What is here is the foundation, each part tested against real `nats-server` processes:
 //! - `placement`: rendezvous hashing of branches over live nodes (pure, no NATS);
+//! - `rebalance`: what a node does with leases on each heartbeat (pure: acquire, hand over);
 //! - `membership`: each node's heartbeat in a KV bucket whose entries expire (the live-node list);
 //! - `lease`: one owner per branch through a KV bucket with a TTL (create, renew with the
 //!   expected revision, release with the revision, expiry by the bucket's max age);
@@ -17,6 +18,7 @@ pub mod branch_log;
 pub mod lease;
 pub mod membership;
 pub mod placement;
+pub mod rebalance;
 
 use std::fmt;
 use std::time::Duration;
