@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::kv::{self, Operation, UpdateError, UpdateErrorKind};
 use serde::{Deserialize, Serialize};
 
-use super::membership::open_bucket;
 use super::{check_token, unavailable, wrong_last_sequence, ClusterError, ClusterLink};
 
 /// Whether a KV update was refused because the key's revision is not the expected one.
@@ -76,7 +75,7 @@ impl LeaseTable {
     pub async fn open(link: &ClusterLink, node: &str) -> Result<LeaseTable, ClusterError> {
         check_token("node", node)?;
         let ttl = link.settings.lease_ttl;
-        let kv = open_bucket(link, "leases", ttl).await?;
+        let kv = link.open_bucket("leases", ttl).await?;
         Ok(LeaseTable { kv, node: node.to_string(), ttl })
     }
 

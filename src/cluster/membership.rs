@@ -35,37 +35,12 @@ pub struct Membership {
     ttl: Duration,
 }
 
-/// Opens a KV bucket of gridd's (creating it when missing) whose entries expire after `max_age`.
-pub(crate) async fn open_bucket(
-    link: &ClusterLink,
-    suffix: &str,
-    max_age: Duration,
-) -> Result<kv::Store, ClusterError> {
-    let bucket = link.name(suffix);
-    let config = kv::Config {
-        bucket: bucket.clone(),
-        history: 1,
-        max_age,
-        num_replicas: link.settings.replicas,
-        storage: async_nats::jetstream::stream::StorageType::File,
-        ..Default::default()
-    };
-    match link.jetstream.create_key_value(config).await {
-        Ok(store) => Ok(store),
-        Err(create) => link
-            .jetstream
-            .get_key_value(bucket)
-            .await
-            .map_err(|open| ClusterError::Setup(format!("{create}; {open}"))),
-    }
-}
-
 impl Membership {
     /// Opens the membership bucket for `me` (no heartbeat yet: see `heartbeat`).
     pub async fn open(link: &ClusterLink, me: NodeInfo) -> Result<Membership, ClusterError> {
         check_token("node", &me.id)?;
         let ttl = link.settings.node_ttl;
-        let kv = open_bucket(link, "nodes", ttl).await?;
+        let kv = link.open_bucket("nodes", ttl).await?;
         Ok(Membership { kv, me, ttl })
     }
 

@@ -23,7 +23,7 @@ pub mod rebalance;
 use std::fmt;
 use std::time::Duration;
 
-use async_nats::jetstream;
+use async_nats::jetstream::{self, kv};
 
 use crate::error::{Coded, ErrorCode};
 
@@ -94,6 +94,33 @@ impl ClusterLink {
     /// The name of one of gridd's buckets or streams, under the settings' prefix.
     fn name(&self, suffix: &str) -> String {
         format!("{}_{suffix}", self.settings.prefix)
+    }
+
+    /// Opens one of gridd's KV buckets (creating it when missing: two nodes creating it at
+    /// once with the same settings both succeed), keeping one entry per key, each expiring
+    /// `max_age` after it was written.
+    pub(crate) async fn open_bucket(
+        &self,
+        suffix: &str,
+        max_age: Duration,
+    ) -> Result<kv::Store, ClusterError> {
+        let bucket = self.name(suffix);
+        let config = kv::Config {
+            bucket: bucket.clone(),
+            history: 1,
+            max_age,
+            num_replicas: self.settings.replicas,
+            storage: jetstream::stream::StorageType::File,
+            ..Default::default()
+        };
+        match self.jetstream.create_key_value(config).await {
+            Ok(store) => Ok(store),
+            Err(create) => self
+                .jetstream
+                .get_key_value(bucket)
+                .await
+                .map_err(|open| ClusterError::Setup(format!("{create}; {open}"))),
+        }
     }
 }
 
