@@ -52,7 +52,13 @@ impl Drop for Slot {
 /// The nats-server binary, or a failure that says how to install it.
 pub fn nats_server_binary() -> PathBuf {
     if let Ok(path) = std::env::var("GRIDD_NATS_SERVER") {
-        return PathBuf::from(path);
+        let path = PathBuf::from(path);
+        assert!(
+            path.exists(),
+            "GRIDD_NATS_SERVER={} does not exist: run scripts/install-nats.sh",
+            path.display()
+        );
+        return path;
     }
     let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/nats/venv/bin/nats-server");
     if local.exists() {
