@@ -607,3 +607,29 @@ fn an_import_file_over_the_limit_is_refused() {
     import(&app, &id, &file, "").assert_error(413, "payloadTooLarge");
     assert_eq!(app.get(&format!("/v1/glossaries/{id}/terms")).body, json!([]));
 }
+
+#[test]
+fn entries_written_while_a_large_import_merges_are_all_kept() {
+    let app = spawn_app();
+    let id = create(&app, json!({"name": "Busy"}));
+    let rows = 20_000;
+    let mut csv = String::from("en,fr\n");
+    for n in 0..rows {
+        csv.push_str(&format!("imported term {n},terme importé {n}\n"));
+    }
+    let path = format!("/v1/glossaries/{id}/terms");
+    let (imported, written) = std::thread::scope(|scope| {
+        let import = scope.spawn(|| import(&app, &id, csv.as_bytes(), ""));
+        let mut written = 0;
+        // Entries keep coming while the file is received, read and merged.
+        while !import.is_finished() && written < 5_000 {
+            app.post(&path, &json!({"terms": {"en": format!("hand {written}")}}))
+                .assert_status(201);
+            written += 1;
+        }
+        (import.join().expect("the import thread"), written)
+    });
+    assert_eq!(imported.assert_status(201)["added"], rows);
+    let total = app.get(&path).header("x-total-count").map(str::to_owned);
+    assert_eq!(total, Some((rows + written).to_string()), "no write is lost to the merge");
+}
