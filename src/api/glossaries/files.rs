@@ -117,34 +117,37 @@ async fn import_glossary(
     created(&import_entries(&state, p, glossary, entries, option).await?)
 }
 
+/// Times an import is merged off the supervisor before it is merged on it.
+const MERGE_ATTEMPTS: usize = 3;
+
 /// Merges the file's entries off the supervisor and commits them there; when another write
-/// to the glossary came in between, merges again on the supervisor (which nothing can pass).
+/// to the glossary came in between, merges again (at most `MERGE_ATTEMPTS` times), then on the
+/// supervisor, which nothing can pass: no write is lost, and the supervisor merges only for an
+/// import racing a stream of writes to the same glossary.
 async fn import_entries(
     state: &AppState,
     p: Principal,
     glossary: u64,
-    entries: Vec<Concept>,
+    mut entries: Vec<Concept>,
     option: ImportOption,
 ) -> ApiResult<ImportSummary> {
-    let base = find(&state.routes.glossaries, &p, glossary, Privilege::Write)?;
-    let (prepared, kept) = web::block(move || {
-        let kept = entries.clone();
-        (prepare_import(base, entries, option), kept)
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the merge stopped: {e}")))?;
-    let prepared = prepared?;
-    let checker = p.clone();
-    if let Some(summary) =
-        exec(state, move |s| s.commit_glossary_import(&checker, prepared)).await??
-    {
-        return Ok(summary);
+    for _ in 0..MERGE_ATTEMPTS {
+        let base = find(&state.routes.glossaries, &p, glossary, Privilege::Write)?;
+        let (prepared, kept) = web::block(move || {
+            let kept = entries.clone();
+            (prepare_import(base, entries, option), kept)
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("the merge stopped: {e}")))?;
+        let (prepared, checker) = (prepared?, p.clone());
+        let committed = exec(state, move |s| s.commit_glossary_import(&checker, prepared));
+        if let Some(summary) = committed.await?? {
+            return Ok(summary);
+        }
+        entries = kept;
     }
-    tracing::debug!(
-        glossary,
-        "the glossary changed while an import merged; merging on the supervisor"
-    );
-    Ok(exec(state, move |s| s.import_glossary_entries(&p, glossary, kept, option)).await??)
+    tracing::debug!(glossary, "the glossary kept changing while an import merged");
+    Ok(exec(state, move |s| s.import_glossary_entries(&p, glossary, entries, option)).await??)
 }
 
 /// A list parameter's values: repeated, or separated by commas.
