@@ -107,7 +107,7 @@ pub(super) async fn write_segments(
     let segments = parse(&body, p.user())?;
     let store = state.transmems.segments.clone();
     let written = blocking(move || store.memory(&memory.id)?.write(segments, None)).await??;
-    ok(&serde_json::json!({"added": written.added, "updated": written.updated}))
+    ok(&written)
 }
 
 #[cfg(test)]
