@@ -136,6 +136,20 @@ pub(super) fn load_cdns(store: &dyn CatalogStore, routes: &Routes) -> Result<(),
     Ok(())
 }
 
+/// Removes the files of CDNs the catalogue no longer has (at start: a crash between a CDN's
+/// deletion and the removal of its files leaves them behind).
+pub(super) fn sweep_files(data_dir: &Path, routes: &Routes) {
+    let Ok(dirs) = std::fs::read_dir(data_dir.join("cdn")) else { return };
+    for dir in dirs.flatten() {
+        let name = dir.file_name();
+        let known = name.to_str().is_some_and(|id| routes.cdns.contains_key(id));
+        if !known && dir.path().is_dir() {
+            tracing::info!(dir = %dir.path().display(), "removing the files of a deleted CDN");
+            remove_files(&dir.path());
+        }
+    }
+}
+
 impl Supervisor {
     /// Records a new CDN of a grid the key may manage (404 gridIsNotFound, 403); 400 past
     /// `MAX_CDNS_PER_GRID`.

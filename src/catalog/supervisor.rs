@@ -152,6 +152,9 @@ impl Supervisor {
         };
         super::glossaries::load(supervisor.store.as_ref(), &supervisor.routes.glossaries)?;
         super::cdns::load_cdns(supervisor.store.as_ref(), &supervisor.routes)?;
+        if let Some(data_dir) = supervisor.files_dir.parent() {
+            super::cdns::sweep_files(data_dir, &supervisor.routes);
+        }
         supervisor.sort_by_creation();
         supervisor.index_share_tokens();
         supervisor.grids.values().for_each(|g| supervisor.routes.publish_defaults(g));

@@ -23,6 +23,8 @@ pub const MAX_NAME_CHARS: usize = 100;
 pub const MAX_DESCRIPTION_CHARS: usize = 2000;
 /// Most projects one memory is linked to.
 pub const MAX_PROJECTS: usize = 1000;
+/// The name of the memory `GET /v1/transmems` makes for a company that has none.
+pub const DEFAULT_TRANSMEM_NAME: &str = "Default translation memory";
 
 /// A translation memory as the catalogue keeps it (the OpenAPI's `TransMem`, plus its company
 /// and creation).
@@ -195,6 +197,29 @@ impl Supervisor {
             .filter(|m| project.is_none_or(|id| m.project_ids.contains(&id)))
             .cloned()
             .collect())
+    }
+
+    /// The hosted service's `listTM`: when the company has no memory yet and the key may create
+    /// one, a default memory (`DEFAULT_TRANSMEM_NAME`, linked to no project) is made first and
+    /// answered with the rest (`Some` of it); a key that may not create one sees the empty list.
+    pub fn list_transmems_or_default(
+        &mut self,
+        p: &Principal,
+        project: Option<ProjectId>,
+    ) -> CatalogResult<(Vec<TransMem>, Option<TransMem>)> {
+        let listed = self.list_transmems(p, project)?;
+        let company = p.company_id();
+        let has_any = self.transmems.values().any(|m| m.company_id == company);
+        if has_any || p.require_company_privilege(Privilege::Manage).is_err() {
+            return Ok((listed, None));
+        }
+        let fields = TransMemFields {
+            name: Some(DEFAULT_TRANSMEM_NAME.to_owned()),
+            ..TransMemFields::default()
+        };
+        let memory = self.create_transmem(p, fields)?;
+        let listed = if project.is_none() { vec![memory.clone()] } else { listed };
+        Ok((listed, Some(memory)))
     }
 
     /// Memory `id` for a key with `needed` (404 transMemIsNotFound when unknown or another

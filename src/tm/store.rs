@@ -42,8 +42,8 @@ impl Coded for TmStoreError {
     }
 }
 
-/// What a write did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What a write did (an import's and a segment batch's answer: `{"added", "updated"}`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Written {
     pub added: usize,
     pub updated: usize,

@@ -372,7 +372,13 @@ fn published_cdns_survive_a_restart_and_go_with_their_grid() {
     };
     let before = listed(&app);
     let file = fetch(&app, &format!("/cdn/{id}/enUS.json"));
+    // As a crash between a CDN's deletion and the removal of its files leaves them.
+    let orphan = app.data_dir.join("cdn").join("deleted-before-the-crash");
+    std::fs::create_dir_all(orphan.join("1")).expect("a leftover directory");
+    std::fs::write(orphan.join("1").join("enUS.json"), "{}").expect("a leftover file");
     let app = app.restart();
+    assert!(!orphan.exists(), "a start removes the files of CDNs the catalogue lost");
+    assert!(app.data_dir.join("cdn").join(&id).exists(), "and keeps those of known ones");
     assert_eq!(listed(&app), before);
     let again = fetch(&app, &format!("/cdn/{id}/enUS.json"));
     assert_eq!(

@@ -195,14 +195,25 @@ fn entries_are_added_listed_searched_replaced_and_deleted() {
     let res = app.post(
         &path,
         &json!({"terms": {"en": ["save game", "savegame"], "ja": "セーブデータ"},
-            "definition": "Stored progress.", "note": " "}),
+            "definition": "Stored progress.", "note": " ",
+            "categories": [{"element": "termNote", "type": "partOfSpeech", "value": "noun",
+                "lang": "en", "term": "savegame"}]}),
     );
     let entry = res.assert_status(201).clone();
     let term_id = entry["id"].as_str().expect("string id").to_owned();
     assert_eq!(
         entry,
         json!({"id": term_id, "terms": {"en": ["save game", "savegame"], "ja": ["セーブデータ"]},
-            "definition": "Stored progress.", "note": null})
+            "definition": "Stored progress.", "note": null,
+            "categories": [{"element": "termNote", "type": "partOfSpeech", "value": "noun",
+                "lang": "en", "term": "savegame"}]})
+    );
+    let tbx = export(&app, &id, "").text;
+    assert!(
+        tbx.contains(
+            "<tig><term>savegame</term><termNote type=\"partOfSpeech\">noun</termNote></tig>"
+        ),
+        "{tbx}"
     );
     assert_eq!(app.get(&format!("/v1/glossaries/{id}")).body["langs"], json!(["en", "ja"]));
     for n in 0..5 {
@@ -220,6 +231,11 @@ fn entries_are_added_listed_searched_replaced_and_deleted() {
     let replaced = app.put(&format!("{path}/{term_id}"), &json!({"terms": {"fr": "sauvegarde"}}));
     assert_eq!(replaced.assert_status(200)["terms"], json!({"fr": ["sauvegarde"]}));
     assert_eq!(replaced.body["definition"], Value::Null);
+    assert_eq!(
+        replaced.body["categories"],
+        json!([]),
+        "a replaced entry keeps only what it is given"
+    );
     let res = app.delete(&format!("{path}/{term_id}"));
     assert_eq!((res.status, res.text.as_str()), (204, ""));
     app.get(&format!("{path}/{term_id}")).assert_error(404, "termIsNotFound");
@@ -252,6 +268,13 @@ fn bad_entries_are_refused_and_change_nothing() {
         json!({"terms": langs}),
         json!({"terms": {"en": "x"}, "definition": "d".repeat(4001)}),
         json!({"terms": {"en": "x"}, "colour": 1}),
+        json!({"terms": {"en": "x"}, "categories": [{"element": "termNote", "type": "partOfSpeech", "value": "noun", "lang": "en", "term": "y"}]}),
+        json!({"terms": {"en": "x"}, "categories": [{"element": "termNote", "type": "partOfSpeech", "value": "noun", "lang": "fr"}]}),
+        json!({"terms": {"en": "x"}, "categories": [{"element": "termNote", "type": "partOfSpeech", "value": "noun", "term": "x"}]}),
+        json!({"terms": {"en": "x"}, "categories": [{"element": "script", "type": "a", "value": "b"}]}),
+        json!({"terms": {"en": "x"}, "categories": [{"element": "admin", "type": "", "value": "b"}]}),
+        json!({"terms": {"en": "x"}, "categories": [{"element": "admin", "type": "source", "value": " "}]}),
+        json!({"terms": {"en": "x"}, "categories": vec![json!({"element": "admin", "type": "source", "value": "b"}); 201]}),
     ] {
         app.post(&path, &body).assert_error(400, "badRequest");
     }
@@ -286,8 +309,19 @@ fn a_tbx_file_from_another_tool_round_trips_through_every_format() {
         json!({"terms": {"en-US": ["save game", "savegame"], "de-DE": ["Spielstand"],
             "ja-JP": ["セーブデータ"], "ru-RU": ["сохранение"]},
             "definition": "A stored copy of the player's progress that can be loaded later.",
-            "note": null})
+            "note": null,
+            "categories": [
+                {"element": "descrip", "type": "subjectField", "value": "User interface"},
+                {"element": "termNote", "type": "partOfSpeech", "value": "noun",
+                 "lang": "en-US", "term": "save game"},
+                {"element": "termNote", "type": "administrativeStatus",
+                 "value": "preferredTerm-admn-sts", "lang": "en-US", "term": "save game"},
+                {"element": "termNote", "type": "administrativeStatus",
+                 "value": "admittedTerm-admn-sts", "lang": "en-US", "term": "savegame"},
+                {"element": "termNote", "type": "grammaticalGender", "value": "masculine",
+                 "lang": "de-DE", "term": "Spielstand"}]})
     );
+    assert_eq!(imported[2]["categories"][0]["term"], "HP", "a term's category stays with it");
     assert_eq!(imported[2]["terms"]["ar"], json!(["نقاط الصحة"]));
     assert_eq!(
         imported[2]["definition"],
@@ -306,7 +340,12 @@ fn a_tbx_file_from_another_tool_round_trips_through_every_format() {
         let copy = create(&app, json!({"name": format!("copy {format}")}));
         let res = import(&app, &copy, &res.bytes, "");
         assert_eq!(res.assert_status(201)["added"], 4, "{format}");
-        assert_eq!(entries(&app, &copy), imported, "{format}");
+        // A table has no column for data categories: TBX keeps them, CSV and XLSX do not.
+        let mut expected = imported.clone();
+        if format != "tbx" {
+            expected.iter_mut().for_each(|e| e["categories"] = json!([]));
+        }
+        assert_eq!(entries(&app, &copy), expected, "{format}");
         // Importing its own export again updates every entry by id and adds none.
         let again =
             import(&app, &copy, &export(&app, &copy, &format!("?format={format}")).bytes, "");
@@ -314,6 +353,15 @@ fn a_tbx_file_from_another_tool_round_trips_through_every_format() {
     }
     let default = export(&app, &id, "");
     assert!(default.text.contains("<martif type=\"TBX-Basic\""), "{}", default.text);
+    assert!(
+        default.text.contains(
+            "<tig><term>HP</term><termNote type=\"termType\">abbreviation</termNote></tig>"
+        ),
+        "{}",
+        default.text
+    );
+    let plain = export(&app, &id, "?fields=definition");
+    assert!(!plain.text.contains("termNote"), "categories only when asked: {}", plain.text);
     assert!(default.text.contains("<term>セーブデータ</term>"));
 }
 
@@ -558,4 +606,30 @@ fn an_import_file_over_the_limit_is_refused() {
     file.resize(64 * 1024 * 1024 + 1, b'x');
     import(&app, &id, &file, "").assert_error(413, "payloadTooLarge");
     assert_eq!(app.get(&format!("/v1/glossaries/{id}/terms")).body, json!([]));
+}
+
+#[test]
+fn entries_written_while_a_large_import_merges_are_all_kept() {
+    let app = spawn_app();
+    let id = create(&app, json!({"name": "Busy"}));
+    let rows = 20_000;
+    let mut csv = String::from("en,fr\n");
+    for n in 0..rows {
+        csv.push_str(&format!("imported term {n},terme importé {n}\n"));
+    }
+    let path = format!("/v1/glossaries/{id}/terms");
+    let (imported, written) = std::thread::scope(|scope| {
+        let import = scope.spawn(|| import(&app, &id, csv.as_bytes(), ""));
+        let mut written = 0;
+        // Entries keep coming while the file is received, read and merged.
+        while !import.is_finished() && written < 5_000 {
+            app.post(&path, &json!({"terms": {"en": format!("hand {written}")}}))
+                .assert_status(201);
+            written += 1;
+        }
+        (import.join().expect("the import thread"), written)
+    });
+    assert_eq!(imported.assert_status(201)["added"], rows);
+    let total = app.get(&path).header("x-total-count").map(str::to_owned);
+    assert_eq!(total, Some((rows + written).to_string()), "no write is lost to the merge");
 }

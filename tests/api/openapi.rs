@@ -123,6 +123,7 @@ const LATER_ENDPOINTS: &[(&str, &str)] = &[
     ("get", "/v1/transmems/{tmId}/export"),
     ("post", "/v1/transmems/{tmId}/import"),
     ("post", "/v1/transmems/{tmId}/lookup"),
+    ("post", "/v1/transmems/{tmId}/segments"),
 ];
 
 const METHODS: &[&str] = &["get", "post", "put", "patch", "delete", "head", "options", "trace"];

@@ -76,7 +76,8 @@ fn create(app: &TestApp, body: Value) -> String {
 fn memories_are_created_listed_read_updated_and_deleted_as_the_openapi_says() {
     let app = spawn_app();
     let project = first_project(&app);
-    assert_eq!(app.get("/v1/transmems").assert_status(200), &json!([]));
+    let reader = app.create_key(&["read"], json!({"all": true}));
+    assert_eq!(app.get_as(&reader, "/v1/transmems").assert_status(200), &json!([]));
     let res = app.post(
         "/v1/transmems",
         &json!({"name": "Game UI", "description": "menus", "projectIds": [project],
@@ -130,7 +131,8 @@ fn bad_memory_requests_are_refused_and_change_nothing() {
         .assert_error(400, "badRequest");
     app.raw(Method::POST, "/v1/transmems", "application/json", Vec::new())
         .assert_error(400, "badRequest");
-    assert_eq!(app.get("/v1/transmems").assert_status(200), &json!([]));
+    let reader = app.create_key(&["read"], json!({"all": true}));
+    assert_eq!(app.get_as(&reader, "/v1/transmems").assert_status(200), &json!([]));
     app.get("/v1/transmems?projectId=abc").assert_error(400, "badRequest");
     app.get("/v1/transmems?projectId=999").assert_error(404, "projectIsNotFound");
     let id = create(&app, json!({"name": "A"}));
@@ -151,7 +153,10 @@ fn keys_see_only_their_company_and_need_their_privileges() {
     let (other_owner, _, _) = app.create_company("enterprise");
     app.get_as(&other_owner, &format!("/v1/transmems/{id}"))
         .assert_error(404, "transMemIsNotFound");
-    assert_eq!(app.get_as(&other_owner, "/v1/transmems").assert_status(200), &json!([]));
+    let theirs = app.get_as(&other_owner, "/v1/transmems").assert_status(200).clone();
+    let names: Vec<&Value> =
+        theirs.as_array().expect("a list").iter().map(|m| &m["name"]).collect();
+    assert_eq!(names, [&json!("Default translation memory")], "only their own default");
     let reader = app.create_key(&["read"], json!({"all": true}));
     app.get_as(&reader, &format!("/v1/transmems/{id}")).assert_status(200);
     let body = json!({"text": "x", "sourceLanguage": "en", "targetLanguage": "fr"});
@@ -161,6 +166,80 @@ fn keys_see_only_their_company_and_need_their_privileges() {
     let (_, view) = app.create_grid("G");
     let view_key = app.create_view_key(&view);
     app.get_as(&view_key, "/v1/transmems").assert_error(403, "accessDenied");
+}
+
+#[test]
+fn listing_makes_a_default_memory_for_a_company_with_none_as_the_hosted_service() {
+    let app = spawn_app();
+    let reader = app.create_key(&["read"], json!({"all": true}));
+    assert_eq!(app.get_as(&reader, "/v1/transmems").assert_status(200), &json!([]));
+    let project = first_project(&app);
+    let linked = app.get(&format!("/v1/transmems?projectId={project}")).assert_status(200).clone();
+    assert_eq!(linked, json!([]), "the default is linked to no project");
+    let listed = app.get("/v1/transmems").assert_status(200).clone();
+    let default = listed[0].clone();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1));
+    assert_eq!(default["name"], json!("Default translation memory"));
+    assert_eq!(default["projectIds"], json!([]));
+    assert_eq!(app.get_as(&reader, "/v1/transmems").assert_status(200), &listed);
+    assert_eq!(app.get("/v1/transmems").assert_status(200), &listed, "made once");
+    let id = default["id"].as_str().expect("id");
+    app.delete(&format!("/v1/transmems/{id}")).assert_status(200);
+    create(&app, json!({"name": "Mine"}));
+    let names = app.get("/v1/transmems").assert_status(200).clone();
+    assert_eq!(names.as_array().map(Vec::len), Some(1), "no default beside a memory");
+}
+
+#[test]
+fn segments_are_written_through_the_api_with_origin_api() {
+    let app = spawn_app();
+    let tm = create(&app, json!({"name": "Scripted"}));
+    let path = format!("/v1/transmems/{tm}/segments");
+    let one = |source: &str, target: &str| json!({"sourceLanguage": "en-US", "source": source, "targetLanguage": "fr-FR", "target": target});
+    let res = app.post(&path, &json!([one("Save game", "Sauvegarder"), one("Quit", "Quitter")]));
+    assert_eq!(res.assert_status(200), &json!({"added": 2, "updated": 0}));
+    let res = app.post(&path, &json!([one("Save game", "Enregistrer la partie")]));
+    assert_eq!(res.assert_status(200), &json!({"added": 0, "updated": 1}));
+    let found = matches(&app, &tm, "Save game", "en-US", "fr-FR");
+    assert_eq!(found[0]["target"], json!("Enregistrer la partie"));
+    assert_eq!(found[0]["score"], json!(100));
+    let exported = String::from_utf8(export(&app, &tm, "").bytes).expect("UTF-8");
+    assert!(exported.contains("Quitter"), "{exported}");
+    let before = export(&app, &tm, "").bytes;
+    let bad = [
+        (json!([]), 400, "badRequest"),
+        (json!({"source": "x"}), 400, "badRequest"),
+        (
+            json!([one("Ok", "D'accord"), {"sourceLanguage": "en-US", "source": "Load"}]),
+            400,
+            "requestParameterMissing",
+        ),
+        (json!([one("Ok", "D'accord"), one("   ", "vide")]), 400, "badRequest"),
+        (
+            json!([{"sourceLanguage": "en", "source": "a", "targetLanguage": "EN", "target": "b"}]),
+            400,
+            "badRequest",
+        ),
+        (
+            json!([{"sourceLanguage": "<x>", "source": "a", "targetLanguage": "fr", "target": "b"}]),
+            400,
+            "badRequest",
+        ),
+        (json!([one("Ok", &"é".repeat(40_000))]), 400, "badRequest"),
+        (json!(vec![one("a", "b"); 1001]), 400, "badRequest"),
+    ];
+    for (body, status, code) in bad {
+        app.post(&path, &body).assert_error(status, code);
+    }
+    assert_eq!(
+        units(&before),
+        units(&export(&app, &tm, "").bytes),
+        "refused batches write nothing"
+    );
+    app.post("/v1/transmems/nope/segments", &json!([one("a", "b")]))
+        .assert_error(404, "transMemIsNotFound");
+    let reader = app.create_key(&["read"], json!({"all": true}));
+    app.post_as(&reader, &path, &json!([one("a", "b")])).assert_error(403, "accessDenied");
 }
 
 #[test]
@@ -276,7 +355,8 @@ fn hostile_and_broken_uploads_are_refused_and_create_nothing() {
     .assert_error(400, "requestParameterMissing");
     app.raw(Method::POST, "/v1/transmems/upload", "application/json", b"{}".to_vec())
         .assert_error(415, "unsupportedMediaType");
-    assert_eq!(app.get("/v1/transmems").assert_status(200), &json!([]));
+    let reader = app.create_key(&["read"], json!({"all": true}));
+    assert_eq!(app.get_as(&reader, "/v1/transmems").assert_status(200), &json!([]));
     let tm = create(&app, json!({"name": "Kept"}));
     send_file(&app, &format!("/v1/transmems/{tm}/import"), "ok.tmx", OMEGAT).assert_status(200);
     let before = export(&app, &tm, "").bytes;

@@ -28,7 +28,7 @@ use super::published;
 use crate::api::multipart::{bad_multipart, part_to_file, skip_part, Budget};
 use crate::api::{created, exec, query_pairs};
 use crate::auth::{Principal, Privilege};
-use crate::catalog::glossaries::ImportOption;
+use crate::catalog::glossaries::{find, prepare_import, ImportOption, ImportSummary};
 use crate::error::{ApiError, ApiResult};
 use crate::io::error::{FileError, FileResult};
 use crate::io::glossary::{table, tbx, Concept, Fields, LangCode};
@@ -114,9 +114,40 @@ async fn import_glossary(
     let entries = web::block(move || read_file(&upload))
         .await
         .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))??;
-    let summary =
-        exec(&state, move |s| s.import_glossary_entries(&p, glossary, entries, option)).await??;
-    created(&summary)
+    created(&import_entries(&state, p, glossary, entries, option).await?)
+}
+
+/// Times an import is merged off the supervisor before it is merged on it.
+const MERGE_ATTEMPTS: usize = 3;
+
+/// Merges the file's entries off the supervisor and commits them there; when another write
+/// to the glossary came in between, merges again (at most `MERGE_ATTEMPTS` times), then on the
+/// supervisor, which nothing can pass: no write is lost, and the supervisor merges only for an
+/// import racing a stream of writes to the same glossary.
+async fn import_entries(
+    state: &AppState,
+    p: Principal,
+    glossary: u64,
+    mut entries: Vec<Concept>,
+    option: ImportOption,
+) -> ApiResult<ImportSummary> {
+    for _ in 0..MERGE_ATTEMPTS {
+        let base = find(&state.routes.glossaries, &p, glossary, Privilege::Write)?;
+        let (prepared, kept) = web::block(move || {
+            let kept = entries.clone();
+            (prepare_import(base, entries, option), kept)
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("the merge stopped: {e}")))?;
+        let (prepared, checker) = (prepared?, p.clone());
+        let committed = exec(state, move |s| s.commit_glossary_import(&checker, prepared));
+        if let Some(summary) = committed.await?? {
+            return Ok(summary);
+        }
+        entries = kept;
+    }
+    tracing::debug!(glossary, "the glossary kept changing while an import merged");
+    Ok(exec(state, move |s| s.import_glossary_entries(&p, glossary, entries, option)).await??)
 }
 
 /// A list parameter's values: repeated, or separated by commas.

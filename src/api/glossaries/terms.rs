@@ -20,7 +20,7 @@ use crate::api::listing::parse_page;
 use crate::api::{created, exec, json_response, no_content, ok, query_pairs};
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::io::glossary::{Concept, LangCode};
+use crate::io::glossary::{Category, Concept, LangCode};
 use crate::state::AppState;
 
 /// The longest `search`, in characters.
@@ -36,6 +36,8 @@ pub struct TermBody {
     terms: IndexMap<String, Vec<String>>,
     definition: Option<String>,
     note: Option<String>,
+    /// Other data categories (TBX's part of speech, subject field, ...), as imported or given.
+    categories: Vec<Category>,
 }
 
 pub(super) fn term_body(entry: &Concept) -> TermBody {
@@ -44,6 +46,7 @@ pub(super) fn term_body(entry: &Concept) -> TermBody {
         terms: entry.terms.iter().map(|(l, t)| (l.to_string(), t.clone())).collect(),
         definition: entry.definition.clone(),
         note: entry.note.clone(),
+        categories: entry.categories.clone(),
     }
 }
 
@@ -63,6 +66,9 @@ pub struct TermRequest {
     terms: IndexMap<String, TermList>,
     definition: Option<String>,
     note: Option<String>,
+    /// Data categories; each with `lang` (and `term`) names one of the entry's.
+    #[serde(default)]
+    categories: Vec<Category>,
 }
 
 fn parse_entry(body: &[u8]) -> ApiResult<Concept> {
@@ -75,6 +81,7 @@ fn parse_entry(body: &[u8]) -> ApiResult<Concept> {
     let mut entry = Concept {
         definition: blank(request.definition),
         note: blank(request.note),
+        categories: request.categories,
         ..Concept::default()
     };
     for (lang, terms) in request.terms {

@@ -169,7 +169,7 @@ pub(super) async fn import_transmem(
         Ok::<_, ReadRefused>(store.memory(&memory.id)?.write(segments, None)?)
     })
     .await??;
-    ok(&serde_json::json!({"added": written.added, "updated": written.updated}))
+    ok(&written)
 }
 
 /// What an export writes.

@@ -1,6 +1,8 @@
 //! Translation memories (issue 22), as the hosted OpenAPI's `transmem` tag has them, plus
 //! gridd's fuzzy lookup:
 //! - `GET /v1/transmems[?projectId=]`: the company's memories (linked to the project); 200.
+//!   As the hosted service, a company with none gets a default one first (when the key may
+//!   create one).
 //! - `POST /v1/transmems` (`CreateTransMem`): 201 with the `TransMem`.
 //! - `POST /v1/transmems/upload` (multipart `file`, a TMX): a new memory named after the file,
 //!   holding its segments; 201 (`files`).
@@ -11,6 +13,8 @@
 //!   (`files`).
 //! - `POST /v1/transmems/<tmId>/import` (multipart `file`): adds or updates segments; 200
 //!   (`files`).
+//! - `POST /v1/transmems/<tmId>/segments` (gridd's extension): a JSON batch of segments added
+//!   or updated, origin `api`; 200 `{"added", "updated"}` (`segments`).
 //! - `POST /v1/transmems/<tmId>/lookup` `{"text", "sourceLanguage", "targetLanguage",
 //!   "minScore"?, "limit"?}`: the best matches `[{"source", "target", "score"}]` (gridd's
 //!   extension; `tm::index` has the algorithm, `tm::text` the score).
@@ -21,6 +25,7 @@
 pub mod feed;
 pub mod files;
 pub mod matches;
+pub mod segments;
 
 use actix_web::{delete, get, post, put, web, HttpResponse};
 use serde::{Deserialize, Serialize};
@@ -173,7 +178,10 @@ async fn list_transmems(
     query: web::Query<ListQuery>,
 ) -> ApiResult<HttpResponse> {
     let project = query.into_inner().project_id;
-    let list = exec(&state, move |s| s.list_transmems(&p, project)).await??;
+    let (list, made) = exec(&state, move |s| s.list_transmems_or_default(&p, project)).await??;
+    if let Some(made) = made {
+        feed::start(&state, &made.id);
+    }
     ok(&list.into_iter().map(transmem_body).collect::<Vec<_>>())
 }
 
@@ -275,7 +283,7 @@ pub struct Lookup {
     pub limit: usize,
 }
 
-fn language(value: Option<String>, name: &'static str) -> Result<String, TmRefused> {
+pub(crate) fn language(value: Option<String>, name: &'static str) -> Result<String, TmRefused> {
     let code = value.filter(|v| !v.is_empty()).ok_or(TmRefused::Missing(name))?;
     if !valid_language(&code) {
         return Err(TmRefused::Language(crate::io::csv_import::clip(&code, 64).into()));
@@ -365,5 +373,6 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
         .service(cleanup_transmem)
         .service(files::export_transmem)
         .service(files::import_transmem)
+        .service(segments::write_segments)
         .service(lookup);
 }

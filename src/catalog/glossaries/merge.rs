@@ -85,19 +85,6 @@ impl TermKeys {
     }
 }
 
-/// `into` updated by `from`: its languages replace, its definition and note when given.
-fn update(into: &mut Concept, from: Concept) {
-    for (lang, terms) in from.terms {
-        into.terms.insert(lang, terms);
-    }
-    if from.definition.is_some() {
-        into.definition = from.definition;
-    }
-    if from.note.is_some() {
-        into.note = from.note;
-    }
-}
-
 /// Merges `imported` into `entries` (ids after `last_entry` for new ones) under `option`. The
 /// error (an updated entry over a bound) names the imported entry, 1-based.
 pub fn merge(
@@ -122,7 +109,7 @@ pub fn merge(
             }
             (Some(id), ImportOption::Update | ImportOption::UpdateOnly) => {
                 let mut current = merged.entries.get(&id).cloned().unwrap_or_default();
-                update(&mut current, entry);
+                current.update(entry);
                 current.check().map_err(|e| format!("entry {}: {e}", n + 1))?;
                 keys.add(id, &current);
                 merged.entries.insert(id, current);

@@ -25,7 +25,7 @@ use index::{parse_chunk_key, Entries, GlossaryIndex, Published};
 pub use access::{manages, visible};
 pub use error::GlossaryRefused;
 pub use merge::{ImportOption, ImportSummary};
-pub use ops::find;
+pub use ops::{find, prepare_import, PreparedImport};
 
 /// Glossaries one company may have.
 pub const MAX_GLOSSARIES_PER_COMPANY: usize = 500;

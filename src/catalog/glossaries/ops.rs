@@ -1,7 +1,9 @@
 //! The supervisor's glossary operations: create, update, delete a glossary; add, replace and
 //! delete an entry; import entries. Each checks the key (`access`), the request and the
 //! bounds, commits one change set (the glossary and the chunks it touches) and then
-//! publishes the glossary (`index`), so a refused request changes nothing.
+//! publishes the glossary (`index`), so a refused request changes nothing. An import is
+//! merged off the supervisor (`prepare_import`) and committed on it if the glossary did not
+//! change meanwhile (`commit_glossary_import`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -106,17 +108,7 @@ impl Supervisor {
         entries: Entries,
         touched: impl IntoIterator<Item = u64>,
     ) -> CatalogResult<Arc<Published>> {
-        let mut changes = vec![glossary.change()];
-        let chunks: BTreeSet<u64> = touched.into_iter().map(chunk_of).collect();
-        for chunk in chunks {
-            let key = chunk_key(glossary.id, chunk);
-            let held = chunk_entries(&entries, chunk);
-            changes.push(if held.is_empty() {
-                CatalogChange::delete(EntityKind::GlossaryChunk, &key)
-            } else {
-                CatalogChange::put(EntityKind::GlossaryChunk, &key, &held)
-            });
-        }
+        let mut changes = glossary_changes(&glossary, &entries, touched);
         if glossary.id > self.glossaries().last_id() {
             changes.push(CatalogChange::put(
                 EntityKind::GlossarySequence,
@@ -333,23 +325,83 @@ impl Supervisor {
         option: ImportOption,
     ) -> CatalogResult<ImportSummary> {
         let published = find(self.glossaries(), p, id, Privilege::Write)?;
-        let mut glossary = published.glossary.clone();
-        let merged = merge(&published.entries, glossary.last_entry, imported, option)
-            .map_err(GlossaryRefused::Entry)?;
-        if merged.entries.len() > MAX_ENTRIES {
-            return Err(GlossaryRefused::TooManyEntries(merged.entries.len()).into());
-        }
-        extend_langs(
-            &mut glossary.langs,
-            merged.touched.iter().filter_map(|t| merged.entries.get(t)),
-        );
-        if glossary.langs.len() > MAX_LANGS {
-            return Err(GlossaryRefused::TooManyLangs.into());
-        }
-        glossary.last_entry = merged.last_entry;
-        self.commit_glossary(glossary, merged.entries, merged.touched)?;
-        Ok(merged.summary)
+        let prepared = prepare_import(published, imported, option)?;
+        self.commit_prepared(prepared)
     }
+
+    fn commit_prepared(&mut self, prepared: PreparedImport) -> CatalogResult<ImportSummary> {
+        self.commit(&prepared.changes)?;
+        self.glossaries().publish(Published::new(prepared.glossary, prepared.entries));
+        Ok(prepared.summary)
+    }
+
+    /// Commits an import prepared off the supervisor, unless the glossary changed since it was
+    /// prepared (`Ok(None)`: prepare it again, or import on the supervisor). The key is checked
+    /// again: it may have lost its access meanwhile.
+    pub fn commit_glossary_import(
+        &mut self,
+        p: &Principal,
+        prepared: PreparedImport,
+    ) -> CatalogResult<Option<ImportSummary>> {
+        let current = find(self.glossaries(), p, prepared.glossary.id, Privilege::Write)?;
+        if !Arc::ptr_eq(&current, &prepared.base) {
+            return Ok(None);
+        }
+        self.commit_prepared(prepared).map(Some)
+    }
+}
+
+/// The changes that store `glossary` and the chunks of `entries` holding `touched`.
+fn glossary_changes(
+    glossary: &Glossary,
+    entries: &Entries,
+    touched: impl IntoIterator<Item = u64>,
+) -> Vec<CatalogChange> {
+    let mut changes = vec![glossary.change()];
+    let chunks: BTreeSet<u64> = touched.into_iter().map(chunk_of).collect();
+    for chunk in chunks {
+        let key = chunk_key(glossary.id, chunk);
+        let held = chunk_entries(entries, chunk);
+        changes.push(if held.is_empty() {
+            CatalogChange::delete(EntityKind::GlossaryChunk, &key)
+        } else {
+            CatalogChange::put(EntityKind::GlossaryChunk, &key, &held)
+        });
+    }
+    changes
+}
+
+/// An import merged, checked and serialized away from the supervisor, against the glossary
+/// as `base` published it; [`Supervisor::commit_glossary_import`] commits it.
+pub struct PreparedImport {
+    base: Arc<Published>,
+    glossary: Glossary,
+    entries: Entries,
+    changes: Vec<CatalogChange>,
+    summary: ImportSummary,
+}
+
+/// Merges `imported` into `base` under `option` and checks the glossary's bounds (the
+/// expensive part of an import, on any thread: a 100k-entry file takes a tenth of a second,
+/// which the supervisor, shared by every company, must not spend).
+pub fn prepare_import(
+    base: Arc<Published>,
+    imported: Vec<Concept>,
+    option: ImportOption,
+) -> CatalogResult<PreparedImport> {
+    let mut glossary = base.glossary.clone();
+    let merged = merge(&base.entries, glossary.last_entry, imported, option)
+        .map_err(GlossaryRefused::Entry)?;
+    if merged.entries.len() > MAX_ENTRIES {
+        return Err(GlossaryRefused::TooManyEntries(merged.entries.len()).into());
+    }
+    extend_langs(&mut glossary.langs, merged.touched.iter().filter_map(|t| merged.entries.get(t)));
+    if glossary.langs.len() > MAX_LANGS {
+        return Err(GlossaryRefused::TooManyLangs.into());
+    }
+    glossary.last_entry = merged.last_entry;
+    let changes = glossary_changes(&glossary, &merged.entries, merged.touched);
+    Ok(PreparedImport { base, glossary, entries: merged.entries, changes, summary: merged.summary })
 }
 
 /// The deletion of a glossary and every chunk of its entries.

@@ -108,6 +108,78 @@ pub struct Concept {
     pub definition: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The file's other data categories, kept for the round trip.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub categories: Vec<Category>,
+}
+
+/// The most data categories one entry keeps.
+pub const MAX_CATEGORIES: usize = 200;
+/// The longest category type, in characters.
+const MAX_CATEGORY_TYPE_CHARS: usize = 100;
+
+/// The TBX element a data category was written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CategoryElement {
+    /// `descrip` (subject field, context, ... but the definition, which is its own field).
+    Descrip,
+    /// `admin` (source, customer or project subset, ...).
+    Admin,
+    /// `termNote` (part of speech, term type, administrative status, grammatical gender, ...).
+    TermNote,
+}
+
+impl CategoryElement {
+    /// The element's TBX name.
+    pub fn tag(self) -> &'static str {
+        match self {
+            CategoryElement::Descrip => "descrip",
+            CategoryElement::Admin => "admin",
+            CategoryElement::TermNote => "termNote",
+        }
+    }
+
+    /// The element named `name` in a TBX file, if it is one of the three.
+    pub fn from_tag(name: &[u8]) -> Option<CategoryElement> {
+        match name {
+            b"descrip" => Some(CategoryElement::Descrip),
+            b"admin" => Some(CategoryElement::Admin),
+            b"termNote" => Some(CategoryElement::TermNote),
+            _ => None,
+        }
+    }
+}
+
+/// A data category of an entry besides its definition and note (TBX-Basic's `subjectField`,
+/// `partOfSpeech`, `termType`, `administrativeStatus`, `context`, `source`, ...): of the entry
+/// when `lang` is absent, of a language section when only `lang` is there, of one term when
+/// `term` is there too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Category {
+    pub element: CategoryElement,
+    /// The TBX `type` attribute (`partOfSpeech`, ...).
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub value: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub lang: Option<LangCode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub term: Option<String>,
+}
+
+impl Category {
+    /// Whether it is of the term `term` in `lang`.
+    pub fn of_term(&self, lang: &LangCode, term: &str) -> bool {
+        self.lang.as_ref() == Some(lang) && self.term.as_deref() == Some(term)
+    }
+
+    /// Where it sits and what it is: an update replaces a category with the same place.
+    fn place(&self) -> (CategoryElement, &str, Option<&LangCode>, Option<&str>) {
+        (self.element, &self.kind, self.lang.as_ref(), self.term.as_deref())
+    }
 }
 
 impl Concept {
@@ -156,7 +228,60 @@ impl Concept {
                 return Err(format!("the {name} is longer than {MAX_TEXT_CHARS} characters."));
             }
         }
+        self.check_categories()
+    }
+
+    fn check_categories(&self) -> Result<(), String> {
+        if self.categories.len() > MAX_CATEGORIES {
+            return Err(format!("an entry has at most {MAX_CATEGORIES} data categories."));
+        }
+        for c in &self.categories {
+            let kind = c.kind.trim();
+            if kind.is_empty() || kind.chars().count() > MAX_CATEGORY_TYPE_CHARS {
+                return Err(format!(
+                    "a data category's type has 1 to {MAX_CATEGORY_TYPE_CHARS} characters."
+                ));
+            }
+            if c.value.trim().is_empty() || c.value.chars().count() > MAX_TEXT_CHARS {
+                return Err(format!(
+                    "the {kind} category's value has 1 to {MAX_TEXT_CHARS} characters."
+                ));
+            }
+            match (&c.lang, &c.term) {
+                (None, Some(_)) => {
+                    return Err(format!("the {kind} category names a term but no lang."))
+                }
+                (Some(lang), None) if !self.terms.contains_key(lang) => {
+                    return Err(format!("the {kind} category's lang {lang} has no terms."))
+                }
+                (Some(lang), Some(term))
+                    if !self.terms.get(lang).is_some_and(|t| t.contains(term)) =>
+                {
+                    return Err(format!("the {kind} category's term is not a term in {lang}."))
+                }
+                _ => {}
+            }
+        }
         Ok(())
+    }
+
+    /// `self` updated by `from`: its languages replace (with their categories), its
+    /// definition and note when given, its categories replace those in the same place.
+    pub fn update(&mut self, from: Concept) {
+        for (lang, terms) in from.terms {
+            self.categories.retain(|c| c.lang.as_ref() != Some(&lang));
+            self.terms.insert(lang, terms);
+        }
+        if from.definition.is_some() {
+            self.definition = from.definition;
+        }
+        if from.note.is_some() {
+            self.note = from.note;
+        }
+        for category in from.categories {
+            self.categories.retain(|c| c.place() != category.place());
+            self.categories.push(category);
+        }
     }
 }
 
@@ -166,19 +291,21 @@ pub struct Fields {
     pub id: bool,
     pub definition: bool,
     pub note: bool,
+    /// The other data categories (TBX only).
+    pub categories: bool,
 }
 
 impl Default for Fields {
     fn default() -> Fields {
-        Fields { id: true, definition: true, note: true }
+        Fields { id: true, definition: true, note: true, categories: true }
     }
 }
 
 impl Fields {
-    /// The `fields` parameter's values (each `id`, `definition` or `note`; `term` and `terms`
+    /// The `fields` parameter's values (each `id`, `definition`, `note` or `categories`; `term` and `terms`
     /// are accepted and always written); none given is all of them.
     pub fn parse<'a>(names: impl IntoIterator<Item = &'a str>) -> FileResult<Fields> {
-        let mut fields = Fields { id: false, definition: false, note: false };
+        let mut fields = Fields { id: false, definition: false, note: false, categories: false };
         let mut any = false;
         for name in names.into_iter().flat_map(|n| n.split(',')).map(str::trim) {
             any = true;
@@ -186,11 +313,12 @@ impl Fields {
                 "id" => fields.id = true,
                 "definition" => fields.definition = true,
                 "note" => fields.note = true,
+                "categories" => fields.categories = true,
                 "term" | "terms" => {}
                 _ => {
                     let shown = super::csv_import::clip(name, 40);
                     return Err(FileError::Request(format!(
-                        "fields: \"{shown}\" is not a field (id, definition, note, term)."
+                        "fields: \"{shown}\" is not a field (id, definition, note, categories, term)."
                     )));
                 }
             }
@@ -236,6 +364,38 @@ mod tests {
         assert!(c.check().is_ok());
         c.definition = Some("x".repeat(MAX_TEXT_CHARS + 1));
         assert!(c.check().is_err());
+    }
+
+    #[test]
+    fn an_update_keeps_categories_of_what_it_does_not_replace() {
+        let en = LangCode::parse("en").expect("en");
+        let fr = LangCode::parse("fr").expect("fr");
+        let category =
+            |kind: &str, value: &str, lang: Option<&LangCode>, term: Option<&str>| Category {
+                element: CategoryElement::TermNote,
+                kind: kind.into(),
+                value: value.into(),
+                lang: lang.cloned(),
+                term: term.map(str::to_owned),
+            };
+        let mut entry = Concept::default();
+        entry.add_term(en.clone(), "quest");
+        entry.add_term(fr.clone(), "quête");
+        entry.categories = vec![
+            category("partOfSpeech", "noun", Some(&en), Some("quest")),
+            category("grammaticalGender", "feminine", Some(&fr), Some("quête")),
+            category("subjectField", "games", None, None),
+        ];
+        assert!(entry.check().is_ok());
+        let mut from = Concept::default();
+        from.add_term(fr.clone(), "mission");
+        from.categories = vec![category("subjectField", "RPG", None, None)];
+        entry.update(from);
+        assert!(entry.check().is_ok(), "{:?}", entry.check());
+        let kept: Vec<_> = entry.categories.iter().map(|c| c.value.as_str()).collect();
+        assert_eq!(kept, ["noun", "RPG"], "fr's were replaced with its terms; one subject field");
+        entry.categories.push(category("partOfSpeech", "noun", Some(&fr), Some("quête")));
+        assert!(entry.check().is_err(), "a category of a term the entry lacks");
     }
 
     #[test]

@@ -4,8 +4,11 @@
 //! [`Concept`]; inside it each `langSet` / `langSec` (`xml:lang`) holds terms in `tig`,
 //! `ntig/termGrp` or `termSec`, each `term`'s text (inline markup such as `hi` kept as its
 //! text). `descrip type="definition"` at the entry's level is its definition, else the first
-//! one inside a language; the first `note` anywhere in the entry is its note. Other elements
-//! (`termNote`, `admin`, `transac`, headers) are read past. An entry id of the form `c<n>`
+//! one inside a language; the first `note` anywhere in the entry is its note. Every other
+//! `descrip`, `admin` and `termNote` is kept as a [`Category`] of the entry, of its language
+//! section, or of the term whose `tig` / `ntig` / `termSec` holds it (part of speech, term
+//! type, status, subject field, context, source...), and written back in the same place.
+//! Other elements (`transac`, headers) are read past. An entry id of the form `c<n>`
 //! (as gridd writes) is kept as the entry's id. Entries without any term are skipped.
 //!
 //! The reader is for hostile files: a DOCTYPE (so any DTD or entity declaration) is refused,
@@ -14,7 +17,8 @@
 //! cut off with an error past its length; at most `MAX_FILE_ENTRIES` entries; only UTF-8.
 //!
 //! Written: TBX-Basic 2008 (`martif type="TBX-Basic"`), the form most tools import, with the
-//! entry id `c<id>`, the definition and note at the entry's level, a `tig` per term.
+//! entry id `c<id>`, the definition, note and entry categories at the entry's level, a `tig`
+//! per term with its categories.
 
 use crate::io::xml::escape_into;
 use std::io::BufRead;
@@ -22,7 +26,10 @@ use std::io::BufRead;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 
-use super::{at_entry, Concept, Fields, LangCode, MAX_FILE_ENTRIES, MAX_TEXT_CHARS};
+use super::{
+    at_entry, Category, CategoryElement, Concept, Fields, LangCode, MAX_FILE_ENTRIES,
+    MAX_TEXT_CHARS,
+};
 use crate::io::error::{FileError, FileResult};
 
 /// The deepest element nesting read.
@@ -32,8 +39,12 @@ pub const MAX_DEPTH: usize = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Capture {
     Term,
-    Definition { entry_level: bool },
+    Definition {
+        entry_level: bool,
+    },
     Note,
+    /// Another data category (its type is `State::category_kind`).
+    Category(CategoryElement),
 }
 
 /// The reader's state between events.
@@ -47,6 +58,17 @@ struct State {
     lang: Option<LangCode>,
     capture: Option<(Capture, usize)>,
     text: String,
+    category_kind: String,
+    /// Inside a `tig` / `ntig` / `termSec`: its depth, its term, its categories so far.
+    term_section: Option<TermSection>,
+}
+
+/// A term's section being read: its categories are the term's once the section ends.
+#[derive(Debug)]
+struct TermSection {
+    depth: usize,
+    term: Option<String>,
+    categories: Vec<Category>,
 }
 
 fn bad(problem: impl std::fmt::Display) -> FileError {
@@ -154,14 +176,14 @@ impl State {
                 self.lang = Some(lang);
                 Ok(())
             }
-            b"term" if self.lang.is_some() => self.begin(Capture::Term),
-            b"descrip" if self.entry.is_some() => {
-                if attribute(start, b"type")?.as_deref() == Some("definition") {
-                    self.begin(Capture::Definition { entry_level: self.lang.is_none() })?;
-                }
+            b"tig" | b"ntig" | b"termSec" if self.lang.is_some() => {
+                self.term_section =
+                    Some(TermSection { depth: self.depth, term: None, categories: Vec::new() });
                 Ok(())
             }
+            b"term" if self.lang.is_some() => self.begin(Capture::Term),
             b"note" if self.entry.is_some() => self.begin(Capture::Note),
+            _ if self.entry.is_some() => self.begin_category(start, name),
             _ => Ok(()),
         }
     }
@@ -180,6 +202,17 @@ impl State {
         self.entry = Some(Concept { id, ..Concept::default() });
         self.entry_definition = false;
         Ok(())
+    }
+
+    /// A `descrip` (its definition or another category), `admin` or `termNote`.
+    fn begin_category(&mut self, start: &BytesStart<'_>, name: &[u8]) -> FileResult<()> {
+        let Some(element) = CategoryElement::from_tag(name) else { return Ok(()) };
+        let kind = attribute(start, b"type")?.unwrap_or_default();
+        if element == CategoryElement::Descrip && kind == "definition" {
+            return self.begin(Capture::Definition { entry_level: self.lang.is_none() });
+        }
+        self.category_kind = kind;
+        self.begin(Capture::Category(element))
     }
 
     fn begin(&mut self, capture: Capture) -> FileResult<()> {
@@ -202,6 +235,8 @@ impl State {
                 self.capture = None;
                 self.finish(capture)?;
             }
+        } else if self.term_section.as_ref().is_some_and(|t| t.depth == self.depth) {
+            self.close_term_section();
         } else if matches!(name, b"langSet" | b"langSec") {
             self.lang = None;
         } else if matches!(name, b"termEntry" | b"conceptEntry") {
@@ -220,6 +255,22 @@ impl State {
                 if let Some(lang) = self.lang.clone() {
                     entry.add_term(lang, text);
                 }
+                if let Some(section) = self.term_section.as_mut().filter(|_| !text.is_empty()) {
+                    section.term = Some(text.to_owned());
+                }
+            }
+            Capture::Category(element) if !text.is_empty() => {
+                let category = Category {
+                    element,
+                    kind: std::mem::take(&mut self.category_kind),
+                    value: text.to_owned(),
+                    lang: self.lang.clone(),
+                    term: None,
+                };
+                match self.term_section.as_mut() {
+                    Some(section) => section.categories.push(category),
+                    None => entry.categories.push(category),
+                }
             }
             Capture::Definition { entry_level } if !text.is_empty() => {
                 if entry_level || (!self.entry_definition && entry.definition.is_none()) {
@@ -230,15 +281,27 @@ impl State {
             Capture::Note if !text.is_empty() && entry.note.is_none() => {
                 entry.note = Some(text.to_owned());
             }
-            Capture::Definition { .. } | Capture::Note => {}
+            Capture::Definition { .. } | Capture::Note | Capture::Category(_) => {}
         }
         Ok(())
+    }
+
+    /// A term's section ended: its categories become the term's (or the language's when the
+    /// section had no term).
+    fn close_term_section(&mut self) {
+        let Some(section) = self.term_section.take() else { return };
+        let Some(entry) = self.entry.as_mut() else { return };
+        for mut category in section.categories {
+            category.term.clone_from(&section.term);
+            entry.categories.push(category);
+        }
     }
 
     fn close_entry(&mut self) -> FileResult<()> {
         let number = self.entry_number();
         let Some(entry) = self.entry.take() else { return Ok(()) };
         self.lang = None;
+        self.term_section = None;
         if !entry.has_terms() {
             return Ok(());
         }
@@ -272,16 +335,51 @@ fn write_entry(entry: &Concept, fields: Fields, langs: Option<&[LangCode]>, out:
             out.push('\n');
         }
     }
+    let all = if fields.categories { entry.categories.as_slice() } else { &[] };
+    for category in placed(all, None, None) {
+        write_category(category, "        ", out);
+    }
     for (lang, terms) in entry.terms.iter().filter(|(l, t)| wanted(l) && !t.is_empty()) {
         out.push_str(&format!("        <langSet xml:lang=\"{lang}\">\n"));
+        for category in placed(all, Some(lang), None) {
+            write_category(category, "          ", out);
+        }
         for term in terms {
             out.push_str("          <tig><term>");
             escape_into(term, out);
-            out.push_str("</term></tig>\n");
+            out.push_str("</term>");
+            for category in placed(all, Some(lang), Some(term)) {
+                write_category(category, "", out);
+            }
+            out.push_str("</tig>\n");
         }
         out.push_str("        </langSet>\n");
     }
     out.push_str("      </termEntry>\n");
+}
+
+/// The categories of `all` in one place (the entry, a language, a term).
+fn placed<'a>(
+    all: &'a [Category],
+    lang: Option<&'a LangCode>,
+    term: Option<&'a str>,
+) -> impl Iterator<Item = &'a Category> + 'a {
+    all.iter().filter(move |c| c.lang.as_ref() == lang && c.term.as_deref() == term)
+}
+
+/// `<descrip type="...">value</descrip>` (or `admin`, `termNote`), on its own line when
+/// `indent` is not empty.
+fn write_category(category: &Category, indent: &str, out: &mut String) {
+    let tag = category.element.tag();
+    out.push_str(indent);
+    out.push_str(&format!("<{tag} type=\""));
+    escape_into(&category.kind, out);
+    out.push_str("\">");
+    escape_into(&category.value, out);
+    out.push_str(&format!("</{tag}>"));
+    if !indent.is_empty() {
+        out.push('\n');
+    }
 }
 
 /// A glossary as a TBX-Basic file: `title` in its header, the entries with their terms in
@@ -342,6 +440,19 @@ mod tests {
         assert_eq!(e.terms[&en], vec!["save game".to_owned(), "savegame".to_owned()]);
         assert_eq!(e.definition.as_deref(), Some("A saved state of play."));
         assert_eq!(e.note.as_deref(), Some("Keep & reuse"));
+        let kept: Vec<_> = e
+            .categories
+            .iter()
+            .map(|c| (c.element, c.kind.as_str(), c.value.as_str(), c.term.as_deref()))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (CategoryElement::Descrip, "subjectField", "games", None),
+                (CategoryElement::TermNote, "partOfSpeech", "noun", Some("save game")),
+            ]
+        );
+        assert_eq!(e.categories[1].lang, Some(en));
     }
 
     #[test]
@@ -387,7 +498,7 @@ mod tests {
         assert!(text.contains("<title>G &amp; co</title>") && text.contains("id=\"c7\""));
         assert_eq!(read(&written[..]).expect("read back"), entries);
         let ja = [LangCode::parse("ja").expect("ja")];
-        let fields = Fields { id: false, definition: false, note: true };
+        let fields = Fields { id: false, definition: false, note: true, categories: false };
         let only_ja = read(&write("g", None, &entries, fields, Some(&ja))[..]).expect("read");
         assert_eq!(only_ja[0].terms.len(), 1);
         assert_eq!((only_ja[0].id, only_ja[0].definition.as_ref()), (None, None));
