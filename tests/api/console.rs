@@ -115,3 +115,4 @@ fn the_current_key_says_what_it_may_do_without_its_secret() {
 }
 
 mod e2e;
+mod scale;
