@@ -9,6 +9,7 @@ import { api } from '../api.js';
 import { h, dialog, toast, field } from '../ui.js';
 import { cellOf, isReadOnly, selectionOptions, toText } from './cells.js';
 import { markdownPreview } from './markdown.js';
+import { referenceControl } from './reference.js';
 
 const enc = encodeURIComponent;
 
@@ -88,8 +89,7 @@ function control(column, value, initialText) {
     case 'multipleSelections':
       return multiControl(column, value);
     case 'reference':
-      return { el: h('input', { type: 'text', value: Array.isArray(value) ? value.join(', ') : text }),
-        get() { return this.el.value.split(/\s*,\s*/).filter(Boolean); } };
+      return referenceControl(column, Array.isArray(value) ? value : (value ? [value] : []));
     case 'multipleLines': case 'richText': case 'html': case 'json': case 'yaml': case 'language':
       return { el: h('textarea', { rows: 4, value: String(text) }), get() { return this.el.value; } };
     case 'markdown':
@@ -139,7 +139,8 @@ export async function editCell(grid, row, col, initialText) {
     toast('This cell was locked meanwhile.');
     return;
   }
-  const value = cellOf(fresh.record, column.id).value;
+  const cell = cellOf(fresh.record, column.id);
+  const value = column.type === 'reference' ? (cell.referencedIds || []) : cell.value;
   if (column.type === 'boolean') {
     await save(grid, fresh, column, !value);
     return;

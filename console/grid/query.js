@@ -173,7 +173,9 @@ export function statusControls(columns, state, onChange) {
   const changed = () => onChange(status.value ? { column: column.value, value: status.value } : null);
   column.addEventListener('change', changed);
   status.addEventListener('change', changed);
-  return h('span', { class: 'status-filter' }, field('Status', status), column);
+  const legend = h('span', { class: 'legend', 'aria-label': 'Translation status colors' },
+    ...STATUSES.map((s) => h('span', { class: `st-${s}` }, s)));
+  return h('span', { class: 'status-filter' }, field('Status', status), column, legend);
 }
 
 /** The visible text columns the search box looks in. */
