@@ -271,7 +271,9 @@ fn key_codes(key: &str) -> (String, u32, Option<String>) {
         "ArrowUp" => Some(("ArrowUp", 38, None)),
         "ArrowRight" => Some(("ArrowRight", 39, None)),
         "ArrowDown" => Some(("ArrowDown", 40, None)),
+        "PageUp" => Some(("PageUp", 33, None)),
         "PageDown" => Some(("PageDown", 34, None)),
+        "End" => Some(("End", 35, None)),
         "Home" => Some(("Home", 36, None)),
         "F2" => Some(("F2", 113, None)),
         _ => None,
@@ -279,6 +281,7 @@ fn key_codes(key: &str) -> (String, u32, Option<String>) {
     if let Some((code, vk, text)) = named {
         return (code.to_owned(), vk, text.map(str::to_owned));
     }
+    assert_eq!(key.chars().count(), 1, "add the key {key} to key_codes");
     let c = key.chars().next().expect("a key");
     let upper = c.to_ascii_uppercase();
     (format!("Key{upper}"), upper as u32, Some(key.to_owned()))

@@ -115,4 +115,5 @@ fn the_current_key_says_what_it_may_do_without_its_secret() {
 }
 
 mod e2e;
+mod e2e_more;
 mod scale;

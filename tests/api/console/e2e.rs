@@ -11,10 +11,10 @@ use serde_json::{json, Value};
 use crate::browser::Browser;
 use crate::helpers::{cell, find_record, spawn_app, TestApp};
 
-const WAIT: Duration = Duration::from_secs(10);
+pub(super) const WAIT: Duration = Duration::from_secs(10);
 
 /// A grid "Strings": en (source) -> fr (target), a note, a files column, 30 records.
-fn strings_grid(app: &TestApp) -> (String, String) {
+pub(super) fn strings_grid(app: &TestApp) -> (String, String) {
     let (grid, view) = app.language_grid(&[("fr", "French", "frFR")], true);
     app.create_column(&view, json!({"id": "shots", "name": "Shots", "type": "files"}));
     let records: Vec<Value> = (0..30)
@@ -49,7 +49,7 @@ fn screenshot(browser: &mut Browser, name: &str) {
 }
 
 /// Opens the console and signs in with `key`.
-fn signed_in(app: &TestApp, key: &str) -> Browser {
+pub(super) fn signed_in(app: &TestApp, key: &str) -> Browser {
     let mut browser = Browser::launch(1280, 800);
     browser.goto(&format!("{}/", app.base));
     browser.wait_for("document.querySelector('form.signin input[name=key]')", WAIT);
@@ -62,14 +62,14 @@ fn signed_in(app: &TestApp, key: &str) -> Browser {
 }
 
 /// Opens view `view` and waits for its first rows.
-fn open_view(browser: &mut Browser, app: &TestApp, view: &str) {
+pub(super) fn open_view(browser: &mut Browser, app: &TestApp, view: &str) {
     browser.eval(&format!("location.hash = '#/views/{view}'"));
     browser.wait_for("document.querySelector('.grid-row:not(.loading) .cell.t-_recordId')", WAIT);
     let _ = app;
 }
 
 /// The record ids the grid shows, top to bottom.
-fn shown_ids(browser: &mut Browser) -> Vec<String> {
+pub(super) fn shown_ids(browser: &mut Browser) -> Vec<String> {
     let ids = browser.eval(
         "[...document.querySelectorAll('.grid-row')].sort((a, b) => a.ariaRowIndex - b.ariaRowIndex)\
          .map(r => r.querySelector('.t-_recordId')?.textContent || '')",
@@ -78,7 +78,7 @@ fn shown_ids(browser: &mut Browser) -> Vec<String> {
 }
 
 /// Moves the active cell with the keyboard to (row, column id).
-fn go_to(browser: &mut Browser, row: usize, column: &str) {
+pub(super) fn go_to(browser: &mut Browser, row: usize, column: &str) {
     browser.eval("document.querySelector('.grid').focus()");
     browser.press("Home", 2);
     for _ in 0..row {
@@ -91,7 +91,7 @@ fn go_to(browser: &mut Browser, row: usize, column: &str) {
     browser.wait_for(&format!("document.querySelector('#cell-{row}-{col}.active')"), WAIT);
 }
 
-fn no_page_errors(browser: &Browser) {
+pub(super) fn no_page_errors(browser: &Browser) {
     assert!(browser.errors().is_empty(), "page errors: {:?}", browser.errors());
 }
 

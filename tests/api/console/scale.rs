@@ -31,9 +31,11 @@ fn seed(app: &TestApp, view: &str, n: usize) {
                 let client = reqwest::blocking::Client::new();
                 for &start in part {
                     let records: Vec<Value> = (start..(start + BATCH).min(n))
-                        .map(|i| json!({"id": format!("r{i:07}"), "cells": [
+                        .map(|i| {
+                            json!({"id": format!("r{i:07}"), "cells": [
                             {"columnId": "en", "value": format!("Source text number {i}")},
-                            {"columnId": "fr", "value": format!("Texte source numéro {i}")}]}))
+                            {"columnId": "fr", "value": format!("Texte source numéro {i}")}]})
+                        })
                         .collect();
                     let res = client
                         .post(&url)
@@ -69,7 +71,8 @@ fn a_million_records_open_and_jump_to_row_900000() {
 
     let mut browser = Browser::launch(1280, 800);
     browser.goto(&format!("{}/", app.base));
-    browser.wait_for("document.querySelector('form.signin input[name=key]')", Duration::from_secs(10));
+    browser
+        .wait_for("document.querySelector('form.signin input[name=key]')", Duration::from_secs(10));
     browser.eval(&format!("sessionStorage.setItem('gridd.apiKey', '{}')", app.key));
     let mut opened = Vec::new();
     let mut jumped = Vec::new();
