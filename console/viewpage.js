@@ -9,12 +9,12 @@ import { can, setCrumbs, navigate, keyInfo, parseRoute } from './app.js';
 import { trailOf } from './browse.js';
 import { GridTable } from './grid/table.js';
 import { RecordSource, ListSource } from './grid/source.js';
-import { downloadFile } from './grid/editors.js';
-import { editCell } from './grid/editors.js';
+import { downloadFile, editCell, readRecord, writeCells } from './grid/editors.js';
+import { cellOf } from './grid/cells.js';
 import { onGridKey } from './grid/keyboard.js';
 import { wireClipboard } from './grid/clipboard.js';
 import {
-  stateFromParams, saveToUrl, toListing, editFilters, editSort, statusControls, searchColumns,
+  stateFromParams, saveToUrl, toListing, editFilters, editSort, statusControls, searchColumns, STATUSES,
 } from './grid/query.js';
 import { viewToolbar, recordMenu, startLive } from './panels/index.js';
 
@@ -121,7 +121,7 @@ async function addRecord(grid) {
 async function recordContext(grid, row) {
   const record = grid.source.at(row);
   if (!record) return;
-  const entries = [...recordMenu(grid.ctx, record)];
+  const entries = [...recordMenu(grid.ctx, record), ...statusEntries(grid, record)];
   if (grid.canWrite) {
     entries.push({ id: 'delete-record', label: 'Delete record', run: () => deleteRecord(grid, record) });
   }
@@ -136,6 +136,26 @@ async function recordContext(grid, row) {
   });
   await dialog({ title: `Record ${record.id}`, body, actions: [{ label: 'Close' }] });
   if (chosen) await attempt(() => chosen.run());
+}
+
+/** Status entries for the active cell: a target's dependency status, a source's lock. */
+function statusEntries(grid, record) {
+  const column = grid.table.columns[grid.table.active.col];
+  if (!grid.canWrite || !column || column.type !== 'language') return [];
+  const set = (status) => async () => {
+    const fresh = await readRecord(grid.viewId, record);
+    const written = await writeCells(grid.viewId, fresh.record, fresh.etag,
+      [{ columnId: column.id, ...status }], grid.table.columns);
+    if (written) grid.source.update([written]);
+  };
+  if (column.localizationType === 'targetLanguage') {
+    return STATUSES.filter((s) => s !== 'unset').map((s) => ({
+      id: `status-${s}`, label: `Mark ${column.name} ${s === 'upToDate' ? 'up to date' : 'out of date'}`,
+      run: set({ dependencyStatus: s }) }));
+  }
+  const locked = ['locked', 'lockAllLanguages'].includes(cellOf(record, column.id).sourceStatus);
+  return [{ id: 'lock', label: locked ? `Unlock ${column.name}` : `Lock ${column.name}`,
+    run: set({ sourceStatus: locked ? 'unset' : 'locked' }) }];
 }
 
 async function deleteRecord(grid, record) {
@@ -171,7 +191,8 @@ function buildContext(grid, branch) {
       gridId: route.params.get('grid') || (branch && branch.isMaster ? branch.id : grid.view.gridId) },
     view: grid.view, grid: branch, columns: grid.view.columns,
     reload: () => navigate(location.hash),
-    refresh: () => grid.source.reset(),
+    refresh: () => grid.source.reload(),
+    activeRecord: () => grid.source.at(grid.table.active.row) || null,
   };
 }
 
@@ -230,6 +251,7 @@ async function startGrid(grid, host) {
   grid.table.viewport.addEventListener('scroll', saveRow, { passive: true });
   grid.table.root.addEventListener('keydown', (e) => onGridKey(grid, e));
   wireClipboard(grid);
+  grid.openMenu = (row) => recordContext(grid, row);
   /** Scrolls to `row` and marks the time until it is painted. */
   grid.jump = (row) => {
     performance.mark('gridd:jump-start');
@@ -245,11 +267,10 @@ async function startGrid(grid, host) {
   }
 }
 
-/** A change made elsewhere (B's live updates): changed records are read again. */
+/** A change made elsewhere (B's live updates): the rows in sight are read again (the cached
+ *  copies stay shown meanwhile); a resync starts over; a schema change reopens the view. */
 function onLiveChange(grid, change) {
-  if (change.kind === 'schema') {
-    navigate(location.hash);
-  } else {
-    grid.source.reset();
-  }
+  if (change.kind === 'schema') navigate(location.hash);
+  else if (change.kind === 'resync') grid.source.reset();
+  else grid.source.reload();
 }

@@ -53,7 +53,9 @@ export class RecordSource {
       }
     }
     for (let number = from; number <= to; number += 1) {
-      if (!this.pages.has(number) && !this.inflight.has(number) && this.inflight.size < MAX_PARALLEL) {
+      const page = this.pages.get(number);
+      const current = page && page.generation === this.generation;
+      if (!current && !this.inflight.has(number) && this.inflight.size < MAX_PARALLEL) {
         this.fetchPage(number);
       }
     }
@@ -63,7 +65,8 @@ export class RecordSource {
    *  record when that page is cached and full, an offset otherwise. */
   pageParams(number) {
     const before = this.pages.get(number - 1);
-    const last = before && before.records.length === PAGE_SIZE ? before.records[PAGE_SIZE - 1] : null;
+    const current = before && before.generation === this.generation && before.records.length === PAGE_SIZE;
+    const last = current ? before.records[PAGE_SIZE - 1] : null;
     const params = { query: this.params.query, sort: this.params.sort, fetchFileOption: 'all' };
     if (last && !last.path) {
       params.afterRecordId = last.id;
@@ -82,7 +85,7 @@ export class RecordSource {
       const answer = await api.getFull(this.path, this.pageParams(number), { signal: request.signal });
       if (generation !== this.generation) return;
       this.total = Number(answer.headers.get('X-Total-Count') || answer.body.length);
-      this.pages.set(number, { records: answer.body, used: performance.now() });
+      this.pages.set(number, { records: answer.body, used: performance.now(), generation });
       this.evict();
       this.onData();
     } catch (err) {
@@ -107,6 +110,21 @@ export class RecordSource {
     this.inflight.clear();
     this.pages.clear();
     this.want(...this.wanted);
+  }
+
+  /** Reads the rows in sight again after a change made elsewhere, showing the cached copies
+   *  until the new ones arrive (no flicker); other cached pages are dropped. */
+  reload() {
+    this.generation += 1;
+    const [first, last] = this.wanted;
+    const from = Math.floor(first / PAGE_SIZE);
+    const to = Math.floor(last / PAGE_SIZE);
+    for (const number of [...this.pages.keys()]) {
+      if (number < from || number > to) this.pages.delete(number);
+    }
+    for (const request of this.inflight.values()) request.abort();
+    this.inflight.clear();
+    this.fetchWanted();
   }
 
   /** Replaces cached copies of `records` (by id), e.g. after a write. */
@@ -134,7 +152,7 @@ export class RecordSource {
     for (let number = Math.floor(first / PAGE_SIZE); number <= Math.floor(end / PAGE_SIZE); number += 1) {
       if (!this.pages.has(number)) {
         const answer = await api.getFull(this.path, this.pageParams(number));
-        this.pages.set(number, { records: answer.body, used: performance.now() });
+        this.pages.set(number, { records: answer.body, used: performance.now(), generation: this.generation });
       }
     }
     for (let i = first; i <= end; i += 1) out.push(this.at(i));
@@ -163,6 +181,8 @@ export class ListSource {
   want() {}
 
   reset() { this.onData(); }
+
+  reload() { this.onData(); }
 
   update(records) {
     const byId = new Map(records.map((r) => [r.id, r]));
