@@ -44,7 +44,7 @@ pub enum ConsoleError {
 impl Coded for ConsoleError {
     fn code(&self) -> ErrorCode {
         match self {
-            ConsoleError::UnknownAsset(_) => ErrorCode::NotFound,
+            ConsoleError::UnknownAsset(_) => ErrorCode::FileIsNotFound,
         }
     }
 }

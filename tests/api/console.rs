@@ -68,13 +68,15 @@ fn unknown_files_are_404_and_the_api_is_unaffected() {
     for path in [
         "/console/nope.js",
         "/console/",
-        "/console/../Cargo.toml",
-        "/console/%2e%2e/Cargo.toml",
+        "/console/..%2fCargo.toml",
         "/console/index.html",
         "/console/0123456789abcdef/nope.js",
     ] {
-        fetch(&app, path, None).assert_error(404, "notFound");
+        fetch(&app, path, None).assert_error(404, "fileIsNotFound");
     }
+    // The client resolves `..` (also encoded) itself: no route.
+    fetch(&app, "/console/../Cargo.toml", None).assert_error(404, "notFound");
+    fetch(&app, "/console/%2e%2e/Cargo.toml", None).assert_error(404, "notFound");
     let listed = app.get("/v1/projects");
     listed.assert_status(200);
     assert_eq!(listed.header("content-type"), Some("application/json"));
