@@ -57,19 +57,24 @@ export class GridTable {
 
   /** Positions of every column (frozen ones first) and the header cells. */
   layoutColumns() {
+    this.positionColumns();
+    this.root.setAttribute('aria-colcount', this.columns.length);
+    this.headInner.replaceChildren(...this.columns.map((c, i) => this.headerCell(c, i)));
+    this.renderKey = '';
+    this.schedule();
+  }
+
+  /** Each column's width (resized, or its type's default) and x offset. */
+  positionColumns() {
     let x = 0;
     this.frozenWidth = 0;
     for (const column of this.columns) {
-      column.width = widths.get(`${this.viewId}:${column.id}`) || column.width || defaultWidth(column);
+      column.width = widths.get(`${this.viewId}:${column.id}`) || defaultWidth(column);
       column.x = x;
       x += column.width;
       if (column.frozen) this.frozenWidth = x;
     }
     this.totalWidth = x;
-    this.root.setAttribute('aria-colcount', this.columns.length);
-    this.headInner.replaceChildren(...this.columns.map((c, i) => this.headerCell(c, i)));
-    this.renderKey = '';
-    this.schedule();
   }
 
   headerCell(column, index) {
@@ -106,10 +111,17 @@ export class GridTable {
     window.addEventListener('pointerup', up);
   }
 
+  /** Sets a column's width; the header cells are moved, not rebuilt (a focused resize handle
+   *  keeps the focus). */
   setWidth(column, width) {
     widths.set(`${this.viewId}:${column.id}`, Math.max(MIN_WIDTH, Math.round(width)));
-    column.width = null;
-    this.layoutColumns();
+    this.positionColumns();
+    this.columns.forEach((c, i) => {
+      const cell = this.headInner.children[i];
+      cell.style.left = `${c.x}px`;
+      cell.style.width = `${c.width}px`;
+    });
+    this.refresh();
   }
 
   total() {

@@ -17,9 +17,23 @@ pub(super) const WAIT: Duration = Duration::from_secs(10);
 pub(super) fn strings_grid(app: &TestApp) -> (String, String) {
     let (grid, view) = app.language_grid(&[("fr", "French", "frFR")], true);
     app.create_column(&view, json!({"id": "shots", "name": "Shots", "type": "files"}));
+    app.create_column(&view, json!({"id": "state", "name": "State", "type": "singleSelection",
+        "selection": {"options": [{"value": "draft", "color": "sun"}, {"value": "final", "color": "seaGreen"}]}}));
+    app.create_column(&view, json!({"id": "tags", "name": "Tags", "type": "multipleSelections",
+        "selection": {"options": [{"value": "ui", "color": "dodgerBlue"}, {"value": "menu", "color": "froly"}]}}));
+    app.create_column(&view, json!({"id": "done", "name": "Done", "type": "boolean"}));
+    app.create_column(&view, json!({"id": "chars", "name": "Max length", "type": "number"}));
+    app.create_column(&view, json!({"id": "due", "name": "Due", "type": "datetime"}));
+    app.create_column(&view, json!({"id": "doc", "name": "Notes (markdown)", "type": "markdown"}));
     let records: Vec<Value> = (0..30)
         .map(|i| {
-            let mut cells = vec![json!({"columnId": "en", "value": format!("Text {i}")})];
+            let mut cells = vec![
+                json!({"columnId": "en", "value": format!("Text {i}")}),
+                json!({"columnId": "state", "value": if i % 2 == 0 { "draft" } else { "final" }}),
+                json!({"columnId": "tags", "value": if i % 4 == 0 { json!(["ui", "menu"]) } else { json!(["ui"]) }}),
+                json!({"columnId": "done", "value": i % 5 == 0}),
+                json!({"columnId": "chars", "value": 20 + i}),
+            ];
             if i % 3 == 0 {
                 cells.push(json!({"columnId": "fr", "value": format!("Texte {i}")}));
             }

@@ -137,7 +137,7 @@ fn locked_and_formula_cells_are_read_only() {
     browser.wait_for("document.querySelector('.toast')?.textContent.includes('read-only')", WAIT);
     assert_eq!(browser.eval("document.querySelector('.cell-editor')"), Value::Null);
     go_to(&mut browser, 1, "label");
-    assert_eq!(browser.eval("document.querySelector('#cell-1-6').textContent"), "TEXT 1");
+    assert_eq!(browser.eval("document.querySelector('.cell.active').textContent"), "TEXT 1");
     browser.press("x", 0);
     browser.wait_for(
         "[...document.querySelectorAll('.toast')].some(t => t.textContent.includes('Formula'))",
@@ -204,4 +204,81 @@ fn refused_input_writes_nothing() {
     browser
         .wait_for("document.querySelector('.form-error')?.textContent.includes('not valid')", WAIT);
     assert_eq!(browser.eval("sessionStorage.length"), 0);
+}
+
+/// Opens the editor of (row, column), sets its control with `set` (JS given `box`, the editor
+/// element) and saves with Enter, waiting for the write.
+fn edit_with(browser: &mut crate::browser::Browser, row: usize, column: &str, set: &str) {
+    go_to(browser, row, column);
+    browser.press("Enter", 0);
+    browser.wait_for("document.querySelector('.cell-editor')", WAIT);
+    browser.eval(&format!(
+        "(() => {{ const box = document.querySelector('.cell-editor'); {set} }})()"
+    ));
+    browser.eval("document.querySelector('.cell-editor input, .cell-editor select, .cell-editor textarea').focus()");
+    browser.press("Enter", 0);
+    browser.wait_for("!document.querySelector('.cell-editor')", WAIT);
+    // Saved, the active cell moves down.
+    browser.wait_for(&format!("griddGrid.table.active.row === {}", row + 1), WAIT);
+}
+
+#[test]
+fn each_column_type_has_its_editor() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    let mut browser = signed_in(&app, &app.key);
+    open_view(&mut browser, &app, &view);
+    // The option colors are shown.
+    assert_eq!(browser.eval("document.querySelector('#cell-0-6 .chip').className"), "chip opt-sun");
+    edit_with(&mut browser, 0, "state", "box.querySelector('select').value = 'final';");
+    edit_with(&mut browser, 0, "tags", "box.querySelector('input[value=menu]').checked = false;");
+    edit_with(&mut browser, 0, "chars", "box.querySelector('input').value = '42.5';");
+    edit_with(&mut browser, 0, "due", "box.querySelector('input').value = '2026-12-24T18:30';");
+    edit_with(&mut browser, 0, "doc", "const a = box.querySelector('textarea'); a.value = '# Title\\n- **item**'; \
+        a.dispatchEvent(new Event('input')); if (!box.querySelector('.md-preview h3')) throw new Error('no preview');");
+    go_to(&mut browser, 0, "done");
+    browser.press(" ", 0);
+    browser.wait_for("document.querySelector('#cell-0-8 .check.on') === null", WAIT);
+    let record = app.record_by_id(&view, "k00");
+    assert_eq!(cell(&record, "state")["value"], "final");
+    assert_eq!(cell(&record, "tags")["value"], json!(["ui"]));
+    assert_eq!(cell(&record, "chars")["value"], json!(42.5));
+    assert!(cell(&record, "due")["value"]
+        .as_str()
+        .is_some_and(|d| d.starts_with("2026-12-24T18:30:00")));
+    assert_eq!(cell(&record, "doc")["value"], "# Title\n- **item**");
+    assert_eq!(cell(&record, "done")["value"], json!(false));
+    no_page_errors(&browser);
+}
+
+#[test]
+fn a_link_opens_the_same_row_and_columns_resize_by_keyboard() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    let records: Vec<Value> = (30..2000)
+        .map(|i| json!({"id": format!("k{i:04}"), "cells": [{"columnId": "en", "value": format!("Text {i}")}]}))
+        .collect();
+    for chunk in records.chunks(1000) {
+        app.add_records(&view, Value::Array(chunk.to_vec()));
+    }
+    let mut browser = signed_in(&app, &app.key);
+    browser.eval(&format!("location.hash = '#/views/{view}?row=1500'"));
+    browser.wait_for(
+        "document.querySelector('.grid-row[aria-rowindex=\"1502\"]:not(.loading)')",
+        WAIT,
+    );
+    assert_eq!(browser.eval("griddGrid.table.firstVisible().first"), 1500);
+    let width =
+        browser.eval("document.querySelectorAll('.head-cell')[2].getBoundingClientRect().width");
+    browser.eval("document.querySelectorAll('.head-cell .resize')[2].focus()");
+    browser.press("ArrowRight", 0);
+    browser.press("ArrowRight", 0);
+    let wider =
+        browser.eval("document.querySelectorAll('.head-cell')[2].getBoundingClientRect().width");
+    assert_eq!(wider.as_f64().unwrap_or(0.0), width.as_f64().unwrap_or(0.0) + 32.0);
+    let cell_width = browser.eval(
+        "document.querySelector('.grid-row .cell[data-col=\"2\"]').getBoundingClientRect().width",
+    );
+    assert_eq!(cell_width, wider);
+    no_page_errors(&browser);
 }
