@@ -126,6 +126,13 @@ fn sign_in_browse_and_edit_a_cell_read_back_over_the_api() {
     browser.wait_for("document.querySelector('.grid-row:not(.loading) .cell.t-_recordId')", WAIT);
     assert_eq!(shown_ids(&mut browser)[..3], ["k00", "k01", "k02"]);
     screenshot(&mut browser, "grid.png");
+    // Scrolled right (the id and path columns stay), a selection editor open.
+    go_to(&mut browser, 2, "tags");
+    browser.press("Enter", 0);
+    browser.wait_for("document.querySelector('.cell-editor .multi')", WAIT);
+    screenshot(&mut browser, "grid-editor.png");
+    browser.press("Escape", 0);
+    browser.wait_for("!document.querySelector('.cell-editor')", WAIT);
 
     go_to(&mut browser, 1, "en");
     browser.press("H", 0);
