@@ -32,7 +32,8 @@ function gridColumns(view) {
 }
 
 /** The records matching the search: server-side `contains` when it looks in one column; the
- *  union of each column's first matches when several (the query language ANDs conditions). */
+ *  union of each column's first matches when several (the query language ANDs conditions;
+ *  at most 20 columns, asked at once). */
 async function searchSource(grid, onData) {
   const columns = searchColumns(grid.table ? grid.table.columns : gridColumns(grid.view));
   const base = toListing(grid.state);
@@ -41,13 +42,12 @@ async function searchSource(grid, onData) {
     const query = { ...(base.query || {}), [columns[0].id]: { contains: text } };
     return new RecordSource(grid.viewId, { query, sort: base.sort }, onData, grid.onError);
   }
+  const pages = await Promise.all(columns.slice(0, 20).map((column) => api.get(
+    `/v1/views/${enc(grid.viewId)}/records`, {
+      query: { ...(base.query || {}), [column.id]: { contains: text } },
+      sort: base.sort, page: { offset: 0, limit: SEARCH_PER_COLUMN }, fetchFileOption: 'all' })));
   const seen = new Map();
-  for (const column of columns.slice(0, 20)) {
-    const query = { ...(base.query || {}), [column.id]: { contains: text } };
-    const page = await api.get(`/v1/views/${enc(grid.viewId)}/records`, {
-      query, sort: base.sort, page: { offset: 0, limit: SEARCH_PER_COLUMN }, fetchFileOption: 'all' });
-    for (const record of page) if (!seen.has(record.id)) seen.set(record.id, record);
-  }
+  for (const record of pages.flat()) if (!seen.has(record.id)) seen.set(record.id, record);
   return new ListSource([...seen.values()], onData);
 }
 

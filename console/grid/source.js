@@ -12,6 +12,8 @@ const MAX_PAGES = 100;
 /** Pages fetched at once. */
 const MAX_PARALLEL = 4;
 const DEBOUNCE_MS = 40;
+const FIRST_RETRY_MS = 1000;
+const MAX_RETRY_MS = 30_000;
 
 export class RecordSource {
   /** `params`: {query, sort}; `onData()` is called when pages arrive or the total changes. */
@@ -26,6 +28,9 @@ export class RecordSource {
     this.wanted = [0, 0];
     this.timer = null;
     this.generation = 0;
+    /** Pages whose last fetch failed: page -> {until, wait}. */
+    this.failed = new Map();
+    this.retryTimer = null;
   }
 
   at(index) {
@@ -52,9 +57,12 @@ export class RecordSource {
         this.inflight.delete(number);
       }
     }
+    const now = performance.now();
     for (let number = from; number <= to; number += 1) {
       const page = this.pages.get(number);
       const current = page && page.generation === this.generation;
+      const failed = this.failed.get(number);
+      if (failed && failed.until > now) continue;
       if (!current && !this.inflight.has(number) && this.inflight.size < MAX_PARALLEL) {
         this.fetchPage(number);
       }
@@ -88,12 +96,24 @@ export class RecordSource {
       this.pages.set(number, { records: answer.body, used: performance.now(), generation });
       this.evict();
       this.onData();
+      this.failed.delete(number);
     } catch (err) {
-      if (err.name !== 'AbortError' && generation === this.generation) this.onError(err);
+      if (err.name !== 'AbortError' && generation === this.generation) this.noteFailure(number, err);
     } finally {
       if (this.inflight.get(number) === request) this.inflight.delete(number);
       if (generation === this.generation) this.fetchWanted();
     }
+  }
+
+  /** A page that failed is asked again after a wait that doubles each time (1 s to 30 s);
+   *  the error is shown once per run of failures. */
+  noteFailure(number, err) {
+    const before = this.failed.get(number);
+    const wait = before ? Math.min(before.wait * 2, MAX_RETRY_MS) : FIRST_RETRY_MS;
+    this.failed.set(number, { until: performance.now() + wait, wait });
+    if (!before) this.onError(err);
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.fetchWanted(), wait);
   }
 
   /** Drops the least recently used pages beyond MAX_PAGES. */
@@ -106,6 +126,7 @@ export class RecordSource {
   /** Forgets every page (after a change elsewhere, or new filters) and refetches. */
   reset() {
     this.generation += 1;
+    this.failed.clear();
     for (const request of this.inflight.values()) request.abort();
     this.inflight.clear();
     this.pages.clear();
@@ -162,6 +183,7 @@ export class RecordSource {
 
   stop() {
     clearTimeout(this.timer);
+    clearTimeout(this.retryTimer);
     this.generation += 1;
     for (const request of this.inflight.values()) request.abort();
     this.inflight.clear();

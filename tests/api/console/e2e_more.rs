@@ -282,3 +282,50 @@ fn a_link_opens_the_same_row_and_columns_resize_by_keyboard() {
     assert_eq!(cell_width, wider);
     no_page_errors(&browser);
 }
+
+#[test]
+fn a_refused_query_is_reported_once_without_a_request_storm() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    let mut browser = signed_in(&app, &app.key);
+    let filters = r#"[{"field":"en","op":"regexp","value":"("}]"#;
+    let hash = format!(
+        "#/views/{view}?filters={}",
+        filters
+            .replace('"', "%22")
+            .replace('[', "%5B")
+            .replace(']', "%5D")
+            .replace('{', "%7B")
+            .replace('}', "%7D")
+    );
+    browser.eval(&format!("location.hash = '{hash}'"));
+    browser.wait_for("document.querySelector('.toast.error')", WAIT);
+    let message = browser.eval("document.querySelector('.toast.error').textContent");
+    assert!(message.as_str().is_some_and(|m| !m.is_empty()), "{message}");
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let asked = browser.eval(
+        "performance.getEntriesByType('resource').filter(e => e.name.includes('/records')).length",
+    );
+    assert!(asked.as_u64().is_some_and(|n| n <= 4), "{asked} record requests in 2.5 s");
+    assert_eq!(browser.eval("document.querySelectorAll('.toast.error').length"), 1);
+}
+
+#[test]
+fn a_view_key_opens_its_view_and_edits_it() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    let view_key = app.create_view_key(&view);
+    let mut browser = signed_in(&app, &view_key);
+    browser.wait_for("document.querySelector('.grid-row:not(.loading) .cell.t-_recordId')", WAIT);
+    assert!(browser.eval("location.hash").as_str().is_some_and(|h| h.contains(&view)));
+    browser.eval("location.hash = '#/'");
+    browser.wait_for("document.querySelector('.grid-row:not(.loading)')", WAIT);
+    go_to(&mut browser, 3, "note");
+    browser.press("o", 0);
+    browser.wait_for("document.querySelector('.cell-editor input')", WAIT);
+    browser.type_text("k");
+    browser.press("Enter", 0);
+    browser.wait_for("griddGrid.table.active.row === 4", WAIT);
+    assert_eq!(cell(&app.record_by_id(&view, "k03"), "note")["value"], "ok");
+    no_page_errors(&browser);
+}
