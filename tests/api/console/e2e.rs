@@ -253,6 +253,11 @@ fn a_file_uploaded_into_a_files_cell_is_stored() {
     let files = cell(record, "shots")["value"].as_array().cloned().unwrap_or_default();
     assert_eq!(files.len(), 1, "{}", listed.text);
     assert_eq!(files[0]["originalName"], "hello.txt");
+    // Its link downloads the bytes (with the key).
+    let downloaded = browser.eval(
+        "(async () => { let blob = null; const make = URL.createObjectURL;            URL.createObjectURL = (b) => { blob = b; return make(b); };            document.querySelector('#cell-0-5 .file').click();            for (let i = 0; i < 100 && !blob; i += 1) await new Promise((r) => setTimeout(r, 50));            URL.createObjectURL = make; return blob ? await blob.text() : null; })()",
+    );
+    assert_eq!(downloaded, "hello file");
     no_page_errors(&browser);
 }
 

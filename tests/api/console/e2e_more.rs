@@ -329,3 +329,34 @@ fn a_view_key_opens_its_view_and_edits_it() {
     assert_eq!(cell(&app.record_by_id(&view, "k03"), "note")["value"], "ok");
     no_page_errors(&browser);
 }
+
+#[test]
+fn records_are_added_and_deleted_from_the_keyboard() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    let mut browser = signed_in(&app, &app.key);
+    open_view(&mut browser, &app, &view);
+    browser.eval("document.querySelector('#add-record').focus()");
+    browser.press("Enter", 0);
+    browser.wait_for(
+        "document.activeElement?.closest('dialog') && document.activeElement.tagName === 'INPUT'",
+        WAIT,
+    );
+    browser.type_text("new.key");
+    browser.press("Enter", 0);
+    browser.wait_for("document.querySelector('.count')?.textContent.startsWith('31 ')", WAIT);
+    assert!(app.records(&view).iter().any(|r| r["id"] == "new.key"));
+
+    go_to(&mut browser, 5, "note");
+    browser.press("F10", 8);
+    browser.wait_for("document.querySelector('#menu-delete-record')", WAIT);
+    browser.eval("document.querySelector('#menu-delete-record').click()");
+    browser.wait_for(
+        "document.querySelector('dialog [data-action=Delete]') === document.activeElement",
+        WAIT,
+    );
+    browser.press("Enter", 0);
+    browser.wait_for("document.querySelector('.count')?.textContent.startsWith('30 ')", WAIT);
+    assert!(!app.records(&view).iter().any(|r| r["id"] == "k05"));
+    no_page_errors(&browser);
+}
