@@ -69,10 +69,21 @@ async function makeSource(grid) {
   updateCounts(grid);
 }
 
+/** A click on a column's name sorts by it: ascending, then descending, then not at all (the
+ *  Sort builder does the same by keyboard, with several keys). */
+function sortBy(grid, column) {
+  const key = grid.state.sort.length === 1 && grid.state.sort[0].field === column.id ? grid.state.sort[0] : null;
+  if (!key) grid.state.sort = [{ field: column.id, dir: 'asc' }];
+  else if (key.dir === 'asc') grid.state.sort = [{ field: column.id, dir: 'desc' }];
+  else grid.state.sort = [];
+  attempt(() => makeSource(grid));
+}
+
 function updateCounts(grid) {
   const { filters, sort, status, search } = grid.state;
   grid.buttons.filter.textContent = filters.length ? `Filter (${filters.length})` : 'Filter';
   grid.buttons.sort.textContent = sort.length ? `Sort (${sort.length})` : 'Sort';
+  if (grid.table) grid.table.markSort(sort);
   const total = grid.source.total;
   const note = total === null ? 'loading…' : `${total.toLocaleString()} records`;
   grid.count.textContent = `${note}${status || search || filters.length ? ' (filtered)' : ''}`;
@@ -245,6 +256,7 @@ async function startGrid(grid, host) {
     onEdit: (row, col) => attempt(() => editCell(grid, row, col)),
     onContext: (row) => recordContext(grid, row),
     onActive: saveRow,
+    onSort: (column) => sortBy(grid, column),
     onPaint: (painted) => { watchPaint(grid, painted); updateCounts(grid); },
     download: (file) => downloadFile(grid.viewId, file),
   });

@@ -92,10 +92,20 @@ export class GridTable {
     const cell = h('div', {
       class: `head-cell${column.frozen ? ' frozen' : ''}`, role: 'columnheader',
       'aria-colindex': index + 1, title: column.title || column.name,
-    }, h('span', { class: 'head-name' }, column.name), handle);
+    }, h('span', { class: 'head-name', onclick: () => this.onSort && this.onSort(column) }, column.name), handle);
     cell.style.left = `${column.x}px`;
     cell.style.width = `${column.width}px`;
     return cell;
+  }
+
+  /** Marks the sorted columns' headers (`aria-sort`); `sort` is [{field, dir}]. */
+  markSort(sort) {
+    this.columns.forEach((column, i) => {
+      const key = sort.find((s) => s.field === column.id);
+      const cell = this.headInner.children[i];
+      if (key) cell.setAttribute('aria-sort', key.dir === 'asc' ? 'ascending' : 'descending');
+      else cell.removeAttribute('aria-sort');
+    });
   }
 
   startResize(event, column) {

@@ -94,10 +94,26 @@ fn the_filter_and_sort_builders_and_the_search_match_the_api() {
     );
     browser.wait_for("document.querySelector('.grid-row[aria-rowindex=\"2\"] .t-_recordId')?.textContent === 'k21'", WAIT);
     assert_eq!(shown_ids(&mut browser), ["k21", "k11", "k01"]);
+    assert_eq!(
+        browser.eval("document.querySelector('.head-cell[aria-sort]').textContent"),
+        "Record ID"
+    );
+    // A click on a column's name sorts by it alone, ascending.
+    browser.eval("document.querySelectorAll('.head-name')[2].click()");
+    browser.wait_for(
+        "document.querySelector('.head-cell[aria-sort=ascending]')?.textContent === 'English'",
+        WAIT,
+    );
+    let english = app.listing_ids(
+        &view,
+        &[("query", r#"{"en":{"endsWith":"1"}}"#), ("sort", r#"{"en":"asc"}"#)],
+    );
+    browser.wait_for(&format!("document.querySelector('.grid-row[aria-rowindex=\"2\"] .t-_recordId')?.textContent === '{}'", english[0]), WAIT);
+    assert_eq!(shown_ids(&mut browser), english);
     let hash = browser.eval("decodeURIComponent(location.hash)");
     assert!(
         hash.as_str()
-            .is_some_and(|h| h.contains("\"op\":\"endsWith\"") && h.contains("\"dir\":\"desc\"")),
+            .is_some_and(|h| h.contains("\"op\":\"endsWith\"") && h.contains("\"dir\":\"asc\"")),
         "{hash}"
     );
 
