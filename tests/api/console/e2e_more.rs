@@ -292,10 +292,13 @@ fn a_link_opens_the_same_row_and_columns_resize_by_keyboard() {
     let wider =
         browser.eval("document.querySelectorAll('.head-cell')[2].getBoundingClientRect().width");
     assert_eq!(wider.as_f64().unwrap_or(0.0), width.as_f64().unwrap_or(0.0) + 32.0);
-    let cell_width = browser.eval(
-        "document.querySelector('.grid-row .cell[data-col=\"2\"]').getBoundingClientRect().width",
+    // The rows follow at the next frame.
+    browser.wait_for(
+        &format!(
+            "document.querySelector('.grid-row .cell[data-col=\"2\"]').getBoundingClientRect().width === {wider}"
+        ),
+        WAIT,
     );
-    assert_eq!(cell_width, wider);
     no_page_errors(&browser);
 }
 
