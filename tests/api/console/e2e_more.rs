@@ -379,3 +379,55 @@ fn records_are_added_and_deleted_from_the_keyboard() {
     assert!(!app.records(&view).iter().any(|r| r["id"] == "k05"));
     no_page_errors(&browser);
 }
+
+#[test]
+fn a_reference_is_picked_from_suggestions_and_text_spans_lines() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    let (glossary, glossary_view) = app.create_grid("Glossary");
+    app.create_column(&glossary_view, json!({"id": "term", "name": "Term", "type": "singleLine"}));
+    app.add_records(
+        &glossary_view,
+        json!([
+        {"id": "g.start", "cells": [{"columnId": "term", "value": "Start"}]},
+        {"id": "g.stop", "cells": [{"columnId": "term", "value": "Stop"}]},
+        {"id": "g.quit", "cells": [{"columnId": "term", "value": "Quit"}]}]),
+    );
+    app.create_column(
+        &view,
+        json!({"id": "gloss", "name": "Glossary", "type": "reference",
+        "reference": {"gridId": glossary, "columnId": "term", "type": "row"}}),
+    );
+    app.create_column(&view, json!({"id": "long", "name": "Long text", "type": "multipleLines"}));
+    let mut browser = signed_in(&app, &app.key);
+    open_view(&mut browser, &app, &view);
+    go_to(&mut browser, 0, "gloss");
+    browser.press("Enter", 0);
+    browser.wait_for(
+        "document.querySelector('.cell-editor .reference-picker input') === document.activeElement",
+        WAIT,
+    );
+    browser.type_text("sto");
+    browser.wait_for("document.querySelectorAll('.suggestion').length === 1", WAIT);
+    assert_eq!(browser.eval("document.querySelector('.suggestion').textContent"), "g.stop Stop");
+    browser.eval("document.querySelector('.suggestion').click()");
+    browser.press("Enter", 0);
+    browser.wait_for("griddGrid.table.active.row === 1", WAIT);
+    let record = app.record_by_id(&view, "k00");
+    assert_eq!(cell(&record, "gloss")["referencedIds"], json!(["g.stop"]));
+    assert_eq!(cell(&record, "gloss")["value"], json!(["Stop"]));
+
+    go_to(&mut browser, 0, "long");
+    browser.press("Enter", 0);
+    browser.wait_for(
+        "document.querySelector('.cell-editor textarea') === document.activeElement",
+        WAIT,
+    );
+    browser.type_text("first line");
+    browser.press("Enter", 1);
+    browser.type_text("second line");
+    browser.press("Enter", 0);
+    browser.wait_for("griddGrid.table.active.row === 1", WAIT);
+    assert_eq!(cell(&app.record_by_id(&view, "k00"), "long")["value"], "first line\nsecond line");
+    no_page_errors(&browser);
+}
