@@ -109,13 +109,23 @@ function toolbar(grid) {
     grid.state.status = value;
     attempt(() => makeSource(grid));
   });
+  const goTo = h('input', { type: 'number', id: 'go-to-row', min: 1, placeholder: 'Row', 'aria-label': 'Go to row number',
+    onkeydown: (e) => {
+      if (e.key !== 'Enter') return;
+      e.preventDefault();
+      const row = Number.parseInt(goTo.value, 10);
+      if (Number.isFinite(row) && row >= 1) {
+        grid.jump(Math.min(row, grid.source.total || 1) - 1);
+        grid.table.root.focus({ preventScroll: true });
+      }
+    } });
   grid.buttons = { filter, sort };
   grid.count = h('span', { class: 'count', role: 'status' });
   const add = grid.canWrite ? h('button', { type: 'button', id: 'add-record', onclick: () => addRecord(grid) }, 'Add record') : null;
   const extra = viewToolbar(grid.ctx).map((b) => h('button', { type: 'button', id: `panel-${b.id}`,
     title: b.title || b.label, onclick: () => b.run() }, b.label));
   return h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Grid tools' },
-    filter, sort, status, search, add, ...extra, grid.count);
+    filter, sort, status, search, goTo, add, ...extra, grid.count);
 }
 
 async function addRecord(grid) {

@@ -3,7 +3,8 @@
 // edits, typing a character starts editing with it, Delete clears the range's editable cells,
 // Tab/Shift+Tab move right/left and leave the grid at its edges, Ctrl+A selects everything,
 // the context menu key (or Shift+F10) opens the record's menu.
-// Copy and paste are the browser's copy/paste events (clipboard.js).
+// Esc shrinks the range to the active cell. Copy and paste are the browser's copy/paste events
+// (clipboard.js).
 
 import { editCell } from './editors.js';
 import { pasteText } from './clipboard.js';
@@ -52,6 +53,8 @@ export function onGridKey(grid, event) {
     if (next < 0 || next >= table.columns.length) return;
     event.preventDefault();
     table.moveTo(row, next);
+  } else if (event.key === 'Escape') {
+    table.moveTo(row, col);
   } else if (event.key === 'ContextMenu' || (event.shiftKey && event.key === 'F10')) {
     event.preventDefault();
     grid.openMenu(row);

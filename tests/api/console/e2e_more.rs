@@ -189,6 +189,19 @@ fn the_keyboard_reaches_the_last_of_thousands_of_rows() {
     let row = browser.eval("griddGrid.table.active.row").as_u64().expect("a row");
     let id = browser.eval(&format!("document.querySelector('#cell-{row}-0').textContent"));
     assert_eq!(id, json!(format!("k{row:04}")));
+    // The toolbar's "Go to row" takes row numbers as people count them.
+    browser.eval("document.querySelector('#go-to-row').focus()");
+    browser.type_text("1234");
+    browser.press("Enter", 0);
+    browser
+        .wait_for("document.querySelector('#cell-1233-0.active')?.textContent === 'k1233'", WAIT);
+    assert_eq!(browser.eval("document.activeElement.classList.contains('grid')"), true);
+    // Shift+arrows grow a range; Esc shrinks it back to the active cell.
+    browser.press("ArrowDown", 8);
+    browser.press("ArrowRight", 8);
+    browser.wait_for("document.querySelectorAll('.cell.sel').length === 4", WAIT);
+    browser.press("Escape", 0);
+    browser.wait_for("document.querySelectorAll('.cell.sel').length === 1", WAIT);
     no_page_errors(&browser);
 }
 
