@@ -36,6 +36,7 @@ function gridColumns(view) {
  *  at most 20 columns, asked at once). */
 async function searchSource(grid, onData) {
   const columns = searchColumns(grid.table ? grid.table.columns : gridColumns(grid.view));
+  if (!columns.length) throw new Error('This view has no text columns to search.');
   const base = toListing(grid.state);
   const text = grid.state.search;
   if (columns.length === 1) {
