@@ -4,6 +4,7 @@
 mod helpers;
 
 mod branches;
+mod browser;
 mod cdn;
 mod changes;
 mod cli;
@@ -12,6 +13,7 @@ mod columns;
 mod compat;
 mod compression;
 mod conditional;
+mod console;
 mod crash;
 mod databases;
 mod dependencies;
