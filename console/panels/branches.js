@@ -6,7 +6,7 @@
 // GET /v1/branches/diffcheck/<task> with the options) and the merge itself
 // (POST /v1/branches/<source>/merge, a task followed to its end). It owns no state.
 
-import { el, field, select, statusLine, action, confirmAction, panel, fill, followTask, seg } from './common.js';
+import { el, field, select, statusLine, action, confirmAction, panel, closePanel, fill, followTask, seg } from './common.js';
 import { valueText } from './history.js';
 
 /** The merge options of the API, with what each does. */
@@ -71,9 +71,9 @@ export async function branchesDialog(ctx) {
       status.node);
   };
   state.refresh = async (text) => { await render(); status.show(text); };
-  state.close = () => { const d = body.closest('dialog'); if (d) d.close(); };
+  state.close = () => closePanel(body);
   try { await render(); } catch (e) { fill(body, status.node); status.fail(e); }
-  await panel(ctx, 'Branches', body);
+  await panel('Branches', body);
 }
 
 /** One previewed record: its id, what the merge does, and each changed cell. */
@@ -142,5 +142,5 @@ export async function mergeDialog(ctx, branches) {
   const body = el('div', { class: 'panel-merge' },
     el('div', { class: 'panel-inline' }, field('Merge from', source), field('Into', destination)),
     options.group, el('div', { class: 'panel-buttons' }, previewButton, merge), out, status.node);
-  await panel(ctx, 'Merge branches', body);
+  await panel('Merge branches', body);
 }

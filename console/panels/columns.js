@@ -154,6 +154,6 @@ export async function columnsDialog(ctx) {
   };
   await render();
   fill(formSlot, columnForm(ctx, ctx.route.viewId, null, () => state.refresh('Column added.')));
-  await panel(ctx, 'Columns', body);
+  await panel('Columns', body);
   if (state.changed && ctx.reload) await ctx.reload();
 }

@@ -5,8 +5,8 @@
 
 // The element builder, labelled fields and emptying a node are the console's own (ui.js):
 // `el(tag, attrs, ...children)` sets properties (and `on<event>` listeners), text as text.
-export { h as el, field, replace as fill } from '../ui.js';
-import { h as el } from '../ui.js';
+export { h as el, field, replace as fill, toast } from '../ui.js';
+import { h as el, dialog } from '../ui.js';
 
 /** A `<select>` of `[value, text]` pairs with `selected` chosen. */
 export function select(options, selected, attrs = {}) {
@@ -77,9 +77,15 @@ export function confirmAction(label, confirmLabel, run, status, attrs = {}) {
 }
 
 /** Opens a wide dialog titled `title` showing `body`; its own buttons act, Cancel/Esc close. */
-export function panel(ctx, title, body) {
+export function panel(title, body) {
   body.classList.add('panel');
-  return ctx.ui.dialog({ title, body, actions: [], wide: true });
+  return dialog({ title, body, actions: [], wide: true });
+}
+
+/** Closes the panel dialog holding `node`, as Esc would (the dialog then returns focus). */
+export function closePanel(node) {
+  const holder = node.closest('dialog');
+  if (holder) holder.dispatchEvent(new Event('cancel'));
 }
 
 /** How long a task is followed before the panel gives up waiting (the task goes on). */

@@ -66,5 +66,5 @@ export async function historyPanel(ctx, record) {
   const body = el('div', { class: 'panel-history-body' },
     field('Changes of', only), list, more, status.node);
   try { await loadPage(); } catch (e) { status.fail(e); }
-  await panel(ctx, `History of ${record.id}`, body);
+  await panel(`History of ${record.id}`, body);
 }

@@ -10,10 +10,11 @@ import { importDialog, exportDialog } from './transfer.js';
 import { shareDialog } from './shares.js';
 import { keysDialog } from './keys.js';
 import { startLive as follow } from './live.js';
+import { toast } from './common.js';
 
 /** Runs a panel, showing a failure to open it as an error toast. */
 function open(ctx, show) {
-  return () => Promise.resolve().then(show).catch((error) => ctx.ui.toast(error.message || String(error), 'error'));
+  return () => Promise.resolve().then(show).catch((error) => toast(error.message || String(error), 'error'));
 }
 
 const isCompanyKey = (ctx) => !ctx.key || ctx.key.kind !== 'view';

@@ -118,5 +118,5 @@ export async function keysDialog(ctx) {
   const body = el('div', { class: 'panel-keys' }, list, secretSlot,
     el('h3', {}, 'New key'), el('div', { class: 'panel-form' }, formView(form, projects), create), status.node);
   try { await render(); } catch (e) { status.fail(e); }
-  await panel(ctx, 'API keys', body);
+  await panel('API keys', body);
 }

@@ -62,5 +62,5 @@ export async function shareDialog(ctx) {
     fill(body, shareView(ctx, share, history, status, render), status.node);
   };
   try { await render(); } catch (e) { fill(body, status.node); status.fail(e); }
-  await panel(ctx, 'Share link', body);
+  await panel('Share link', body);
 }

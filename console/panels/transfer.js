@@ -66,7 +66,7 @@ export async function importDialog(ctx) {
   const body = el('div', { class: 'panel-import' }, field('File (CSV, TSV or XLSX)', input),
     el('div', {}, headerBox, el('label', { for: headerBox.id }, 'The first row is a header')),
     out, run, status.node);
-  await panel(ctx, 'Import', body);
+  await panel('Import', body);
 }
 
 async function runImport(ctx, file, mapping, withHeader, status) {
@@ -118,5 +118,5 @@ export async function exportDialog(ctx) {
     status.show(`Downloaded ${name}.`);
   }, status, { class: 'primary', 'data-panel': 'export-run' });
   const body = el('div', { class: 'panel-export' }, field('File type', type), field('Header row', header), run, status.node);
-  await panel(ctx, 'Export', body);
+  await panel('Export', body);
 }
