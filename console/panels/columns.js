@@ -9,7 +9,7 @@
 // (POST /v1/views) with the chosen columns in the chosen order. Re-adding makes a column
 // editable, so a move that would re-add a read-only column is refused and says so.
 
-import { el, field, select, statusLine, action, confirmAction, panel, fill, seg } from './common.js';
+import { el, field, select, statusLine, action, confirmAction, panel, closePanel, fill, seg } from './common.js';
 import { columnForm } from './column_form.js';
 
 /** The view, its branch's default view id and every column of the branch. */
@@ -99,7 +99,8 @@ function newViewForm(ctx, state, status) {
     const branchId = ctx.route.branchId || state.view.gridId;
     const answer = await ctx.api.send('POST', '/v1/views', { name: name.value.trim(), gridId: branchId, columns });
     status.show(`Created view "${answer.body.name}".`);
-    if (ctx.navigate) ctx.navigate(`#/views/${answer.body.id}`);
+    closePanel(name);
+    ctx.navigate(`#/views/${encodeURIComponent(answer.body.id)}`);
   }, status);
   return el('div', { class: 'panel-inline' }, field('New view name', name), save);
 }
