@@ -9,7 +9,7 @@
 // (POST /v1/views) with the chosen columns in the chosen order. Re-adding makes a column
 // editable, so a move that would re-add a read-only column is refused and says so.
 
-import { el, field, select, statusLine, action, confirmAction, panel, closePanel, fill, seg } from './common.js';
+import { el, field, select, statusLine, action, confirmAction, panel, closePanel, fill, planAtLeast, seg } from './common.js';
 import { columnForm } from './column_form.js';
 
 /** The view, its branch's default view id and every column of the branch. */
@@ -52,7 +52,7 @@ function languageText(c) {
 
 /** One row of the view's columns with its buttons. */
 function columnRow(ctx, state, column, index, status) {
-  const { view, isDefault } = state;
+  const { view } = state;
   const ids = view.columns.map((c) => c.id);
   const move = (by) => action(by < 0 ? 'Up' : 'Down', async () => {
     const order = ids.slice();
@@ -61,11 +61,11 @@ function columnRow(ctx, state, column, index, status) {
     await reorder(ctx, view, order);
     await state.refresh(`Moved "${column.name}".`);
   }, status, { 'aria-label': `Move ${column.name} ${by < 0 ? 'up' : 'down'}`,
-    disabled: isDefault || index + by < 0 || index + by >= ids.length });
+    disabled: !state.perView || index + by < 0 || index + by >= ids.length });
   const hide = action('Hide', async () => {
     await ctx.api.send('POST', `${columnPath(view.id, column.id)}/remove`);
     await state.refresh(`"${column.name}" is hidden in this view.`);
-  }, status, { 'aria-label': `Hide ${column.name} in this view`, disabled: isDefault });
+  }, status, { 'aria-label': `Hide ${column.name} in this view`, disabled: !state.perView });
   const edit = action('Edit', () => state.edit(column), status, { 'aria-label': `Edit ${column.name}` });
   const remove = confirmAction('Delete', 'Delete column and cells?', async () => {
     await ctx.api.send('DELETE', columnPath(view.id, column.id));
@@ -88,7 +88,7 @@ function hiddenList(ctx, state, status) {
       action('Show', async () => {
         await ctx.api.send('POST', `${columnPath(state.view.id, c.id)}/add`);
         await state.refresh(`"${c.name}" is shown again.`);
-      }, status, { 'aria-label': `Show ${c.name} in this view` })))));
+      }, status, { 'aria-label': `Show ${c.name} in this view`, disabled: !state.perView })))));
 }
 
 /** "Save as a new view": the view's columns, in order, as a new view of the branch. */
@@ -138,13 +138,15 @@ export async function columnsDialog(ctx) {
   const state = { changed: false };
   const render = async () => {
     Object.assign(state, await load(ctx));
+    state.perView = !state.isDefault && planAtLeast(ctx, 'enterprise');
     const rows = state.view.columns.map((c, i) => columnRow(ctx, state, c, i, status));
     fill(body,
       el('p', { class: 'panel-hint' }, state.isDefault
         ? 'This is the default view: it shows every column in the grid\'s order. Hide and reorder in another view.'
-        : 'Hide, show and move columns of this view.'),
+        : state.perView ? 'Hide, show and move columns of this view.'
+          : 'Hiding and moving columns per view needs the Enterprise plan.'),
       el('ol', { class: 'panel-list', 'aria-label': 'Columns of this view' }, rows),
-      hiddenList(ctx, state, status), newViewForm(ctx, state, status),
+      hiddenList(ctx, state, status), planAtLeast(ctx, 'team') ? newViewForm(ctx, state, status) : null,
       await dependencySection(ctx, state, status),
       el('h3', {}, 'Add or edit a column'), formSlot, status.node);
   };

@@ -8,6 +8,13 @@
 export { h as el, field, replace as fill, toast } from '../ui.js';
 import { h as el, dialog } from '../ui.js';
 
+const TIERS = ['free', 'team', 'enterprise'];
+/** Whether the key's company plan is at least `tier` (the API refuses the call otherwise). */
+export function planAtLeast(ctx, tier) {
+  const plan = ctx.key && ctx.key.tier;
+  return !plan || TIERS.indexOf(plan) >= TIERS.indexOf(tier);
+}
+
 /** A `<select>` of `[value, text]` pairs with `selected` chosen. */
 export function select(options, selected, attrs = {}) {
   return el('select', attrs,
