@@ -1,13 +1,14 @@
 // Import and export of the open view.
-// Import: pick a CSV, TSV or XLSX file; a CSV/TSV shows its first rows (csv_preview.js) with a
-// target per file column (a column of the view, the record id, the path or nothing), guessed
-// as the server would; the import (POST /v1/views/<id>/import?type=, multipart `file` and
-// `importRequest` with columnMappings) is a task followed to its end, then the grid reloads.
-// An XLSX is imported by its header row (matched on the server): the page does not unpack it.
+// Import: pick a CSV, TSV or XLSX file; its first rows are shown (csv_preview.js,
+// xlsx_preview.js) with a target per file column (a column of the view, the record id, the
+// path or nothing), guessed as the server would; the import (POST /v1/views/<id>/import?type=,
+// multipart `file` and `importRequest` with the columnMappings chosen) is a task followed to
+// its end, then the grid reloads.
 // Export: GET /v1/views/<id>/export?type=csv|xlsx&fileHeader=, downloaded as a file.
 
 import { el, field, select, statusLine, action, panel, fill, followTask, seg } from './common.js';
-import { readHead, guessTarget, importRequest } from './csv_preview.js';
+import { readHead, guessTarget, importRequest, PREVIEW_ROWS } from './csv_preview.js';
+import { readXlsxHead } from './xlsx_preview.js';
 
 /** The import type of a file by its name, or null. */
 export function fileType(name) {
@@ -48,11 +49,9 @@ export async function importDialog(ctx) {
     if (!file) return fill(out);
     const type = fileType(file.name);
     if (!type) throw new Error('Pick a .csv, .tsv or .xlsx file.');
-    if (type === 'xlsx') {
-      fill(out, el('p', {}, 'An XLSX file is imported by its header row: row 1 names the columns.'));
-      return null;
-    }
-    const rows = await readHead(file, type === 'csv' ? ',' : '\t');
+    const rows = type === 'xlsx'
+      ? await readXlsxHead(file, PREVIEW_ROWS)
+      : await readHead(file, type === 'csv' ? ',' : '\t');
     mapping = mappingTable(rows, headerBox.checked, columns);
     fill(out, mapping.table);
     status.show(`${file.name}: the first ${rows.length} rows. Choose where each file column goes.`);
@@ -74,8 +73,8 @@ async function runImport(ctx, file, mapping, withHeader, status) {
   const type = fileType(file.name);
   const form = new FormData();
   form.append('file', file, file.name);
-  if (mapping) form.append('importRequest', JSON.stringify(importRequest(mapping.targets(), withHeader)));
-  else if (!withHeader) throw new Error('An XLSX file needs its header row.');
+  if (!mapping) throw new Error('The file has no preview yet; pick it again.');
+  form.append('importRequest', JSON.stringify(importRequest(mapping.targets(), withHeader)));
   status.show('Uploading…');
   const started = await ctx.api.send('POST', `/v1/views/${seg(ctx.route.viewId)}/import?type=${type}`, form);
   await followTask(ctx.api, started.body.id, (t) => status.show(`Importing… ${t.progress || 0}%`));

@@ -8,6 +8,7 @@
   const form = await import(`${base}panels/column_form.js`);
   const keys = await import(`${base}panels/keys.js`);
   const transfer = await import(`${base}panels/transfer.js`);
+  const xlsx = await import(`${base}panels/xlsx_preview.js`);
   const failures = [];
   const eq = (name, got, want) => {
     if (JSON.stringify(got) !== JSON.stringify(want)) {
@@ -64,5 +65,18 @@
   eq('download name', transfer.downloadName('attachment; filename="a b.csv"; filename*=UTF-8\'\'%C3%A9t%C3%A9.csv', 'x'), 'été.csv');
   eq('download plain', transfer.downloadName('attachment; filename="grid.xlsx"', 'x'), 'grid.xlsx');
   eq('download none', transfer.downloadName(null, 'export.csv'), 'export.csv');
+  // XLSX heads: the first sheet by the workbook's relationships, shared, rich and inline
+  // strings, numbers, gaps between cells; something else is refused, not read.
+  const book = Uint8Array.from(atob('UEsDBBQAAAAIAFg+e10lu2+/RwAAAFsAAAAPAAAAeGwvd29ya2Jvb2sueG1ssynPL8pOys/PVqjIzckrtiqyVapQsrMpzkhNLSmG0gp5ibmptkrBSgpgrmeKrZKhkkKRVSaQUeSZYq6kb2ejD9OhDzPQDgBQSwMEFAAAAAgAWD57XT6aEntKAAAAXwAAABoAAAB4bC9fcmVscy93b3JrYm9vay54bWwucmVsc7MJSs1JLMnMzyvOyCwotrNB5ip4ptgqFXmmmCsphFQWpNoqlQAZiUXpqSW2SuX5RdnFGampJcX6+SUZqUV6Fbk5Svp2Nvqo5gEAUEsDBBQAAAAIAFg+e115L6+UWwAAAIQAAAAUAAAAeGwvc2hhcmVkU3RyaW5ncy54bWyzKS4usbMpzrSzKbELSk3OL0pR8HSx0QeK6YMEIRKueek5mcUZqMJFIBmPVIhgEYSvUJGbY1VckJicaqtUUJRanFpUlqpkl5OTr6CWmFtgrZBUiVAPNkgfZD0AUEsDBBQAAAAIAFg+e13tzQNYewAAAOoAAAAXAAAAeGwvd29ya3NoZWV0cy9vdGhlci54bWyzKc8vyi7OSE0tsbMBUy6JJYl2NkX55QpFtkqGSnY2ySCGo6GSQomtUjGQX2ZnYKNfZmejnwyVc0aWM4TL6QPNgBtkBDfICKw4My8nMy81uKQIKJ5ZbGdTYpcN1Al0gz6IhzDaCMloI1RrXYzAosZ6pmhW6iP5Qx/hPQBQSwECFAMUAAAACABYPntdJbtvv0cAAABbAAAADwAAAAAAAAAAAAAAgAEAAAAAeGwvd29ya2Jvb2sueG1sUEsBAhQDFAAAAAgAWD57XT6aEntKAAAAXwAAABoAAAAAAAAAAAAAAIABdAAAAHhsL19yZWxzL3dvcmtib29rLnhtbC5yZWxzUEsBAhQDFAAAAAgAWD57XXkvr5RbAAAAhAAAABQAAAAAAAAAAAAAAIAB9gAAAHhsL3NoYXJlZFN0cmluZ3MueG1sUEsBAhQDFAAAAAgAWD57Xe3NA1h7AAAA6gAAABcAAAAAAAAAAAAAAIABgwEAAHhsL3dvcmtzaGVldHMvb3RoZXIueG1sUEsFBgAAAAAEAAQADAEAADMCAAAAAA=='), (c) => c.charCodeAt(0));
+  eq('xlsx head', await xlsx.readXlsxHead(new Blob([book]), 6),
+    [['Record ID', '', 'English'], ['k1', '', 'Hello & bye', '3.5']]);
+  eq('xlsx one row', (await xlsx.readXlsxHead(new Blob([book]), 1)).length, 1);
+  eq('column of', ['A1', 'Z9', 'AA3', '1'].map(xlsx.columnOf), [0, 25, 26, -1]);
+  eq('xml entities', xlsx.unescapeXml('&lt;a&gt; &amp;&#233;&#x4e2d;&quot;'), '<a> &é中"');
+  eq('rows bounded', xlsx.sheetRows('<row><c r="A1"><v>1</v></c></row>'.repeat(50), 3).length, 3);
+  eq('columns bounded', xlsx.sheetRows('<row><c r="ZZZ1"><v>1</v></c><c r="B1"><v>2</v></c></row>', 1), [[{ col: 1, type: 'n', value: '2' }]]);
+  let refused = false;
+  try { await xlsx.readXlsxHead(new Blob(['not a zip']), 6); } catch { refused = true; }
+  eq('not a zip', refused, true);
   return JSON.stringify(failures);
 })()
