@@ -12,6 +12,8 @@ pub mod changes;
 pub mod columns;
 pub mod compression;
 pub mod conditional;
+pub mod console;
+pub mod current_key;
 pub mod databases;
 pub mod dependencies;
 pub mod diffcheck;
@@ -95,7 +97,9 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     cdn::configure(cfg);
     cdn_serve::configure(cfg);
     transmems::configure(cfg);
+    current_key::configure(cfg);
     admin::configure(cfg);
+    console::configure(cfg);
 }
 
 /// A JSON response with exactly `Content-Type: application/json`.

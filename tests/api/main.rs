@@ -11,6 +11,7 @@ mod columns;
 mod compat;
 mod compression;
 mod conditional;
+mod console;
 mod crash;
 mod databases;
 mod dependencies;

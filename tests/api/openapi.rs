@@ -82,6 +82,10 @@ const LATER_ENDPOINTS: &[(&str, &str)] = &[
     ("post", "/v1/grids/{id}/backups/{backupId}/restore"),
     // Beyond the hosted service (issue 21): live grids.
     ("get", "/v1/views/{viewId}/changes"),
+    // The web console (issue 23).
+    ("get", "/"),
+    ("get", "/console/{path}"),
+    ("get", "/admin/v1/api-keys/current"),
     ("get", "/v1/views/{viewId}/records/{recordId}"),
     ("post", "/v1/grids/{gridId}/restore"),
     ("post", "/v1/webhooks"),
