@@ -113,3 +113,7 @@ fn the_current_key_says_what_it_may_do_without_its_secret() {
     app.call(Method::GET, "/admin/v1/api-keys/current", Some("wrong"), None)
         .assert_error(401, "unauthorized");
 }
+
+mod e2e;
+mod e2e_more;
+mod scale;

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod branches;
+mod browser;
 mod cdn;
 mod changes;
 mod cli;
