@@ -19,18 +19,36 @@ export const MERGE_OPTIONS = [
 /** Records the preview shows (the diffcheck listing pages). */
 export const PREVIEW_LIMIT = 200;
 
-const gridOf = (ctx) => (ctx.grid && ctx.grid.id) || ctx.route.gridId;
-const currentBranch = (ctx) => ctx.route.branchId || gridOf(ctx);
+const currentBranch = (ctx) => ctx.route.branchId || ctx.route.gridId;
+
+/** The grid of each branch the panel has listed (a branch's body does not name its grid; the
+ * page's route does only when browsing led there). Kept in memory only. */
+const gridOfBranch = new Map();
+
+/** The open branch's grid id: the master branch is its grid; a branch listed before is known. */
+function gridOf(ctx) {
+  const here = currentBranch(ctx);
+  if (ctx.grid && ctx.grid.isMaster) return ctx.grid.id;
+  return gridOfBranch.get(here) || ctx.route.gridId || here;
+}
 
 async function listBranches(ctx) {
-  return ctx.api.get(`/v1/branches?gridId=${seg(gridOf(ctx))}`);
+  const gridId = gridOf(ctx);
+  const branches = await ctx.api.get(`/v1/branches?gridId=${seg(gridId)}`).catch((error) => {
+    if (error.status === 404) {
+      throw new Error('This branch\'s grid is not known here: open the branch from its grid\'s page.');
+    }
+    throw error;
+  });
+  for (const branch of branches) gridOfBranch.set(branch.id, gridId);
+  return branches;
 }
 
 function branchRow(ctx, branch, state, status) {
   const here = branch.id === currentBranch(ctx);
   const open = action(here ? 'Open (current)' : 'Open', () => {
     state.close();
-    ctx.navigate(`#/views/${branch.defaultAccessViewId}`);
+    ctx.navigate(`#/views/${seg(branch.defaultAccessViewId)}?grid=${seg(gridOf(ctx))}`);
   }, status, { 'aria-label': `Open branch ${branch.name}` });
   const remove = branch.isMaster ? null : confirmAction('Delete', 'Delete branch?', async () => {
     await ctx.api.send('DELETE', `/v1/branches/${seg(branch.id)}`);

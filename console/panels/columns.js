@@ -12,18 +12,18 @@
 import { el, field, select, statusLine, action, confirmAction, panel, closePanel, fill, planAtLeast, seg } from './common.js';
 import { columnForm } from './column_form.js';
 
-/** The view, its branch's default view id and every column of the branch. */
+/** The view, whether it is its branch's default view, and every column of the branch. */
 async function load(ctx) {
-  const { viewId, gridId } = ctx.route;
-  const branchId = ctx.route.branchId || gridId;
+  const { viewId } = ctx.route;
   const view = await ctx.api.get(`/v1/views/${seg(viewId)}`);
-  const home = branchId && branchId !== view.gridId
-    ? await ctx.api.get(`/v1/branches/${seg(branchId)}`)
-    : await ctx.api.get(`/v1/grids/${seg(view.gridId)}`);
-  const all = home.defaultAccessViewId === viewId
-    ? view.columns
-    : (await ctx.api.get(`/v1/views/${seg(home.defaultAccessViewId)}`)).columns;
-  return { view, isDefault: home.defaultAccessViewId === viewId, all };
+  // The page's branch body names the default view; without it (a Free plan reads no
+  // branches), the view's branch is its grid's master.
+  const home = ctx.grid && ctx.grid.defaultAccessViewId
+    ? ctx.grid : await ctx.api.get(`/v1/grids/${seg(view.gridId)}`);
+  const isDefault = home.defaultAccessViewId === viewId;
+  const all = isDefault
+    ? view.columns : (await ctx.api.get(`/v1/views/${seg(home.defaultAccessViewId)}`)).columns;
+  return { view, isDefault, all };
 }
 
 const columnPath = (viewId, id) => `/v1/views/${seg(viewId)}/columns/${seg(id)}`;
