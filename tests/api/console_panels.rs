@@ -399,3 +399,102 @@ fn the_feed_reader_reports_records_deletions_and_schema_changes() {
     browser.eval("window.stopFeed(); true");
     assert!(browser.errors().is_empty(), "{:?}", browser.errors());
 }
+
+/// The ids of the columns `view` shows, in order, as the API lists them.
+fn view_columns(app: &TestApp, view: &str) -> Vec<String> {
+    let body = app.get(&format!("/v1/views/{view}"));
+    let columns = body.assert_status(200)["columns"].as_array().expect("columns").clone();
+    columns.iter().map(|c| c["id"].as_str().expect("an id").to_owned()).collect()
+}
+
+#[test]
+fn columns_are_hidden_shown_and_moved_in_a_view_but_not_in_the_default_one() {
+    let app = spawn_app();
+    let (grid, view) = strings_grid(&app, 1);
+    app.create_column(&view, json!({"id": "note", "name": "Note", "type": "singleLine"}));
+    app.create_column(&view, json!({"id": "fr", "name": "French", "type": "language", "languageCode": "frFR"}));
+    let review = app.post(
+        "/v1/views",
+        &json!({"name": "Review", "gridId": grid, "columns": [{"id": "en"}, {"id": "note"}, {"id": "fr"}]}),
+    );
+    let review = review.assert_status(200)["id"].as_str().expect("a view").to_owned();
+
+    // The default view shows every column: nothing to hide or move there.
+    let mut browser = view_page(&app, &app.key, &view);
+    press_button(&mut browser, "panel-columns");
+    let fixed = browser.wait_for(
+        "document.querySelector(\"dialog [aria-label='Hide Note in this view']\")?.disabled === true \
+         && document.querySelector(\"dialog [aria-label='Move Note up']\").disabled",
+        WAIT,
+    );
+    assert_eq!(fixed, json!(true));
+    drop(browser);
+
+    let mut browser = view_page(&app, &app.key, &review);
+    press_button(&mut browser, "panel-columns");
+    click(&mut browser, "[aria-label='Hide Note in this view']");
+    browser.wait_for("document.querySelector(\"dialog [aria-label='Show Note in this view']\")", WAIT);
+    assert_eq!(view_columns(&app, &review), ["en", "fr"]);
+    click(&mut browser, "[aria-label='Show Note in this view']");
+    browser.wait_for("document.querySelector(\"dialog [aria-label='Hide Note in this view']\")", WAIT);
+    assert_eq!(view_columns(&app, &review), ["en", "fr", "note"]);
+    click(&mut browser, "[aria-label='Move Note up']");
+    status_says(&mut browser, "Moved");
+    assert_eq!(view_columns(&app, &review), ["en", "note", "fr"]);
+    // The grid's own columns never changed.
+    assert_eq!(view_columns(&app, &view), ["en", "note", "fr"]);
+    assert!(browser.errors().is_empty(), "{:?}", browser.errors());
+}
+
+#[test]
+fn a_panel_is_used_by_keyboard_only_and_gives_the_focus_back() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app, 1);
+    let mut browser = view_page(&app, &app.key, &view);
+    browser.wait_for("document.querySelector('#panel-share')", WAIT);
+    browser.eval("document.querySelector('#panel-share').focus(); true");
+    browser.press("Enter", 0);
+    // The dialog takes the focus (its first control), Tab reaches "Create link", Enter runs it.
+    browser.wait_for("document.activeElement && document.activeElement.id === 'share-include-history'", WAIT);
+    browser.press(" ", 0);
+    browser.press("Tab", 0);
+    browser.wait_for("document.activeElement.dataset.panel === 'share-enable'", WAIT);
+    browser.press("Enter", 0);
+    browser.wait_for("document.querySelector('dialog [data-panel=share-link]')", WAIT);
+    let share = app.get(&format!("/v1/views/{view}/shares"));
+    assert_eq!(share.body["active"], json!(true));
+    assert_eq!(share.body["includeGridHistory"], json!(true));
+    // Every control of the panel has a name a screen reader reads.
+    let unnamed = browser.eval(
+        "[...document.querySelectorAll('dialog input, dialog select, dialog button')]\
+           .filter((c) => !(c.labels && c.labels.length) && !c.getAttribute('aria-label') && !c.textContent.trim())\
+           .map((c) => c.outerHTML)",
+    );
+    assert_eq!(unnamed, json!([]));
+    browser.press("Escape", 0);
+    browser.wait_for("!document.querySelector('dialog') && document.activeElement.id === 'panel-share'", WAIT);
+    assert!(browser.errors().is_empty(), "{:?}", browser.errors());
+}
+
+#[test]
+fn a_refused_key_says_why_and_creates_nothing() {
+    let app = spawn_app();
+    let before = app.get("/admin/v1/api-keys").body.as_array().expect("keys").len();
+    let mut browser = console_at(&app, &app.key, "#/");
+    press_button(&mut browser, "company-keys");
+    // No name: the API's 400 is shown; a view key for a view that does not exist: its 404.
+    click(&mut browser, "[data-panel=key-create]");
+    status_says(&mut browser, "(badRequest)");
+    let name = labelled(&mut browser, "Name");
+    set(&mut browser, &name, "reviewer");
+    let kind = labelled(&mut browser, "Kind");
+    set(&mut browser, &kind, "view");
+    let view = labelled(&mut browser, "View id");
+    set(&mut browser, &view, "nosuchview0000");
+    click(&mut browser, "[data-panel=key-create]");
+    let said = status_says(&mut browser, "IsNotFound)");
+    assert!(said.contains("viewIsNotFound"), "{said}");
+    assert_eq!(app.get("/admin/v1/api-keys").body.as_array().expect("keys").len(), before);
+    assert_eq!(browser.eval("document.querySelector('dialog [data-panel=key-secret]')"), Value::Null);
+    assert!(browser.errors().is_empty(), "{:?}", browser.errors());
+}
