@@ -155,8 +155,12 @@ export async function columnsDialog(ctx) {
     fill(formSlot, columnForm(ctx, ctx.route.viewId, column, () => state.refresh('Column saved.')));
     formSlot.querySelector('input').focus();
   };
+  const freshForm = () => fill(formSlot, columnForm(ctx, ctx.route.viewId, null, async () => {
+    await state.refresh('Column added.');
+    freshForm();
+  }));
   await render();
-  fill(formSlot, columnForm(ctx, ctx.route.viewId, null, () => state.refresh('Column added.')));
+  freshForm();
   await panel('Columns', body);
   if (state.changed && ctx.reload) await ctx.reload();
 }

@@ -59,6 +59,7 @@ export async function importDialog(ctx) {
   };
   const preview = () => showPreview().catch((e) => status.fail(e));
   input.addEventListener('change', preview);
+  out.addEventListener('change', () => status.show('Import when every file column goes where it should.'));
   headerBox.addEventListener('change', preview);
   const run = action('Import', () => runImport(ctx, input.files[0], mapping, headerBox.checked, status),
     status, { class: 'primary', 'data-panel': 'import-run' });
