@@ -47,9 +47,8 @@ fn press_button(browser: &mut Browser, id: &str) {
 
 /// The ids of the page's buttons whose id starts with `prefix`.
 fn buttons(browser: &mut Browser, prefix: &str) -> Value {
-    browser.eval(&format!(
-        "[...document.querySelectorAll('button[id^={prefix}]')].map((b) => b.id)"
-    ))
+    browser
+        .eval(&format!("[...document.querySelectorAll('button[id^={prefix}]')].map((b) => b.id)"))
 }
 
 /// With `GRIDD_CONSOLE_SCREENSHOTS=1`, a screenshot of the page as `docs/console/<name>`.
@@ -65,7 +64,12 @@ fn screenshot(browser: &mut Browser, name: &str) {
 /// Clicks the element `selector` inside the open dialog once it is there and enabled.
 fn click(browser: &mut Browser, selector: &str) {
     let selector = json!(format!("dialog {selector}"));
-    browser.wait_for(&format!("document.querySelector({selector}) && !document.querySelector({selector}).disabled"), WAIT);
+    browser.wait_for(
+        &format!(
+            "document.querySelector({selector}) && !document.querySelector({selector}).disabled"
+        ),
+        WAIT,
+    );
     browser.eval(&format!("document.querySelector({selector}).click(); true"));
 }
 
@@ -141,9 +145,15 @@ fn a_branch_merges_through_the_dialog_after_its_preview() {
     let branch = app.post(&format!("/v1/branches?branchId={grid}"), &json!({"name": "release"}));
     let branch = branch.assert_status(201).clone();
     let branch_view = branch["defaultAccessViewId"].as_str().expect("a view").to_owned();
-    app.patch(&format!("/v1/views/{branch_view}/records/k0"), &json!({"cells": [{"columnId": "en", "value": "Changed"}]}))
-        .assert_status(200);
-    app.add_records(&branch_view, json!([{"id": "k9", "cells": [{"columnId": "en", "value": "New"}]}]));
+    app.patch(
+        &format!("/v1/views/{branch_view}/records/k0"),
+        &json!({"cells": [{"columnId": "en", "value": "Changed"}]}),
+    )
+    .assert_status(200);
+    app.add_records(
+        &branch_view,
+        json!([{"id": "k9", "cells": [{"columnId": "en", "value": "New"}]}]),
+    );
 
     let mut browser = view_page(&app, &app.key, &view);
     browser.eval("window.samePage = true");
@@ -159,7 +169,8 @@ fn a_branch_merges_through_the_dialog_after_its_preview() {
     let preview = browser.eval("[...document.querySelectorAll('dialog tr[data-record-id]')].map((r) => r.dataset.recordId + ':' + r.children[1].textContent).sort()");
     assert_eq!(preview, json!(["k0:updated", "k9:added"]));
     screenshot(&mut browser, "merge.png");
-    let diff = browser.eval("document.querySelector('dialog tr[data-record-id=k0] ins').textContent");
+    let diff =
+        browser.eval("document.querySelector('dialog tr[data-record-id=k0] ins').textContent");
     assert_eq!(diff, json!("Changed"));
     // Nothing moved yet.
     assert_eq!(cell(find_record(&app.records(&view), "k0"), "en")["value"], json!("Text 0"));
@@ -250,11 +261,16 @@ fn a_csv_is_imported_through_the_mapping_preview() {
     let mut browser = view_page(&app, &app.key, &view);
     press_button(&mut browser, "panel-import");
     pick_file(&mut browser, "[data-panel=import-file]", &file);
-    browser.wait_for("document.querySelectorAll('dialog select[data-file-column]').length === 3", WAIT);
+    browser.wait_for(
+        "document.querySelectorAll('dialog select[data-file-column]').length === 3",
+        WAIT,
+    );
     let cells = browser.eval("[...document.querySelectorAll('dialog .panel-preview tbody tr')].map((r) => [...r.children].map((c) => c.textContent))");
     assert_eq!(cells[2], json!(["k5", "Deux, \"trois\"", "y"]));
     // No header matches a column: every target starts as "ignore".
-    let guessed = browser.eval("[...document.querySelectorAll('dialog select[data-file-column]')].map((s) => s.value)");
+    let guessed = browser.eval(
+        "[...document.querySelectorAll('dialog select[data-file-column]')].map((s) => s.value)",
+    );
     assert_eq!(guessed, json!(["", "", ""]));
 
     // Two file columns into one column are refused before anything is sent.
@@ -284,7 +300,8 @@ fn a_share_link_is_made_copied_and_disabled() {
     let mut browser = view_page(&app, &app.key, &view);
     press_button(&mut browser, "panel-share");
     click(&mut browser, "[data-panel=share-enable]");
-    let link = browser.wait_for("document.querySelector('dialog [data-panel=share-link]').value", WAIT);
+    let link =
+        browser.wait_for("document.querySelector('dialog [data-panel=share-link]').value", WAIT);
     let share = app.get(&shares);
     let share = share.assert_status(200);
     assert_eq!(share["active"], json!(true));
@@ -318,11 +335,13 @@ fn an_owner_creates_a_key_sees_its_secret_once_and_revokes_it() {
     let privilege = labelled(&mut browser, "Privilege (includes the ones before it)");
     set(&mut browser, &privilege, "write");
     click(&mut browser, "[data-panel=key-create]");
-    let secret = browser.wait_for("document.querySelector('dialog [data-panel=key-secret]').value", WAIT);
+    let secret =
+        browser.wait_for("document.querySelector('dialog [data-panel=key-secret]').value", WAIT);
     let secret = secret.as_str().expect("the secret").to_owned();
     screenshot(&mut browser, "keys.png");
     let listed = app.get("/admin/v1/api-keys");
-    let key = listed.body.as_array().expect("keys").iter().find(|k| k["name"] == "translator").cloned();
+    let key =
+        listed.body.as_array().expect("keys").iter().find(|k| k["name"] == "translator").cloned();
     let key = key.expect("the new key is listed");
     assert_eq!(key["privileges"], json!(["read", "write"]));
     assert!(key.get("key").is_none(), "a listing never shows a secret");
@@ -342,8 +361,11 @@ fn a_records_history_lists_its_changes_newest_first() {
     let app = spawn_app();
     let (_, view) = strings_grid(&app, 1);
     for text in ["One", "Two"] {
-        app.patch(&format!("/v1/views/{view}/records/k0"), &json!({"cells": [{"columnId": "en", "value": text}]}))
-            .assert_status(200);
+        app.patch(
+            &format!("/v1/views/{view}/records/k0"),
+            &json!({"cells": [{"columnId": "en", "value": text}]}),
+        )
+        .assert_status(200);
     }
     let mut browser = view_page(&app, &app.key, &view);
     // The record's menu (a right click on its row), then its history.
@@ -369,14 +391,21 @@ fn a_change_made_over_the_api_reaches_the_open_page() {
     browser.wait_for("document.querySelector('.grid-row:not(.loading) .cell.t-_recordId')", WAIT);
     browser.eval("window.samePage = true");
     let shows = |text: &str| {
-        format!("[...document.querySelectorAll('.grid-row .cell')].some((c) => c.textContent === {})", json!(text))
+        format!(
+            "[...document.querySelectorAll('.grid-row .cell')].some((c) => c.textContent === {})",
+            json!(text)
+        )
     };
     // The feed is open once the page has painted; a write elsewhere then shows up.
     std::thread::sleep(Duration::from_millis(300));
-    app.patch(&format!("/v1/views/{view}/records/k1"), &json!({"cells": [{"columnId": "en", "value": "Live"}]}))
-        .assert_status(200);
+    app.patch(
+        &format!("/v1/views/{view}/records/k1"),
+        &json!({"cells": [{"columnId": "en", "value": "Live"}]}),
+    )
+    .assert_status(200);
     browser.wait_for(&shows("Live"), WAIT);
-    app.delete_with(&format!("/v1/views/{view}/records"), &json!({"ids": ["k0"]})).assert_status(204);
+    app.delete_with(&format!("/v1/views/{view}/records"), &json!({"ids": ["k0"]}))
+        .assert_status(204);
     browser.wait_for(&format!("!({})", shows("Text 0")), WAIT);
     assert_eq!(browser.eval("window.samePage === true"), json!(true), "no reload");
     assert!(browser.errors().is_empty(), "{:?}", browser.errors());
@@ -398,14 +427,22 @@ fn the_feed_reader_reports_records_deletions_and_schema_changes() {
          }})()"
     ));
     std::thread::sleep(Duration::from_millis(300));
-    app.patch(&format!("/v1/views/{view}/records/k1"), &json!({"cells": [{"columnId": "en", "value": "Live"}]}))
-        .assert_status(200);
+    app.patch(
+        &format!("/v1/views/{view}/records/k1"),
+        &json!({"cells": [{"columnId": "en", "value": "Live"}]}),
+    )
+    .assert_status(200);
     let ids = browser.wait_for("window.changes.length && window.changes[0].ids", WAIT);
     assert_eq!(ids, json!(["k1"]));
-    let value = browser.eval("window.changes[0].records[0].cells.find((c) => c.columnId === 'en').value");
+    let value =
+        browser.eval("window.changes[0].records[0].cells.find((c) => c.columnId === 'en').value");
     assert_eq!(value, json!("Live"));
-    app.delete_with(&format!("/v1/views/{view}/records"), &json!({"ids": ["k0"]})).assert_status(204);
-    let kinds = browser.wait_for("window.changes.length === 2 && window.changes.map((c) => c.kind + ':' + c.ids.join())", WAIT);
+    app.delete_with(&format!("/v1/views/{view}/records"), &json!({"ids": ["k0"]}))
+        .assert_status(204);
+    let kinds = browser.wait_for(
+        "window.changes.length === 2 && window.changes.map((c) => c.kind + ':' + c.ids.join())",
+        WAIT,
+    );
     assert_eq!(kinds, json!(["records:k1", "records:k0"]));
     app.post(&format!("/v1/views/{view}/columns"), &json!({"name": "Note", "type": "singleLine"}))
         .assert_status(201);
@@ -426,7 +463,10 @@ fn columns_are_hidden_shown_and_moved_in_a_view_but_not_in_the_default_one() {
     let app = spawn_app();
     let (grid, view) = strings_grid(&app, 1);
     app.create_column(&view, json!({"id": "note", "name": "Note", "type": "singleLine"}));
-    app.create_column(&view, json!({"id": "fr", "name": "French", "type": "language", "languageCode": "frFR"}));
+    app.create_column(
+        &view,
+        json!({"id": "fr", "name": "French", "type": "language", "languageCode": "frFR"}),
+    );
     let review = app.post(
         "/v1/views",
         &json!({"name": "Review", "gridId": grid, "columns": [{"id": "en"}, {"id": "note"}, {"id": "fr"}]}),
@@ -447,10 +487,12 @@ fn columns_are_hidden_shown_and_moved_in_a_view_but_not_in_the_default_one() {
     let mut browser = view_page(&app, &app.key, &review);
     press_button(&mut browser, "panel-columns");
     click(&mut browser, "[aria-label='Hide Note in this view']");
-    browser.wait_for("document.querySelector(\"dialog [aria-label='Show Note in this view']\")", WAIT);
+    browser
+        .wait_for("document.querySelector(\"dialog [aria-label='Show Note in this view']\")", WAIT);
     assert_eq!(view_columns(&app, &review), ["en", "fr"]);
     click(&mut browser, "[aria-label='Show Note in this view']");
-    browser.wait_for("document.querySelector(\"dialog [aria-label='Hide Note in this view']\")", WAIT);
+    browser
+        .wait_for("document.querySelector(\"dialog [aria-label='Hide Note in this view']\")", WAIT);
     assert_eq!(view_columns(&app, &review), ["en", "fr", "note"]);
     click(&mut browser, "[aria-label='Move Note up']");
     status_says(&mut browser, "Moved");
@@ -469,7 +511,10 @@ fn a_panel_is_used_by_keyboard_only_and_gives_the_focus_back() {
     browser.eval("document.querySelector('#panel-share').focus(); true");
     browser.press("Enter", 0);
     // The dialog takes the focus (its first control), Tab reaches "Create link", Enter runs it.
-    browser.wait_for("document.activeElement && document.activeElement.id === 'share-include-history'", WAIT);
+    browser.wait_for(
+        "document.activeElement && document.activeElement.id === 'share-include-history'",
+        WAIT,
+    );
     browser.press(" ", 0);
     browser.press("Tab", 0);
     browser.wait_for("document.activeElement.dataset.panel === 'share-enable'", WAIT);
@@ -486,7 +531,10 @@ fn a_panel_is_used_by_keyboard_only_and_gives_the_focus_back() {
     );
     assert_eq!(unnamed, json!([]));
     browser.press("Escape", 0);
-    browser.wait_for("!document.querySelector('dialog') && document.activeElement.id === 'panel-share'", WAIT);
+    browser.wait_for(
+        "!document.querySelector('dialog') && document.activeElement.id === 'panel-share'",
+        WAIT,
+    );
     assert!(browser.errors().is_empty(), "{:?}", browser.errors());
 }
 
@@ -509,6 +557,9 @@ fn a_refused_key_says_why_and_creates_nothing() {
     let said = status_says(&mut browser, "IsNotFound)");
     assert!(said.contains("viewIsNotFound"), "{said}");
     assert_eq!(app.get("/admin/v1/api-keys").body.as_array().expect("keys").len(), before);
-    assert_eq!(browser.eval("document.querySelector('dialog [data-panel=key-secret]')"), Value::Null);
+    assert_eq!(
+        browser.eval("document.querySelector('dialog [data-panel=key-secret]')"),
+        Value::Null
+    );
     assert!(browser.errors().is_empty(), "{:?}", browser.errors());
 }
