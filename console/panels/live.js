@@ -122,10 +122,10 @@ async function pollDigest(ctx) {
   return JSON.stringify([count, answer.body.map((r) => [r.id, r.lastModifiedTime])]);
 }
 
-async function poll(ctx, onChange, signal) {
+async function poll(ctx, onChange, signal, every) {
   let seen = await pollDigest(ctx).catch(() => null);
   while (!signal.aborted) {
-    await sleep(POLL_MS, signal);
+    await sleep(every, signal);
     if (signal.aborted) return;
     const now = await pollDigest(ctx).catch(() => seen);
     if (seen !== null && now !== seen) onChange({ kind: 'resync' });
@@ -133,24 +133,27 @@ async function poll(ctx, onChange, signal) {
   }
 }
 
-/** Follows the open view's changes; answers stop(). */
+/** Follows the open view's changes; answers stop(). `options`: `onState(state)` hears
+ * 'live', 'reconnecting', 'polling' and 'stopped'; `backoffMinMs` and `pollMs` change the
+ * timings (tests). */
 export function startLive(ctx, onChange, options = {}) {
   const controller = new AbortController();
   const { signal } = controller;
   const report = options.onState || (() => {});
+  const first = options.backoffMinMs || BACKOFF_MIN_MS;
   (async () => {
     let after = null;
     let failures = 0;
-    let backoff = BACKOFF_MIN_MS;
+    let backoff = first;
     while (!signal.aborted) {
       try {
-        after = await readStream(ctx, after, onChange, signal, () => { failures = 0; backoff = BACKOFF_MIN_MS; report('live'); });
+        after = await readStream(ctx, after, onChange, signal, () => { failures = 0; backoff = first; report('live'); });
       } catch (error) {
         if (signal.aborted) return;
         if ([401, 403, 404].includes(error.status)) { report('stopped'); return; }
         if (error.last) after = error.last;
         failures += 1;
-        if (failures >= FAILURES_BEFORE_POLLING) { report('polling'); await poll(ctx, onChange, signal); return; }
+        if (failures >= FAILURES_BEFORE_POLLING) { report('polling'); await poll(ctx, onChange, signal, options.pollMs || POLL_MS); return; }
       }
       report('reconnecting');
       await sleep(backoff, signal);

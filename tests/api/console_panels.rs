@@ -563,3 +563,81 @@ fn a_refused_key_says_why_and_creates_nothing() {
     );
     assert!(browser.errors().is_empty(), "{:?}", browser.errors());
 }
+
+#[test]
+fn the_feed_reader_resumes_after_its_last_event_and_falls_back_to_polling() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app, 2);
+    let mut browser = view_page(&app, &app.key, &view);
+    // A feed that ends after one event, then refuses: the reader asks again from position 41,
+    // backing off, and after three failures in a row polls the records instead.
+    let outcome = browser.eval(&format!(
+        "(async () => {{
+           const base = document.querySelector('script[type=module]').src.replace(/app\\.js$/, '');
+           const live = await import(`${{base}}panels/live.js`);
+           const {{ api }} = await import(`${{base}}api.js`);
+           const paths = [];
+           const states = [];
+           const changes = [];
+           const feed = {{ ...api, raw: async (method, path, init) => {{
+             paths.push(path);
+             if (paths.length === 1) {{
+               return new Response('event: records\\nid: 41\\ndata: {{\"position\":41,\"records\":[{{\"id\":\"a\"}}],\"deleted\":[]}}\\n\\n',
+                 {{ status: 200 }});
+             }}
+             throw Object.assign(new Error('down'), {{ status: 503 }});
+           }} }};
+           const stop = live.startLive({{ api: feed, route: {{ viewId: '{view}' }} }},
+             (c) => changes.push(c), {{ onState: (s) => states.push(s), backoffMinMs: 100, pollMs: 500 }});
+           const until = async (test) => {{ while (!test()) await new Promise((r) => setTimeout(r, 50)); }};
+           await until(() => states.includes('polling'));
+           await new Promise((r) => setTimeout(r, 300));
+           await api.send('PATCH', '/v1/views/{view}/records/k1', {{ cells: [{{ columnId: 'en', value: 'Polled' }}] }});
+           await until(() => changes.some((c) => c.kind === 'resync'));
+           stop();
+           return {{ paths, states, kinds: changes.map((c) => c.kind) }};
+         }})()"
+    ));
+    let feed = format!("/v1/views/{view}/changes");
+    assert_eq!(
+        outcome["paths"],
+        json!([
+            feed,
+            format!("{feed}?after=41"),
+            format!("{feed}?after=41"),
+            format!("{feed}?after=41")
+        ])
+    );
+    assert_eq!(
+        outcome["states"],
+        json!(["live", "reconnecting", "reconnecting", "reconnecting", "polling"])
+    );
+    assert_eq!(outcome["kinds"], json!(["records", "resync"]));
+    assert!(browser.errors().is_empty(), "{:?}", browser.errors());
+}
+
+#[test]
+fn a_view_is_exported_as_csv_and_xlsx_files() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app, 2);
+    let mut browser = view_page(&app, &app.key, &view);
+    // The download is a Blob behind an object URL; the test keeps its bytes.
+    browser.eval(
+        "window.saved = []; const create = URL.createObjectURL;
+         URL.createObjectURL = (blob) => { window.saved.push(blob); return create(blob); }; true",
+    );
+    press_button(&mut browser, "panel-export");
+    click(&mut browser, "[data-panel=export-run]");
+    let said = status_says(&mut browser, "Downloaded");
+    assert!(said.ends_with(".csv."), "{said}");
+    let text = browser.eval("window.saved[0].text()");
+    let text = text.as_str().expect("the CSV");
+    assert!(text.contains("k1,") && text.contains("Text 1"), "{text}");
+    set(&mut browser, "[data-panel=export-type]", "xlsx");
+    click(&mut browser, "[data-panel=export-run]");
+    browser.wait_for("window.saved.length === 2", WAIT);
+    let head = browser
+        .eval("window.saved[1].arrayBuffer().then((b) => [...new Uint8Array(b).slice(0, 2)])");
+    assert_eq!(head, json!([80, 75]), "an XLSX is a zip");
+    assert!(browser.errors().is_empty(), "{:?}", browser.errors());
+}
