@@ -9,12 +9,12 @@ import { can, setCrumbs, navigate, keyInfo, parseRoute } from './app.js';
 import { trailOf } from './browse.js';
 import { GridTable } from './grid/table.js';
 import { RecordSource, ListSource } from './grid/source.js';
-import { downloadFile } from './grid/editors.js';
-import { editCell } from './grid/editors.js';
+import { downloadFile, editCell, readRecord, writeCells } from './grid/editors.js';
+import { cellOf } from './grid/cells.js';
 import { onGridKey } from './grid/keyboard.js';
 import { wireClipboard } from './grid/clipboard.js';
 import {
-  stateFromParams, saveToUrl, toListing, editFilters, editSort, statusControls, searchColumns,
+  stateFromParams, saveToUrl, toListing, editFilters, editSort, statusControls, searchColumns, STATUSES,
 } from './grid/query.js';
 import { viewToolbar, recordMenu, startLive } from './panels/index.js';
 
@@ -32,7 +32,8 @@ function gridColumns(view) {
 }
 
 /** The records matching the search: server-side `contains` when it looks in one column; the
- *  union of each column's first matches when several (the query language ANDs conditions). */
+ *  union of each column's first matches when several (the query language ANDs conditions;
+ *  at most 20 columns, asked at once). */
 async function searchSource(grid, onData) {
   const columns = searchColumns(grid.table ? grid.table.columns : gridColumns(grid.view));
   const base = toListing(grid.state);
@@ -41,13 +42,12 @@ async function searchSource(grid, onData) {
     const query = { ...(base.query || {}), [columns[0].id]: { contains: text } };
     return new RecordSource(grid.viewId, { query, sort: base.sort }, onData, grid.onError);
   }
+  const pages = await Promise.all(columns.slice(0, 20).map((column) => api.get(
+    `/v1/views/${enc(grid.viewId)}/records`, {
+      query: { ...(base.query || {}), [column.id]: { contains: text } },
+      sort: base.sort, page: { offset: 0, limit: SEARCH_PER_COLUMN }, fetchFileOption: 'all' })));
   const seen = new Map();
-  for (const column of columns.slice(0, 20)) {
-    const query = { ...(base.query || {}), [column.id]: { contains: text } };
-    const page = await api.get(`/v1/views/${enc(grid.viewId)}/records`, {
-      query, sort: base.sort, page: { offset: 0, limit: SEARCH_PER_COLUMN }, fetchFileOption: 'all' });
-    for (const record of page) if (!seen.has(record.id)) seen.set(record.id, record);
-  }
+  for (const record of pages.flat()) if (!seen.has(record.id)) seen.set(record.id, record);
   return new ListSource([...seen.values()], onData);
 }
 
@@ -69,10 +69,21 @@ async function makeSource(grid) {
   updateCounts(grid);
 }
 
+/** A click on a column's name sorts by it: ascending, then descending, then not at all (the
+ *  Sort builder does the same by keyboard, with several keys). */
+function sortBy(grid, column) {
+  const key = grid.state.sort.length === 1 && grid.state.sort[0].field === column.id ? grid.state.sort[0] : null;
+  if (!key) grid.state.sort = [{ field: column.id, dir: 'asc' }];
+  else if (key.dir === 'asc') grid.state.sort = [{ field: column.id, dir: 'desc' }];
+  else grid.state.sort = [];
+  attempt(() => makeSource(grid));
+}
+
 function updateCounts(grid) {
   const { filters, sort, status, search } = grid.state;
   grid.buttons.filter.textContent = filters.length ? `Filter (${filters.length})` : 'Filter';
   grid.buttons.sort.textContent = sort.length ? `Sort (${sort.length})` : 'Sort';
+  if (grid.table) grid.table.markSort(sort);
   const total = grid.source.total;
   const note = total === null ? 'loading…' : `${total.toLocaleString()} records`;
   grid.count.textContent = `${note}${status || search || filters.length ? ' (filtered)' : ''}`;
@@ -98,13 +109,23 @@ function toolbar(grid) {
     grid.state.status = value;
     attempt(() => makeSource(grid));
   });
+  const goTo = h('input', { type: 'number', id: 'go-to-row', min: 1, placeholder: 'Row', 'aria-label': 'Go to row number',
+    onkeydown: (e) => {
+      if (e.key !== 'Enter') return;
+      e.preventDefault();
+      const row = Number.parseInt(goTo.value, 10);
+      if (Number.isFinite(row) && row >= 1) {
+        grid.jump(Math.min(row, grid.source.total || 1) - 1);
+        grid.table.root.focus({ preventScroll: true });
+      }
+    } });
   grid.buttons = { filter, sort };
   grid.count = h('span', { class: 'count', role: 'status' });
   const add = grid.canWrite ? h('button', { type: 'button', id: 'add-record', onclick: () => addRecord(grid) }, 'Add record') : null;
   const extra = viewToolbar(grid.ctx).map((b) => h('button', { type: 'button', id: `panel-${b.id}`,
     title: b.title || b.label, onclick: () => b.run() }, b.label));
   return h('div', { class: 'toolbar', role: 'toolbar', 'aria-label': 'Grid tools' },
-    filter, sort, status, search, add, ...extra, grid.count);
+    filter, sort, status, search, goTo, add, ...extra, grid.count);
 }
 
 async function addRecord(grid) {
@@ -121,7 +142,7 @@ async function addRecord(grid) {
 async function recordContext(grid, row) {
   const record = grid.source.at(row);
   if (!record) return;
-  const entries = [...recordMenu(grid.ctx, record)];
+  const entries = [...recordMenu(grid.ctx, record), ...statusEntries(grid, record)];
   if (grid.canWrite) {
     entries.push({ id: 'delete-record', label: 'Delete record', run: () => deleteRecord(grid, record) });
   }
@@ -136,6 +157,26 @@ async function recordContext(grid, row) {
   });
   await dialog({ title: `Record ${record.id}`, body, actions: [{ label: 'Close' }] });
   if (chosen) await attempt(() => chosen.run());
+}
+
+/** Status entries for the active cell: a target's dependency status, a source's lock. */
+function statusEntries(grid, record) {
+  const column = grid.table.columns[grid.table.active.col];
+  if (!grid.canWrite || !column || column.type !== 'language') return [];
+  const set = (status) => async () => {
+    const fresh = await readRecord(grid.viewId, record);
+    const written = await writeCells(grid.viewId, fresh.record, fresh.etag,
+      [{ columnId: column.id, ...status }], grid.table.columns);
+    if (written) grid.source.update([written]);
+  };
+  if (column.localizationType === 'targetLanguage') {
+    return STATUSES.filter((s) => s !== 'unset').map((s) => ({
+      id: `status-${s}`, label: `Mark ${column.name} ${s === 'upToDate' ? 'up to date' : 'out of date'}`,
+      run: set({ dependencyStatus: s }) }));
+  }
+  const locked = ['locked', 'lockAllLanguages'].includes(cellOf(record, column.id).sourceStatus);
+  return [{ id: 'lock', label: locked ? `Unlock ${column.name}` : `Lock ${column.name}`,
+    run: set({ sourceStatus: locked ? 'unset' : 'locked' }) }];
 }
 
 async function deleteRecord(grid, record) {
@@ -171,7 +212,8 @@ function buildContext(grid, branch) {
       gridId: route.params.get('grid') || (branch && branch.isMaster ? branch.id : grid.view.gridId) },
     view: grid.view, grid: branch, columns: grid.view.columns,
     reload: () => navigate(location.hash),
-    refresh: () => grid.source.reset(),
+    refresh: () => grid.source.reload(),
+    activeRecord: () => grid.source.at(grid.table.active.row) || null,
   };
 }
 
@@ -224,12 +266,14 @@ async function startGrid(grid, host) {
     onEdit: (row, col) => attempt(() => editCell(grid, row, col)),
     onContext: (row) => recordContext(grid, row),
     onActive: saveRow,
+    onSort: (column) => sortBy(grid, column),
     onPaint: (painted) => { watchPaint(grid, painted); updateCounts(grid); },
     download: (file) => downloadFile(grid.viewId, file),
   });
   grid.table.viewport.addEventListener('scroll', saveRow, { passive: true });
   grid.table.root.addEventListener('keydown', (e) => onGridKey(grid, e));
   wireClipboard(grid);
+  grid.openMenu = (row) => recordContext(grid, row);
   /** Scrolls to `row` and marks the time until it is painted. */
   grid.jump = (row) => {
     performance.mark('gridd:jump-start');
@@ -245,11 +289,10 @@ async function startGrid(grid, host) {
   }
 }
 
-/** A change made elsewhere (B's live updates): changed records are read again. */
+/** A change made elsewhere (B's live updates): the rows in sight are read again (the cached
+ *  copies stay shown meanwhile); a resync starts over; a schema change reopens the view. */
 function onLiveChange(grid, change) {
-  if (change.kind === 'schema') {
-    navigate(location.hash);
-  } else {
-    grid.source.reset();
-  }
+  if (change.kind === 'schema') navigate(location.hash);
+  else if (change.kind === 'resync') grid.source.reset();
+  else grid.source.reload();
 }

@@ -81,7 +81,7 @@ function control(column, value, initialText) {
     }
     case 'datetime': {
       const local = value ? String(value).slice(0, 16) : '';
-      const input = h('input', { type: 'datetime-local', value: local });
+      const input = h('input', { type: 'datetime-local', value: local, 'aria-label': `${column.name} (UTC)` });
       return { el: input, get: () => (input.value ? new Date(`${input.value}Z`).toISOString() : null) };
     }
     case 'singleSelection':

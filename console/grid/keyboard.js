@@ -1,8 +1,10 @@
 // Keyboard use of the grid, spreadsheet style: arrows move (Shift extends the range), Page
 // Up/Down move a screen, Home/End go to the row's ends (with Ctrl: the grid's), Enter or F2
 // edits, typing a character starts editing with it, Delete clears the range's editable cells,
-// Tab/Shift+Tab move right/left and leave the grid at its edges, Ctrl+A selects everything.
-// Copy and paste are the browser's copy/paste events (clipboard.js).
+// Tab/Shift+Tab move right/left and leave the grid at its edges, Ctrl+A selects everything,
+// the context menu key (or Shift+F10) opens the record's menu.
+// Esc shrinks the range to the active cell. Copy and paste are the browser's copy/paste events
+// (clipboard.js).
 
 import { editCell } from './editors.js';
 import { pasteText } from './clipboard.js';
@@ -51,6 +53,11 @@ export function onGridKey(grid, event) {
     if (next < 0 || next >= table.columns.length) return;
     event.preventDefault();
     table.moveTo(row, next);
+  } else if (event.key === 'Escape') {
+    table.moveTo(row, col);
+  } else if (event.key === 'ContextMenu' || (event.shiftKey && event.key === 'F10')) {
+    event.preventDefault();
+    grid.openMenu(row);
   } else if (event.key === 'Enter' || event.key === 'F2') {
     event.preventDefault();
     editCell(grid, row, col);

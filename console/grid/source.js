@@ -12,6 +12,8 @@ const MAX_PAGES = 100;
 /** Pages fetched at once. */
 const MAX_PARALLEL = 4;
 const DEBOUNCE_MS = 40;
+const FIRST_RETRY_MS = 1000;
+const MAX_RETRY_MS = 30_000;
 
 export class RecordSource {
   /** `params`: {query, sort}; `onData()` is called when pages arrive or the total changes. */
@@ -26,6 +28,9 @@ export class RecordSource {
     this.wanted = [0, 0];
     this.timer = null;
     this.generation = 0;
+    /** Pages whose last fetch failed: page -> {until, wait}. */
+    this.failed = new Map();
+    this.retryTimer = null;
   }
 
   at(index) {
@@ -52,8 +57,13 @@ export class RecordSource {
         this.inflight.delete(number);
       }
     }
+    const now = performance.now();
     for (let number = from; number <= to; number += 1) {
-      if (!this.pages.has(number) && !this.inflight.has(number) && this.inflight.size < MAX_PARALLEL) {
+      const page = this.pages.get(number);
+      const current = page && page.generation === this.generation;
+      const failed = this.failed.get(number);
+      if (failed && failed.until > now) continue;
+      if (!current && !this.inflight.has(number) && this.inflight.size < MAX_PARALLEL) {
         this.fetchPage(number);
       }
     }
@@ -63,7 +73,8 @@ export class RecordSource {
    *  record when that page is cached and full, an offset otherwise. */
   pageParams(number) {
     const before = this.pages.get(number - 1);
-    const last = before && before.records.length === PAGE_SIZE ? before.records[PAGE_SIZE - 1] : null;
+    const current = before && before.generation === this.generation && before.records.length === PAGE_SIZE;
+    const last = current ? before.records[PAGE_SIZE - 1] : null;
     const params = { query: this.params.query, sort: this.params.sort, fetchFileOption: 'all' };
     if (last && !last.path) {
       params.afterRecordId = last.id;
@@ -82,15 +93,27 @@ export class RecordSource {
       const answer = await api.getFull(this.path, this.pageParams(number), { signal: request.signal });
       if (generation !== this.generation) return;
       this.total = Number(answer.headers.get('X-Total-Count') || answer.body.length);
-      this.pages.set(number, { records: answer.body, used: performance.now() });
+      this.pages.set(number, { records: answer.body, used: performance.now(), generation });
       this.evict();
       this.onData();
+      this.failed.delete(number);
     } catch (err) {
-      if (err.name !== 'AbortError' && generation === this.generation) this.onError(err);
+      if (err.name !== 'AbortError' && generation === this.generation) this.noteFailure(number, err);
     } finally {
       if (this.inflight.get(number) === request) this.inflight.delete(number);
       if (generation === this.generation) this.fetchWanted();
     }
+  }
+
+  /** A page that failed is asked again after a wait that doubles each time (1 s to 30 s);
+   *  the error is shown once per run of failures. */
+  noteFailure(number, err) {
+    const before = this.failed.get(number);
+    const wait = before ? Math.min(before.wait * 2, MAX_RETRY_MS) : FIRST_RETRY_MS;
+    this.failed.set(number, { until: performance.now() + wait, wait });
+    if (!before) this.onError(err);
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.fetchWanted(), wait);
   }
 
   /** Drops the least recently used pages beyond MAX_PAGES. */
@@ -103,10 +126,26 @@ export class RecordSource {
   /** Forgets every page (after a change elsewhere, or new filters) and refetches. */
   reset() {
     this.generation += 1;
+    this.failed.clear();
     for (const request of this.inflight.values()) request.abort();
     this.inflight.clear();
     this.pages.clear();
     this.want(...this.wanted);
+  }
+
+  /** Reads the rows in sight again after a change made elsewhere, showing the cached copies
+   *  until the new ones arrive (no flicker); other cached pages are dropped. */
+  reload() {
+    this.generation += 1;
+    const [first, last] = this.wanted;
+    const from = Math.floor(first / PAGE_SIZE);
+    const to = Math.floor(last / PAGE_SIZE);
+    for (const number of [...this.pages.keys()]) {
+      if (number < from || number > to) this.pages.delete(number);
+    }
+    for (const request of this.inflight.values()) request.abort();
+    this.inflight.clear();
+    this.fetchWanted();
   }
 
   /** Replaces cached copies of `records` (by id), e.g. after a write. */
@@ -134,7 +173,7 @@ export class RecordSource {
     for (let number = Math.floor(first / PAGE_SIZE); number <= Math.floor(end / PAGE_SIZE); number += 1) {
       if (!this.pages.has(number)) {
         const answer = await api.getFull(this.path, this.pageParams(number));
-        this.pages.set(number, { records: answer.body, used: performance.now() });
+        this.pages.set(number, { records: answer.body, used: performance.now(), generation: this.generation });
       }
     }
     for (let i = first; i <= end; i += 1) out.push(this.at(i));
@@ -144,6 +183,7 @@ export class RecordSource {
 
   stop() {
     clearTimeout(this.timer);
+    clearTimeout(this.retryTimer);
     this.generation += 1;
     for (const request of this.inflight.values()) request.abort();
     this.inflight.clear();
@@ -163,6 +203,8 @@ export class ListSource {
   want() {}
 
   reset() { this.onData(); }
+
+  reload() { this.onData(); }
 
   update(records) {
     const byId = new Map(records.map((r) => [r.id, r]));

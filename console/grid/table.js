@@ -57,19 +57,24 @@ export class GridTable {
 
   /** Positions of every column (frozen ones first) and the header cells. */
   layoutColumns() {
+    this.positionColumns();
+    this.root.setAttribute('aria-colcount', this.columns.length);
+    this.headInner.replaceChildren(...this.columns.map((c, i) => this.headerCell(c, i)));
+    this.renderKey = '';
+    this.schedule();
+  }
+
+  /** Each column's width (resized, or its type's default) and x offset. */
+  positionColumns() {
     let x = 0;
     this.frozenWidth = 0;
     for (const column of this.columns) {
-      column.width = widths.get(`${this.viewId}:${column.id}`) || column.width || defaultWidth(column);
+      column.width = widths.get(`${this.viewId}:${column.id}`) || defaultWidth(column);
       column.x = x;
       x += column.width;
       if (column.frozen) this.frozenWidth = x;
     }
     this.totalWidth = x;
-    this.root.setAttribute('aria-colcount', this.columns.length);
-    this.headInner.replaceChildren(...this.columns.map((c, i) => this.headerCell(c, i)));
-    this.renderKey = '';
-    this.schedule();
   }
 
   headerCell(column, index) {
@@ -87,10 +92,20 @@ export class GridTable {
     const cell = h('div', {
       class: `head-cell${column.frozen ? ' frozen' : ''}`, role: 'columnheader',
       'aria-colindex': index + 1, title: column.title || column.name,
-    }, h('span', { class: 'head-name' }, column.name), handle);
+    }, h('span', { class: 'head-name', onclick: () => this.onSort && this.onSort(column) }, column.name), handle);
     cell.style.left = `${column.x}px`;
     cell.style.width = `${column.width}px`;
     return cell;
+  }
+
+  /** Marks the sorted columns' headers (`aria-sort`); `sort` is [{field, dir}]. */
+  markSort(sort) {
+    this.columns.forEach((column, i) => {
+      const key = sort.find((s) => s.field === column.id);
+      const cell = this.headInner.children[i];
+      if (key) cell.setAttribute('aria-sort', key.dir === 'asc' ? 'ascending' : 'descending');
+      else cell.removeAttribute('aria-sort');
+    });
   }
 
   startResize(event, column) {
@@ -106,10 +121,17 @@ export class GridTable {
     window.addEventListener('pointerup', up);
   }
 
+  /** Sets a column's width; the header cells are moved, not rebuilt (a focused resize handle
+   *  keeps the focus). */
   setWidth(column, width) {
     widths.set(`${this.viewId}:${column.id}`, Math.max(MIN_WIDTH, Math.round(width)));
-    column.width = null;
-    this.layoutColumns();
+    this.positionColumns();
+    this.columns.forEach((c, i) => {
+      const cell = this.headInner.children[i];
+      cell.style.left = `${c.x}px`;
+      cell.style.width = `${c.width}px`;
+    });
+    this.refresh();
   }
 
   total() {

@@ -44,7 +44,7 @@ pub enum ConsoleError {
 impl Coded for ConsoleError {
     fn code(&self) -> ErrorCode {
         match self {
-            ConsoleError::UnknownAsset(_) => ErrorCode::NotFound,
+            ConsoleError::UnknownAsset(_) => ErrorCode::FileIsNotFound,
         }
     }
 }
@@ -116,8 +116,10 @@ enum Caching {
 }
 
 /// The answer for `asset`: 304 when the request's `If-None-Match` names its tag.
-fn serve(req: &HttpRequest, asset: &Asset, caching: Caching) -> ApiResult<HttpResponse> {
-    let fresh = if_none_match(req.headers())?.is_some_and(|c| c.matches_weakly(&asset.etag));
+fn serve(req: &HttpRequest, asset: &Asset, caching: Caching) -> HttpResponse {
+    // A malformed If-None-Match is ignored: the file is sent.
+    let condition = if_none_match(req.headers()).ok().flatten();
+    let fresh = condition.is_some_and(|c| c.matches_weakly(&asset.etag));
     let mut builder = if fresh { HttpResponse::NotModified() } else { HttpResponse::Ok() };
     builder
         .insert_header((header::ETAG, format!("\"{}\"", asset.etag)))
@@ -132,14 +134,14 @@ fn serve(req: &HttpRequest, asset: &Asset, caching: Caching) -> ApiResult<HttpRe
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .insert_header((header::REFERRER_POLICY, "no-referrer"));
     if fresh {
-        return Ok(builder.finish());
+        return builder.finish();
     }
-    Ok(builder.content_type(asset.content_type).body(asset.bytes.clone()))
+    builder.content_type(asset.content_type).body(asset.bytes.clone())
 }
 
 #[utoipa::path(tag = "console", security(()), responses((status = 200, description = "the web console's page (HTML)")))]
 #[get("/")]
-async fn console_page(req: HttpRequest) -> ApiResult<HttpResponse> {
+async fn console_page(req: HttpRequest) -> HttpResponse {
     serve(&req, &catalogue().page, Caching::Revalidate)
 }
 
@@ -156,7 +158,7 @@ async fn console_asset(req: HttpRequest, path: web::Path<String>) -> ApiResult<H
         .get(path)
         .filter(|_| path != "index.html")
         .ok_or_else(|| ConsoleError::UnknownAsset(path.to_owned()))?;
-    serve(&req, asset, caching)
+    Ok(serve(&req, asset, caching))
 }
 
 pub fn configure(cfg: &mut ServiceConfig<'_>) {

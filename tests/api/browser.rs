@@ -276,6 +276,7 @@ fn key_codes(key: &str) -> (String, u32, Option<String>) {
         "End" => Some(("End", 35, None)),
         "Home" => Some(("Home", 36, None)),
         "F2" => Some(("F2", 113, None)),
+        "F10" => Some(("F10", 121, None)),
         _ => None,
     };
     if let Some((code, vk, text)) = named {

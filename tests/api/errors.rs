@@ -35,7 +35,8 @@ fn assert_error_body(res: &Resp, status: u16, code: &str, path: &str) {
 #[test]
 fn an_unknown_route_is_404_not_found() {
     let app = spawn_app();
-    for path in ["/", "/v1", "/v1/nothing", "/v2/projects", "/v1/grids/a/b/c", "/admin/v1/other"] {
+    // `/` is the web console's page (tests/api/console.rs).
+    for path in ["/v1", "/v1/nothing", "/v2/projects", "/v1/grids/a/b/c", "/admin/v1/other"] {
         assert_error_body(&app.get(path), 404, "notFound", path);
         let res = app.call(Method::GET, path, None, None);
         assert_error_body(&res, 404, "notFound", path);

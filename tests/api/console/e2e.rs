@@ -17,9 +17,23 @@ pub(super) const WAIT: Duration = Duration::from_secs(10);
 pub(super) fn strings_grid(app: &TestApp) -> (String, String) {
     let (grid, view) = app.language_grid(&[("fr", "French", "frFR")], true);
     app.create_column(&view, json!({"id": "shots", "name": "Shots", "type": "files"}));
+    app.create_column(&view, json!({"id": "state", "name": "State", "type": "singleSelection",
+        "selection": {"options": [{"value": "draft", "color": "sun"}, {"value": "final", "color": "seaGreen"}]}}));
+    app.create_column(&view, json!({"id": "tags", "name": "Tags", "type": "multipleSelections",
+        "selection": {"options": [{"value": "ui", "color": "dodgerBlue"}, {"value": "menu", "color": "froly"}]}}));
+    app.create_column(&view, json!({"id": "done", "name": "Done", "type": "boolean"}));
+    app.create_column(&view, json!({"id": "chars", "name": "Max length", "type": "number"}));
+    app.create_column(&view, json!({"id": "due", "name": "Due", "type": "datetime"}));
+    app.create_column(&view, json!({"id": "doc", "name": "Notes (markdown)", "type": "markdown"}));
     let records: Vec<Value> = (0..30)
         .map(|i| {
-            let mut cells = vec![json!({"columnId": "en", "value": format!("Text {i}")})];
+            let mut cells = vec![
+                json!({"columnId": "en", "value": format!("Text {i}")}),
+                json!({"columnId": "state", "value": if i % 2 == 0 { "draft" } else { "final" }}),
+                json!({"columnId": "tags", "value": if i % 4 == 0 { json!(["ui", "menu"]) } else { json!(["ui"]) }}),
+                json!({"columnId": "done", "value": i % 5 == 0}),
+                json!({"columnId": "chars", "value": 20 + i}),
+            ];
             if i % 3 == 0 {
                 cells.push(json!({"columnId": "fr", "value": format!("Texte {i}")}));
             }
@@ -112,6 +126,13 @@ fn sign_in_browse_and_edit_a_cell_read_back_over_the_api() {
     browser.wait_for("document.querySelector('.grid-row:not(.loading) .cell.t-_recordId')", WAIT);
     assert_eq!(shown_ids(&mut browser)[..3], ["k00", "k01", "k02"]);
     screenshot(&mut browser, "grid.png");
+    // Scrolled right (the id and path columns stay), a selection editor open.
+    go_to(&mut browser, 2, "tags");
+    browser.press("Enter", 0);
+    browser.wait_for("document.querySelector('.cell-editor .multi')", WAIT);
+    screenshot(&mut browser, "grid-editor.png");
+    browser.press("Escape", 0);
+    browser.wait_for("!document.querySelector('.cell-editor')", WAIT);
 
     go_to(&mut browser, 1, "en");
     browser.press("H", 0);
@@ -232,6 +253,11 @@ fn a_file_uploaded_into_a_files_cell_is_stored() {
     let files = cell(record, "shots")["value"].as_array().cloned().unwrap_or_default();
     assert_eq!(files.len(), 1, "{}", listed.text);
     assert_eq!(files[0]["originalName"], "hello.txt");
+    // Its link downloads the bytes (with the key).
+    let downloaded = browser.eval(
+        "(async () => { let blob = null; const make = URL.createObjectURL;            URL.createObjectURL = (b) => { blob = b; return make(b); };            document.querySelector('#cell-0-5 .file').click();            for (let i = 0; i < 100 && !blob; i += 1) await new Promise((r) => setTimeout(r, 50));            URL.createObjectURL = make; return blob ? await blob.text() : null; })()",
+    );
+    assert_eq!(downloaded, "hello file");
     no_page_errors(&browser);
 }
 

@@ -94,10 +94,26 @@ fn the_filter_and_sort_builders_and_the_search_match_the_api() {
     );
     browser.wait_for("document.querySelector('.grid-row[aria-rowindex=\"2\"] .t-_recordId')?.textContent === 'k21'", WAIT);
     assert_eq!(shown_ids(&mut browser), ["k21", "k11", "k01"]);
+    assert_eq!(
+        browser.eval("document.querySelector('.head-cell[aria-sort]').textContent"),
+        "Record ID"
+    );
+    // A click on a column's name sorts by it alone, ascending.
+    browser.eval("document.querySelectorAll('.head-name')[2].click()");
+    browser.wait_for(
+        "document.querySelector('.head-cell[aria-sort=ascending]')?.textContent === 'English'",
+        WAIT,
+    );
+    let english = app.listing_ids(
+        &view,
+        &[("query", r#"{"en":{"endsWith":"1"}}"#), ("sort", r#"{"en":"asc"}"#)],
+    );
+    browser.wait_for(&format!("document.querySelector('.grid-row[aria-rowindex=\"2\"] .t-_recordId')?.textContent === '{}'", english[0]), WAIT);
+    assert_eq!(shown_ids(&mut browser), english);
     let hash = browser.eval("decodeURIComponent(location.hash)");
     assert!(
         hash.as_str()
-            .is_some_and(|h| h.contains("\"op\":\"endsWith\"") && h.contains("\"dir\":\"desc\"")),
+            .is_some_and(|h| h.contains("\"op\":\"endsWith\"") && h.contains("\"dir\":\"asc\"")),
         "{hash}"
     );
 
@@ -137,7 +153,7 @@ fn locked_and_formula_cells_are_read_only() {
     browser.wait_for("document.querySelector('.toast')?.textContent.includes('read-only')", WAIT);
     assert_eq!(browser.eval("document.querySelector('.cell-editor')"), Value::Null);
     go_to(&mut browser, 1, "label");
-    assert_eq!(browser.eval("document.querySelector('#cell-1-6').textContent"), "TEXT 1");
+    assert_eq!(browser.eval("document.querySelector('.cell.active').textContent"), "TEXT 1");
     browser.press("x", 0);
     browser.wait_for(
         "[...document.querySelectorAll('.toast')].some(t => t.textContent.includes('Formula'))",
@@ -173,6 +189,19 @@ fn the_keyboard_reaches_the_last_of_thousands_of_rows() {
     let row = browser.eval("griddGrid.table.active.row").as_u64().expect("a row");
     let id = browser.eval(&format!("document.querySelector('#cell-{row}-0').textContent"));
     assert_eq!(id, json!(format!("k{row:04}")));
+    // The toolbar's "Go to row" takes row numbers as people count them.
+    browser.eval("document.querySelector('#go-to-row').focus()");
+    browser.type_text("1234");
+    browser.press("Enter", 0);
+    browser
+        .wait_for("document.querySelector('#cell-1233-0.active')?.textContent === 'k1233'", WAIT);
+    assert_eq!(browser.eval("document.activeElement.classList.contains('grid')"), true);
+    // Shift+arrows grow a range; Esc shrinks it back to the active cell.
+    browser.press("ArrowDown", 8);
+    browser.press("ArrowRight", 8);
+    browser.wait_for("document.querySelectorAll('.cell.sel').length === 4", WAIT);
+    browser.press("Escape", 0);
+    browser.wait_for("document.querySelectorAll('.cell.sel').length === 1", WAIT);
     no_page_errors(&browser);
 }
 
@@ -204,4 +233,214 @@ fn refused_input_writes_nothing() {
     browser
         .wait_for("document.querySelector('.form-error')?.textContent.includes('not valid')", WAIT);
     assert_eq!(browser.eval("sessionStorage.length"), 0);
+}
+
+/// Opens the editor of (row, column), sets its control with `set` (JS given `box`, the editor
+/// element) and saves with Enter, waiting for the write.
+fn edit_with(browser: &mut crate::browser::Browser, row: usize, column: &str, set: &str) {
+    go_to(browser, row, column);
+    browser.press("Enter", 0);
+    browser.wait_for("document.querySelector('.cell-editor')", WAIT);
+    browser.eval(&format!(
+        "(() => {{ const box = document.querySelector('.cell-editor'); {set} }})()"
+    ));
+    browser.eval("document.querySelector('.cell-editor input, .cell-editor select, .cell-editor textarea').focus()");
+    browser.press("Enter", 0);
+    browser.wait_for("!document.querySelector('.cell-editor')", WAIT);
+    // Saved, the active cell moves down.
+    browser.wait_for(&format!("griddGrid.table.active.row === {}", row + 1), WAIT);
+}
+
+#[test]
+fn each_column_type_has_its_editor() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    let mut browser = signed_in(&app, &app.key);
+    open_view(&mut browser, &app, &view);
+    // The option colors are shown.
+    assert_eq!(browser.eval("document.querySelector('#cell-0-6 .chip').className"), "chip opt-sun");
+    edit_with(&mut browser, 0, "state", "box.querySelector('select').value = 'final';");
+    edit_with(&mut browser, 0, "tags", "box.querySelector('input[value=menu]').checked = false;");
+    edit_with(&mut browser, 0, "chars", "box.querySelector('input').value = '42.5';");
+    edit_with(&mut browser, 0, "due", "box.querySelector('input').value = '2026-12-24T18:30';");
+    edit_with(&mut browser, 0, "doc", "const a = box.querySelector('textarea'); a.value = '# Title\\n- **item**'; \
+        a.dispatchEvent(new Event('input')); if (!box.querySelector('.md-preview h3')) throw new Error('no preview');");
+    go_to(&mut browser, 0, "done");
+    browser.press(" ", 0);
+    browser.wait_for("document.querySelector('#cell-0-8 .check.on') === null", WAIT);
+    let record = app.record_by_id(&view, "k00");
+    assert_eq!(cell(&record, "state")["value"], "final");
+    assert_eq!(cell(&record, "tags")["value"], json!(["ui"]));
+    assert_eq!(cell(&record, "chars")["value"], json!(42.5));
+    assert!(cell(&record, "due")["value"]
+        .as_str()
+        .is_some_and(|d| d.starts_with("2026-12-24T18:30:00")));
+    assert_eq!(cell(&record, "doc")["value"], "# Title\n- **item**");
+    assert_eq!(cell(&record, "done")["value"], json!(false));
+    no_page_errors(&browser);
+}
+
+#[test]
+fn a_link_opens_the_same_row_and_columns_resize_by_keyboard() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    let records: Vec<Value> = (30..2000)
+        .map(|i| json!({"id": format!("k{i:04}"), "cells": [{"columnId": "en", "value": format!("Text {i}")}]}))
+        .collect();
+    for chunk in records.chunks(1000) {
+        app.add_records(&view, Value::Array(chunk.to_vec()));
+    }
+    let mut browser = signed_in(&app, &app.key);
+    browser.eval(&format!("location.hash = '#/views/{view}?row=1500'"));
+    browser.wait_for(
+        "document.querySelector('.grid-row[aria-rowindex=\"1502\"]:not(.loading)')",
+        WAIT,
+    );
+    assert_eq!(browser.eval("griddGrid.table.firstVisible().first"), 1500);
+    let width =
+        browser.eval("document.querySelectorAll('.head-cell')[2].getBoundingClientRect().width");
+    browser.eval("document.querySelectorAll('.head-cell .resize')[2].focus()");
+    browser.press("ArrowRight", 0);
+    browser.press("ArrowRight", 0);
+    let wider =
+        browser.eval("document.querySelectorAll('.head-cell')[2].getBoundingClientRect().width");
+    assert_eq!(wider.as_f64().unwrap_or(0.0), width.as_f64().unwrap_or(0.0) + 32.0);
+    // The rows follow at the next frame.
+    browser.wait_for(
+        &format!(
+            "document.querySelector('.grid-row .cell[data-col=\"2\"]').getBoundingClientRect().width === {wider}"
+        ),
+        WAIT,
+    );
+    no_page_errors(&browser);
+}
+
+#[test]
+fn a_refused_query_is_reported_once_without_a_request_storm() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    let mut browser = signed_in(&app, &app.key);
+    let filters = r#"[{"field":"en","op":"regexp","value":"("}]"#;
+    let hash = format!(
+        "#/views/{view}?filters={}",
+        filters
+            .replace('"', "%22")
+            .replace('[', "%5B")
+            .replace(']', "%5D")
+            .replace('{', "%7B")
+            .replace('}', "%7D")
+    );
+    browser.eval(&format!("location.hash = '{hash}'"));
+    browser.wait_for("document.querySelector('.toast.error')", WAIT);
+    let message = browser.eval("document.querySelector('.toast.error').textContent");
+    assert!(message.as_str().is_some_and(|m| !m.is_empty()), "{message}");
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let asked = browser.eval(
+        "performance.getEntriesByType('resource').filter(e => e.name.includes('/records')).length",
+    );
+    assert!(asked.as_u64().is_some_and(|n| n <= 4), "{asked} record requests in 2.5 s");
+    assert_eq!(browser.eval("document.querySelectorAll('.toast.error').length"), 1);
+}
+
+#[test]
+fn a_view_key_opens_its_view_and_edits_it() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    let view_key = app.create_view_key(&view);
+    let mut browser = signed_in(&app, &view_key);
+    browser.wait_for("document.querySelector('.grid-row:not(.loading) .cell.t-_recordId')", WAIT);
+    assert!(browser.eval("location.hash").as_str().is_some_and(|h| h.contains(&view)));
+    browser.eval("location.hash = '#/'");
+    browser.wait_for("document.querySelector('.grid-row:not(.loading)')", WAIT);
+    go_to(&mut browser, 3, "note");
+    browser.press("o", 0);
+    browser.wait_for("document.querySelector('.cell-editor input')", WAIT);
+    browser.type_text("k");
+    browser.press("Enter", 0);
+    browser.wait_for("griddGrid.table.active.row === 4", WAIT);
+    assert_eq!(cell(&app.record_by_id(&view, "k03"), "note")["value"], "ok");
+    no_page_errors(&browser);
+}
+
+#[test]
+fn records_are_added_and_deleted_from_the_keyboard() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    let mut browser = signed_in(&app, &app.key);
+    open_view(&mut browser, &app, &view);
+    browser.eval("document.querySelector('#add-record').focus()");
+    browser.press("Enter", 0);
+    browser.wait_for(
+        "document.activeElement?.closest('dialog') && document.activeElement.tagName === 'INPUT'",
+        WAIT,
+    );
+    browser.type_text("new.key");
+    browser.press("Enter", 0);
+    browser.wait_for("document.querySelector('.count')?.textContent.startsWith('31 ')", WAIT);
+    assert!(app.records(&view).iter().any(|r| r["id"] == "new.key"));
+
+    go_to(&mut browser, 5, "note");
+    browser.press("F10", 8);
+    browser.wait_for("document.querySelector('#menu-delete-record')", WAIT);
+    browser.eval("document.querySelector('#menu-delete-record').click()");
+    browser.wait_for(
+        "document.querySelector('dialog [data-action=Delete]') === document.activeElement",
+        WAIT,
+    );
+    browser.press("Enter", 0);
+    browser.wait_for("document.querySelector('.count')?.textContent.startsWith('30 ')", WAIT);
+    assert!(!app.records(&view).iter().any(|r| r["id"] == "k05"));
+    no_page_errors(&browser);
+}
+
+#[test]
+fn a_reference_is_picked_from_suggestions_and_text_spans_lines() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    let (glossary, glossary_view) = app.create_grid("Glossary");
+    app.create_column(&glossary_view, json!({"id": "term", "name": "Term", "type": "singleLine"}));
+    app.add_records(
+        &glossary_view,
+        json!([
+        {"id": "g.start", "cells": [{"columnId": "term", "value": "Start"}]},
+        {"id": "g.stop", "cells": [{"columnId": "term", "value": "Stop"}]},
+        {"id": "g.quit", "cells": [{"columnId": "term", "value": "Quit"}]}]),
+    );
+    app.create_column(
+        &view,
+        json!({"id": "gloss", "name": "Glossary", "type": "reference",
+        "reference": {"gridId": glossary, "columnId": "term", "type": "row"}}),
+    );
+    app.create_column(&view, json!({"id": "long", "name": "Long text", "type": "multipleLines"}));
+    let mut browser = signed_in(&app, &app.key);
+    open_view(&mut browser, &app, &view);
+    go_to(&mut browser, 0, "gloss");
+    browser.press("Enter", 0);
+    browser.wait_for(
+        "document.querySelector('.cell-editor .reference-picker input') === document.activeElement",
+        WAIT,
+    );
+    browser.type_text("sto");
+    browser.wait_for("document.querySelectorAll('.suggestion').length === 1", WAIT);
+    assert_eq!(browser.eval("document.querySelector('.suggestion').textContent"), "g.stop Stop");
+    browser.eval("document.querySelector('.suggestion').click()");
+    browser.press("Enter", 0);
+    browser.wait_for("griddGrid.table.active.row === 1", WAIT);
+    let record = app.record_by_id(&view, "k00");
+    assert_eq!(cell(&record, "gloss")["referencedIds"], json!(["g.stop"]));
+    assert_eq!(cell(&record, "gloss")["value"], json!(["Stop"]));
+
+    go_to(&mut browser, 0, "long");
+    browser.press("Enter", 0);
+    browser.wait_for(
+        "document.querySelector('.cell-editor textarea') === document.activeElement",
+        WAIT,
+    );
+    browser.type_text("first line");
+    browser.press("Enter", 1);
+    browser.type_text("second line");
+    browser.press("Enter", 0);
+    browser.wait_for("griddGrid.table.active.row === 1", WAIT);
+    assert_eq!(cell(&app.record_by_id(&view, "k00"), "long")["value"], "first line\nsecond line");
+    no_page_errors(&browser);
 }
