@@ -288,6 +288,15 @@ fn a_csv_is_imported_through_the_mapping_preview() {
     assert_eq!(records.len(), 2);
     assert_eq!(cell(find_record(&records, "k0"), "en")["value"], json!("Bonjour"));
     assert_eq!(cell(find_record(&records, "k5"), "en")["value"], json!("Deux, \"trois\""));
+
+    // A file named .xlsx that is not a workbook gets no preview and imports nothing.
+    let fake = dir.path().join("fake.xlsx");
+    std::fs::write(&fake, "key,en\nk7,x\n").expect("the file is written");
+    pick_file(&mut browser, "[data-panel=import-file]", &fake);
+    status_says(&mut browser, "not an XLSX file");
+    click(&mut browser, "[data-panel=import-run]");
+    status_says(&mut browser, "no preview");
+    assert_eq!(app.records(&view).len(), 2);
     assert!(browser.errors().is_empty(), "{:?}", browser.errors());
 }
 
@@ -360,7 +369,7 @@ fn an_owner_creates_a_key_sees_its_secret_once_and_revokes_it() {
 fn a_records_history_lists_its_changes_newest_first() {
     let app = spawn_app();
     let (_, view) = strings_grid(&app, 1);
-    for text in ["One", "Two"] {
+    for text in ["One", "<b>Two</b><img src=x onerror=alert(1)>"] {
         app.patch(
             &format!("/v1/views/{view}/records/k0"),
             &json!({"cells": [{"columnId": "en", "value": text}]}),
@@ -379,7 +388,9 @@ fn a_records_history_lists_its_changes_newest_first() {
     press_button(&mut browser, "menu-history");
     browser.wait_for("document.querySelectorAll('dialog .panel-history-entry').length === 3", WAIT);
     let values = browser.eval("[...document.querySelectorAll('dialog .panel-history-entry dd')].map((d) => d.firstChild.textContent)");
-    assert_eq!(values, json!(["Two", "One", "Text 0"]));
+    assert_eq!(values, json!(["<b>Two</b><img src=x onerror=alert(1)>", "One", "Text 0"]));
+    // Values are text, never markup.
+    assert_eq!(browser.eval("document.querySelectorAll('dialog b, dialog img').length"), json!(0));
     assert!(browser.errors().is_empty(), "{:?}", browser.errors());
 }
 
