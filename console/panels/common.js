@@ -64,10 +64,12 @@ export function action(label, run, status, attrs = {}) {
 export function confirmAction(label, confirmLabel, run, status, attrs = {}) {
   let armed = false;
   let timer = null;
+  const name = attrs['aria-label'];
   const button = action(label, async () => {
     if (!armed) {
       armed = true;
       button.textContent = confirmLabel;
+      if (name) button.setAttribute('aria-label', `${name}: ${confirmLabel}`);
       timer = setTimeout(disarm, 5000);
       return;
     }
@@ -78,6 +80,7 @@ export function confirmAction(label, confirmLabel, run, status, attrs = {}) {
     armed = false;
     clearTimeout(timer);
     button.textContent = label;
+    if (name) button.setAttribute('aria-label', name);
   }
   button.addEventListener('blur', () => { if (armed) disarm(); });
   return button;
