@@ -116,7 +116,9 @@ function optionBoxes() {
 /** Computes and shows the diffcheck preview of merging `source` into `destination`. */
 async function preview(ctx, source, destination, options, out, status) {
   status.show('Computing the preview…');
-  const started = await ctx.api.send('POST', `/v1/branches/diffcheck?sourceViewId=${seg(source.defaultAccessViewId)}&destinationViewId=${seg(destination.defaultAccessViewId)}`);
+  const views = new URLSearchParams({
+    sourceViewId: source.defaultAccessViewId, destinationViewId: destination.defaultAccessViewId });
+  const started = await ctx.api.send('POST', `/v1/branches/diffcheck?${views}`);
   await followTask(ctx.api, started.body.id);
   const params = new URLSearchParams({ page: JSON.stringify({ offset: 0, limit: PREVIEW_LIMIT }) });
   for (const option of options) params.append('mergeRecordOptions', option);
@@ -124,7 +126,8 @@ async function preview(ctx, source, destination, options, out, status) {
   const names = Object.fromEntries((ctx.columns || []).map((c) => [c.id, c.name]));
   fill(out, records.length
     ? el('table', { class: 'panel-table', 'aria-label': 'What the merge would change' },
-      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Record'), el('th', { scope: 'col' }, 'Change'), el('th', { scope: 'col' }, 'Cells (destination → source)'))),
+      el('thead', {}, el('tr', {}, ['Record', 'Change', 'Cells (destination → source)']
+        .map((t) => el('th', { scope: 'col' }, t)))),
       el('tbody', {}, records.map((r) => previewRow(r, names))))
     : el('p', {}, 'The merge would change nothing with these options.'));
   status.show(`${records.length}${records.length === PREVIEW_LIMIT ? '+' : ''} records would change.`);
@@ -147,7 +150,8 @@ export async function mergeDialog(ctx, branches) {
     if (s.id === d.id) throw new Error('Pick two different branches.');
     return [s, d];
   };
-  const previewButton = action('Preview changes', () => preview(ctx, ...pick(), options.chosen(), out, status), status, { 'data-panel': 'merge-preview' });
+  const previewButton = action('Preview changes',
+    () => preview(ctx, ...pick(), options.chosen(), out, status), status, { 'data-panel': 'merge-preview' });
   const merge = action('Merge', async () => {
     const [s, d] = pick();
     status.show(`Merging "${s.name}" into "${d.name}"…`);

@@ -20,7 +20,8 @@ function entryItem(entry, names) {
   const when = new Date(entry.lastModifiedTime);
   return el('li', { class: 'panel-history-entry' },
     el('div', { class: 'panel-meta' },
-      el('time', { datetime: entry.lastModifiedTime }, Number.isNaN(when.getTime()) ? entry.lastModifiedTime : when.toLocaleString()),
+      el('time', { datetime: entry.lastModifiedTime },
+        Number.isNaN(when.getTime()) ? entry.lastModifiedTime : when.toLocaleString()),
       ' by ', el('strong', {}, entry.lastModifiedBy || 'unknown'),
       entry.path ? ` in ${entry.path}` : ''),
     el('dl', { class: 'panel-cells' }, entry.cells.flatMap((c) => [

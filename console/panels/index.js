@@ -20,26 +20,25 @@ function open(ctx, show) {
 
 const isCompanyKey = (ctx) => !ctx.key || ctx.key.kind !== 'view';
 
+/** The toolbar's panels: id, label, title, who may use it, and the panel. */
+const TOOLBAR = [
+  ['columns', 'Columns', 'Add, edit, hide and order columns; languages and dependencies',
+    (ctx) => manages(ctx), columnsDialog],
+  ['branches', 'Branches', 'Create, open and delete branches; merge with a preview',
+    (ctx) => manages(ctx) && planAtLeast(ctx, 'team'), branchesDialog],
+  ['import', 'Import', 'Import a CSV, TSV or XLSX file into this view',
+    (ctx) => ctx.can('write'), importDialog],
+  ['export', 'Export', 'Download this view as CSV or XLSX', (ctx) => ctx.can('read'), exportDialog],
+  ['share', 'Share', 'A read-only link to this view',
+    (ctx) => manages(ctx) && planAtLeast(ctx, 'enterprise'), shareDialog],
+];
+
+const manages = (ctx) => isCompanyKey(ctx) && ctx.can('manage');
+
 /** The grid toolbar's panel buttons: [{id, label, title, run()}]. */
 export function viewToolbar(ctx) {
-  const items = [];
-  const manage = isCompanyKey(ctx) && ctx.can('manage');
-  if (manage) {
-    items.push({ id: 'columns', label: 'Columns', title: 'Add, edit, hide and order columns; languages and dependencies', run: open(ctx, () => columnsDialog(ctx)) });
-  }
-  if (manage && planAtLeast(ctx, 'team')) {
-    items.push({ id: 'branches', label: 'Branches', title: 'Create, open and delete branches; merge with a preview', run: open(ctx, () => branchesDialog(ctx)) });
-  }
-  if (ctx.can('write')) {
-    items.push({ id: 'import', label: 'Import', title: 'Import a CSV, TSV or XLSX file into this view', run: open(ctx, () => importDialog(ctx)) });
-  }
-  if (ctx.can('read')) {
-    items.push({ id: 'export', label: 'Export', title: 'Download this view as CSV or XLSX', run: open(ctx, () => exportDialog(ctx)) });
-  }
-  if (manage && planAtLeast(ctx, 'enterprise')) {
-    items.push({ id: 'share', label: 'Share', title: 'A read-only link to this view', run: open(ctx, () => shareDialog(ctx)) });
-  }
-  return items;
+  return TOOLBAR.filter(([, , , may]) => may(ctx))
+    .map(([id, label, title, , show]) => ({ id, label, title, run: open(ctx, () => show(ctx)) }));
 }
 
 /** A record's context menu: [{id, label, run()}]. */

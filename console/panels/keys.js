@@ -104,7 +104,8 @@ export async function keysDialog(ctx) {
   const render = async () => {
     const keys = await ctx.api.get('/admin/v1/api-keys');
     fill(list, el('table', { class: 'panel-table', 'aria-label': 'API keys' },
-      el('thead', {}, el('tr', {}, ['Name', 'User', 'Kind', 'Privileges', 'Access', 'Created', ''].map((t) => el('th', { scope: 'col' }, t)))),
+      el('thead', {}, el('tr', {}, ['Name', 'User', 'Kind', 'Privileges', 'Access', 'Created', '']
+        .map((t) => el('th', { scope: 'col' }, t)))),
       el('tbody', {}, keys.map((k) => keyRow(ctx, k, state, status)))));
   };
   state.refresh = async (text) => { await render(); status.show(text); };

@@ -49,7 +49,8 @@ export class SseParser {
 
   line(line) {
     if (line === '') {
-      const done = this.data.length || this.event ? { event: this.event || 'message', id: this.id, data: this.data.join('\n') } : null;
+      const done = this.data.length || this.event
+        ? { event: this.event || 'message', id: this.id, data: this.data.join('\n') } : null;
       this.reset();
       return done;
     }
@@ -74,7 +75,8 @@ export function changeOf(event) {
     const data = JSON.parse(event.data);
     const records = data.records || [];
     const deleted = data.deleted || [];
-    return { kind: 'records', ids: [...records.map((r) => r.id), ...deleted.map((d) => d.id)], records, deleted, position: data.position };
+    const ids = [...records.map((r) => r.id), ...deleted.map((d) => d.id)];
+    return { kind: 'records', ids, records, deleted, position: data.position };
   }
   if (event.event === 'schema') return { kind: 'schema' };
   if (event.event === 'resync') return { kind: 'resync' };
@@ -116,7 +118,8 @@ async function readStream(ctx, after, onChange, signal, opened) {
 
 /** A digest of the view's newest records and count, for polling. */
 async function pollDigest(ctx) {
-  const params = new URLSearchParams({ page: JSON.stringify({ offset: 0, limit: 20 }), sort: JSON.stringify({ _lastModifiedTime: 'desc' }) });
+  const params = new URLSearchParams({
+    page: JSON.stringify({ offset: 0, limit: 20 }), sort: JSON.stringify({ _lastModifiedTime: 'desc' }) });
   const answer = await ctx.api.send('GET', `/v1/views/${encodeURIComponent(ctx.route.viewId)}/records?${params}`);
   const count = answer.headers && answer.headers.get ? answer.headers.get('x-total-count') : '';
   return JSON.stringify([count, answer.body.map((r) => [r.id, r.lastModifiedTime])]);
@@ -153,7 +156,11 @@ export function startLive(ctx, onChange, options = {}) {
         if ([401, 403, 404].includes(error.status)) { report('stopped'); return; }
         if (error.last) after = error.last;
         failures += 1;
-        if (failures >= FAILURES_BEFORE_POLLING) { report('polling'); await poll(ctx, onChange, signal, options.pollMs || POLL_MS); return; }
+        if (failures >= FAILURES_BEFORE_POLLING) {
+          report('polling');
+          await poll(ctx, onChange, signal, options.pollMs || POLL_MS);
+          return;
+        }
       }
       report('reconnecting');
       await sleep(backoff, signal);

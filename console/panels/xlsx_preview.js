@@ -35,7 +35,8 @@ export async function zipEntries(file) {
   const names = new TextDecoder();
   for (let at = 0; at + 46 <= dir.byteLength && u32(dir, at) === 0x02014b50;) {
     const nameLength = u16(dir, at + 28);
-    const name = names.decode(new Uint8Array(dir.buffer, dir.byteOffset + at + 46, Math.min(nameLength, dir.byteLength - at - 46)));
+    const length = Math.min(nameLength, dir.byteLength - at - 46);
+    const name = names.decode(new Uint8Array(dir.buffer, dir.byteOffset + at + 46, length));
     entries.set(name, { method: u16(dir, at + 10), size: u32(dir, at + 20), offset: u32(dir, at + 42) });
     at += 46 + nameLength + u16(dir, at + 30) + u16(dir, at + 32);
   }
