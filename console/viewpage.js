@@ -36,6 +36,7 @@ function gridColumns(view) {
  *  at most 20 columns, asked at once). */
 async function searchSource(grid, onData) {
   const columns = searchColumns(grid.table ? grid.table.columns : gridColumns(grid.view));
+  if (!columns.length) throw new Error('This view has no text columns to search.');
   const base = toListing(grid.state);
   const text = grid.state.search;
   if (columns.length === 1) {
@@ -51,15 +52,13 @@ async function searchSource(grid, onData) {
   return new ListSource([...seen.values()], onData);
 }
 
-/** A new data source for the current state. */
+/** A new data source for the current state (the old one keeps serving if this fails). */
 async function makeSource(grid) {
-  if (grid.source) grid.source.stop();
   const onData = () => grid.table && grid.table.refresh();
-  if (grid.state.search) {
-    grid.source = await searchSource(grid, onData);
-  } else {
-    grid.source = new RecordSource(grid.viewId, toListing(grid.state), onData, grid.onError);
-  }
+  const next = grid.state.search ? await searchSource(grid, onData)
+    : new RecordSource(grid.viewId, toListing(grid.state), onData, grid.onError);
+  if (grid.source) grid.source.stop();
+  grid.source = next;
   if (grid.table) {
     grid.table.source = grid.source;
     grid.table.moveTo(0, grid.table.active.col);

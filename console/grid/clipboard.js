@@ -11,6 +11,8 @@ import { readRecord } from './editors.js';
 
 export const MAX_ROWS = 500;
 export const MAX_COLS = 50;
+/** Clipboard text read at most (a paste's text beyond it is refused before parsing). */
+const MAX_CHARS = 5_000_000;
 /** Version reads in flight at once while preparing a paste. */
 const PARALLEL_READS = 8;
 
@@ -107,6 +109,10 @@ export async function pasteText(grid, text) {
     toast('This key may not write records.', 'error');
     return;
   }
+  if (text.length > MAX_CHARS) {
+    toast(`A paste may hold at most ${MAX_CHARS.toLocaleString()} characters.`, 'error');
+    return;
+  }
   let rows = parseTsv(text);
   if (rows.length > MAX_ROWS || rows.some((r) => r.length > MAX_COLS)) {
     toast(`A paste may cover at most ${MAX_ROWS} rows and ${MAX_COLS} columns.`, 'error');
@@ -147,6 +153,8 @@ export function wireClipboard(grid) {
   root.addEventListener('copy', (event) => {
     event.preventDefault();
     const complete = copySync(grid, event);
+    const { top, bottom } = grid.table.range();
+    if (bottom - top + 1 > MAX_ROWS) toast(`Only the first ${MAX_ROWS} rows were copied.`);
     if (!complete) {
       // Rows of the range not loaded yet: loaded, then written with the async clipboard API.
       copyRange(grid).then((text) => {

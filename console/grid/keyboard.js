@@ -7,13 +7,18 @@
 // (clipboard.js).
 
 import { editCell } from './editors.js';
-import { pasteText } from './clipboard.js';
+import { pasteText, MAX_ROWS } from './clipboard.js';
+import { toast } from '../ui.js';
 import { ROW_HEIGHT } from './table.js';
 
 /** Clears the selected cells (a paste of empty text over the range). */
 function clearRange(grid) {
   const { top, bottom, left, right } = grid.table.range();
-  const rows = Array.from({ length: Math.min(bottom - top + 1, 500) }, () => Array(right - left + 1).fill(''));
+  if (bottom - top + 1 > MAX_ROWS) {
+    toast(`Select at most ${MAX_ROWS} rows to clear them.`, 'error');
+    return undefined;
+  }
+  const rows = Array.from({ length: bottom - top + 1 }, () => Array(right - left + 1).fill(''));
   return pasteText(grid, rows.map((r) => r.join('\t')).join('\n'));
 }
 

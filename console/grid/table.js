@@ -155,11 +155,20 @@ export class GridTable {
     return { first, offset: top - first * ROW_HEIGHT };
   }
 
-  /** Scrolls so that `row` is the first row in sight. */
+  /** Scrolls so that `row` is the first row in sight (the spacer sized first, so that the
+   *  browser does not clamp the position to a height from before the rows were counted). */
   scrollToRow(row) {
-    const { ratio } = this.geometry();
+    const { ratio } = this.sizeSpacer();
     this.viewport.scrollTop = (Math.max(0, row) * ROW_HEIGHT) / ratio;
     this.schedule();
+  }
+
+  /** Sets the spacer's size from the row count and column widths; the geometry. */
+  sizeSpacer() {
+    const geometry = this.geometry();
+    this.spacer.style.height = `${Math.max(geometry.spacer, 1)}px`;
+    this.spacer.style.width = `${this.totalWidth}px`;
+    return geometry;
   }
 
   /** Scrolls the least needed to show cell (row, col). */
@@ -202,9 +211,7 @@ export class GridTable {
   }
 
   render() {
-    const { spacer, viewHeight } = this.geometry();
-    this.spacer.style.height = `${Math.max(spacer, 1)}px`;
-    this.spacer.style.width = `${this.totalWidth}px`;
+    const { viewHeight } = this.sizeSpacer();
     this.root.setAttribute('aria-rowcount', this.total() + 1);
     const scrollLeft = this.viewport.scrollLeft;
     this.headInner.style.transform = `translateX(${-scrollLeft}px)`;

@@ -1,6 +1,8 @@
 //! The web console (issue 23): its files served at `/` and `/console/...` with the strict CSP
-//! and cache headers, the key introspection route it signs in with, and (in `browser`) a real
-//! headless Chromium driving the page.
+//! and cache headers, and the key introspection route it signs in with. The page itself is
+//! driven in a real headless Chromium (`crate::browser`) by the submodules: `e2e` and
+//! `e2e_more` (what a user does, checked over the API), `units` (the modules' parsers run in
+//! the page) and `scale` (the ignored 1M-record measure).
 
 use reqwest::Method;
 use serde_json::json;

@@ -221,7 +221,24 @@ fn refused_input_writes_nothing() {
         "document.querySelector('.toast.error')?.textContent.includes('at most 500 rows')",
         WAIT,
     );
+    browser.eval(
+        "(() => { const dt = new DataTransfer(); dt.setData('text/plain', 'x'.repeat(6000000)); \
+         document.querySelector('.grid').dispatchEvent(new ClipboardEvent('paste', {clipboardData: dt, bubbles: true})); })()",
+    );
+    browser.wait_for("[...document.querySelectorAll('.toast.error')].some(t => t.textContent.includes('characters'))", WAIT);
     assert_eq!(app.records(&view), before);
+    // Clearing more rows than a paste may write is refused too.
+    let more: Vec<Value> =
+        (30..600).map(|i| json!({"id": format!("k{i:03}"), "cells": []})).collect();
+    app.add_records(&view, Value::Array(more));
+    let before_clear = app.records(&view);
+    browser.eval("griddGrid.source.reload()");
+    browser.wait_for("griddGrid.source.total === 600", WAIT);
+    go_to(&mut browser, 0, "note");
+    browser.press("ArrowDown", 2 | 8);
+    browser.press("Delete", 0);
+    browser.wait_for("[...document.querySelectorAll('.toast.error')].some(t => t.textContent.includes('to clear them'))", WAIT);
+    assert_eq!(app.records(&view), before_clear);
 
     // A wrong key is refused at sign-in and nothing of it is kept.
     browser.eval("document.querySelector('#signout').click()");
@@ -442,5 +459,71 @@ fn a_reference_is_picked_from_suggestions_and_text_spans_lines() {
     browser.press("Enter", 0);
     browser.wait_for("griddGrid.table.active.row === 1", WAIT);
     assert_eq!(cell(&app.record_by_id(&view, "k00"), "long")["value"], "first line\nsecond line");
+    no_page_errors(&browser);
+}
+
+/// Clicks the `New <kind>` button, names the entity and waits for it in the list.
+fn create_named(browser: &mut crate::browser::Browser, kind: &str, name: &str) {
+    browser.eval(&format!("document.querySelector('#new-{kind}').click()"));
+    browser.wait_for(
+        "document.activeElement?.closest('dialog') && document.activeElement.tagName === 'INPUT'",
+        WAIT,
+    );
+    browser.type_text(name);
+    browser.press("Enter", 0);
+    browser.wait_for(
+        &format!(
+            "[...document.querySelectorAll('.entry-name')].some(a => a.textContent === '{name}')"
+        ),
+        WAIT,
+    );
+}
+
+/// Clicks `Delete <name>` and confirms.
+fn delete_named(browser: &mut crate::browser::Browser, name: &str) {
+    browser.eval(&format!("document.querySelector('[aria-label=\"Delete {name}\"]').click()"));
+    browser.wait_for(
+        "document.querySelector('dialog [data-action=Delete]') === document.activeElement",
+        WAIT,
+    );
+    browser.press("Enter", 0);
+    browser.wait_for(
+        &format!(
+            "![...document.querySelectorAll('.entry-name')].some(a => a.textContent === '{name}')"
+        ),
+        WAIT,
+    );
+}
+
+#[test]
+fn branches_and_views_are_created_and_deleted_in_the_browse_pages() {
+    let app = spawn_app();
+    let (grid, _) = strings_grid(&app);
+    let mut browser = signed_in(&app, &app.key);
+    browser.eval(&format!("location.hash = '#/grids/{grid}'"));
+    browser.wait_for("document.querySelector('#new-branch')", WAIT);
+    // The master branch cannot be deleted.
+    assert_eq!(
+        browser.eval("document.querySelector('[aria-label=\"Delete master\"]')"),
+        Value::Null
+    );
+    create_named(&mut browser, "branch", "release-1");
+    let branches = app.get(&format!("/v1/branches?gridId={grid}")).body;
+    let branch =
+        branches.as_array().and_then(|b| b.iter().find(|b| b["name"] == "release-1")).cloned();
+    let branch_id =
+        branch.expect("the branch was created")["id"].as_str().expect("an id").to_owned();
+
+    create_named(&mut browser, "view", "Review");
+    let views = app.get(&format!("/v1/views?gridId={grid}")).body;
+    let review = views.as_array().and_then(|v| v.iter().find(|v| v["name"] == "Review")).cloned();
+    let review = review.expect("the view was created");
+    assert_eq!(review["columns"].as_array().map(Vec::len), Some(10), "{review}");
+    delete_named(&mut browser, "Review");
+    let views = app.get(&format!("/v1/views?gridId={grid}")).body;
+    assert!(!views.as_array().is_some_and(|v| v.iter().any(|v| v["name"] == "Review")));
+
+    delete_named(&mut browser, "release-1");
+    app.get(&format!("/v1/branches/{branch_id}")).assert_error(404, "branchIsNotFound");
     no_page_errors(&browser);
 }
