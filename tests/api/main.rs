@@ -14,6 +14,7 @@ mod compat;
 mod compression;
 mod conditional;
 mod console;
+mod console_panels;
 mod crash;
 mod databases;
 mod dependencies;
