@@ -162,16 +162,23 @@ async function recordContext(grid, row) {
 function statusEntries(grid, record) {
   const column = grid.table.columns[grid.table.active.col];
   if (!grid.canWrite || !column || column.type !== 'language') return [];
-  const set = (status) => async () => {
+  const set = (status, extra) => async () => {
     const fresh = await readRecord(grid.viewId, record);
     const written = await writeCells(grid.viewId, fresh.record, fresh.etag,
-      [{ columnId: column.id, ...status }], grid.table.columns);
+      [{ columnId: column.id, ...status }], grid.table.columns, extra);
     if (written) grid.source.update([written]);
   };
   if (column.localizationType === 'targetLanguage') {
-    return STATUSES.filter((s) => s !== 'unset').map((s) => ({
+    const cell = cellOf(record, column.id);
+    // The API sets the flag on the cells a write names with markUpdatedCellsWithMTFlag, and
+    // clears it on a write of the cell without it: the value is written again as it is.
+    const mt = cell.isMT
+      ? { id: 'mt-clear', label: `Clear ${column.name}'s machine-translation flag`, run: set({ value: cell.value ?? null }) }
+      : { id: 'mt-mark', label: `Mark ${column.name} machine-translated`,
+        run: set({ value: cell.value ?? null }, { markUpdatedCellsWithMTFlag: true }) };
+    return [...STATUSES.filter((s) => s !== 'unset').map((s) => ({
       id: `status-${s}`, label: `Mark ${column.name} ${s === 'upToDate' ? 'up to date' : 'out of date'}`,
-      run: set({ dependencyStatus: s }) }));
+      run: set({ dependencyStatus: s }) })), mt];
   }
   const locked = ['locked', 'lockAllLanguages'].includes(cellOf(record, column.id).sourceStatus);
   return [{ id: 'lock', label: locked ? `Unlock ${column.name}` : `Lock ${column.name}`,

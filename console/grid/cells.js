@@ -39,13 +39,15 @@ export function isLocked(column, record) {
     && isReadOnly(column, record);
 }
 
-/** CSS classes of a cell: its type, its dependency status (target cells), its lock. */
+/** CSS classes of a cell: its type, its dependency status (target cells), its machine-
+ *  translation flag (`isMT`), its lock. */
 export function cellClasses(column, record) {
   const classes = ['cell', `t-${column.type}`];
   const cell = cellOf(record, column.id);
   if (column.localizationType === 'targetLanguage' && cell.dependencyStatus) {
     classes.push(`st-${cell.dependencyStatus}`);
   }
+  if (cell.isMT) classes.push('mt');
   if (isLocked(column, record)) classes.push('locked');
   if (column.type === 'formula' || column.editable === false) classes.push('readonly');
   return classes.join(' ');

@@ -39,19 +39,20 @@ async function nameFiles(viewId, record) {
 }
 
 /** Writes `cells` of `record` if it is still at `etag`; the record as written. On 412 asks
- *  the user (showing the newer values) whether to write anyway; null when nothing was written. */
-export async function writeCells(viewId, record, etag, cells, columns) {
+ *  the user (showing the newer values) whether to write anyway; null when nothing was written.
+ *  `extra` adds fields to the body (`markUpdatedCellsWithMTFlag`). */
+export async function writeCells(viewId, record, etag, cells, columns, extra = {}) {
   const query = record.path ? `?path=${enc(record.path)}` : '';
   const path = `/v1/views/${enc(viewId)}/records/${enc(record.id)}${query}`;
   try {
-    const answer = await api.send('PATCH', path, { cells }, etag ? { 'If-Match': etag } : {});
+    const answer = await api.send('PATCH', path, { cells, ...extra }, etag ? { 'If-Match': etag } : {});
     return answer.body;
   } catch (err) {
     if (err.status !== 412) throw err;
     const fresh = await readRecord(viewId, record);
     const keep = await conflictDialog(fresh.record, cells, columns);
     if (!keep) return fresh.record;
-    return writeCells(viewId, fresh.record, fresh.etag, cells, columns);
+    return writeCells(viewId, fresh.record, fresh.etag, cells, columns, extra);
   }
 }
 

@@ -527,3 +527,45 @@ fn branches_and_views_are_created_and_deleted_in_the_browse_pages() {
     app.get(&format!("/v1/branches/{branch_id}")).assert_error(404, "branchIsNotFound");
     no_page_errors(&browser);
 }
+
+#[test]
+fn machine_translated_cells_are_flagged_and_the_flag_is_set_and_cleared() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app);
+    app.patch(
+        &format!("/v1/views/{view}/records"),
+        &json!([{"id": "k03", "markUpdatedCellsWithMTFlag": true,
+            "cells": [{"columnId": "fr", "value": "Texte trois"}]}]),
+    )
+    .assert_status(200);
+    let mut browser = signed_in(&app, &app.key);
+    open_view(&mut browser, &app, &view);
+    let col = browser.eval("griddGrid.table.columns.findIndex(c => c.id === 'fr')");
+    let flagged = |browser: &mut crate::browser::Browser, row: usize| {
+        browser
+            .eval(&format!("document.querySelector('#cell-{row}-{col}').classList.contains('mt')"))
+            .as_bool()
+            .unwrap_or(false)
+    };
+    assert!(flagged(&mut browser, 3) && !flagged(&mut browser, 6));
+    let is_mt = |id: &str| cell(&app.record_by_id(&view, id), "fr")["isMT"] == json!(true);
+
+    // k06 is a human translation: the record menu marks it machine-translated.
+    go_to(&mut browser, 6, "fr");
+    browser.press("F10", 8);
+    browser.wait_for("document.querySelector('#menu-mt-mark')", WAIT);
+    browser.eval("document.querySelector('#menu-mt-mark').click()");
+    browser.wait_for(&format!("document.querySelector('#cell-6-{col}.mt')"), WAIT);
+    assert!(is_mt("k06"));
+    assert_eq!(cell(&app.record_by_id(&view, "k06"), "fr")["value"], "Texte 6", "value kept");
+
+    // k03's flag is cleared (a reviewer took the machine's text as it is).
+    go_to(&mut browser, 3, "fr");
+    browser.press("F10", 8);
+    browser.wait_for("document.querySelector('#menu-mt-clear')", WAIT);
+    browser.eval("document.querySelector('#menu-mt-clear').click()");
+    browser.wait_for(&format!("!document.querySelector('#cell-3-{col}.mt')"), WAIT);
+    assert!(!is_mt("k03"));
+    assert_eq!(cell(&app.record_by_id(&view, "k03"), "fr")["value"], "Texte trois");
+    no_page_errors(&browser);
+}
