@@ -250,6 +250,17 @@ impl Browser {
         let data = shot["data"].as_str().expect("base64 PNG");
         std::fs::write(path, base64_decode(data)).expect("the screenshot is written");
     }
+
+    /// With `GRIDD_CONSOLE_SCREENSHOTS=1`, a screenshot of the page as `docs/console/<name>`
+    /// (the README shows them); otherwise nothing.
+    pub fn docs_screenshot(&mut self, name: &str) {
+        if std::env::var("GRIDD_CONSOLE_SCREENSHOTS").as_deref() != Ok("1") {
+            return;
+        }
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/console");
+        std::fs::create_dir_all(&dir).expect("docs/console");
+        self.screenshot(&dir.join(name));
+    }
 }
 
 impl Drop for Browser {

@@ -51,16 +51,6 @@ fn buttons(browser: &mut Browser, prefix: &str) -> Value {
         .eval(&format!("[...document.querySelectorAll('button[id^={prefix}]')].map((b) => b.id)"))
 }
 
-/// With `GRIDD_CONSOLE_SCREENSHOTS=1`, a screenshot of the page as `docs/console/<name>`.
-fn screenshot(browser: &mut Browser, name: &str) {
-    if std::env::var("GRIDD_CONSOLE_SCREENSHOTS").as_deref() != Ok("1") {
-        return;
-    }
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/console");
-    std::fs::create_dir_all(&dir).expect("docs/console");
-    browser.screenshot(&dir.join(name));
-}
-
 /// Clicks the element `selector` inside the open dialog once it is there and enabled.
 fn click(browser: &mut Browser, selector: &str) {
     let selector = json!(format!("dialog {selector}"));
@@ -168,7 +158,7 @@ fn a_branch_merges_through_the_dialog_after_its_preview() {
     browser.wait_for("document.querySelector('dialog tr[data-record-id=k9]')", WAIT);
     let preview = browser.eval("[...document.querySelectorAll('dialog tr[data-record-id]')].map((r) => r.dataset.recordId + ':' + r.children[1].textContent).sort()");
     assert_eq!(preview, json!(["k0:updated", "k9:added"]));
-    screenshot(&mut browser, "merge.png");
+    browser.docs_screenshot("merge.png");
     let diff =
         browser.eval("document.querySelector('dialog tr[data-record-id=k0] ins').textContent");
     assert_eq!(diff, json!("Changed"));
@@ -217,7 +207,7 @@ fn a_column_and_a_dependency_are_added_in_the_columns_panel() {
     // The dependency form offers the source and the new target.
     click_text(&mut browser, "Add dependency");
     browser.wait_for("document.querySelector('dialog li[data-dependency-id]')", WAIT);
-    screenshot(&mut browser, "columns.png");
+    browser.docs_screenshot("columns.png");
     let deps = app.get(&format!("/v1/views/{view}/dependencies"));
     assert_eq!(deps.body[0]["sourceColumnId"], json!("en"));
     assert_eq!(deps.body[0]["targetColumnId"], json!("fr"));
@@ -281,7 +271,7 @@ fn a_csv_is_imported_through_the_mapping_preview() {
     assert_eq!(app.records(&view).len(), 1);
 
     set(&mut browser, "select[data-file-column='0']", "_recordId");
-    screenshot(&mut browser, "import.png");
+    browser.docs_screenshot("import.png");
     click(&mut browser, "[data-panel=import-run]");
     status_says(&mut browser, "Imported strings.csv");
     let records = app.records(&view);
@@ -347,7 +337,7 @@ fn an_owner_creates_a_key_sees_its_secret_once_and_revokes_it() {
     let secret =
         browser.wait_for("document.querySelector('dialog [data-panel=key-secret]').value", WAIT);
     let secret = secret.as_str().expect("the secret").to_owned();
-    screenshot(&mut browser, "keys.png");
+    browser.docs_screenshot("keys.png");
     let listed = app.get("/admin/v1/api-keys");
     let key =
         listed.body.as_array().expect("keys").iter().find(|k| k["name"] == "translator").cloned();

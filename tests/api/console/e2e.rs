@@ -3,7 +3,6 @@
 //! and what a read-only key is not offered; each checked over the API. Screenshots of the main
 //! screens go to `docs/console/` when `GRIDD_CONSOLE_SCREENSHOTS=1`.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -53,21 +52,12 @@ pub(super) fn strings_grid(app: &TestApp) -> (String, String) {
     (grid, view)
 }
 
-fn screenshot(browser: &mut Browser, name: &str) {
-    if std::env::var("GRIDD_CONSOLE_SCREENSHOTS").as_deref() != Ok("1") {
-        return;
-    }
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/console");
-    std::fs::create_dir_all(&dir).expect("docs/console");
-    browser.screenshot(&dir.join(name));
-}
-
 /// Opens the console and signs in with `key`.
 pub(super) fn signed_in(app: &TestApp, key: &str) -> Browser {
     let mut browser = Browser::launch(1280, 800);
     browser.goto(&format!("{}/", app.base));
     browser.wait_for("document.querySelector('form.signin input[name=key]')", WAIT);
-    screenshot(&mut browser, "signin.png");
+    browser.docs_screenshot("signin.png");
     browser.eval("document.querySelector('form.signin input[name=key]').focus()");
     browser.type_text(key);
     browser.press("Enter", 0);
@@ -119,18 +109,18 @@ fn sign_in_browse_and_edit_a_cell_read_back_over_the_api() {
     browser.wait_for("document.querySelector('#new-database')", WAIT);
     browser.eval("document.querySelector('.entry-name').click()");
     browser.wait_for("document.querySelector('#new-grid')", WAIT);
-    screenshot(&mut browser, "browse.png");
+    browser.docs_screenshot("browse.png");
     browser.eval("document.querySelector('.entry-name').click()");
     browser.wait_for("document.querySelector('.views .entry-name')", WAIT);
     browser.eval("document.querySelector('.views .entry-name').click()");
     browser.wait_for("document.querySelector('.grid-row:not(.loading) .cell.t-_recordId')", WAIT);
     assert_eq!(shown_ids(&mut browser)[..3], ["k00", "k01", "k02"]);
-    screenshot(&mut browser, "grid.png");
+    browser.docs_screenshot("grid.png");
     // Scrolled right (the id and path columns stay), a selection editor open.
     go_to(&mut browser, 2, "tags");
     browser.press("Enter", 0);
     browser.wait_for("document.querySelector('.cell-editor .multi')", WAIT);
-    screenshot(&mut browser, "grid-editor.png");
+    browser.docs_screenshot("grid-editor.png");
     browser.press("Escape", 0);
     browser.wait_for("!document.querySelector('.cell-editor')", WAIT);
 
