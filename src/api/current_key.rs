@@ -8,26 +8,19 @@ use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::ok;
-use crate::auth::{Access, KeyKind, Principal, Privilege, Tier};
+use super::admin::KeyBody;
+use crate::auth::{KeyKind, Principal, Privilege, Tier};
 use crate::error::ApiResult;
 
-/// The calling key as its holder may see it.
+/// The calling key as its holder may see it: the key as `/admin/v1/api-keys` lists it (never
+/// the secret), with every privilege it holds, and its company's plan.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CurrentKeyBody {
-    pub id: String,
-    pub name: String,
-    pub user: String,
-    /// `company` or `view`.
-    pub kind: &'static str,
-    /// Every privilege the key has, implied ones included (`manage` lists `read`, `write` and
-    /// `manage`); a view key reads and writes its view's records.
-    pub privileges: Vec<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub access: Option<Access>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub view_id: Option<String>,
+    /// `privileges` lists implied ones too (`manage` lists `read`, `write` and `manage`); a
+    /// view key reads and writes its view's records.
+    #[serde(flatten)]
+    pub key: KeyBody,
     #[schema(value_type = i64)]
     pub company_id: crate::ids::CompanyId,
     /// The company's plan: `free`, `team` or `enterprise`.
@@ -49,22 +42,13 @@ fn tier_name(tier: Tier) -> &'static str {
 
 fn current_key(p: &Principal) -> CurrentKeyBody {
     let key = &p.key;
-    let (kind, privileges, access, view_id) = match &key.kind {
-        KeyKind::Company { access, .. } => {
-            let top = key.privilege();
-            let held = LADDER.iter().filter(|l| **l <= top).map(|l| l.as_str()).collect();
-            ("company", held, Some(access.clone()), None)
-        }
-        KeyKind::View { view_id } => ("view", vec!["read", "write"], None, Some(view_id.clone())),
-    };
+    let mut body = KeyBody::new(key, None);
+    if let KeyKind::Company { .. } = &key.kind {
+        let top = key.privilege();
+        body.privileges = LADDER.iter().filter(|l| **l <= top).map(|l| l.as_str()).collect();
+    }
     CurrentKeyBody {
-        id: key.id.clone(),
-        name: key.name.clone(),
-        user: key.user.clone(),
-        kind,
-        privileges,
-        access,
-        view_id,
+        key: body,
         company_id: key.company_id,
         tier: tier_name(p.tier),
         admin: key.admin,
