@@ -1,7 +1,8 @@
 // The browse pages: company > projects > databases > grids > branches > views, each a list with
 // create, rename and delete where the key may (buttons for what it may not do are not shown).
 // Projects and databases need `owner`; grids, branches and views `manage` (README, Keys).
-// Branches and views have no rename call in the API, so they are created and deleted only.
+// Branches and views are renamed with gridd's PATCH /v1/branches/<id> and /v1/views/<id> (the
+// hosted API has no call for it); master keeps its name.
 
 import { api } from './api.js';
 import { h, replace, promptText, confirmAction, attempt, toast } from './ui.js';
@@ -31,7 +32,7 @@ function listPage(main, spec) {
     h('a', { href: spec.href(item), class: 'entry-name' }, item.name || item.id),
     item.isMaster ? h('span', { class: 'badge' }, 'master') : null,
     h('span', { class: 'entry-actions' },
-      spec.rename ? h('button', {
+      spec.rename && !item.isMaster ? h('button', {
         type: 'button', 'aria-label': `Rename ${item.name}`,
         onclick: () => renameItem(spec, item),
       }, 'Rename') : null,
@@ -131,6 +132,7 @@ async function gridPage(main, gridId) {
     title: 'Branches', kind: 'branch', items: branches,
     href: (b) => `#/branches/${enc(b.id)}`,
     create: manage ? (name) => api.send('POST', `/v1/branches?branchId=${enc(gridId)}`, { name }) : null,
+    rename: manage ? (b, name) => api.send('PATCH', `/v1/branches/${enc(b.id)}`, { name }) : null,
     remove: manage ? (b) => api.send('DELETE', `/v1/branches/${enc(b.id)}`) : null,
     after: [viewsSection(gridId, views, `grid:${gridId}`)],
   });
@@ -156,6 +158,7 @@ function viewsSection(branchId, views, parent) {
       name, gridId: branchId,
       columns: (views[0] ? views[0].columns : []).map((c) => ({ id: c.id, editable: true })),
     }) : null,
+    rename: manage ? (v, name) => api.send('PATCH', `/v1/views/${enc(v.id)}`, { name }) : null,
     remove: manage ? (v) => api.send('DELETE', `/v1/views/${enc(v.id)}`) : null,
   };
   listPage(section, spec);

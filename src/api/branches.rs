@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use actix_web::{delete, get, post, web, HttpRequest, HttpResponse};
+use actix_web::{delete, get, patch, post, web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -108,6 +108,38 @@ async fn get_branch(
     let (pc, idc) = (p.clone(), id.clone());
     let (branch, grid) = exec(&state, move |s| {
         s.branch(&pc, &idc, Privilege::Read).map(|(b, g)| (b.clone(), g.clone()))
+    })
+    .await??;
+    ok(&full_body(&state, &p, &branch, &grid).await?)
+}
+
+/// `PATCH /v1/branches/<id>`'s body (gridd's extension: the hosted API has no branch update).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateBranchRequest {
+    /// 1 to 255 characters; master keeps its name.
+    name: Option<String>,
+    description: Option<String>,
+}
+
+#[utoipa::path(tag = "branches", request_body = UpdateBranchRequest, responses((status = 200, body = GridBody)))]
+#[patch("/v1/branches/{id}")]
+async fn update_branch(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+    body: web::Json<UpdateBranchRequest>,
+) -> ApiResult<HttpResponse> {
+    p.require_tier(Tier::Team)?;
+    let (id, req) = (id.into_inner(), body.into_inner());
+    if req.name.is_none() && req.description.is_none() {
+        return Err(ApiError::missing_parameter("name"));
+    }
+    let pc = p.clone();
+    let (branch, grid) = exec(&state, move |s| {
+        let branch = s.update_branch(&pc, &id, req.name.as_deref(), req.description.as_deref())?;
+        let grid = s.branch(&pc, &branch.id, Privilege::Read).map(|(_, g)| g.clone())?;
+        Ok::<_, crate::catalog::CatalogError>((branch, grid))
     })
     .await??;
     ok(&full_body(&state, &p, &branch, &grid).await?)
@@ -437,6 +469,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     cfg.service(list_branches)
         .service(get_branch)
         .service(create_branch)
+        .service(update_branch)
         .service(delete_branch)
         .service(merge_branch)
         .service(merge_view);

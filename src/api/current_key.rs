@@ -7,8 +7,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::ok;
 use super::admin::KeyBody;
+use super::ok;
 use crate::auth::{KeyKind, Principal, Privilege, Tier};
 use crate::error::ApiResult;
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use actix_web::{delete, get, post, web, HttpRequest, HttpResponse};
+use actix_web::{delete, get, patch, post, web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -199,6 +199,33 @@ async fn create_view(
     ok(&view_body(&state, &p, &changed.schema, view, &route).await?)
 }
 
+/// `PATCH /v1/views/<id>`'s body (gridd's extension: the hosted API has no view update).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateViewRequest {
+    /// 1 to 255 characters.
+    name: Option<String>,
+}
+
+#[utoipa::path(tag = "views", request_body = UpdateViewRequest, responses((status = 200, body = ViewBody)))]
+#[patch("/v1/views/{id}")]
+async fn update_view(
+    state: web::Data<AppState>,
+    p: Principal,
+    id: web::Path<String>,
+    body: web::Json<UpdateViewRequest>,
+) -> ApiResult<HttpResponse> {
+    p.require_tier(Tier::Team)?;
+    let name = body.into_inner().name.ok_or_else(|| ApiError::missing_parameter("name"))?;
+    let id = id.into_inner();
+    let route = view_route(&state, &p, &id, Privilege::Manage)?;
+    let change = SchemaChange::RenameView { name };
+    let changed = route.addr.send(ChangeSchema { view_id: id.clone(), change }).await??;
+    let view = (changed.schema.view(&id))
+        .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", &id))?;
+    ok(&view_body(&state, &p, &changed.schema, view, &route).await?)
+}
+
 #[utoipa::path(tag = "views", responses((status = 204)))]
 #[delete("/v1/views/{id}")]
 async fn delete_view(
@@ -255,5 +282,6 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
         .service(get_view)
         .service(get_statistic)
         .service(create_view)
+        .service(update_view)
         .service(delete_view);
 }

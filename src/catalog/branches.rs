@@ -120,6 +120,31 @@ impl Supervisor {
         Ok(branch)
     }
 
+    /// Renames a branch other than master and, when `description` is given, replaces its
+    /// description (gridd's `PATCH /v1/branches/<id>`; master keeps its name).
+    pub fn update_branch(
+        &mut self,
+        p: &Principal,
+        id: &str,
+        name: Option<&str>,
+        description: Option<&str>,
+    ) -> CatalogResult<Branch> {
+        let (branch, _) = self.branch(p, id, Privilege::Manage)?;
+        let mut branch = branch.clone();
+        if let Some(name) = name {
+            if branch.is_master() {
+                return Err(CatalogError::invalid("The master branch keeps its name."));
+            }
+            branch.name = super::tenancy::check_name(name, "branch")?;
+        }
+        if let Some(description) = description {
+            branch.description = super::tenancy::check_description(description)?;
+        }
+        self.commit(&[CatalogChange::put(EntityKind::Branch, &branch.id, &branch)])?;
+        self.branches.insert(branch.id.clone(), branch.clone());
+        Ok(branch)
+    }
+
     /// Deletes a branch other than master: its actor stops, its routes and snapshots go.
     pub fn delete_branch(&mut self, p: &Principal, id: &str) -> CatalogResult<()> {
         let (branch, _) = self.branch(p, id, Privilege::Manage)?;

@@ -100,6 +100,11 @@ pub enum GridOp {
     SetPaths {
         paths: Vec<String>,
     },
+    /// A view's new name (gridd's `PATCH /v1/views/<id>`).
+    RenameView {
+        id: String,
+        name: String,
+    },
 }
 
 impl GridOp {
@@ -216,7 +221,8 @@ impl GridState {
             GridOp::AddViewColumn { .. }
             | GridOp::RemoveViewColumn { .. }
             | GridOp::CreateView(_)
-            | GridOp::DeleteView { .. } => {}
+            | GridOp::DeleteView { .. }
+            | GridOp::RenameView { .. } => {}
             GridOp::SetPaths { paths } => {
                 self.schema.paths.clone_from(paths);
                 return;
@@ -282,6 +288,11 @@ pub(super) fn apply_schema(schema: &mut Schema, op: &GridOp) {
         }
         GridOp::CreateView(view) => schema.views.push(view.clone()),
         GridOp::DeleteView { id } => schema.views.retain(|v| &v.id != id),
+        GridOp::RenameView { id, name } => {
+            if let Some(view) = view_mut(schema, id) {
+                view.name.clone_from(name);
+            }
+        }
         GridOp::CreateDependency(dep) => schema.dependencies.push(dep.clone()),
         GridOp::ReplaceDependency { old_id, dependency } => {
             if let Some(d) = schema.dependencies.iter_mut().find(|d| &d.id == old_id) {

@@ -52,6 +52,10 @@ pub enum SchemaChange {
         columns: Vec<ViewColumnRequest>,
     },
     DeleteView,
+    /// The view's new name (1 to 255 characters, trimmed).
+    RenameView {
+        name: String,
+    },
     CreateDependency(DependencyRequest),
     UpdateDependency {
         dependency_id: String,
@@ -118,6 +122,14 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> SchemaResul
                 ops: vec![GridOp::DeleteView { id: view.id.clone() }],
                 subject: view.id.clone(),
             })
+        }
+        SchemaChange::RenameView { name } => {
+            let name = name.trim();
+            if name.is_empty() || name.chars().count() > 255 {
+                return Err(SchemaError::invalid("A view's name has 1 to 255 characters."));
+            }
+            let op = GridOp::RenameView { id: view.id.clone(), name: name.to_owned() };
+            Ok(Planned { ops: vec![op], subject: view.id.clone() })
         }
         SchemaChange::CreateDependency(request) => plan_create_dependency(schema, request),
         SchemaChange::UpdateDependency { dependency_id, request } => {

@@ -1080,3 +1080,46 @@ fn a_view_merge_is_limited_to_the_source_view_columns() {
     );
     assert_records(&model(&app, &branch_view), &source, "the branch, the merge source");
 }
+
+#[test]
+fn a_branch_is_renamed_and_master_keeps_its_name() {
+    let app = spawn_app();
+    let (grid, _) = abc_grid(&app, &["r1"]);
+    let res = app.post(&format!("/v1/branches?branchId={grid}"), &json!({"name": "rel-1"}));
+    let (branch, _) = branch_ids(res.assert_status(201));
+    let res = app.patch(&format!("/v1/branches/{branch}"), &json!({"name": "release 1.0"}));
+    assert_eq!(res.assert_status(200)["name"], "release 1.0");
+    assert_eq!(res.header("content-type"), Some("application/json"));
+    let res = app.patch(&format!("/v1/branches/{branch}"), &json!({"description": "for QA"}));
+    assert_eq!(res.assert_status(200)["name"], "release 1.0", "a name not given is kept");
+
+    let before = app.snapshot(&format!("/v1/branches/{branch}"));
+    for (body, status, code) in [
+        (json!({}), 400, "requestParameterMissing"),
+        (json!({"name": " "}), 400, "badRequest"),
+        (json!({"name": "x".repeat(256)}), 400, "badRequest"),
+        (json!({"name": "a", "viewId": "v"}), 400, "badRequest"),
+    ] {
+        app.patch(&format!("/v1/branches/{branch}"), &body).assert_error(status, code);
+    }
+    app.assert_unchanged(&format!("/v1/branches/{branch}"), &before);
+    app.patch(&format!("/v1/branches/{grid}"), &json!({"name": "main"}))
+        .assert_error(400, "badRequest");
+    app.patch("/v1/branches/nope", &json!({"name": "x"})).assert_error(404, "branchIsNotFound");
+    let writer = app.create_key(&["read", "write"], json!({"all": true}));
+    app.call(
+        Method::PATCH,
+        &format!("/v1/branches/{branch}"),
+        Some(&writer),
+        Some(&json!({"name": "x"})),
+    )
+    .assert_error(403, "accessDenied");
+
+    let app = app.restart();
+    assert_eq!(
+        app.get(&format!("/v1/branches/{branch}")).assert_status(200)["name"],
+        "release 1.0"
+    );
+    let names = listed(&app, &grid);
+    assert!(names.contains(&(grid.clone(), "master".to_owned())), "{names:?}");
+}

@@ -64,6 +64,8 @@ const LATER_ENDPOINTS: &[(&str, &str)] = &[
     ("post", "/v1/branches"),
     ("get", "/v1/branches/{id}"),
     ("delete", "/v1/branches/{id}"),
+    ("patch", "/v1/branches/{id}"),
+    ("patch", "/v1/views/{id}"),
     ("post", "/v1/branches/{branchId}/merge"),
     ("post", "/v1/views/{id}/import"),
     ("get", "/v1/views/{id}/export"),

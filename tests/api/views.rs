@@ -235,3 +235,52 @@ fn another_company_cannot_see_or_touch_our_views() {
     app.assert_unchanged(&format!("/v1/views/{view}"), &before);
     assert_eq!(app.snapshot(&format!("/v1/views?gridId={grid}")).as_array().map(Vec::len), Some(1));
 }
+
+#[test]
+fn a_view_is_renamed_and_keeps_its_name_across_a_crash() {
+    let app = spawn_app();
+    let (grid, default) = grid_with_columns(&app);
+    let res =
+        app.post("/v1/views", &json!({"name": "QA", "gridId": grid, "columns": [{"id": "a"}]}));
+    let id = res.assert_status(200)["id"].as_str().expect("id").to_owned();
+    let res = app.patch(&format!("/v1/views/{id}"), &json!({"name": "  QA (French)  "}));
+    assert_eq!(res.assert_status(200)["name"], "QA (French)");
+    assert_eq!(column_ids(&res.body), pairs(&[("a", true)]), "columns untouched");
+    let renamed_default =
+        app.patch(&format!("/v1/views/{default}"), &json!({"name": "Everything"}));
+    assert_eq!(renamed_default.assert_status(200)["name"], "Everything");
+
+    let before = app.snapshot(&format!("/v1/views/{id}"));
+    for (body, status, code) in [
+        (json!({}), 400, "requestParameterMissing"),
+        (json!({"name": "   "}), 400, "badRequest"),
+        (json!({"name": "x".repeat(256)}), 400, "badRequest"),
+        (json!({"name": 5}), 400, "badRequest"),
+        (json!({"name": "a", "columns": []}), 400, "badRequest"),
+    ] {
+        app.patch(&format!("/v1/views/{id}"), &body).assert_error(status, code);
+    }
+    app.assert_unchanged(&format!("/v1/views/{id}"), &before);
+    app.patch("/v1/views/nope", &json!({"name": "x"})).assert_error(404, "viewIsNotFound");
+    let writer = app.create_key(&["read", "write"], json!({"all": true}));
+    app.call(Method::PATCH, &format!("/v1/views/{id}"), Some(&writer), Some(&json!({"name": "x"})))
+        .assert_error(403, "accessDenied");
+    let (_, other_owner, _) = app.tier_grid("enterprise");
+    app.call(
+        Method::PATCH,
+        &format!("/v1/views/{id}"),
+        Some(&other_owner),
+        Some(&json!({"name": "x"})),
+    )
+    .assert_error(404, "viewIsNotFound");
+
+    // Killed (no shutdown snapshot): the names come back from the WAL.
+    let key = app.key.clone();
+    let (dir, _guard) = app.kill();
+    // A copy: the killed server's store lock lives on in this process.
+    let copy = tempfile::tempdir().expect("temp dir");
+    crate::helpers::copy_dir(&dir, copy.path());
+    let app = crate::helpers::start(copy.path(), &key);
+    assert_eq!(app.get(&format!("/v1/views/{id}")).assert_status(200)["name"], "QA (French)");
+    assert_eq!(app.get(&format!("/v1/views/{default}")).assert_status(200)["name"], "Everything");
+}

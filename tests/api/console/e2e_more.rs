@@ -479,6 +479,21 @@ fn create_named(browser: &mut crate::browser::Browser, kind: &str, name: &str) {
     );
 }
 
+/// Clicks `Rename <name>`, types `new_name` and waits for it in the list.
+fn rename_named(browser: &mut crate::browser::Browser, name: &str, new_name: &str) {
+    browser.eval(&format!("document.querySelector('[aria-label=\"Rename {name}\"]').click()"));
+    browser.wait_for("document.querySelector('dialog input')", WAIT);
+    browser.eval("document.querySelector('dialog input').select()");
+    browser.type_text(new_name);
+    browser.press("Enter", 0);
+    browser.wait_for(
+        &format!(
+            "[...document.querySelectorAll('.entry-name')].some(a => a.textContent === '{new_name}')"
+        ),
+        WAIT,
+    );
+}
+
 /// Clicks `Delete <name>` and confirms.
 fn delete_named(browser: &mut crate::browser::Browser, name: &str) {
     browser.eval(&format!("document.querySelector('[aria-label=\"Delete {name}\"]').click()"));
@@ -496,17 +511,17 @@ fn delete_named(browser: &mut crate::browser::Browser, name: &str) {
 }
 
 #[test]
-fn branches_and_views_are_created_and_deleted_in_the_browse_pages() {
+fn branches_and_views_are_created_renamed_and_deleted_in_the_browse_pages() {
     let app = spawn_app();
     let (grid, _) = strings_grid(&app);
     let mut browser = signed_in(&app, &app.key);
     browser.eval(&format!("location.hash = '#/grids/{grid}'"));
     browser.wait_for("document.querySelector('#new-branch')", WAIT);
-    // The master branch cannot be deleted.
-    assert_eq!(
-        browser.eval("document.querySelector('[aria-label=\"Delete master\"]')"),
-        Value::Null
-    );
+    // The master branch can be neither deleted nor renamed.
+    for action in ["Delete", "Rename"] {
+        let button = format!("document.querySelector('[aria-label=\"{action} master\"]')");
+        assert_eq!(browser.eval(&button), Value::Null, "{action}");
+    }
     create_named(&mut browser, "branch", "release-1");
     let branches = app.get(&format!("/v1/branches?gridId={grid}")).body;
     let branch =
@@ -519,11 +534,18 @@ fn branches_and_views_are_created_and_deleted_in_the_browse_pages() {
     let review = views.as_array().and_then(|v| v.iter().find(|v| v["name"] == "Review")).cloned();
     let review = review.expect("the view was created");
     assert_eq!(review["columns"].as_array().map(Vec::len), Some(10), "{review}");
-    delete_named(&mut browser, "Review");
+    rename_named(&mut browser, "Review", "Review FR");
+    let renamed = app.get(&format!("/v1/views/{}", review["id"].as_str().expect("id"))).body;
+    assert_eq!(renamed["name"], "Review FR");
+    delete_named(&mut browser, "Review FR");
     let views = app.get(&format!("/v1/views?gridId={grid}")).body;
-    assert!(!views.as_array().is_some_and(|v| v.iter().any(|v| v["name"] == "Review")));
+    assert!(!views.as_array().is_some_and(|v| v
+        .iter()
+        .any(|v| v["name"].as_str().is_some_and(|n| n.starts_with("Review")))));
 
-    delete_named(&mut browser, "release-1");
+    rename_named(&mut browser, "release-1", "release-1.1");
+    assert_eq!(app.get(&format!("/v1/branches/{branch_id}")).body["name"], "release-1.1");
+    delete_named(&mut browser, "release-1.1");
     app.get(&format!("/v1/branches/{branch_id}")).assert_error(404, "branchIsNotFound");
     no_page_errors(&browser);
 }
