@@ -220,6 +220,8 @@ function buildContext(grid, branch) {
     reload: () => navigate(location.hash),
     refresh: () => grid.source.reload(),
     activeRecord: () => grid.source.at(grid.table.active.row) || null,
+    /** The listing's `query` and `sort` the grid shows now (filters, status filter, sort). */
+    listing: () => toListing(grid.state),
   };
 }
 

@@ -4,7 +4,8 @@
 // path or nothing), guessed as the server would; the import (POST /v1/views/<id>/import?type=,
 // multipart `file` and `importRequest` with the columnMappings chosen) is a task followed to
 // its end, then the grid reloads.
-// Export: GET /v1/views/<id>/export?type=csv|xlsx&fileHeader=, downloaded as a file.
+// Export: GET /v1/views/<id>/export?type=csv|xlsx&fileHeader=[&query=&sort=] (the grid's
+// filter and sort, by default when it has any), downloaded as a file.
 
 import { el, field, select, statusLine, action, panel, fill, followTask, seg } from './common.js';
 import { readHead, guessTarget, importRequest, PREVIEW_ROWS } from './csv_preview.js';
@@ -106,8 +107,14 @@ export async function exportDialog(ctx) {
   const status = statusLine();
   const type = select([['csv', 'CSV'], ['xlsx', 'XLSX']], 'csv', { 'data-panel': 'export-type' });
   const header = select([['columnName', 'column names'], ['columnId', 'column ids'], ['none', 'no header']], 'columnName');
+  // The grid's filter, status filter and sort, when it has any (the export honours them).
+  const listing = ctx.listing ? ctx.listing() : {};
+  const narrowed = Boolean(listing.query || listing.sort);
+  const only = el('input', { type: 'checkbox', checked: narrowed, disabled: !narrowed, 'data-panel': 'export-filtered' });
   const run = action('Download', async () => {
     const params = new URLSearchParams({ type: type.value, fileHeader: header.value });
+    if (only.checked && listing.query) params.set('query', JSON.stringify(listing.query));
+    if (only.checked && listing.sort) params.set('sort', JSON.stringify(listing.sort));
     const response = await ctx.api.raw('GET', `/v1/views/${seg(ctx.route.viewId)}/export?${params}`);
     if (!response.ok) {
       const problem = await response.json().catch(() => ({}));
@@ -117,6 +124,7 @@ export async function exportDialog(ctx) {
     saveBlob(await response.blob(), name);
     status.show(`Downloaded ${name}.`);
   }, status, { class: 'primary', 'data-panel': 'export-run' });
-  const body = el('div', { class: 'panel-export' }, field('File type', type), field('Header row', header), run, status.node);
+  const body = el('div', { class: 'panel-export' }, field('File type', type), field('Header row', header),
+    field('Only the records the grid shows (its filter and sort)', only), run, status.node);
   await panel('Export', body);
 }

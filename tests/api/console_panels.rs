@@ -642,3 +642,34 @@ fn a_view_is_exported_as_csv_and_xlsx_files() {
     assert_eq!(head, json!([80, 75]), "an XLSX is a zip");
     assert!(browser.errors().is_empty(), "{:?}", browser.errors());
 }
+
+#[test]
+fn an_export_keeps_to_the_records_the_filtered_grid_shows() {
+    let app = spawn_app();
+    let (_, view) = strings_grid(&app, 3);
+    let filters = r#"[{"field":"en","op":"=","value":"Text 1"}]"#;
+    let encoded: String = url::form_urlencoded::byte_serialize(filters.as_bytes()).collect();
+    let hash = format!("#/views/{view}?filters={encoded}");
+    let mut browser = console_at(&app, &app.key, &hash);
+    browser.wait_for("document.querySelectorAll('.grid-row .cell.t-_recordId').length === 1", WAIT);
+    browser.eval(
+        "window.saved = []; const create = URL.createObjectURL;
+         URL.createObjectURL = (blob) => { window.saved.push(blob); return create(blob); }; true",
+    );
+    press_button(&mut browser, "panel-export");
+    browser
+        .wait_for("document.querySelector('dialog [data-panel=export-filtered]')?.checked", WAIT);
+    click(&mut browser, "[data-panel=export-run]");
+    status_says(&mut browser, "Downloaded");
+    let filtered = browser.eval("window.saved[0].text()");
+    let filtered = filtered.as_str().expect("the CSV");
+    assert!(filtered.contains("Text 1") && !filtered.contains("Text 2"), "{filtered}");
+    // Unticked: the whole view.
+    browser.eval("document.querySelector('dialog [data-panel=export-filtered]').click(); true");
+    click(&mut browser, "[data-panel=export-run]");
+    browser.wait_for("window.saved.length === 2", WAIT);
+    let whole = browser.eval("window.saved[1].text()");
+    let whole = whole.as_str().expect("the CSV");
+    assert!(whole.contains("Text 0") && whole.contains("Text 2"), "{whole}");
+    assert!(browser.errors().is_empty(), "{:?}", browser.errors());
+}
