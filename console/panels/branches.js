@@ -4,7 +4,9 @@
 // branch, the API's mergeRecordOptions (add, update, delete, override), a diffcheck preview
 // (POST /v1/branches/diffcheck on both default views, followed to its end, then
 // GET /v1/branches/diffcheck/<task> with the options) and the merge itself
-// (POST /v1/branches/<source>/merge, a task followed to its end). It owns no state.
+// (POST /v1/branches/<source>/merge, a task followed to its end) with the choice made for each
+// conflicted cell of the preview (`mergeRecordConflicts`) and, when asked, the last merge's
+// choices (`useLastMergeResolve`). It owns no state.
 
 import { el, field, select, statusLine, action, confirmAction, panel, closePanel, fill, followTask, seg } from './common.js';
 import { valueText } from './history.js';
@@ -94,15 +96,41 @@ export async function branchesDialog(ctx) {
   await panel('Branches', body);
 }
 
-/** One previewed record: its id, what the merge does, and each changed cell. */
-function previewRow(record, names) {
+/** The choices a conflicted cell offers (the API's MergeCellConflict options). */
+const CONFLICT_CHOICES = [['destination', 'keep the destination\'s'], ['source', 'take the source\'s']];
+
+/** A conflicted cell's choice, its default the override option's: the merge sends it in
+ *  `mergeRecordConflicts`, so what the user picked is what happens to that cell. */
+function conflictChoice(record, cell, names, choices, override) {
+  const name = names[cell.columnId] || cell.columnId;
+  const choice = select(CONFLICT_CHOICES, override ? 'source' : 'destination', {
+    'data-panel': 'merge-choice', 'data-column-id': cell.columnId,
+    'aria-label': `Conflict in ${name} of ${record.id}` });
+  choices.push({ recordId: record.id, pathTag: record.path || undefined, columnId: cell.columnId, choice });
+  return el('span', { class: 'panel-badge' }, 'conflict: ', choice);
+}
+
+/** One previewed record: its id, what the merge does, and each changed cell (a conflicted one
+ *  with its choice). */
+function previewRow(record, names, choices, override) {
   return el('tr', { 'data-record-id': record.id, class: `merge-${record.status}` },
     el('th', { scope: 'row' }, record.path ? `${record.path}/${record.id}` : record.id),
     el('td', {}, record.status),
     el('td', {}, el('ul', { class: 'panel-diff' }, record.cells.map((c) => el('li', { class: `diff-${c.status}` },
       el('strong', {}, names[c.columnId] || c.columnId), ': ',
       el('del', {}, valueText(c.destinationValue)), ' → ', el('ins', {}, valueText(c.sourceValue)),
-      c.status === 'conflicted' ? el('span', { class: 'panel-badge' }, 'conflict') : null)))));
+      c.status === 'conflicted' ? conflictChoice(record, c, names, choices, override) : null)))));
+}
+
+/** `mergeRecordConflicts` from the preview's choices: one entry per record. */
+export function conflictsOf(choices) {
+  const byRecord = new Map();
+  for (const c of choices) {
+    const key = `${c.pathTag || ''}\u0000${c.recordId}`;
+    if (!byRecord.has(key)) byRecord.set(key, { recordId: c.recordId, pathTag: c.pathTag, cells: [] });
+    byRecord.get(key).cells.push({ columnId: c.columnId, option: c.choice.value });
+  }
+  return [...byRecord.values()];
 }
 
 function optionBoxes() {
@@ -113,8 +141,10 @@ function optionBoxes() {
   return { group, chosen: () => boxes.filter((b) => b.checked).map((b) => b.value) };
 }
 
-/** Computes and shows the diffcheck preview of merging `source` into `destination`. */
-async function preview(ctx, source, destination, options, out, status) {
+/** Computes and shows the diffcheck preview of merging `source` into `destination`; the
+ *  conflicted cells' choices go into `choices` (emptied first). */
+async function preview(ctx, source, destination, options, out, status, choices) {
+  choices.length = 0;
   status.show('Computing the preview…');
   const views = new URLSearchParams({
     sourceViewId: source.defaultAccessViewId, destinationViewId: destination.defaultAccessViewId });
@@ -128,7 +158,7 @@ async function preview(ctx, source, destination, options, out, status) {
     ? el('table', { class: 'panel-table', 'aria-label': 'What the merge would change' },
       el('thead', {}, el('tr', {}, ['Record', 'Change', 'Cells (destination → source)']
         .map((t) => el('th', { scope: 'col' }, t)))),
-      el('tbody', {}, records.map((r) => previewRow(r, names))))
+      el('tbody', {}, records.map((r) => previewRow(r, names, choices, options.includes('override')))))
     : el('p', {}, 'The merge would change nothing with these options.'));
   status.show(`${records.length}${records.length === PREVIEW_LIMIT ? '+' : ''} records would change.`);
 }
@@ -150,19 +180,31 @@ export async function mergeDialog(ctx, branches) {
     if (s.id === d.id) throw new Error('Pick two different branches.');
     return [s, d];
   };
+  // The conflicted cells' choices of the last preview (a new pair of branches or new
+  // options drops them: they were made for another preview).
+  const choices = [];
+  const forget = () => { choices.length = 0; fill(out); };
+  source.addEventListener('change', forget);
+  destination.addEventListener('change', forget);
+  options.group.addEventListener('change', forget);
+  const lastResolve = el('input', { type: 'checkbox', id: 'merge-last-resolve', 'data-panel': 'merge-last-resolve' });
   const previewButton = action('Preview changes',
-    () => preview(ctx, ...pick(), options.chosen(), out, status), status, { 'data-panel': 'merge-preview' });
+    () => preview(ctx, ...pick(), options.chosen(), out, status, choices), status, { 'data-panel': 'merge-preview' });
   const merge = action('Merge', async () => {
     const [s, d] = pick();
     status.show(`Merging "${s.name}" into "${d.name}"…`);
-    const started = await ctx.api.send('POST', `/v1/branches/${seg(s.id)}/merge`,
-      { destinationBranchId: d.id, mergeRecordOptions: options.chosen() });
+    const request = { destinationBranchId: d.id, mergeRecordOptions: options.chosen() };
+    if (choices.length) request.mergeRecordConflicts = conflictsOf(choices);
+    if (lastResolve.checked) request.useLastMergeResolve = true;
+    const started = await ctx.api.send('POST', `/v1/branches/${seg(s.id)}/merge`, request);
     await followTask(ctx.api, started.body.id, (t) => status.show(`Merging… ${t.progress || 0}%`));
     status.show(`Merged "${s.name}" into "${d.name}".`);
     if (d.id === here && ctx.reload) await ctx.reload();
   }, status, { class: 'primary', 'data-panel': 'merge-run' });
   const body = el('div', { class: 'panel-merge' },
     el('div', { class: 'panel-inline' }, field('Merge from', source), field('Into', destination)),
-    options.group, el('div', { class: 'panel-buttons' }, previewButton, merge), out, status.node);
+    options.group,
+    el('div', {}, lastResolve, el('label', { for: lastResolve.id }, 'Resolve conflicts as the last merge between these branches did')),
+    el('div', { class: 'panel-buttons' }, previewButton, merge), out, status.node);
   await panel('Merge branches', body);
 }

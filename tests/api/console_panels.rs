@@ -673,3 +673,40 @@ fn an_export_keeps_to_the_records_the_filtered_grid_shows() {
     assert!(whole.contains("Text 0") && whole.contains("Text 2"), "{whole}");
     assert!(browser.errors().is_empty(), "{:?}", browser.errors());
 }
+
+#[test]
+fn a_conflicted_cell_is_merged_as_the_dialog_chose() {
+    let app = spawn_app();
+    let (grid, view) = strings_grid(&app, 2);
+    let branch = app.post(&format!("/v1/branches?branchId={grid}"), &json!({"name": "release"}));
+    let branch_view =
+        branch.assert_status(201)["defaultAccessViewId"].as_str().expect("a view").to_owned();
+    // Both sides change k0 and k1 since the fork: two conflicts.
+    for (target, value) in [(&branch_view, "Branch"), (&view, "Master")] {
+        for id in ["k0", "k1"] {
+            app.patch(
+                &format!("/v1/views/{target}/records/{id}"),
+                &json!({"cells": [{"columnId": "en", "value": format!("{value} {id}")}]}),
+            )
+            .assert_status(200);
+        }
+    }
+    let mut browser = view_page(&app, &app.key, &view);
+    press_button(&mut browser, "panel-branches");
+    browser.wait_for("document.querySelector('dialog li[data-branch-id]')", WAIT);
+    click(&mut browser, "[data-panel=open-merge]");
+    browser.wait_for("document.querySelector('dialog [data-panel=merge-source]')", WAIT);
+    click(&mut browser, "[data-panel=merge-preview]");
+    browser.wait_for(
+        "document.querySelectorAll('dialog [data-panel=merge-choice]').length === 2",
+        WAIT,
+    );
+    // Without override the destination's cell is kept by default; k1's is taken from the source.
+    set(&mut browser, "tr[data-record-id=k1] [data-panel=merge-choice]", "source");
+    click(&mut browser, "[data-panel=merge-run]");
+    status_says(&mut browser, "Merged");
+    let records = app.records(&view);
+    assert_eq!(cell(find_record(&records, "k0"), "en")["value"], json!("Master k0"));
+    assert_eq!(cell(find_record(&records, "k1"), "en")["value"], json!("Branch k1"));
+    assert!(browser.errors().is_empty(), "{:?}", browser.errors());
+}
