@@ -121,5 +121,6 @@ fn the_current_key_says_what_it_may_do_without_its_secret() {
 
 mod e2e;
 mod e2e_more;
+mod in_firefox;
 mod scale;
 mod units;
