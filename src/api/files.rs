@@ -306,6 +306,16 @@ pub(super) async fn link_files(
     .map_err(|e| ApiError::internal(format!("storing the files stopped: {e}")))?
 }
 
+/// The head of an export's answer: 200 `application/octet-stream`, downloaded as `name`
+/// (every export, decisions.md section 3).
+pub(crate) fn attachment(name: &str) -> actix_web::HttpResponseBuilder {
+    let mut response = HttpResponse::Ok();
+    response
+        .content_type("application/octet-stream")
+        .insert_header((actix_web::http::header::CONTENT_DISPOSITION, disposition(name)));
+    response
+}
+
 /// `filename="..."` (ASCII, quotes and controls replaced) and `filename*` (UTF-8).
 pub(crate) fn disposition(name: &str) -> String {
     let ascii: String =

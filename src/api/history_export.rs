@@ -7,7 +7,6 @@
 
 use std::path::{Path, PathBuf};
 
-use actix_web::http::header;
 use actix_web::{get, post, web, HttpResponse};
 use serde::Deserialize;
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -200,13 +199,7 @@ async fn serve(
         let path = export_path(&state.data_dir, &task_id, format);
         if let Ok(bytes) = tokio::fs::read(&path).await {
             let name = format!("record-histories-{task_id}.{}", format.extension());
-            return Ok(HttpResponse::Ok()
-                .content_type("application/octet-stream")
-                .insert_header((
-                    header::CONTENT_DISPOSITION,
-                    format!("attachment; filename=\"{name}\""),
-                ))
-                .body(bytes));
+            return Ok(super::files::attachment(&name).body(bytes));
         }
     }
     Err(ApiError::new(

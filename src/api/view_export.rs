@@ -11,7 +11,6 @@
 //! holds a few chunks, never the file. An XLSX file is written by rust_xlsxwriter in its
 //! constant-memory mode to a temporary file, then streamed the same way and removed.
 
-use actix_web::http::header;
 use actix_web::web::Bytes;
 use actix_web::{get, web, HttpRequest, HttpResponse};
 use tokio::sync::mpsc;
@@ -81,13 +80,7 @@ async fn export_view(
     let body = futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx).map(|chunk| chunk.map(Ok::<Bytes, actix_web::Error>))
     });
-    Ok(HttpResponse::Ok()
-        .content_type("application/octet-stream")
-        .insert_header((
-            header::CONTENT_DISPOSITION,
-            format!("attachment; filename=\"{view_id}.{extension}\""),
-        ))
-        .streaming(body))
+    Ok(super::files::attachment(&format!("{view_id}.{extension}")).streaming(body))
 }
 
 /// The `fileHeader` and `type` options of an export (defaults: column names, CSV).

@@ -87,7 +87,8 @@ fn download(app: &TestApp, path: &str, extension: &str) -> Vec<u8> {
     let disposition = header("content-disposition");
     assert!(
         disposition.starts_with("attachment; filename=\"record-histories-")
-            && disposition.ends_with(&format!(".{extension}\"")),
+            && disposition.contains(&format!(".{extension}\"; filename*=UTF-8''record-histories-"))
+            && disposition.ends_with(&format!(".{extension}")),
         "{disposition}"
     );
     res.bytes().expect("body").to_vec()

@@ -48,7 +48,7 @@ fn export(app: &TestApp, view: &str, query: &str, extension: &str) -> Vec<u8> {
     assert_eq!(header("content-type"), "application/octet-stream");
     assert_eq!(
         header("content-disposition"),
-        format!("attachment; filename=\"{view}.{extension}\"")
+        format!("attachment; filename=\"{view}.{extension}\"; filename*=UTF-8''{view}.{extension}")
     );
     res.bytes().expect("body").to_vec()
 }

@@ -241,13 +241,7 @@ async fn export_glossary(
         ExportFormat::Csv => "csv",
         ExportFormat::Xlsx => "xlsx",
     };
-    Ok(HttpResponse::Ok()
-        .content_type("application/octet-stream")
-        .insert_header((
-            "Content-Disposition",
-            crate::api::files::disposition(&format!("{name}.{extension}")),
-        ))
-        .body(bytes))
+    Ok(crate::api::files::attachment(&format!("{name}.{extension}")).body(bytes))
 }
 
 pub fn configure(cfg: &mut ServiceConfig<'_>) {

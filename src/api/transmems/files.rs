@@ -12,7 +12,6 @@ use std::io::{BufReader, Write};
 use std::path::PathBuf;
 
 use actix_multipart::Multipart;
-use actix_web::http::header;
 use actix_web::web::{self, Bytes};
 use actix_web::{get, post, HttpRequest, HttpResponse};
 use tokio::sync::mpsc;
@@ -268,13 +267,7 @@ pub(super) async fn export_transmem(
         Format::Csv => "csv",
         Format::Xlsx => "xlsx",
     };
-    Ok(HttpResponse::Ok()
-        .content_type("application/octet-stream")
-        .insert_header((
-            header::CONTENT_DISPOSITION,
-            crate::api::files::disposition(&format!("{}.{extension}", memory.id)),
-        ))
-        .streaming(body))
+    Ok(crate::api::files::attachment(&format!("{}.{extension}", memory.id)).streaming(body))
 }
 
 #[cfg(test)]
