@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use actix_web::http::header::{self, HeaderValue};
+use actix_web::web::Bytes;
 use actix_web::{get, web, HttpRequest, HttpResponse};
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -52,7 +53,8 @@ impl Coded for ConsoleError {
 /// One embedded file, with its type and tag.
 #[derive(Debug)]
 struct Asset {
-    bytes: Vec<u8>,
+    /// Shared, so an answer does not copy the file.
+    bytes: Bytes,
     content_type: &'static str,
     etag: String,
 }
@@ -79,7 +81,7 @@ fn content_type(path: &str) -> &'static str {
     }
 }
 
-fn asset(path: &str, bytes: Vec<u8>) -> Asset {
+fn asset(path: &str, bytes: Bytes) -> Asset {
     let etag = body_tag(&bytes);
     Asset { content_type: content_type(path), etag, bytes }
 }
@@ -90,7 +92,7 @@ fn catalogue() -> &'static Catalogue {
     CATALOGUE.get_or_init(|| {
         let assets: HashMap<&'static str, Asset> = embedded::ASSETS
             .iter()
-            .map(|(path, bytes)| (*path, asset(path, bytes.to_vec())))
+            .map(|(path, bytes)| (*path, asset(path, Bytes::from_static(bytes))))
             .collect();
         let mut listing: Vec<String> =
             assets.iter().map(|(path, a)| format!("{path} {}\n", a.etag)).collect();
@@ -101,7 +103,7 @@ fn catalogue() -> &'static Catalogue {
             .find(|(path, _)| *path == "index.html")
             .map(|(_, bytes)| String::from_utf8_lossy(bytes).replace(VERSION_MARK, &version))
             .unwrap_or_default();
-        let page = asset("index.html", page_text.into_bytes());
+        let page = asset("index.html", Bytes::from(page_text.into_bytes()));
         Catalogue { version, assets, page }
     })
 }
