@@ -198,6 +198,8 @@ export async function mergeDialog(ctx, branches) {
     if (lastResolve.checked) request.useLastMergeResolve = true;
     const started = await ctx.api.send('POST', `/v1/branches/${seg(s.id)}/merge`, request);
     await followTask(ctx.api, started.body.id, (t) => status.show(`Merging… ${t.progress || 0}%`));
+    // The preview (and its choices) described the branches before this merge.
+    forget();
     status.show(`Merged "${s.name}" into "${d.name}".`);
     if (d.id === here && ctx.reload) await ctx.reload();
   }, status, { class: 'primary', 'data-panel': 'merge-run' });

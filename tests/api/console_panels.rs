@@ -708,5 +708,37 @@ fn a_conflicted_cell_is_merged_as_the_dialog_chose() {
     let records = app.records(&view);
     assert_eq!(cell(find_record(&records, "k0"), "en")["value"], json!("Master k0"));
     assert_eq!(cell(find_record(&records, "k1"), "en")["value"], json!("Branch k1"));
+
+    // Both sides change k0 and k1 again; merged with the last merge's choices only (no
+    // preview): k0 keeps the destination's, k1 takes the source's, as chosen before.
+    for (target, value) in [(&branch_view, "Branch"), (&view, "Master")] {
+        for id in ["k0", "k1"] {
+            app.patch(
+                &format!("/v1/views/{target}/records/{id}"),
+                &json!({"cells": [{"columnId": "en", "value": format!("{value} {id} again")}]}),
+            )
+            .assert_status(200);
+        }
+    }
+    assert_eq!(
+        browser.eval("document.querySelectorAll('dialog [data-panel=merge-choice]').length"),
+        json!(0),
+        "a merge drops the preview it was made from"
+    );
+    click(&mut browser, "[data-panel=merge-last-resolve]");
+    click(&mut browser, "[data-panel=merge-run]");
+    // The status already says "Merged" from the first merge: wait for the records instead.
+    let deadline = std::time::Instant::now() + WAIT;
+    let merged = |app: &TestApp| {
+        cell(find_record(&app.records(&view), "k1"), "en")["value"] == json!("Branch k1 again")
+    };
+    while !merged(&app) {
+        assert!(std::time::Instant::now() < deadline, "the second merge took k1 from the source");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    status_says(&mut browser, "Merged");
+    let records = app.records(&view);
+    assert_eq!(cell(find_record(&records, "k0"), "en")["value"], json!("Master k0 again"));
+    assert_eq!(cell(find_record(&records, "k1"), "en")["value"], json!("Branch k1 again"));
     assert!(browser.errors().is_empty(), "{:?}", browser.errors());
 }

@@ -362,6 +362,13 @@ fn a_tbx_file_from_another_tool_round_trips_through_every_format() {
     );
     let plain = export(&app, &id, "?fields=definition");
     assert!(!plain.text.contains("termNote"), "categories only when asked: {}", plain.text);
+    let asked = export(&app, &id, "?fields=categories");
+    assert!(
+        asked.text.contains("<termNote type=\"partOfSpeech\">noun</termNote>"),
+        "{}",
+        asked.text
+    );
+    assert!(!asked.text.contains("descrip type=\"definition\""), "{}", asked.text);
     assert!(default.text.contains("<term>セーブデータ</term>"));
 }
 
