@@ -49,6 +49,20 @@ pub(crate) async fn blocking<R: Send + 'static>(
     web::block(f).await.map_err(|e| ApiError::internal(format!("a blocking task stopped: {e}")))
 }
 
+/// Memory `id` as the key may act on it with `needed` (404, 403), then `f` on its segments,
+/// on the blocking pool (the store's calls block).
+pub(crate) async fn on_segments<R: Send + 'static>(
+    state: &AppState,
+    p: Principal,
+    id: String,
+    needed: Privilege,
+    f: impl FnOnce(&crate::tm::store::Memory) -> ApiResult<R> + Send + 'static,
+) -> ApiResult<R> {
+    let memory = exec(state, move |s| s.transmem(&p, &id, needed)).await??;
+    let store = state.transmems.segments.clone();
+    blocking(move || f(&*store.memory(&memory.id)?)).await?
+}
+
 /// Longest text a lookup takes, in bytes.
 pub const MAX_LOOKUP_TEXT: usize = 10_000;
 /// Most matches a lookup answers.
@@ -253,10 +267,7 @@ async fn cleanup_transmem(
     p: Principal,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let id = id.into_inner();
-    let memory = exec(&state, move |s| s.transmem(&p, &id, Privilege::Manage)).await??;
-    let segments = state.transmems.segments.clone();
-    blocking(move || segments.memory(&memory.id)?.clear()).await??;
+    on_segments(&state, p, id.into_inner(), Privilege::Manage, |m| Ok(m.clear()?)).await?;
     no_content()
 }
 
@@ -339,22 +350,11 @@ async fn lookup(
     id: web::Path<String>,
     body: web::Bytes,
 ) -> ApiResult<HttpResponse> {
-    let id = id.into_inner();
-    let request = LookupRequest::check(&body)?;
-    let memory = exec(&state, move |s| s.transmem(&p, &id, Privilege::Read)).await??;
-    let segments = state.transmems.segments.clone();
-    let found = blocking(move || {
-        let memory = segments.memory(&memory.id)?;
-        let r = &request;
-        Ok::<_, ApiError>(memory.lookup(
-            &r.text,
-            &r.source_language,
-            &r.target_language,
-            r.min_score,
-            r.limit,
-        ))
+    let r = LookupRequest::check(&body)?;
+    let found = on_segments(&state, p, id.into_inner(), Privilege::Read, move |memory| {
+        Ok(memory.lookup(&r.text, &r.source_language, &r.target_language, r.min_score, r.limit))
     })
-    .await??;
+    .await?;
     let body: Vec<MatchBody> = found
         .into_iter()
         .map(|m| MatchBody { source: m.source, target: m.target, score: m.score })

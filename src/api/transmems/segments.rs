@@ -10,7 +10,7 @@ use actix_web::{post, web, HttpResponse};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{blocking, exec, language, TmRefused};
+use super::{language, on_segments, TmRefused};
 use crate::api::ok;
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult};
@@ -101,12 +101,11 @@ pub(super) async fn write_segments(
     id: web::Path<String>,
     body: web::Bytes,
 ) -> ApiResult<HttpResponse> {
-    let id = id.into_inner();
-    let checker = p.clone();
-    let memory = exec(&state, move |s| s.transmem(&checker, &id, Privilege::Manage)).await??;
-    let segments = parse(&body, p.user())?;
-    let store = state.transmems.segments.clone();
-    let written = blocking(move || store.memory(&memory.id)?.write(segments, None)).await??;
+    let user = p.user().to_owned();
+    let written = on_segments(&state, p, id.into_inner(), Privilege::Manage, move |memory| {
+        Ok(memory.write(parse(&body, &user)?, None)?)
+    })
+    .await?;
     ok(&written)
 }
 
