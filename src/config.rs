@@ -120,6 +120,33 @@ pub struct Config {
     /// Largest TMX file a translation memory upload or import takes, in bytes (413 past it).
     #[arg(long, env = "GRIDD_TMX_UPLOAD_LIMIT", default_value_t = 256 * 1024 * 1024)]
     pub tmx_upload_limit: u64,
+
+    /// Run as a node of a cluster: the NATS servers (`nats://host:4222`, comma-separated) whose
+    /// JetStream holds the cluster's logs, leases and snapshots (docs/CLUSTER.md). Needs
+    /// `--node-id` and `--advertise`. Without it the server runs alone, as always.
+    #[arg(long, env = "GRIDD_CLUSTER", value_delimiter = ',', requires_all = ["node_id", "advertise"])]
+    pub cluster: Vec<String>,
+
+    /// This node's id in the cluster: 1 to 64 of `[A-Za-z0-9_-]`, unique among the nodes.
+    #[arg(long, env = "GRIDD_NODE_ID", requires = "cluster")]
+    pub node_id: Option<String>,
+
+    /// The URL other nodes reach this node's HTTP API at (requests are forwarded there).
+    #[arg(long, env = "GRIDD_ADVERTISE", requires = "cluster")]
+    pub advertise: Option<String>,
+
+    /// Replicas of the cluster's streams and buckets (at most the number of NATS servers).
+    #[arg(long, env = "GRIDD_CLUSTER_REPLICAS", default_value_t = 3)]
+    pub cluster_replicas: usize,
+
+    /// Prefix of the cluster's stream and bucket names, so two gridd clusters can share NATS.
+    #[arg(long, env = "GRIDD_CLUSTER_PREFIX", default_value = "GRIDD")]
+    pub cluster_prefix: String,
+
+    /// Milliseconds a grid's lease lasts without renewal (renewed every third of it): how long
+    /// after an owner dies its grids are taken over.
+    #[arg(long, env = "GRIDD_LEASE_TTL_MS", default_value_t = 10_000)]
+    pub lease_ttl_ms: u64,
 }
 
 /// A period written as a number with an optional unit: `s` (the default), `m`, `h` or `d`.

@@ -61,6 +61,8 @@ pub enum StartupError {
     Bootstrap(String),
     #[error("cannot make the WAL continue past the snapshots: {0}")]
     WalPadding(#[from] DurabilityError),
+    #[error("cannot join the cluster: {0}")]
+    Cluster(#[from] cluster::ClusterError),
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
 }
@@ -169,6 +171,8 @@ pub struct Node {
     pub durability: Arc<Durability>,
     /// The translation memories' segments (`<data dir>/transmems`).
     pub segments: Arc<tm::store::SegmentStore>,
+    /// This node's cluster (`--cluster`); None when the server runs alone.
+    pub cluster: Option<Arc<cluster::node::ClusterNode>>,
     arbiters: Vec<Arbiter>,
     wal: WalHandle,
 }
@@ -181,6 +185,12 @@ impl Node {
             path: config.data_dir.display().to_string(),
             source,
         })?;
+        let cluster = cluster::node::ClusterNode::join(config)?;
+        if cluster.is_some() {
+            cluster::node::clear_local_state(&config.data_dir).map_err(|source| {
+                StartupError::DataDir { path: config.data_dir.display().to_string(), source }
+            })?;
+        }
         // Packed history goes to anonymous files here (before the branches load and spill theirs).
         grid::history::spill_to(&config.data_dir);
         let db = open_sled(&config.data_dir.join("db"))?;
@@ -220,6 +230,9 @@ impl Node {
             files_dir: crate::catalog::files::files_dir(&config.data_dir),
         };
         let mut supervisor = recover_catalogue(&store, parts, &recovered.records)?;
+        if let Some(cluster) = &cluster {
+            supervisor.join_cluster(cluster.clone());
+        }
         let generated = supervisor
             .bootstrap(config.api_key.as_deref())
             .map_err(|e| StartupError::Bootstrap(e.to_string()))?;
@@ -239,6 +252,7 @@ impl Node {
             generated_key,
             durability,
             segments,
+            cluster,
             arbiters,
             wal,
         })
@@ -378,6 +392,7 @@ fn app_state(
             node.segments.clone(),
             config.tmx_upload_limit,
         )),
+        cluster: node.cluster.clone(),
     })
 }
 

@@ -48,4 +48,6 @@ pub struct AppState {
     pub webhooks: Arc<crate::api::webhooks::delivery::Deliveries>,
     /// The translation memories' segments and feeding tasks.
     pub transmems: Arc<crate::api::transmems::TransMems>,
+    /// This node's cluster (`--cluster`); None when the server runs alone.
+    pub cluster: Option<Arc<crate::cluster::node::ClusterNode>>,
 }

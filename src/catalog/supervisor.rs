@@ -77,6 +77,8 @@ pub struct Supervisor {
     image_lock: Arc<Mutex<()>>,
     /// An image started in the background has not ended: another is not queued behind it.
     image_pending: Arc<AtomicBool>,
+    /// This node's cluster (`--cluster`); None when the server runs alone.
+    pub(super) cluster: Option<Arc<crate::cluster::node::ClusterNode>>,
 }
 
 /// Every stored entity of `kind`, by the key `key` gives it.
@@ -149,6 +151,7 @@ impl Supervisor {
             tree_stale: AtomicBool::new(false),
             image_lock: Arc::default(),
             image_pending: Arc::default(),
+            cluster: None,
         };
         super::glossaries::load(supervisor.store.as_ref(), &supervisor.routes.glossaries)?;
         super::cdns::load_cdns(supervisor.store.as_ref(), &supervisor.routes)?;
@@ -287,6 +290,11 @@ impl Supervisor {
         let handle = self.arbiters[self.next_arbiter % self.arbiters.len()].clone();
         self.next_arbiter += 1;
         handle
+    }
+
+    /// Makes this supervisor a cluster node's (set once at start, before any change).
+    pub fn join_cluster(&mut self, cluster: Arc<crate::cluster::node::ClusterNode>) {
+        self.cluster = Some(cluster);
     }
 
     pub fn keyring(&self) -> &Arc<KeyRing> {

@@ -17,6 +17,7 @@
 pub mod branch_log;
 pub mod lease;
 pub mod membership;
+pub mod node;
 pub mod placement;
 pub mod rebalance;
 

@@ -1,0 +1,150 @@
+//! This server as a node of a cluster (`--cluster`): its connection to NATS, the runtime the
+//! cluster's tasks run on, and the cluster objects every part of the server shares (membership,
+//! the lease bucket, the branch log).
+//!
+//! The NATS client lives on a runtime of its own (two threads, `cluster-*`), apart from actix's
+//! arbiters: the supervisor and grid actors block or poll on their own threads and never on the
+//! client's I/O. `run` waits for a cluster future from any thread but the cluster's own.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::branch_log::BranchLog;
+use super::lease::LeaseTable;
+use super::membership::{Membership, NodeInfo};
+use super::{check_token, ClusterError, ClusterLink, ClusterSettings};
+use crate::config::Config;
+
+/// The cluster as this node sees it; shared as `Arc<ClusterNode>`.
+#[derive(Debug)]
+pub struct ClusterNode {
+    pub me: NodeInfo,
+    pub link: ClusterLink,
+    pub membership: Arc<Membership>,
+    /// Grid leases (the lease bucket's keys are grid ids: a grid's branches move together).
+    pub leases: LeaseTable,
+    pub log: BranchLog,
+    /// Always Some until dropped (taken then to shut it down without blocking).
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+/// The cluster settings a configuration asks for; None when it does not run in a cluster.
+pub fn settings_of(config: &Config) -> Option<ClusterSettings> {
+    if config.cluster.is_empty() {
+        return None;
+    }
+    let mut settings = ClusterSettings::new(config.cluster.clone());
+    settings.replicas = config.cluster_replicas.clamp(1, 5);
+    settings.prefix = config.cluster_prefix.clone();
+    let ttl = Duration::from_millis(config.lease_ttl_ms.clamp(500, 600_000));
+    settings.lease_ttl = ttl;
+    settings.node_ttl = ttl;
+    settings.request_timeout = ttl.min(Duration::from_secs(5));
+    Some(settings)
+}
+
+impl ClusterNode {
+    /// Connects to NATS, opens the cluster's buckets and stream and says this node is live.
+    /// Blocks the calling thread (which may be inside another runtime) until done.
+    pub fn join(config: &Config) -> Result<Option<Arc<ClusterNode>>, ClusterError> {
+        let Some(settings) = settings_of(config) else { return Ok(None) };
+        let id = config.node_id.clone().unwrap_or_default();
+        check_token("node", &id)?;
+        let advertise = config.advertise.clone().unwrap_or_default();
+        if !(advertise.starts_with("http://") || advertise.starts_with("https://")) {
+            return Err(ClusterError::Setup(format!(
+                "--advertise {advertise:?} is not an http:// or https:// URL"
+            )));
+        }
+        let me = NodeInfo { id: id.clone(), advertise: advertise.trim_end_matches('/').into() };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("cluster")
+            .enable_all()
+            .build()
+            .map_err(|err| ClusterError::Setup(format!("cluster runtime: {err}")))?;
+        let opened = run_on(&runtime, {
+            let me = me.clone();
+            async move {
+                let link = ClusterLink::connect(settings, &me.id).await?;
+                let membership = Arc::new(Membership::open(&link, me.clone()).await?);
+                membership.heartbeat().await?;
+                let leases = LeaseTable::open(&link, &me.id).await?;
+                let log = BranchLog::open(&link).await?;
+                Ok::<_, ClusterError>((link, membership, leases, log))
+            }
+        })?;
+        let (link, membership, leases, log) = opened;
+        let node = ClusterNode { me, link, membership, leases, log, runtime: Some(runtime) };
+        let _beating = node.runtime().spawn(node.membership.clone().spawn_heartbeat());
+        tracing::info!(node = %node.me.id, advertise = %node.me.advertise, "joined the cluster");
+        Ok(Some(Arc::new(node)))
+    }
+
+    /// Runs `future` on the cluster's runtime and waits for it. Must not be called from a
+    /// cluster thread (it would wait for itself).
+    pub fn run<T: Send + 'static>(
+        &self,
+        future: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, ClusterError> {
+        run_on(self.runtime(), async move { Ok(future.await) })
+    }
+
+    /// Starts `future` on the cluster's runtime without waiting for it.
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        future: impl Future<Output = T> + Send + 'static,
+    ) -> tokio::task::JoinHandle<T> {
+        self.runtime().spawn(future)
+    }
+
+    /// The runtime's handle, for tasks that start more tasks.
+    pub fn handle(&self) -> tokio::runtime::Handle {
+        self.runtime().handle().clone()
+    }
+
+    pub fn id(&self) -> &str {
+        &self.me.id
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime.as_ref().expect("the cluster runtime lives as long as its node")
+    }
+}
+
+impl Drop for ClusterNode {
+    /// Stops the cluster's tasks without waiting (a drop may happen inside another runtime).
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// What a cluster node keeps in its data directory between starts: only what is not
+/// replicated (uploaded files, translation memories' segments, CDN files, exports). The
+/// catalogue and every branch are rebuilt from the cluster at each start, so the local WAL,
+/// sled's catalogue copy, snapshots and history of an earlier start are removed: a branch this
+/// node owned before may have been written by another node since.
+pub fn clear_local_state(data_dir: &std::path::Path) -> std::io::Result<()> {
+    for part in ["wal", "db", "snapshots", "history", "wal-archive"] {
+        match std::fs::remove_dir_all(data_dir.join(part)) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Err(err),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Runs `future` on `runtime` and blocks this thread until it ends.
+fn run_on<T: Send + 'static>(
+    runtime: &tokio::runtime::Runtime,
+    future: impl Future<Output = Result<T, ClusterError>> + Send + 'static,
+) -> Result<T, ClusterError> {
+    let (done, result) = std::sync::mpsc::sync_channel(1);
+    runtime.spawn(async move {
+        let _ = done.send(future.await);
+    });
+    result.recv().map_err(|_| ClusterError::Unavailable("the cluster runtime stopped".into()))?
+}
