@@ -231,17 +231,26 @@ impl Node {
         };
         let mut supervisor = recover_catalogue(&store, parts, &recovered.records)?;
         if let Some(cluster) = &cluster {
-            supervisor.join_cluster(cluster.clone());
+            // The whole catalogue from the cluster's log before the bootstrap looks at it.
+            supervisor.join_cluster(cluster.clone())?;
         }
         let generated = supervisor
-            .bootstrap(config.api_key.as_deref())
+            .bootstrap_retried(config.api_key.as_deref())
             .map_err(|e| StartupError::Bootstrap(e.to_string()))?;
         supervisor.sweep_stray_files(&config.data_dir);
         let seeds = supervisor.branch_seeds();
         let states = recover(&seeds, &durability, &recovered.records)?;
         drop(recovered);
-        supervisor.start_branches(states.states, &states.forked);
+        if cluster.is_none() {
+            supervisor.start_branches(states.states, &states.forked);
+        }
+        // A cluster node runs no actor for the branches its catalogue read from the log: grid
+        // ownership (issue 24, part 3) starts those of the grids it owns.
+        let follower = supervisor.follower();
         let addr = Supervisor::start_in_arbiter(&arbiters[0].handle(), move |_| supervisor);
+        if let Some(follower) = follower {
+            follower.start(addr.clone());
+        }
         let generated_key = generated.filter(|_| config.api_key.is_none());
         let segments =
             Arc::new(tm::store::SegmentStore::new(open_sled(&config.data_dir.join("transmems"))?));

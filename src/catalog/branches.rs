@@ -153,11 +153,18 @@ impl Supervisor {
                 "The master branch cannot be deleted; delete the grid instead.",
             ));
         }
-        let source = branch.source_branch_id.clone();
         let mut changes = vec![CatalogChange::delete(EntityKind::Branch, id)];
         changes.extend(self.resolves_of(&[id]));
         changes.extend(self.webhooks_deletion(|h| h.branch_id == id));
         self.commit(&changes)?;
+        self.forget_branch(id);
+        Ok(())
+    }
+
+    /// Forgets a branch (its deletion is durable): its actor stops, its routes, merge choices,
+    /// webhooks and snapshots go.
+    pub(super) fn forget_branch(&mut self, id: &str) {
+        let source = self.branches.get(id).and_then(|b| b.source_branch_id.clone());
         self.forget_resolves(&[id]);
         self.forget_webhooks(|h| h.branch_id == id);
         if let Some(route) = self.routes.remove_branch(id) {
@@ -168,7 +175,6 @@ impl Supervisor {
         }
         self.durability.forget(id);
         self.branches.shift_remove(id);
-        Ok(())
     }
 
     /// True while a branch copied from `id` has no snapshot yet (deleting `id` must wait).

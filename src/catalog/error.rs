@@ -123,6 +123,14 @@ pub enum CatalogError {
     /// A logged change set that was not made durable.
     #[error("The catalogue could not be written.")]
     NotWritten,
+    /// Cluster mode: another node's change sets landed first and collide with this one (they
+    /// touch one of its entities, or either side hands out numbers): nothing was changed.
+    #[error("The catalogue changed on another node; retry.")]
+    ChangedElsewhere,
+    /// Cluster mode: the catalogue's log could not be written or read (NATS unreachable, no
+    /// quorum, a timeout).
+    #[error("The catalogue could not be replicated: {0}")]
+    NotReplicated(String),
     /// A broken invariant of the catalogue.
     #[error("{0}")]
     Internal(&'static str),
@@ -167,11 +175,17 @@ impl Coded for CatalogError {
             CatalogError::MergeIntoItself | CatalogError::UnrelatedBranches => {
                 ErrorCode::Unprocessable
             }
-            CatalogError::NotLogged { .. } => ErrorCode::ServiceUnavailable,
+            CatalogError::NotLogged { .. }
+            | CatalogError::ChangedElsewhere
+            | CatalogError::NotReplicated(_) => ErrorCode::ServiceUnavailable,
             CatalogError::NotWritten => ErrorCode::InternalServerError,
             CatalogError::Internal(_) => ErrorCode::InternalServerError,
             CatalogError::Glossary(refused) => refused.code(),
         }
+    }
+
+    fn retry_after(&self) -> Option<u64> {
+        matches!(self, CatalogError::ChangedElsewhere | CatalogError::NotReplicated(_)).then_some(1)
     }
 }
 

@@ -15,6 +15,7 @@ pub mod journal;
 pub mod keys;
 pub mod model;
 pub mod numbering;
+pub mod replica;
 pub mod routes;
 pub mod settings;
 pub mod shares;

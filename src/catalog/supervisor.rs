@@ -72,13 +72,15 @@ pub struct Supervisor {
     since_image: AtomicU64,
     /// Set when sled's copy missed a change set: no image is taken from it until a restart
     /// rebuilds it from the WAL.
-    tree_stale: AtomicBool,
+    pub(super) tree_stale: AtomicBool,
     /// One catalogue image write at a time.
     image_lock: Arc<Mutex<()>>,
     /// An image started in the background has not ended: another is not queued behind it.
     image_pending: Arc<AtomicBool>,
     /// This node's cluster (`--cluster`); None when the server runs alone.
     pub(super) cluster: Option<Arc<crate::cluster::node::ClusterNode>>,
+    /// This node's place in the cluster's catalogue log (`replica`); None when alone.
+    pub(super) replica: Option<super::replica::Replica>,
 }
 
 /// Every stored entity of `kind`, by the key `key` gives it.
@@ -152,6 +154,7 @@ impl Supervisor {
             image_lock: Arc::default(),
             image_pending: Arc::default(),
             cluster: None,
+            replica: None,
         };
         super::glossaries::load(supervisor.store.as_ref(), &supervisor.routes.glossaries)?;
         super::cdns::load_cdns(supervisor.store.as_ref(), &supervisor.routes)?;
@@ -188,7 +191,7 @@ impl Supervisor {
 
     /// sled scans in key order; the API lists in creation order (ids for companies and
     /// projects, numbered in it).
-    fn sort_by_creation(&mut self) {
+    pub(super) fn sort_by_creation(&mut self) {
         self.companies.sort_keys();
         self.projects.sort_keys();
         self.projects.sort_by(|_, a, _, b| a.created_time.cmp(&b.created_time));
@@ -203,8 +206,12 @@ impl Supervisor {
     }
 
     /// Makes a change set durable in the WAL, then writes it to sled's copy; memory is changed
-    /// by the caller only after this succeeds. Blocks the supervisor for one WAL sync.
+    /// by the caller only after this succeeds. Blocks the supervisor for one WAL sync. In
+    /// cluster mode the change set is first published to the catalogue's log (`replica`).
     pub(super) fn commit(&self, changes: &[CatalogChange]) -> CatalogResult<()> {
+        if let Some(replica) = &self.replica {
+            self.publish(replica, changes)?;
+        }
         let appended =
             self.durability.wal.append(super::journal::encode_changes(changes)).map_err(|err| {
                 tracing::error!(error = %err, "catalogue change refused by the WAL");
@@ -292,11 +299,6 @@ impl Supervisor {
         handle
     }
 
-    /// Makes this supervisor a cluster node's (set once at start, before any change).
-    pub fn join_cluster(&mut self, cluster: Arc<crate::cluster::node::ClusterNode>) {
-        self.cluster = Some(cluster);
-    }
-
     pub fn keyring(&self) -> &Arc<KeyRing> {
         &self.keyring
     }
@@ -363,6 +365,9 @@ impl<R: Send + 'static> Handler<Exec<R>> for Supervisor {
     type Result = MessageResult<Exec<R>>;
 
     fn handle(&mut self, msg: Exec<R>, _: &mut Context<Self>) -> Self::Result {
-        MessageResult((msg.0)(self))
+        let result = (msg.0)(self);
+        // Other nodes' change sets a commit of this operation caught up with.
+        self.apply_pending();
+        MessageResult(result)
     }
 }

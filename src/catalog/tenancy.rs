@@ -234,19 +234,22 @@ impl Supervisor {
         changes.extend(task_ids.iter().map(|t| CatalogChange::delete(EntityKind::Task, t)));
         changes.extend(self.company_glossaries_deletion(id));
         self.commit(&changes)?;
+        self.forget_company(id);
+        Ok(())
+    }
+
+    /// Forgets a company and everything it owns (its deletion is durable).
+    pub(super) fn forget_company(&mut self, id: CompanyId) {
         self.forget_company_glossaries(id);
-        for &project in &project_ids {
+        let project_ids: Vec<ProjectId> =
+            self.projects.values().filter(|x| x.company_id == id).map(|x| x.id).collect();
+        for project in project_ids {
             self.forget_project(project);
         }
-        for key in &key_ids {
-            self.keys.shift_remove(key);
-        }
-        for task in &task_ids {
-            self.tasks.shift_remove(task);
-        }
+        self.keys.retain(|_, k| k.company_id != id);
+        self.tasks.retain(|_, t| t.company_id != id);
         self.keyring.remove_company(id);
         self.companies.shift_remove(&id);
-        Ok(())
     }
 
     // ---- projects ----
@@ -335,7 +338,7 @@ impl Supervisor {
         changes
     }
 
-    fn forget_project(&mut self, id: ProjectId) {
+    pub(super) fn forget_project(&mut self, id: ProjectId) {
         let dbs: Vec<String> =
             self.databases.values().filter(|d| d.project_id == id).map(|d| d.id.clone()).collect();
         for db in dbs {
@@ -452,7 +455,7 @@ impl Supervisor {
         changes
     }
 
-    fn forget_database(&mut self, id: &str) {
+    pub(super) fn forget_database(&mut self, id: &str) {
         let grids: Vec<String> =
             self.grids.values().filter(|g| g.database_id == id).map(|g| g.id.clone()).collect();
         for grid in grids {

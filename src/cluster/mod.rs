@@ -15,6 +15,7 @@
 //! "What is built" in `docs/CLUSTER.md`.
 
 pub mod branch_log;
+pub mod catalog_log;
 pub mod lease;
 pub mod membership;
 pub mod node;

@@ -83,13 +83,13 @@ impl GlossaryIndex {
         self.glossaries.write().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub(super) fn publish(&self, published: Published) -> Arc<Published> {
+    pub(in crate::catalog) fn publish(&self, published: Published) -> Arc<Published> {
         let published = Arc::new(published);
         self.write().insert(published.glossary.id, published.clone());
         published
     }
 
-    pub(super) fn remove(&self, id: u64) {
+    pub(in crate::catalog) fn remove(&self, id: u64) {
         self.write().remove(&id);
     }
 
@@ -97,11 +97,11 @@ impl GlossaryIndex {
         self.write().retain(|_, g| g.glossary.company_id != company);
     }
 
-    pub(super) fn last_id(&self) -> u64 {
+    pub(in crate::catalog) fn last_id(&self) -> u64 {
         self.last_id.load(Ordering::SeqCst)
     }
 
-    pub(super) fn set_last_id(&self, id: u64) {
+    pub(in crate::catalog) fn set_last_id(&self, id: u64) {
         self.last_id.store(id, Ordering::SeqCst);
     }
 }

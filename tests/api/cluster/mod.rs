@@ -5,6 +5,7 @@
 //! a NATS server lost and back. Nothing is mocked. gridd's HTTP server does not join a cluster
 //! yet (see docs/CLUSTER.md), so these tests drive `gridd::cluster` directly.
 
+mod catalog;
 mod fencing;
 mod killed_owner;
 mod leases;

@@ -1,0 +1,318 @@
+//! The catalogue in cluster mode (`--cluster`): every node holds the whole catalogue, kept in
+//! step through the cluster's catalogue log (`cluster::catalog_log`, one JetStream subject whose
+//! entries are change sets encoded as `journal::encode_changes`).
+//!
+//! **Commit** (`Supervisor::commit` calls `publish`): the change set is published expecting the
+//! log's last sequence to be the one this node has applied. Acknowledged, the applied sequence
+//! moves to the ack's, and the local WAL and sled's copy are written as on a single server.
+//! Refused because other nodes' change sets landed first, the node catches up (reads them,
+//! writes them to sled's copy, keeps them to apply to memory once the running operation is
+//! done, `apply_pending`) and publishes again when `conflicts` says they do not collide with
+//! its own; otherwise the operation fails with `ChangedElsewhere` (503, Retry-After 1) and
+//! memory is unchanged. NATS unreachable: `NotReplicated` (503).
+//!
+//! **Following**: a task on the cluster's runtime (`Follower::start`) reads the log from the
+//! sequence applied at start and sends each entry to the supervisor (`Exec`), which skips what
+//! it has applied already (its own commits, what a catch-up read) and applies the rest:
+//! sled's copy, then memory with the side effects a start has (`apply`).
+//!
+//! **Start**: `Supervisor::join_cluster` reads the whole log (blocking) before the bootstrap,
+//! which then sees every company the cluster has; `bootstrap_retried` retries once when its
+//! publish is refused, so two nodes bootstrapping at once make one owner company.
+//!
+//! **Visibility**: a change set is visible on the node that committed it when the request
+//! answers (that node changed its memory); another node sees it once its follower applied it
+//! (milliseconds on a healthy cluster). A remote put of a grid or branch only records it: the
+//! grid's actors run where grid ownership (part 3 of issue 24) puts them.
+
+mod apply;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::Addr;
+use bytes::Bytes;
+
+use super::error::{CatalogError, CatalogResult};
+use super::journal::{decode_changes, encode_changes};
+use super::store::{CatalogChange, EntityKind};
+use super::supervisor::{Exec, Supervisor};
+use crate::cluster::catalog_log::{CatalogEntry, CatalogLog, Published, MAX_READ};
+use crate::cluster::node::ClusterNode;
+use crate::cluster::ClusterError;
+use crate::persist::entry::WalRecord;
+
+/// A refused publish is tried again at most this many times (each after a catch-up that found
+/// no collision).
+const PUBLISH_ATTEMPTS: usize = 5;
+/// How long one read of the log may wait for its next entry.
+const READ_WAIT: Duration = Duration::from_secs(5);
+
+/// This node's place in the catalogue's log.
+pub struct Replica {
+    cluster: Arc<ClusterNode>,
+    log: CatalogLog,
+    /// The sequence of the last log entry written to sled's copy.
+    applied: AtomicU64,
+    /// Change sets read by a catch-up during an operation, in log order, to apply to memory
+    /// once the operation is done.
+    pending: Mutex<Vec<Vec<CatalogChange>>>,
+}
+
+impl Replica {
+    pub fn applied(&self) -> u64 {
+        self.applied.load(Ordering::SeqCst)
+    }
+}
+
+/// Whether our change set may be published after theirs (other nodes' sets that landed since
+/// it was prepared): not when one of theirs touches an entity (kind and id) ours touches, nor
+/// when either side hands out numbers (a `Sequence` or `GlossarySequence` put), since ours was
+/// computed from numbers theirs may have taken.
+pub fn conflicts(ours: &[CatalogChange], theirs: &[Vec<CatalogChange>]) -> bool {
+    let theirs: Vec<&CatalogChange> = theirs.iter().flatten().collect();
+    if theirs.is_empty() {
+        return false;
+    }
+    if ours.iter().chain(theirs.iter().copied()).any(allocates_numbers) {
+        return true;
+    }
+    let touched: HashSet<(EntityKind, &str)> = ours.iter().map(entity).collect();
+    theirs.into_iter().any(|change| touched.contains(&entity(change)))
+}
+
+fn entity(change: &CatalogChange) -> (EntityKind, &str) {
+    match change {
+        CatalogChange::Put { kind, id, .. } | CatalogChange::Delete { kind, id } => (*kind, id),
+    }
+}
+
+fn allocates_numbers(change: &CatalogChange) -> bool {
+    matches!(
+        change,
+        CatalogChange::Put { kind: EntityKind::Sequence | EntityKind::GlossarySequence, .. }
+    )
+}
+
+/// A log entry's change set; an entry that does not decode is logged and counts as empty.
+fn decode_entry(entry: &CatalogEntry) -> Vec<CatalogChange> {
+    let decoded = match WalRecord::decode(&entry.payload) {
+        Ok(WalRecord::Catalog(body)) => decode_changes(body).map_err(|e| e.to_string()),
+        Ok(WalRecord::Branch(_)) => Err("a branch record".to_owned()),
+        Err(err) => Err(err.to_string()),
+    };
+    decoded.unwrap_or_else(|err| {
+        tracing::error!(sequence = entry.sequence, node = %entry.node, error = %err,
+            "a catalogue log entry does not decode; skipped");
+        Vec::new()
+    })
+}
+
+fn not_replicated(err: ClusterError) -> CatalogError {
+    tracing::warn!(error = %err, "the catalogue's log is unavailable");
+    CatalogError::NotReplicated(err.to_string())
+}
+
+impl Supervisor {
+    /// Makes this supervisor a cluster node's (once at start, before any change): opens the
+    /// catalogue's log and applies all of it (blocking).
+    pub fn join_cluster(&mut self, cluster: Arc<ClusterNode>) -> Result<(), ClusterError> {
+        let link = cluster.link.clone();
+        let node = cluster.id().to_owned();
+        let log = cluster.run(async move { CatalogLog::open(&link, &node).await })??;
+        self.replica = Some(Replica {
+            cluster: cluster.clone(),
+            log,
+            applied: AtomicU64::new(0),
+            pending: Mutex::default(),
+        });
+        self.cluster = Some(cluster);
+        let started = std::time::Instant::now();
+        let read = self.catch_up().map_err(|e| ClusterError::Unavailable(e.to_string()))?;
+        self.apply_pending();
+        tracing::info!(change_sets = read.len(), applied = self.replica_applied(),
+            took_ms = started.elapsed().as_millis() as u64, "caught up with the catalogue's log");
+        Ok(())
+    }
+
+    /// `bootstrap`, tried once more when another node's change sets landed first (it then
+    /// finds the company the other node made, and the key when it is the same).
+    pub fn bootstrap_retried(&mut self, secret: Option<&str>) -> CatalogResult<Option<String>> {
+        match self.bootstrap(secret) {
+            Err(CatalogError::ChangedElsewhere) => {
+                self.apply_pending();
+                tracing::info!("bootstrap raced another node's; trying again");
+                self.bootstrap(secret)
+            }
+            other => other,
+        }
+    }
+
+    fn replica_applied(&self) -> u64 {
+        self.replica.as_ref().map_or(0, Replica::applied)
+    }
+
+    /// Cluster mode's part of `commit`: publishes the change set (see the module doc). Memory
+    /// is not touched here; sets read by a catch-up wait in `pending`.
+    pub(super) fn publish(&self, replica: &Replica, changes: &[CatalogChange]) -> CatalogResult<()> {
+        let payload = Bytes::from(encode_changes(changes));
+        for attempt in 1..=PUBLISH_ATTEMPTS {
+            let expected = replica.applied();
+            let log = replica.log.clone();
+            let sent = payload.clone();
+            let published = replica
+                .cluster
+                .run(async move { log.publish(sent, expected).await })
+                .and_then(|r| r)
+                .map_err(not_replicated)?;
+            match published {
+                Published::At(sequence) => {
+                    replica.applied.store(sequence, Ordering::SeqCst);
+                    return Ok(());
+                }
+                Published::Behind => {
+                    let theirs = self.catch_up()?;
+                    if conflicts(changes, &theirs) {
+                        tracing::info!(attempt, "a catalogue change collided with another node's");
+                        return Err(CatalogError::ChangedElsewhere);
+                    }
+                }
+            }
+        }
+        Err(CatalogError::ChangedElsewhere)
+    }
+
+    /// Reads the log after the applied sequence, writes each change set to sled's copy and
+    /// keeps it in `pending`; returns the change sets read.
+    fn catch_up(&self) -> CatalogResult<Vec<Vec<CatalogChange>>> {
+        let Some(replica) = &self.replica else { return Ok(Vec::new()) };
+        let mut read = Vec::new();
+        loop {
+            let (log, after) = (replica.log.clone(), replica.applied());
+            let entries = replica
+                .cluster
+                .run(async move { log.read_after(after, READ_WAIT).await })
+                .and_then(|r| r)
+                .map_err(not_replicated)?;
+            let full = entries.len() >= MAX_READ;
+            for entry in entries {
+                let changes = decode_entry(&entry);
+                self.store_remote(&changes);
+                replica.applied.store(entry.sequence, Ordering::SeqCst);
+                read.push(changes);
+            }
+            if !full {
+                break;
+            }
+        }
+        let mut pending = replica.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        pending.extend(read.iter().cloned());
+        Ok(read)
+    }
+
+    /// Applies to memory the change sets a catch-up read (after the operation that read them).
+    pub(super) fn apply_pending(&mut self) {
+        let Some(replica) = &self.replica else { return };
+        let sets = std::mem::take(
+            &mut *replica.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for changes in &sets {
+            self.apply_to_memory(changes);
+        }
+    }
+
+    /// Applies an entry the follower read, unless it is applied already; one that is ahead
+    /// of the next expected sequence makes the node catch up first.
+    fn apply_followed(&mut self, entry: CatalogEntry) {
+        let Some(replica) = &self.replica else { return };
+        let applied = replica.applied();
+        if entry.sequence <= applied {
+            return;
+        }
+        if entry.sequence > applied + 1 {
+            if let Err(err) = self.catch_up() {
+                tracing::error!(error = %err, "catching up with the catalogue's log failed");
+            }
+            self.apply_pending();
+            return;
+        }
+        let changes = decode_entry(&entry);
+        self.store_remote(&changes);
+        replica.applied.store(entry.sequence, Ordering::SeqCst);
+        self.apply_to_memory(&changes);
+    }
+
+    /// What starts the follower once the supervisor actor runs; None on a single server.
+    pub fn follower(&self) -> Option<Follower> {
+        let replica = self.replica.as_ref()?;
+        Some(Follower {
+            runtime: replica.cluster.handle(),
+            log: replica.log.clone(),
+            after: replica.applied(),
+        })
+    }
+}
+
+/// The task that hands the catalogue's log to the supervisor as it grows.
+pub struct Follower {
+    runtime: tokio::runtime::Handle,
+    log: CatalogLog,
+    after: u64,
+}
+
+impl Follower {
+    /// Starts following on the cluster's runtime; it ends when the supervisor stops. It holds
+    /// the log, not the cluster node, so it never keeps the node (and its runtime) alive.
+    pub fn start(self, supervisor: Addr<Supervisor>) {
+        let Follower { runtime, log, after } = self;
+        runtime.spawn(async move {
+            log.follow(after, |entry| {
+                let supervisor = supervisor.clone();
+                async move { supervisor.send(Exec::new(move |s| s.apply_followed(entry))).await.is_ok() }
+            })
+            .await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(kind: EntityKind, id: &str) -> CatalogChange {
+        CatalogChange::put(kind, id, &serde_json::json!({}))
+    }
+
+    #[test]
+    fn distinct_entities_do_not_conflict() {
+        let ours = vec![put(EntityKind::Database, "d1"), put(EntityKind::Grid, "g1")];
+        let theirs = vec![vec![put(EntityKind::Database, "d2")], vec![put(EntityKind::Key, "g1")]];
+        assert!(!conflicts(&ours, &theirs));
+        assert!(!conflicts(&ours, &[]));
+        assert!(!conflicts(&ours, &[Vec::new()]));
+    }
+
+    #[test]
+    fn the_same_entity_conflicts_put_or_delete() {
+        let ours = vec![put(EntityKind::Project, "7")];
+        assert!(conflicts(&ours, &[vec![put(EntityKind::Project, "7")]]));
+        assert!(conflicts(&ours, &[vec![CatalogChange::delete(EntityKind::Project, "7")]]));
+        let ours = vec![CatalogChange::delete(EntityKind::Grid, "g")];
+        assert!(conflicts(&ours, &[vec![put(EntityKind::Key, "k")], vec![put(EntityKind::Grid, "g")]]));
+    }
+
+    #[test]
+    fn handing_out_numbers_on_either_side_conflicts() {
+        let numbers = put(EntityKind::Sequence, "ids");
+        let glossary_numbers = put(EntityKind::GlossarySequence, "last");
+        let plain = vec![put(EntityKind::Database, "d1")];
+        assert!(conflicts(&[numbers.clone()], &[plain.clone()]));
+        assert!(conflicts(&plain, &[vec![numbers]]));
+        assert!(conflicts(&plain, &[vec![glossary_numbers.clone()]]));
+        assert!(conflicts(&[glossary_numbers], &[plain.clone()]));
+        // A deletion of the numbers (never made) hands nothing out.
+        assert!(!conflicts(&plain, &[vec![CatalogChange::delete(EntityKind::Sequence, "ids")]]));
+    }
+}
