@@ -156,7 +156,11 @@ impl CatalogLog {
     }
 
     /// One consumer's life: Ok when `deliver` asked to stop, Err when the consumer failed.
-    async fn follow_once<F, Fut>(&self, after: &mut u64, deliver: &mut F) -> Result<(), ClusterError>
+    async fn follow_once<F, Fut>(
+        &self,
+        after: &mut u64,
+        deliver: &mut F,
+    ) -> Result<(), ClusterError>
     where
         F: FnMut(CatalogEntry) -> Fut,
         Fut: Future<Output = bool>,

@@ -74,8 +74,16 @@ impl ClusterNode {
                 let log = BranchLog::open(&link).await?;
                 Ok::<_, ClusterError>((link, membership, leases, log))
             }
-        })?;
-        let (link, membership, leases, log) = opened;
+        });
+        // Dropping a runtime blocks, which panics inside the caller's runtime: shut it down
+        // in the background instead.
+        let (link, membership, leases, log) = match opened {
+            Ok(opened) => opened,
+            Err(err) => {
+                runtime.shutdown_background();
+                return Err(err);
+            }
+        };
         let node = ClusterNode { me, link, membership, leases, log, runtime: Some(runtime) };
         let _beating = node.runtime().spawn(node.membership.clone().spawn_heartbeat());
         tracing::info!(node = %node.me.id, advertise = %node.me.advertise, "joined the cluster");

@@ -101,9 +101,9 @@ impl Supervisor {
                 | EntityKind::WebhookAttempt
                 | EntityKind::Cdn
                 | EntityKind::TransMem => self.apply_service(&change),
-                EntityKind::Glossary
-                | EntityKind::GlossaryChunk
-                | EntityKind::GlossarySequence => glossaries.push(change),
+                EntityKind::Glossary | EntityKind::GlossaryChunk | EntityKind::GlossarySequence => {
+                    glossaries.push(change)
+                }
             }
         }
         self.apply_glossaries(&glossaries);

@@ -132,8 +132,12 @@ impl Supervisor {
         let started = std::time::Instant::now();
         let read = self.catch_up().map_err(|e| ClusterError::Unavailable(e.to_string()))?;
         self.apply_pending();
-        tracing::info!(change_sets = read.len(), applied = self.replica_applied(),
-            took_ms = started.elapsed().as_millis() as u64, "caught up with the catalogue's log");
+        tracing::info!(
+            change_sets = read.len(),
+            applied = self.replica_applied(),
+            took_ms = started.elapsed().as_millis() as u64,
+            "caught up with the catalogue's log"
+        );
         Ok(())
     }
 
@@ -156,7 +160,11 @@ impl Supervisor {
 
     /// Cluster mode's part of `commit`: publishes the change set (see the module doc). Memory
     /// is not touched here; sets read by a catch-up wait in `pending`.
-    pub(super) fn publish(&self, replica: &Replica, changes: &[CatalogChange]) -> CatalogResult<()> {
+    pub(super) fn publish(
+        &self,
+        replica: &Replica,
+        changes: &[CatalogChange],
+    ) -> CatalogResult<()> {
         let payload = Bytes::from(encode_changes(changes));
         for attempt in 1..=PUBLISH_ATTEMPTS {
             let expected = replica.applied();
@@ -300,7 +308,10 @@ mod tests {
         assert!(conflicts(&ours, &[vec![put(EntityKind::Project, "7")]]));
         assert!(conflicts(&ours, &[vec![CatalogChange::delete(EntityKind::Project, "7")]]));
         let ours = vec![CatalogChange::delete(EntityKind::Grid, "g")];
-        assert!(conflicts(&ours, &[vec![put(EntityKind::Key, "k")], vec![put(EntityKind::Grid, "g")]]));
+        assert!(conflicts(
+            &ours,
+            &[vec![put(EntityKind::Key, "k")], vec![put(EntityKind::Grid, "g")]]
+        ));
     }
 
     #[test]

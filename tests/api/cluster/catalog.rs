@@ -62,6 +62,12 @@ fn ids(list: &Value) -> BTreeSet<String> {
         .collect()
 }
 
+/// The body of a create's answer (200 or 201, as the hosted API answers each).
+fn made(res: &crate::helpers::Resp) -> &Value {
+    assert!(matches!(res.status, 200 | 201), "{}", res.text);
+    &res.body
+}
+
 fn lists(app: &TestApp, path: &str, id: &str) -> bool {
     let res = app.get(path);
     res.status == 200 && ids(&res.body).contains(id)
@@ -80,8 +86,8 @@ fn create_retrying(app: &TestApp, path: &str, body: &Value) -> (String, usize) {
             assert!(refused < 50, "refused 50 times");
             continue;
         }
-        let body = res.assert_status(201);
-        let id = match &body["id"] {
+        assert!(matches!(res.status, 200 | 201), "{}", res.text);
+        let id = match &res.body["id"] {
             Value::String(text) => text.clone(),
             other => other.to_string(),
         };
@@ -101,22 +107,28 @@ fn what_one_node_writes_every_node_serves() {
     let a = start_with(configs[0].clone());
     let b = start_with(configs[1].clone());
     let c = start_with(configs[2].clone());
-    // One bootstrap: every node sees one company and accepts the configured key.
+    // One bootstrap: every node accepts the configured key and lists its one project.
     for node in [&a, &b, &c] {
-        assert_eq!(node.get("/admin/v1/companies").assert_status(200).as_array().map(Vec::len), Some(1));
+        assert_eq!(ids(node.get("/v1/projects").assert_status(200)).len(), 1);
     }
 
-    let company = a.post("/admin/v1/companies", &json!({"name": "Studio", "tier": "free"}));
-    let company_id = company.assert_status(201)["id"].to_string();
-    let project = a.post("/v1/projects", &json!({"name": "Game"})).assert_status(201)["id"].to_string();
+    let (owner, company_project, _) = a.create_company("free");
+    let project =
+        a.post("/v1/projects", &json!({"name": "Game"})).assert_status(200)["id"].to_string();
     let db = a.post(&format!("/v1/databases?projectId={project}"), &json!({"name": "db"}));
-    let db = db.assert_status(201)["id"].as_str().expect("db id").to_owned();
+    let db = made(&db)["id"].as_str().expect("db id").to_owned();
     let grid = a.post(&format!("/v1/grids?dbId={db}"), &json!({"name": "g"}));
-    let grid = grid.assert_status(201)["id"].as_str().expect("grid id").to_owned();
-    let key = a.post("/admin/v1/api-keys", &json!({"name": "k", "kind": "company", "privileges": ["read"], "access": []}));
-    let key_id = key.assert_status(201)["id"].as_str().expect("key id").to_owned();
+    let grid = made(&grid)["id"].as_str().expect("grid id").to_owned();
+    let key = a.post(
+        "/admin/v1/api-keys",
+        &json!({"name": "k", "kind": "company", "privileges": ["read"], "access": []}),
+    );
+    let key_id = made(&key)["id"].as_str().expect("key id").to_owned();
     for node in [&b, &c] {
-        eventually("the company", || lists(node, "/admin/v1/companies", &company_id));
+        eventually("the company's owner key and project", || {
+            let res = node.get_as(&owner, "/v1/projects");
+            res.status == 200 && ids(&res.body).contains(&company_project)
+        });
         eventually("the project", || lists(node, "/v1/projects", &project));
         eventually("the database", || lists(node, "/v1/databases", &db));
         eventually("the grid", || lists(node, &format!("/v1/grids?dbId={db}"), &grid));
@@ -128,8 +140,10 @@ fn what_one_node_writes_every_node_serves() {
     eventually("B's key on A", || a.get_as(&secret, "/v1/projects").status == 200);
     // A rename on C shows on A; a delete on B disappears from A.
     c.patch(&format!("/v1/projects/{project}"), &json!({"name": "Renamed"})).assert_status(200);
-    eventually("the rename", || a.get(&format!("/v1/projects/{project}")).body["name"] == "Renamed");
-    b.delete(&format!("/v1/databases/{db}")).assert_status(200);
+    eventually("the rename", || {
+        a.get(&format!("/v1/projects/{project}")).body["name"] == "Renamed"
+    });
+    b.delete(&format!("/v1/databases/{db}")).assert_status(204);
     eventually("the delete", || a.get(&format!("/v1/databases/{db}")).status == 404);
     a.get(&format!("/v1/grids/{grid}")).assert_error(404, "gridIsNotFound");
 
@@ -144,7 +158,8 @@ fn what_one_node_writes_every_node_serves() {
     assert_eq!(ids(c.get("/admin/v1/api-keys").assert_status(200)), keys_before);
     assert_eq!(c.get_as(&secret, "/v1/projects").status, 200);
     // And it goes on following: a project made on A after the restart shows on C.
-    let later = a.post("/v1/projects", &json!({"name": "Later"})).assert_status(201)["id"].to_string();
+    let later =
+        a.post("/v1/projects", &json!({"name": "Later"})).assert_status(200)["id"].to_string();
     eventually("a project made after the restart", || lists(&c, "/v1/projects", &later));
 }
 
@@ -162,10 +177,15 @@ fn concurrent_creates_all_land(a: &TestApp, b: &TestApp, c: &TestApp) {
                 scope.spawn(move || {
                     let mut out = (Vec::new(), Vec::new(), 0);
                     for i in 0..10 {
-                        let (id, r) = create_retrying(node, "/v1/projects", &json!({"name": format!("p{n}-{i}")}));
+                        let (id, r) = create_retrying(
+                            node,
+                            "/v1/projects",
+                            &json!({"name": format!("p{n}-{i}")}),
+                        );
                         out.0.push(id);
                         let path = format!("/v1/databases?projectId={project}");
-                        let (db, r2) = create_retrying(node, &path, &json!({"name": format!("d{n}-{i}")}));
+                        let (db, r2) =
+                            create_retrying(node, &path, &json!({"name": format!("d{n}-{i}")}));
                         out.1.push(db);
                         out.2 += r + r2;
                     }
@@ -185,14 +205,19 @@ fn concurrent_creates_all_land(a: &TestApp, b: &TestApp, c: &TestApp) {
     assert_eq!(dbs.len(), 20);
     eprintln!("concurrent creates: 40 made through 2 nodes, {refused} answered 503 and retried");
     for node in [a, b, c] {
-        eventually("every project made", || ids(&node.get("/v1/projects").body).is_superset(&projects));
-        eventually("every database made", || ids(&node.get("/v1/databases").body).is_superset(&dbs));
+        eventually("every project made", || {
+            ids(&node.get("/v1/projects").body).is_superset(&projects)
+        });
+        eventually("every database made", || {
+            ids(&node.get("/v1/databases").body).is_superset(&dbs)
+        });
     }
 }
 
 #[test]
 fn two_nodes_bootstrapping_at_once_make_one_owner_company() {
-    let (_runtime, nats) = nats();
+    let (runtime, nats) = nats();
+    runtime.block_on(create_cluster_objects(&nats, "CATBOOT"));
     let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().expect("temp dir")).collect();
     let configs: Vec<_> = ["x", "y"]
         .iter()
@@ -204,11 +229,32 @@ fn two_nodes_bootstrapping_at_once_make_one_owner_company() {
             configs.iter().map(|config| scope.spawn(|| start_with(config.clone()))).collect();
         starting.into_iter().map(|s| s.join().expect("node starts")).collect()
     });
-    let companies = ids(nodes[0].get("/admin/v1/companies").assert_status(200));
-    assert_eq!(companies.len(), 1, "one owner company");
-    eventually("the other node agrees", || {
-        ids(&nodes[1].get("/admin/v1/companies").body) == companies
-    });
-    let keys = nodes[0].get("/admin/v1/api-keys").assert_status(200).clone();
-    assert_eq!(keys.as_array().map(Vec::len), Some(1), "one owner key: {keys}");
+    // One company (numbered 1), its one project and one owner key, on both nodes; no
+    // company 2.
+    for node in &nodes {
+        eventually("one company", || {
+            ids(&node.get("/v1/projects").body) == BTreeSet::from(["1".to_owned()])
+        });
+        let keys = node.get("/admin/v1/api-keys").assert_status(200).clone();
+        assert_eq!(keys.as_array().map(Vec::len), Some(1), "one owner key: {keys}");
+        let second = node.patch("/admin/v1/companies/2", &json!({"tier": "free"}));
+        second.assert_error(404, "companyIsNotFound");
+    }
+}
+
+/// Creates the cluster's buckets and streams under `prefix` before any node joins: two nodes
+/// joining a NATS cluster for the very first time at the same moment can fail to join (a
+/// bucket one of them just created does not take writes yet: "no stream found"), which is
+/// not what the bootstrap test is about.
+async fn create_cluster_objects(nats: &NatsCluster, prefix: &str) {
+    use gridd::cluster::membership::{Membership, NodeInfo};
+    use gridd::cluster::{branch_log::BranchLog, catalog_log::CatalogLog, lease::LeaseTable};
+    let mut settings = super::settings(nats.urls());
+    settings.prefix = prefix.to_owned();
+    let link = gridd::cluster::ClusterLink::connect(settings, "setup").await.expect("connects");
+    let me = NodeInfo { id: "setup".to_owned(), advertise: "http://127.0.0.1:1".to_owned() };
+    Membership::open(&link, me).await.expect("membership bucket");
+    LeaseTable::open(&link, "setup").await.expect("lease bucket");
+    BranchLog::open(&link).await.expect("branch log");
+    CatalogLog::open(&link, "setup").await.expect("catalogue log");
 }
