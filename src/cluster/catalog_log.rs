@@ -77,7 +77,22 @@ impl CatalogLog {
             .get_or_create_stream(config)
             .await
             .map_err(|err| ClusterError::Setup(err.to_string()))?;
-        Ok(CatalogLog { link: link.clone(), stream, subject, node: node.to_owned() })
+        let log = CatalogLog { link: link.clone(), stream, subject, node: node.to_owned() };
+        log.wait_ready(link.settings.request_timeout).await?;
+        Ok(log)
+    }
+
+    /// Waits (at most `within`) until the stream answers: one just created on several servers
+    /// answers "no stream found" for a moment, until its replicas have elected a leader.
+    async fn wait_ready(&self, within: Duration) -> Result<(), ClusterError> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match self.last_sequence().await {
+                Ok(_) => return Ok(()),
+                Err(err) if tokio::time::Instant::now() >= deadline => return Err(err),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
     }
 
     /// Publishes `payload` if the log's last entry is still `expected` (0: the log is empty).

@@ -318,3 +318,38 @@ fn replace_chunk(entries: &mut Entries, chunk: u64, chunk_entries: Vec<Concept>)
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn concept(id: u64, term: &str) -> Concept {
+        serde_json::from_value(serde_json::json!({"id": id, "terms": {"en": [term]}}))
+            .expect("a concept")
+    }
+
+    /// A chunk's entries replace exactly that chunk's (an emptied chunk removes them) and leave
+    /// the other chunks alone.
+    #[test]
+    fn a_chunk_replaces_only_its_own_entries() {
+        let last_of_first = super::super::super::glossaries::index::CHUNK_ENTRIES - 1;
+        let mut entries = Entries::new();
+        for id in [1, 2, last_of_first + 1] {
+            entries.insert(id, concept(id, "old"));
+        }
+        replace_chunk(&mut entries, 0, vec![concept(2, "new"), concept(3, "added")]);
+        let ids: Vec<u64> = entries.keys().copied().collect();
+        assert_eq!(ids, vec![2, 3, last_of_first + 1]);
+        replace_chunk(&mut entries, 1, Vec::new());
+        assert_eq!(entries.keys().copied().collect::<Vec<_>>(), vec![2, 3]);
+    }
+
+    #[test]
+    fn an_undecodable_put_is_skipped_and_a_delete_has_no_value() {
+        let put = CatalogChange::Put { kind: EntityKind::Key, id: "k".into(), json: b"{".to_vec() };
+        assert!(Change::of(&put).value::<ApiKey>().is_none());
+        let delete = CatalogChange::delete(EntityKind::Key, "k");
+        assert!(Change::of(&delete).value::<ApiKey>().is_none());
+        assert!(Change::of(&delete).json.is_none());
+    }
+}

@@ -319,10 +319,10 @@ mod tests {
         let numbers = put(EntityKind::Sequence, "ids");
         let glossary_numbers = put(EntityKind::GlossarySequence, "last");
         let plain = vec![put(EntityKind::Database, "d1")];
-        assert!(conflicts(&[numbers.clone()], &[plain.clone()]));
+        assert!(conflicts(std::slice::from_ref(&numbers), std::slice::from_ref(&plain)));
         assert!(conflicts(&plain, &[vec![numbers]]));
         assert!(conflicts(&plain, &[vec![glossary_numbers.clone()]]));
-        assert!(conflicts(&[glossary_numbers], &[plain.clone()]));
+        assert!(conflicts(&[glossary_numbers], std::slice::from_ref(&plain)));
         // A deletion of the numbers (never made) hands nothing out.
         assert!(!conflicts(&plain, &[vec![CatalogChange::delete(EntityKind::Sequence, "ids")]]));
     }

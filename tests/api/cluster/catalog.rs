@@ -51,15 +51,16 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     panic!("{what}: not within {SHOWS_WITHIN:?}");
 }
 
+/// An id as text (projects' are JSON numbers, most others strings).
+fn id_text(id: &Value) -> String {
+    match id {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn ids(list: &Value) -> BTreeSet<String> {
-    list.as_array()
-        .expect("a list")
-        .iter()
-        .map(|item| match &item["id"] {
-            Value::String(text) => text.clone(),
-            other => other.to_string(),
-        })
-        .collect()
+    list.as_array().expect("a list").iter().map(|item| id_text(&item["id"])).collect()
 }
 
 /// The body of a create's answer (200 or 201, as the hosted API answers each).
@@ -87,17 +88,14 @@ fn create_retrying(app: &TestApp, path: &str, body: &Value) -> (String, usize) {
             continue;
         }
         assert!(matches!(res.status, 200 | 201), "{}", res.text);
-        let id = match &res.body["id"] {
-            Value::String(text) => text.clone(),
-            other => other.to_string(),
-        };
-        return (id, refused);
+        return (id_text(&res.body["id"]), refused);
     }
 }
 
 #[test]
 fn what_one_node_writes_every_node_serves() {
-    let (_runtime, nats) = nats();
+    let (runtime, mut nats) = nats();
+    runtime.block_on(create_cluster_objects(&nats, "CATREP"));
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().expect("temp dir")).collect();
     let configs: Vec<_> = ["a", "b", "c"]
         .iter()
@@ -147,6 +145,7 @@ fn what_one_node_writes_every_node_serves() {
     eventually("the delete", || a.get(&format!("/v1/databases/{db}")).status == 404);
     a.get(&format!("/v1/grids/{grid}")).assert_error(404, "gridIsNotFound");
 
+    glossary_entries_follow(&a, &c);
     concurrent_creates_all_land(&a, &b, &c);
 
     // C restarted on the same data directory rebuilds the whole catalogue from the log.
@@ -161,6 +160,36 @@ fn what_one_node_writes_every_node_serves() {
     let later =
         a.post("/v1/projects", &json!({"name": "Later"})).assert_status(200)["id"].to_string();
     eventually("a project made after the restart", || lists(&c, "/v1/projects", &later));
+
+    // NATS gone: a catalogue change is a 503 (Retry-After 1) and changes nothing.
+    for server in 0..3 {
+        nats.kill(server);
+    }
+    let refused = b.post("/v1/projects", &json!({"name": "Unlogged"}));
+    refused.assert_error(503, "serviceUnavailable");
+    assert_eq!(refused.header("retry-after"), Some("1"));
+    let names = b.get("/v1/projects");
+    assert!(!names.text.contains("Unlogged"), "{}", names.text);
+}
+
+/// A glossary made on A, with entries added there, is served with its entries by C, and an
+/// entry deleted on C is gone from A (a glossary's entries are stored in chunks).
+fn glossary_entries_follow(a: &TestApp, c: &TestApp) {
+    let glossary = a.post("/v1/glossaries", &json!({"name": "G", "langs": ["en"]}));
+    let id = made(&glossary)["id"].as_str().expect("glossary id").to_owned();
+    let terms = format!("/v1/glossaries/{id}/terms");
+    let mut entries = Vec::new();
+    for word in ["save", "load", "quit"] {
+        let entry = a.post(&terms, &json!({"terms": {"en": word}}));
+        entries.push(id_text(&made(&entry)["id"]));
+    }
+    let count = |node: &TestApp| node.get(&terms).body.as_array().map_or(0, Vec::len);
+    eventually("the glossary's entries on C", || count(c) == 3);
+    let lookup =
+        c.post(&format!("/v1/glossaries/{id}/lookup"), &json!({"text": "quit now", "lang": "en"}));
+    assert!(lookup.text.contains("quit"), "{}", lookup.text);
+    c.delete(&format!("{terms}/{}", entries[1])).assert_status(204);
+    eventually("the entry deleted on C, on A", || count(a) == 2);
 }
 
 /// Projects (numbered: every create hands out a number) and databases (ids of their own)
@@ -242,10 +271,10 @@ fn two_nodes_bootstrapping_at_once_make_one_owner_company() {
     }
 }
 
-/// Creates the cluster's buckets and streams under `prefix` before any node joins: two nodes
-/// joining a NATS cluster for the very first time at the same moment can fail to join (a
-/// bucket one of them just created does not take writes yet: "no stream found"), which is
-/// not what the bootstrap test is about.
+/// Creates the cluster's buckets and streams under `prefix` before any node joins: a node
+/// joining a NATS cluster for the very first time can fail to join (`ClusterNode::join`'s first
+/// heartbeat into the membership bucket it just created: "no stream found"), which is not what
+/// these tests are about.
 async fn create_cluster_objects(nats: &NatsCluster, prefix: &str) {
     use gridd::cluster::membership::{Membership, NodeInfo};
     use gridd::cluster::{branch_log::BranchLog, catalog_log::CatalogLog, lease::LeaseTable};
