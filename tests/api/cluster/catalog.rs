@@ -152,7 +152,9 @@ fn what_one_node_writes_every_node_serves() {
     let before = ids(a.get("/v1/projects").assert_status(200));
     let keys_before = ids(a.get("/admin/v1/api-keys").assert_status(200));
     drop(c);
+    let restarted = Instant::now();
     let c = start_with(configs[2].clone());
+    eprintln!("node C restarted, catalogue read from the log, in {:?}", restarted.elapsed());
     assert_eq!(ids(c.get("/v1/projects").assert_status(200)), before);
     assert_eq!(ids(c.get("/admin/v1/api-keys").assert_status(200)), keys_before);
     assert_eq!(c.get_as(&secret, "/v1/projects").status, 200);
