@@ -210,7 +210,7 @@ impl Supervisor {
     /// cluster mode the change set is first published to the catalogue's log (`replica`).
     pub(super) fn commit(&self, changes: &[CatalogChange]) -> CatalogResult<()> {
         if let Some(replica) = &self.replica {
-            self.publish(replica, changes)?;
+            self.publish_change_set(replica, changes)?;
         }
         let appended =
             self.durability.wal.append(super::journal::encode_changes(changes)).map_err(|err| {

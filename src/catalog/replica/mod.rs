@@ -2,7 +2,7 @@
 //! step through the cluster's catalogue log (`cluster::catalog_log`, one JetStream subject whose
 //! entries are change sets encoded as `journal::encode_changes`).
 //!
-//! **Commit** (`Supervisor::commit` calls `publish`): the change set is published expecting the
+//! **Commit** (`Supervisor::commit` calls `publish_change_set`): the change set is published expecting the
 //! log's last sequence to be the one this node has applied. Acknowledged, the applied sequence
 //! moves to the ack's, and the local WAL and sled's copy are written as on a single server.
 //! Refused because other nodes' change sets landed first, the node catches up (reads them,
@@ -160,7 +160,7 @@ impl Supervisor {
 
     /// Cluster mode's part of `commit`: publishes the change set (see the module doc). Memory
     /// is not touched here; sets read by a catch-up wait in `pending`.
-    pub(super) fn publish(
+    pub(super) fn publish_change_set(
         &self,
         replica: &Replica,
         changes: &[CatalogChange],
