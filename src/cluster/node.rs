@@ -13,6 +13,7 @@ use std::time::Duration;
 use super::branch_log::BranchLog;
 use super::lease::LeaseTable;
 use super::membership::{Membership, NodeInfo};
+use super::snapshots::SnapshotBucket;
 use super::{check_token, ClusterError, ClusterLink, ClusterSettings};
 use crate::config::Config;
 
@@ -25,6 +26,14 @@ pub struct ClusterNode {
     /// Grid leases (the lease bucket's keys are grid ids: a grid's branches move together).
     pub leases: LeaseTable,
     pub log: BranchLog,
+    /// Branch images (the object store).
+    pub images: SnapshotBucket,
+    /// The grids this node owns.
+    pub owned: super::owned::Owned,
+    /// Set by `leave`: the owner loop takes nothing more.
+    leaving: std::sync::atomic::AtomicBool,
+    /// The membership heartbeat (stopped by `leave`).
+    heartbeat: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Always Some until dropped (taken then to shut it down without blocking).
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -72,12 +81,29 @@ impl ClusterNode {
                 membership.heartbeat().await?;
                 let leases = LeaseTable::open(&link, &me.id).await?;
                 let log = BranchLog::open(&link).await?;
-                Ok::<_, ClusterError>((link, membership, leases, log))
+                let images = SnapshotBucket::open(&link).await?;
+                Ok::<_, ClusterError>((link, membership, leases, log, images))
             }
         })?;
-        let (link, membership, leases, log) = opened;
-        let node = ClusterNode { me, link, membership, leases, log, runtime: Some(runtime) };
-        let _beating = node.runtime().spawn(node.membership.clone().spawn_heartbeat());
+        let (link, membership, leases, log, images) = opened;
+        let node =
+            ClusterNode {
+            me,
+            link,
+            membership,
+            leases,
+            log,
+            images,
+            owned: Default::default(),
+            heartbeat: Default::default(),
+            leaving: Default::default(),
+            runtime: Some(runtime),
+        };
+        let beating = {
+            let _inside = node.runtime().enter();
+            node.membership.clone().spawn_heartbeat()
+        };
+        *node.heartbeat.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(beating);
         tracing::info!(node = %node.me.id, advertise = %node.me.advertise, "joined the cluster");
         Ok(Some(Arc::new(node)))
     }
@@ -102,6 +128,33 @@ impl ClusterNode {
     /// The runtime's handle, for tasks that start more tasks.
     pub fn handle(&self) -> tokio::runtime::Handle {
         self.runtime().handle().clone()
+    }
+
+    /// Leaves the cluster (a graceful stop): releases every grid lease this node holds and
+    /// its membership entry, so other nodes take its grids at their next round.
+    pub fn leave(&self) {
+        self.leaving.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(beating) =
+            self.heartbeat.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+        {
+            beating.abort();
+        }
+        let leases: Vec<_> = self.owned.leases();
+        let (table, membership) = (self.leases.clone(), self.membership.clone());
+        let left = self.run(async move {
+            for lease in leases {
+                let _ = table.release(lease).await;
+            }
+            membership.leave().await
+        });
+        if let Err(err) = left.and_then(|left| left) {
+            tracing::warn!(error = %err, "leaving the cluster failed; leases expire instead");
+        }
+    }
+
+    /// Whether this node is leaving the cluster (`leave`).
+    pub fn is_leaving(&self) -> bool {
+        self.leaving.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn id(&self) -> &str {
