@@ -220,24 +220,41 @@ fn publisher_for(
     BranchPublisher::start(&node.handle(), parts)
 }
 
-/// Starts the owner loop of this node (on the cluster's runtime).
+/// Starts the owner loops of this node (on the cluster's runtime): renewals, and takeovers,
+/// apart so that a long takeover never delays a renewal.
 pub fn start_owner_loop(supervisor: Addr<Supervisor>, node: &Arc<ClusterNode>) {
-    let weak = Arc::downgrade(node);
-    node.spawn(owner_loop(supervisor, weak));
+    node.spawn(renewal_loop(supervisor.clone(), Arc::downgrade(node)));
+    node.spawn(takeover_loop(supervisor, Arc::downgrade(node)));
 }
 
-async fn owner_loop(supervisor: Addr<Supervisor>, node: Weak<ClusterNode>) {
-    let Some(ttl) = node.upgrade().map(|n| n.leases.ttl()) else { return };
+/// A tick every third of the lease TTL (None when the node is gone).
+fn third_of_ttl(node: &Weak<ClusterNode>) -> Option<tokio::time::Interval> {
+    let ttl = node.upgrade()?.leases.ttl();
     let mut tick = tokio::time::interval(ttl / 3);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut held_elsewhere: HashMap<String, Instant> = HashMap::new();
-    loop {
-        tick.tick().await;
-        let Some(node) = node.upgrade() else { return };
-        if node.is_leaving() {
-            return;
-        }
+    Some(tick)
+}
+
+/// Waits for the next tick; the node while it lives and is not leaving.
+async fn next_round(
+    tick: &mut tokio::time::Interval,
+    node: &Weak<ClusterNode>,
+) -> Option<Arc<ClusterNode>> {
+    tick.tick().await;
+    node.upgrade().filter(|node| !node.is_leaving())
+}
+
+async fn renewal_loop(supervisor: Addr<Supervisor>, node: Weak<ClusterNode>) {
+    let Some(mut tick) = third_of_ttl(&node) else { return };
+    while let Some(node) = next_round(&mut tick, &node).await {
         renew_all(&supervisor, &node).await;
+    }
+}
+
+async fn takeover_loop(supervisor: Addr<Supervisor>, node: Weak<ClusterNode>) {
+    let Some(mut tick) = third_of_ttl(&node) else { return };
+    let mut held_elsewhere = HashMap::new();
+    while let Some(node) = next_round(&mut tick, &node).await {
         if let Err(err) = take_free(&supervisor, &node, &mut held_elsewhere).await {
             tracing::warn!(error = %err, "looking for grids to take over failed");
         }

@@ -6,11 +6,13 @@
 //! yet (see docs/CLUSTER.md), so these tests drive `gridd::cluster` directly.
 
 mod fencing;
+mod gridd_nodes;
 mod killed_owner;
 mod leases;
 mod membership;
 mod nats;
 mod node_loss;
+mod nodes;
 
 use std::time::Duration;
 
