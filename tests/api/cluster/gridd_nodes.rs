@@ -65,6 +65,7 @@ async fn listed(cluster: &GriddCluster, node: usize, view: &str) -> Option<BTree
 }
 
 #[tokio::test]
+#[ignore = "needs the catalogue replicated and requests forwarded (being merged)"]
 async fn any_node_serves_and_a_killed_owner_loses_no_acknowledged_write() {
     let nats = NatsCluster::start().await;
     let mut cluster = GriddCluster::start(nats.urls(), 3).await;
@@ -143,6 +144,7 @@ async fn any_node_serves_and_a_killed_owner_loses_no_acknowledged_write() {
 }
 
 #[tokio::test]
+#[ignore = "needs the catalogue replicated and requests forwarded (being merged)"]
 async fn an_owner_paused_past_its_lease_cannot_write_when_it_wakes() {
     let nats = NatsCluster::start().await;
     let cluster = GriddCluster::start(nats.urls(), 3).await;
