@@ -84,9 +84,10 @@ impl Supervisor {
         branch_id: &str,
     ) -> CatalogResult<Option<BranchPublisher>> {
         let Some(cluster) = &self.cluster else { return Ok(None) };
-        let lease = cluster.owned.lease(grid_id).ok_or_else(|| ClusterError::LeaseLost {
-            branch: grid_id.to_owned(),
-        })?;
+        let lease = cluster
+            .owned
+            .lease(grid_id)
+            .ok_or_else(|| ClusterError::LeaseLost { branch: grid_id.to_owned() })?;
         let (node, grid, branch) = (cluster.clone(), grid_id.to_owned(), branch_id.to_owned());
         let publisher =
             cluster.run(async move { start_publisher(&node, &grid, &branch, &lease).await })??;
@@ -104,16 +105,20 @@ impl Supervisor {
         let image = state.clone();
         let stored =
             publisher.store_image(Box::new(move || image.encode_image(PartLimits::DEFAULT)));
-        let stored = cluster.run(stored)?.map_err(|_| {
-            ClusterError::Unavailable("the branch's cluster writer stopped".into())
-        })?;
+        let stored = cluster
+            .run(stored)?
+            .map_err(|_| ClusterError::Unavailable("the branch's cluster writer stopped".into()))?;
         stored.map(drop).map_err(CatalogError::from)
     }
 
     /// In a cluster: a deleted grid or branch is no longer this node's; its lease is released
-    /// (a grid) and its log and image removed, in the background.
+    /// (a grid) and its log and image removed, in the background, by its owner (every node
+    /// forgets a deleted grid; only the owner cleans up after it).
     pub(super) fn forget_in_cluster(&self, grid_id: &str, branch_ids: &[String], whole: bool) {
         let Some(cluster) = &self.cluster else { return };
+        if !cluster.owned.owns(grid_id) {
+            return;
+        }
         let lease = if whole {
             cluster.owned.remove(grid_id).map(|owned| owned.lease)
         } else {
@@ -165,8 +170,13 @@ impl Supervisor {
         for branch in loaded {
             let Some(record) = self.branches.get(&branch.branch_id).cloned() else { continue };
             self.durability.track(&record.id);
-            let route =
-                self.start_branch_forked(&grid, &record, branch.state, None, Some(branch.publisher));
+            let route = self.start_branch_forked(
+                &grid,
+                &record,
+                branch.state,
+                None,
+                Some(branch.publisher),
+            );
             tracing::debug!(branch = %route.branch_id, "branch taken over");
         }
         tracing::info!(grid = grid_id, "grid taken over");
@@ -211,12 +221,8 @@ fn publisher_for(
             node.owned.mark_failed(&grid);
         }
     });
-    let parts = PublisherParts {
-        log: node.log.clone(),
-        writer,
-        images: node.images.clone(),
-        on_failure,
-    };
+    let parts =
+        PublisherParts { log: node.log.clone(), writer, images: node.images.clone(), on_failure };
     BranchPublisher::start(&node.handle(), parts)
 }
 
@@ -401,9 +407,10 @@ async fn load_branch(
         })
         .await?;
     let to_build = branch.clone();
-    let state = tokio::task::spawn_blocking(move || rebuild(&to_build, image, &batches))
-        .await
-        .map_err(|err| ClusterError::Unavailable(format!("rebuilding a branch: {err}")))??;
+    let state =
+        tokio::task::spawn_blocking(move || rebuild(&to_build, image, &batches))
+            .await
+            .map_err(|err| ClusterError::Unavailable(format!("rebuilding a branch: {err}")))??;
     Ok(LoadedBranch {
         branch_id: branch.branch_id.clone(),
         state,
@@ -417,9 +424,8 @@ fn rebuild(
     image: Option<crate::cluster::snapshots::StoredImage>,
     batches: &[bytes::Bytes],
 ) -> Result<GridState, ClusterError> {
-    let damaged = |what: String| {
-        ClusterError::Unavailable(format!("branch {}: {what}", branch.branch_id))
-    };
+    let damaged =
+        |what: String| ClusterError::Unavailable(format!("branch {}: {what}", branch.branch_id));
     let mut state = match image {
         Some(image) => {
             // Images are read in place: they want a 16-byte aligned buffer.

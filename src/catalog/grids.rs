@@ -15,6 +15,7 @@ use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use super::tenancy::check_client_id;
 use crate::auth::{Principal, Privilege};
+use crate::cluster::publisher::BranchPublisher;
 use crate::grid::actor::reads::ReadViews;
 use crate::grid::actor::Shutdown;
 use crate::grid::ops::{GridOp, GridState};
@@ -24,7 +25,6 @@ use crate::grid::GridActor;
 use crate::ids;
 use crate::persist::entry::WalEntry;
 use crate::persist::recovery::BranchSeed;
-use crate::cluster::publisher::BranchPublisher;
 use crate::persist::wal::Durable;
 
 /// The most metadata keys a grid may carry.

@@ -86,8 +86,7 @@ impl ClusterNode {
             }
         })?;
         let (link, membership, leases, log, images) = opened;
-        let node =
-            ClusterNode {
+        let node = ClusterNode {
             me,
             link,
             membership,

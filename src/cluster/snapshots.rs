@@ -100,9 +100,10 @@ impl SnapshotBucket {
         if info.deleted {
             return Ok(None);
         }
-        let covers = info.metadata.get(COVERS).and_then(|c| c.parse::<u64>().ok()).ok_or_else(
-            || ClusterError::Unavailable(format!("image of {branch}: no log sequence")),
-        )?;
+        let covers =
+            info.metadata.get(COVERS).and_then(|c| c.parse::<u64>().ok()).ok_or_else(|| {
+                ClusterError::Unavailable(format!("image of {branch}: no log sequence"))
+            })?;
         if info.size > MAX_IMAGE_BYTES {
             return Err(ClusterError::Unavailable(format!(
                 "image of {branch}: {} bytes, more than a node reads",

@@ -20,10 +20,10 @@ use super::ops::{GridOp, GridState};
 use super::query::QueryEngine;
 use super::schema::ViewDef;
 use super::store::RecordIdentity;
-use crate::persist::durability::{Durability, DurabilityError, SnapshotFailure, SnapshotPolicy};
-use crate::persist::entry::WalEntry;
 use crate::cluster::publisher::BranchPublisher;
 use crate::grid::image::PartLimits;
+use crate::persist::durability::{Durability, DurabilityError, SnapshotFailure, SnapshotPolicy};
+use crate::persist::entry::WalEntry;
 use crate::persist::wal::Durable;
 
 mod branches;
@@ -275,8 +275,8 @@ impl GridActor {
         if let Some(publisher) = &self.publisher {
             // The cluster's image: taken after every entry published so far, on its own.
             let image = state.clone();
-            let _stored = publisher
-                .store_image(Box::new(move || image.encode_image(PartLimits::DEFAULT)));
+            let _stored =
+                publisher.store_image(Box::new(move || image.encode_image(PartLimits::DEFAULT)));
         }
         tracing::debug!(branch = %self.branch_id, copy_ms = copied.elapsed().as_millis() as u64, "snapshot copy taken");
         let durability = self.durability.clone();

@@ -192,7 +192,9 @@ impl Future for Durable {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.done {
-            Done::Wal(done) => Pin::new(done).poll(cx).map(|done| done.map_err(|_| WalError::Closed)),
+            Done::Wal(done) => {
+                Pin::new(done).poll(cx).map(|done| done.map_err(|_| WalError::Closed))
+            }
             Done::Joined(done) => {
                 Pin::new(done).poll(cx).map(|done| done.map_err(|_| WalError::Closed)?)
             }

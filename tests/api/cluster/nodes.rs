@@ -118,10 +118,8 @@ impl GriddCluster {
         for node in &mut nodes {
             node.spawn(&nats);
         }
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(20))
-            .build()
-            .expect("client");
+        let http =
+            reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("client");
         let cluster = GriddCluster { nodes, nats, _dir: dir, http };
         for i in 0..count {
             cluster.wait_ready(i).await;
