@@ -17,6 +17,9 @@ use super::snapshots::SnapshotBucket;
 use super::{check_token, ClusterError, ClusterLink, ClusterSettings};
 use crate::config::Config;
 
+/// How long a leaving node waits for its publishers to finish.
+const DRAIN_WITHIN: Duration = Duration::from_secs(60);
+
 /// The cluster as this node sees it; shared as `Arc<ClusterNode>`.
 #[derive(Debug)]
 pub struct ClusterNode {
@@ -129,9 +132,19 @@ impl ClusterNode {
         self.runtime().handle().clone()
     }
 
-    /// Leaves the cluster (a graceful stop): releases every grid lease this node holds and
-    /// its membership entry, so other nodes take its grids at their next round.
+    /// Leaves the cluster (a graceful stop): lets every branch's publisher finish what it has
+    /// queued (the images the shutdown snapshots queued: the next owner replays little), at most
+    /// `DRAIN_WITHIN`, then releases every grid lease this node holds and its membership entry,
+    /// so other nodes take its grids at their next round.
     pub fn leave(&self) {
+        let drained: Vec<_> = self.owned.publishers().iter().map(|p| p.drained()).collect();
+        let waited = self.run(async move {
+            let all = futures_util::future::join_all(drained);
+            tokio::time::timeout(DRAIN_WITHIN, all).await.is_ok()
+        });
+        if !waited.unwrap_or(false) {
+            tracing::warn!("the cluster writers did not finish before leaving");
+        }
         self.leaving.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(beating) =
             self.heartbeat.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()

@@ -61,6 +61,11 @@ impl Owned {
         self.grids().values().map(|owned| owned.lease.clone()).collect()
     }
 
+    /// Every owned branch's publisher.
+    pub fn publishers(&self) -> Vec<BranchPublisher> {
+        self.grids().values().flat_map(|owned| owned.publishers.values().cloned()).collect()
+    }
+
     /// Keeps a renewed lease (if the grid is still owned and the lease is the same one).
     pub fn renewed(&self, lease: Lease) {
         if let Some(owned) = self.grids().get_mut(&lease.branch) {

@@ -41,8 +41,17 @@ pub type EncodeImage = Box<dyn FnOnce() -> Result<Vec<u8>, String> + Send>;
 pub type OnFailure = Arc<dyn Fn(&str, &ClusterError) + Send + Sync>;
 
 enum Item {
-    Entry { payload: Vec<u8>, local: Durable, done: oneshot::Sender<Result<(), WalError>> },
-    Image { encode: EncodeImage, done: oneshot::Sender<Result<u64, ClusterError>> },
+    Entry {
+        payload: Vec<u8>,
+        local: Durable,
+        done: oneshot::Sender<Result<(), WalError>>,
+    },
+    Image {
+        encode: EncodeImage,
+        done: oneshot::Sender<Result<u64, ClusterError>>,
+    },
+    /// Answered once everything queued before it is done.
+    Barrier(oneshot::Sender<()>),
 }
 
 /// The handle the branch's actor holds.
@@ -95,6 +104,17 @@ impl BranchPublisher {
         durable
     }
 
+    /// Resolves once everything queued so far (entries, images) is done or failed.
+    pub fn drained(&self) -> oneshot::Receiver<()> {
+        let (done, drained) = oneshot::channel();
+        if let Err(refused) = self.queue.try_send(Item::Barrier(done)) {
+            if let Item::Barrier(done) = refused.into_inner() {
+                let _ = done.send(());
+            }
+        }
+        drained
+    }
+
     /// Queues an image of the branch as it is after every entry published so far; resolves to
     /// the log sequence it covers once stored.
     pub fn store_image(&self, encode: EncodeImage) -> oneshot::Receiver<Result<u64, ClusterError>> {
@@ -126,6 +146,10 @@ async fn run(mut parts: PublisherParts, mut items: mpsc::Receiver<Item>) {
                         None => store_image(&parts, encode).await,
                     };
                     let _ = done.send(stored);
+                }
+                Item::Barrier(done) => {
+                    flush(&mut parts, std::mem::take(&mut batch), &mut failed).await;
+                    let _ = done.send(());
                 }
             }
         }
