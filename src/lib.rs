@@ -251,6 +251,9 @@ impl Node {
         if let Some(follower) = follower {
             follower.start(addr.clone());
         }
+        if let Some(cluster) = &cluster {
+            catalog::cluster_grids::start_owner_loop(addr.clone(), cluster);
+        }
         let generated_key = generated.filter(|_| config.api_key.is_none());
         let segments =
             Arc::new(tm::store::SegmentStore::new(open_sled(&config.data_dir.join("transmems"))?));
@@ -297,8 +300,12 @@ impl Node {
         }
     }
 
-    /// Stops every actor thread and closes the WAL (everything appended is made durable).
+    /// Stops every actor thread and closes the WAL (everything appended is made durable); a
+    /// cluster node first gives its grids' leases back and leaves, so others take them at once.
     pub fn stop(self) {
+        if let Some(cluster) = &self.cluster {
+            cluster.leave();
+        }
         for arbiter in self.arbiters {
             arbiter.stop();
             let _ = arbiter.join();

@@ -127,10 +127,6 @@ pub enum CatalogError {
     /// touch one of its entities, or either side hands out numbers): nothing was changed.
     #[error("The catalogue changed on another node; retry.")]
     ChangedElsewhere,
-    /// Cluster mode: the catalogue's log could not be written or read (NATS unreachable, no
-    /// quorum, a timeout).
-    #[error("The catalogue could not be replicated: {0}")]
-    NotReplicated(String),
     /// A broken invariant of the catalogue.
     #[error("{0}")]
     Internal(&'static str),
@@ -140,6 +136,10 @@ pub enum CatalogError {
     /// A glossary request the catalogue refuses (its own code).
     #[error(transparent)]
     Glossary(#[from] super::glossaries::GlossaryRefused),
+    /// In a cluster: a grid's lease, log or image that the cluster could not take or store, or
+    /// the catalogue's log unreachable (NATS down, no quorum, a timeout).
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
 }
 
 /// Result of every catalogue operation.
@@ -175,17 +175,22 @@ impl Coded for CatalogError {
             CatalogError::MergeIntoItself | CatalogError::UnrelatedBranches => {
                 ErrorCode::Unprocessable
             }
-            CatalogError::NotLogged { .. }
-            | CatalogError::ChangedElsewhere
-            | CatalogError::NotReplicated(_) => ErrorCode::ServiceUnavailable,
+            CatalogError::NotLogged { .. } | CatalogError::ChangedElsewhere => {
+                ErrorCode::ServiceUnavailable
+            }
             CatalogError::NotWritten => ErrorCode::InternalServerError,
             CatalogError::Internal(_) => ErrorCode::InternalServerError,
             CatalogError::Glossary(refused) => refused.code(),
+            CatalogError::Cluster(err) => err.code(),
         }
     }
 
     fn retry_after(&self) -> Option<u64> {
-        matches!(self, CatalogError::ChangedElsewhere | CatalogError::NotReplicated(_)).then_some(1)
+        match self {
+            CatalogError::Cluster(err) => err.retry_after(),
+            CatalogError::ChangedElsewhere => Some(1),
+            _ => None,
+        }
     }
 }
 

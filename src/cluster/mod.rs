@@ -19,8 +19,11 @@ pub mod catalog_log;
 pub mod lease;
 pub mod membership;
 pub mod node;
+pub mod owned;
 pub mod placement;
+pub mod publisher;
 pub mod rebalance;
+pub mod snapshots;
 
 use std::fmt;
 use std::time::Duration;

@@ -9,7 +9,7 @@
 //! writes them to sled's copy, keeps them to apply to memory once the running operation is
 //! done, `apply_pending`) and publishes again when `conflicts` says they do not collide with
 //! its own; otherwise the operation fails with `ChangedElsewhere` (503, Retry-After 1) and
-//! memory is unchanged. NATS unreachable: `NotReplicated` (503).
+//! memory is unchanged. NATS unreachable: `Cluster(Unavailable)` (503, Retry-After 1).
 //!
 //! **Following**: a task on the cluster's runtime (`Follower::start`) reads the log from the
 //! sequence applied at start and sends each entry to the supervisor (`Exec`), which skips what
@@ -112,7 +112,7 @@ fn decode_entry(entry: &CatalogEntry) -> Vec<CatalogChange> {
 
 fn not_replicated(err: ClusterError) -> CatalogError {
     tracing::warn!(error = %err, "the catalogue's log is unavailable");
-    CatalogError::NotReplicated(err.to_string())
+    CatalogError::Cluster(err)
 }
 
 impl Supervisor {
