@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use actix::Addr;
 use bytes::BytesMut;
@@ -184,13 +184,16 @@ impl Supervisor {
 
     /// Stops the actors of a grid this node no longer owns (its catalogue entries stay).
     pub fn drop_owned_grid(&mut self, grid_id: &str) {
+        for route in self.unroute_grid(grid_id) {
+            route.addr.do_send(crate::grid::actor::Shutdown);
+        }
+    }
+
+    /// Removes the routes of a grid's branches and views; their actors run on until told.
+    pub fn unroute_grid(&mut self, grid_id: &str) -> Vec<Arc<super::routes::BranchRoute>> {
         let branch_ids: Vec<String> =
             self.branches.values().filter(|b| b.grid_id == grid_id).map(|b| b.id.clone()).collect();
-        for branch_id in branch_ids {
-            if let Some(route) = self.routes.remove_branch(&branch_id) {
-                route.addr.do_send(crate::grid::actor::Shutdown);
-            }
-        }
+        branch_ids.iter().filter_map(|id| self.routes.remove_branch(id)).collect()
     }
 }
 
@@ -260,10 +263,78 @@ async fn renewal_loop(supervisor: Addr<Supervisor>, node: Weak<ClusterNode>) {
 async fn takeover_loop(supervisor: Addr<Supervisor>, node: Weak<ClusterNode>) {
     let Some(mut tick) = third_of_ttl(&node) else { return };
     let mut held_elsewhere = HashMap::new();
+    let mut live_before: Vec<String> = Vec::new();
     while let Some(node) = next_round(&mut tick, &node).await {
-        if let Err(err) = take_free(&supervisor, &node, &mut held_elsewhere).await {
+        let live = match node.membership.live().await {
+            Ok(live) => live.into_iter().map(|n| n.id).collect::<Vec<_>>(),
+            Err(err) => {
+                tracing::warn!(error = %err, "listing the live nodes failed");
+                continue;
+            }
+        };
+        node.set_live(live.clone());
+        // Grids are handed over only to nodes live for two rounds in a row (a node that
+        // flickers does not make grids move back and forth).
+        let steady: Vec<String> =
+            live.iter().filter(|n| live_before.contains(n)).cloned().collect();
+        hand_over_misplaced(&supervisor, &node, &steady).await;
+        if let Err(err) = take_free(&supervisor, &node, &live, &mut held_elsewhere).await {
             tracing::warn!(error = %err, "looking for grids to take over failed");
         }
+        live_before = live;
+    }
+}
+
+/// Grids handed over per round at most (each stops its grid's writes for a moment).
+const HANDOVERS_PER_ROUND: usize = 4;
+
+/// Hands over the owned grids that placement now puts on another steady node (a node joined):
+/// at most `HANDOVERS_PER_ROUND` a round.
+async fn hand_over_misplaced(
+    supervisor: &Addr<Supervisor>,
+    node: &Arc<ClusterNode>,
+    steady: &[String],
+) {
+    if !steady.iter().any(|n| n == node.id()) {
+        return;
+    }
+    let misplaced: Vec<String> = node
+        .owned
+        .leases()
+        .into_iter()
+        .map(|lease| lease.branch)
+        .filter(|grid| placement::owner(grid, steady).is_some_and(|n| n != node.id()))
+        .take(HANDOVERS_PER_ROUND)
+        .collect();
+    for grid in misplaced {
+        hand_over(supervisor, node, &grid).await;
+    }
+}
+
+/// Gives a grid up cleanly: its routes go (new requests wait for the next owner), each branch
+/// stores an image behind what it logged and stops, its publishers finish, and its lease is
+/// released for the node placement prefers, which takes it at its next round.
+async fn hand_over(supervisor: &Addr<Supervisor>, node: &Arc<ClusterNode>, grid: &str) {
+    let id = grid.to_owned();
+    let Ok(routes) = supervisor.send(Exec::new(move |s| s.unroute_grid(&id))).await else {
+        return;
+    };
+    for route in routes {
+        let _ = route.addr.send(crate::grid::actor::TakeSnapshot).await;
+        route.addr.do_send(crate::grid::actor::Shutdown);
+    }
+    let drained: Vec<_> = node
+        .owned
+        .publishers()
+        .into_iter()
+        .filter(|p| node.owned.grid_of(p.branch()).as_deref() == Some(grid))
+        .map(|p| p.drained())
+        .collect();
+    let _ = tokio::time::timeout(Duration::from_secs(60), futures_util::future::join_all(drained))
+        .await;
+    if let Some(owned) = node.owned.remove(grid) {
+        let released = node.leases.release(owned.lease).await;
+        tracing::info!(%grid, ok = released.is_ok(), "grid handed over");
     }
 }
 
@@ -311,9 +382,9 @@ async fn drop_grid(
 async fn take_free(
     supervisor: &Addr<Supervisor>,
     node: &Arc<ClusterNode>,
+    live: &[String],
     held_elsewhere: &mut HashMap<String, Instant>,
 ) -> Result<(), ClusterError> {
-    let live: Vec<String> = node.membership.live().await?.into_iter().map(|n| n.id).collect();
     let grids = supervisor
         .send(Exec::new(|s| s.grids_to_load()))
         .await
@@ -325,7 +396,7 @@ async fn take_free(
         if node.owned.owns(&grid.grid_id) || held_elsewhere.contains_key(&grid.grid_id) {
             continue;
         }
-        if placement::owner(&grid.grid_id, &live).map(String::as_str) != Some(node.id()) {
+        if placement::owner(&grid.grid_id, live).map(String::as_str) != Some(node.id()) {
             continue;
         }
         tried += 1;

@@ -116,7 +116,10 @@ impl Supervisor {
                 "grid",
                 self.grids.contains_key(id) || self.branches.contains_key(id),
             )?,
-            None => ids::generate(),
+            None => match &self.cluster {
+                Some(cluster) => cluster.grid_id_placed_here(ids::generate),
+                None => ids::generate(),
+            },
         };
         let grid = Grid {
             id: id.clone(),

@@ -33,6 +33,8 @@ pub struct ClusterNode {
     pub images: SnapshotBucket,
     /// The grids this node owns.
     pub owned: super::owned::Owned,
+    /// The live nodes as the owner loop last listed them (sorted ids).
+    live: std::sync::Mutex<Vec<String>>,
     /// Set by `leave`: the owner loop takes nothing more.
     leaving: std::sync::atomic::AtomicBool,
     /// The membership heartbeat (stopped by `leave`).
@@ -107,6 +109,7 @@ impl ClusterNode {
             owned: Default::default(),
             heartbeat: Default::default(),
             leaving: Default::default(),
+            live: Default::default(),
             runtime: Some(runtime),
         };
         let beating = {
@@ -170,6 +173,27 @@ impl ClusterNode {
         if let Err(err) = left.and_then(|left| left) {
             tracing::warn!(error = %err, "leaving the cluster failed; leases expire instead");
         }
+    }
+
+    /// Keeps the live nodes' ids the owner loop listed.
+    pub fn set_live(&self, live: Vec<String>) {
+        *self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = live;
+    }
+
+    /// A new grid id that placement puts on this node among the live nodes last listed (a
+    /// grid created here then stays here), else any: at most 64 tries.
+    pub fn grid_id_placed_here(&self, generate: impl Fn() -> String) -> String {
+        let live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let mut id = generate();
+        for _ in 0..64 {
+            if !live.iter().any(|n| n == self.id())
+                || super::placement::owner(&id, &live).is_some_and(|n| n == self.id())
+            {
+                break;
+            }
+            id = generate();
+        }
+        id
     }
 
     /// Whether this node is leaving the cluster (`leave`).

@@ -61,6 +61,15 @@ impl Owned {
         self.grids().values().map(|owned| owned.lease.clone()).collect()
     }
 
+    /// The owned grid a branch belongs to.
+    pub fn grid_of(&self, branch: &str) -> Option<String> {
+        let grids = self.grids();
+        grids
+            .iter()
+            .find(|(_, owned)| owned.publishers.contains_key(branch))
+            .map(|(g, _)| g.clone())
+    }
+
     /// Every owned branch's publisher.
     pub fn publishers(&self) -> Vec<BranchPublisher> {
         self.grids().values().flat_map(|owned| owned.publishers.values().cloned()).collect()

@@ -53,6 +53,17 @@ fn record(id: &str) -> Value {
     json!([{"id": id, "cells": [{"columnId": "title", "value": format!("T {id}")}]}])
 }
 
+/// The index of the node holding the grid's lease (as the lease bucket says).
+async fn owner_of(nats: &NatsCluster, grid: &str) -> usize {
+    let link = super::link(nats.urls(), "observer").await;
+    let leases = gridd::cluster::lease::LeaseTable::open(&link, "observer").await.expect("leases");
+    let holder = until(Duration::from_secs(20), "the grid's owner", || async {
+        leases.holder(grid).await.ok().flatten()
+    })
+    .await;
+    holder.node.trim_start_matches("node").parse().expect("a node index")
+}
+
 /// The record ids node `node` lists for the view (None when it does not answer 200).
 async fn listed(cluster: &GriddCluster, node: usize, view: &str) -> Option<BTreeSet<String>> {
     let (status, body) =
@@ -69,8 +80,7 @@ async fn listed(cluster: &GriddCluster, node: usize, view: &str) -> Option<BTree
 async fn any_node_serves_and_a_killed_owner_loses_no_acknowledged_write() {
     let nats = NatsCluster::start().await;
     let mut cluster = GriddCluster::start(nats.urls(), 3).await;
-    // The grid is created through node 1, which owns it.
-    let (_grid, view) = grid_on(&cluster, 1).await;
+    let (grid, view) = grid_on(&cluster, 1).await;
     let path = format!("/v1/views/{view}/records");
 
     // Requests to any node: written through 0 and 2, read through all three.
@@ -88,14 +98,16 @@ async fn any_node_serves_and_a_killed_owner_loses_no_acknowledged_write() {
         assert_eq!(ids.len(), 3, "node {node}: {ids:?}");
     }
 
-    // Write load through nodes 0 and 2 while the owner is SIGKILLed.
+    // Write load through the two other nodes while the owner is SIGKILLed.
+    let owner = owner_of(&nats, &grid).await;
+    let others: Vec<usize> = (0..3).filter(|i| *i != owner).collect();
     let mut acknowledged = BTreeSet::from(["first0".to_owned(), "first1".into(), "first2".into()]);
     let (mut killed_at, mut back_at) = (None, None);
     let started = Instant::now();
     let mut failures = 0;
     for n in 0.. {
         let id = format!("w{n}");
-        let node = if n % 2 == 0 { 0 } else { 2 };
+        let node = others[n % 2];
         let answer = cluster.call(node, Method::POST, &path, Some(&record(&id))).await;
         match answer {
             Ok((201, _)) => {
@@ -111,7 +123,7 @@ async fn any_node_serves_and_a_killed_owner_loses_no_acknowledged_write() {
             Err(_) => failures += 1,
         }
         if killed_at.is_none() && started.elapsed() > Duration::from_millis(1500) {
-            cluster.nodes[1].kill();
+            cluster.nodes[owner].kill();
             killed_at = Some(Instant::now());
         }
         if back_at.is_some_and(|at| at.elapsed() > Duration::from_secs(1)) {
@@ -126,20 +138,26 @@ async fn any_node_serves_and_a_killed_owner_loses_no_acknowledged_write() {
         acknowledged.len()
     );
     assert!(takeover < Duration::from_millis(LEASE_TTL_MS * 5), "takeover took {takeover:?}");
-    for node in [0, 2] {
+    for node in others {
         let ids = listed(&cluster, node, &view).await.expect("listed after the takeover");
         let lost: Vec<_> = acknowledged.difference(&ids).collect();
         assert!(lost.is_empty(), "node {node} lost acknowledged writes {lost:?}");
     }
 
-    // The killed node restarted serves the grid again (through its new owner).
-    cluster.restart(1).await;
+    // The killed node restarted serves the grid again (through its owner).
+    cluster.restart(owner).await;
     let ids = until(Duration::from_secs(20), "the restarted node lists the grid", || async {
-        listed(&cluster, 1, &view).await.filter(|ids| ids.is_superset(&acknowledged))
+        listed(&cluster, owner, &view).await.filter(|ids| ids.is_superset(&acknowledged))
     })
     .await;
     assert!(ids.is_superset(&acknowledged));
-    let (status, body) = cluster.must(1, Method::POST, &path, Some(&record("after"))).await;
+    let (status, body) =
+        until(Duration::from_secs(20), "a write through the restarted node", || async {
+            let answer =
+                cluster.call(owner, Method::POST, &path, Some(&record("after"))).await.ok()?;
+            (answer.0 == 201).then_some(answer)
+        })
+        .await;
     assert_eq!(status, 201, "{body}");
 }
 
@@ -148,32 +166,36 @@ async fn any_node_serves_and_a_killed_owner_loses_no_acknowledged_write() {
 async fn an_owner_paused_past_its_lease_cannot_write_when_it_wakes() {
     let nats = NatsCluster::start().await;
     let cluster = GriddCluster::start(nats.urls(), 3).await;
-    let (_grid, view) = grid_on(&cluster, 0).await;
+    let (grid, view) = grid_on(&cluster, 0).await;
     let path = format!("/v1/views/{view}/records");
-    let (status, _) = cluster.must(0, Method::POST, &path, Some(&record("before"))).await;
+    let owner = owner_of(&nats, &grid).await;
+    let other = (owner + 1) % 3;
+    let (status, _) = cluster.must(owner, Method::POST, &path, Some(&record("before"))).await;
     assert_eq!(status, 201);
 
-    // Node 0 frozen past its lease: another node takes the grid and writes to it.
-    cluster.nodes[0].pause();
-    let taken = until(Duration::from_secs(30), "a write through node 1 after the pause", || {
-        let path = path.clone();
-        let cluster = &cluster;
-        async move {
-            let answer = cluster.call(1, Method::POST, &path, Some(&record("taken"))).await.ok()?;
-            (answer.0 == 201).then_some(())
-        }
-    })
-    .await;
+    // The owner frozen past its lease: another node takes the grid and writes to it.
+    cluster.nodes[owner].pause();
+    let taken =
+        until(Duration::from_secs(30), "a write through another node after the pause", || {
+            let path = path.clone();
+            let cluster = &cluster;
+            async move {
+                let answer =
+                    cluster.call(other, Method::POST, &path, Some(&record("taken"))).await.ok()?;
+                (answer.0 == 201).then_some(())
+            }
+        })
+        .await;
     let () = taken;
 
     // Woken, node 0 still has the grid's actor; its write must not land.
-    cluster.nodes[0].resume();
-    let answer = cluster.call(0, Method::POST, &path, Some(&record("stale"))).await;
+    cluster.nodes[owner].resume();
+    let answer = cluster.call(owner, Method::POST, &path, Some(&record("stale"))).await;
     let stale_status = answer.as_ref().map(|a| a.0).unwrap_or(0);
     // Either refused (its publish fenced: 503), or served by the new owner after node 0 saw
     // its lease gone and forwarded (201): what must never be is a write only node 0 has.
     let ids = until(Duration::from_secs(10), "the grid listed through node 1", || async {
-        listed(&cluster, 1, &view).await
+        listed(&cluster, other, &view).await
     })
     .await;
     assert!(ids.contains("before") && ids.contains("taken"), "{ids:?}");
@@ -184,7 +206,7 @@ async fn an_owner_paused_past_its_lease_cannot_write_when_it_wakes() {
     }
     // And the woken node serves the cluster's grid afterwards.
     let ids0 = until(Duration::from_secs(20), "node 0 lists the cluster's grid", || async {
-        listed(&cluster, 0, &view).await.filter(|got| got.contains("taken"))
+        listed(&cluster, owner, &view).await.filter(|got| got.contains("taken"))
     })
     .await;
     assert!(ids0.contains("before"));
