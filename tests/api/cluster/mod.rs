@@ -6,6 +6,7 @@
 //! yet (see docs/CLUSTER.md), so these tests drive `gridd::cluster` directly.
 
 mod fencing;
+mod forward;
 mod killed_owner;
 mod leases;
 mod membership;

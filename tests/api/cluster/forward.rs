@@ -1,0 +1,154 @@
+//! Request forwarding between two in-process gridd nodes on one real NATS cluster: a grid
+//! created through node A (which runs its actors) is read and written through node B, which
+//! forwards to A (`api::forward`). What is asserted holds with or without the catalogue's
+//! replication: B's decision comes from its route table and the locate answers, never from
+//! its catalogue (except for the 503 of a grid it knows but nobody serves).
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::nats::NatsCluster;
+use crate::helpers::{page_query, records_path, start_with, TestApp, OWNER_KEY};
+
+/// A node of the cluster at `urls` with its own data dir, bound to a free port it advertises.
+fn cluster_node(urls: Vec<String>, id: &str, prefix: &str) -> (TestApp, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = gridd::Config::for_data_dir(dir.path(), OWNER_KEY);
+    let port = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let addr = port.local_addr().expect("its address");
+    drop(port);
+    config.bind = addr;
+    config.cluster = urls;
+    config.node_id = Some(id.to_owned());
+    config.advertise = Some(format!("http://{addr}"));
+    config.cluster_prefix = prefix.to_owned();
+    config.lease_ttl_ms = 2000;
+    (start_with(config), dir)
+}
+
+/// A text of `n` bytes that differs per record.
+fn filler(seed: usize, n: usize) -> String {
+    let mut text = format!("{seed}:");
+    while text.len() < n {
+        text.push_str("lorem ipsum dolor sit amet ");
+    }
+    text.truncate(n);
+    text
+}
+
+#[test]
+fn a_grid_is_read_and_written_through_any_node() {
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let nats = runtime.block_on(NatsCluster::start());
+    let prefix = format!("FWD{}", std::process::id());
+    let (a, _dir_a) = cluster_node(nats.urls(), "node-a", &prefix);
+    let (b, _dir_b) = cluster_node(nats.urls(), "node-b", &prefix);
+    let (grid, view) = a.create_grid("forwarded");
+
+    writes_through_b_land_on_a(&a, &b, &grid, &view);
+    large_bodies_stream_both_ways(&a, &b, &view);
+    a_change_feed_streams_through_b(&a, &b, &view);
+    unknown_and_refused_ids(&b, &view);
+    a_stopped_owner_is_a_503(a, &b, &view);
+}
+
+fn writes_through_b_land_on_a(a: &TestApp, b: &TestApp, grid: &str, view: &str) {
+    let column = json!({"id": "title", "name": "Title", "type": "singleLine"});
+    let res = b.post(&format!("/v1/views/{view}/columns"), &column);
+    res.assert_status(201);
+    assert_eq!(res.header("gridd-served-by"), Some("node-a"), "answered by A");
+    let records = json!([{"id": "r1", "cells": [{"columnId": "title", "value": "through B"}]}]);
+    b.post(&records_path(view), &records).assert_status(201);
+    let on_a = a.records(view);
+    assert_eq!(on_a.len(), 1);
+    assert_eq!(on_a[0]["cells"][0]["value"], "through B", "{on_a:?}");
+    let patch = json!([{"id": "r1", "cells": [{"columnId": "title", "value": "patched via B"}]}]);
+    b.patch(&records_path(view), &patch).assert_status(200);
+    assert_eq!(a.records(view)[0]["cells"][0]["value"], "patched via B");
+    assert_eq!(b.records(view), a.records(view), "B reads A's records");
+    assert_eq!(b.get(&format!("/v1/grids/{grid}")).assert_status(200)["id"], json!(grid));
+    let views = b.get(&format!("/v1/views?gridId={grid}"));
+    assert!(views.assert_status(200).as_array().is_some_and(|v| !v.is_empty()));
+    let branches = b.get(&format!("/v1/branches?gridId={grid}"));
+    assert_eq!(branches.header("gridd-served-by"), Some("node-a"));
+    let made = b.post("/v1/views", &json!({"name": "second", "gridId": grid}));
+    let second = made.assert_status(200)["id"].as_str().expect("a view id").to_owned();
+    assert_eq!(made.header("gridd-served-by"), Some("node-a"));
+    a.get(&format!("/v1/views/{second}")).assert_status(200);
+    b.get(&format!("/v1/views/{second}/records")).assert_status(200);
+    let res = a.post(&format!("/v1/views/{view}/columns"), &json!({"id": "n", "name": "N", "type": "number"}));
+    assert_eq!(res.header("gridd-served-by"), None, "A serves its own grid itself");
+}
+
+fn large_bodies_stream_both_ways(a: &TestApp, b: &TestApp, view: &str) {
+    let records: Vec<Value> = (0..1000)
+        .map(|i| json!({"id": format!("big{i}"), "cells": [{"columnId": "title", "value": filler(i, 3000)}]}))
+        .collect();
+    let body = Value::Array(records);
+    let sent = serde_json::to_vec(&body).expect("json").len();
+    assert!(sent > 3_000_000, "{sent} bytes");
+    let started = Instant::now();
+    b.post(&records_path(view), &body).assert_status(201);
+    let path = format!("{}?{}", records_path(view), page_query(0, 1000));
+    let through_b = b.get(&path);
+    let listed = through_b.assert_status(200).as_array().expect("records").len();
+    assert_eq!(listed, 1000);
+    assert!(through_b.bytes.len() > 3_000_000, "{} bytes back", through_b.bytes.len());
+    assert_eq!(through_b.body, a.get(&path).body, "the same page as A's");
+    eprintln!("forward: {sent} bytes up and {} back through B in {:?}", through_b.bytes.len(), started.elapsed());
+}
+
+fn a_change_feed_streams_through_b(a: &TestApp, b: &TestApp, view: &str) {
+    let client = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(15))
+        .build()
+        .expect("client");
+    let mut feed = client
+        .get(format!("{}/v1/views/{view}/changes?heartbeat=1", b.base))
+        .header("Authorization", format!("ApiKey {OWNER_KEY}"))
+        .send()
+        .expect("the feed opens");
+    assert_eq!(feed.status().as_u16(), 200);
+    assert_eq!(feed.headers()["content-type"], "text/event-stream");
+    let records = json!([{"id": "fed", "cells": [{"columnId": "title", "value": "live"}]}]);
+    a.post(&records_path(view), &records).assert_status(201);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = String::new();
+    let mut chunk = [0u8; 4096];
+    while !seen.contains("\"fed\"") && Instant::now() < deadline {
+        let n = feed.read(&mut chunk).expect("the feed goes on");
+        assert!(n > 0, "the feed ended early: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
+    }
+    assert!(seen.contains("event: records"), "{seen}");
+}
+
+fn unknown_and_refused_ids(b: &TestApp, view: &str) {
+    b.get("/v1/views/nosuchview0000/records").assert_error(404, "viewIsNotFound");
+    b.get("/v1/views/not.a.token").assert_error(404, "viewIsNotFound");
+    let forwarded = b.send(
+        b.request(reqwest::Method::GET, &records_path(view), Some(OWNER_KEY))
+            .header("Gridd-Forwarded-By", "node-x"),
+    );
+    forwarded.assert_error(503, "serviceUnavailable");
+    assert_eq!(forwarded.header("retry-after"), Some("1"));
+    let too_big = vec![b' '; 33 * 1024 * 1024];
+    let res = b.raw(reqwest::Method::POST, "/v1/views", "application/json", too_big);
+    res.assert_error(413, "payloadTooLarge");
+}
+
+fn a_stopped_owner_is_a_503(a: TestApp, b: &TestApp, view: &str) {
+    let _ = a.kill();
+    let started = Instant::now();
+    let res = b.get(&records_path(view));
+    res.assert_error(503, "serviceUnavailable");
+    assert_eq!(res.header("retry-after"), Some("1"));
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    // Asked again, nobody answers for the view: 503 while B's catalogue knows the grid (its
+    // replication), else B's own 404.
+    let again = b.get(&records_path(view));
+    assert!(matches!(again.status, 503 | 404), "{} {}", again.status, again.text);
+}
