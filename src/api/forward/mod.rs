@@ -28,7 +28,7 @@ use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
 use actix_web::http::StatusCode;
 use actix_web::web::{self, Bytes};
-use actix_web::Error;
+use actix_web::{Error, HttpMessage};
 use futures_util::future::LocalBoxFuture;
 use futures_util::StreamExt;
 
@@ -260,10 +260,9 @@ async fn route_request(
         forwarder.locator.forget(&subject.id);
     }
     if let Ok(served_by) = actix_web::http::header::HeaderValue::from_str(&node.id) {
-        answer.headers_mut().insert(
-            actix_web::http::header::HeaderName::from_static(proxy::SERVED_BY),
-            served_by,
-        );
+        answer
+            .headers_mut()
+            .insert(actix_web::http::header::HeaderName::from_static(proxy::SERVED_BY), served_by);
     }
     Ok(Routed::Answered(req.into_response(answer)))
 }

@@ -1,7 +1,7 @@
 //! One request sent on to the node that serves it, and its answer streamed back.
 //!
 //! The request goes out with its method, path and query, its headers but the hop-by-hop ones
-//! (RFC 9110 7.6.1, and `Host`) and `Gridd-Forwarded-By: <this node>`; its body is read from the
+//! (RFC 9110 7.6.1, `Expect` and `Host`) and `Gridd-Forwarded-By: <this node>`; its body is read from the
 //! client chunk by chunk and handed to the HTTP client through a channel of
 //! `BODY_CHUNKS_IN_FLIGHT` chunks (actix's payload cannot leave its worker thread), so at most
 //! that many chunks are held whatever the body's size. The answer comes back with its status
@@ -16,7 +16,7 @@ use actix_web::body::SizedStream;
 use actix_web::dev::{Payload, ServiceRequest};
 use actix_web::http::{header, StatusCode};
 use actix_web::web::Bytes;
-use actix_web::{HttpResponse, HttpResponseBuilder};
+use actix_web::{HttpMessage, HttpResponse, HttpResponseBuilder};
 use futures_util::StreamExt;
 
 use crate::cluster::membership::NodeInfo;
@@ -35,9 +35,11 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Request body chunks held between the client and the owner.
 const BODY_CHUNKS_IN_FLIGHT: usize = 4;
 
-/// Headers that belong to one connection, never passed on.
-const HOP_BY_HOP: [&str; 9] = [
+/// Headers that belong to one connection (and `Expect`, which this node already answered),
+/// never passed on.
+const HOP_BY_HOP: [&str; 10] = [
     "connection",
+    "expect",
     "keep-alive",
     "proxy-authenticate",
     "proxy-authorization",
@@ -104,7 +106,8 @@ fn has_body(req: &ServiceRequest) -> bool {
 /// The client's body as a stream the HTTP client can send from any thread: a task on this
 /// worker reads it and hands on at most `BODY_CHUNKS_IN_FLIGHT` chunks at a time.
 fn pump(payload: Payload) -> reqwest::Body {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(BODY_CHUNKS_IN_FLIGHT);
+    let (tx, rx) =
+        tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(BODY_CHUNKS_IN_FLIGHT);
     actix_web::rt::spawn(async move {
         let mut payload = payload;
         while let Some(chunk) = payload.next().await {
@@ -133,9 +136,12 @@ fn sent_error(to: &NodeInfo, err: reqwest::Error) -> ForwardError {
 }
 
 /// The owner's answer as this server's: status, headers, body streamed.
-fn answer_of(answer: reqwest::Response, stopping: tokio::sync::watch::Receiver<bool>) -> HttpResponse {
-    let status = StatusCode::from_u16(answer.status().as_u16())
-        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+fn answer_of(
+    answer: reqwest::Response,
+    stopping: tokio::sync::watch::Receiver<bool>,
+) -> HttpResponse {
+    let status =
+        StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut out = HttpResponseBuilder::new(status);
     for (name, value) in answer.headers() {
         if is_hop_by_hop(name.as_str()) || name.as_str() == "content-length" {

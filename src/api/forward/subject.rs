@@ -145,7 +145,12 @@ mod tests {
             (&post, "/v1/branches", "gridId=g1", named(Grid, "g1")),
             (&post, "/v1/branches", "branchId=b1&gridId=g1", named(Branch, "b1")),
             (&post, "/v1/branches", "", None),
-            (&post, "/v1/branches/diffcheck", "sourceViewId=v1&destinationViewId=v2", named(View, "v1")),
+            (
+                &post,
+                "/v1/branches/diffcheck",
+                "sourceViewId=v1&destinationViewId=v2",
+                named(View, "v1"),
+            ),
             (&post, "/v1/branches/diffcheck", "", None),
             (&get, "/v1/branches/diffcheck/t1", "", None),
             (&get, "/v1/tasks/t1", "", None),

@@ -79,7 +79,10 @@ fn writes_through_b_land_on_a(a: &TestApp, b: &TestApp, grid: &str, view: &str) 
     assert_eq!(made.header("gridd-served-by"), Some("node-a"));
     a.get(&format!("/v1/views/{second}")).assert_status(200);
     b.get(&format!("/v1/views/{second}/records")).assert_status(200);
-    let res = a.post(&format!("/v1/views/{view}/columns"), &json!({"id": "n", "name": "N", "type": "number"}));
+    let res = a.post(
+        &format!("/v1/views/{view}/columns"),
+        &json!({"id": "n", "name": "N", "type": "number"}),
+    );
     assert_eq!(res.header("gridd-served-by"), None, "A serves its own grid itself");
 }
 
@@ -98,7 +101,11 @@ fn large_bodies_stream_both_ways(a: &TestApp, b: &TestApp, view: &str) {
     assert_eq!(listed, 1000);
     assert!(through_b.bytes.len() > 3_000_000, "{} bytes back", through_b.bytes.len());
     assert_eq!(through_b.body, a.get(&path).body, "the same page as A's");
-    eprintln!("forward: {sent} bytes up and {} back through B in {:?}", through_b.bytes.len(), started.elapsed());
+    eprintln!(
+        "forward: {sent} bytes up and {} back through B in {:?}",
+        through_b.bytes.len(),
+        started.elapsed()
+    );
 }
 
 fn a_change_feed_streams_through_b(a: &TestApp, b: &TestApp, view: &str) {
