@@ -490,6 +490,11 @@ impl Supervisor {
             .count()
     }
 
+    /// The grid task `id` works on, when it is known and has one (for request forwarding).
+    pub fn task_grid(&self, id: &str) -> Option<String> {
+        self.tasks.get(id).and_then(|t| t.grid_id.clone())
+    }
+
     pub fn task(&self, p: &Principal, id: &str) -> CatalogResult<Task> {
         self.tasks
             .get(id)

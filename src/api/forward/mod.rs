@@ -3,8 +3,10 @@
 //!
 //! For each request the middleware (`Forwarding`, registered by `Application::build` only in
 //! cluster mode, inside `errors::render_errors` so that its errors render as every other one):
-//! 1. finds the id it is about (`subject::target_of`; `POST /v1/views` reads its small JSON
-//!    body for `gridId`); a request about none is served here;
+//! 1. finds the id it is about (`subject::target_of`, then `resolve`: `POST /v1/views` and
+//!    `POST /v1/webhooks` read their JSON body, up to the JSON limit, for `gridId` / `viewId`;
+//!    a share token, a diffcheck's task and a CDN are looked up in the catalogue or the route
+//!    table); a request about none, or about an id unknown here, is served here;
 //! 2. serves it here when this node's route table holds the id;
 //! 3. a request that another node forwarded (`Gridd-Forwarded-By`) is never forwarded again:
 //!    503 `serviceUnavailable`, `Retry-After: 1` (a handover in flight);
@@ -55,7 +57,8 @@ pub enum ForwardError {
     Locate(ClusterError),
     /// The catalogue could not be asked (the server is stopping).
     ShuttingDown,
-    /// `POST /v1/views`'s body, read to find its grid, is larger than the JSON limit.
+    /// A body read to find its subject (`POST /v1/views`, `/v1/webhooks`) is larger than the
+    /// JSON limit.
     BodyTooLarge { limit: usize },
     /// That body could not be read.
     BodyUnreadable { why: String },
@@ -227,16 +230,8 @@ async fn route_request(
     let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
         return Ok(Routed::Local(req));
     };
-    let (subject, body) = match target {
-        Target::Named(subject) => (subject, None),
-        Target::InBody => {
-            let body = read_body(&mut req, forwarder.max_json).await?;
-            req.set_payload(actix_web::dev::Payload::from(body.clone()));
-            match grid_in(&body) {
-                Some(id) => (Subject { kind: Kind::Grid, id }, Some(body)),
-                None => return Ok(Routed::Local(req)),
-            }
-        }
+    let Some((subject, body)) = resolve(forwarder, &state, &mut req, target).await? else {
+        return Ok(Routed::Local(req));
     };
     let forwarded = req.headers().contains_key(proxy::FORWARDED_BY);
     let node = match decide(forwarder, &state, &subject, forwarded).await? {
@@ -267,6 +262,40 @@ async fn route_request(
     Ok(Routed::Answered(req.into_response(answer)))
 }
 
+/// The subject `target` names, and the body when it was read to find it; None when it names
+/// nothing this node does not know (served here: the handler answers as it does alone).
+async fn resolve(
+    forwarder: &Forwarder,
+    state: &AppState,
+    req: &mut ServiceRequest,
+    target: Target,
+) -> Result<Option<(Subject, Option<Bytes>)>, ForwardError> {
+    let subject = |kind, id| Subject { kind, id };
+    let found = match target {
+        Target::Named(named) => return Ok(Some((named, None))),
+        Target::InBody { kind, field } => {
+            let body = read_body(req, forwarder.max_json).await?;
+            req.set_payload(actix_web::dev::Payload::from(body.clone()));
+            return Ok(id_in(&body, field).map(|id| (subject(kind, id), Some(body))));
+        }
+        Target::CdnGrid(id) => state.routes.cdns.get(&id).map(|cdn| cdn.grid_id.clone()),
+        Target::TaskGrid(id) => catalogue(state, move |s| s.task_grid(&id)).await?,
+        Target::SharedView(token) => {
+            let view = catalogue(state, move |s| s.share_by_token(&token).map(|s| s.view_id));
+            return Ok(view.await?.map(|id| (subject(Kind::View, id), None)));
+        }
+    };
+    Ok(found.map(|id| (subject(Kind::Grid, id), None)))
+}
+
+/// Runs a lookup on the supervisor (503 when it is gone: the server is stopping).
+async fn catalogue<R: Send + 'static>(
+    state: &AppState,
+    f: impl FnOnce(&mut crate::catalog::Supervisor) -> R + Send + 'static,
+) -> Result<R, ForwardError> {
+    super::exec(state, f).await.map_err(|_| ForwardError::ShuttingDown)
+}
+
 /// Where a request about `subject` is served (see the module doc, steps 2 to 4).
 async fn decide(
     forwarder: &Forwarder,
@@ -290,9 +319,7 @@ async fn decide(
         None if subject.kind == Kind::View => Ok(Route::Here),
         None => {
             let id = subject.id.clone();
-            let known = super::exec(state, move |s| s.branch_record(&id).is_some())
-                .await
-                .map_err(|_| ForwardError::ShuttingDown)?;
+            let known = catalogue(state, move |s| s.branch_record(&id).is_some()).await?;
             if known {
                 Err(ForwardError::Unserved { id: subject.id.clone() })
             } else {
@@ -316,15 +343,18 @@ async fn read_body(req: &mut ServiceRequest, limit: usize) -> Result<Bytes, Forw
     Ok(body.freeze())
 }
 
-/// The `gridId` of a JSON object body, when it has a non-empty one.
-fn grid_in(body: &[u8]) -> Option<String> {
+/// The value of `field` (`gridId` or `viewId`) in a JSON object body, when it is a non-empty
+/// string (the body's other members are skipped, not kept).
+fn id_in(body: &[u8], field: &str) -> Option<String> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
-    struct GridOnly {
+    struct Ids {
         grid_id: Option<String>,
+        view_id: Option<String>,
     }
-    let parsed: GridOnly = serde_json::from_slice(body).ok()?;
-    parsed.grid_id.filter(|id| !id.is_empty())
+    let ids: Ids = serde_json::from_slice(body).ok()?;
+    let id = if field == "viewId" { ids.view_id } else { ids.grid_id };
+    id.filter(|id| !id.is_empty())
 }
 
 #[cfg(test)]
@@ -332,12 +362,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_grid_of_a_view_create() {
-        assert_eq!(grid_in(br#"{"name":"v","gridId":"g1","columns":[]}"#), Some("g1".into()));
-        assert_eq!(grid_in(br#"{"name":"v","gridId":""}"#), None);
-        assert_eq!(grid_in(br#"{"name":"v"}"#), None);
-        assert_eq!(grid_in(b"not json"), None);
-        assert_eq!(grid_in(br#"{"gridId":5}"#), None);
+    fn the_id_a_body_names() {
+        let grid = |body: &[u8]| id_in(body, "gridId");
+        assert_eq!(
+            grid(br#"{"name":"v","gridId":"g1","columns":[{"id":"a"}]}"#),
+            Some("g1".into())
+        );
+        assert_eq!(grid(br#"{"name":"v","gridId":""}"#), None);
+        assert_eq!(grid(br#"{"name":"v"}"#), None);
+        assert_eq!(grid(b"not json"), None);
+        assert_eq!(grid(br#"{"gridId":5}"#), None);
+        assert_eq!(grid(br#"[1,2]"#), None);
+        let hook = br#"{"viewId":"v1","url":"http://x","gridId":"g"}"#;
+        assert_eq!(id_in(hook, "viewId"), Some("v1".into()));
     }
 
     #[test]

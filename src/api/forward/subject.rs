@@ -1,18 +1,25 @@
-//! Which grid, branch or view a request is about, from its method, path and query alone (the
-//! body is read only for `POST /v1/views`, whose grid is in it).
+//! Which grid, branch or view a request is about, from its method, path and query alone, or
+//! (for a few routes) what names it: a JSON body's field, a share token, a task, a CDN.
 //!
 //! Grammar (the first rule that matches wins; `{id}` is one path segment, not percent-decoded):
 //! - `/v1/views/{id}[/...]` -> the view `id`;
 //! - `/v1/grids/{id}[/...]` -> the grid `id` (settings, backups, restore, the grid itself);
 //! - `/v1/branches/diffcheck` -> the view in the query's `sourceViewId`;
-//!   `/v1/branches/diffcheck/{taskId}` -> none (a task: the catalogue's);
+//!   `/v1/branches/diffcheck/{taskId}` -> the grid of task `taskId` (its preview is a file on
+//!   the node that computed it): `TaskGrid`;
 //! - `/v1/branches/{id}[/...]` -> the branch `id` (merge too);
 //! - `/v1/views` -> the query's `branchId`, else its `gridId`; with neither, a `POST` names its
 //!   grid in the body (`gridId`): `InBody`;
 //! - `/v1/branches` -> the query's `branchId`, else its `gridId`;
+//! - `POST /v1/webhooks` -> the view in the body's `viewId` (the hook's columns are checked
+//!   against the view's schema): `InBody`;
+//! - `/v1/cdns/{cdnId}[/...]`, `/cdn/{cdnId}/...` -> the grid of CDN `cdnId` (publishing reads
+//!   the grid; the files are on the node that wrote them): `CdnGrid`;
+//! - `/share/{token}[/...]` -> the view of the share link `token`: `SharedView`;
 //! - anything else -> none: catalogue routes (companies, projects, databases, grids' listing and
-//!   creation, keys, tasks, webhooks, glossaries, CDNs, translation memories), the console, the
-//!   share pages, health and metrics are served by the node that received them.
+//!   creation, keys, tasks, webhooks otherwise, glossaries, CDNs' listing and creation,
+//!   translation memories), the console, health and metrics are served by the node that
+//!   received them.
 //!
 //! An empty query value counts as absent, as the handlers take it; a query string that does not
 //! parse names nothing (the handler answers its 400).
@@ -40,12 +47,24 @@ pub struct Subject {
 pub enum Target {
     /// Named by the path or the query.
     Named(Subject),
-    /// `POST /v1/views`: the grid is the body's `gridId`.
-    InBody,
+    /// The JSON body's `field` names it.
+    InBody { kind: Kind, field: &'static str },
+    /// The grid of this task (the catalogue's).
+    TaskGrid(String),
+    /// The grid of this CDN (the route table's).
+    CdnGrid(String),
+    /// The view of this share link's token (the catalogue's).
+    SharedView(String),
 }
 
 /// The subject of a request to `path` with `query`, or None when the receiving node serves it.
 pub fn target_of(method: &Method, path: &str, query: &str) -> Option<Target> {
+    if let Some(rest) = path.strip_prefix("/share/") {
+        return first_segment(rest).map(Target::SharedView);
+    }
+    if let Some(rest) = path.strip_prefix("/cdn/") {
+        return first_segment(rest).map(Target::CdnGrid);
+    }
     let rest = path.strip_prefix("/v1/")?;
     let mut segments = rest.split('/');
     let collection = segments.next()?;
@@ -56,16 +75,28 @@ pub fn target_of(method: &Method, path: &str, query: &str) -> Option<Target> {
         ("grids", Some(id)) => named(Kind::Grid, id),
         ("branches", Some("diffcheck")) => match segments.next() {
             None => param(query, "sourceViewId").and_then(|id| named(Kind::View, &id)),
+            Some(task) if !task.is_empty() => Some(Target::TaskGrid(task.to_owned())),
             Some(_) => None,
         },
         ("branches", Some(id)) => named(Kind::Branch, id),
         ("views", None) | ("branches", None) => match listing_subject(query) {
             Some(subject) => Some(Target::Named(subject)),
-            None if collection == "views" && method == Method::POST => Some(Target::InBody),
+            None if collection == "views" && method == Method::POST => {
+                Some(Target::InBody { kind: Kind::Grid, field: "gridId" })
+            }
             None => None,
         },
+        ("webhooks", None) if method == Method::POST => {
+            Some(Target::InBody { kind: Kind::View, field: "viewId" })
+        }
+        ("cdns", Some(id)) => Some(Target::CdnGrid(id.to_owned())),
         _ => None,
     }
+}
+
+/// The first segment of `rest`, when not empty.
+fn first_segment(rest: &str) -> Option<String> {
+    rest.split('/').next().filter(|s| !s.is_empty()).map(str::to_owned)
 }
 
 /// The `branchId`, else `gridId`, of a listing's (or a create's) query.
@@ -125,7 +156,7 @@ mod tests {
             (&get, "/v1/views", "gridId=g1&branchId=b1", named(Branch, "b1")),
             (&get, "/v1/views", "branchId=&gridId=g1", named(Grid, "g1")),
             (&get, "/v1/views", "", None),
-            (&post, "/v1/views", "", Some(Target::InBody)),
+            (&post, "/v1/views", "", Some(Target::InBody { kind: Grid, field: "gridId" })),
             (&get, "/v1/grids/g1", "", named(Grid, "g1")),
             (&Method::PATCH, "/v1/grids/g1", "", named(Grid, "g1")),
             (&Method::DELETE, "/v1/grids/g1", "", named(Grid, "g1")),
@@ -152,7 +183,19 @@ mod tests {
                 named(View, "v1"),
             ),
             (&post, "/v1/branches/diffcheck", "", None),
-            (&get, "/v1/branches/diffcheck/t1", "", None),
+            (&get, "/v1/branches/diffcheck/t1", "", Some(Target::TaskGrid("t1".into()))),
+            (&get, "/v1/branches/diffcheck/", "", None),
+            (&post, "/v1/webhooks", "", Some(Target::InBody { kind: View, field: "viewId" })),
+            (&get, "/v1/webhooks/h1", "", None),
+            (&Method::PUT, "/v1/cdns/c1/publish", "", Some(Target::CdnGrid("c1".into()))),
+            (&get, "/v1/cdns/c1", "", Some(Target::CdnGrid("c1".into()))),
+            (&post, "/v1/cdns", "", None),
+            (&get, "/cdn/c1/en.json", "", Some(Target::CdnGrid("c1".into()))),
+            (&get, "/cdn/c1/v/2/en.json", "", Some(Target::CdnGrid("c1".into()))),
+            (&get, "/cdn/", "", None),
+            (&get, "/share/tok", "page=2", Some(Target::SharedView("tok".into()))),
+            (&get, "/share/tok/records/r1/history", "", Some(Target::SharedView("tok".into()))),
+            (&get, "/share/", "", None),
             (&get, "/v1/tasks/t1", "", None),
             (&get, "/v1/projects/p1", "", None),
             (&get, "/v1/databases/d1", "", None),
@@ -162,7 +205,6 @@ mod tests {
             (&get, "/v1/transmems/x", "", None),
             (&get, "/v1/template-grids", "", None),
             (&get, "/admin/v1/api-keys", "", None),
-            (&get, "/share/token1/records", "", None),
             (&get, "/healthz", "", None),
             (&get, "/metrics", "", None),
             (&get, "/console/index.html", "", None),

@@ -26,6 +26,8 @@ fn cluster_node(urls: Vec<String>, id: &str, prefix: &str) -> (TestApp, tempfile
     config.advertise = Some(format!("http://{addr}"));
     config.cluster_prefix = prefix.to_owned();
     config.lease_ttl_ms = 2000;
+    // Webhooks created in the test target a closed loopback port.
+    config.allow_loopback_webhooks = true;
     (start_with(config), dir)
 }
 
@@ -49,6 +51,7 @@ fn a_grid_is_read_and_written_through_any_node() {
     let (grid, view) = a.create_grid("forwarded");
 
     writes_through_b_land_on_a(&a, &b, &grid, &view);
+    catalogue_routes_that_need_the_grid(&a, &b, &view);
     large_bodies_stream_both_ways(&a, &b, &view);
     a_change_feed_streams_through_b(&a, &b, &view);
     unknown_and_refused_ids(&b, &view);
@@ -84,6 +87,30 @@ fn writes_through_b_land_on_a(a: &TestApp, b: &TestApp, grid: &str, view: &str) 
         &json!({"id": "n", "name": "N", "type": "number"}),
     );
     assert_eq!(res.header("gridd-served-by"), None, "A serves its own grid itself");
+}
+
+/// Routes named by a body's field or a catalogue entry: a webhook (its columns are checked on
+/// the view's owner) created through B lands on A; a share page through B is A's when B's
+/// catalogue knows the link (replicated), else B's own 404.
+fn catalogue_routes_that_need_the_grid(a: &TestApp, b: &TestApp, view: &str) {
+    let hook = json!({"url": "http://127.0.0.1:9/hook", "viewId": view, "columnIds": ["title"]});
+    let made = b.post("/v1/webhooks", &hook);
+    let id = made.assert_status(201)["id"].as_str().expect("a hook id").to_owned();
+    assert_eq!(made.header("gridd-served-by"), Some("node-a"));
+    a.get(&format!("/v1/webhooks/{id}")).assert_status(200);
+    a.delete(&format!("/v1/webhooks/{id}")).assert_status(204);
+    let bad = json!({"url": "http://127.0.0.1:9/hook", "viewId": view, "columnIds": ["nope"]});
+    let refused = b.post("/v1/webhooks", &bad);
+    assert_eq!(refused.status / 100, 4, "{}", refused.text);
+    assert_eq!(refused.header("gridd-served-by"), Some("node-a"));
+    let share = b.put(&format!("/v1/views/{view}/shares"), &json!({}));
+    let link = share.assert_status(200)["link"].as_str().expect("a link").to_owned();
+    let token = link.rsplit('/').next().expect("a token");
+    let page = b.call(reqwest::Method::GET, &format!("/share/{token}/records"), None, None);
+    match page.status {
+        200 => assert_eq!(page.header("gridd-served-by"), Some("node-a")),
+        _ => page.assert_error(404, "shareIsNotFound"),
+    }
 }
 
 fn large_bodies_stream_both_ways(a: &TestApp, b: &TestApp, view: &str) {
