@@ -62,6 +62,8 @@ pub enum ForwardError {
     BodyTooLarge { limit: usize },
     /// That body could not be read.
     BodyUnreadable { why: String },
+    /// The client's body did not arrive within the body deadline while it was forwarded.
+    BodyTimedOut,
 }
 
 impl fmt::Display for ForwardError {
@@ -88,6 +90,7 @@ impl fmt::Display for ForwardError {
             ForwardError::BodyUnreadable { why } => {
                 write!(f, "The request body could not be read: {why}")
             }
+            ForwardError::BodyTimedOut => write!(f, "The request body was not received in time."),
         }
     }
 }
@@ -103,6 +106,7 @@ impl Coded for ForwardError {
             ForwardError::Locate(err) => err.code(),
             ForwardError::BodyTooLarge { .. } => ErrorCode::PayloadTooLarge,
             ForwardError::BodyUnreadable { .. } => ErrorCode::BadRequest,
+            ForwardError::BodyTimedOut => ErrorCode::RequestTimeout,
         }
     }
 
@@ -114,7 +118,9 @@ impl Coded for ForwardError {
             | ForwardError::Failed { .. }
             | ForwardError::ShuttingDown => Some(1),
             ForwardError::Locate(err) => err.retry_after(),
-            ForwardError::BodyTooLarge { .. } | ForwardError::BodyUnreadable { .. } => None,
+            ForwardError::BodyTooLarge { .. }
+            | ForwardError::BodyUnreadable { .. }
+            | ForwardError::BodyTimedOut => None,
         }
     }
 }
@@ -247,7 +253,9 @@ async fn route_request(
     let mut answer = match proxy::send(hop, &mut req, body).await {
         Ok(answer) => answer,
         Err(err) => {
-            forwarder.locator.forget_node(&node.id);
+            if matches!(err, ForwardError::Unreachable { .. } | ForwardError::Failed { .. }) {
+                forwarder.locator.forget_node(&node.id);
+            }
             return Err(err);
         }
     };
@@ -334,7 +342,12 @@ async fn read_body(req: &mut ServiceRequest, limit: usize) -> Result<Bytes, Forw
     let mut payload = req.take_payload();
     let mut body = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|err| ForwardError::BodyUnreadable { why: err.to_string() })?;
+        let chunk = chunk.map_err(|err| match err {
+            actix_web::error::PayloadError::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
+                ForwardError::BodyTimedOut
+            }
+            other => ForwardError::BodyUnreadable { why: other.to_string() },
+        })?;
         if body.len() + chunk.len() > limit {
             return Err(ForwardError::BodyTooLarge { limit });
         }

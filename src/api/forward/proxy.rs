@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use actix_web::body::SizedStream;
 use actix_web::dev::{Payload, ServiceRequest};
+use actix_web::error::PayloadError;
 use actix_web::http::{header, StatusCode};
 use actix_web::web::Bytes;
 use actix_web::{HttpMessage, HttpResponse, HttpResponseBuilder};
@@ -111,7 +112,10 @@ fn pump(payload: Payload) -> reqwest::Body {
     actix_web::rt::spawn(async move {
         let mut payload = payload;
         while let Some(chunk) = payload.next().await {
-            let chunk = chunk.map_err(|err| std::io::Error::other(err.to_string()));
+            let chunk = chunk.map_err(|err| match err {
+                PayloadError::Io(io) => io,
+                other => std::io::Error::other(other.to_string()),
+            });
             let failed = chunk.is_err();
             if tx.send(chunk).await.is_err() || failed {
                 break;
@@ -124,15 +128,33 @@ fn pump(payload: Payload) -> reqwest::Body {
     reqwest::Body::wrap_stream(chunks)
 }
 
-/// Why a request did not get an answer: the owner unreachable (refused, timed out connecting)
-/// or the exchange broken.
+/// Why a request did not get an answer: the owner unreachable (refused, timed out connecting),
+/// the client's body late (this server's body deadline), or the exchange broken.
 fn sent_error(to: &NodeInfo, err: reqwest::Error) -> ForwardError {
     let why = err.to_string();
-    if err.is_connect() || err.is_timeout() {
+    if err.is_connect() {
         ForwardError::Unreachable { node: to.id.clone(), why }
+    } else if body_timed_out(&err) {
+        ForwardError::BodyTimedOut
     } else {
         ForwardError::Failed { node: to.id.clone(), why }
     }
+}
+
+/// Whether the client's body was cut by this server's body deadline (`body_deadline`), found
+/// among the error's sources.
+fn body_timed_out(err: &reqwest::Error) -> bool {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    for _ in 0..8 {
+        let Some(err) = next else { return false };
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::TimedOut {
+                return true;
+            }
+        }
+        next = err.source();
+    }
+    false
 }
 
 /// The owner's answer as this server's: status, headers, body streamed.

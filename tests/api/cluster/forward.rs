@@ -4,8 +4,8 @@
 //! replication: B's decision comes from its route table and the locate answers, never from
 //! its catalogue (except for the 503 of a grid it knows but nobody serves).
 
-use std::io::Read;
-use std::net::TcpListener;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -28,6 +28,8 @@ fn cluster_node(urls: Vec<String>, id: &str, prefix: &str) -> (TestApp, tempfile
     config.lease_ttl_ms = 2000;
     // Webhooks created in the test target a closed loopback port.
     config.allow_loopback_webhooks = true;
+    // A body that stalls is cut after 2 s (the default is 30 s).
+    config.body_timeout_ms = 2000;
     (start_with(config), dir)
 }
 
@@ -55,6 +57,7 @@ fn a_grid_is_read_and_written_through_any_node() {
     large_bodies_stream_both_ways(&a, &b, &view);
     a_change_feed_streams_through_b(&a, &b, &view);
     unknown_and_refused_ids(&b, &view);
+    a_stalled_body_is_a_408(&a, &b, &view);
     a_stopped_owner_is_a_503(a, &b, &view);
 }
 
@@ -172,6 +175,30 @@ fn unknown_and_refused_ids(b: &TestApp, view: &str) {
     let too_big = vec![b' '; 33 * 1024 * 1024];
     let res = b.raw(reqwest::Method::POST, "/v1/views", "application/json", too_big);
     res.assert_error(413, "payloadTooLarge");
+}
+
+/// A client that sends part of its body and stalls: a 408 `requestTimeout` (B's deadline cuts
+/// the forward; A's, a moment later, would give the same), never a hang, and A wrote nothing.
+fn a_stalled_body_is_a_408(a: &TestApp, b: &TestApp, view: &str) {
+    let before = a.records(view).len();
+    let addr = b.base.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(addr).expect("connects");
+    let body = r#"[{"id":"stalled","cells":[]}]"#;
+    let head = format!(
+        "POST {} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: ApiKey {OWNER_KEY}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        records_path(view),
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).expect("head sent");
+    stream.write_all(&body.as_bytes()[..10]).expect("part of the body sent");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut answer = vec![0u8; 4096];
+    let n = stream.read(&mut answer).expect("an answer before the read timeout");
+    let text = String::from_utf8_lossy(&answer[..n]);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(text.contains("requestTimeout"), "{text}");
+    assert_eq!(a.records(view).len(), before);
 }
 
 fn a_stopped_owner_is_a_503(a: TestApp, b: &TestApp, view: &str) {
