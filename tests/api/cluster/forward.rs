@@ -53,6 +53,7 @@ fn a_grid_is_read_and_written_through_any_node() {
     let (grid, view) = a.create_grid("forwarded");
 
     writes_through_b_land_on_a(&a, &b, &grid, &view);
+    forwarding_cost(&a, &b, &view);
     catalogue_routes_that_need_the_grid(&a, &b, &view);
     large_bodies_stream_both_ways(&a, &b, &view);
     a_change_feed_streams_through_b(&a, &b, &view);
@@ -90,6 +91,25 @@ fn writes_through_b_land_on_a(a: &TestApp, b: &TestApp, grid: &str, view: &str) 
         &json!({"id": "n", "name": "N", "type": "number"}),
     );
     assert_eq!(res.header("gridd-served-by"), None, "A serves its own grid itself");
+}
+
+/// The median time of a small read served by A directly and through B (printed, not asserted:
+/// the machine is shared).
+fn forwarding_cost(a: &TestApp, b: &TestApp, view: &str) {
+    let path = format!("{}/r1", records_path(view));
+    let median = |app: &TestApp| {
+        let mut times: Vec<Duration> = (0..50)
+            .map(|_| {
+                let started = Instant::now();
+                app.get(&path).assert_status(200);
+                started.elapsed()
+            })
+            .collect();
+        times.sort();
+        times[times.len() / 2]
+    };
+    let (direct, forwarded) = (median(a), median(b));
+    eprintln!("forward: one record read, median of 50: {direct:?} from A, {forwarded:?} through B");
 }
 
 /// Routes named by a body's field or a catalogue entry: a webhook (its columns are checked on
