@@ -16,7 +16,8 @@
 //!
 //! The key is checked once, by the node that serves the request (every node holds every key).
 //! A forward that cannot reach its node is a 503 and drops what the locator remembers of that
-//! node; a 503 from the node drops the id's entry (it may have handed the grid over).
+//! node; a 503 from the node drops the id's entry (it may have handed the grid over), and so
+//! does a DELETE it answered with success (the id may be gone: the next request asks again).
 
 pub mod proxy;
 pub mod subject;
@@ -28,7 +29,8 @@ use std::sync::Arc;
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse, Transform};
-use actix_web::http::StatusCode;
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::http::{Method, StatusCode};
 use actix_web::web::{self, Bytes};
 use actix_web::{Error, HttpMessage};
 use futures_util::future::LocalBoxFuture;
@@ -259,13 +261,12 @@ async fn route_request(
             return Err(err);
         }
     };
-    if answer.status() == StatusCode::SERVICE_UNAVAILABLE {
+    let deleted = req.method() == Method::DELETE && answer.status().is_success();
+    if deleted || answer.status() == StatusCode::SERVICE_UNAVAILABLE {
         forwarder.locator.forget(&subject.id);
     }
-    if let Ok(served_by) = actix_web::http::header::HeaderValue::from_str(&node.id) {
-        answer
-            .headers_mut()
-            .insert(actix_web::http::header::HeaderName::from_static(proxy::SERVED_BY), served_by);
+    if let Ok(served_by) = HeaderValue::from_str(&node.id) {
+        answer.headers_mut().insert(HeaderName::from_static(proxy::SERVED_BY), served_by);
     }
     Ok(Routed::Answered(req.into_response(answer)))
 }
@@ -287,6 +288,12 @@ async fn resolve(
             return Ok(id_in(&body, field).map(|id| (subject(kind, id), Some(body))));
         }
         Target::CdnGrid(id) => state.routes.cdns.get(&id).map(|cdn| cdn.grid_id.clone()),
+        Target::CdnFiles(id) => state
+            .routes
+            .cdns
+            .get(&id)
+            .filter(|cdn| cdn.white_list_ip.is_none())
+            .map(|cdn| cdn.grid_id.clone()),
         Target::TaskGrid(id) => catalogue(state, move |s| s.task_grid(&id)).await?,
         Target::SharedView(token) => {
             let view = catalogue(state, move |s| s.share_by_token(&token).map(|s| s.view_id));

@@ -13,8 +13,10 @@
 //! - `/v1/branches` -> the query's `branchId`, else its `gridId`;
 //! - `POST /v1/webhooks` -> the view in the body's `viewId` (the hook's columns are checked
 //!   against the view's schema): `InBody`;
-//! - `/v1/cdns/{cdnId}[/...]`, `/cdn/{cdnId}/...` -> the grid of CDN `cdnId` (publishing reads
-//!   the grid; the files are on the node that wrote them): `CdnGrid`;
+//! - `/v1/cdns/{cdnId}[/...]` -> the grid of CDN `cdnId` (publishing reads the grid): `CdnGrid`;
+//! - `/cdn/{cdnId}/...` -> the same (the files are on the node that wrote them), but only for a
+//!   CDN without an IP allow-list (`CdnFiles`): the owner would check the list against the
+//!   forwarding node's address, and `X-Forwarded-For` is not trusted;
 //! - `/share/{token}[/...]` -> the view of the share link `token`: `SharedView`;
 //! - anything else -> none: catalogue routes (companies, projects, databases, grids' listing and
 //!   creation, keys, tasks, webhooks otherwise, glossaries, CDNs' listing and creation,
@@ -53,6 +55,8 @@ pub enum Target {
     TaskGrid(String),
     /// The grid of this CDN (the route table's).
     CdnGrid(String),
+    /// The grid of this CDN, for its files (`/cdn/...`): only when the CDN has no allow-list.
+    CdnFiles(String),
     /// The view of this share link's token (the catalogue's).
     SharedView(String),
 }
@@ -63,7 +67,7 @@ pub fn target_of(method: &Method, path: &str, query: &str) -> Option<Target> {
         return first_segment(rest).map(Target::SharedView);
     }
     if let Some(rest) = path.strip_prefix("/cdn/") {
-        return first_segment(rest).map(Target::CdnGrid);
+        return first_segment(rest).map(Target::CdnFiles);
     }
     let rest = path.strip_prefix("/v1/")?;
     let mut segments = rest.split('/');
@@ -190,8 +194,8 @@ mod tests {
             (&Method::PUT, "/v1/cdns/c1/publish", "", Some(Target::CdnGrid("c1".into()))),
             (&get, "/v1/cdns/c1", "", Some(Target::CdnGrid("c1".into()))),
             (&post, "/v1/cdns", "", None),
-            (&get, "/cdn/c1/en.json", "", Some(Target::CdnGrid("c1".into()))),
-            (&get, "/cdn/c1/v/2/en.json", "", Some(Target::CdnGrid("c1".into()))),
+            (&get, "/cdn/c1/en.json", "", Some(Target::CdnFiles("c1".into()))),
+            (&get, "/cdn/c1/v/2/en.json", "", Some(Target::CdnFiles("c1".into()))),
             (&get, "/cdn/", "", None),
             (&get, "/share/tok", "page=2", Some(Target::SharedView("tok".into()))),
             (&get, "/share/tok/records/r1/history", "", Some(Target::SharedView("tok".into()))),

@@ -58,6 +58,7 @@ fn a_grid_is_read_and_written_through_any_node() {
     large_bodies_stream_both_ways(&a, &b, &view);
     a_change_feed_streams_through_b(&a, &b, &view);
     unknown_and_refused_ids(&b, &view);
+    a_grid_deleted_through_b_is_gone(&a, &b);
     a_stalled_body_is_a_408(&a, &b, &view);
     a_stopped_owner_is_a_503(a, &b, &view);
 }
@@ -195,6 +196,17 @@ fn unknown_and_refused_ids(b: &TestApp, view: &str) {
     let too_big = vec![b' '; 33 * 1024 * 1024];
     let res = b.raw(reqwest::Method::POST, "/v1/views", "application/json", too_big);
     res.assert_error(413, "payloadTooLarge");
+}
+
+/// A grid deleted through B is a 404 through either node at once (B forgets where it was).
+fn a_grid_deleted_through_b_is_gone(a: &TestApp, b: &TestApp) {
+    let (grid, _) = a.create_grid("short-lived");
+    b.get(&format!("/v1/grids/{grid}")).assert_status(200);
+    let deleted = b.delete(&format!("/v1/grids/{grid}"));
+    assert_eq!(deleted.status / 100, 2, "{}", deleted.text);
+    assert_eq!(deleted.header("gridd-served-by"), Some("node-a"));
+    b.get(&format!("/v1/grids/{grid}")).assert_error(404, "gridIsNotFound");
+    a.get(&format!("/v1/grids/{grid}")).assert_error(404, "gridIsNotFound");
 }
 
 /// A client that sends part of its body and stalls: a 408 `requestTimeout` (B's deadline cuts
