@@ -242,6 +242,9 @@ impl Node {
         drop(recovered);
         supervisor.start_branches(states.states, &states.forked);
         let addr = Supervisor::start_in_arbiter(&arbiters[0].handle(), move |_| supervisor);
+        if let Some(cluster) = &cluster {
+            catalog::cluster_grids::start_owner_loop(addr.clone(), cluster);
+        }
         let generated_key = generated.filter(|_| config.api_key.is_none());
         let segments =
             Arc::new(tm::store::SegmentStore::new(open_sled(&config.data_dir.join("transmems"))?));
@@ -288,8 +291,12 @@ impl Node {
         }
     }
 
-    /// Stops every actor thread and closes the WAL (everything appended is made durable).
+    /// Stops every actor thread and closes the WAL (everything appended is made durable); a
+    /// cluster node first gives its grids' leases back and leaves, so others take them at once.
     pub fn stop(self) {
+        if let Some(cluster) = &self.cluster {
+            cluster.leave();
+        }
         for arbiter in self.arbiters {
             arbiter.stop();
             let _ = arbiter.join();

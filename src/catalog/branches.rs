@@ -83,8 +83,9 @@ impl Supervisor {
         let fork = ForkPoint { wal_lsn: copy.wal_lsn, clock: state.store.clock(), views };
         let branch =
             forked_branch(id.to_owned(), (&grid, &source), (name, description), default_view, fork);
+        let publisher = self.first_logged(&grid.id, &branch.id, &state)?;
         self.commit(&[CatalogChange::put(EntityKind::Branch, &branch.id, &branch)])?;
-        self.start_branch_forked(&grid, &branch, state, Some(&source.id));
+        self.start_branch_forked(&grid, &branch, state, Some(&source.id), publisher);
         self.branches.insert(branch.id.clone(), branch.clone());
         Ok(branch)
     }
@@ -113,9 +114,10 @@ impl Supervisor {
                 .ok_or(CatalogError::Internal("the restored branch has no default view"))?;
         let fork = ForkPoint { wal_lsn, clock: state.store.clock(), views };
         let branch = forked_branch(id, (&grid, &source), (name, description), default_view, fork);
+        let publisher = self.first_logged(&grid.id, &branch.id, &state)?;
         self.commit(&[CatalogChange::put(EntityKind::Branch, &branch.id, &branch)])?;
         self.durability.track(&branch.id);
-        self.start_branch_forked(&grid, &branch, state, None);
+        self.start_branch_forked(&grid, &branch, state, None, publisher);
         self.branches.insert(branch.id.clone(), branch.clone());
         Ok(branch)
     }
@@ -162,6 +164,9 @@ impl Supervisor {
         self.forget_webhooks(|h| h.branch_id == id);
         if let Some(route) = self.routes.remove_branch(id) {
             route.addr.do_send(crate::grid::actor::Shutdown);
+        }
+        if let Some(grid_id) = self.branches.get(id).map(|b| b.grid_id.clone()) {
+            self.forget_in_cluster(&grid_id, &[id.to_owned()], false);
         }
         if let Some(source) = source {
             self.durability.unpin(&source, id);

@@ -132,6 +132,9 @@ pub enum CatalogError {
     /// A glossary request the catalogue refuses (its own code).
     #[error(transparent)]
     Glossary(#[from] super::glossaries::GlossaryRefused),
+    /// In a cluster: a grid's lease, log or image that the cluster could not take or store.
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
 }
 
 /// Result of every catalogue operation.
@@ -171,6 +174,14 @@ impl Coded for CatalogError {
             CatalogError::NotWritten => ErrorCode::InternalServerError,
             CatalogError::Internal(_) => ErrorCode::InternalServerError,
             CatalogError::Glossary(refused) => refused.code(),
+            CatalogError::Cluster(err) => err.code(),
+        }
+    }
+
+    fn retry_after(&self) -> Option<u64> {
+        match self {
+            CatalogError::Cluster(err) => err.retry_after(),
+            _ => None,
         }
     }
 }

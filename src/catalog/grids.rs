@@ -15,6 +15,7 @@ use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use super::tenancy::check_client_id;
 use crate::auth::{Principal, Privilege};
+use crate::cluster::publisher::BranchPublisher;
 use crate::grid::actor::reads::ReadViews;
 use crate::grid::actor::Shutdown;
 use crate::grid::ops::{GridOp, GridState};
@@ -115,7 +116,10 @@ impl Supervisor {
                 "grid",
                 self.grids.contains_key(id) || self.branches.contains_key(id),
             )?,
-            None => ids::generate(),
+            None => match &self.cluster {
+                Some(cluster) => cluster.grid_id_placed_here(ids::generate),
+                None => ids::generate(),
+            },
         };
         let grid = Grid {
             id: id.clone(),
@@ -131,17 +135,26 @@ impl Supervisor {
             settings: Default::default(),
         };
         let master = Branch::master_of(&grid, now);
-        self.commit(&[
-            CatalogChange::put(EntityKind::Grid, &grid.id, &grid),
-            CatalogChange::put(EntityKind::Branch, &master.id, &master),
-        ])?;
+        // In a cluster the grid's lease and its master's log come first: nobody else may
+        // take the grid once the catalogue shows it.
+        self.claim_new_grid(&grid.id)?;
+        let claimed = self.branch_publisher(&grid.id, &master.id).and_then(|publisher| {
+            self.commit(&[
+                CatalogChange::put(EntityKind::Grid, &grid.id, &grid),
+                CatalogChange::put(EntityKind::Branch, &master.id, &master),
+            ])?;
+            Ok(publisher)
+        });
+        let publisher = claimed.inspect_err(|_| {
+            self.forget_in_cluster(&grid.id, std::slice::from_ref(&master.id), true)
+        })?;
         let ops = initial_ops(
             &master.default_access_view_id,
             spec.columns,
             spec.dependencies,
             spec.views,
         );
-        let durable = self.start_master(&grid, &master, ops)?;
+        let durable = self.start_master(&grid, &master, ops, publisher)?;
         self.grids.insert(grid.id.clone(), grid.clone());
         self.branches.insert(master.id.clone(), master);
         Ok((grid, durable))
@@ -154,13 +167,20 @@ impl Supervisor {
         grid: &Grid,
         master: &Branch,
         ops: Vec<GridOp>,
+        publisher: Option<BranchPublisher>,
     ) -> CatalogResult<Durable> {
         let entry = WalEntry::now(master.id.clone(), ops);
+        let payload = entry.encode();
+        let copy = publisher.as_ref().map(|_| payload.clone());
         let appended = self
             .durability
             .wal
-            .append(entry.encode())
+            .append(payload)
             .map_err(|err| CatalogError::NotLogged { what: "new grid", reason: err.to_string() })?;
+        let durable = match (&publisher, copy) {
+            (Some(publisher), Some(copy)) => publisher.publish(copy, appended.durable),
+            _ => appended.durable,
+        };
         let mut state = GridState::empty(identity(grid.record_identifier_type));
         // The first base is the branch before its first entry, which is not durable yet: a
         // base must never claim a position the log may lose.
@@ -169,8 +189,8 @@ impl Supervisor {
             state.apply(op);
         }
         self.durability.track(&master.id);
-        self.start_branch_forked(grid, master, state, None);
-        Ok(appended.durable)
+        self.start_branch_forked(grid, master, state, None, publisher);
+        Ok(durable)
     }
 
     /// Renames a grid and merges metadata (a `None` value removes that key).
@@ -238,6 +258,7 @@ impl Supervisor {
         let branch_ids: Vec<String> =
             self.branches.values().filter(|b| b.grid_id == id).map(|b| b.id.clone()).collect();
         self.forget_resolves(&branch_ids.iter().map(String::as_str).collect::<Vec<_>>());
+        self.forget_in_cluster(id, &branch_ids, true);
         for branch_id in branch_ids {
             if let Some(route) = self.routes.remove_branch(&branch_id) {
                 route.addr.do_send(Shutdown);
@@ -265,6 +286,7 @@ impl Supervisor {
         branch: &Branch,
         state: GridState,
         fork_source: Option<&str>,
+        publisher: Option<BranchPublisher>,
     ) -> Arc<BranchRoute> {
         let view_ids: Vec<String> = state.schema.views.iter().map(|v| v.id.clone()).collect();
         let (grid_id, branch_id) = (grid.id.clone(), branch.id.clone());
@@ -275,7 +297,8 @@ impl Supervisor {
         let actor_reads = reads.clone();
         let addr = GridActor::start_in_arbiter(&arbiter, move |_| {
             let actor = GridActor::with_state(&grid_id, &branch_id, state, durability)
-                .with_reads(actor_reads);
+                .with_reads(actor_reads)
+                .with_publisher(publisher);
             match fork_source {
                 Some(source) => actor.forked(&source),
                 None => actor,
@@ -326,7 +349,7 @@ impl Supervisor {
             });
             let fork_source =
                 branch.source_branch_id.as_deref().filter(|_| forked.contains(&branch.id));
-            self.start_branch_forked(&grid, &branch, state, fork_source);
+            self.start_branch_forked(&grid, &branch, state, fork_source, None);
         }
     }
 

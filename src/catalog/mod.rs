@@ -6,6 +6,7 @@
 pub mod backups;
 pub mod branches;
 pub mod cdns;
+pub mod cluster_grids;
 pub mod collector;
 pub mod error;
 pub mod files;

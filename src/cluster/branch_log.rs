@@ -31,6 +31,9 @@ use super::{check_token, unavailable, wrong_last_sequence, ClusterError, Cluster
 pub const EPOCH_HEADER: &str = "Gridd-Lease-Epoch";
 /// The header saying what an entry is: `fence` or `ops`.
 pub const KIND_HEADER: &str = "Gridd-Entry";
+/// The header of an `ops` entry whose payload continues in the next entry (a batch larger than
+/// one NATS message): a reader joins the parts, and drops a last batch left without its end.
+pub const MORE_HEADER: &str = "Gridd-More";
 /// A takeover retries its fence at most this many times when entries keep slipping in, and an
 /// append its publish when JetStream refuses it while the subject is still the writer's.
 const FENCE_ATTEMPTS: usize = 16;
@@ -67,6 +70,8 @@ pub struct LogEntry {
     pub sequence: u64,
     pub epoch: u64,
     pub kind: EntryKind,
+    /// The payload continues in the next entry (`MORE_HEADER`).
+    pub more: bool,
     pub payload: Bytes,
 }
 
@@ -101,7 +106,14 @@ pub struct FencedWriter {
 }
 
 fn headers(epoch: u64, kind: EntryKind, expected_last: u64) -> HeaderMap {
+    headers_more(epoch, kind, expected_last, false)
+}
+
+fn headers_more(epoch: u64, kind: EntryKind, expected_last: u64, more: bool) -> HeaderMap {
     let mut headers = HeaderMap::new();
+    if more {
+        headers.insert(MORE_HEADER, "1");
+    }
     headers.insert(EPOCH_HEADER, epoch.to_string().as_str());
     headers.insert(KIND_HEADER, kind.as_str());
     headers.insert(NATS_EXPECTED_LAST_SUBJECT_SEQUENCE, expected_last.to_string().as_str());
@@ -144,6 +156,19 @@ impl BranchLog {
     fn subject(&self, branch: &str) -> Result<String, ClusterError> {
         check_token("branch", branch)?;
         Ok(format!("{}.{branch}", self.subject_prefix))
+    }
+
+    /// Removes the branch's entries below `sequence` (an image covers them); the entry at
+    /// `sequence` and those after it stay, so the subject's tail is untouched.
+    pub async fn purge_before(&self, branch: &str, sequence: u64) -> Result<(), ClusterError> {
+        let subject = self.subject(branch)?;
+        self.stream.purge().filter(subject).sequence(sequence).await.map(drop).map_err(unavailable)
+    }
+
+    /// Removes every entry of the branch (its grid or branch was deleted).
+    pub async fn purge_all(&self, branch: &str) -> Result<(), ClusterError> {
+        let subject = self.subject(branch)?;
+        self.stream.purge().filter(subject).await.map(drop).map_err(unavailable)
     }
 
     /// The branch's last entry (None for a branch never logged).
@@ -222,12 +247,22 @@ impl BranchLog {
         writer: &mut FencedWriter,
         payload: Bytes,
     ) -> Result<u64, ClusterError> {
+        self.append_part(writer, payload, false).await
+    }
+
+    /// `append` of one part of a payload that continues in the next entry when `more`.
+    pub async fn append_part(
+        &self,
+        writer: &mut FencedWriter,
+        payload: Bytes,
+        more: bool,
+    ) -> Result<u64, ClusterError> {
         if writer.uncertain {
             return Err(ClusterError::Uncertain { branch: writer.branch.clone() });
         }
         let subject = self.subject(&writer.branch)?;
         for attempt in 1..=FENCE_ATTEMPTS as u64 {
-            let headers = headers(writer.epoch, EntryKind::Ops, writer.last);
+            let headers = headers_more(writer.epoch, EntryKind::Ops, writer.last, more);
             match self.publish(subject.clone(), headers, payload.clone()).await {
                 Ok(Appended::At(sequence)) => {
                     writer.last = sequence;
@@ -267,10 +302,22 @@ impl BranchLog {
         upto: u64,
         wait: Duration,
     ) -> Result<Vec<LogEntry>, ClusterError> {
-        let subject = self.subject(branch)?;
         let mut entries = Vec::new();
+        self.replay_each(branch, (after, upto), wait, |entry| entries.push(entry)).await?;
+        Ok(entries)
+    }
+
+    /// `replay`, handing each entry to `each` as it is read instead of collecting them.
+    pub async fn replay_each(
+        &self,
+        branch: &str,
+        (after, upto): (u64, u64),
+        wait: Duration,
+        mut each: impl FnMut(LogEntry),
+    ) -> Result<(), ClusterError> {
+        let subject = self.subject(branch)?;
         if upto <= after {
-            return Ok(entries);
+            return Ok(());
         }
         let config = OrderedConfig {
             filter_subject: subject,
@@ -294,11 +341,12 @@ impl BranchLog {
                 return Err(disordered());
             }
             epoch = entry_epoch;
-            entries.push(LogEntry { sequence, epoch, kind, payload: message.payload.clone() });
+            let more = headers.get(MORE_HEADER).is_some();
+            each(LogEntry { sequence, epoch, kind, more, payload: message.payload.clone() });
             if sequence >= upto {
                 break;
             }
         }
-        Ok(entries)
+        Ok(())
     }
 }

@@ -21,8 +21,11 @@ pub mod lease;
 pub mod locate;
 pub mod membership;
 pub mod node;
+pub mod owned;
 pub mod placement;
+pub mod publisher;
 pub mod rebalance;
+pub mod snapshots;
 
 use std::fmt;
 use std::time::Duration;

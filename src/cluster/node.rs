@@ -13,8 +13,12 @@ use std::time::Duration;
 use super::branch_log::BranchLog;
 use super::lease::LeaseTable;
 use super::membership::{Membership, NodeInfo};
+use super::snapshots::SnapshotBucket;
 use super::{check_token, ClusterError, ClusterLink, ClusterSettings};
 use crate::config::Config;
+
+/// How long a leaving node waits for its publishers to finish.
+const DRAIN_WITHIN: Duration = Duration::from_secs(60);
 
 /// The cluster as this node sees it; shared as `Arc<ClusterNode>`.
 #[derive(Debug)]
@@ -25,6 +29,16 @@ pub struct ClusterNode {
     /// Grid leases (the lease bucket's keys are grid ids: a grid's branches move together).
     pub leases: LeaseTable,
     pub log: BranchLog,
+    /// Branch images (the object store).
+    pub images: SnapshotBucket,
+    /// The grids this node owns.
+    pub owned: super::owned::Owned,
+    /// The live nodes as the owner loop last listed them (sorted ids).
+    live: std::sync::Mutex<Vec<String>>,
+    /// Set by `leave`: the owner loop takes nothing more.
+    leaving: std::sync::atomic::AtomicBool,
+    /// The membership heartbeat (stopped by `leave`).
+    heartbeat: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Always Some until dropped (taken then to shut it down without blocking).
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -72,12 +86,29 @@ impl ClusterNode {
                 membership.heartbeat().await?;
                 let leases = LeaseTable::open(&link, &me.id).await?;
                 let log = BranchLog::open(&link).await?;
-                Ok::<_, ClusterError>((link, membership, leases, log))
+                let images = SnapshotBucket::open(&link).await?;
+                Ok::<_, ClusterError>((link, membership, leases, log, images))
             }
         })?;
-        let (link, membership, leases, log) = opened;
-        let node = ClusterNode { me, link, membership, leases, log, runtime: Some(runtime) };
-        let _beating = node.runtime().spawn(node.membership.clone().spawn_heartbeat());
+        let (link, membership, leases, log, images) = opened;
+        let node = ClusterNode {
+            me,
+            link,
+            membership,
+            leases,
+            log,
+            images,
+            owned: Default::default(),
+            heartbeat: Default::default(),
+            leaving: Default::default(),
+            live: Default::default(),
+            runtime: Some(runtime),
+        };
+        let beating = {
+            let _inside = node.runtime().enter();
+            node.membership.clone().spawn_heartbeat()
+        };
+        *node.heartbeat.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(beating);
         tracing::info!(node = %node.me.id, advertise = %node.me.advertise, "joined the cluster");
         Ok(Some(Arc::new(node)))
     }
@@ -102,6 +133,64 @@ impl ClusterNode {
     /// The runtime's handle, for tasks that start more tasks.
     pub fn handle(&self) -> tokio::runtime::Handle {
         self.runtime().handle().clone()
+    }
+
+    /// Leaves the cluster (a graceful stop): lets every branch's publisher finish what it has
+    /// queued (the images the shutdown snapshots queued: the next owner replays little), at most
+    /// `DRAIN_WITHIN`, then releases every grid lease this node holds and its membership entry,
+    /// so other nodes take its grids at their next round.
+    pub fn leave(&self) {
+        let drained: Vec<_> = self.owned.publishers().iter().map(|p| p.drained()).collect();
+        let waited = self.run(async move {
+            let all = futures_util::future::join_all(drained);
+            tokio::time::timeout(DRAIN_WITHIN, all).await.is_ok()
+        });
+        if !waited.unwrap_or(false) {
+            tracing::warn!("the cluster writers did not finish before leaving");
+        }
+        self.leaving.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(beating) =
+            self.heartbeat.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+        {
+            beating.abort();
+        }
+        let leases: Vec<_> = self.owned.leases();
+        let (table, membership) = (self.leases.clone(), self.membership.clone());
+        let left = self.run(async move {
+            for lease in leases {
+                let _ = table.release(lease).await;
+            }
+            membership.leave().await
+        });
+        if let Err(err) = left.and_then(|left| left) {
+            tracing::warn!(error = %err, "leaving the cluster failed; leases expire instead");
+        }
+    }
+
+    /// Keeps the live nodes' ids the owner loop listed.
+    pub fn set_live(&self, live: Vec<String>) {
+        *self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = live;
+    }
+
+    /// A new grid id that placement puts on this node among the live nodes last listed (a
+    /// grid created here then stays here), else any: at most 64 tries.
+    pub fn grid_id_placed_here(&self, generate: impl Fn() -> String) -> String {
+        let live = self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let mut id = generate();
+        for _ in 0..64 {
+            if !live.iter().any(|n| n == self.id())
+                || super::placement::owner(&id, &live).is_some_and(|n| n == self.id())
+            {
+                break;
+            }
+            id = generate();
+        }
+        id
+    }
+
+    /// Whether this node is leaving the cluster (`leave`).
+    pub fn is_leaving(&self) -> bool {
+        self.leaving.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn id(&self) -> &str {

@@ -311,6 +311,11 @@ impl HookTask {
     /// Delivers what is waiting, or waits for more.
     async fn step(&mut self) -> Result<(), End> {
         let Some(route) = self.state.routes.view(&self.hook.view_id) else {
+            // In a cluster only the grid's owner runs its actors and delivers its hooks; the
+            // other nodes' tasks wait (one of them delivers if its grid moves there).
+            if self.state.cluster.as_ref().is_some_and(|c| !c.owned.owns(&self.hook.grid_id)) {
+                return self.wait(std::future::pending(), CHECK_EVERY).await;
+            }
             return self.view_gone().await;
         };
         let mut durable = route.reads.durable_clock();

@@ -20,6 +20,8 @@ use super::ops::{GridOp, GridState};
 use super::query::QueryEngine;
 use super::schema::ViewDef;
 use super::store::RecordIdentity;
+use crate::cluster::publisher::BranchPublisher;
+use crate::grid::image::PartLimits;
 use crate::persist::durability::{Durability, DurabilityError, SnapshotFailure, SnapshotPolicy};
 use crate::persist::entry::WalEntry;
 use crate::persist::wal::Durable;
@@ -69,6 +71,9 @@ pub struct GridActor {
     gate: heavy::Gate,
     /// The view page reads use off this actor (`reads`), withdrawn before every change.
     reads: Arc<reads::ReadViews>,
+    /// In a cluster: the branch's writer to the cluster's log; every WAL entry is published
+    /// through it and acknowledged only once the cluster stored it too.
+    publisher: Option<BranchPublisher>,
 }
 
 /// The pause before retrying a failed or postponed snapshot: the first, and the most it grows
@@ -118,7 +123,14 @@ impl GridActor {
             fork_source: None,
             gate: heavy::Gate::default(),
             reads: Arc::default(),
+            publisher: None,
         }
+    }
+
+    /// The actor of a branch in a cluster, publishing its entries through `publisher`.
+    pub fn with_publisher(mut self, publisher: Option<BranchPublisher>) -> Self {
+        self.publisher = publisher;
+        self
     }
 
     /// The actor publishing its read views in `reads` (shared with the branch's route).
@@ -201,12 +213,16 @@ impl GridActor {
     /// next snapshot; 503 when the WAL refuses it.
     fn log(&mut self, payload: Vec<u8>, records: u64) -> GridResult<Durable> {
         let bytes = payload.len() as u64;
+        let copy = self.publisher.as_ref().map(|_| payload.clone());
         let appended = self.durability.wal.append(payload).map_err(|err| {
             tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
             GridError::NotLogged(err)
         })?;
         self.since_snapshot.add(records, bytes);
-        Ok(appended.durable)
+        Ok(match (&self.publisher, copy) {
+            (Some(publisher), Some(copy)) => publisher.publish(copy, appended.durable),
+            _ => appended.durable,
+        })
     }
 
     /// The end of every write: starts a snapshot if the writes since the last one made it due,
@@ -256,6 +272,12 @@ impl GridActor {
         let copied = Instant::now();
         let copied_ms = chrono::Utc::now().timestamp_millis();
         let state = self.state.clone();
+        if let Some(publisher) = &self.publisher {
+            // The cluster's image: taken after every entry published so far, on its own.
+            let image = state.clone();
+            let _stored =
+                publisher.store_image(Box::new(move || image.encode_image(PartLimits::DEFAULT)));
+        }
         tracing::debug!(branch = %self.branch_id, copy_ms = copied.elapsed().as_millis() as u64, "snapshot copy taken");
         let durability = self.durability.clone();
         let branch = self.branch_id.clone();

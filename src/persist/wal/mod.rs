@@ -74,6 +74,10 @@ pub enum WalError {
     /// Replaying the records found at open failed.
     #[error("replaying the WAL: {0}")]
     ReadAgain(String),
+    /// In a cluster: the cluster's log did not store the record (NATS unreachable, or another
+    /// node took the branch over); the write is not acknowledged.
+    #[error("the cluster did not store the write: {0}")]
+    NotReplicated(String),
 }
 
 impl WalError {
@@ -155,13 +159,31 @@ pub struct WalStats {
 #[must_use = "a write is only acknowledged once Durable resolves"]
 #[derive(Debug)]
 pub struct Durable {
-    done: oneshot::Receiver<()>,
+    done: Done,
+}
+
+/// Who says a record is durable: the WAL's writer, or (in a cluster) whoever also waits for
+/// the cluster to store it.
+#[derive(Debug)]
+enum Done {
+    Wal(oneshot::Receiver<()>),
+    Joined(oneshot::Receiver<Result<(), WalError>>),
 }
 
 impl Durable {
+    /// A durability that another party resolves: `Ok` once the record is durable wherever it
+    /// must be (the WAL and the cluster's log), or why not; dropping the sender is `Closed`.
+    pub fn joined() -> (oneshot::Sender<Result<(), WalError>>, Durable) {
+        let (send, receive) = oneshot::channel();
+        (send, Durable { done: Done::Joined(receive) })
+    }
+
     /// Blocks the current thread until durable. Must not be called from inside an async runtime.
     pub fn wait(self) -> Result<(), WalError> {
-        self.done.blocking_recv().map_err(|_| WalError::Closed)
+        match self.done {
+            Done::Wal(done) => done.blocking_recv().map_err(|_| WalError::Closed),
+            Done::Joined(done) => done.blocking_recv().map_err(|_| WalError::Closed)?,
+        }
     }
 }
 
@@ -169,7 +191,14 @@ impl Future for Durable {
     type Output = Result<(), WalError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.done).poll(cx).map(|done| done.map_err(|_| WalError::Closed))
+        match &mut self.done {
+            Done::Wal(done) => {
+                Pin::new(done).poll(cx).map(|done| done.map_err(|_| WalError::Closed))
+            }
+            Done::Joined(done) => {
+                Pin::new(done).poll(cx).map(|done| done.map_err(|_| WalError::Closed)?)
+            }
+        }
     }
 }
 
@@ -327,7 +356,7 @@ impl WalHandle {
         let sender = sequencer.sender.as_ref().ok_or(WalError::Closed)?;
         sender.send(Command::Append { lsn, payload, done }).map_err(|_| WalError::Closed)?;
         sequencer.next_lsn += 1;
-        Ok(Appended { lsn, durable: Durable { done: receiver } })
+        Ok(Appended { lsn, durable: Durable { done: Done::Wal(receiver) } })
     }
 
     /// The LSN most recently assigned (0 for an empty log). It may not be durable yet.
@@ -341,7 +370,7 @@ impl WalHandle {
         let sequencer = lock(&self.shared.sequencer);
         let sender = sequencer.sender.as_ref().ok_or(WalError::Closed)?;
         sender.send(Command::Barrier { done }).map_err(|_| WalError::Closed)?;
-        Ok(Durable { done: receiver })
+        Ok(Durable { done: Done::Wal(receiver) })
     }
 
     /// Deletes, oldest first, every segment whose records all have LSN < `lsn`; never the newest

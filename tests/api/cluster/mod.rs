@@ -7,11 +7,13 @@
 
 mod fencing;
 mod forward;
+mod gridd_nodes;
 mod killed_owner;
 mod leases;
 mod membership;
 mod nats;
 mod node_loss;
+mod nodes;
 
 use std::time::Duration;
 

@@ -1,0 +1,192 @@
+//! gridd processes as nodes of one cluster (`gridd --cluster ... --node-id ... --advertise ...`),
+//! each with its own data directory and port, all with the same API key: started, SIGKILLed,
+//! paused (SIGSTOP/SIGCONT) and restarted by the tests, and reached over HTTP.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The key every node is started with.
+pub const KEY: &str = "cluster-test-key";
+/// The lease TTL the nodes run with (the server's default is 10 s).
+pub const LEASE_TTL_MS: u64 = 2000;
+
+/// One gridd process.
+pub struct GriddNode {
+    pub id: String,
+    pub url: String,
+    port: u16,
+    data: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+/// Several gridd processes on one NATS cluster.
+pub struct GriddCluster {
+    pub nodes: Vec<GriddNode>,
+    nats: Vec<String>,
+    _dir: TempDir,
+    pub http: reqwest::Client,
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+    listener.local_addr().expect("addr").port()
+}
+
+impl GriddNode {
+    fn spawn(&mut self, nats: &[String]) {
+        let log = std::fs::File::create(&self.log).expect("node log");
+        let child = Command::new(env!("CARGO_BIN_EXE_gridd"))
+            .args(["--bind", &format!("127.0.0.1:{}", self.port)])
+            .args(["--data-dir", &self.data.display().to_string()])
+            .args(["--api-key", KEY])
+            .args(["--cluster", &nats.join(",")])
+            .args(["--node-id", &self.id])
+            .args(["--advertise", &self.url])
+            .args(["--lease-ttl-ms", &LEASE_TTL_MS.to_string()])
+            .args(["--log-level", "info"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("gridd starts");
+        self.child = Some(child);
+    }
+
+    /// SIGKILLs the process.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let status = Command::new("kill").args([signal, &pid]).status().expect("kill runs");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
+    /// SIGSTOP: the process stays, frozen (no renewals, no answers).
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    /// The node's log's last lines.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+}
+
+impl Drop for GriddNode {
+    fn drop(&mut self) {
+        if let Some(child) = &self.child {
+            // A paused process must be resumed to die of SIGKILL promptly.
+            let _ = Command::new("kill").args(["-CONT", &child.id().to_string()]).status();
+        }
+        self.kill();
+    }
+}
+
+impl GriddCluster {
+    /// Starts `count` nodes on the NATS cluster at `nats` and waits until each answers.
+    pub async fn start(nats: Vec<String>, count: usize) -> GriddCluster {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut nodes: Vec<GriddNode> = (0..count)
+            .map(|i| {
+                let port = free_port();
+                GriddNode {
+                    id: format!("node{i}"),
+                    url: format!("http://127.0.0.1:{port}"),
+                    port,
+                    data: dir.path().join(format!("node{i}")),
+                    log: dir.path().join(format!("node{i}.log")),
+                    child: None,
+                }
+            })
+            .collect();
+        for node in &mut nodes {
+            node.spawn(&nats);
+        }
+        let http =
+            reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("client");
+        let cluster = GriddCluster { nodes, nats, _dir: dir, http };
+        for i in 0..count {
+            cluster.wait_ready(i).await;
+        }
+        cluster
+    }
+
+    async fn wait_ready(&self, i: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let answered = self.http.get(format!("{}/healthz", self.nodes[i].url)).send().await;
+            if answered.is_ok_and(|r| r.status().is_success()) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("node {i} did not start:\n{}", self.nodes[i].log_tail());
+    }
+
+    /// Starts a killed node again on its port and data directory.
+    pub async fn restart(&mut self, i: usize) {
+        let nats = self.nats.clone();
+        self.nodes[i].spawn(&nats);
+        self.wait_ready(i).await;
+    }
+
+    /// Sends a request with the key to node `i`: (status, body as JSON or Null).
+    pub async fn call(
+        &self,
+        i: usize,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(u16, Value), reqwest::Error> {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.nodes[i].url))
+            .header("Authorization", format!("ApiKey {KEY}"));
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await?;
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await?;
+        Ok((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
+    }
+
+    /// `call` that must answer: panics on a transport error.
+    pub async fn must(
+        &self,
+        i: usize,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        match self.call(i, method, path, body).await {
+            Ok(answer) => answer,
+            Err(err) => panic!("node {i} {path}: {err}\n{}", self.nodes[i].log_tail()),
+        }
+    }
+
+    /// Every node's log's last lines, for failure messages.
+    pub fn logs(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("--- {} ---\n{}", n.id, n.log_tail()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
