@@ -12,7 +12,8 @@
 //!    503 `serviceUnavailable`, `Retry-After: 1` (a handover in flight);
 //! 4. asks which node serves the id (`cluster::locate`): another node -> forwarded there
 //!    (`proxy`); nobody -> served here (an unknown id gets its usual 404), unless the local
-//!    catalogue knows the id as a grid or branch: then it is between two owners, 503.
+//!    catalogue knows the id as a grid, a branch or a branch's default view (the catalogue
+//!    knows no other views): then it is between two owners, 503.
 //!
 //! The key is checked once, by the node that serves the request (every node holds every key).
 //! A forward that cannot reach its node is a 503 and drops what the locator remembers of that
@@ -331,10 +332,13 @@ async fn decide(
     match forwarder.locator.locate(&subject.id).await? {
         Some(node) if node.id != forwarder.node.id() => Ok(Route::There(node)),
         Some(_) => Ok(Route::Here),
-        None if subject.kind == Kind::View => Ok(Route::Here),
         None => {
-            let id = subject.id.clone();
-            let known = catalogue(state, move |s| s.branch_record(&id).is_some()).await?;
+            let (id, kind) = (subject.id.clone(), subject.kind);
+            let known = catalogue(state, move |s| match kind {
+                Kind::View => s.is_default_view(&id),
+                Kind::Branch | Kind::Grid => s.branch_record(&id).is_some(),
+            })
+            .await?;
             if known {
                 Err(ForwardError::Unserved { id: subject.id.clone() })
             } else {
