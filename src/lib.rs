@@ -439,6 +439,14 @@ impl Application {
         );
         actix_web::rt::spawn(api::webhooks::delivery::start_all(state.clone()));
         actix_web::rt::spawn(api::transmems::feed::start_all(state.clone()));
+        let forwarder = match &node.cluster {
+            Some(cluster) => Some(Arc::new(api::forward::Forwarder::start(
+                cluster.clone(),
+                node.routes.clone(),
+                config.max_json_bytes,
+            )?)),
+            None => None,
+        };
         let max_json = config.max_json_bytes;
         let body_timeout = Duration::from_millis(config.body_timeout_ms);
         let server = HttpServer::new(move || {
@@ -451,6 +459,10 @@ impl Application {
                 .app_data(api::errors::path_config())
                 .app_data(web::PayloadConfig::new(max_json))
                 .default_service(web::to(api::errors::fallback))
+                .wrap(actix_web::middleware::Condition::new(
+                    forwarder.is_some(),
+                    api::forward::Forwarding(forwarder.clone()),
+                ))
                 .wrap_fn(api::errors::render_errors)
                 .wrap_fn(api::compression::compress_large())
                 .wrap_fn(api::body_deadline::body_deadline(body_timeout))

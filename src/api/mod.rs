@@ -22,6 +22,7 @@ pub mod errors;
 pub mod feed_render;
 pub mod files;
 pub mod files_zip;
+pub mod forward;
 pub mod glossaries;
 pub mod grid_settings;
 pub mod grids;

@@ -493,6 +493,17 @@ impl Supervisor {
             .count()
     }
 
+    /// Whether `id` is a branch's default view (the catalogue knows no other views: they live
+    /// in the branch's schema), for request forwarding.
+    pub fn is_default_view(&self, id: &str) -> bool {
+        self.branches.values().any(|b| b.default_access_view_id == id)
+    }
+
+    /// The grid task `id` works on, when it is known and has one (for request forwarding).
+    pub fn task_grid(&self, id: &str) -> Option<String> {
+        self.tasks.get(id).and_then(|t| t.grid_id.clone())
+    }
+
     pub fn task(&self, p: &Principal, id: &str) -> CatalogResult<Task> {
         self.tasks
             .get(id)

@@ -6,6 +6,8 @@
 //! - `membership`: each node's heartbeat in a KV bucket whose entries expire (the live-node list);
 //! - `lease`: one owner per branch through a KV bucket with a TTL (create, renew with the
 //!   expected revision, release with the revision, expiry by the bucket's max age);
+//! - `locate`: which node serves a grid, branch or view id now (a core NATS request answered by
+//!   the node that serves it; cached), for request forwarding (`api::forward`);
 //! - `branch_log`: a branch's log entries on a replicated JetStream stream, each published with
 //!   the owner's lease epoch and the subject's expected last sequence, so that once a new owner
 //!   has fenced the branch (its own marker on the subject) a stale owner's publish is refused.
@@ -17,6 +19,7 @@
 pub mod branch_log;
 pub mod catalog_log;
 pub mod lease;
+pub mod locate;
 pub mod membership;
 pub mod node;
 pub mod owned;

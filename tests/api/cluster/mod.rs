@@ -7,6 +7,7 @@
 
 mod catalog;
 mod fencing;
+mod forward;
 mod gridd_nodes;
 mod killed_owner;
 mod leases;
