@@ -194,13 +194,7 @@ impl BranchLog {
         headers: HeaderMap,
         payload: Bytes,
     ) -> Result<Appended, ClusterError> {
-        let ack = self
-            .link
-            .jetstream
-            .publish_with_headers(subject, headers, payload)
-            .await
-            .map_err(unavailable)?;
-        match ack.await {
+        match super::publish_until_found(&self.link, &subject, headers, payload).await {
             Ok(ack) => Ok(Appended::At(ack.sequence)),
             Err(err)
                 if err.kind() == PublishErrorKind::WrongLastSequence

@@ -100,13 +100,8 @@ impl CatalogLog {
         let mut headers = HeaderMap::new();
         headers.insert(NODE_HEADER, self.node.as_str());
         headers.insert(NATS_EXPECTED_LAST_SUBJECT_SEQUENCE, expected.to_string().as_str());
-        let ack = self
-            .link
-            .jetstream
-            .publish_with_headers(self.subject.clone(), headers, payload)
-            .await
-            .map_err(unavailable)?;
-        match ack.await {
+        let acked = super::publish_until_found(&self.link, &self.subject, headers, payload).await;
+        match acked {
             Ok(ack) => Ok(Published::At(ack.sequence)),
             Err(err)
                 if err.kind() == PublishErrorKind::WrongLastSequence

@@ -247,6 +247,36 @@ pub(crate) fn wrong_last_sequence(err: &(dyn std::error::Error + 'static)) -> bo
     false
 }
 
+/// Publishes to JetStream and waits for the acknowledgement, publishing again while no stream
+/// answers for the subject ("no stream found": nothing stored it; a stream just created on
+/// several servers answers so until its replicas elected a leader), 2 s at most.
+pub(crate) async fn publish_until_found(
+    link: &ClusterLink,
+    subject: &str,
+    headers: async_nats::HeaderMap,
+    payload: bytes::Bytes,
+) -> Result<jetstream::publish::PublishAck, jetstream::context::PublishError> {
+    use jetstream::context::PublishErrorKind;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let sent = link
+            .jetstream
+            .publish_with_headers(subject.to_string(), headers.clone(), payload.clone())
+            .await;
+        let acked = match sent {
+            Ok(ack) => ack.await,
+            Err(err) => Err(err),
+        };
+        match acked {
+            Err(err) if err.kind() == PublishErrorKind::StreamNotFound && attempt < 40 => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Any error of the NATS client, as the cluster's "unavailable".
 pub(crate) fn unavailable(err: impl fmt::Display) -> ClusterError {
     ClusterError::Unavailable(err.to_string())

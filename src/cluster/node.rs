@@ -17,6 +17,22 @@ use super::snapshots::SnapshotBucket;
 use super::{check_token, ClusterError, ClusterLink, ClusterSettings};
 use crate::config::Config;
 
+/// Times a node tries to open the cluster's buckets and stream at start (250 ms apart).
+const JOIN_ATTEMPTS: u32 = 20;
+
+/// The cluster objects a node opens, creating those missing, and its first heartbeat.
+async fn open_parts(
+    link: &ClusterLink,
+    me: &NodeInfo,
+) -> Result<(Arc<Membership>, LeaseTable, BranchLog, SnapshotBucket), ClusterError> {
+    let membership = Arc::new(Membership::open(link, me.clone()).await?);
+    membership.heartbeat().await?;
+    let leases = LeaseTable::open(link, &me.id).await?;
+    let log = BranchLog::open(link).await?;
+    let images = SnapshotBucket::open(link).await?;
+    Ok((membership, leases, log, images))
+}
+
 /// How long a leaving node waits for its publishers to finish.
 const DRAIN_WITHIN: Duration = Duration::from_secs(60);
 
@@ -54,7 +70,8 @@ pub fn settings_of(config: &Config) -> Option<ClusterSettings> {
     let ttl = Duration::from_millis(config.lease_ttl_ms.clamp(500, 600_000));
     settings.lease_ttl = ttl;
     settings.node_ttl = ttl;
-    settings.request_timeout = ttl.min(Duration::from_secs(5));
+    // Creating a replicated stream on a fresh NATS cluster takes seconds: not tied to the TTL.
+    settings.request_timeout = Duration::from_secs(5);
     Some(settings)
 }
 
@@ -82,12 +99,22 @@ impl ClusterNode {
             let me = me.clone();
             async move {
                 let link = ClusterLink::connect(settings, &me.id).await?;
-                let membership = Arc::new(Membership::open(&link, me.clone()).await?);
-                membership.heartbeat().await?;
-                let leases = LeaseTable::open(&link, &me.id).await?;
-                let log = BranchLog::open(&link).await?;
-                let images = SnapshotBucket::open(&link).await?;
-                Ok::<_, ClusterError>((link, membership, leases, log, images))
+                // A bucket or stream just created (by this node or another one starting at the
+                // same moment) may answer "no stream found" for a moment: tried again.
+                let mut attempt = 0;
+                loop {
+                    attempt += 1;
+                    match open_parts(&link, &me).await {
+                        Err(err) if attempt < JOIN_ATTEMPTS => {
+                            tracing::info!(attempt, error = %err, "joining the cluster: retried");
+                            tokio::time::sleep(Duration::from_millis(250)).await;
+                        }
+                        Err(err) => return Err(err),
+                        Ok((membership, leases, log, images)) => {
+                            return Ok((link, membership, leases, log, images))
+                        }
+                    }
+                }
             }
         });
         // Dropping a runtime blocks, which panics inside the caller's runtime: shut it down

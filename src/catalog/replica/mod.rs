@@ -121,7 +121,20 @@ impl Supervisor {
     pub fn join_cluster(&mut self, cluster: Arc<ClusterNode>) -> Result<(), ClusterError> {
         let link = cluster.link.clone();
         let node = cluster.id().to_owned();
-        let log = cluster.run(async move { CatalogLog::open(&link, &node).await })??;
+        let log = cluster.run(async move {
+            // A fresh NATS cluster may time out creating the stream for several nodes at once.
+            let mut attempt = 0;
+            loop {
+                attempt += 1;
+                match CatalogLog::open(&link, &node).await {
+                    Err(err) if attempt < 5 => {
+                        tracing::info!(attempt, error = %err, "opening the catalogue's log: retried");
+                        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                    }
+                    other => return other,
+                }
+            }
+        })??;
         self.replica = Some(Replica {
             cluster: cluster.clone(),
             log,
