@@ -45,7 +45,7 @@ start_node() { # index
   local port=$((18200 + $1))
   target/release/gridd --bind 127.0.0.1:$port --data-dir "$DIR/g$1" --api-key $KEY \
     --cluster $CLUSTER --node-id node$1 --advertise http://127.0.0.1:$port \
-    --lease-ttl-ms $LEASE_MS --log-level warn 2>"$DIR/g$1.log" &
+    --lease-ttl-ms $LEASE_MS --log-level warn,gridd::catalog::cluster_grids=info 2>"$DIR/g$1.log" &
   PIDS+=($!)
   eval "NODE$1=$!"
   wait_up http://127.0.0.1:$port
@@ -77,7 +77,7 @@ start=$(ms)
 until [ "$(curl -s -o /dev/null -w '%{http_code}' -H "$H" \
   "$U0/v1/views/$VIEW/records?page=%7B%22limit%22%3A1%7D")" = 200 ]; do sleep 0.05; done
 echo "takeover of $RECORDS records: the grid answers through node 0 $(($(ms) - start)) ms after its owner's SIGKILL (lease TTL $LEASE_MS ms)"
-grep -h "takeover done" "$DIR"/g0.log "$DIR"/g2.log | tail -1 || true
+sleep 1; grep -h "takeover done" "$DIR"/g0.log "$DIR"/g2.log | sed "s/\x1b\[[0-9;]*m//g" | tail -1 || true
 
 # The same alone.
 target/release/gridd --bind 127.0.0.1:18210 --data-dir "$DIR/alone" --api-key $KEY \
