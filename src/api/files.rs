@@ -256,6 +256,42 @@ async fn upload_file(
     created(&file_body(&meta))
 }
 
+/// In a cluster: stores the files' bytes in the cluster before any cell refers to them, so
+/// that they follow their grid to another node (503 when the cluster does not take them).
+async fn replicate_files(state: &AppState, files: &[(FileMeta, Incoming)]) -> ApiResult<()> {
+    let Some(cluster) = &state.cluster else { return Ok(()) };
+    for (meta, incoming) in files {
+        let (bucket, id, path) = (cluster.files.clone(), meta.id.clone(), incoming.path.clone());
+        cluster.spawn(async move { bucket.put(&id, &path).await }).await.map_err(|err| {
+            ApiError::from(crate::cluster::ClusterError::Unavailable(err.to_string()))
+        })??;
+    }
+    Ok(())
+}
+
+/// Opens a file's bytes; in a cluster, fetches them first when this node does not have them
+/// (the file was uploaded while another node owned the grid).
+async fn open_file(state: &AppState, id: &str) -> Option<tokio::fs::File> {
+    let path = files_dir(&state.data_dir).join(id);
+    if let Ok(file) = tokio::fs::File::open(&path).await {
+        return Some(file);
+    }
+    let cluster = state.cluster.as_ref()?;
+    let (bucket, id, target) = (cluster.files.clone(), id.to_owned(), path.clone());
+    match cluster.spawn(async move { bucket.fetch(&id, &target).await }).await {
+        Ok(Ok(true)) => tokio::fs::File::open(&path).await.ok(),
+        Ok(Ok(false)) => None,
+        Ok(Err(err)) => {
+            tracing::warn!(error = %err, "fetching a file from the cluster failed");
+            None
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "fetching a file from the cluster stopped");
+            None
+        }
+    }
+}
+
 /// Moves a received file to its place under `id` in `<data dir>/files` (rename, directory
 /// synced); `incoming` then names it there, and still removes it on drop unless kept.
 pub(super) async fn store_received(
@@ -290,6 +326,7 @@ pub(super) async fn link_files(
     actix_web::rt::spawn(async move {
         let metas: Vec<FileMeta> = files.iter().map(|(meta, _)| meta.clone()).collect();
         let ids: Vec<String> = metas.iter().map(|meta| meta.id.clone()).collect();
+        replicate_files(&state, &files).await?;
         exec(&state, move |s| s.record_files(metas)).await??;
         match grid.send(change).await.map_err(GridError::from).and_then(|r| r) {
             Ok(records) => {
@@ -348,9 +385,7 @@ async fn download_file(
     if !route.addr.send(HoldsFile { view_id, file_id }).await?? {
         return Err(not_found());
     }
-    let file = tokio::fs::File::open(files_dir(&state.data_dir).join(&meta.id))
-        .await
-        .map_err(|_| not_found())?;
+    let file = open_file(&state, &meta.id).await.ok_or_else(not_found)?;
     let size = file.metadata().await.map_err(|_| not_found())?.len();
     Ok(HttpResponse::Ok()
         .content_type(meta.content_type.as_str())

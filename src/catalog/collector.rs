@@ -79,6 +79,9 @@ impl Supervisor {
             // A settings category's file is held by its category, never by cells.
             .filter(|f| f.category_id.is_none())
             .filter(|f| parse_time(&f.created_time).is_some_and(|t| t < cutoff))
+            // In a cluster, only files of grids this node runs whole: another node's grids'
+            // holdings are not asked here.
+            .filter(|f| self.grid_epoch_here(&f.grid_id).is_some())
             .filter(|f| {
                 let uploaded = parse_time(&f.created_time);
                 !self.backups.values().any(|b| {
@@ -93,6 +96,37 @@ impl Supervisor {
             .collect()
     }
 
+    /// In a cluster: the lease epoch of `grid_id` while this node owns it and runs all its
+    /// branches (`Some(0)` alone: every grid is here); None otherwise.
+    pub fn grid_epoch_here(&self, grid_id: &str) -> Option<u64> {
+        let Some(cluster) = &self.cluster else { return Some(0) };
+        let epoch = cluster.owned.lease(grid_id)?.epoch;
+        let mut branches = self.branches.values().filter(|b| b.grid_id == grid_id);
+        branches.all(|b| self.routes.branch(&b.id).is_some()).then_some(epoch)
+    }
+
+    /// The grids of `ids`' files with their epoch here now (see `grid_epoch_here`).
+    pub fn epochs_of_files(&self, ids: &[String]) -> Vec<(String, Option<u64>)> {
+        ids.iter()
+            .filter_map(|id| self.files.get(id))
+            .map(|f| (f.grid_id.clone(), self.grid_epoch_here(&f.grid_id)))
+            .collect()
+    }
+
+    /// `ids` less the files whose grid is no longer here with the epoch it had in `before`
+    /// (a cluster node handed it over or lost it meanwhile: its branches were not all asked).
+    pub fn still_here(&self, ids: Vec<String>, before: &[(String, Option<u64>)]) -> Vec<String> {
+        ids.into_iter()
+            .filter(|id| {
+                let Some(file) = self.files.get(id) else { return false };
+                let then = before.iter().find(|(grid, _)| *grid == file.grid_id);
+                then.is_some_and(|(_, epoch)| {
+                    epoch.is_some() && *epoch == self.grid_epoch_here(&file.grid_id)
+                })
+            })
+            .collect()
+    }
+
     /// Forgets the files among `ids` that still exist (one catalogue write), then removes their
     /// bytes. Returns how many were removed.
     pub fn remove_files(&mut self, ids: &[String]) -> CatalogResult<usize> {
@@ -104,6 +138,7 @@ impl Supervisor {
             self.files.shift_remove(*id);
             remove_logged(&self.files_dir.join(id), "an unreferenced file");
         }
+        self.remove_from_cluster(gone.iter().map(|id| (*id).clone()).collect());
         Ok(gone.len())
     }
 
@@ -169,8 +204,12 @@ async fn held_everywhere(state: &Collector) -> GridResult<HashSet<String>> {
 
 /// One run of the collector (see the module doc): returns how many files it removed.
 pub async fn collect_files(state: &Collector, grace: Duration) -> Result<usize, CollectStopped> {
-    let collectable = Exec::new(move |s: &mut Supervisor| s.collectable_files(Utc::now(), grace));
-    let candidates = state.supervisor.send(collectable).await?;
+    let collectable = Exec::new(move |s: &mut Supervisor| {
+        let candidates = s.collectable_files(Utc::now(), grace);
+        let epochs = s.epochs_of_files(&candidates);
+        (candidates, epochs)
+    });
+    let (candidates, epochs) = state.supervisor.send(collectable).await?;
     if candidates.is_empty() {
         return Ok(0);
     }
@@ -180,7 +219,11 @@ pub async fn collect_files(state: &Collector, grace: Duration) -> Result<usize, 
     if unreferenced.is_empty() {
         return Ok(0);
     }
-    Ok(state.supervisor.send(Exec::new(move |s| s.remove_files(&unreferenced))).await??)
+    let remove = Exec::new(move |s: &mut Supervisor| {
+        let unreferenced = s.still_here(unreferenced, &epochs);
+        s.remove_files(&unreferenced)
+    });
+    Ok(state.supervisor.send(remove).await??)
 }
 
 /// Runs the collector every `interval` (never when it is zero) on the current actix system.

@@ -37,6 +37,7 @@ impl Supervisor {
         for id in ids {
             self.files.shift_remove(id);
         }
+        self.remove_from_cluster(ids.to_vec());
         Ok(())
     }
 
@@ -71,14 +72,34 @@ impl Supervisor {
     /// thread of their own; a file that cannot be removed is logged and left behind.
     pub(super) fn forget_grid_files(&mut self, grid_id: &str) {
         let mut removed = Vec::new();
+        let mut ids = Vec::new();
         self.files.retain(|id, f| {
             let keep = f.grid_id != grid_id;
             if !keep {
                 removed.push(self.files_dir.join(id));
+                ids.push(id.clone());
             }
             keep
         });
         remove_in_background(removed, format!("grid {grid_id}"));
+        self.remove_from_cluster(ids);
+    }
+
+    /// In a cluster: removes deleted files' bytes from the cluster's store too, in the
+    /// background (every node that forgets them asks; a removal is idempotent).
+    pub(super) fn remove_from_cluster(&self, ids: Vec<String>) {
+        let Some(cluster) = &self.cluster else { return };
+        if ids.is_empty() {
+            return;
+        }
+        let bucket = cluster.files.clone();
+        cluster.spawn(async move {
+            for id in ids {
+                if let Err(err) = bucket.remove(&id).await {
+                    tracing::warn!(file = %id, error = %err, "removing a deleted file from the cluster failed");
+                }
+            }
+        });
     }
 }
 

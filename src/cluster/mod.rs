@@ -18,6 +18,7 @@
 
 pub mod branch_log;
 pub mod catalog_log;
+pub mod files;
 pub mod lease;
 pub mod locate;
 pub mod membership;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::branch_log::BranchLog;
+use super::files::FileBucket;
 use super::lease::LeaseTable;
 use super::membership::{Membership, NodeInfo};
 use super::snapshots::SnapshotBucket;
@@ -24,13 +25,14 @@ const JOIN_ATTEMPTS: u32 = 20;
 async fn open_parts(
     link: &ClusterLink,
     me: &NodeInfo,
-) -> Result<(Arc<Membership>, LeaseTable, BranchLog, SnapshotBucket), ClusterError> {
+) -> Result<(Arc<Membership>, LeaseTable, BranchLog, SnapshotBucket, FileBucket), ClusterError> {
     let membership = Arc::new(Membership::open(link, me.clone()).await?);
     membership.heartbeat().await?;
     let leases = LeaseTable::open(link, &me.id).await?;
     let log = BranchLog::open(link).await?;
     let images = SnapshotBucket::open(link).await?;
-    Ok((membership, leases, log, images))
+    let files = super::files::FileBucket::open(link).await?;
+    Ok((membership, leases, log, images, files))
 }
 
 /// How long a leaving node waits for its publishers to finish.
@@ -47,6 +49,8 @@ pub struct ClusterNode {
     pub log: BranchLog,
     /// Branch images (the object store).
     pub images: SnapshotBucket,
+    /// Uploaded files' bytes (the object store).
+    pub files: super::files::FileBucket,
     /// The grids this node owns.
     pub owned: super::owned::Owned,
     /// The live nodes as the owner loop last listed them (sorted ids).
@@ -110,8 +114,8 @@ impl ClusterNode {
                             tokio::time::sleep(Duration::from_millis(250)).await;
                         }
                         Err(err) => return Err(err),
-                        Ok((membership, leases, log, images)) => {
-                            return Ok((link, membership, leases, log, images))
+                        Ok((membership, leases, log, images, files)) => {
+                            return Ok((link, membership, leases, log, images, files))
                         }
                     }
                 }
@@ -119,7 +123,7 @@ impl ClusterNode {
         });
         // Dropping a runtime blocks, which panics inside the caller's runtime: shut it down
         // in the background instead.
-        let (link, membership, leases, log, images) = match opened {
+        let (link, membership, leases, log, images, files) = match opened {
             Ok(opened) => opened,
             Err(err) => {
                 runtime.shutdown_background();
@@ -133,6 +137,7 @@ impl ClusterNode {
             leases,
             log,
             images,
+            files,
             owned: Default::default(),
             heartbeat: Default::default(),
             leaving: Default::default(),

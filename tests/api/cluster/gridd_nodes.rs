@@ -108,6 +108,24 @@ async fn any_node_serves_and_a_killed_owner_loses_no_acknowledged_write() {
     // Write load through the two other nodes while the owner is SIGKILLed.
     let owner = owner_of(&nats, &grid).await;
     let others: Vec<usize> = (0..3).filter(|i| *i != owner).collect();
+    // A file uploaded through another node (forwarded) must follow the grid too.
+    let shots = json!({"id": "shots", "name": "Shots", "type": "files"});
+    let (status, _) =
+        cluster.must(owner, Method::POST, &format!("/v1/views/{view}/columns"), Some(&shots)).await;
+    assert_eq!(status, 201);
+    let png = b"\x89PNG\r\n\x1a\n bytes that must survive the owner".to_vec();
+    let body = crate::files::multipart(&[
+        ("recordId", None, b"first0"),
+        ("columnId", None, b"shots"),
+        ("file", Some(("shot.png", "image/png")), &png),
+    ]);
+    let content_type = format!("multipart/form-data; boundary={}", crate::files::BOUNDARY);
+    let upload = format!("/v1/views/{view}/files");
+    let (status, file) =
+        cluster.raw(others[0], &upload, &content_type, body).await.expect("upload answers");
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&file));
+    let file: Value = serde_json::from_slice(&file).expect("file json");
+    let file_id = file["id"].as_str().expect("file id").to_owned();
     let mut acknowledged = BTreeSet::from(["first0".to_owned(), "first1".into(), "first2".into()]);
     let (mut killed_at, mut back_at) = (None, None);
     let started = Instant::now();
@@ -145,10 +163,21 @@ async fn any_node_serves_and_a_killed_owner_loses_no_acknowledged_write() {
         acknowledged.len()
     );
     assert!(takeover < Duration::from_millis(LEASE_TTL_MS * 10), "takeover took {takeover:?}");
-    for node in others {
+    for node in others.iter().copied() {
         let ids = listed(&cluster, node, &view).await.expect("listed after the takeover");
         let lost: Vec<_> = acknowledged.difference(&ids).collect();
         assert!(lost.is_empty(), "node {node} lost acknowledged writes {lost:?}");
+    }
+
+    let download = format!("/v1/views/{view}/files/{file_id}");
+    for node in others.iter().copied() {
+        let (status, bytes) = cluster.bytes(node, &download).await.expect("download answers");
+        assert_eq!(
+            (status, bytes),
+            (200, png.clone()),
+            "the file through node {node}\n{}",
+            cluster.logs()
+        );
     }
 
     // The killed node restarted serves the grid again (through its owner).

@@ -167,6 +167,38 @@ impl GriddCluster {
         Ok((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
     }
 
+    /// Sends a raw body with its content type to node `i`: (status, body bytes).
+    pub async fn raw(
+        &self,
+        i: usize,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> Result<(u16, Vec<u8>), reqwest::Error> {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.nodes[i].url))
+            .header("Authorization", format!("ApiKey {KEY}"))
+            .header("Content-Type", content_type)
+            .body(body)
+            .send()
+            .await?;
+        let status = response.status().as_u16();
+        Ok((status, response.bytes().await?.to_vec()))
+    }
+
+    /// A GET's status and body bytes from node `i`.
+    pub async fn bytes(&self, i: usize, path: &str) -> Result<(u16, Vec<u8>), reqwest::Error> {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.nodes[i].url))
+            .header("Authorization", format!("ApiKey {KEY}"))
+            .send()
+            .await?;
+        let status = response.status().as_u16();
+        Ok((status, response.bytes().await?.to_vec()))
+    }
+
     /// `call` that must answer: panics on a transport error.
     pub async fn must(
         &self,
