@@ -32,8 +32,7 @@ use crate::cluster::placement;
 use crate::cluster::publisher::{unframe, BranchPublisher, PublisherParts};
 use crate::cluster::ClusterError;
 use crate::grid::image::PartLimits;
-use crate::grid::ops::{GridOp, GridState};
-use crate::grid::schema::ViewDef;
+use crate::grid::ops::GridState;
 use crate::grid::store::RecordIdentity;
 use crate::persist::entry::WalEntry;
 
@@ -515,14 +514,7 @@ fn rebuild(
             }
         }
     }
-    if state.schema.view(&branch.default_view_id).is_none() {
-        state.apply(&GridOp::CreateView(ViewDef {
-            id: branch.default_view_id.clone(),
-            name: "Default view".to_owned(),
-            is_default: true,
-            columns: Vec::new(),
-        }));
-    }
+    crate::persist::recovery::ensure_default_view(&mut state, &branch.default_view_id);
     Ok(state)
 }
 

@@ -6,7 +6,6 @@
 use std::path::Path;
 
 use async_nats::jetstream::object_store::{self, ObjectMetadata, ObjectStore};
-use async_nats::jetstream::stream::StorageType;
 
 use super::{unavailable, ClusterError, ClusterLink};
 
@@ -42,21 +41,7 @@ impl std::fmt::Debug for FileBucket {
 impl FileBucket {
     /// Opens the bucket, creating it when missing.
     pub async fn open(link: &ClusterLink) -> Result<FileBucket, ClusterError> {
-        let bucket = link.name("files");
-        let config = object_store::Config {
-            bucket: bucket.clone(),
-            num_replicas: link.settings.replicas,
-            storage: StorageType::File,
-            ..Default::default()
-        };
-        let store = match link.jetstream.create_object_store(config).await {
-            Ok(store) => store,
-            Err(create) => link
-                .jetstream
-                .get_object_store(&bucket)
-                .await
-                .map_err(|open| ClusterError::Setup(format!("{create}; {open}")))?,
-        };
+        let store = link.open_object_store("files").await?;
         Ok(FileBucket { store })
     }
 

@@ -133,6 +133,30 @@ impl ClusterLink {
     }
 }
 
+impl ClusterLink {
+    /// Opens one of gridd's object stores (creating it when missing), replicated as the rest.
+    pub(crate) async fn open_object_store(
+        &self,
+        suffix: &str,
+    ) -> Result<jetstream::object_store::ObjectStore, ClusterError> {
+        let bucket = self.name(suffix);
+        let config = jetstream::object_store::Config {
+            bucket: bucket.clone(),
+            num_replicas: self.settings.replicas,
+            storage: jetstream::stream::StorageType::File,
+            ..Default::default()
+        };
+        match self.jetstream.create_object_store(config).await {
+            Ok(store) => Ok(store),
+            Err(create) => self
+                .jetstream
+                .get_object_store(&bucket)
+                .await
+                .map_err(|open| ClusterError::Setup(format!("{create}; {open}"))),
+        }
+    }
+}
+
 /// A node or branch id that can be a KV key and a subject token: 1..=64 of `[A-Za-z0-9_-]`
 /// (gridd's generated ids are 14 lowercase alphanumerics).
 pub fn check_token(kind: &'static str, id: &str) -> Result<(), ClusterError> {

@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use async_nats::jetstream::object_store::{self, ObjectMetadata, ObjectStore};
-use async_nats::jetstream::stream::StorageType;
 use bytes::Bytes;
 use tokio::io::AsyncReadExt;
 
@@ -44,21 +43,7 @@ pub struct StoredImage {
 impl SnapshotBucket {
     /// Opens the bucket, creating it when missing.
     pub async fn open(link: &ClusterLink) -> Result<SnapshotBucket, ClusterError> {
-        let bucket = link.name("snapshots");
-        let config = object_store::Config {
-            bucket: bucket.clone(),
-            num_replicas: link.settings.replicas,
-            storage: StorageType::File,
-            ..Default::default()
-        };
-        let store = match link.jetstream.create_object_store(config).await {
-            Ok(store) => store,
-            Err(create) => link
-                .jetstream
-                .get_object_store(&bucket)
-                .await
-                .map_err(|open| ClusterError::Setup(format!("{create}; {open}")))?,
-        };
+        let store = link.open_object_store("snapshots").await?;
         Ok(SnapshotBucket { store })
     }
 

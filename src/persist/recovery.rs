@@ -211,17 +211,23 @@ fn with_default_views(
     let mut out = HashMap::with_capacity(states.len());
     for seed in seeds {
         let Some((mut state, _)) = states.remove(&seed.branch_id) else { continue };
-        if state.schema.view(&seed.default_view_id).is_none() {
-            state.apply(&GridOp::CreateView(ViewDef {
-                id: seed.default_view_id.clone(),
-                name: "Default view".to_owned(),
-                is_default: true,
-                columns: Vec::new(),
-            }));
-        }
+        ensure_default_view(&mut state, &seed.default_view_id);
         out.insert(seed.branch_id.clone(), state);
     }
     out
+}
+
+/// Gives a rebuilt branch its default view when its replay never created it (the branch's
+/// creation was never acknowledged as durable: it starts empty).
+pub fn ensure_default_view(state: &mut GridState, view_id: &str) {
+    if state.schema.view(view_id).is_none() {
+        state.apply(&GridOp::CreateView(ViewDef {
+            id: view_id.to_owned(),
+            name: "Default view".to_owned(),
+            is_default: true,
+            columns: Vec::new(),
+        }));
+    }
 }
 
 /// Starts a branch as a copy of its source's state as replayed so far (the replay has just
