@@ -160,11 +160,11 @@ impl Supervisor {
     }
 
     /// Starts the actors of a grid this node just took over (the grid or a branch may have
-    /// been deleted meanwhile: those are not started).
-    pub fn start_taken_grid(&mut self, grid_id: &str, loaded: Vec<LoadedBranch>) {
+    /// been deleted meanwhile: those are not started); false when the grid is gone.
+    pub fn start_taken_grid(&mut self, grid_id: &str, loaded: Vec<LoadedBranch>) -> bool {
         let Some(grid) = self.grids.get(grid_id).cloned() else {
             tracing::info!(grid = grid_id, "a grid taken over was deleted meanwhile");
-            return;
+            return false;
         };
         for branch in loaded {
             let Some(record) = self.branches.get(&branch.branch_id).cloned() else { continue };
@@ -179,6 +179,7 @@ impl Supervisor {
             tracing::debug!(branch = %route.branch_id, "branch taken over");
         }
         tracing::info!(grid = grid_id, "grid taken over");
+        true
     }
 
     /// Stops the actors of a grid this node no longer owns (its catalogue entries stay).
@@ -438,9 +439,19 @@ async fn take_over(
         node.owned.add_publisher(&grid.grid_id, branch.publisher.clone());
     }
     let id = grid.grid_id.clone();
-    if let Err(err) = supervisor.send(Exec::new(move |s| s.start_taken_grid(&id, loaded))).await {
-        tracing::warn!(grid = %grid.grid_id, error = %err, "supervisor gone during a takeover");
-        return;
+    match supervisor.send(Exec::new(move |s| s.start_taken_grid(&id, loaded))).await {
+        Ok(true) => {}
+        Ok(false) => {
+            // Deleted while it loaded: nothing to own.
+            if let Some(owned) = node.owned.remove(&grid.grid_id) {
+                let _ = node.leases.release(owned.lease).await;
+            }
+            return;
+        }
+        Err(err) => {
+            tracing::warn!(grid = %grid.grid_id, error = %err, "supervisor gone during a takeover");
+            return;
+        }
     }
     tracing::info!(grid = %grid.grid_id, ms = started.elapsed().as_millis() as u64, "takeover done");
 }
