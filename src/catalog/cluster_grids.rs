@@ -323,13 +323,7 @@ async fn hand_over(supervisor: &Addr<Supervisor>, node: &Arc<ClusterNode>, grid:
         let _ = route.addr.send(crate::grid::actor::TakeSnapshot).await;
         route.addr.do_send(crate::grid::actor::Shutdown);
     }
-    let drained: Vec<_> = node
-        .owned
-        .publishers()
-        .into_iter()
-        .filter(|p| node.owned.grid_of(p.branch()).as_deref() == Some(grid))
-        .map(|p| p.drained())
-        .collect();
+    let drained: Vec<_> = node.owned.publishers_of(grid).iter().map(|p| p.drained()).collect();
     let _ = tokio::time::timeout(Duration::from_secs(60), futures_util::future::join_all(drained))
         .await;
     if let Some(owned) = node.owned.remove(grid) {

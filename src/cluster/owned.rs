@@ -61,13 +61,13 @@ impl Owned {
         self.grids().values().map(|owned| owned.lease.clone()).collect()
     }
 
-    /// The owned grid a branch belongs to.
-    pub fn grid_of(&self, branch: &str) -> Option<String> {
+    /// The publishers of an owned grid's branches.
+    pub fn publishers_of(&self, grid: &str) -> Vec<BranchPublisher> {
         let grids = self.grids();
         grids
-            .iter()
-            .find(|(_, owned)| owned.publishers.contains_key(branch))
-            .map(|(g, _)| g.clone())
+            .get(grid)
+            .map(|owned| owned.publishers.values().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Every owned branch's publisher.
@@ -88,14 +88,6 @@ impl Owned {
     pub fn remove(&self, grid: &str) -> Option<OwnedGrid> {
         self.failed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(grid);
         self.grids().remove(grid)
-    }
-
-    pub fn len(&self) -> usize {
-        self.grids().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Marks a grid whose publisher failed, for the owner loop to drop.
