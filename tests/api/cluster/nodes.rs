@@ -98,23 +98,24 @@ impl Drop for GriddNode {
     }
 }
 
+/// Node `i` of a cluster whose files are under `dir` (not started).
+fn node_in(dir: &std::path::Path, i: usize) -> GriddNode {
+    let port = free_port();
+    GriddNode {
+        id: format!("node{i}"),
+        url: format!("http://127.0.0.1:{port}"),
+        port,
+        data: dir.join(format!("node{i}")),
+        log: dir.join(format!("node{i}.log")),
+        child: None,
+    }
+}
+
 impl GriddCluster {
     /// Starts `count` nodes on the NATS cluster at `nats` and waits until each answers.
     pub async fn start(nats: Vec<String>, count: usize) -> GriddCluster {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut nodes: Vec<GriddNode> = (0..count)
-            .map(|i| {
-                let port = free_port();
-                GriddNode {
-                    id: format!("node{i}"),
-                    url: format!("http://127.0.0.1:{port}"),
-                    port,
-                    data: dir.path().join(format!("node{i}")),
-                    log: dir.path().join(format!("node{i}.log")),
-                    child: None,
-                }
-            })
-            .collect();
+        let mut nodes: Vec<GriddNode> = (0..count).map(|i| node_in(dir.path(), i)).collect();
         for node in &mut nodes {
             node.spawn(&nats);
         }
@@ -137,6 +138,16 @@ impl GriddCluster {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         panic!("node {i} did not start:\n{}", self.nodes[i].log_tail());
+    }
+
+    /// Starts one more node (`node<n>`, the next index) and waits until it answers.
+    pub async fn add_node(&mut self) -> usize {
+        let i = self.nodes.len();
+        let mut node = node_in(self._dir.path(), i);
+        node.spawn(&self.nats);
+        self.nodes.push(node);
+        self.wait_ready(i).await;
+        i
     }
 
     /// Starts a killed node again on its port and data directory.
