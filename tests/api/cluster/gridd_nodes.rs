@@ -313,28 +313,31 @@ async fn writes_go_on_through_a_nats_server_lost_and_back() {
 async fn a_joining_node_is_handed_its_share_of_the_grids() {
     let nats = NatsCluster::start().await;
     let mut cluster = GriddCluster::start(nats.urls(), 2).await;
-    // Eight grids, each with a record, made through both nodes (placed on the two of them).
-    let mut grids = Vec::new();
-    for i in 0..8 {
+    // Grids with a record each, made through both nodes (placed on the two of them), until
+    // three of them would be placed on a third node (a third of them are, by placement).
+    let live = ["node0".to_owned(), "node1".to_owned(), "node2".to_owned()];
+    let on_node2 = |grid: &str| {
+        gridd::cluster::placement::owner(grid, &live).map(String::as_str) == Some("node2")
+    };
+    let mut moving = Vec::new();
+    for i in 0..60 {
         let (grid, view) = grid_on(&cluster, i % 2).await;
         let path = format!("/v1/views/{view}/records");
         let (status, body) = cluster.must(i % 2, Method::POST, &path, Some(&record("r"))).await;
         assert_eq!(status, 201, "{body}");
-        grids.push((grid, view));
+        if on_node2(&grid) {
+            moving.push((grid, view));
+            if moving.len() == 3 {
+                break;
+            }
+        }
     }
+    assert!(!moving.is_empty(), "sixty grids and none placed on a third node");
     let link = super::link(nats.urls(), "observer").await;
     let leases = gridd::cluster::lease::LeaseTable::open(&link, "observer").await.expect("leases");
-    let live = ["node0".to_owned(), "node1".to_owned(), "node2".to_owned()];
-    let moving: Vec<&(String, String)> = grids
-        .iter()
-        .filter(|(grid, _)| {
-            gridd::cluster::placement::owner(grid, &live).map(String::as_str) == Some("node2")
-        })
-        .collect();
-    assert!(!moving.is_empty(), "eight grids and none placed on a third node");
 
     let joined = cluster.add_node().await;
-    for (grid, view) in moving {
+    for (grid, view) in &moving {
         until(Duration::from_secs(30), "the grid handed over to the new node", || async {
             let holder = leases.holder(grid).await.ok().flatten()?;
             (holder.node == "node2").then_some(())
