@@ -18,8 +18,10 @@
 //! `cargo build --release && cargo run --release --example scale -- [records] [connections]`
 //! (defaults 1000000 and 4). The server is `target/release/gridd` beside this example, or the
 //! binary `GRIDD_BIN` names; `GRIDD_SCALE_DATA_DIR` names a data directory to use and keep
-//! (empty or absent at the start); with `GRIDD_SCALE_KILL_ONLY` set the run ends at the SIGKILL
-//! after the load and keeps the data directory (to profile a replay). Client and server share the machine: the client builds each
+//! (empty or absent at the start); `GRIDD_SCALE_HOLD_SECS` keeps the loaded server up that long
+//! before the first SIGKILL (to read its memory map or profile it); with `GRIDD_SCALE_KILL_ONLY`
+//! set the run ends at the SIGKILL after the load and keeps the data directory (to profile a
+//! replay). Client and server share the machine: the client builds each
 //! request's JSON while others are in flight, as a loading script would.
 
 #![allow(clippy::print_stdout)] // the report is the program's output
@@ -470,6 +472,11 @@ fn main() {
     queries(&server, &view);
     println!();
     report_memory("after the load and the queries", &server, raw, cells);
+    // GRIDD_SCALE_HOLD_SECS keeps the loaded server up that long (to read its smaps or profile it).
+    if let Some(secs) = std::env::var("GRIDD_SCALE_HOLD_SECS").ok().and_then(|s| s.parse().ok()) {
+        println!("holding gridd (pid {}) for {secs} s", server.child.id());
+        std::thread::sleep(Duration::from_secs(secs));
+    }
 
     server.kill();
     if std::env::var_os("GRIDD_SCALE_KILL_ONLY").is_some() {

@@ -12,6 +12,7 @@ mod cli;
 /// consolidation (a quarter of a page read's CPU in `perf`). Built without transparent huge
 /// pages (`no_thp`): every first touch of a huge page zeroes 2 MiB, which was half of a 1M-record
 /// restart's CPU in `perf` (`clear_page_erms`), and huge pages kept partly used stay resident.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
