@@ -116,7 +116,7 @@ fn key_spec(
             access,
         },
     };
-    Ok(KeySpec { name, user, kind })
+    Ok(KeySpec { name, user, kind, view_grid: None })
 }
 
 /// A command's work on the supervisor, answering the JSON it prints.

@@ -378,6 +378,7 @@ fn app_state(
     config: &Config,
     public_url: &str,
     stopping: tokio::sync::watch::Receiver<bool>,
+    remote: Option<Arc<api::remote::Remote>>,
 ) -> Result<AppState, StartupError> {
     let api_doc = openapi();
     let path_patterns = api_doc.paths.paths.keys().map(|p| ResourceDef::new(p.as_str())).collect();
@@ -409,6 +410,7 @@ fn app_state(
             config.tmx_upload_limit,
         )),
         cluster: node.cluster.clone(),
+        remote,
     })
 }
 
@@ -427,7 +429,23 @@ impl Application {
             .map_err(|source| StartupError::Bind { addr: config.bind, source })?;
         let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{addr}"));
         let stopping = Arc::new(tokio::sync::watch::Sender::new(false));
-        let state = app_state(&node, &config, &public_url, stopping.subscribe())?;
+        let forwarder = match &node.cluster {
+            Some(cluster) => Some(Arc::new(api::forward::Forwarder::start(
+                cluster.clone(),
+                node.routes.clone(),
+                config.max_json_bytes,
+            )?)),
+            None => None,
+        };
+        let remote = match (&node.cluster, &forwarder) {
+            (Some(cluster), Some(forwarder)) => Some(Arc::new(api::remote::Remote::start(
+                cluster,
+                forwarder.locator(),
+                node.routes.clone(),
+            )?)),
+            _ => None,
+        };
+        let state = app_state(&node, &config, &public_url, stopping.subscribe(), remote)?;
         let collector = catalog::collector::Collector {
             supervisor: state.supervisor.clone(),
             routes: state.routes.clone(),
@@ -439,14 +457,6 @@ impl Application {
         );
         actix_web::rt::spawn(api::webhooks::delivery::start_all(state.clone()));
         actix_web::rt::spawn(api::transmems::feed::start_all(state.clone()));
-        let forwarder = match &node.cluster {
-            Some(cluster) => Some(Arc::new(api::forward::Forwarder::start(
-                cluster.clone(),
-                node.routes.clone(),
-                config.max_json_bytes,
-            )?)),
-            None => None,
-        };
         let max_json = config.max_json_bytes;
         let body_timeout = Duration::from_millis(config.body_timeout_ms);
         let server = HttpServer::new(move || {

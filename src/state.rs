@@ -50,4 +50,6 @@ pub struct AppState {
     pub transmems: Arc<crate::api::transmems::TransMems>,
     /// This node's cluster (`--cluster`); None when the server runs alone.
     pub cluster: Option<Arc<crate::cluster::node::ClusterNode>>,
+    /// What this node asks the others about the branches they serve (`--cluster`).
+    pub remote: Option<Arc<crate::api::remote::Remote>>,
 }

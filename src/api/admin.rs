@@ -153,7 +153,7 @@ fn key_spec(req: CreateKeyRequest) -> ApiResult<KeySpec> {
             )))
         }
     };
-    Ok(KeySpec { name, user: req.user, kind })
+    Ok(KeySpec { name, user: req.user, kind, view_grid: None })
 }
 
 #[utoipa::path(tag = "admin", request_body = CreateKeyRequest, responses((status = 201, body = KeyBody)))]
@@ -163,7 +163,13 @@ async fn create_key(
     p: Principal,
     body: web::Json<CreateKeyRequest>,
 ) -> ApiResult<HttpResponse> {
-    let spec = key_spec(body.into_inner())?;
+    let mut spec = key_spec(body.into_inner())?;
+    if let (KeyKind::View { view_id }, Some(remote)) = (&spec.kind, &state.remote) {
+        if state.routes.view(view_id).is_none() {
+            // Served by another node: the catalogue knows its grid, not the view.
+            spec.view_grid = remote.route(view_id).await?.map(|route| route.grid_id);
+        }
+    }
     let (key, secret) = exec(&state, move |s| s.create_key(&p, spec)).await??;
     created(&KeyBody::new(&key, Some(secret)))
 }

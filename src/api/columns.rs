@@ -5,7 +5,7 @@
 use actix_web::{delete, get, patch, post, web, HttpResponse};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::references::may_read_target;
+use super::references::{may_read_target, target, target_branch};
 use super::{created, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -29,17 +29,15 @@ pub async fn reference_targets<'a>(
         if targets.contains(&branch_id) {
             continue;
         }
-        let Some(route) = state.routes.branch(&branch_id) else { continue };
-        if route.company_id != p.company_id()
-            || route.grid_id != reference.grid_id
-            || !may_read_target(p, &route)
-        {
+        let remote = state.remote.as_deref();
+        let found = target(&state.routes, remote, p.company_id(), reference).await?;
+        let Some(found) = found.filter(|found| may_read_target(p, &found.scope())) else {
             continue;
-        }
-        let (pc, grid_id, bid) = (p.clone(), route.grid_id.clone(), branch_id.clone());
+        };
+        let (pc, grid_id, bid) = (p.clone(), found.grid_id().to_owned(), branch_id.clone());
         let names = exec(state, move |s| s.reference_names(&pc, &grid_id, &bid)).await?;
         let Some((grid_name, branch_name)) = names else { continue };
-        let columns = route.schema().await?.columns;
+        let columns = found.schema(remote).await?.columns;
         targets.insert(branch_id, ReferenceTarget { grid_name, branch_name, columns });
     }
     Ok(targets)
@@ -65,17 +63,16 @@ pub async fn check_reference(
              could not be found."
         ))
     };
-    let route = state
-        .routes
-        .branch(&branch_id)
-        .filter(|r| r.company_id == p.company_id() && r.grid_id == grid_id)
+    let remote = state.remote.as_deref();
+    let found = target_branch(&state.routes, remote, p.company_id(), &grid_id, &branch_id)
+        .await?
         .ok_or_else(missing)?;
-    if !may_read_target(p, &route) {
+    if !may_read_target(p, &found.scope()) {
         return Err(ApiError::access_denied(format!(
             "reference: this key has no read access to grid \"{grid_id}\"."
         )));
     }
-    let schema = route.schema().await?;
+    let schema = found.schema(remote).await?;
     schema.column(&column_id).map(|_| ()).ok_or_else(missing)
 }
 

@@ -18,7 +18,9 @@ use utoipa::IntoParams;
 use super::databases::{new_database, DatabaseBody, DatabaseRequest};
 use super::projects::integer_id;
 use super::{branch_route, exec, ok, required};
-use crate::auth::{Principal, Privilege, Tier};
+use crate::auth::{Principal, Privilege, Scope, Tier};
+use crate::catalog::cluster_grids::{read_copy, BranchToLoad};
+use crate::catalog::grids::identity;
 use crate::catalog::grids::NewGrid;
 use crate::catalog::model::{Grid, RecordIdentifierType};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -69,9 +71,7 @@ async fn duplicate_database(
 
 /// Copies one grid's master branch into database `db_id`.
 async fn copy_grid(state: &AppState, p: &Principal, grid: &Grid, db_id: &str) -> ApiResult<()> {
-    let not_found = || ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", &grid.id);
-    let source = branch_route(state, p, &grid.id, Privilege::Read, not_found)?;
-    let copy = source.addr.send(CopyBranch { pin_for: None }).await?.state;
+    let copy = source_copy(state, p, grid).await?;
     let schema = copy.schema.clone();
     let spec = NewGrid {
         id: None,
@@ -106,6 +106,41 @@ async fn copy_grid(state: &AppState, p: &Principal, grid: &Grid, db_id: &str) ->
         target.addr.send(msg).await??;
     }
     Ok(())
+}
+
+/// The master branch of `grid` at one instant: from its actor when this node serves it, else
+/// (in a cluster) read from the cluster's image and log of it (`cluster_grids::read_copy`).
+async fn source_copy(state: &AppState, p: &Principal, grid: &Grid) -> ApiResult<GridState> {
+    let not_found = || ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", &grid.id);
+    let node = match (&state.cluster, state.routes.branch(&grid.id)) {
+        (Some(node), None) => node.clone(),
+        _ => {
+            let source = branch_route(state, p, &grid.id, Privilege::Read, not_found)?;
+            return Ok(source.addr.send(CopyBranch { pin_for: None }).await?.state);
+        }
+    };
+    let scope = Scope {
+        company: grid.company_id,
+        project: Some(grid.project_id),
+        database: Some(&grid.database_id),
+        grid: Some(&grid.id),
+        view: None,
+    };
+    p.authorize(&scope, Privilege::Read, not_found)?;
+    let branch = BranchToLoad {
+        branch_id: grid.id.clone(),
+        default_view_id: grid.default_access_view_id.clone(),
+        identity: identity(grid.record_identifier_type),
+        copied: false,
+    };
+    let reader = node.clone();
+    let read = node.handle().spawn(async move { read_copy(&reader, &branch).await });
+    let unavailable = |why: String| {
+        ApiError::new(ErrorCode::ServiceUnavailable, format!("The grid could not be read: {why}"))
+    };
+    read.await
+        .map_err(|err| unavailable(err.to_string()))?
+        .map_err(|err| unavailable(err.to_string()))
 }
 
 /// The live records of `state` as record writes of their stored cells (formula cells are

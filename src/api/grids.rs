@@ -8,7 +8,8 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::columns::{check_reference, reference_targets};
-use super::{branch_route, created, exec, no_content, ok, required};
+use super::references::target_branch;
+use super::{created, exec, no_content, ok, required};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::grids::NewGrid;
 use crate::catalog::model::{Grid, GridStatus, RecordIdentifierType};
@@ -141,8 +142,11 @@ async fn list_template_grids(state: web::Data<AppState>, p: Principal) -> ApiRes
 
 async fn master_schema(state: &AppState, p: &Principal, grid_id: &str) -> ApiResult<Schema> {
     let not_found = || ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", grid_id);
-    let route = branch_route(state, p, grid_id, Privilege::Read, not_found)?;
-    Ok(route.schema().await?)
+    let remote = state.remote.as_deref();
+    let found = target_branch(&state.routes, remote, p.company_id(), grid_id, grid_id).await?;
+    let found = found.ok_or_else(not_found)?;
+    p.authorize(&found.scope(), Privilege::Read, not_found)?;
+    Ok(found.schema(remote).await?)
 }
 
 #[utoipa::path(tag = "grids", responses((status = 200, body = GridBody)))]

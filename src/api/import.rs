@@ -227,7 +227,7 @@ async fn import(
     let imported = source.columns();
     let written: Vec<_> =
         references.iter().filter(|(id, _)| imported.contains(id)).cloned().collect();
-    check_reference_access(&state, &p, &written)?;
+    check_reference_access(&state, &p, &written).await?;
     let backup = request.backup.unwrap_or(true);
     let new = NewTask {
         kind: TASK_KIND,

@@ -39,6 +39,7 @@ pub mod record;
 pub mod record_history;
 pub mod records;
 pub mod references;
+pub mod remote;
 pub mod request_span;
 pub mod request_timing;
 pub mod restore;

@@ -13,18 +13,20 @@
 
 use std::sync::Arc;
 
-use actix::Addr;
+use futures_util::future::BoxFuture;
 
-use crate::auth::{KeyKind, Principal, Privilege};
+use super::remote::{Remote, RemoteRoute};
+use crate::auth::{KeyKind, Principal, Privilege, Scope};
 use crate::catalog::model::CompanyId;
 use crate::catalog::routes::{BranchRoute, Routes};
 use crate::error::{ApiError, ApiResult};
-use crate::grid::actor::GridActor;
 use crate::grid::error::{GridError, GridResult};
 use crate::grid::read::RecordOut;
-use crate::grid::references::{ReadReferenced, ReferenceColumns, ReferenceLookup, Referenced};
+use crate::grid::references::{
+    FindMissing, ReadReferenced, ReferenceColumns, ReferenceLookup, Referenced,
+};
 use crate::grid::render::ReferenceTargets;
-use crate::grid::schema::{ColumnType, ReferenceSetting};
+use crate::grid::schema::{ColumnType, ReferenceSetting, Schema};
 use crate::grid::value::CellValue;
 use crate::state::AppState;
 
@@ -39,13 +41,13 @@ pub enum ReferenceReader<'a> {
     Hide(&'a Principal),
 }
 
-/// Whether `p` may read the grid `route` belongs to through a reference: a company key needs
-/// read access to it, a view key reads what its view shows.
-pub fn may_read_target(p: &Principal, route: &BranchRoute) -> bool {
+/// Whether `p` may read the grid of a branch with access scope `scope` through a reference: a
+/// company key needs read access to it, a view key reads what its view shows.
+pub fn may_read_target(p: &Principal, scope: &Scope<'_>) -> bool {
     match &p.key.kind {
-        KeyKind::View { .. } => route.company_id == p.company_id(),
+        KeyKind::View { .. } => scope.company == p.company_id(),
         KeyKind::Company { .. } => {
-            p.authorize(&route.scope(None), Privilege::Read, || ApiError::internal("")).is_ok()
+            p.authorize(scope, Privilege::Read, || ApiError::internal("")).is_ok()
         }
     }
 }
@@ -56,14 +58,15 @@ fn unreadable(setting: &ReferenceSetting) -> GridError {
 }
 
 /// Refuses (403 accessDenied) when `p` may not read a grid one of `columns` points at.
-pub fn check_reference_access(
+pub async fn check_reference_access(
     state: &AppState,
     p: &Principal,
     columns: &ReferenceColumns,
 ) -> ApiResult<()> {
     for (_, setting) in columns {
-        if let Some(route) = target(&state.routes, p.company_id(), setting) {
-            if !may_read_target(p, &route) {
+        let remote = state.remote.as_deref();
+        if let Some(found) = target(&state.routes, remote, p.company_id(), setting).await? {
+            if !may_read_target(p, &found.scope()) {
                 return Err(unreadable(setting).into());
             }
         }
@@ -71,37 +74,149 @@ pub fn check_reference_access(
     Ok(())
 }
 
-/// The branch a reference points at, if it exists and belongs to `company_id`.
-fn target(
+/// A branch a reference points at: served by this node, or (in a cluster) by another.
+#[derive(Debug, Clone)]
+pub enum TargetBranch {
+    Here(Arc<BranchRoute>),
+    There(RemoteRoute),
+}
+
+impl TargetBranch {
+    /// The branch's access scope.
+    pub fn scope(&self) -> Scope<'_> {
+        match self {
+            TargetBranch::Here(route) => route.scope(None),
+            TargetBranch::There(route) => route.scope(None),
+        }
+    }
+
+    pub fn grid_id(&self) -> &str {
+        match self {
+            TargetBranch::Here(route) => &route.grid_id,
+            TargetBranch::There(route) => &route.grid_id,
+        }
+    }
+
+    fn company_id(&self) -> CompanyId {
+        match self {
+            TargetBranch::Here(route) => route.company_id,
+            TargetBranch::There(route) => route.company_id,
+        }
+    }
+
+    fn branch_id(&self) -> &str {
+        match self {
+            TargetBranch::Here(route) => &route.branch_id,
+            TargetBranch::There(route) => &route.branch_id,
+        }
+    }
+
+    /// The branch's schema.
+    pub async fn schema(&self, remote: Option<&Remote>) -> GridResult<Schema> {
+        match (self, remote) {
+            (TargetBranch::Here(route), _) => Ok(route.schema().await?),
+            (TargetBranch::There(route), Some(remote)) => remote.schema(route).await,
+            (TargetBranch::There(_), None) => Err(GridError::Internal("a remote branch alone")),
+        }
+    }
+
+    /// The ids among `ids` that name no record of the branch.
+    async fn find_missing(
+        &self,
+        remote: Option<&Remote>,
+        ids: Vec<String>,
+    ) -> GridResult<Vec<String>> {
+        match (self, remote) {
+            (TargetBranch::Here(route), _) => Ok(route.addr.send(FindMissing { ids }).await?),
+            (TargetBranch::There(route), Some(remote)) => remote.find_missing(route, ids).await,
+            (TargetBranch::There(_), None) => Err(GridError::Internal("a remote branch alone")),
+        }
+    }
+
+    /// Per (column, ids) request, the column's values for those ids.
+    async fn read_referenced(
+        &self,
+        remote: Option<&Remote>,
+        requests: Vec<(String, Vec<String>)>,
+    ) -> GridResult<Vec<Option<Referenced>>> {
+        match (self, remote) {
+            (TargetBranch::Here(route), _) => {
+                Ok(route.addr.send(ReadReferenced { requests }).await?)
+            }
+            (TargetBranch::There(route), Some(remote)) => {
+                remote.read_referenced(route, requests).await
+            }
+            (TargetBranch::There(_), None) => Err(GridError::Internal("a remote branch alone")),
+        }
+    }
+}
+
+/// The branch a reference points at, if it exists and belongs to `company_id`: from this
+/// node's routes, else from the node of the cluster that serves it.
+pub async fn target(
     routes: &Routes,
+    remote: Option<&Remote>,
     company_id: CompanyId,
     r: &ReferenceSetting,
-) -> Option<Arc<BranchRoute>> {
-    let route = routes.branch(ReferenceTargets::branch_of(r))?;
-    (route.company_id == company_id && route.grid_id == r.grid_id).then_some(route)
+) -> GridResult<Option<TargetBranch>> {
+    target_branch(routes, remote, company_id, &r.grid_id, ReferenceTargets::branch_of(r)).await
+}
+
+/// Branch `branch_id` of grid `grid_id`, if it exists and belongs to `company_id`: from this
+/// node's routes, else from the node of the cluster that serves it.
+pub async fn target_branch(
+    routes: &Routes,
+    remote: Option<&Remote>,
+    company_id: CompanyId,
+    grid_id: &str,
+    branch_id: &str,
+) -> GridResult<Option<TargetBranch>> {
+    let found = match (routes.branch(branch_id), remote) {
+        (Some(route), _) => Some(TargetBranch::Here(route)),
+        (None, Some(remote)) => remote.route(branch_id).await?.map(TargetBranch::There),
+        (None, None) => None,
+    };
+    Ok(found.filter(|t| {
+        t.company_id() == company_id && t.grid_id() == grid_id && t.branch_id() == branch_id
+    }))
 }
 
 /// The branches a key's write finds its referenced records in (`references::check_written`,
 /// run by the writing branch's actor): the company's own, and only those the key may read.
 pub struct KeyLookup {
     routes: Arc<Routes>,
+    remote: Option<Arc<Remote>>,
     principal: Principal,
 }
 
 impl KeyLookup {
     pub fn boxed(state: &AppState, p: &Principal) -> Box<dyn ReferenceLookup> {
-        Box::new(KeyLookup { routes: state.routes.clone(), principal: p.clone() })
+        Box::new(KeyLookup {
+            routes: state.routes.clone(),
+            remote: state.remote.clone(),
+            principal: p.clone(),
+        })
     }
 }
 
 impl ReferenceLookup for KeyLookup {
-    fn branch(&self, setting: &ReferenceSetting) -> GridResult<Option<Addr<GridActor>>> {
-        let company = self.principal.company_id();
-        match target(&self.routes, company, setting) {
-            Some(route) if !may_read_target(&self.principal, &route) => Err(unreadable(setting)),
-            Some(route) => Ok(Some(route.addr.clone())),
-            None => Ok(None),
-        }
+    fn find_missing(
+        &self,
+        setting: &ReferenceSetting,
+        ids: Vec<String>,
+    ) -> BoxFuture<'static, GridResult<Vec<String>>> {
+        let (routes, remote) = (self.routes.clone(), self.remote.clone());
+        let (principal, setting) = (self.principal.clone(), setting.clone());
+        Box::pin(async move {
+            let company = principal.company_id();
+            match target(&routes, remote.as_deref(), company, &setting).await? {
+                Some(found) if !may_read_target(&principal, &found.scope()) => {
+                    Err(unreadable(&setting))
+                }
+                Some(found) => found.find_missing(remote.as_deref(), ids).await,
+                None => Ok(ids),
+            }
+        })
     }
 }
 
@@ -135,13 +250,16 @@ pub async fn resolve_references(
     let mut targets = Vec::with_capacity(by_branch.len());
     for (_, columns) in by_branch {
         let setting = &wanted[columns[0]].setting;
-        let Some(target) = target(&state.routes, branch.company_id, setting) else { continue };
+        let remote = state.remote.as_deref();
+        let Some(target) = target(&state.routes, remote, branch.company_id, setting).await? else {
+            continue;
+        };
         match reader {
             ReferenceReader::Share => {}
-            ReferenceReader::Refuse(p) if !may_read_target(p, &target) => {
+            ReferenceReader::Refuse(p) if !may_read_target(p, &target.scope()) => {
                 return Err(unreadable(setting).into())
             }
-            ReferenceReader::Hide(p) if !may_read_target(p, &target) => continue,
+            ReferenceReader::Hide(p) if !may_read_target(p, &target.scope()) => continue,
             ReferenceReader::Refuse(_) | ReferenceReader::Hide(_) => {}
         }
         targets.push((columns, target));
@@ -151,7 +269,8 @@ pub async fn resolve_references(
             .iter()
             .map(|&at| (wanted[at].setting.column_id.clone(), wanted[at].ids.clone()))
             .collect();
-        async move { (columns, target.addr.send(ReadReferenced { requests }).await) }
+        let remote = state.remote.as_deref();
+        async move { (columns, target.read_referenced(remote, requests).await) }
     });
     let mut found: Vec<Option<Referenced>> = vec![None; wanted.len()];
     for (columns, answers) in futures_util::future::join_all(asks).await {

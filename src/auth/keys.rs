@@ -123,6 +123,11 @@ pub struct ApiKey {
     /// The server's admin key (the bootstrap owner key): may manage companies.
     #[serde(default)]
     pub admin: bool,
+    /// A view key's grid, recorded when the key was made: where the key's reach is found by a
+    /// node of a cluster that does not serve the view (only the default views are in the
+    /// catalogue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view_grid: Option<String>,
 }
 
 impl ApiKey {
@@ -195,6 +200,7 @@ mod tests {
 
     fn key(secret: &str) -> ApiKey {
         ApiKey {
+            view_grid: None,
             id: "k1".into(),
             company_id: 1,
             name: "ci".into(),

@@ -467,20 +467,7 @@ async fn load_branch(
         )));
     }
     let after = image.as_ref().map_or(0, |image| image.covers);
-    let mut batches = Vec::new();
-    let mut pending = BytesMut::new();
-    node.log
-        .replay_each(&branch.branch_id, (after, writer.last), wait, |entry| match entry.kind {
-            // A batch cut short by a takeover was never acknowledged.
-            EntryKind::Fence => pending.clear(),
-            EntryKind::Ops => {
-                pending.extend_from_slice(&entry.payload);
-                if !entry.more {
-                    batches.push(pending.split().freeze());
-                }
-            }
-        })
-        .await?;
+    let batches = logged_batches(node, &branch.branch_id, (after, writer.last)).await?;
     let to_build = branch.clone();
     let state =
         tokio::task::spawn_blocking(move || rebuild(&to_build, image, &batches))
@@ -491,6 +478,63 @@ async fn load_branch(
         state,
         publisher: publisher_for(node, grid, writer),
     })
+}
+
+/// The whole batches a branch's log holds after sequence `after` up to `upto`; a batch cut short
+/// by a fence (a takeover) was never acknowledged and is left out, as is one still being
+/// written at `upto`.
+async fn logged_batches(
+    node: &ClusterNode,
+    branch: &str,
+    (after, upto): (u64, u64),
+) -> Result<Vec<bytes::Bytes>, ClusterError> {
+    let wait = node.link.settings.request_timeout;
+    let mut batches = Vec::new();
+    let mut pending = BytesMut::new();
+    node.log
+        .replay_each(branch, (after, upto), wait, |entry| match entry.kind {
+            EntryKind::Fence => pending.clear(),
+            EntryKind::Ops => {
+                pending.extend_from_slice(&entry.payload);
+                if !entry.more {
+                    batches.push(pending.split().freeze());
+                }
+            }
+        })
+        .await?;
+    Ok(batches)
+}
+
+/// How many times `read_copy` starts again when a newer image was stored while it read.
+const READ_COPY_ATTEMPTS: usize = 4;
+
+/// A copy of a branch another node serves, read from the cluster without its lease: its latest
+/// image and the log after it, up to the log's last entry, so every write acknowledged before
+/// the call is in it. The owner may store a newer image (and purge the log below it) while
+/// this reads: the image's sequence is read again at the end and the read starts over when it
+/// moved.
+pub async fn read_copy(
+    node: &ClusterNode,
+    branch: &BranchToLoad,
+) -> Result<GridState, ClusterError> {
+    let wait = node.link.settings.request_timeout * 4;
+    for _ in 0..READ_COPY_ATTEMPTS {
+        let image = node.images.latest(&branch.branch_id, wait).await?;
+        let after = image.as_ref().map_or(0, |image| image.covers);
+        let upto = node.log.tail(&branch.branch_id).await?.map_or(0, |tail| tail.sequence);
+        let batches = logged_batches(node, &branch.branch_id, (after, upto)).await?;
+        if node.images.covers(&branch.branch_id, wait).await?.unwrap_or(0) != after {
+            continue;
+        }
+        let to_build = branch.clone();
+        return tokio::task::spawn_blocking(move || rebuild(&to_build, image, &batches))
+            .await
+            .map_err(|err| ClusterError::Unavailable(format!("rebuilding a branch: {err}")))?;
+    }
+    Err(ClusterError::Unavailable(format!(
+        "branch {}: its image kept changing while it was read",
+        branch.branch_id
+    )))
 }
 
 /// The branch from its image (or empty) with the logged batches applied in order.

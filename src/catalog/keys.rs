@@ -4,7 +4,7 @@
 //! admin key is revoked only by an admin key.
 
 use super::error::{CatalogError, CatalogResult, Missing};
-use super::model::{now_timestamp, ProjectId};
+use super::model::{now_timestamp, CompanyId, ProjectId};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use super::tenancy::{check_name, KeySpec};
@@ -46,7 +46,7 @@ impl Supervisor {
 
     /// Whether a key of `kind` can do nothing the principal `p` cannot: privileges no higher,
     /// access no wider, a view the principal reaches.
-    fn within_reach(&self, p: &Principal, kind: &KeyKind) -> bool {
+    fn within_reach(&self, p: &Principal, kind: &KeyKind, view_grid: Option<&str>) -> bool {
         let KeyKind::Company { access: holder, .. } = &p.key.kind else {
             return false;
         };
@@ -55,22 +55,41 @@ impl Supervisor {
                 privileges.iter().all(|x| *x <= p.key.privilege())
                     && self.access_covers(holder, access)
             }
-            KeyKind::View { view_id } => self.routes.view(view_id).is_some_and(|r| {
-                r.company_id == p.company_id()
-                    && holder.reaches(r.project_id, Some(&r.database_id), Some(&r.grid_id))
-            }),
+            KeyKind::View { view_id } => {
+                self.view_place(view_id, view_grid).is_some_and(|(company, project, db, grid)| {
+                    company == p.company_id() && holder.reaches(project, Some(db), Some(grid))
+                })
+            }
         }
+    }
+
+    /// Where view `view_id` is: its company, project, database and grid. From the route table
+    /// when this node serves it, else from `view_grid` (a view key's recorded grid) in the
+    /// catalogue.
+    fn view_place<'a>(
+        &'a self,
+        view_id: &str,
+        view_grid: Option<&str>,
+    ) -> Option<(CompanyId, ProjectId, &'a str, &'a str)> {
+        if let Some(route) = self.routes.view(view_id) {
+            let grid = self.grids.get(&route.grid_id)?;
+            return Some((grid.company_id, grid.project_id, &grid.database_id, &grid.id));
+        }
+        let grid = self.grids.get(view_grid?)?;
+        Some((grid.company_id, grid.project_id, &grid.database_id, &grid.id))
     }
 
     pub fn create_key(&mut self, p: &Principal, spec: KeySpec) -> CatalogResult<(ApiKey, String)> {
         p.require_company_privilege(Privilege::Owner)?;
         let name = check_name(&spec.name, "key")?;
+        let view_grid = spec.view_grid.as_deref();
         if let KeyKind::View { view_id } = &spec.kind {
-            if self.routes.view(view_id).filter(|r| r.company_id == p.company_id()).is_none() {
+            let place = self.view_place(view_id, view_grid);
+            if place.filter(|(company, ..)| *company == p.company_id()).is_none() {
                 return Err(CatalogError::not_found(Missing::View, view_id));
             }
         }
-        if !self.within_reach(p, &spec.kind) {
+        if !self.within_reach(p, &spec.kind, view_grid) {
             return Err(CatalogError::KeyRefused(
                 "A key can only create keys within its own privileges and access.",
             ));
@@ -81,10 +100,16 @@ impl Supervisor {
             company_id: p.company_id().to_owned(),
             user: spec.user.filter(|u| !u.trim().is_empty()).unwrap_or_else(|| name.clone()),
             name,
-            kind: spec.kind,
             hash: hex::encode(hash_secret(&secret)),
             created_time: now_timestamp(),
             admin: false,
+            view_grid: match &spec.kind {
+                KeyKind::View { view_id } => {
+                    self.view_place(view_id, spec.view_grid.as_deref()).map(|(.., g)| g.to_owned())
+                }
+                KeyKind::Company { .. } => None,
+            },
+            kind: spec.kind,
         };
         self.commit(&[CatalogChange::put(EntityKind::Key, &key.id, &key)])?;
         self.keyring.insert(key.clone());
@@ -99,7 +124,7 @@ impl Supervisor {
             .keys
             .values()
             .filter(|k| k.company_id == p.company_id())
-            .filter(|k| k.id == p.key.id || self.within_reach(p, &k.kind))
+            .filter(|k| k.id == p.key.id || self.within_reach(p, &k.kind, k.view_grid.as_deref()))
             .cloned()
             .collect())
     }
@@ -125,7 +150,7 @@ impl Supervisor {
                 "The last admin key cannot be revoked: create another admin key first.",
             ));
         }
-        if key.id != p.key.id && !self.within_reach(p, &key.kind) {
+        if key.id != p.key.id && !self.within_reach(p, &key.kind, key.view_grid.as_deref()) {
             return Err(CatalogError::KeyRefused(
                 "This key can only revoke keys within its own privileges and access.",
             ));

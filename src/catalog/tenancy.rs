@@ -26,6 +26,8 @@ pub struct KeySpec {
     pub name: String,
     pub user: Option<String>,
     pub kind: KeyKind,
+    /// A view key's grid when another node of the cluster serves the view (`ApiKey::view_grid`).
+    pub view_grid: Option<String>,
 }
 
 const MAX_NAME_CHARS: usize = 255;
@@ -582,6 +584,7 @@ impl Supervisor {
 
 fn owner_key(company_id: CompanyId, secret: &str, admin: bool) -> ApiKey {
     ApiKey {
+        view_grid: None,
         id: ids::generate(),
         company_id,
         name: "owner".to_owned(),

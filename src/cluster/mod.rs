@@ -16,6 +16,7 @@
 //! grid actors or the local WAL: nothing in the server calls it yet (no `--cluster` flag), see
 //! "What is built" in `docs/CLUSTER.md`.
 
+pub mod asks;
 pub mod branch_log;
 pub mod catalog_log;
 pub mod files;

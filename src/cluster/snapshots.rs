@@ -101,6 +101,18 @@ impl SnapshotBucket {
         Ok(Some(StoredImage { covers, bytes }))
     }
 
+    /// The log sequence the branch's image covers (None without an image), its bytes unread.
+    pub async fn covers(&self, branch: &str, wait: Duration) -> Result<Option<u64>, ClusterError> {
+        check_token("branch", branch)?;
+        match tokio::time::timeout(wait, self.store.info(branch)).await {
+            Err(_) => Err(ClusterError::Unavailable(format!("image of {branch}: timeout"))),
+            Ok(Err(err)) if err.kind() == object_store::InfoErrorKind::NotFound => Ok(None),
+            Ok(Err(err)) => Err(unavailable(err)),
+            Ok(Ok(info)) if info.deleted => Ok(None),
+            Ok(Ok(info)) => Ok(info.metadata.get(COVERS).and_then(|c| c.parse::<u64>().ok())),
+        }
+    }
+
     /// Removes the branch's image (its grid or branch was deleted).
     pub async fn remove(&self, branch: &str) -> Result<(), ClusterError> {
         check_token("branch", branch)?;

@@ -76,6 +76,9 @@ pub enum GridError {
     /// The branch's actor stopped (its grid or branch was deleted) before a write ran.
     #[error("The branch closed before the write ran.")]
     Closed,
+    /// The node serving a referenced branch (in a cluster) could not be asked.
+    #[error("The node serving branch \"{branch_id}\" could not be asked ({why}); retry.")]
+    Elsewhere { branch_id: String, why: String },
     /// An actor's mailbox is closed: the server is stopping.
     #[error("The server is shutting down ({0}).")]
     ShuttingDown(#[from] MailboxError),
@@ -152,6 +155,7 @@ impl Coded for GridError {
             GridError::TooManyReads => ErrorCode::TooManyRequests,
             GridError::TooManyHeld
             | GridError::Closed
+            | GridError::Elsewhere { .. }
             | GridError::ShuttingDown(_)
             | GridError::NotLogged(_)
             | GridError::NotDurable(_) => ErrorCode::ServiceUnavailable,
@@ -178,7 +182,7 @@ impl Coded for GridError {
 
     fn retry_after(&self) -> Option<u64> {
         match self {
-            GridError::TooManyReads => Some(1),
+            GridError::TooManyReads | GridError::Elsewhere { .. } => Some(1),
             _ => None,
         }
     }

@@ -11,7 +11,8 @@
 
 use std::collections::HashMap;
 
-use actix::{Addr, Context, Handler, Message};
+use actix::{Context, Handler, Message};
+use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use super::actor::GridActor;
@@ -124,10 +125,14 @@ impl Handler<ReadReferenced> for GridActor {
 
 /// Where a write's referenced records are looked up, for the key that writes.
 pub trait ReferenceLookup: Send {
-    /// The actor of the branch `setting` points at: `None` when there is no such branch (or
-    /// it is another company's), `GridError::ReferenceUnreadable` (403) when the writer may not
-    /// read it.
-    fn branch(&self, setting: &ReferenceSetting) -> GridResult<Option<Addr<GridActor>>>;
+    /// Which of `ids` name no record of the branch `setting` points at: all of them when there
+    /// is no such branch (or it is another company's); `GridError::ReferenceUnreadable` (403)
+    /// when the writer may not read it. The branch may be served here or by another node.
+    fn find_missing(
+        &self,
+        setting: &ReferenceSetting,
+        ids: Vec<String>,
+    ) -> BoxFuture<'static, GridResult<Vec<String>>>;
 }
 
 /// The record ids a written reference value names (other shapes are left to the value checks).
@@ -180,15 +185,10 @@ pub async fn check_written(
         if written.is_empty() {
             continue;
         }
-        let missing: Vec<String> = match lookup.branch(setting)? {
-            Some(target) => {
-                let mut unique: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
-                unique.sort();
-                unique.dedup();
-                target.send(FindMissing { ids: unique }).await?
-            }
-            None => written.iter().map(|w| w.id.clone()).collect(),
-        };
+        let mut unique: Vec<String> = written.iter().map(|w| w.id.clone()).collect();
+        unique.sort();
+        unique.dedup();
+        let missing = lookup.find_missing(setting, unique).await?;
         if let Some(w) = written.iter().find(|w| missing.contains(&w.id)) {
             let mut problems = Problems::default();
             problems.add(

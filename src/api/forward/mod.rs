@@ -137,7 +137,7 @@ impl From<ClusterError> for ForwardError {
 /// What every forward shares: the cluster node, its locator and the HTTP client.
 pub struct Forwarder {
     node: Arc<ClusterNode>,
-    locator: Locator,
+    locator: Arc<Locator>,
     client: reqwest::Client,
     /// The JSON body limit (`--max-json-bytes`): `POST /v1/views` bodies are read up to it.
     max_json: usize,
@@ -156,7 +156,12 @@ impl Forwarder {
         })?;
         let client = proxy::client()
             .map_err(|err| ClusterError::Setup(format!("forwarding client: {err}")))?;
-        Ok(Forwarder { node, locator, client, max_json })
+        Ok(Forwarder { node, locator: Arc::new(locator), client, max_json })
+    }
+
+    /// The locator, shared with what else asks where an id is served (`api::remote`).
+    pub fn locator(&self) -> Arc<Locator> {
+        self.locator.clone()
     }
 }
 

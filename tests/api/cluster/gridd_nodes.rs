@@ -13,7 +13,7 @@ use super::nats::NatsCluster;
 use super::nodes::{GriddCluster, LEASE_TTL_MS};
 
 /// Polls `check` until it gives a value, at most `within`.
-async fn until<T, F, Fut>(within: Duration, what: &str, mut check: F) -> T
+pub(super) async fn until<T, F, Fut>(within: Duration, what: &str, mut check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -29,7 +29,7 @@ where
 }
 
 /// A grid created through `node` with a `title` column: (grid id, view id).
-async fn grid_on(cluster: &GriddCluster, node: usize) -> (String, String) {
+pub(super) async fn grid_on(cluster: &GriddCluster, node: usize) -> (String, String) {
     let db = until(Duration::from_secs(20), "the bootstrap database", || async {
         let (status, body) = cluster.call(node, Method::GET, "/v1/databases", None).await.ok()?;
         (status == 200).then(|| body[0]["id"].as_str().map(str::to_owned)).flatten()
@@ -47,12 +47,12 @@ async fn grid_on(cluster: &GriddCluster, node: usize) -> (String, String) {
     (grid["id"].as_str().expect("grid id").to_owned(), view)
 }
 
-fn record(id: &str) -> Value {
+pub(super) fn record(id: &str) -> Value {
     json!([{"id": id, "cells": [{"columnId": "title", "value": format!("T {id}")}]}])
 }
 
 /// The index of the node holding the grid's lease (as the lease bucket says).
-async fn owner_of(nats: &NatsCluster, grid: &str) -> usize {
+pub(super) async fn owner_of(nats: &NatsCluster, grid: &str) -> usize {
     let link = super::link(nats.urls(), "observer").await;
     let leases = gridd::cluster::lease::LeaseTable::open(&link, "observer").await.expect("leases");
     let holder = until(Duration::from_secs(20), "the grid's owner", || async {
