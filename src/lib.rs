@@ -408,6 +408,12 @@ fn app_state(
         transmems: Arc::new(api::transmems::TransMems::new(
             node.segments.clone(),
             config.tmx_upload_limit,
+            match &node.cluster {
+                Some(cluster) => {
+                    Some(api::transmems::replica::TmReplica::start(cluster, node.segments.clone())?)
+                }
+                None => None,
+            },
         )),
         cluster: node.cluster.clone(),
         remote,

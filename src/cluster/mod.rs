@@ -29,6 +29,7 @@ pub mod placement;
 pub mod publisher;
 pub mod rebalance;
 pub mod snapshots;
+pub mod tm_log;
 
 use std::fmt;
 use std::time::Duration;

@@ -252,12 +252,12 @@ impl Drop for ClusterNode {
 }
 
 /// What a cluster node keeps in its data directory between starts: only what is not
-/// replicated (uploaded files, translation memories' segments, CDN files, exports). The
-/// catalogue and every branch are rebuilt from the cluster at each start, so the local WAL,
-/// sled's catalogue copy, snapshots and history of an earlier start are removed: a branch this
-/// node owned before may have been written by another node since.
+/// replicated (uploaded files' local copies, CDN files, exports). The catalogue, every branch
+/// and the translation memories' segments are rebuilt from the cluster at each start, so the
+/// local WAL, sled's catalogue copy, snapshots, history and segment store of an earlier start
+/// are removed: a branch this node owned before may have been written by another node since.
 pub fn clear_local_state(data_dir: &std::path::Path) -> std::io::Result<()> {
-    for part in ["wal", "db", "snapshots", "history", "wal-archive"] {
+    for part in ["wal", "db", "snapshots", "history", "wal-archive", "transmems"] {
         match std::fs::remove_dir_all(data_dir.join(part)) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Err(err),
             _ => {}

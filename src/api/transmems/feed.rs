@@ -30,14 +30,16 @@ use dashmap::DashMap;
 use tokio::sync::watch;
 use tracing::Instrument;
 
+use super::replica::{apply, TmChange, TmReplica};
 use crate::api::changes::current_view;
 use crate::catalog::Exec;
+use crate::error::ApiResult;
 use crate::grid::actor::reads::ReadView;
 use crate::grid::feed::changes_since;
 use crate::grid::value::{CellValue, DependencyStatus};
 use crate::state::AppState;
 use crate::tm::segment::{Origin, Segment, Side};
-use crate::tm::store::{Memory, SegmentStore, TmStoreError};
+use crate::tm::store::{Memory, SegmentStore, TmStoreError, Written};
 
 /// How often a task looks for new changes.
 const POLL: Duration = Duration::from_millis(500);
@@ -51,11 +53,45 @@ pub struct TransMems {
     /// Largest TMX file an upload or import takes, in bytes.
     pub upload_limit: u64,
     running: DashMap<String, watch::Sender<bool>>,
+    /// In a cluster: the memories' log every change goes through (`replica`).
+    replica: Option<Arc<TmReplica>>,
 }
 
 impl TransMems {
-    pub fn new(segments: Arc<SegmentStore>, upload_limit: u64) -> TransMems {
-        TransMems { segments, upload_limit, running: DashMap::new() }
+    pub fn new(
+        segments: Arc<SegmentStore>,
+        upload_limit: u64,
+        replica: Option<Arc<TmReplica>>,
+    ) -> TransMems {
+        TransMems { segments, upload_limit, running: DashMap::new(), replica }
+    }
+
+    /// Applies `change` to memory `id`: here, or in a cluster through the memories' log (then
+    /// every node applies it; answered once this node has).
+    pub async fn change(&self, id: &str, change: TmChange) -> ApiResult<Written> {
+        match &self.replica {
+            Some(replica) => replica.change(id, &change).await,
+            None => {
+                let (store, id) = (self.segments.clone(), id.to_owned());
+                super::blocking(move || apply(&store, &id, change)).await?
+            }
+        }
+    }
+
+    /// Waits until this node holds every change of memory `id` acknowledged before the call
+    /// (a cluster; at once alone).
+    pub async fn caught_up(&self, id: &str) -> ApiResult<()> {
+        match &self.replica {
+            Some(replica) => replica.caught_up(id).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Purges a deleted memory's log (a cluster; nothing alone).
+    pub async fn purge(&self, id: &str) {
+        if let Some(replica) = &self.replica {
+            replica.purge(id).await;
+        }
     }
 
     /// Ends memory `id`'s task.
@@ -142,43 +178,68 @@ async fn pass(state: &AppState, id: &str) -> Pass {
     else {
         return Pass::Gone;
     };
+    if state.transmems.caught_up(&tm.id).await.is_err() {
+        return Pass::Idle;
+    }
     let store = state.transmems.segments.clone();
-    let Ok(Ok(memory)) = web::block(move || store.memory(&tm.id)).await else { return Pass::Idle };
+    let memory_id = tm.id.clone();
+    let Ok(Ok(memory)) = web::block(move || store.memory(&memory_id)).await else {
+        return Pass::Idle;
+    };
     let mut result = Pass::Idle;
     for branch in branches {
         let Some(route) = state.routes.branch(&branch) else { continue };
         let durable = *route.reads.durable_clock().borrow();
         let Ok(view) = current_view(&route).await else { continue };
         let memory = memory.clone();
-        match web::block(move || feed_branch(&memory, &view, &branch, durable)).await {
-            Ok(Ok(true)) => result = Pass::More,
-            Ok(Ok(false)) => {}
-            Ok(Err(err)) => tracing::warn!(error = %err, "feeding a translation memory failed"),
-            Err(err) => tracing::warn!(error = %err, "feeding a translation memory failed"),
+        let fed = match web::block(move || feed_of(&memory, &view, &branch, durable)).await {
+            Ok(Ok(fed)) => fed,
+            Ok(Err(err)) => {
+                tracing::warn!(error = %err, "feeding a translation memory failed");
+                continue;
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "feeding a translation memory failed");
+                continue;
+            }
+        };
+        let Some(Fed { change, more }) = fed else { continue };
+        match state.transmems.change(&tm.id, change).await {
+            Ok(_) if more => result = Pass::More,
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = %err.message, "feeding a translation memory failed"),
         }
     }
     result
 }
 
-/// Feeds the memory the changes of `branch` after its position up to `durable`; answers whether
-/// more are waiting.
-fn feed_branch(
+/// What a branch feeds a memory in one step.
+struct Fed {
+    /// The segments, with the branch's new position.
+    change: TmChange,
+    /// Whether more changes of the branch wait.
+    more: bool,
+}
+
+/// The segments of the changes of `branch` after its position in the memory up to `durable`
+/// (at most `BATCH`); None when there are none.
+fn feed_of(
     memory: &Memory,
     view: &ReadView,
     branch: &str,
     durable: u32,
-) -> Result<bool, TmStoreError> {
+) -> Result<Option<Fed>, TmStoreError> {
     let after = memory.position(branch)?.unwrap_or(0);
     let state = &view.state;
     let durable = durable.min(state.store.clock());
     if durable <= after {
-        return Ok(false);
+        return Ok(None);
     }
-    let Some(def) = state.schema.views.iter().find(|v| v.is_default) else { return Ok(false) };
+    let Some(def) = state.schema.views.iter().find(|v| v.is_default) else { return Ok(None) };
     let batch = changes_since(state, def, after, durable, BATCH);
     let segments = segments_of(view, batch.commits.iter().flat_map(|c| c.rows.iter().copied()));
-    memory.write(segments, Some((branch, batch.after)))?;
-    Ok(batch.after < durable)
+    let change = TmChange::Write { segments, position: Some((branch.to_owned(), batch.after)) };
+    Ok(Some(Fed { change, more: batch.after < durable }))
 }
 
 /// The segments the status rule takes from these rows.

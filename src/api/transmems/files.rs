@@ -138,12 +138,11 @@ pub(super) async fn upload_transmem(
         TransMemFields { name: Some(name_of(upload.name.as_deref())), ..TransMemFields::default() };
     let creator = p.clone();
     let memory = exec(&state, move |s| s.create_transmem(&creator, fields)).await??;
-    let (store, id) = (state.transmems.segments.clone(), memory.id.clone());
-    let written = super::blocking(move || store.memory(&id)?.write(segments, None)).await?;
-    if let Err(err) = written {
+    let change = super::replica::TmChange::Write { segments, position: None };
+    if let Err(err) = state.transmems.change(&memory.id, change).await {
         let id = memory.id.clone();
         exec(&state, move |s| s.delete_transmem(&p, &id)).await??;
-        return Err(err.into());
+        return Err(err);
     }
     super::feed::start(&state, &memory.id);
     created(&transmem_body(memory))
@@ -162,13 +161,10 @@ pub(super) async fn import_transmem(
     let checker = p.clone();
     let memory = exec(&state, move |s| s.transmem(&checker, &id, Privilege::Manage)).await??;
     let upload = receive(&state, &req, payload).await?;
-    let (store, user) = (state.transmems.segments.clone(), p.user().to_owned());
-    let written = super::blocking(move || {
-        let segments = read_segments(&upload, &user)?;
-        Ok::<_, ReadRefused>(store.memory(&memory.id)?.write(segments, None)?)
-    })
-    .await??;
-    ok(&written)
+    let user = p.user().to_owned();
+    let segments = super::blocking(move || read_segments(&upload, &user)).await??;
+    let change = super::replica::TmChange::Write { segments, position: None };
+    ok(&state.transmems.change(&memory.id, change).await?)
 }
 
 /// What an export writes.
@@ -240,6 +236,7 @@ pub(super) async fn export_transmem(
     let (format, filter, source) = export_options(&req)?;
     let id = id.into_inner();
     let memory = exec(&state, move |s| s.transmem(&p, &id, Privilege::Read)).await??;
+    state.transmems.caught_up(&memory.id).await?;
     let store = state.transmems.segments.clone();
     let id = memory.id.clone();
     let segments = super::blocking(move || store.memory(&id)).await??;

@@ -25,6 +25,7 @@
 pub mod feed;
 pub mod files;
 pub mod matches;
+pub mod replica;
 pub mod segments;
 
 use actix_web::{delete, get, post, put, web, HttpResponse};
@@ -59,6 +60,7 @@ pub(crate) async fn on_segments<R: Send + 'static>(
     f: impl FnOnce(&crate::tm::store::Memory) -> ApiResult<R> + Send + 'static,
 ) -> ApiResult<R> {
     let memory = exec(state, move |s| s.transmem(&p, &id, needed)).await??;
+    state.transmems.caught_up(&memory.id).await?;
     let store = state.transmems.segments.clone();
     blocking(move || f(&*store.memory(&memory.id)?)).await?
 }
@@ -252,11 +254,11 @@ async fn delete_transmem(
     let deleted = id.clone();
     let memory = exec(&state, move |s| s.delete_transmem(&p, &deleted)).await??;
     state.transmems.stop(&id);
-    let segments = state.transmems.segments.clone();
     // The entry is gone: a failure here leaves trees the next start sweeps.
-    if let Err(err) = blocking(move || segments.drop_memory(&id)).await? {
-        tracing::warn!(error = %err, "dropping a deleted memory's segments failed");
+    if let Err(err) = state.transmems.change(&id, replica::TmChange::Drop).await {
+        tracing::warn!(error = %err.message, "dropping a deleted memory's segments failed");
     }
+    state.transmems.purge(&id).await;
     ok(&transmem_body(memory))
 }
 
@@ -267,7 +269,9 @@ async fn cleanup_transmem(
     p: Principal,
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    on_segments(&state, p, id.into_inner(), Privilege::Manage, |m| Ok(m.clear()?)).await?;
+    let id = id.into_inner();
+    let memory = exec(&state, move |s| s.transmem(&p, &id, Privilege::Manage)).await??;
+    state.transmems.change(&memory.id, replica::TmChange::Clear).await?;
     no_content()
 }
 

@@ -10,7 +10,9 @@ use actix_web::{post, web, HttpResponse};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{language, on_segments, TmRefused};
+use super::replica::TmChange;
+use super::{language, TmRefused};
+use crate::api::exec;
 use crate::api::ok;
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult};
@@ -102,11 +104,11 @@ pub(super) async fn write_segments(
     body: web::Bytes,
 ) -> ApiResult<HttpResponse> {
     let user = p.user().to_owned();
-    let written = on_segments(&state, p, id.into_inner(), Privilege::Manage, move |memory| {
-        Ok(memory.write(parse(&body, &user)?, None)?)
-    })
-    .await?;
-    ok(&written)
+    let id = id.into_inner();
+    let memory = exec(&state, move |s| s.transmem(&p, &id, Privilege::Manage)).await??;
+    let segments = parse(&body, &user)?;
+    let change = TmChange::Write { segments, position: None };
+    ok(&state.transmems.change(&memory.id, change).await?)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ mod membership;
 mod nats;
 mod node_loss;
 mod nodes;
+mod transmems;
 
 use std::time::Duration;
 

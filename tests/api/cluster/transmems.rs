@@ -1,0 +1,105 @@
+//! Translation memories in a cluster (three gridd processes on a 3-server JetStream cluster):
+//! segments written through one node are looked up through the others at once, a batch larger
+//! than one NATS message lands whole, a restarted node rebuilds every memory from the log, and
+//! a cleanup and a delete through one node are seen by all.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use super::gridd_nodes::until;
+use super::nats::NatsCluster;
+use super::nodes::GriddCluster;
+
+fn segment(source: &str, target: &str) -> Value {
+    json!({"sourceLanguage": "en-US", "source": source, "targetLanguage": "fr-FR", "target": target})
+}
+
+/// The targets node `node` finds for `text`, best first (None when the lookup is not 200).
+async fn found(cluster: &GriddCluster, node: usize, tm: &str, text: &str) -> Option<Vec<String>> {
+    let body = json!({"text": text, "sourceLanguage": "en-US", "targetLanguage": "fr-FR"});
+    let path = format!("/v1/transmems/{tm}/lookup");
+    let (status, answer) = cluster.call(node, Method::POST, &path, Some(&body)).await.ok()?;
+    (status == 200).then(|| {
+        answer
+            .as_array()
+            .map(|ms| ms.iter().filter_map(|m| m["target"].as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    })
+}
+
+#[tokio::test]
+async fn a_memory_written_through_one_node_is_read_through_every_node() {
+    let nats = NatsCluster::start().await;
+    let mut cluster = GriddCluster::start(nats.urls(), 3).await;
+    let (status, tm) = until(Duration::from_secs(20), "a memory made", || async {
+        let answer = cluster
+            .call(0, Method::POST, "/v1/transmems", Some(&json!({"name": "UI"})))
+            .await
+            .ok()?;
+        (answer.0 == 201).then_some(answer)
+    })
+    .await;
+    assert_eq!(status, 201, "{tm}");
+    let tm = tm["id"].as_str().expect("id").to_owned();
+    let path = format!("/v1/transmems/{tm}/segments");
+
+    // Written through node 1, found through every node right after the answer.
+    let batch = json!([segment("Save game", "Sauvegarder"), segment("Quit", "Quitter")]);
+    let (status, written) = cluster.must(1, Method::POST, &path, Some(&batch)).await;
+    assert_eq!((status, written.clone()), (200, json!({"added": 2, "updated": 0})), "{written}");
+    for node in 0..3 {
+        let targets = found(&cluster, node, &tm, "Save game").await.expect("a lookup");
+        assert_eq!(targets.first().map(String::as_str), Some("Sauvegarder"), "node {node}");
+    }
+    // The same source again through node 2: an update, as every node counts it.
+    let again = json!([segment("Save game", "Enregistrer la partie")]);
+    let (status, written) = cluster.must(2, Method::POST, &path, Some(&again)).await;
+    assert_eq!((status, written), (200, json!({"added": 0, "updated": 1})));
+
+    // A batch of 1000 long segments (about 1.4 MB of JSON: two NATS messages) lands whole.
+    let long: Vec<Value> = (0..1000)
+        .map(|i| segment(&format!("Line {i} {}", "lorem ipsum ".repeat(50)), &format!("Ligne {i}")))
+        .collect();
+    let (status, written) = cluster.must(0, Method::POST, &path, Some(&Value::Array(long))).await;
+    assert_eq!((status, written.clone()), (200, json!({"added": 1000, "updated": 0})), "{written}");
+    let text = format!("Line 999 {}", "lorem ipsum ".repeat(50));
+    let targets = found(&cluster, 2, &tm, &text).await.expect("a lookup");
+    assert_eq!(targets.first().map(String::as_str), Some("Ligne 999"));
+
+    // A node killed and restarted rebuilds the memory from the log.
+    cluster.nodes[2].kill();
+    cluster.restart(2).await;
+    let targets =
+        until(Duration::from_secs(20), "the restarted node finds the segments", || async {
+            found(&cluster, 2, &tm, "Save game").await.filter(|t| !t.is_empty())
+        })
+        .await;
+    assert_eq!(targets[0], "Enregistrer la partie");
+    let targets = found(&cluster, 2, &tm, &text).await.expect("a lookup");
+    assert_eq!(targets.first().map(String::as_str), Some("Ligne 999"));
+
+    // A cleanup through node 2 empties the memory on every node.
+    let (status, body) =
+        cluster.must(2, Method::PUT, &format!("/v1/transmems/{tm}/cleanup"), None).await;
+    assert_eq!(status, 204, "{body}");
+    for node in 0..3 {
+        let targets = found(&cluster, node, &tm, "Save game").await.expect("a lookup");
+        assert!(targets.is_empty(), "node {node}: {targets:?}");
+    }
+
+    // A delete through node 1: gone on every node.
+    let (status, body) =
+        cluster.must(1, Method::DELETE, &format!("/v1/transmems/{tm}"), None).await;
+    assert_eq!(status, 200, "{body}");
+    for node in 0..3 {
+        let gone = until(Duration::from_secs(10), "the memory gone", || async {
+            let (status, _) =
+                cluster.call(node, Method::GET, &format!("/v1/transmems/{tm}"), None).await.ok()?;
+            (status == 404).then_some(())
+        })
+        .await;
+        assert_eq!(gone, ());
+    }
+}
