@@ -327,6 +327,7 @@ async fn delete_cdn(
     let cdn = exec(&state, move |s| s.delete_cdn(&p, &id)).await??;
     let dir = cdn_dir(&state.data_dir, &cdn.id);
     tokio::task::spawn_blocking(move || remove_files(&dir));
+    super::cdn_replica::remove_cdn(&state, &cdn.id, cdn.version).await;
     no_content()
 }
 
@@ -393,6 +394,8 @@ async fn write(state: &AppState, ticket: PublishTicket) -> ApiResult<()> {
     });
     let manifest =
         written.await.map_err(|_| ApiError::internal("the CDN's file writer stopped"))??;
+    let version_dir = cdn_dir(&state.data_dir, &manifest.cdn_id).join(manifest.version.to_string());
+    super::cdn_replica::store_version(state, &manifest, &version_dir).await?;
     let (cdn, version, records) = (&manifest.cdn_id, manifest.version, manifest.record_count);
     tracing::info!(%cdn, version, records, "CDN version written");
     Ok(())

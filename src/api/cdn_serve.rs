@@ -141,6 +141,9 @@ async fn serve(
         return Err(missing_version());
     }
     let dir = cdn_dir(&state.data_dir, id).join(version.to_string());
+    if !super::cdn_replica::ensure_version(state, id, version, &dir).await? {
+        return Err(missing_version());
+    }
     let manifest = match tokio::fs::read(dir.join(MANIFEST)).await {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Err(missing_version()),

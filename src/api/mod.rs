@@ -7,6 +7,7 @@ pub mod body_deadline;
 pub mod branches;
 pub mod cdn;
 pub mod cdn_access;
+pub mod cdn_replica;
 pub mod cdn_serve;
 pub mod changes;
 pub mod columns;

@@ -19,6 +19,7 @@
 pub mod asks;
 pub mod branch_log;
 pub mod catalog_log;
+pub mod cdn_files;
 pub mod files;
 pub mod lease;
 pub mod locate;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::branch_log::BranchLog;
+use super::cdn_files::CdnBucket;
 use super::files::FileBucket;
 use super::lease::LeaseTable;
 use super::membership::{Membership, NodeInfo};
@@ -22,17 +23,27 @@ use crate::config::Config;
 const JOIN_ATTEMPTS: u32 = 20;
 
 /// The cluster objects a node opens, creating those missing, and its first heartbeat.
-async fn open_parts(
-    link: &ClusterLink,
-    me: &NodeInfo,
-) -> Result<(Arc<Membership>, LeaseTable, BranchLog, SnapshotBucket, FileBucket), ClusterError> {
+/// What a node opens when it joins.
+struct Parts {
+    membership: Arc<Membership>,
+    leases: LeaseTable,
+    log: BranchLog,
+    images: SnapshotBucket,
+    files: FileBucket,
+    cdn: CdnBucket,
+}
+
+async fn open_parts(link: &ClusterLink, me: &NodeInfo) -> Result<Parts, ClusterError> {
     let membership = Arc::new(Membership::open(link, me.clone()).await?);
     membership.heartbeat().await?;
-    let leases = LeaseTable::open(link, &me.id).await?;
-    let log = BranchLog::open(link).await?;
-    let images = SnapshotBucket::open(link).await?;
-    let files = super::files::FileBucket::open(link).await?;
-    Ok((membership, leases, log, images, files))
+    Ok(Parts {
+        membership,
+        leases: LeaseTable::open(link, &me.id).await?,
+        log: BranchLog::open(link).await?,
+        images: SnapshotBucket::open(link).await?,
+        files: FileBucket::open(link).await?,
+        cdn: CdnBucket::open(link).await?,
+    })
 }
 
 /// How long a leaving node waits for its publishers to finish.
@@ -50,7 +61,9 @@ pub struct ClusterNode {
     /// Branch images (the object store).
     pub images: SnapshotBucket,
     /// Uploaded files' bytes (the object store).
-    pub files: super::files::FileBucket,
+    pub files: FileBucket,
+    /// Published CDN versions (the object store).
+    pub cdn: CdnBucket,
     /// The grids this node owns.
     pub owned: super::owned::Owned,
     /// The live nodes as the owner loop last listed them (sorted ids).
@@ -114,22 +127,21 @@ impl ClusterNode {
                             tokio::time::sleep(Duration::from_millis(250)).await;
                         }
                         Err(err) => return Err(err),
-                        Ok((membership, leases, log, images, files)) => {
-                            return Ok((link, membership, leases, log, images, files))
-                        }
+                        Ok(parts) => return Ok((link, parts)),
                     }
                 }
             }
         });
         // Dropping a runtime blocks, which panics inside the caller's runtime: shut it down
         // in the background instead.
-        let (link, membership, leases, log, images, files) = match opened {
+        let (link, parts) = match opened {
             Ok(opened) => opened,
             Err(err) => {
                 runtime.shutdown_background();
                 return Err(err);
             }
         };
+        let Parts { membership, leases, log, images, files, cdn } = parts;
         let node = ClusterNode {
             me,
             link,
@@ -138,6 +150,7 @@ impl ClusterNode {
             log,
             images,
             files,
+            cdn,
             owned: Default::default(),
             heartbeat: Default::default(),
             leaving: Default::default(),

@@ -294,12 +294,6 @@ async fn resolve(
             return Ok(id_in(&body, field).map(|id| (subject(kind, id), Some(body))));
         }
         Target::CdnGrid(id) => state.routes.cdns.get(&id).map(|cdn| cdn.grid_id.clone()),
-        Target::CdnFiles(id) => state
-            .routes
-            .cdns
-            .get(&id)
-            .filter(|cdn| cdn.white_list_ip.is_none())
-            .map(|cdn| cdn.grid_id.clone()),
         Target::TaskGrid(id) => catalogue(state, move |s| s.task_grid(&id)).await?,
         Target::SharedView(token) => {
             let view = catalogue(state, move |s| s.share_by_token(&token).map(|s| s.view_id));

@@ -14,14 +14,12 @@
 //! - `POST /v1/webhooks` -> the view in the body's `viewId` (the hook's columns are checked
 //!   against the view's schema): `InBody`;
 //! - `/v1/cdns/{cdnId}[/...]` -> the grid of CDN `cdnId` (publishing reads the grid): `CdnGrid`;
-//! - `/cdn/{cdnId}/...` -> the same (the files are on the node that wrote them), but only for a
-//!   CDN without an IP allow-list (`CdnFiles`): the owner would check the list against the
-//!   forwarding node's address, and `X-Forwarded-For` is not trusted;
 //! - `/share/{token}[/...]` -> the view of the share link `token`: `SharedView`;
 //! - anything else -> none: catalogue routes (companies, projects, databases, grids' listing and
 //!   creation, keys, tasks, webhooks otherwise, glossaries, CDNs' listing and creation,
-//!   translation memories), the console, health and metrics are served by the node that
-//!   received them.
+//!   translation memories), CDN files (`/cdn/...`: any node copies a published version from the
+//!   cluster's object store, `api::cdn_replica`), the console, health and metrics are served by
+//!   the node that received them.
 //!
 //! An empty query value counts as absent, as the handlers take it; a query string that does not
 //! parse names nothing (the handler answers its 400).
@@ -55,8 +53,6 @@ pub enum Target {
     TaskGrid(String),
     /// The grid of this CDN (the route table's).
     CdnGrid(String),
-    /// The grid of this CDN, for its files (`/cdn/...`): only when the CDN has no allow-list.
-    CdnFiles(String),
     /// The view of this share link's token (the catalogue's).
     SharedView(String),
 }
@@ -65,9 +61,6 @@ pub enum Target {
 pub fn target_of(method: &Method, path: &str, query: &str) -> Option<Target> {
     if let Some(rest) = path.strip_prefix("/share/") {
         return first_segment(rest).map(Target::SharedView);
-    }
-    if let Some(rest) = path.strip_prefix("/cdn/") {
-        return first_segment(rest).map(Target::CdnFiles);
     }
     let rest = path.strip_prefix("/v1/")?;
     let mut segments = rest.split('/');
@@ -194,8 +187,8 @@ mod tests {
             (&Method::PUT, "/v1/cdns/c1/publish", "", Some(Target::CdnGrid("c1".into()))),
             (&get, "/v1/cdns/c1", "", Some(Target::CdnGrid("c1".into()))),
             (&post, "/v1/cdns", "", None),
-            (&get, "/cdn/c1/en.json", "", Some(Target::CdnFiles("c1".into()))),
-            (&get, "/cdn/c1/v/2/en.json", "", Some(Target::CdnFiles("c1".into()))),
+            (&get, "/cdn/c1/en.json", "", None),
+            (&get, "/cdn/c1/v/2/en.json", "", None),
             (&get, "/cdn/", "", None),
             (&get, "/share/tok", "page=2", Some(Target::SharedView("tok".into()))),
             (&get, "/share/tok/records/r1/history", "", Some(Target::SharedView("tok".into()))),
