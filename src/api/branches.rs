@@ -20,6 +20,7 @@ use super::merge_request::{
 use super::tasks::{start_task, NewTask};
 use super::{branch_route, created, exec, no_content, ok, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
+use crate::catalog::branches::PreparedBranch;
 use crate::catalog::model::{Branch, Grid, GridStatus};
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -208,8 +209,12 @@ async fn create_branch(
     let (pc, sc, state2) = (p.clone(), source.clone(), state.clone());
     let made = actix_web::rt::spawn(async move {
         let copy = route.addr.send(CopyBranch { pin_for: Some(id.clone()) }).await?;
+        let preparer = pc.clone();
+        let prepared =
+            exec(&state2, move |s| s.prepare_branch(&preparer, &sc, id, (name, description), copy))
+                .await??;
+        let branch = made_branch(&state2, &pc, prepared).await?;
         exec(&state2, move |s| {
-            let branch = s.create_branch(&pc, &sc, id, (name, description), copy)?;
             let grid = s.grid(&pc, &branch.grid_id, Privilege::Read)?.clone();
             Ok::<_, ApiError>((branch, grid))
         })
@@ -231,6 +236,34 @@ async fn create_branch(
         ApiError::new(ErrorCode::ServiceUnavailable, format!("The WAL did not sync: {err}"))
     })?;
     created(&full_body(&state, &p, &branch, &grid).await?)
+}
+
+/// Records a branch `Supervisor::prepare_branch` (or `prepare_restored_branch`) made: in a
+/// cluster its first image is stored first, awaited here rather than on the catalogue's actor
+/// (a large branch's image takes seconds); a failed store abandons it (503).
+pub(crate) async fn made_branch(
+    state: &AppState,
+    p: &Principal,
+    mut prepared: PreparedBranch,
+) -> ApiResult<Branch> {
+    if let Some(image) = prepared.image.take() {
+        let failed = match image.await {
+            Ok(Ok(_)) => None,
+            Ok(Err(err)) => Some(err.to_string()),
+            Err(_) => Some("the branch's cluster writer stopped".to_owned()),
+        };
+        if let Some(why) = failed {
+            exec(state, move |s| s.abandon_prepared(prepared)).await?;
+            let mut refused = ApiError::new(
+                ErrorCode::ServiceUnavailable,
+                format!("The new branch's first image was not stored: {why}"),
+            );
+            refused.retry_after = Some(1);
+            return Err(refused);
+        }
+    }
+    let p = p.clone();
+    Ok(exec(state, move |s| s.record_prepared(&p, prepared)).await??)
 }
 
 #[utoipa::path(tag = "branches", responses((status = 204)))]

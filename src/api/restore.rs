@@ -214,11 +214,16 @@ impl Restore {
         .map_err(|e| ApiError::internal(format!("the restore stopped: {e}")))??;
         progress.set(90).await;
         let (p, source, id) = (self.p, self.route.branch_id.clone(), self.id.clone());
-        let made = exec(&self.state, move |s| {
-            s.create_restored_branch(&p, &source, id, names, built).map(drop)
+        let preparer = p.clone();
+        let prepared = exec(&self.state, move |s| {
+            s.prepare_restored_branch(&preparer, &source, id, names, built)
         })
         .await
         .and_then(|r| r.map_err(ApiError::from));
+        let made = match prepared {
+            Ok(prepared) => super::branches::made_branch(&self.state, &p, prepared).await.map(drop),
+            Err(err) => Err(err),
+        };
         if made.is_err() {
             durability.forget(&self.id);
         }

@@ -8,15 +8,36 @@
 //! recovery rebuilds it from that point (`persist::recovery`), and the source is pinned so that
 //! its own snapshots cannot pass the point.
 
+use super::cluster_grids::FirstImage;
 use super::error::{CatalogError, CatalogResult, Missing};
 use super::model::{now_timestamp, Branch, ForkPoint, Grid, GridStatus, MergeResolve};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::Supervisor;
 use crate::auth::{Principal, Privilege};
+use crate::cluster::publisher::BranchPublisher;
 use crate::grid::actor::BranchCopy;
 use crate::grid::merge_resolve::CellChoice;
 use crate::grid::ops::GridState;
 use crate::ids;
+
+/// A branch made from a copy or a restore but not recorded yet (`Supervisor::prepare_branch`).
+pub struct PreparedBranch {
+    branch: Branch,
+    source_id: String,
+    state: GridState,
+    publisher: Option<BranchPublisher>,
+    /// In a cluster: the store of the branch's first image, which the caller awaits (off the
+    /// supervisor) before `record_prepared`; its log starts after it.
+    pub image: Option<FirstImage>,
+    /// Made by a restore (tracked, no pin) rather than from a copy.
+    restored: bool,
+}
+
+impl std::fmt::Debug for PreparedBranch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedBranch").field("branch", &self.branch.id).finish_non_exhaustive()
+    }
+}
 
 fn branch_not_found(id: &str) -> CatalogError {
     CatalogError::not_found(Missing::Branch, id)
@@ -50,58 +71,64 @@ impl Supervisor {
         Ok(branches)
     }
 
-    /// Records a new branch started from `copy` of `source_id` (taken with the source pinned
-    /// for `id`) and starts its actor. The copy's views get new ids.
-    pub fn create_branch(
+    /// Makes a new branch from `copy` of `source_id` (taken with the source pinned for `id`;
+    /// its views get new ids), not recorded yet: in a cluster its log is fenced and its first
+    /// image queued (`PreparedBranch::image`, which the caller awaits off this actor before
+    /// `record_prepared`). A refusal unpins the source.
+    pub fn prepare_branch(
         &mut self,
         p: &Principal,
         source_id: &str,
         id: String,
         (name, description): (String, String),
         copy: BranchCopy,
-    ) -> CatalogResult<Branch> {
-        let created = self.record_branch(p, source_id, &id, (name, description), copy);
-        if created.is_err() {
+    ) -> CatalogResult<PreparedBranch> {
+        let prepared = self.prepare_copy(p, source_id, &id, (name, description), copy);
+        if prepared.is_err() {
             self.durability.unpin(source_id, &id);
         }
-        created
+        prepared
     }
 
-    fn record_branch(
+    fn prepare_copy(
         &mut self,
         p: &Principal,
         source_id: &str,
         id: &str,
         (name, description): (String, String),
         copy: BranchCopy,
-    ) -> CatalogResult<Branch> {
+    ) -> CatalogResult<PreparedBranch> {
         let (source, grid) = self.branch(p, source_id, Privilege::Manage)?;
-        let grid = grid.clone();
-        let source = source.clone();
+        let (source, grid) = (source.clone(), grid.clone());
         let mut state = copy.state;
         let (views, default_view) = new_view_ids(&mut state)?;
         let fork = ForkPoint { wal_lsn: copy.wal_lsn, clock: state.store.clock(), views };
         let branch =
             forked_branch(id.to_owned(), (&grid, &source), (name, description), default_view, fork);
-        let publisher = self.first_logged(&grid.id, &branch.id, &state)?;
-        self.commit(&[CatalogChange::put(EntityKind::Branch, &branch.id, &branch)])?;
-        self.start_branch_forked(&grid, &branch, state, Some(&source.id), publisher);
-        self.branches.insert(branch.id.clone(), branch.clone());
-        Ok(branch)
+        let (publisher, image) = self.first_logged(&grid.id, &branch.id, &state)?;
+        Ok(PreparedBranch {
+            branch,
+            source_id: source.id,
+            state,
+            publisher,
+            image,
+            restored: false,
+        })
     }
 
-    /// Records a branch restored from `source_id`'s history (`api::restore`): `state` is the
-    /// source as it was, its views renamed (`new_view_ids`), and already stored as the new
-    /// branch's snapshot covering WAL LSN `wal_lsn`, so it needs no pin. Its fork is the restored
-    /// clock, where the two branches' lineages part for a merge back.
-    pub fn create_restored_branch(
+    /// Makes a branch restored from `source_id`'s history (`api::restore`), not recorded yet
+    /// (see `prepare_branch`): `state` is the source as it was, its views renamed
+    /// (`new_view_ids`), and already stored as the new branch's snapshot covering WAL LSN
+    /// `wal_lsn`, so it needs no pin. Its fork is the restored clock, where the two branches'
+    /// lineages part for a merge back.
+    pub fn prepare_restored_branch(
         &mut self,
         p: &Principal,
         source_id: &str,
         id: String,
         (name, description): (String, String),
         (state, wal_lsn, views): (GridState, u64, Vec<(String, String)>),
-    ) -> CatalogResult<Branch> {
+    ) -> CatalogResult<PreparedBranch> {
         let (source, grid) = self.branch(p, source_id, Privilege::Manage)?;
         let (source, grid) = (source.clone(), grid.clone());
         let default_view =
@@ -114,12 +141,50 @@ impl Supervisor {
                 .ok_or(CatalogError::Internal("the restored branch has no default view"))?;
         let fork = ForkPoint { wal_lsn, clock: state.store.clock(), views };
         let branch = forked_branch(id, (&grid, &source), (name, description), default_view, fork);
-        let publisher = self.first_logged(&grid.id, &branch.id, &state)?;
-        self.commit(&[CatalogChange::put(EntityKind::Branch, &branch.id, &branch)])?;
-        self.durability.track(&branch.id);
-        self.start_branch_forked(&grid, &branch, state, None, publisher);
+        let (publisher, image) = self.first_logged(&grid.id, &branch.id, &state)?;
+        Ok(PreparedBranch { branch, source_id: source.id, state, publisher, image, restored: true })
+    }
+
+    /// Records a prepared branch (its first image stored, in a cluster) and starts its actor.
+    /// The grid and the source must still be there; a refusal abandons the branch.
+    pub fn record_prepared(
+        &mut self,
+        p: &Principal,
+        prepared: PreparedBranch,
+    ) -> CatalogResult<Branch> {
+        let grid = match self.branch(p, &prepared.source_id, Privilege::Manage) {
+            Ok((_, grid)) => grid.clone(),
+            Err(err) => {
+                self.abandon_prepared(prepared);
+                return Err(err);
+            }
+        };
+        let PreparedBranch { branch, source_id, state, publisher, restored, .. } = prepared;
+        let put = CatalogChange::put(EntityKind::Branch, &branch.id, &branch);
+        if let Err(err) = self.commit(&[put]) {
+            self.forget_in_cluster(&grid.id, std::slice::from_ref(&branch.id), false);
+            if !restored {
+                self.durability.unpin(&source_id, &branch.id);
+            }
+            return Err(err);
+        }
+        if restored {
+            self.durability.track(&branch.id);
+        }
+        let fork_source = (!restored).then_some(source_id.as_str());
+        self.start_branch_forked(&grid, &branch, state, fork_source, publisher);
         self.branches.insert(branch.id.clone(), branch.clone());
         Ok(branch)
+    }
+
+    /// Gives a prepared branch up (its first image was not stored, or it was refused): its
+    /// publisher stops, its log and image go, the source is unpinned.
+    pub fn abandon_prepared(&mut self, prepared: PreparedBranch) {
+        let branch = &prepared.branch;
+        self.forget_in_cluster(&branch.grid_id, std::slice::from_ref(&branch.id), false);
+        if !prepared.restored {
+            self.durability.unpin(&prepared.source_id, &branch.id);
+        }
     }
 
     /// Renames a branch other than master and, when `description` is given, replaces its

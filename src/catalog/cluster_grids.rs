@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use actix::Addr;
 use bytes::BytesMut;
 
-use super::error::{CatalogError, CatalogResult};
+use super::error::CatalogResult;
 use super::grids::identity;
 use super::supervisor::{Exec, Supervisor};
 use crate::cluster::branch_log::EntryKind;
@@ -94,20 +94,11 @@ impl Supervisor {
         Ok(Some(publisher))
     }
 
-    /// In a cluster: stores a new branch's first image (its log starts after it) and waits.
-    pub(super) fn store_first_image(
-        &self,
-        publisher: Option<&BranchPublisher>,
-        state: &GridState,
-    ) -> CatalogResult<()> {
-        let (Some(cluster), Some(publisher)) = (&self.cluster, publisher) else { return Ok(()) };
+    /// In a cluster: queues a new branch's first image (its log starts after it) on its
+    /// publisher; the answer tells when it is stored.
+    fn queue_first_image(publisher: &BranchPublisher, state: &GridState) -> FirstImage {
         let image = state.clone();
-        let stored =
-            publisher.store_image(Box::new(move || image.encode_image(PartLimits::DEFAULT)));
-        let stored = cluster
-            .run(stored)?
-            .map_err(|_| ClusterError::Unavailable("the branch's cluster writer stopped".into()))?;
-        stored.map(drop).map_err(CatalogError::from)
+        publisher.store_image(Box::new(move || image.encode_image(PartLimits::DEFAULT)))
     }
 
     /// In a cluster: a deleted grid or branch is no longer this node's; its lease is released
@@ -567,20 +558,22 @@ fn rebuild(
     Ok(state)
 }
 
+/// The store of a new branch's first image: the log sequence it covers, or why it failed.
+pub type FirstImage = tokio::sync::oneshot::Receiver<Result<u64, ClusterError>>;
+
 impl Supervisor {
-    /// In a cluster: a new copy's publisher, once its first image is stored (its log starts
-    /// after it); nothing alone.
+    /// In a cluster: a new copy's publisher (its log fenced) and the store of its first image,
+    /// queued on it; nothing alone.
     pub(super) fn first_logged(
         &self,
         grid_id: &str,
         branch_id: &str,
         state: &GridState,
-    ) -> CatalogResult<Option<BranchPublisher>> {
-        let publisher = self.branch_publisher(grid_id, branch_id)?;
-        let stored = self.store_first_image(publisher.as_ref(), state);
-        if stored.is_err() {
-            self.forget_in_cluster(grid_id, &[branch_id.to_owned()], false);
-        }
-        stored.map(|()| publisher)
+    ) -> CatalogResult<(Option<BranchPublisher>, Option<FirstImage>)> {
+        let Some(publisher) = self.branch_publisher(grid_id, branch_id)? else {
+            return Ok((None, None));
+        };
+        let image = Self::queue_first_image(&publisher, state);
+        Ok((Some(publisher), Some(image)))
     }
 }
