@@ -47,6 +47,30 @@ pub enum EntityKind {
 }
 
 impl EntityKind {
+    /// Every kind, in the order the cluster's catalogue image applies them (what an entity
+    /// refers to before it). A new kind goes here too.
+    pub const ALL: [EntityKind; 19] = [
+        EntityKind::Sequence,
+        EntityKind::Company,
+        EntityKind::Project,
+        EntityKind::Database,
+        EntityKind::Grid,
+        EntityKind::Branch,
+        EntityKind::Key,
+        EntityKind::Task,
+        EntityKind::Backup,
+        EntityKind::Share,
+        EntityKind::File,
+        EntityKind::MergeResolve,
+        EntityKind::Webhook,
+        EntityKind::WebhookAttempt,
+        EntityKind::GlossarySequence,
+        EntityKind::Glossary,
+        EntityKind::GlossaryChunk,
+        EntityKind::Cdn,
+        EntityKind::TransMem,
+    ];
+
     fn prefix(self) -> &'static str {
         match self {
             EntityKind::Company => "company/",

@@ -44,6 +44,14 @@ use crate::cluster::node::ClusterNode;
 use crate::cluster::ClusterError;
 use crate::persist::entry::WalRecord;
 
+/// A node stores the catalogue's image in the cluster once the log has grown by this many
+/// entries past the newest image it knows.
+pub const IMAGE_EVERY: u64 = 1000;
+/// The catalogue image's name in the cluster's image bucket (branch ids never start with `_`).
+const IMAGE_NAME: &str = "_catalog";
+/// How long a start waits for the catalogue's image.
+const IMAGE_WAIT: Duration = Duration::from_secs(20);
+
 /// A refused publish is tried again at most this many times (each after a catch-up that found
 /// no collision).
 const PUBLISH_ATTEMPTS: usize = 5;
@@ -59,6 +67,8 @@ pub struct Replica {
     /// Change sets read by a catch-up during an operation, in log order, to apply to memory
     /// once the operation is done.
     pending: Mutex<Vec<Vec<CatalogChange>>>,
+    /// The log sequence the newest catalogue image this node knows covers.
+    imaged: AtomicU64,
 }
 
 impl Replica {
@@ -140,9 +150,11 @@ impl Supervisor {
             log,
             applied: AtomicU64::new(0),
             pending: Mutex::default(),
+            imaged: AtomicU64::new(0),
         });
         self.cluster = Some(cluster);
         let started = std::time::Instant::now();
+        self.load_image()?;
         let read = self.catch_up().map_err(|e| ClusterError::Unavailable(e.to_string()))?;
         self.apply_pending();
         tracing::info!(
@@ -165,6 +177,72 @@ impl Supervisor {
             }
             other => other,
         }
+    }
+
+    /// Starts from the cluster's catalogue image when there is one: its entities go to sled's
+    /// copy and (with the log read after it) to memory, and the log is read from the sequence
+    /// it covers. The log is never purged below an image, so a node reading it from further
+    /// back (a slow follower) misses nothing; an image read while another node replaces it may
+    /// be newer than the sequence it is taken for, which replaying the entries after that
+    /// sequence over it makes no difference to (each is a whole entity's put or delete).
+    fn load_image(&mut self) -> Result<(), ClusterError> {
+        let Some(replica) = &self.replica else { return Ok(()) };
+        let images = replica.cluster.images.clone();
+        let image =
+            replica.cluster.run(async move { images.latest(IMAGE_NAME, IMAGE_WAIT).await })??;
+        let Some(image) = image else { return Ok(()) };
+        let entry = CatalogEntry {
+            sequence: image.covers,
+            node: String::new(),
+            payload: Bytes::from(image.bytes),
+        };
+        let changes = decode_entry(&entry);
+        tracing::info!(
+            covers = image.covers,
+            entities = changes.len(),
+            "the catalogue's image read"
+        );
+        self.store_remote(&changes);
+        replica.applied.store(image.covers, Ordering::SeqCst);
+        replica.imaged.store(image.covers, Ordering::SeqCst);
+        replica.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(changes);
+        Ok(())
+    }
+
+    /// Stores the catalogue's image in the cluster (in the background) when the log has grown
+    /// by `IMAGE_EVERY` entries past the newest image this node knows: every entity of sled's
+    /// copy, which holds exactly the log up to the applied sequence between two operations.
+    fn maybe_store_image(&self) {
+        let Some(replica) = &self.replica else { return };
+        let applied = replica.applied();
+        if applied < replica.imaged.load(Ordering::SeqCst) + IMAGE_EVERY {
+            return;
+        }
+        replica.imaged.store(applied, Ordering::SeqCst);
+        let mut changes = Vec::new();
+        for kind in EntityKind::ALL {
+            match self.store.scan(kind) {
+                Ok(entities) => {
+                    changes.extend(entities.into_iter().map(|(id, json)| CatalogChange::Put {
+                        kind,
+                        id,
+                        json,
+                    }))
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "the catalogue's image was not made");
+                    return;
+                }
+            }
+        }
+        let bytes = Bytes::from(encode_changes(&changes));
+        let images = replica.cluster.images.clone();
+        replica.cluster.spawn(async move {
+            match images.put(IMAGE_NAME, applied, bytes).await {
+                Ok(()) => tracing::info!(covers = applied, "the catalogue's image stored"),
+                Err(err) => tracing::warn!(error = %err, "the catalogue's image was not stored"),
+            }
+        });
     }
 
     fn replica_applied(&self) -> u64 {
@@ -247,6 +325,7 @@ impl Supervisor {
     /// Applies an entry the follower read, unless it is applied already; one that is ahead
     /// of the next expected sequence makes the node catch up first.
     fn apply_followed(&mut self, entry: CatalogEntry) {
+        self.maybe_store_image();
         let Some(replica) = &self.replica else { return };
         let applied = replica.applied();
         if entry.sequence <= applied {

@@ -6,6 +6,7 @@
 //! yet (see docs/CLUSTER.md), so these tests drive `gridd::cluster` directly.
 
 mod catalog;
+mod catalog_image;
 mod cdn;
 mod cross_grid;
 mod fencing;

@@ -81,6 +81,11 @@ impl GriddNode {
     }
 
     /// The node's log's last lines.
+    /// The whole log of the node's current run.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
