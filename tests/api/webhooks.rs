@@ -20,28 +20,28 @@ use crate::records::{simple_grid, titled};
 
 /// One request the receiver got, and what it answered.
 #[derive(Debug, Clone)]
-struct Received {
+pub(crate) struct Received {
     headers: HashMap<String, String>,
     body: Vec<u8>,
     answered: u16,
 }
 
 impl Received {
-    fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers.get(name).map_or("", String::as_str)
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).expect("a JSON body")
     }
 
-    fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.answered == 200
     }
 }
 
 /// A webhook receiver on 127.0.0.1: answers the scripted statuses first, then `default`.
-struct Receiver {
+pub(crate) struct Receiver {
     addr: SocketAddr,
     got: Arc<Mutex<Vec<Received>>>,
     default: Arc<AtomicU16>,
@@ -51,7 +51,7 @@ struct Receiver {
 
 impl Receiver {
     /// Answers 500 to the first `failures` requests, then 200.
-    fn failing_first(failures: usize) -> Receiver {
+    pub(crate) fn failing_first(failures: usize) -> Receiver {
         Receiver::scripted(vec![500; failures], 200)
     }
 
@@ -76,7 +76,7 @@ impl Receiver {
         Receiver { addr, got, default, done, thread: Some(thread) }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/hook", self.addr)
     }
 
@@ -84,7 +84,7 @@ impl Receiver {
         self.default.store(status, Ordering::SeqCst);
     }
 
-    fn received(&self) -> Vec<Received> {
+    pub(crate) fn received(&self) -> Vec<Received> {
         self.got.lock().expect("receiver log").clone()
     }
 

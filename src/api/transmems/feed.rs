@@ -133,6 +133,32 @@ pub async fn start_all(state: AppState) {
     for id in ids {
         start(&state, &id);
     }
+    if state.cluster.is_some() {
+        adopt_new_memories(state).await;
+    }
+}
+
+/// How often a cluster node looks for memories other nodes made.
+const ADOPT_EVERY: Duration = Duration::from_secs(2);
+
+/// In a cluster: starts the task of each memory another node made (the catalogue's follower
+/// records it here; the grids this node serves feed it too), until the server stops.
+async fn adopt_new_memories(state: AppState) {
+    let mut stopping = state.stopping.clone();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(ADOPT_EVERY) => {}
+            _ = stopping.wait_for(|s| *s) => return,
+        }
+        let Ok(all) = state.supervisor.send(Exec::new(|s| s.all_transmems())).await else {
+            return;
+        };
+        for memory in all {
+            if !state.transmems.running.contains_key(&memory.id) {
+                start(&state, &memory.id);
+            }
+        }
+    }
 }
 
 /// What one pass found.
@@ -178,7 +204,10 @@ async fn pass(state: &AppState, id: &str) -> Pass {
     else {
         return Pass::Gone;
     };
-    if state.transmems.caught_up(&tm.id).await.is_err() {
+    // Only the branches this node serves (in a cluster, each node feeds from its own grids).
+    let branches: Vec<String> =
+        branches.into_iter().filter(|b| state.routes.branch(b).is_some()).collect();
+    if branches.is_empty() || state.transmems.caught_up(&tm.id).await.is_err() {
         return Pass::Idle;
     }
     let store = state.transmems.segments.clone();

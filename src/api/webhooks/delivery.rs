@@ -141,17 +141,41 @@ pub fn start(state: &AppState, hook: Webhook) {
         stop,
         stopping: state.stopping.clone(),
         state: state.clone(),
+        waited: false,
     };
     actix_web::rt::spawn(task.run(generation).instrument(span));
 }
 
-/// Starts the deliveries of every active hook (at server start).
+/// Starts the deliveries of every active hook (at server start); in a cluster, then also every
+/// `ADOPT_EVERY` those of hooks other nodes made or resumed (a task waits while another node
+/// owns its grid, so a takeover finds it here).
 pub async fn start_all(state: AppState) {
     match state.supervisor.send(Exec::new(|s| s.active_webhooks())).await {
         Ok(hooks) => hooks.into_iter().for_each(|hook| start(&state, hook)),
         Err(err) => tracing::error!(error = %err, "webhooks not started: supervisor gone"),
     }
+    if state.cluster.is_none() {
+        return;
+    }
+    let mut stopping = state.stopping.clone();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(ADOPT_EVERY) => {}
+            _ = stopping.wait_for(|s| *s) => return,
+        }
+        let Ok(hooks) = state.supervisor.send(Exec::new(|s| s.active_webhooks())).await else {
+            return;
+        };
+        for hook in hooks {
+            if !state.webhooks.running.contains_key(&hook.id) {
+                start(&state, hook);
+            }
+        }
+    }
 }
+
+/// How often a cluster node looks for hooks other nodes made or resumed.
+const ADOPT_EVERY: Duration = Duration::from_secs(2);
 
 /// `X-Gridd-Signature` of `body` with `secret`: `sha256=<hex HMAC-SHA256>`.
 pub fn signature(secret: &str, body: &[u8]) -> String {
@@ -285,6 +309,9 @@ struct HookTask {
     columns: Option<Vec<ColumnDef>>,
     stop: watch::Receiver<bool>,
     stopping: watch::Receiver<bool>,
+    /// In a cluster: the task waited while another node owned the hook's grid, which moved the
+    /// hook's position on meanwhile (read again from the catalogue once this node owns it).
+    waited: bool,
 }
 
 impl HookTask {
@@ -314,10 +341,18 @@ impl HookTask {
             // In a cluster only the grid's owner runs its actors and delivers its hooks; the
             // other nodes' tasks wait (one of them delivers if its grid moves there).
             if self.state.cluster.as_ref().is_some_and(|c| !c.owned.owns(&self.hook.grid_id)) {
+                self.waited = true;
                 return self.wait(std::future::pending(), CHECK_EVERY).await;
             }
             return self.view_gone().await;
         };
+        if std::mem::take(&mut self.waited) {
+            let id = self.hook.id.clone();
+            let stored = self.state.supervisor.send(Exec::new(move |s| s.stored_webhook(&id)));
+            if let Ok(Some(hook)) = stored.await {
+                self.position = self.position.max(hook.position);
+            }
+        }
         let mut durable = route.reads.durable_clock();
         let at = *durable.borrow_and_update();
         if at > self.position {

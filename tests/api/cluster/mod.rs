@@ -19,6 +19,7 @@ mod nats;
 mod node_loss;
 mod nodes;
 mod transmems;
+mod webhooks;
 
 use std::time::Duration;
 

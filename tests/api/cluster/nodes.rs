@@ -49,6 +49,7 @@ impl GriddNode {
             .args(["--advertise", &self.url])
             .args(["--lease-ttl-ms", &LEASE_TTL_MS.to_string()])
             .args(["--log-level", "info"])
+            .arg("--allow-loopback-webhooks")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

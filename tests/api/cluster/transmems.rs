@@ -103,3 +103,62 @@ async fn a_memory_written_through_one_node_is_read_through_every_node() {
         assert_eq!(gone, ());
     }
 }
+
+#[tokio::test]
+async fn a_grid_feeds_its_projects_memory_from_the_node_that_serves_it() {
+    let nats = NatsCluster::start().await;
+    let cluster = GriddCluster::start(nats.urls(), 3).await;
+    let dbs = until(Duration::from_secs(20), "the bootstrap database", || async {
+        let (status, body) = cluster.call(0, Method::GET, "/v1/databases", None).await.ok()?;
+        (status == 200).then_some(body)
+    })
+    .await;
+    let (db, project) =
+        (dbs[0]["id"].as_str().expect("db").to_owned(), dbs[0]["projectId"].clone());
+    let (status, grid) = cluster
+        .must(0, Method::POST, &format!("/v1/grids?dbId={db}"), Some(&json!({"name": "ui"})))
+        .await;
+    assert_eq!(status, 201, "{grid}");
+    let view = grid["defaultAccessViewId"].as_str().expect("view").to_owned();
+    let columns = format!("/v1/views/{view}/columns");
+    for (id, code, kind) in [("en", "enUS", "sourceLanguage"), ("fr", "frFR", "targetLanguage")] {
+        let column = json!({"id": id, "name": id, "type": "language", "languageCode": code,
+                            "localizationType": kind});
+        let (status, body) = cluster.must(1, Method::POST, &columns, Some(&column)).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let dependency = json!({"sourceColumnId": "en", "targetColumnId": "fr"});
+    let (status, body) = cluster
+        .must(2, Method::POST, &format!("/v1/views/{view}/dependencies"), Some(&dependency))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    // A memory linked to the project, made through another node than the grid's.
+    let (status, tm) = cluster
+        .must(
+            2,
+            Method::POST,
+            "/v1/transmems",
+            Some(&json!({"name": "Fed", "projectIds": [project]})),
+        )
+        .await;
+    assert_eq!(status, 201, "{tm}");
+    let tm = tm["id"].as_str().expect("id").to_owned();
+    let records = json!([{"id": "r1", "cells": [
+        {"columnId": "en", "value": "The settings were saved."},
+        {"columnId": "fr", "value": "Les paramètres ont été enregistrés.", "dependencyStatus": "upToDate"}]}]);
+    let (status, body) =
+        cluster.must(1, Method::POST, &format!("/v1/views/{view}/records"), Some(&records)).await;
+    assert_eq!(status, 201, "{body}");
+    for node in 0..3 {
+        let body = json!({"text": "The settings were saved.", "sourceLanguage": "enUS",
+                          "targetLanguage": "frFR"});
+        let path = format!("/v1/transmems/{tm}/lookup");
+        let found = until(Duration::from_secs(20), "the translation fed and found", || async {
+            let (status, answer) =
+                cluster.call(node, Method::POST, &path, Some(&body)).await.ok()?;
+            (status == 200 && answer.as_array().is_some_and(|a| !a.is_empty())).then_some(answer)
+        })
+        .await;
+        assert_eq!(found[0]["target"], json!("Les paramètres ont été enregistrés."), "node {node}");
+    }
+}
