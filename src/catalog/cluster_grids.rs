@@ -254,6 +254,7 @@ async fn renewal_loop(supervisor: Addr<Supervisor>, node: Weak<ClusterNode>) {
 async fn takeover_loop(supervisor: Addr<Supervisor>, node: Weak<ClusterNode>) {
     let Some(mut tick) = third_of_ttl(&node) else { return };
     let mut held_elsewhere = HashMap::new();
+    let mut free_since = HashMap::new();
     let mut live_before: Vec<String> = Vec::new();
     while let Some(node) = next_round(&mut tick, &node).await {
         let live = match node.membership.live().await {
@@ -269,7 +270,8 @@ async fn takeover_loop(supervisor: Addr<Supervisor>, node: Weak<ClusterNode>) {
         let steady: Vec<String> =
             live.iter().filter(|n| live_before.contains(n)).cloned().collect();
         hand_over_misplaced(&supervisor, &node, &steady).await;
-        if let Err(err) = take_free(&supervisor, &node, &live, &mut held_elsewhere).await {
+        let seen = (&mut held_elsewhere, &mut free_since);
+        if let Err(err) = take_free(&supervisor, &node, &live, seen).await {
             tracing::warn!(error = %err, "looking for grids to take over failed");
         }
         live_before = live;
@@ -363,12 +365,28 @@ async fn drop_grid(
     owned
 }
 
-/// Takes the free grids placement ranks this node first for among the live nodes.
+/// How long a grid must stay free before the node placement ranks second for it takes it (the
+/// third waits twice as long, and so on): the first choice is live but has not taken it (its
+/// loads fail, it is stuck), and the grid must not stay unserved.
+fn second_choice_grace(ttl: Duration) -> Duration {
+    ttl * 3
+}
+
+/// Whether a node placement ranks `rank` (0: first) for a grid free for `free_for` takes it.
+fn due(rank: usize, free_for: Duration, grace: Duration) -> bool {
+    let waits = u32::try_from(rank).map_or(Duration::MAX, |rank| grace.saturating_mul(rank));
+    free_for >= waits
+}
+
+/// Takes the free grids placement ranks this node first for among the live nodes, and those it
+/// ranks lower for that have stayed free for `second_choice_grace` per rank. `held_elsewhere`
+/// remembers grids a take found held (for two TTLs); `free_since` when each grid not held was
+/// first seen free.
 async fn take_free(
     supervisor: &Addr<Supervisor>,
     node: &Arc<ClusterNode>,
     live: &[String],
-    held_elsewhere: &mut HashMap<String, Instant>,
+    (held_elsewhere, free_since): (&mut HashMap<String, Instant>, &mut HashMap<String, Instant>),
 ) -> Result<(), ClusterError> {
     let grids = supervisor
         .send(Exec::new(|s| s.grids_to_load()))
@@ -376,18 +394,39 @@ async fn take_free(
         .map_err(|err| ClusterError::Unavailable(format!("supervisor: {err}")))?;
     let now = Instant::now();
     held_elsewhere.retain(|_, until| *until > now);
+    let grace = second_choice_grace(node.leases.ttl());
+    // Only grids placed elsewhere first need the lease bucket's listing.
+    let placed_elsewhere = grids.iter().any(|grid| {
+        !node.owned.owns(&grid.grid_id)
+            && placement::owner(&grid.grid_id, live).map(String::as_str) != Some(node.id())
+    });
+    let held = if placed_elsewhere { Some(node.leases.held().await?) } else { None };
+    free_since.retain(|grid, _| grids.iter().any(|g| &g.grid_id == grid));
     let mut tried = 0;
     for grid in grids {
         if node.owned.owns(&grid.grid_id) || held_elsewhere.contains_key(&grid.grid_id) {
             continue;
         }
-        if placement::owner(&grid.grid_id, live).map(String::as_str) != Some(node.id()) {
-            continue;
+        let rank = placement::ranked(&grid.grid_id, live, live.len())
+            .iter()
+            .position(|n| n.as_str() == node.id());
+        let Some(rank) = rank else { continue };
+        if rank > 0 {
+            if held.as_ref().is_some_and(|held| held.contains(&grid.grid_id)) {
+                free_since.remove(&grid.grid_id);
+                continue;
+            }
+            let since = *free_since.entry(grid.grid_id.clone()).or_insert(now);
+            if !due(rank, now.duration_since(since), grace) {
+                continue;
+            }
+            tracing::warn!(grid = %grid.grid_id, rank, "a grid its first choice has not taken: taking it");
         }
         tried += 1;
         if tried > TAKES_PER_ROUND {
             break;
         }
+        free_since.remove(&grid.grid_id);
         match node.leases.acquire(&grid.grid_id).await? {
             Some(lease) => take_over(supervisor, node, grid, lease).await,
             None => {
@@ -575,5 +614,21 @@ impl Supervisor {
         };
         let image = Self::queue_first_image(&publisher, state);
         Ok((Some(publisher), Some(image)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lower_choices_wait_a_grace_per_rank() {
+        let grace = Duration::from_secs(30);
+        assert!(due(0, Duration::ZERO, grace));
+        assert!(!due(1, Duration::from_secs(29), grace));
+        assert!(due(1, Duration::from_secs(30), grace));
+        assert!(!due(2, Duration::from_secs(59), grace));
+        assert!(due(2, Duration::from_secs(60), grace));
+        assert!(!due(usize::MAX, Duration::from_secs(1 << 40), grace));
     }
 }

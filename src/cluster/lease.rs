@@ -158,6 +158,14 @@ impl LeaseTable {
         }
     }
 
+    /// The keys of every lease held now (one listing of the bucket; expired and released
+    /// leases are not in it).
+    pub async fn held(&self) -> Result<std::collections::HashSet<String>, ClusterError> {
+        use futures_util::TryStreamExt;
+        let keys = self.kv.keys().await.map_err(unavailable)?;
+        keys.try_collect().await.map_err(unavailable)
+    }
+
     /// Who holds the branch's lease now (None when nobody).
     pub async fn holder(&self, branch: &str) -> Result<Option<Holder>, ClusterError> {
         check_token("branch", branch)?;
