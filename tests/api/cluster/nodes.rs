@@ -135,7 +135,7 @@ impl GriddCluster {
     }
 
     async fn wait_ready(&self, i: usize) {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
             let answered = self.http.get(format!("{}/healthz", self.nodes[i].url)).send().await;
             if answered.is_ok_and(|r| r.status().is_success()) {
