@@ -375,10 +375,20 @@ async fn publish(state: &AppState, ticket: PublishTicket, user: String) -> ApiRe
 /// Reads the grid's master branch as one instant and writes its files on a blocking thread.
 async fn write(state: &AppState, ticket: PublishTicket) -> ApiResult<()> {
     let grid_id = &ticket.cdn.grid_id;
-    let route = state
-        .routes
-        .branch(grid_id)
-        .ok_or_else(|| ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", grid_id))?;
+    let route = state.routes.branch(grid_id).ok_or_else(|| {
+        if state.cluster.is_some() {
+            // Another node serves the grid: this node's catalogue learnt of the CDN after the
+            // request was routed. Its retry is forwarded there.
+            let mut elsewhere = ApiError::new(
+                ErrorCode::ServiceUnavailable,
+                format!("Grid \"{grid_id}\" is served by another node; retry."),
+            );
+            elsewhere.retry_after = Some(1);
+            elsewhere
+        } else {
+            ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", grid_id)
+        }
+    })?;
     let view = read_view(&route).await?;
     let dir = cdn_dir(&state.data_dir, &ticket.cdn.id);
     let written = tokio::task::spawn_blocking(move || {

@@ -61,7 +61,7 @@ pub struct TmLog {
 }
 
 impl TmLog {
-    /// Opens the stream (creating it when missing), waiting (within the request timeout) until
+    /// Opens the stream (creating it when missing), waiting (within six request timeouts) until
     /// it answers.
     pub async fn open(link: &ClusterLink) -> Result<TmLog, ClusterError> {
         let subject_prefix = format!("{}.tm", link.settings.prefix);
@@ -73,7 +73,9 @@ impl TmLog {
             allow_direct: true,
             ..Default::default()
         };
-        let deadline = tokio::time::Instant::now() + link.settings.request_timeout;
+        // A fresh NATS cluster may take several request timeouts to create a stream while
+        // other nodes start too.
+        let deadline = tokio::time::Instant::now() + link.settings.request_timeout * 6;
         loop {
             let opened = link.jetstream.get_or_create_stream(config.clone()).await;
             let mut opened = match opened {

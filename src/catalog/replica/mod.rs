@@ -189,8 +189,16 @@ impl Supervisor {
         let Some(replica) = &self.replica else { return Ok(()) };
         let images = replica.cluster.images.clone();
         let image =
-            replica.cluster.run(async move { images.latest(IMAGE_NAME, IMAGE_WAIT).await })??;
-        let Some(image) = image else { return Ok(()) };
+            replica.cluster.run(async move { images.latest(IMAGE_NAME, IMAGE_WAIT).await })?;
+        let image = match image {
+            Ok(Some(image)) => image,
+            Ok(None) => return Ok(()),
+            Err(err) => {
+                // The image only saves reading: the log is whole.
+                tracing::warn!(error = %err, "the catalogue's image could not be read; reading the whole log");
+                return Ok(());
+            }
+        };
         let entry = CatalogEntry {
             sequence: image.covers,
             node: String::new(),

@@ -56,9 +56,14 @@ async fn a_published_version_is_served_by_every_node_and_outlives_its_writer() {
         let (status, cdn) = cluster.must(others[0], Method::POST, "/v1/cdns", Some(&body)).await;
         assert_eq!(status, 201, "{cdn}");
         let id = cdn["id"].as_str().expect("id").to_owned();
-        let (status, published) = cluster
-            .must(others[1], Method::PUT, &format!("/v1/cdns/{id}/publish"), Some(&json!({})))
-            .await;
+        // Through another node, which may learn of the CDN a moment later (503 meanwhile).
+        let path = format!("/v1/cdns/{id}/publish");
+        let (status, published) = until(Duration::from_secs(20), "a publish", || async {
+            let answer =
+                cluster.call(others[1], Method::PUT, &path, Some(&json!({}))).await.ok()?;
+            (answer.0 != 503).then_some(answer)
+        })
+        .await;
         assert_eq!(status, 200, "{published}\n{}", cluster.logs());
         cdns.push(id);
     }
