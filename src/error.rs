@@ -175,6 +175,12 @@ impl ApiError {
         ApiError::new(ErrorCode::InternalServerError, message)
     }
 
+    /// 503 `serviceUnavailable` with `Retry-After: 1`: the request may succeed at once when
+    /// tried again (another node of a cluster, or its replica, is a moment behind or away).
+    pub fn retry_soon(message: impl Into<String>) -> ApiError {
+        ApiError { retry_after: Some(1), ..ApiError::new(ErrorCode::ServiceUnavailable, message) }
+    }
+
     pub fn status(&self) -> StatusCode {
         self.code.status()
     }

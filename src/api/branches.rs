@@ -254,12 +254,9 @@ pub(crate) async fn made_branch(
         };
         if let Some(why) = failed {
             exec(state, move |s| s.abandon_prepared(prepared)).await?;
-            let mut refused = ApiError::new(
-                ErrorCode::ServiceUnavailable,
-                format!("The new branch's first image was not stored: {why}"),
-            );
-            refused.retry_after = Some(1);
-            return Err(refused);
+            return Err(ApiError::retry_soon(format!(
+                "The new branch's first image was not stored: {why}"
+            )));
         }
     }
     let p = p.clone();

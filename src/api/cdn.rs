@@ -379,12 +379,7 @@ async fn write(state: &AppState, ticket: PublishTicket) -> ApiResult<()> {
         if state.cluster.is_some() {
             // Another node serves the grid: this node's catalogue learnt of the CDN after the
             // request was routed. Its retry is forwarded there.
-            let mut elsewhere = ApiError::new(
-                ErrorCode::ServiceUnavailable,
-                format!("Grid \"{grid_id}\" is served by another node; retry."),
-            );
-            elsewhere.retry_after = Some(1);
-            elsewhere
+            ApiError::retry_soon(format!("Grid \"{grid_id}\" is served by another node; retry."))
         } else {
             ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", grid_id)
         }

@@ -8,17 +8,12 @@
 use std::path::{Path, PathBuf};
 
 use crate::cluster::node::ClusterNode;
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::error::{ApiError, ApiResult};
 use crate::io::cdn_publish::{Manifest, KEEP_VERSIONS, MANIFEST};
 use crate::state::AppState;
 
 fn unavailable(err: impl std::fmt::Display) -> ApiError {
-    let mut refused = ApiError::new(
-        ErrorCode::ServiceUnavailable,
-        format!("The cluster's CDN store is unavailable: {err}"),
-    );
-    refused.retry_after = Some(1);
-    refused
+    ApiError::retry_soon(format!("The cluster's CDN store is unavailable: {err}"))
 }
 
 /// Runs `work` with the cluster node on its runtime; None alone.

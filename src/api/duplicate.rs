@@ -119,13 +119,8 @@ async fn source_copy(state: &AppState, p: &Principal, grid: &Grid) -> ApiResult<
             return Ok(source.addr.send(CopyBranch { pin_for: None }).await?.state);
         }
     };
-    let scope = Scope {
-        company: grid.company_id,
-        project: Some(grid.project_id),
-        database: Some(&grid.database_id),
-        grid: Some(&grid.id),
-        view: None,
-    };
+    let scope =
+        Scope::of_grid((grid.company_id, grid.project_id), &grid.database_id, &grid.id, None);
     p.authorize(&scope, Privilege::Read, not_found)?;
     let branch = BranchToLoad {
         branch_id: grid.id.clone(),

@@ -25,6 +25,18 @@ pub struct Scope<'a> {
     pub view: Option<&'a str>,
 }
 
+impl<'a> Scope<'a> {
+    /// The scope of grid `grid` (of `database`, `project`, `company`), seen through `view`.
+    pub fn of_grid(
+        (company, project): (CompanyId, ProjectId),
+        database: &'a str,
+        grid: &'a str,
+        view: Option<&'a str>,
+    ) -> Scope<'a> {
+        Scope { company, project: Some(project), database: Some(database), grid: Some(grid), view }
+    }
+}
+
 impl Principal {
     /// The user name written to `lastModifiedBy`.
     pub fn user(&self) -> &str {

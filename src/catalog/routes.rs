@@ -32,13 +32,7 @@ pub struct BranchRoute {
 impl BranchRoute {
     /// The access scope of this branch, seen through `view` when given.
     pub fn scope<'a>(&'a self, view: Option<&'a str>) -> Scope<'a> {
-        Scope {
-            company: self.company_id,
-            project: Some(self.project_id),
-            database: Some(&self.database_id),
-            grid: Some(&self.grid_id),
-            view,
-        }
+        Scope::of_grid((self.company_id, self.project_id), &self.database_id, &self.grid_id, view)
     }
 
     pub fn is_master(&self) -> bool {

@@ -20,18 +20,8 @@ const CHUNK_BYTES: usize = 512 * 1024;
 /// The largest manifest read back.
 const MAX_MANIFEST_BYTES: usize = 16 << 20;
 
-/// A file name of a version as `io::cdn_publish` writes them: 1 to 80 of `[A-Za-z0-9_.-]`,
-/// not starting with a dot.
 fn check_file(name: &str) -> Result<(), ClusterError> {
-    let valid = !name.is_empty()
-        && name.len() <= 80
-        && !name.starts_with('.')
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
-    if valid {
-        Ok(())
-    } else {
-        Err(ClusterError::InvalidId { kind: "CDN file", id: name.chars().take(80).collect() })
-    }
+    super::files::check_file_name("CDN file", name)
 }
 
 /// The object store of published CDN versions.

@@ -12,9 +12,9 @@ use super::{unavailable, ClusterError, ClusterLink};
 /// Object chunks: well under NATS's default 1 MiB message limit.
 const CHUNK_BYTES: usize = 512 * 1024;
 
-/// A file id as gridd makes them (`<14 alphanumerics>.<extension>`): 1 to 80 of
-/// `[A-Za-z0-9_.-]`, not starting with a dot.
-fn check_file_id(id: &str) -> Result<(), ClusterError> {
+/// A file name as gridd makes them (an uploaded file's id `<14 alphanumerics>.<extension>`, a
+/// CDN version's `<lang>.json`): 1 to 80 of `[A-Za-z0-9_.-]`, not starting with a dot.
+pub(super) fn check_file_name(kind: &'static str, id: &str) -> Result<(), ClusterError> {
     let valid = !id.is_empty()
         && id.len() <= 80
         && !id.starts_with('.')
@@ -22,8 +22,12 @@ fn check_file_id(id: &str) -> Result<(), ClusterError> {
     if valid {
         Ok(())
     } else {
-        Err(ClusterError::InvalidId { kind: "file", id: id.chars().take(80).collect() })
+        Err(ClusterError::InvalidId { kind, id: id.chars().take(80).collect() })
     }
+}
+
+fn check_file_id(id: &str) -> Result<(), ClusterError> {
+    check_file_name("file", id)
 }
 
 /// The object store of uploaded files.

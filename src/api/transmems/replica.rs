@@ -23,7 +23,7 @@ use tokio::sync::{oneshot, watch};
 use crate::cluster::node::ClusterNode;
 use crate::cluster::tm_log::{TmEntry, TmLog};
 use crate::cluster::ClusterError;
-use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::error::{ApiError, ApiResult};
 use crate::tm::segment::Segment;
 use crate::tm::store::{SegmentStore, Written};
 
@@ -78,12 +78,7 @@ impl std::fmt::Debug for TmReplica {
 }
 
 fn unavailable(err: impl std::fmt::Display) -> ApiError {
-    let mut refused = ApiError::new(
-        ErrorCode::ServiceUnavailable,
-        format!("The translation memories' log is unavailable: {err}"),
-    );
-    refused.retry_after = Some(1);
-    refused
+    ApiError::retry_soon(format!("The translation memories' log is unavailable: {err}"))
 }
 
 impl TmReplica {
