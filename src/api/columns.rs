@@ -29,7 +29,7 @@ pub async fn reference_targets<'a>(
         if targets.contains(&branch_id) {
             continue;
         }
-        let remote = state.remote.as_deref();
+        let remote = state.remote.as_ref();
         let found = target(&state.routes, remote, p.company_id(), reference).await?;
         let Some(found) = found.filter(|found| may_read_target(p, &found.scope())) else {
             continue;
@@ -37,7 +37,7 @@ pub async fn reference_targets<'a>(
         let (pc, grid_id, bid) = (p.clone(), found.grid_id().to_owned(), branch_id.clone());
         let names = exec(state, move |s| s.reference_names(&pc, &grid_id, &bid)).await?;
         let Some((grid_name, branch_name)) = names else { continue };
-        let columns = found.schema(remote).await?.columns;
+        let columns = found.schema().await?.columns;
         targets.insert(branch_id, ReferenceTarget { grid_name, branch_name, columns });
     }
     Ok(targets)
@@ -63,7 +63,7 @@ pub async fn check_reference(
              could not be found."
         ))
     };
-    let remote = state.remote.as_deref();
+    let remote = state.remote.as_ref();
     let found = target_branch(&state.routes, remote, p.company_id(), &grid_id, &branch_id)
         .await?
         .ok_or_else(missing)?;
@@ -72,7 +72,7 @@ pub async fn check_reference(
             "reference: this key has no read access to grid \"{grid_id}\"."
         )));
     }
-    let schema = found.schema(remote).await?;
+    let schema = found.schema().await?;
     schema.column(&column_id).map(|_| ()).ok_or_else(missing)
 }
 

@@ -142,11 +142,11 @@ async fn list_template_grids(state: web::Data<AppState>, p: Principal) -> ApiRes
 
 async fn master_schema(state: &AppState, p: &Principal, grid_id: &str) -> ApiResult<Schema> {
     let not_found = || ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", grid_id);
-    let remote = state.remote.as_deref();
+    let remote = state.remote.as_ref();
     let found = target_branch(&state.routes, remote, p.company_id(), grid_id, grid_id).await?;
     let found = found.ok_or_else(not_found)?;
     p.authorize(&found.scope(), Privilege::Read, not_found)?;
-    Ok(found.schema(remote).await?)
+    Ok(found.schema().await?)
 }
 
 #[utoipa::path(tag = "grids", responses((status = 200, body = GridBody)))]

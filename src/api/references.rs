@@ -64,7 +64,7 @@ pub async fn check_reference_access(
     columns: &ReferenceColumns,
 ) -> ApiResult<()> {
     for (_, setting) in columns {
-        let remote = state.remote.as_deref();
+        let remote = state.remote.as_ref();
         if let Some(found) = target(&state.routes, remote, p.company_id(), setting).await? {
             if !may_read_target(p, &found.scope()) {
                 return Err(unreadable(setting).into());
@@ -78,7 +78,8 @@ pub async fn check_reference_access(
 #[derive(Debug, Clone)]
 pub enum TargetBranch {
     Here(Arc<BranchRoute>),
-    There(RemoteRoute),
+    /// Another node's, with this node's way of asking it.
+    There(RemoteRoute, Arc<Remote>),
 }
 
 impl TargetBranch {
@@ -86,67 +87,55 @@ impl TargetBranch {
     pub fn scope(&self) -> Scope<'_> {
         match self {
             TargetBranch::Here(route) => route.scope(None),
-            TargetBranch::There(route) => route.scope(None),
+            TargetBranch::There(route, _) => route.scope(None),
         }
     }
 
     pub fn grid_id(&self) -> &str {
         match self {
             TargetBranch::Here(route) => &route.grid_id,
-            TargetBranch::There(route) => &route.grid_id,
+            TargetBranch::There(route, _) => &route.grid_id,
         }
     }
 
     fn company_id(&self) -> CompanyId {
         match self {
             TargetBranch::Here(route) => route.company_id,
-            TargetBranch::There(route) => route.company_id,
+            TargetBranch::There(route, _) => route.company_id,
         }
     }
 
     fn branch_id(&self) -> &str {
         match self {
             TargetBranch::Here(route) => &route.branch_id,
-            TargetBranch::There(route) => &route.branch_id,
+            TargetBranch::There(route, _) => &route.branch_id,
         }
     }
 
     /// The branch's schema.
-    pub async fn schema(&self, remote: Option<&Remote>) -> GridResult<Schema> {
-        match (self, remote) {
-            (TargetBranch::Here(route), _) => Ok(route.schema().await?),
-            (TargetBranch::There(route), Some(remote)) => remote.schema(route).await,
-            (TargetBranch::There(_), None) => Err(GridError::Internal("a remote branch alone")),
+    pub async fn schema(&self) -> GridResult<Schema> {
+        match self {
+            TargetBranch::Here(route) => Ok(route.schema().await?),
+            TargetBranch::There(route, remote) => remote.schema(route).await,
         }
     }
 
     /// The ids among `ids` that name no record of the branch.
-    async fn find_missing(
-        &self,
-        remote: Option<&Remote>,
-        ids: Vec<String>,
-    ) -> GridResult<Vec<String>> {
-        match (self, remote) {
-            (TargetBranch::Here(route), _) => Ok(route.addr.send(FindMissing { ids }).await?),
-            (TargetBranch::There(route), Some(remote)) => remote.find_missing(route, ids).await,
-            (TargetBranch::There(_), None) => Err(GridError::Internal("a remote branch alone")),
+    async fn find_missing(&self, ids: Vec<String>) -> GridResult<Vec<String>> {
+        match self {
+            TargetBranch::Here(route) => Ok(route.addr.send(FindMissing { ids }).await?),
+            TargetBranch::There(route, remote) => remote.find_missing(route, ids).await,
         }
     }
 
     /// Per (column, ids) request, the column's values for those ids.
     async fn read_referenced(
         &self,
-        remote: Option<&Remote>,
         requests: Vec<(String, Vec<String>)>,
     ) -> GridResult<Vec<Option<Referenced>>> {
-        match (self, remote) {
-            (TargetBranch::Here(route), _) => {
-                Ok(route.addr.send(ReadReferenced { requests }).await?)
-            }
-            (TargetBranch::There(route), Some(remote)) => {
-                remote.read_referenced(route, requests).await
-            }
-            (TargetBranch::There(_), None) => Err(GridError::Internal("a remote branch alone")),
+        match self {
+            TargetBranch::Here(route) => Ok(route.addr.send(ReadReferenced { requests }).await?),
+            TargetBranch::There(route, remote) => remote.read_referenced(route, requests).await,
         }
     }
 }
@@ -155,7 +144,7 @@ impl TargetBranch {
 /// node's routes, else from the node of the cluster that serves it.
 pub async fn target(
     routes: &Routes,
-    remote: Option<&Remote>,
+    remote: Option<&Arc<Remote>>,
     company_id: CompanyId,
     r: &ReferenceSetting,
 ) -> GridResult<Option<TargetBranch>> {
@@ -166,14 +155,16 @@ pub async fn target(
 /// node's routes, else from the node of the cluster that serves it.
 pub async fn target_branch(
     routes: &Routes,
-    remote: Option<&Remote>,
+    remote: Option<&Arc<Remote>>,
     company_id: CompanyId,
     grid_id: &str,
     branch_id: &str,
 ) -> GridResult<Option<TargetBranch>> {
     let found = match (routes.branch(branch_id), remote) {
         (Some(route), _) => Some(TargetBranch::Here(route)),
-        (None, Some(remote)) => remote.route(branch_id).await?.map(TargetBranch::There),
+        (None, Some(remote)) => {
+            remote.route(branch_id).await?.map(|route| TargetBranch::There(route, remote.clone()))
+        }
         (None, None) => None,
     };
     Ok(found.filter(|t| {
@@ -209,11 +200,11 @@ impl ReferenceLookup for KeyLookup {
         let (principal, setting) = (self.principal.clone(), setting.clone());
         Box::pin(async move {
             let company = principal.company_id();
-            match target(&routes, remote.as_deref(), company, &setting).await? {
+            match target(&routes, remote.as_ref(), company, &setting).await? {
                 Some(found) if !may_read_target(&principal, &found.scope()) => {
                     Err(unreadable(&setting))
                 }
-                Some(found) => found.find_missing(remote.as_deref(), ids).await,
+                Some(found) => found.find_missing(ids).await,
                 None => Ok(ids),
             }
         })
@@ -250,7 +241,7 @@ pub async fn resolve_references(
     let mut targets = Vec::with_capacity(by_branch.len());
     for (_, columns) in by_branch {
         let setting = &wanted[columns[0]].setting;
-        let remote = state.remote.as_deref();
+        let remote = state.remote.as_ref();
         let Some(target) = target(&state.routes, remote, branch.company_id, setting).await? else {
             continue;
         };
@@ -269,8 +260,7 @@ pub async fn resolve_references(
             .iter()
             .map(|&at| (wanted[at].setting.column_id.clone(), wanted[at].ids.clone()))
             .collect();
-        let remote = state.remote.as_deref();
-        async move { (columns, target.read_referenced(remote, requests).await) }
+        async move { (columns, target.read_referenced(requests).await) }
     });
     let mut found: Vec<Option<Referenced>> = vec![None; wanted.len()];
     for (columns, answers) in futures_util::future::join_all(asks).await {
