@@ -68,9 +68,12 @@ async fn a_restarted_node_starts_from_the_catalogues_image() {
     .await;
 
     cluster.nodes[2].kill();
+    let restarted = std::time::Instant::now();
     cluster.restart(2).await;
     let log = cluster.nodes[2].log_text();
     assert!(log.contains("the catalogue's image read"), "{log}");
+    let caught_up = log.lines().find(|l| l.contains("caught up with the catalogue's log"));
+    eprintln!("restarted from the catalogue's image in {:?}: {caught_up:?}", restarted.elapsed());
     let listed = databases(&cluster, 2, &project).await.expect("a listing");
     assert!(
         listed.is_superset(&made),
