@@ -127,6 +127,18 @@ pub enum StoreError {
     Journal(String),
 }
 
+/// Every entity of `kind` in `tree`, as raw JSON.
+fn scan_tree(tree: &sled::Tree, kind: EntityKind) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+    let prefix = kind.prefix();
+    tree.scan_prefix(prefix.as_bytes())
+        .map(|entry| {
+            let (key, value) = entry?;
+            let id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+            Ok((id, value.to_vec()))
+        })
+        .collect()
+}
+
 /// Persistence of catalogue entities.
 pub trait CatalogStore: Send {
     /// Applies the changes atomically and flushes (for tools editing a stopped server's
@@ -138,7 +150,13 @@ pub trait CatalogStore: Send {
     fn scan(&self, kind: EntityKind) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
     /// Every entry (for the catalogue's image) and the LSN of the last change set applied.
     fn entries(&self) -> Result<(Vec<RawEntry>, u64), StoreError>;
+    /// `scan` from another thread: what it reads is at least as new as the store when this was
+    /// called (the cluster's catalogue image is made off the supervisor with it).
+    fn scanner(&self) -> Scanner;
 }
+
+/// `CatalogStore::scan` for another thread.
+pub type Scanner = Box<dyn Fn(EntityKind) -> Result<Vec<(String, Vec<u8>)>, StoreError> + Send>;
 
 /// Loads every entity of a kind.
 pub fn load_all<T: DeserializeOwned>(
@@ -247,15 +265,12 @@ impl CatalogStore for SledCatalogStore {
     }
 
     fn scan(&self, kind: EntityKind) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        let prefix = kind.prefix();
-        self.tree
-            .scan_prefix(prefix.as_bytes())
-            .map(|entry| {
-                let (key, value) = entry?;
-                let id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-                Ok((id, value.to_vec()))
-            })
-            .collect()
+        scan_tree(&self.tree, kind)
+    }
+
+    fn scanner(&self) -> Scanner {
+        let tree = self.tree.clone();
+        Box::new(move |kind| scan_tree(&tree, kind))
     }
 }
 

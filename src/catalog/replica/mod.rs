@@ -217,9 +217,11 @@ impl Supervisor {
         Ok(())
     }
 
-    /// Stores the catalogue's image in the cluster (in the background) when the log has grown
-    /// by `IMAGE_EVERY` entries past the newest image this node knows: every entity of sled's
-    /// copy, which holds exactly the log up to the applied sequence between two operations.
+    /// Stores the catalogue's image in the cluster (in the background, off this actor) when the
+    /// log has grown by `IMAGE_EVERY` entries past the newest image this node knows: every
+    /// entity of sled's copy, which then holds the log up to the applied sequence (read later,
+    /// on another thread, it may hold a little more, which replaying the log after that
+    /// sequence over it does not change).
     fn maybe_store_image(&self) {
         let Some(replica) = &self.replica else { return };
         let applied = replica.applied();
@@ -227,25 +229,33 @@ impl Supervisor {
             return;
         }
         replica.imaged.store(applied, Ordering::SeqCst);
-        let mut changes = Vec::new();
-        for kind in EntityKind::ALL {
-            match self.store.scan(kind) {
-                Ok(entities) => {
+        let scan = self.store.scanner();
+        let images = replica.cluster.images.clone();
+        replica.cluster.spawn(async move {
+            let encoded = tokio::task::spawn_blocking(move || {
+                let mut changes = Vec::new();
+                for kind in EntityKind::ALL {
+                    let entities = scan(kind)?;
                     changes.extend(entities.into_iter().map(|(id, json)| CatalogChange::Put {
                         kind,
                         id,
                         json,
-                    }))
+                    }));
+                }
+                Ok::<_, super::store::StoreError>(Bytes::from(encode_changes(&changes)))
+            })
+            .await;
+            let bytes = match encoded {
+                Ok(Ok(bytes)) => bytes,
+                Ok(Err(err)) => {
+                    tracing::warn!(error = %err, "the catalogue's image was not made");
+                    return;
                 }
                 Err(err) => {
                     tracing::warn!(error = %err, "the catalogue's image was not made");
                     return;
                 }
-            }
-        }
-        let bytes = Bytes::from(encode_changes(&changes));
-        let images = replica.cluster.images.clone();
-        replica.cluster.spawn(async move {
+            };
             match images.put(IMAGE_NAME, applied, bytes).await {
                 Ok(()) => tracing::info!(covers = applied, "the catalogue's image stored"),
                 Err(err) => tracing::warn!(error = %err, "the catalogue's image was not stored"),
