@@ -254,7 +254,7 @@ async fn renewal_loop(supervisor: Addr<Supervisor>, node: Weak<ClusterNode>) {
 async fn takeover_loop(supervisor: Addr<Supervisor>, node: Weak<ClusterNode>) {
     let Some(mut tick) = third_of_ttl(&node) else { return };
     let mut held_elsewhere = HashMap::new();
-    let mut free_since = HashMap::new();
+    let mut free_since = FreeGrids::default();
     let mut live_before: Vec<String> = Vec::new();
     while let Some(node) = next_round(&mut tick, &node).await {
         let live = match node.membership.live().await {
@@ -365,6 +365,14 @@ async fn drop_grid(
     owned
 }
 
+/// What the takeover loop knows of free grids: when it last listed the lease bucket (and the
+/// grids held then), and since when it has seen each grid free.
+#[derive(Default)]
+struct FreeGrids {
+    listed: Option<(Instant, std::collections::HashSet<String>)>,
+    since: HashMap<String, Instant>,
+}
+
 /// How long a grid must stay free before the node placement ranks second for it takes it (the
 /// third waits twice as long, and so on): the first choice is live but has not taken it (its
 /// loads fail, it is stuck), and the grid must not stay unserved.
@@ -386,7 +394,7 @@ async fn take_free(
     supervisor: &Addr<Supervisor>,
     node: &Arc<ClusterNode>,
     live: &[String],
-    (held_elsewhere, free_since): (&mut HashMap<String, Instant>, &mut HashMap<String, Instant>),
+    (held_elsewhere, free): (&mut HashMap<String, Instant>, &mut FreeGrids),
 ) -> Result<(), ClusterError> {
     let grids = supervisor
         .send(Exec::new(|s| s.grids_to_load()))
@@ -400,7 +408,13 @@ async fn take_free(
         !node.owned.owns(&grid.grid_id)
             && placement::owner(&grid.grid_id, live).map(String::as_str) != Some(node.id())
     });
-    let held = if placed_elsewhere { Some(node.leases.held().await?) } else { None };
+    // The bucket is listed once a lease TTL at most: grace is three of them.
+    let stale = free.listed.as_ref().is_none_or(|(at, _)| now.duration_since(*at) >= grace / 3);
+    if placed_elsewhere && stale {
+        free.listed = Some((now, node.leases.held().await?));
+    }
+    let held = free.listed.as_ref().map(|(_, held)| held);
+    let free_since = &mut free.since;
     free_since.retain(|grid, _| grids.iter().any(|g| &g.grid_id == grid));
     let mut tried = 0;
     for grid in grids {
@@ -412,7 +426,7 @@ async fn take_free(
             .position(|n| n.as_str() == node.id());
         let Some(rank) = rank else { continue };
         if rank > 0 {
-            if held.as_ref().is_some_and(|held| held.contains(&grid.grid_id)) {
+            if held.is_some_and(|held| held.contains(&grid.grid_id)) {
                 free_since.remove(&grid.grid_id);
                 continue;
             }
