@@ -88,12 +88,15 @@ async fn changes(
     if view.state.schema.view(&view_id).is_none() {
         return Err(ApiError::from(crate::grid::error::GridError::ViewNotFound(view_id)));
     }
+    // "Now" is when the request is handled, not when the feed's task first runs: the client
+    // may see the headers, and write, before that.
+    let now = position_now(*route.reads.durable_clock().borrow());
     let (tx, mut rx) = mpsc::channel::<Bytes>(BUFFER);
     let stopping = state.stopping.clone();
     let heartbeat = Duration::from_secs(heartbeat);
     let memo = state.feeds.clone();
     let feed = Feed { route, view_id, heartbeat, tx, stopping, memo };
-    actix_web::rt::spawn(feed.run(after));
+    actix_web::rt::spawn(feed.run(after, now));
     let body = futures_util::stream::poll_fn(move |cx| {
         rx.poll_recv(cx).map(|chunk| chunk.map(Ok::<Bytes, actix_web::Error>))
     });
@@ -157,12 +160,12 @@ enum End {
 }
 
 impl Feed {
-    /// Sends the changes after `after` (from now when `None`) as they become durable, until
-    /// the consumer goes or is closed.
-    async fn run(self, after: Option<u32>) {
+    /// Sends the changes after `after` (after `now`, the position when the request came, when
+    /// `None`) as they become durable, until the consumer goes or is closed.
+    async fn run(self, after: Option<u32>, now: u32) {
         let mut stopping = self.stopping.clone();
         let mut durable = self.route.reads.durable_clock();
-        let now = position_now(*durable.borrow_and_update());
+        durable.borrow_and_update();
         let mut position = match after {
             Some(after) if after <= now => after,
             Some(_) => {
