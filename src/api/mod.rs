@@ -149,6 +149,17 @@ pub async fn exec<R: Send + 'static>(
     Ok(state.supervisor.send(Exec::new(f)).await?)
 }
 
+/// Waits `every` for a periodic task's next round; false once the server is stopping.
+pub(crate) async fn tick_until_stopping(
+    stopping: &mut tokio::sync::watch::Receiver<bool>,
+    every: std::time::Duration,
+) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep(every) => true,
+        _ = stopping.wait_for(|s| *s) => false,
+    }
+}
+
 /// The branch behind a view, checked for this principal: 404 viewIsNotFound when unknown or
 /// another company's, 403 when the key may not act on it with `needed`.
 pub fn view_route(

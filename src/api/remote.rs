@@ -176,32 +176,22 @@ impl Remote {
     ) -> GridResult<Vec<Option<Referenced>>> {
         let mut answers = Vec::with_capacity(requests.len());
         for (column, ids) in requests {
-            let mut read: Option<Referenced> = None;
-            let mut gone = false;
-            for chunk in chunks(ids) {
-                match self.read_chunk(route, &column, chunk).await? {
-                    None => gone = true,
-                    Some(part) => match &mut read {
-                        Some(so_far) => so_far.values.extend(part.values),
-                        None => read = Some(part),
-                    },
-                }
-            }
-            answers.push(if gone { None } else { read });
+            answers.push(self.read_column(route, &column, ids).await?);
         }
         Ok(answers)
     }
 
-    /// One chunk of `read_referenced`, asked again in halves while its answer is too large.
-    async fn read_chunk(
+    /// One column's values for `ids` (None when the column is gone): asked in chunks, a chunk
+    /// whose answer is too large asked again in halves, the parts joined in id order.
+    async fn read_column(
         &self,
         route: &RemoteRoute,
         column: &str,
         ids: Vec<String>,
     ) -> GridResult<Option<Referenced>> {
-        let mut pending = vec![ids];
-        let mut parts: Vec<Option<Referenced>> = Vec::new();
-        // Depth first, in id order: the last pushed half is the first half.
+        // A stack: the next part to ask is on top (the chunks pushed last to first).
+        let mut pending: Vec<Vec<String>> = chunks(ids).into_iter().rev().collect();
+        let mut whole: Option<Referenced> = None;
         while let Some(ids) = pending.pop() {
             let question = Question::ReadReferenced {
                 branch: route.branch_id.clone(),
@@ -210,9 +200,10 @@ impl Remote {
             };
             match self.ask(&route.node_id, &route.branch_id, &question).await? {
                 Answer::Referenced(None) => return Ok(None),
-                Answer::Referenced(Some((column_type, values))) => {
-                    parts.push(Some(Referenced { column_type, values }));
-                }
+                Answer::Referenced(Some((column_type, values))) => match &mut whole {
+                    Some(so_far) => so_far.values.extend(values),
+                    None => whole = Some(Referenced { column_type, values }),
+                },
                 Answer::TooLarge if ids.len() > 1 => {
                     let mut first = ids;
                     let second = first.split_off(first.len() / 2);
@@ -220,13 +211,6 @@ impl Remote {
                     pending.push(first);
                 }
                 other => return Err(self.failed(route, &other)),
-            }
-        }
-        let mut whole: Option<Referenced> = None;
-        for part in parts.into_iter().flatten() {
-            match &mut whole {
-                Some(so_far) => so_far.values.extend(part.values),
-                None => whole = Some(part),
             }
         }
         Ok(whole)

@@ -188,6 +188,7 @@ impl TmLog {
         };
         let consumer = self.stream.create_consumer(config).await.map_err(unavailable)?;
         let mut messages = consumer.messages().await.map_err(unavailable)?;
+        let subject_start = format!("{}.", self.subject_prefix);
         while let Some(message) = messages.next().await {
             let message = message.map_err(unavailable)?;
             let sequence = message.info().map_err(unavailable)?.stream_sequence;
@@ -197,7 +198,7 @@ impl TmLog {
             let memory = message
                 .subject
                 .as_str()
-                .strip_prefix(&format!("{}.", self.subject_prefix))
+                .strip_prefix(&subject_start)
                 .unwrap_or_default()
                 .to_owned();
             let header = |name: &str| {

@@ -145,11 +145,7 @@ const ADOPT_EVERY: Duration = Duration::from_secs(2);
 /// records it here; the grids this node serves feed it too), until the server stops.
 async fn adopt_new_memories(state: AppState) {
     let mut stopping = state.stopping.clone();
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(ADOPT_EVERY) => {}
-            _ = stopping.wait_for(|s| *s) => return,
-        }
+    while crate::api::tick_until_stopping(&mut stopping, ADOPT_EVERY).await {
         let Ok(all) = state.supervisor.send(Exec::new(|s| s.all_transmems())).await else {
             return;
         };
@@ -221,12 +217,9 @@ async fn pass(state: &AppState, id: &str) -> Pass {
         let durable = *route.reads.durable_clock().borrow();
         let Ok(view) = current_view(&route).await else { continue };
         let memory = memory.clone();
-        let fed = match web::block(move || feed_of(&memory, &view, &branch, durable)).await {
-            Ok(Ok(fed)) => fed,
-            Ok(Err(err)) => {
-                tracing::warn!(error = %err, "feeding a translation memory failed");
-                continue;
-            }
+        let fed = web::block(move || feed_of(&memory, &view, &branch, durable)).await;
+        let fed = match fed.map_err(|e| e.to_string()).and_then(|r| r.map_err(|e| e.to_string())) {
+            Ok(fed) => fed,
             Err(err) => {
                 tracing::warn!(error = %err, "feeding a translation memory failed");
                 continue;

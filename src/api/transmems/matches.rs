@@ -70,9 +70,8 @@ pub async fn with_matches(
     let (source_column, from, into) = languages(route, view_id, column).await?;
     let project = route.project_id;
     let memories = exec(state, move |s| s.project_transmems(project)).await?;
-    for memory in &memories {
-        state.transmems.caught_up(&memory.id).await?;
-    }
+    let caught_up = memories.iter().map(|memory| state.transmems.caught_up(&memory.id));
+    futures_util::future::try_join_all(caught_up).await?;
     let (status, body) = (response.status(), response.into_body());
     let bytes =
         body.try_into_bytes().map_err(|_| ApiError::internal("a record page was streamed"))?;

@@ -158,11 +158,7 @@ pub async fn start_all(state: AppState) {
         return;
     }
     let mut stopping = state.stopping.clone();
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(ADOPT_EVERY) => {}
-            _ = stopping.wait_for(|s| *s) => return,
-        }
+    while crate::api::tick_until_stopping(&mut stopping, ADOPT_EVERY).await {
         let Ok(hooks) = state.supervisor.send(Exec::new(|s| s.active_webhooks())).await else {
             return;
         };

@@ -245,12 +245,10 @@ impl Supervisor {
                 Ok::<_, super::store::StoreError>(Bytes::from(encode_changes(&changes)))
             })
             .await;
+            let encoded =
+                encoded.map_err(|e| e.to_string()).and_then(|r| r.map_err(|e| e.to_string()));
             let bytes = match encoded {
-                Ok(Ok(bytes)) => bytes,
-                Ok(Err(err)) => {
-                    tracing::warn!(error = %err, "the catalogue's image was not made");
-                    return;
-                }
+                Ok(bytes) => bytes,
                 Err(err) => {
                     tracing::warn!(error = %err, "the catalogue's image was not made");
                     return;
