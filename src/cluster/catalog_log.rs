@@ -13,6 +13,11 @@
 //! Reads: `read_after` (bounded: one call reads at most `MAX_READ` entries, each within a wait)
 //! for catch-up, and `follow` (a long-lived ordered consumer, re-created after an error) for a
 //! node to apply every other node's entries as they land.
+//!
+//! Purges: `purge_below` drops the entries below a sequence once an image of the catalogue
+//! covers them and every live node has read them (`catalog::replica` decides). The stream has
+//! one subject, so its sequences have no holes: a read that finds its next entry gone answers
+//! `Purged` and the reader starts again from the image.
 
 use std::future::Future;
 use std::time::Duration;
@@ -115,7 +120,18 @@ impl CatalogLog {
 
     /// The sequence of the log's last entry (0 when empty).
     pub async fn last_sequence(&self) -> Result<u64, ClusterError> {
-        Ok(self.stream.get_info().await.map_err(unavailable)?.state.last_sequence)
+        Ok(self.bounds().await?.1)
+    }
+
+    /// The sequences of the log's first and last entries (first is last + 1 when it is empty).
+    pub async fn bounds(&self) -> Result<(u64, u64), ClusterError> {
+        let state = self.stream.get_info().await.map_err(unavailable)?.state;
+        Ok((state.first_sequence, state.last_sequence))
+    }
+
+    /// Drops every entry below `sequence` (those at and after it stay).
+    pub async fn purge_below(&self, sequence: u64) -> Result<(), ClusterError> {
+        self.stream.purge().sequence(sequence).await.map(drop).map_err(unavailable)
     }
 
     /// The entries after `after`, in order, up to the log's end as it is when called, at most
@@ -125,10 +141,13 @@ impl CatalogLog {
         after: u64,
         wait: Duration,
     ) -> Result<Vec<CatalogEntry>, ClusterError> {
-        let last = self.last_sequence().await?;
+        let (first, last) = self.bounds().await?;
         let mut entries = Vec::new();
         if last <= after {
             return Ok(entries);
+        }
+        if first > after + 1 {
+            return Err(ClusterError::Purged { after, first });
         }
         let mut messages = self.consumer(after).await?;
         while entries.len() < MAX_READ {
@@ -137,6 +156,11 @@ impl CatalogLog {
             })?;
             let Some(message) = next else { break };
             let entry = entry_of(message.map_err(unavailable)?)?;
+            let expected = entries.last().map_or(after, |e: &CatalogEntry| e.sequence) + 1;
+            if entry.sequence > expected {
+                // Purged between the bounds and this read.
+                return Err(ClusterError::Purged { after, first: entry.sequence });
+            }
             let done = entry.sequence >= last;
             entries.push(entry);
             if done {

@@ -195,6 +195,9 @@ pub enum ClusterError {
     Uncertain { branch: String },
     /// An entry read back that breaks the log's order (a lower lease epoch after a higher one).
     Disordered { branch: String, sequence: u64 },
+    /// The catalogue's log no longer holds the entries after `after` (it was purged below an
+    /// image, up to `first`): the reader must start again from the image.
+    Purged { after: u64, first: u64 },
 }
 
 impl fmt::Display for ClusterError {
@@ -220,6 +223,10 @@ impl fmt::Display for ClusterError {
                 f,
                 "branch {branch:?}'s log entry {sequence} has an older lease than the one before it"
             ),
+            ClusterError::Purged { after, first } => write!(
+                f,
+                "the catalogue's log was purged past sequence {after} (it starts at {first})"
+            ),
         }
     }
 }
@@ -236,7 +243,8 @@ impl Coded for ClusterError {
             | ClusterError::Unavailable(_)
             | ClusterError::LeaseLost { .. }
             | ClusterError::Fenced { .. }
-            | ClusterError::Uncertain { .. } => ErrorCode::ServiceUnavailable,
+            | ClusterError::Uncertain { .. }
+            | ClusterError::Purged { .. } => ErrorCode::ServiceUnavailable,
         }
     }
 
@@ -248,7 +256,8 @@ impl Coded for ClusterError {
             | ClusterError::Unavailable(_)
             | ClusterError::LeaseLost { .. }
             | ClusterError::Fenced { .. }
-            | ClusterError::Uncertain { .. } => Some(1),
+            | ClusterError::Uncertain { .. }
+            | ClusterError::Purged { .. } => Some(1),
         }
     }
 }

@@ -16,9 +16,19 @@
 //! it has applied already (its own commits, what a catch-up read) and applies the rest:
 //! sled's copy, then memory with the side effects a start has (`apply`).
 //!
-//! **Start**: `Supervisor::join_cluster` reads the whole log (blocking) before the bootstrap,
-//! which then sees every company the cluster has; `bootstrap_retried` retries once when its
-//! publish is refused, so two nodes bootstrapping at once make one owner company.
+//! **Start**: `Supervisor::join_cluster` reads the cluster's catalogue image, then the log after
+//! it (blocking), before the bootstrap, which then sees every company the cluster has;
+//! `bootstrap_retried` retries once when its publish is refused, so two nodes bootstrapping at
+//! once make one owner company.
+//!
+//! **Images and purges**: once the log has grown by `IMAGE_EVERY` entries past the newest image
+//! a node knows, it stores an image of the whole catalogue, then purges the log below the
+//! sequence the stored image and every live node have reached (each node's heartbeat carries
+//! the sequence it has applied, `cluster::membership::Beat`), less `PURGE_KEEP` entries, so
+//! the log holds a bounded tail. A node whose next entries were purged all the same (one
+//! that dropped out of the membership while it went on running, or a start that raced a purge)
+//! starts again from the image (`resync`): its entities are put and what the node holds that
+//! the image lacks is deleted, in sled's copy and in memory.
 //!
 //! **Visibility**: a change set is visible on the node that committed it when the request
 //! answers (that node changed its memory); another node sees it once its follower applied it
@@ -40,7 +50,9 @@ use super::journal::{decode_changes, encode_changes};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::{Exec, Supervisor};
 use crate::cluster::catalog_log::{CatalogEntry, CatalogLog, Published, MAX_READ};
+use crate::cluster::membership::Membership;
 use crate::cluster::node::ClusterNode;
+use crate::cluster::snapshots::{SnapshotBucket, StoredImage};
 use crate::cluster::ClusterError;
 use crate::persist::entry::WalRecord;
 
@@ -57,13 +69,21 @@ const IMAGE_WAIT: Duration = Duration::from_secs(20);
 const PUBLISH_ATTEMPTS: usize = 5;
 /// How long one read of the log may wait for its next entry.
 const READ_WAIT: Duration = Duration::from_secs(5);
+/// Entries kept below the point the log could be purged to.
+const PURGE_KEEP: u64 = IMAGE_EVERY / 10;
+/// How often each node looks whether the catalogue's log can be purged.
+const PURGE_EVERY: Duration = Duration::from_secs(5);
+/// A catch-up starts again from the image at most this many times (each time the log was
+/// purged past what it had read).
+const RESYNC_ATTEMPTS: usize = 3;
 
 /// This node's place in the catalogue's log.
 pub struct Replica {
     cluster: Arc<ClusterNode>,
     log: CatalogLog,
-    /// The sequence of the last log entry written to sled's copy.
-    applied: AtomicU64,
+    /// The sequence of the last log entry written to sled's copy; this node's heartbeats carry
+    /// it (`Membership::catalog_read`), so that no purge drops what it has yet to read.
+    applied: Arc<AtomicU64>,
     /// Change sets read by a catch-up during an operation, in log order, to apply to memory
     /// once the operation is done.
     pending: Mutex<Vec<Vec<CatalogChange>>>,
@@ -145,10 +165,12 @@ impl Supervisor {
                 }
             }
         })??;
+        let applied = cluster.membership.catalog_read();
+        applied.store(0, Ordering::SeqCst);
         self.replica = Some(Replica {
             cluster: cluster.clone(),
             log,
-            applied: AtomicU64::new(0),
+            applied,
             pending: Mutex::default(),
             imaged: AtomicU64::new(0),
         });
@@ -179,42 +201,95 @@ impl Supervisor {
         }
     }
 
-    /// Starts from the cluster's catalogue image when there is one: its entities go to sled's
-    /// copy and (with the log read after it) to memory, and the log is read from the sequence
-    /// it covers. The log is never purged below an image, so a node reading it from further
-    /// back (a slow follower) misses nothing; an image read while another node replaces it may
-    /// be newer than the sequence it is taken for, which replaying the entries after that
-    /// sequence over it makes no difference to (each is a whole entity's put or delete).
+    /// Starts from the cluster's catalogue image when there is one (`take_image`), then reads
+    /// the log from the sequence it covers. An image read while another node replaces it may be
+    /// newer than the sequence it is taken for, which replaying the entries after that sequence
+    /// over it makes no difference to (each is a whole entity's put or delete).
     fn load_image(&mut self) -> Result<(), ClusterError> {
         let Some(replica) = &self.replica else { return Ok(()) };
-        let images = replica.cluster.images.clone();
-        let image =
-            replica.cluster.run(async move { images.latest(IMAGE_NAME, IMAGE_WAIT).await })?;
-        let image = match image {
-            Ok(Some(image)) => image,
-            Ok(None) => return Ok(()),
-            Err(err) => {
-                // The image only saves reading: the log is whole.
-                tracing::warn!(error = %err, "the catalogue's image could not be read; reading the whole log");
-                return Ok(());
+        match self.read_image() {
+            Ok(Some(image)) => {
+                let changes = self.take_image(image);
+                replica
+                    .pending
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(changes);
             }
-        };
+            Ok(None) => {}
+            // The image only saves reading, unless the log was purged below it: the catch-up
+            // then finds out and reads it again.
+            Err(err) => {
+                tracing::warn!(error = %err, "the catalogue's image could not be read; reading the log")
+            }
+        }
+        Ok(())
+    }
+
+    /// The cluster's newest catalogue image, if it has one.
+    fn read_image(&self) -> Result<Option<StoredImage>, ClusterError> {
+        let Some(replica) = &self.replica else { return Ok(None) };
+        let images = replica.cluster.images.clone();
+        replica.cluster.run(async move { images.latest(IMAGE_NAME, IMAGE_WAIT).await })?
+    }
+
+    /// Makes sled's copy hold what `image` holds: its entities put, and a delete for each
+    /// entity sled's copy holds that the image lacks (none at a start, which begins empty).
+    /// The applied sequence becomes the one the image covers. Returns the change set, for the
+    /// caller to apply to memory.
+    fn take_image(&self, image: StoredImage) -> Vec<CatalogChange> {
+        let Some(replica) = &self.replica else { return Vec::new() };
         let entry = CatalogEntry {
             sequence: image.covers,
             node: String::new(),
             payload: Bytes::from(image.bytes),
         };
-        let changes = decode_entry(&entry);
+        let puts = decode_entry(&entry);
+        let mut changes = self.deletes_missing_from(&puts);
+        let removed = changes.len();
+        changes.extend(puts);
         tracing::info!(
             covers = image.covers,
-            entities = changes.len(),
+            entities = changes.len() - removed,
+            removed,
             "the catalogue's image read"
         );
         self.store_remote(&changes);
         replica.applied.store(image.covers, Ordering::SeqCst);
-        replica.imaged.store(image.covers, Ordering::SeqCst);
-        replica.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(changes);
-        Ok(())
+        replica.imaged.fetch_max(image.covers, Ordering::SeqCst);
+        changes
+    }
+
+    /// A delete for each entity sled's copy holds that `image` does not put.
+    fn deletes_missing_from(&self, image: &[CatalogChange]) -> Vec<CatalogChange> {
+        let kept: HashSet<(EntityKind, &str)> = image.iter().map(entity).collect();
+        let mut held = Vec::new();
+        for kind in EntityKind::ALL {
+            match self.store.scan(kind) {
+                Ok(entities) => held.extend(entities.into_iter().map(|(id, _)| (kind, id))),
+                Err(err) => {
+                    tracing::error!(error = %err, ?kind, "reading sled's catalogue copy failed")
+                }
+            }
+        }
+        deletes_for(held, &kept)
+    }
+
+    /// Starts again from the cluster's image once the log after the applied sequence has been
+    /// purged up to `first`; the image must cover the log up to it.
+    fn resync(&self, first: u64) -> CatalogResult<Vec<CatalogChange>> {
+        let image = self.read_image().map_err(not_replicated)?;
+        let Some(image) = image.filter(|image| image.covers + 1 >= first) else {
+            return Err(not_replicated(ClusterError::Unavailable(format!(
+                "the catalogue's log starts at {first} and no image reaches it"
+            ))));
+        };
+        tracing::warn!(
+            applied = self.replica_applied(),
+            first,
+            "the catalogue's log was purged past what this node had read: starting again from its image"
+        );
+        Ok(self.take_image(image))
     }
 
     /// Stores the catalogue's image in the cluster (in the background, off this actor) when the
@@ -231,6 +306,7 @@ impl Supervisor {
         replica.imaged.store(applied, Ordering::SeqCst);
         let scan = self.store.scanner();
         let images = replica.cluster.images.clone();
+        let (log, membership) = (replica.log.clone(), replica.cluster.membership.clone());
         replica.cluster.spawn(async move {
             let encoded = tokio::task::spawn_blocking(move || {
                 let mut changes = Vec::new();
@@ -256,7 +332,13 @@ impl Supervisor {
             };
             match images.put(IMAGE_NAME, applied, bytes).await {
                 Ok(()) => tracing::info!(covers = applied, "the catalogue's image stored"),
-                Err(err) => tracing::warn!(error = %err, "the catalogue's image was not stored"),
+                Err(err) => {
+                    tracing::warn!(error = %err, "the catalogue's image was not stored");
+                    return;
+                }
+            }
+            if let Err(err) = purge_below_image(&log, &membership, &images).await {
+                tracing::warn!(error = %err, "the catalogue's log was not purged");
             }
         });
     }
@@ -304,13 +386,19 @@ impl Supervisor {
     fn catch_up(&self) -> CatalogResult<Vec<Vec<CatalogChange>>> {
         let Some(replica) = &self.replica else { return Ok(Vec::new()) };
         let mut read = Vec::new();
+        let mut resyncs = 0;
         loop {
             let (log, after) = (replica.log.clone(), replica.applied());
-            let entries = replica
-                .cluster
-                .run(async move { log.read_after(after, READ_WAIT).await })
-                .and_then(|r| r)
-                .map_err(not_replicated)?;
+            let entries =
+                replica.cluster.run(async move { log.read_after(after, READ_WAIT).await });
+            let entries = match entries.and_then(|r| r) {
+                Err(ClusterError::Purged { first, .. }) if resyncs < RESYNC_ATTEMPTS => {
+                    resyncs += 1;
+                    read.push(self.resync(first)?);
+                    continue;
+                }
+                other => other.map_err(not_replicated)?,
+            };
             let full = entries.len() >= MAX_READ;
             for entry in entries {
                 let changes = decode_entry(&entry);
@@ -367,8 +455,54 @@ impl Supervisor {
             runtime: replica.cluster.handle(),
             log: replica.log.clone(),
             after: replica.applied(),
+            membership: replica.cluster.membership.clone(),
+            images: replica.cluster.images.clone(),
         })
     }
+}
+
+/// Purges the catalogue's log below what the stored image and every live node have reached,
+/// less `PURGE_KEEP` entries kept as a margin (an older image another node stores at the same
+/// moment stays usable, and a reader that finds its entries gone starts again from the image). Nothing is purged while a live node says 0 (it is starting or does
+/// not say). Run after each image a node stores and every `PURGE_EVERY` (heartbeats lag).
+async fn purge_below_image(
+    log: &CatalogLog,
+    membership: &Membership,
+    images: &SnapshotBucket,
+) -> Result<(), ClusterError> {
+    let Some(stored) = images.covers(IMAGE_NAME, IMAGE_WAIT).await? else { return Ok(()) };
+    let beats = membership.beats().await?;
+    let slowest = beats.iter().map(|beat| beat.catalog_read).min().unwrap_or(0);
+    let below = purge_floor(stored, slowest);
+    let (first, _) = log.bounds().await?;
+    if below <= first {
+        return Ok(());
+    }
+    log.purge_below(below).await?;
+    tracing::info!(below, nodes = beats.len(), "the catalogue's log purged");
+    Ok(())
+}
+
+/// The sequence the catalogue's log may be purged below: what the image covers and the slowest
+/// live node has read, less `PURGE_KEEP`; 0 (nothing) when a node has read nothing.
+fn purge_floor(image_covers: u64, slowest_read: u64) -> u64 {
+    if slowest_read == 0 {
+        return 0;
+    }
+    image_covers.min(slowest_read).saturating_sub(PURGE_KEEP)
+}
+
+/// Deletes for the `held` entities that `kept` lacks, children's kinds first (the reverse of
+/// `EntityKind::ALL`).
+fn deletes_for(
+    held: Vec<(EntityKind, String)>,
+    kept: &HashSet<(EntityKind, &str)>,
+) -> Vec<CatalogChange> {
+    let mut gone: Vec<(EntityKind, String)> =
+        held.into_iter().filter(|(kind, id)| !kept.contains(&(*kind, id.as_str()))).collect();
+    let rank = |kind: &EntityKind| EntityKind::ALL.iter().position(|k| k == kind);
+    gone.sort_by_key(|(kind, _)| std::cmp::Reverse(rank(kind)));
+    gone.into_iter().map(|(kind, id)| CatalogChange::delete(kind, &id)).collect()
 }
 
 /// The task that hands the catalogue's log to the supervisor as it grows.
@@ -376,13 +510,27 @@ pub struct Follower {
     runtime: tokio::runtime::Handle,
     log: CatalogLog,
     after: u64,
+    membership: Arc<Membership>,
+    images: SnapshotBucket,
 }
 
 impl Follower {
-    /// Starts following on the cluster's runtime; it ends when the supervisor stops. It holds
-    /// the log, not the cluster node, so it never keeps the node (and its runtime) alive.
+    /// Starts following on the cluster's runtime, and the purges of the log (`PURGE_EVERY`);
+    /// both end when the supervisor stops. They hold the log and buckets, not the cluster node,
+    /// so they never keep the node (and its runtime) alive.
     pub fn start(self, supervisor: Addr<Supervisor>) {
-        let Follower { runtime, log, after } = self;
+        let Follower { runtime, log, after, membership, images } = self;
+        let (purged, watched) = (log.clone(), supervisor.clone());
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval(PURGE_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            while watched.connected() {
+                tick.tick().await;
+                if let Err(err) = purge_below_image(&purged, &membership, &images).await {
+                    tracing::debug!(error = %err, "the catalogue's log was not purged");
+                }
+            }
+        });
         runtime.spawn(async move {
             log.follow(after, |entry| {
                 let supervisor = supervisor.clone();
@@ -420,6 +568,38 @@ mod tests {
             &ours,
             &[vec![put(EntityKind::Key, "k")], vec![put(EntityKind::Grid, "g")]]
         ));
+    }
+
+    #[test]
+    fn the_log_is_purged_only_below_what_the_image_and_every_node_reached() {
+        // A node that has read nothing (starting, or an earlier version) holds purges back.
+        assert_eq!(purge_floor(5000, 0), 0);
+        // The image and the slowest node bound it, less one image interval kept.
+        assert_eq!(purge_floor(5000, 9000), 5000 - PURGE_KEEP);
+        assert_eq!(purge_floor(5000, 4500), 4500 - PURGE_KEEP);
+        assert_eq!(purge_floor(PURGE_KEEP / 2, 9000), 0);
+    }
+
+    #[test]
+    fn starting_again_from_an_image_deletes_what_it_lacks_children_first() {
+        let image = [put(EntityKind::Company, "c"), put(EntityKind::Grid, "g1")];
+        let kept: HashSet<(EntityKind, &str)> = image.iter().map(entity).collect();
+        let held = vec![
+            (EntityKind::Company, "c".to_owned()),
+            (EntityKind::Grid, "g1".to_owned()),
+            (EntityKind::Grid, "g2".to_owned()),
+            (EntityKind::Branch, "g2b".to_owned()),
+            (EntityKind::Database, "d".to_owned()),
+        ];
+        assert_eq!(
+            deletes_for(held, &kept),
+            vec![
+                CatalogChange::delete(EntityKind::Branch, "g2b"),
+                CatalogChange::delete(EntityKind::Grid, "g2"),
+                CatalogChange::delete(EntityKind::Database, "d"),
+            ]
+        );
+        assert!(deletes_for(Vec::new(), &kept).is_empty());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The catalogue's image in the cluster (three gridd processes on a 3-server JetStream
 //! cluster): once the catalogue's log has grown by `IMAGE_EVERY` entries a node stores an image
-//! of the whole catalogue, and a node restarted afterwards starts from it (then reads only the
-//! log after it), listing everything made before and after it.
+//! of the whole catalogue and purges the log below it, and a node restarted afterwards starts
+//! from it (then reads only the log after it), listing everything made before and after it.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -25,27 +25,25 @@ async fn databases(
     Some(body.as_array()?.iter().filter_map(|d| d["id"].as_str().map(str::to_owned)).collect())
 }
 
-#[tokio::test]
-async fn a_restarted_node_starts_from_the_catalogues_image() {
-    let nats = NatsCluster::start().await;
-    let mut cluster = GriddCluster::start(nats.urls(), 3).await;
-    let project = until(Duration::from_secs(20), "the bootstrap project", || async {
-        let (status, body) = cluster.call(0, Method::GET, "/v1/databases", None).await.ok()?;
-        (status == 200).then(|| body[0]["projectId"].clone())
-    })
-    .await;
-    // More than IMAGE_EVERY catalogue changes, through all three nodes at once.
-    let count = gridd::catalog::replica::IMAGE_EVERY as usize + 50;
+/// Makes `count` databases named `{label} n` in `project`, through `via` (several requests at
+/// once, each retried on 503); their ids.
+async fn make_databases(
+    cluster: &GriddCluster,
+    via: &[usize],
+    project: &Value,
+    count: usize,
+    label: &str,
+) -> BTreeSet<String> {
     let path = format!("/v1/databases?projectId={project}");
     let made = futures_util::future::join_all((0..6).map(|worker| {
-        let (cluster, path) = (&cluster, path.clone());
+        let (path, node) = (path.clone(), via[worker % via.len()]);
         async move {
             let mut ids = Vec::new();
             for n in (worker..count).step_by(6) {
-                let body = json!({"name": format!("db {n}")});
+                let body = json!({"name": format!("{label} {n}")});
                 let id = until(Duration::from_secs(20), "a database made", || async {
                     let (status, made) =
-                        cluster.call(worker % 3, Method::POST, &path, Some(&body)).await.ok()?;
+                        cluster.call(node, Method::POST, &path, Some(&body)).await.ok()?;
                     assert!(status == 200 || status == 503, "{status} {made}");
                     (status == 200).then(|| made["id"].as_str().map(str::to_owned)).flatten()
                 })
@@ -58,6 +56,31 @@ async fn a_restarted_node_starts_from_the_catalogues_image() {
     .await;
     let made: BTreeSet<String> = made.into_iter().flatten().collect();
     assert_eq!(made.len(), count);
+    made
+}
+
+/// The catalogue stream's first and last sequences.
+async fn log_bounds(nats: &NatsCluster) -> (u64, u64) {
+    let client = async_nats::connect(nats.urls()).await.expect("a NATS client");
+    let mut stream =
+        async_nats::jetstream::new(client).get_stream("GRIDD_catalog").await.expect("the stream");
+    let state = stream.info().await.expect("the stream's state").state.clone();
+    (state.first_sequence, state.last_sequence)
+}
+
+#[tokio::test]
+async fn a_restarted_node_starts_from_the_catalogues_image() {
+    let nats = NatsCluster::start().await;
+    let mut cluster = GriddCluster::start(nats.urls(), 3).await;
+    let project = until(Duration::from_secs(20), "the bootstrap project", || async {
+        let (status, body) = cluster.call(0, Method::GET, "/v1/databases", None).await.ok()?;
+        (status == 200).then(|| body[0]["projectId"].clone())
+    })
+    .await;
+    // More than IMAGE_EVERY catalogue changes, through all three nodes at once.
+    let count = gridd::catalog::replica::IMAGE_EVERY as usize + 50;
+    let path = format!("/v1/databases?projectId={project}");
+    let made = make_databases(&cluster, &[0, 1, 2], &project, count, "db").await;
     until(Duration::from_secs(20), "a node stores the catalogue's image", || async {
         cluster
             .nodes
@@ -66,6 +89,20 @@ async fn a_restarted_node_starts_from_the_catalogues_image() {
             .then_some(())
     })
     .await;
+
+    // The log is purged below the image (less a margin): a start reads the image, not the
+    // entries it covers.
+    until(Duration::from_secs(20), "a node purges the catalogue's log", || async {
+        cluster
+            .nodes
+            .iter()
+            .any(|n| n.log_text().contains("the catalogue's log purged"))
+            .then_some(())
+    })
+    .await;
+    let (first, last) = log_bounds(&nats).await;
+    eprintln!("the catalogue's log after {count} changes holds {first}..={last}");
+    assert!(first > 1 && first <= last, "nothing purged: {first}..={last}");
 
     cluster.nodes[2].kill();
     let restarted = std::time::Instant::now();
@@ -90,4 +127,30 @@ async fn a_restarted_node_starts_from_the_catalogues_image() {
         databases(&cluster, 2, &project).await.filter(|ids| ids.contains(&later))
     })
     .await;
+
+    // A node that drops out of the membership while it runs (frozen past its TTL), and whose
+    // next entries are purged meanwhile, starts again from the image when it wakes: it lists
+    // what the others made since and not what they deleted.
+    let deleted = made.iter().next().expect("a database").clone();
+    cluster.nodes[1].pause();
+    let (status, body) = cluster
+        .call(0, Method::DELETE, &format!("/v1/databases/{deleted}"), None)
+        .await
+        .expect("delete");
+    assert_eq!(status, 204, "{body}");
+    let (_, paused_at) = log_bounds(&nats).await;
+    let more = make_databases(&cluster, &[0, 2], &project, count, "while frozen").await;
+    until(Duration::from_secs(40), "the log purged past the frozen node", || async {
+        let (first, _) = log_bounds(&nats).await;
+        (first > paused_at + 1).then_some(())
+    })
+    .await;
+    cluster.nodes[1].resume();
+    until(Duration::from_secs(20), "the woken node lists the catalogue as it is", || async {
+        let listed = databases(&cluster, 1, &project).await?;
+        (listed.is_superset(&more) && !listed.contains(&deleted)).then_some(())
+    })
+    .await;
+    let log = cluster.nodes[1].log_text();
+    assert!(log.contains("starting again from its image"), "{}", cluster.nodes[1].log_tail());
 }
