@@ -126,14 +126,18 @@ fn allocates_numbers(change: &CatalogChange) -> bool {
     )
 }
 
-/// A log entry's change set; an entry that does not decode is logged and counts as empty.
-fn decode_entry(entry: &CatalogEntry) -> Vec<CatalogChange> {
-    let decoded = match WalRecord::decode(&entry.payload) {
+/// The change set `payload` encodes (a log entry's or an image's).
+fn decode_payload(payload: &[u8]) -> Result<Vec<CatalogChange>, String> {
+    match WalRecord::decode(payload) {
         Ok(WalRecord::Catalog(body)) => decode_changes(body).map_err(|e| e.to_string()),
         Ok(WalRecord::Branch(_)) => Err("a branch record".to_owned()),
         Err(err) => Err(err.to_string()),
-    };
-    decoded.unwrap_or_else(|err| {
+    }
+}
+
+/// A log entry's change set; an entry that does not decode is logged and counts as empty.
+fn decode_entry(entry: &CatalogEntry) -> Vec<CatalogChange> {
+    decode_payload(&entry.payload).unwrap_or_else(|err| {
         tracing::error!(sequence = entry.sequence, node = %entry.node, error = %err,
             "a catalogue log entry does not decode; skipped");
         Vec::new()
@@ -208,17 +212,19 @@ impl Supervisor {
     fn load_image(&mut self) -> Result<(), ClusterError> {
         let Some(replica) = &self.replica else { return Ok(()) };
         match self.read_image() {
-            Ok(Some(image)) => {
-                let changes = self.take_image(image);
-                replica
+            Ok(Some(image)) => match self.take_image(image) {
+                Ok(changes) => replica
                     .pending
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(changes);
-            }
+                    .push(changes),
+                Err(err) => {
+                    tracing::error!(error = %err, "the catalogue's image does not decode; reading the log")
+                }
+            },
             Ok(None) => {}
             // The image only saves reading, unless the log was purged below it: the catch-up
-            // then finds out and reads it again.
+            // then finds out and fails the start.
             Err(err) => {
                 tracing::warn!(error = %err, "the catalogue's image could not be read; reading the log")
             }
@@ -236,15 +242,10 @@ impl Supervisor {
     /// Makes sled's copy hold what `image` holds: its entities put, and a delete for each
     /// entity sled's copy holds that the image lacks (none at a start, which begins empty).
     /// The applied sequence becomes the one the image covers. Returns the change set, for the
-    /// caller to apply to memory.
-    fn take_image(&self, image: StoredImage) -> Vec<CatalogChange> {
-        let Some(replica) = &self.replica else { return Vec::new() };
-        let entry = CatalogEntry {
-            sequence: image.covers,
-            node: String::new(),
-            payload: Bytes::from(image.bytes),
-        };
-        let puts = decode_entry(&entry);
+    /// caller to apply to memory; an image that does not decode changes nothing.
+    fn take_image(&self, image: StoredImage) -> Result<Vec<CatalogChange>, String> {
+        let Some(replica) = &self.replica else { return Ok(Vec::new()) };
+        let puts = decode_payload(&image.bytes)?;
         let mut changes = self.deletes_missing_from(&puts);
         let removed = changes.len();
         changes.extend(puts);
@@ -257,7 +258,7 @@ impl Supervisor {
         self.store_remote(&changes);
         replica.applied.store(image.covers, Ordering::SeqCst);
         replica.imaged.fetch_max(image.covers, Ordering::SeqCst);
-        changes
+        Ok(changes)
     }
 
     /// A delete for each entity sled's copy holds that `image` does not put.
@@ -289,7 +290,11 @@ impl Supervisor {
             first,
             "the catalogue's log was purged past what this node had read: starting again from its image"
         );
-        Ok(self.take_image(image))
+        self.take_image(image).map_err(|err| {
+            not_replicated(ClusterError::Unavailable(format!(
+                "the catalogue's image does not decode: {err}"
+            )))
+        })
     }
 
     /// Stores the catalogue's image in the cluster (in the background, off this actor) when the
