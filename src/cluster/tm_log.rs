@@ -14,6 +14,12 @@
 //! Reads: `follow` (a long-lived ordered consumer over every memory's subject, re-created after
 //! an error) hands each whole change to its caller; `tail` tells a memory's last sequence, so
 //! a read can wait until this node applied everything written before it.
+//!
+//! Compaction (the caller's policy, `api::transmems::replica`): a change holding a memory's
+//! whole state as of some sequence is published like any other; `read_changes` reads back the
+//! memory's changes that landed between that sequence and the image, and `purge_below` drops
+//! the memory's entries before it (the caller keeps the parts of changes unfinished there,
+//! `TmEntry::held_from`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -47,6 +53,11 @@ const FOLLOW_RETRY: Duration = Duration::from_millis(250);
 pub struct TmEntry {
     /// Its last part's sequence.
     pub sequence: u64,
+    /// Its first part's sequence.
+    pub first: u64,
+    /// The first sequence of the same memory's changes still unfinished when it was handed
+    /// over (their parts must outlive a purge); None when there are none.
+    pub held_from: Option<u64>,
     pub memory: String,
     pub op: String,
     pub payload: Bytes,
@@ -134,6 +145,57 @@ impl TmLog {
         Ok(last)
     }
 
+    /// `memory`'s whole changes whose last part lies after `after` and before `before`, in the
+    /// order of their last parts, reading its entries from `from` (at most `after + 1`: the
+    /// first part of a change that straddles `after`); each read within `wait`.
+    pub async fn read_changes(
+        &self,
+        memory: &str,
+        from: u64,
+        after: u64,
+        before: u64,
+        wait: Duration,
+    ) -> Result<Vec<TmEntry>, ClusterError> {
+        let subject = self.subject(memory)?;
+        let mut changes = Vec::new();
+        if before <= after + 1 {
+            return Ok(changes);
+        }
+        let config = OrderedConfig {
+            filter_subject: subject,
+            deliver_policy: DeliverPolicy::ByStartSequence { start_sequence: from.max(1) },
+            ..Default::default()
+        };
+        let consumer = self.stream.create_consumer(config).await.map_err(unavailable)?;
+        let mut messages = consumer.messages().await.map_err(unavailable)?;
+        let mut parts = Reassembly::default();
+        loop {
+            let next = tokio::time::timeout(wait, messages.next()).await.map_err(|_| {
+                ClusterError::Unavailable("reading a memory's log timed out".into())
+            })?;
+            let Some(message) = next else { break };
+            let message = message.map_err(unavailable)?;
+            let sequence = message.info().map_err(unavailable)?.stream_sequence;
+            if sequence >= before {
+                break;
+            }
+            let Some((op, (index, count))) = headers_of(&message) else { continue };
+            let whole = parts.push(sequence, memory, &op, index, count, message.payload.clone());
+            if let Some((first, payload)) = whole.filter(|_| sequence > after) {
+                let memory = memory.to_owned();
+                changes.push(TmEntry { sequence, first, held_from: None, memory, op, payload });
+            }
+        }
+        Ok(changes)
+    }
+
+    /// Drops `memory`'s entries below `sequence` (those at and after it stay).
+    pub async fn purge_below(&self, memory: &str, sequence: u64) -> Result<(), ClusterError> {
+        let subject = self.subject(memory)?;
+        let purge = self.stream.purge().filter(subject).sequence(sequence);
+        purge.await.map(drop).map_err(unavailable)
+    }
+
     /// The sequence of the last part written for `memory` (0 when none).
     pub async fn tail(&self, memory: &str) -> Result<u64, ClusterError> {
         let subject = self.subject(memory)?;
@@ -201,24 +263,31 @@ impl TmLog {
                 .strip_prefix(&subject_start)
                 .unwrap_or_default()
                 .to_owned();
-            let header = |name: &str| {
-                message.headers.as_ref().and_then(|h| h.get(name)).map(|v| v.as_str().to_owned())
-            };
-            let place = header(PART_HEADER).as_deref().and_then(parse_part);
-            match (header(OP_HEADER), place) {
-                (Some(op), Some((index, count))) => {
-                    let whole = parts.push(sequence, &op, index, count, message.payload.clone());
-                    if let Some(payload) = whole {
-                        deliver(TmEntry { sequence, memory, op, payload }).await;
+            match headers_of(&message) {
+                Some((op, (index, count))) => {
+                    let part = message.payload.clone();
+                    if let Some((first, payload)) =
+                        parts.push(sequence, &memory, &op, index, count, part)
+                    {
+                        let held_from = parts.held_from(&memory);
+                        let entry = TmEntry { sequence, first, held_from, memory, op, payload };
+                        deliver(entry).await;
                     }
                 }
-                _ => tracing::warn!(sequence, "a memory log entry without its headers skipped"),
+                None => tracing::warn!(sequence, "a memory log entry without its headers skipped"),
             }
             *after = sequence;
             passed(sequence);
         }
         Err(ClusterError::Unavailable("the memories' consumer ended".into()))
     }
+}
+
+/// A part's change id and place, from its headers.
+fn headers_of(message: &async_nats::jetstream::Message) -> Option<(String, (usize, usize))> {
+    let header = |name: &str| message.headers.as_ref()?.get(name).map(|v| v.as_str().to_owned());
+    let place = header(PART_HEADER).as_deref().and_then(parse_part)?;
+    Some((header(OP_HEADER)?, place))
 }
 
 /// `<index>/<count>` with index < count <= MAX_PARTS.
@@ -238,29 +307,32 @@ pub struct Reassembly {
 #[derive(Debug)]
 struct Pending {
     first: u64,
+    memory: String,
     parts: Vec<Option<Bytes>>,
 }
 
 impl Reassembly {
-    /// Takes part `index` of `count` of change `op`, read at `sequence`; the whole change when
-    /// that was its last missing part. Drops changes gone stale and the oldest past the byte
-    /// bound.
+    /// Takes part `index` of `count` of change `op` of `memory`, read at `sequence`; the whole
+    /// change (with its first part's sequence) when that was its last missing part. Drops
+    /// changes gone stale and the oldest past the byte bound.
     pub fn push(
         &mut self,
         sequence: u64,
+        memory: &str,
         op: &str,
         index: usize,
         count: usize,
         part: Bytes,
-    ) -> Option<Bytes> {
+    ) -> Option<(u64, Bytes)> {
         if count == 1 {
             self.evict(sequence);
-            return Some(part);
+            return Some((sequence, part));
         }
-        let pending = self
-            .pending
-            .entry(op.to_owned())
-            .or_insert_with(|| Pending { first: sequence, parts: vec![None; count] });
+        let pending = self.pending.entry(op.to_owned()).or_insert_with(|| Pending {
+            first: sequence,
+            memory: memory.to_owned(),
+            parts: vec![None; count],
+        });
         if pending.parts.len() != count || index >= count {
             return None;
         }
@@ -269,13 +341,14 @@ impl Reassembly {
         }
         pending.parts[index] = Some(part);
         let whole = if pending.parts.iter().all(Option::is_some) {
-            let done = self.pending.remove(op).map(|p| p.parts).unwrap_or_default();
+            let done = self.pending.remove(op).map(|p| (p.first, p.parts));
+            let (first, done) = done.unwrap_or_default();
             let mut joined = BytesMut::new();
             for part in done.into_iter().flatten() {
                 self.bytes -= part.len();
                 joined.extend_from_slice(&part);
             }
-            Some(joined.freeze())
+            Some((first, joined.freeze()))
         } else {
             None
         };
@@ -314,6 +387,11 @@ impl Reassembly {
     pub fn waiting(&self) -> usize {
         self.pending.len()
     }
+
+    /// The first sequence of `memory`'s changes waiting for parts, if any.
+    pub fn held_from(&self, memory: &str) -> Option<u64> {
+        self.pending.values().filter(|p| p.memory == memory).map(|p| p.first).min()
+    }
 }
 
 #[cfg(test)]
@@ -323,13 +401,17 @@ mod tests {
     #[test]
     fn interleaved_parts_make_whole_changes_at_their_last_part() {
         let mut parts = Reassembly::default();
-        assert_eq!(parts.push(1, "a", 0, 2, Bytes::from_static(b"a0")), None);
-        assert_eq!(parts.push(2, "b", 1, 2, Bytes::from_static(b"b1")), None);
-        assert_eq!(parts.push(3, "c", 0, 1, Bytes::from_static(b"c")), Some(Bytes::from("c")));
-        assert_eq!(parts.push(4, "b", 0, 2, Bytes::from_static(b"b0")), Some(Bytes::from("b0b1")));
+        let part = |text: &'static str| Bytes::from_static(text.as_bytes());
+        assert_eq!(parts.push(1, "m", "a", 0, 2, part("a0")), None);
+        assert_eq!(parts.push(2, "n", "b", 1, 2, part("b1")), None);
+        assert_eq!((parts.held_from("m"), parts.held_from("n")), (Some(1), Some(2)));
+        assert_eq!(parts.push(3, "m", "c", 0, 1, part("c")), Some((3, Bytes::from("c"))));
+        assert_eq!(parts.push(4, "n", "b", 0, 2, part("b0")), Some((2, Bytes::from("b0b1"))));
+        assert_eq!(parts.held_from("n"), None);
         // A part read again (a consumer re-created) changes nothing.
-        assert_eq!(parts.push(5, "a", 0, 2, Bytes::from_static(b"a0")), None);
-        assert_eq!(parts.push(6, "a", 1, 2, Bytes::from_static(b"a1")), Some(Bytes::from("a0a1")));
+        assert_eq!(parts.push(5, "m", "a", 0, 2, part("a0")), None);
+        assert_eq!(parts.push(6, "m", "a", 1, 2, part("a1")), Some((1, Bytes::from("a0a1"))));
+        assert_eq!(parts.held_from("m"), None);
         assert_eq!(parts.waiting(), 0);
         assert_eq!(parts.bytes, 0);
     }
@@ -337,11 +419,12 @@ mod tests {
     #[test]
     fn unfinished_changes_are_dropped_when_stale_and_bad_places_are_ignored() {
         let mut parts = Reassembly::default();
-        assert_eq!(parts.push(1, "dead", 0, 3, Bytes::from_static(b"x")), None);
-        assert_eq!(parts.push(2, "odd", 5, 2, Bytes::from_static(b"x")), None);
-        assert_eq!(parts.push(3, "dead", 0, 4, Bytes::from_static(b"y")), None);
+        assert_eq!(parts.push(1, "m", "dead", 0, 3, Bytes::from_static(b"x")), None);
+        assert_eq!(parts.push(2, "m", "odd", 5, 2, Bytes::from_static(b"x")), None);
+        assert_eq!(parts.push(3, "m", "dead", 0, 4, Bytes::from_static(b"y")), None);
         assert_eq!(parts.waiting(), 2);
-        assert_eq!(parts.push(STALE_AFTER + 10, "new", 0, 1, Bytes::new()), Some(Bytes::new()));
+        let late = STALE_AFTER + 10;
+        assert_eq!(parts.push(late, "m", "new", 0, 1, Bytes::new()), Some((late, Bytes::new())));
         assert_eq!(parts.waiting(), 0);
         assert_eq!(parts.bytes, 0);
         assert_eq!(parse_part("0/1"), Some((0, 1)));

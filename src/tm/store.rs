@@ -9,7 +9,7 @@
 //! Blocking: every call here does disk I/O or CPU work proportional to the memory, so callers
 //! run them on the blocking pool, never on an HTTP worker or an actor.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use dashmap::DashMap;
@@ -230,6 +230,60 @@ impl Memory {
         Ok(())
     }
 
+    /// Makes the memory hold exactly `segments` and, for each branch named, the feed position
+    /// given (a cluster's compaction, `api::transmems::replica`): segments it lacks are added,
+    /// those it holds are overwritten, the others removed, in one batch; the index is rebuilt
+    /// aside and swapped in, so a lookup meanwhile sees the memory before or after, never in
+    /// between. Refused whole past `MAX_SEGMENTS`.
+    pub fn replace(
+        &self,
+        segments: &[Segment],
+        positions: &[(String, u32)],
+    ) -> Result<(), TmStoreError> {
+        if segments.len() > MAX_SEGMENTS {
+            return Err(TmStoreError::TooManySegments { would: segments.len() });
+        }
+        let _one = lock(&self.writer);
+        let mut batch = sled::Batch::default();
+        let mut kept = HashSet::with_capacity(segments.len());
+        let mut index = MemoryIndex::default();
+        for segment in segments {
+            let key = SegmentKey::of(segment).0;
+            batch.insert(key.as_slice(), segment.encode());
+            index_segment(&mut index, segment);
+            kept.insert(key);
+        }
+        for key in self.segments.iter().keys() {
+            let key = key?;
+            if !kept.contains(key.as_ref()) {
+                batch.remove(key);
+            }
+        }
+        self.segments.apply_batch(batch)?;
+        for (branch, at) in positions {
+            self.feed.insert(branch.as_bytes(), &at.to_le_bytes())?;
+        }
+        self.segments.flush()?;
+        self.feed.flush()?;
+        *self.index.write().unwrap_or_else(std::sync::PoisonError::into_inner) = index;
+        Ok(())
+    }
+
+    /// Every branch's feed position.
+    pub fn positions(&self) -> Result<Vec<(String, u32)>, TmStoreError> {
+        let mut positions = Vec::new();
+        for entry in self.feed.iter() {
+            let (branch, at) = entry?;
+            let (Ok(branch), Ok(at)) =
+                (String::from_utf8(branch.to_vec()), <[u8; 4]>::try_from(at.as_ref()))
+            else {
+                continue;
+            };
+            positions.push((branch, u32::from_le_bytes(at)));
+        }
+        Ok(positions)
+    }
+
     /// The best matches of `text` from `source_lang` into `target_lang` (`index` has the rules).
     pub fn lookup(
         &self,
@@ -330,5 +384,30 @@ mod tests {
         assert!(memory.is_empty() && memory.scan().next().is_none());
         assert_eq!(memory.position("g").expect("read"), Some(7));
         store.drop_memory("m").expect("dropped");
+    }
+
+    #[test]
+    fn a_replace_leaves_exactly_the_state_given() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = SegmentStore::new(sled::open(dir.path()).expect("sled"));
+        let memory = store.memory("m").expect("opens");
+        let old = vec![segment("Save", "Enregistrer", "a"), segment("Quit", "Quitter", "a")];
+        memory.write(old, Some(("g", 3))).expect("written");
+        let state = vec![segment("Save", "Sauver", "b"), segment("Open", "Ouvrir", "b")];
+        let positions = vec![("g".to_owned(), 9), ("h".to_owned(), 2)];
+        memory.replace(&state, &positions).expect("replaced");
+        assert_eq!(memory.len(), 2);
+        assert_eq!(memory.lookup("Save", "enUS", "frFR", 100, 5)[0].target, "Sauver");
+        assert!(memory.lookup("Quit", "enUS", "frFR", 100, 5).is_empty());
+        let mut stored: Vec<String> =
+            memory.scan().map(|e| e.expect("readable").1.source.text).collect();
+        stored.sort();
+        assert_eq!(stored, ["Open", "Save"]);
+        let mut held = memory.positions().expect("read");
+        held.sort();
+        assert_eq!(held, positions);
+        // The same state again changes nothing.
+        memory.replace(&state, &positions).expect("replaced");
+        assert_eq!(memory.len(), 2);
     }
 }

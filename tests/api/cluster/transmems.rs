@@ -162,3 +162,80 @@ async fn a_grid_feeds_its_projects_memory_from_the_node_that_serves_it() {
         assert_eq!(found[0]["target"], json!("Les paramètres ont été enregistrés."), "node {node}");
     }
 }
+
+/// How many entries the memories' stream holds.
+async fn logged_entries(nats: &NatsCluster) -> u64 {
+    let client = async_nats::connect(nats.urls()).await.expect("a NATS client");
+    let mut stream =
+        async_nats::jetstream::new(client).get_stream("GRIDD_tm").await.expect("the stream");
+    stream.info().await.expect("the stream's state").state.messages
+}
+
+#[tokio::test]
+async fn a_memorys_log_is_compacted_and_a_node_that_slept_through_it_catches_up() {
+    let nats = NatsCluster::start().await;
+    let mut cluster = GriddCluster::start(nats.urls(), 3).await;
+    let (status, tm) = until(Duration::from_secs(20), "a memory made", || async {
+        let made = json!({"name": "Busy"});
+        let answer = cluster.call(0, Method::POST, "/v1/transmems", Some(&made)).await.ok()?;
+        (answer.0 == 201).then_some(answer)
+    })
+    .await;
+    assert_eq!(status, 201, "{tm}");
+    let tm = tm["id"].as_str().expect("id").to_owned();
+    let path = format!("/v1/transmems/{tm}/segments");
+
+    // Node 2 sleeps (SIGSTOP) through more than IMAGE_EVERY updates of the same few segments,
+    // written through the other two: an image is published and the entries before it purged.
+    cluster.nodes[2].pause();
+    let changes = gridd::api::transmems::replica::IMAGE_EVERY as usize + 150;
+    let workers = 6;
+    futures_util::future::join_all((0..workers).map(|worker| {
+        let (cluster, path) = (&cluster, path.clone());
+        async move {
+            for n in (worker..changes).step_by(workers) {
+                let batch = json!([segment(&format!("Source {worker}"), &format!("Cible {n}"))]);
+                let (status, body) =
+                    cluster.must(worker % 2, Method::POST, &path, Some(&batch)).await;
+                assert_eq!(status, 200, "{body}");
+            }
+        }
+    }))
+    .await;
+    // The last target each worker wrote.
+    let last = |worker: usize| (worker..changes).step_by(workers).next_back().expect("a change");
+    let logged = until(Duration::from_secs(30), "the memory's log compacted", || async {
+        let logged = logged_entries(&nats).await;
+        (logged < changes as u64 / 2).then_some(logged)
+    })
+    .await;
+    eprintln!("the memories' log holds {logged} entries after {changes} changes");
+    let purged = "a memory's log purged before its image";
+    assert!(cluster.nodes.iter().any(|n| n.log_text().contains(purged)), "{}", cluster.logs());
+
+    cluster.nodes[2].resume();
+    for node in 0..3 {
+        for worker in 0..workers {
+            let text = format!("Source {worker}");
+            let want = format!("Cible {}", last(worker));
+            until(Duration::from_secs(20), "the latest target found", || async {
+                let targets = found(&cluster, node, &tm, &text).await?;
+                (targets.first() == Some(&want)).then_some(())
+            })
+            .await;
+        }
+    }
+
+    // A node restarted now starts from the image and the changes after it.
+    cluster.nodes[0].kill();
+    cluster.restart(0).await;
+    for worker in 0..workers {
+        let text = format!("Source {worker}");
+        let want = format!("Cible {}", last(worker));
+        until(Duration::from_secs(20), "the restarted node finds the latest target", || async {
+            let targets = found(&cluster, 0, &tm, &text).await?;
+            (targets.first() == Some(&want)).then_some(())
+        })
+        .await;
+    }
+}
