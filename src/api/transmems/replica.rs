@@ -196,6 +196,7 @@ impl TmReplica {
             Ok(TmChange::Image { base, held_from, .. }) => Some((*base, *held_from)),
             _ => None,
         };
+        let dropped = matches!(change, Ok(TmChange::Drop));
         let result = match change {
             Ok(change) => apply_blocking(&store, &entry.memory, change).await,
             Err(err) => {
@@ -215,7 +216,9 @@ impl TmReplica {
         if let Some(waiter) = waiter {
             let _ = waiter.send(result);
         }
-        if let Some((base, held_from)) = image {
+        if dropped {
+            self.counts().remove(&entry.memory);
+        } else if let Some((base, held_from)) = image {
             self.image_applied(&entry, base, held_from);
         } else if applied && self.count_change(&entry.memory) && mine {
             // Every node counts every change; the one that wrote the change the count comes due
@@ -261,10 +264,15 @@ impl TmReplica {
         }
     }
 
+    /// The changes per memory since its last image.
+    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
+        self.since_image.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Counts a change of `memory`; true when an image is due (then again `IMAGE_RETRY_AFTER`
     /// changes later, until an image is applied and the count starts over).
     fn count_change(&self, memory: &str) -> bool {
-        let mut since = self.since_image.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut since = self.counts();
         let count = since.entry(memory.to_owned()).or_default();
         *count += 1;
         if *count < IMAGE_EVERY {
@@ -294,10 +302,7 @@ impl TmReplica {
         if payload.len() > MAX_PARTS * PART_BYTES {
             // Never publishable: tried again only after another IMAGE_EVERY changes.
             tracing::warn!(memory = %after.memory, bytes = payload.len(), "a memory's image is larger than one change may be: its log is not compacted");
-            self.since_image
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(after.memory.clone(), 0);
+            self.counts().insert(after.memory.clone(), 0);
             return;
         }
         let op = crate::ids::generate();
@@ -314,10 +319,7 @@ impl TmReplica {
     /// After an image is applied: the count starts over, and the node that published it purges
     /// the memory's entries up to its `base` (keeping the parts of changes unfinished there).
     fn image_applied(&self, image: &TmEntry, base: u64, held_from: Option<u64>) {
-        self.since_image
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&image.memory);
+        self.counts().remove(&image.memory);
         if !lock_set(&self.images).remove(&image.op) {
             return;
         }
