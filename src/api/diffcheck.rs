@@ -5,7 +5,9 @@
 //!
 //! The task takes copies of both branches (cheap, copy-on-write), computes the preview on a
 //! blocking thread (`grid::diff`: at most `MAX_DIFF_RECORDS` records) and stores it as JSON at
-//! `<data dir>/diffchecks/<taskId>.json` (temporary file, fsync, rename). The listing filters
+//! `<data dir>/diffchecks/<taskId>.json` (temporary file, fsync, rename); in a cluster also in
+//! the cluster's files (`files::replicate_result`), where a node that serves the grid after a
+//! takeover finds it (`files::read_result`). The listing filters
 //! it by `mergeRecordOptions` (`add` shows added records, `update` updated ones, `delete`
 //! deleted ones; the default is all three; `override` is accepted) and pages it with `page`;
 //! a `query` is refused (400): the preview keeps values, not the branches to run it on.
@@ -30,6 +32,11 @@ const TASK_KIND: &str = "diffcheck";
 
 fn result_path(data_dir: &Path, task_id: &str) -> PathBuf {
     data_dir.join("diffchecks").join(format!("{task_id}.json"))
+}
+
+/// The preview's name in a cluster's file store.
+fn cluster_name(task_id: &str) -> String {
+    format!("diffcheck-{task_id}.json")
 }
 
 /// The value of a required query parameter (400 missingParameter naming it).
@@ -80,6 +87,7 @@ async fn create_diffcheck(
     let (task, fork_clock) =
         start_task(&state, &p, new, move |s| s.lineage_point(&s_id, &d_id)).await?;
     let path = result_path(&state.data_dir, task.id());
+    let (name, kept) = (cluster_name(task.id()), path.clone());
     Ok(task.run(|_| async move {
         let source_copy = source.addr.send(CopyBranch { pin_for: None }).await?;
         let destination_copy = destination.addr.send(CopyBranch { pin_for: None }).await?;
@@ -91,7 +99,9 @@ async fn create_diffcheck(
             store(&path, &diff(&sides, Some(columns)))
         })
         .await
-        .map_err(|e| ApiError::internal(format!("the preview stopped: {e}")))?
+        .map_err(|e| ApiError::internal(format!("the preview stopped: {e}")))??;
+        // In a cluster the preview follows the grid to the node that serves it next.
+        super::files::replicate_result(&state, &name, &kept).await
     }))
 }
 
@@ -161,12 +171,15 @@ async fn get_diffcheck(
         return Err(ApiError::not_found(ErrorCode::TaskIsNotFound, "Task", &task_id));
     }
     require_successful(&task, "computing the preview")?;
-    let bytes = tokio::fs::read(result_path(&state.data_dir, &task_id)).await.map_err(|_| {
-        ApiError::new(
-            ErrorCode::FileIsNotFound,
-            format!("The preview of task \"{task_id}\" is no longer there."),
-        )
-    })?;
+    let path = result_path(&state.data_dir, &task_id);
+    let bytes = super::files::read_result(&state, &cluster_name(&task_id), &path)
+        .await
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::FileIsNotFound,
+                format!("The preview of task \"{task_id}\" is no longer there."),
+            )
+        })?;
     let preview: Diff = serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::internal(format!("the stored preview does not decode: {e}")))?;
     let page: Vec<&DiffRecord> = preview

@@ -276,20 +276,48 @@ async fn open_file(state: &AppState, id: &str) -> Option<tokio::fs::File> {
     if let Ok(file) = tokio::fs::File::open(&path).await {
         return Some(file);
     }
-    let cluster = state.cluster.as_ref()?;
-    let (bucket, id, target) = (cluster.files.clone(), id.to_owned(), path.clone());
-    match cluster.spawn(async move { bucket.fetch(&id, &target).await }).await {
-        Ok(Ok(true)) => tokio::fs::File::open(&path).await.ok(),
-        Ok(Ok(false)) => None,
+    fetch_from_cluster(state, id, &path).await.then_some(())?;
+    tokio::fs::File::open(&path).await.ok()
+}
+
+/// In a cluster: writes the cluster's file `name` to `path`; false when there is no cluster,
+/// the cluster lacks it or it cannot be read (logged).
+async fn fetch_from_cluster(state: &AppState, name: &str, path: &Path) -> bool {
+    let Some(cluster) = &state.cluster else { return false };
+    let (bucket, name, target) = (cluster.files.clone(), name.to_owned(), path.to_owned());
+    match cluster.spawn(async move { bucket.fetch(&name, &target).await }).await {
+        Ok(Ok(found)) => found,
         Ok(Err(err)) => {
             tracing::warn!(error = %err, "fetching a file from the cluster failed");
-            None
+            false
         }
         Err(err) => {
             tracing::warn!(error = %err, "fetching a file from the cluster stopped");
-            None
+            false
         }
     }
+}
+
+/// In a cluster: stores a task's result (an export, a merge preview), written at `path`, in
+/// the cluster as `name`, so that the node serving its grid after a takeover serves it too.
+pub(super) async fn replicate_result(state: &AppState, name: &str, path: &Path) -> ApiResult<()> {
+    let Some(cluster) = &state.cluster else { return Ok(()) };
+    let (bucket, name, path) = (cluster.files.clone(), name.to_owned(), path.to_owned());
+    cluster
+        .spawn(async move { bucket.put(&name, &path).await })
+        .await
+        .map_err(|err| ApiError::from(crate::cluster::ClusterError::Unavailable(err.to_string())))?
+        .map_err(ApiError::from)
+}
+
+/// A task's result at `path`; in a cluster, fetched first from the cluster's file `name` when
+/// this node lacks it. None when it is nowhere.
+pub(super) async fn read_result(state: &AppState, name: &str, path: &Path) -> Option<Vec<u8>> {
+    if let Ok(bytes) = tokio::fs::read(path).await {
+        return Some(bytes);
+    }
+    fetch_from_cluster(state, name, path).await.then_some(())?;
+    tokio::fs::read(path).await.ok()
 }
 
 /// Moves a received file to its place under `id` in `<data dir>/files` (rename, directory

@@ -1,8 +1,9 @@
 //! Record-history export (decisions.md section 9): `POST /v1/views/<viewId>/record-histories/export`
 //! checks the request, reads the rows from the branch's actor, records a task and answers 202;
 //! the file (CSV, or XLSX through rust_xlsxwriter) is written off the workers into
-//! `<data dir>/exports/<taskId>.<csv|xlsx>` (temporary file, fsync, rename) and the task ends
-//! successful or failed. `GET .../record-histories/export/<taskId>` and its alias
+//! `<data dir>/exports/<taskId>.<csv|xlsx>` (temporary file, fsync, rename; in a cluster also
+//! stored in the cluster's files, so that the node serving the grid after a takeover serves it)
+//! and the task ends successful or failed. `GET .../record-histories/export/<taskId>` and its alias
 //! `.../export/<taskId>` serve the file; 409 `taskIsRunning` until it is written.
 
 use std::path::{Path, PathBuf};
@@ -133,12 +134,21 @@ async fn start_export(
     };
     let (task, ()) = start_task(&state, &p, new, |_| Ok(())).await?;
     let path = export_path(&state.data_dir, task.id(), plan.format);
+    let (name, kept) = (cluster_name(task.id(), plan.format), path.clone());
+    let failed = |message: String| TaskError { code: "exportFailed".to_owned(), message };
     Ok(task.run(|_| async move {
         web::block(move || write_export(&path, &plan, &history.rows()))
             .await
             .unwrap_or_else(|e| Err(FileError::Write(format!("the writer stopped: {e}"))))
-            .map_err(|e| TaskError { code: "exportFailed".to_owned(), message: e.to_string() })
+            .map_err(|e| failed(e.to_string()))?;
+        // In a cluster the file follows the grid to the node that serves it next.
+        super::files::replicate_result(&state, &name, &kept).await.map_err(|e| failed(e.message))
     }))
+}
+
+/// The export's name in a cluster's file store.
+fn cluster_name(task_id: &str, format: FileFormat) -> String {
+    format!("export-{task_id}.{}", format.extension())
 }
 
 fn export_path(data_dir: &Path, task_id: &str, format: FileFormat) -> PathBuf {
@@ -197,7 +207,8 @@ async fn serve(
     require_successful(&task, "writing the export")?;
     for format in [FileFormat::Csv, FileFormat::Xlsx] {
         let path = export_path(&state.data_dir, &task_id, format);
-        if let Ok(bytes) = tokio::fs::read(&path).await {
+        let name = cluster_name(&task_id, format);
+        if let Some(bytes) = super::files::read_result(&state, &name, &path).await {
             let name = format!("record-histories-{task_id}.{}", format.extension());
             return Ok(super::files::attachment(&name).body(bytes));
         }

@@ -18,6 +18,7 @@ mod membership;
 mod nats;
 mod node_loss;
 mod nodes;
+mod task_results;
 mod transmems;
 mod webhooks;
 

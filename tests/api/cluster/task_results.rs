@@ -1,0 +1,88 @@
+//! Task results in a cluster: a record-history export and a merge preview (diffcheck) are
+//! computed by the node that serves their grid and stored in the cluster as well, so that they
+//! are still served through any node after that node is SIGKILLed and another takes the grid.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use super::gridd_nodes::{grid_on, owner_of, record, until};
+use super::nats::NatsCluster;
+use super::nodes::GriddCluster;
+
+/// Waits until task `id` succeeded (through `node`); its body.
+async fn succeeded(cluster: &GriddCluster, node: usize, id: &str) -> Value {
+    let path = format!("/v1/tasks/{id}");
+    let task = until(Duration::from_secs(30), "the task done", || async {
+        let (status, task) = cluster.call(node, Method::GET, &path, None).await.ok()?;
+        (status == 200 && task["status"] != json!("running")).then_some(task)
+    })
+    .await;
+    assert_eq!(task["status"], json!("successful"), "{task}");
+    task
+}
+
+#[tokio::test]
+async fn an_export_and_a_merge_preview_outlive_the_node_that_made_them() {
+    let nats = NatsCluster::start().await;
+    let mut cluster = GriddCluster::start(nats.urls(), 3).await;
+    let (grid, view) = grid_on(&cluster, 0).await;
+    let owner = owner_of(&nats, &grid).await;
+    let others: Vec<usize> = (0..3).filter(|i| *i != owner).collect();
+    let records = format!("/v1/views/{view}/records");
+    let (status, body) = cluster.must(others[0], Method::POST, &records, Some(&record("m1"))).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, branch) = cluster
+        .must(
+            others[1],
+            Method::POST,
+            &format!("/v1/branches?gridId={grid}"),
+            Some(&json!({"name": "next"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{branch}");
+    let branch_view = branch["defaultAccessViewId"].as_str().expect("view").to_owned();
+    let branch_records = format!("/v1/views/{branch_view}/records");
+    let (status, body) =
+        cluster.must(others[0], Method::POST, &branch_records, Some(&record("b1"))).await;
+    assert_eq!(status, 201, "{body}");
+
+    // Both tasks asked through other nodes: they run on the grid's owner.
+    let now = chrono::Utc::now();
+    let span = json!({"fromTime": (now - chrono::Duration::days(1)).to_rfc3339(),
+                      "toTime": (now + chrono::Duration::days(1)).to_rfc3339()});
+    let export_path = format!("/v1/views/{view}/record-histories/export");
+    let (status, export) = cluster.must(others[0], Method::POST, &export_path, Some(&span)).await;
+    assert_eq!(status, 202, "{export}");
+    let export = export["id"].as_str().expect("task id").to_owned();
+    let preview_path =
+        format!("/v1/branches/diffcheck?sourceViewId={branch_view}&destinationViewId={view}");
+    let (status, preview) =
+        cluster.must(others[1], Method::POST, &preview_path, Some(&json!({}))).await;
+    assert_eq!(status, 202, "{preview}");
+    let preview = preview["id"].as_str().expect("task id").to_owned();
+    succeeded(&cluster, others[0], &export).await;
+    succeeded(&cluster, others[1], &preview).await;
+
+    // The owner dies; the grid's next node serves both results.
+    cluster.nodes[owner].kill();
+    let file = format!("{export_path}/{export}");
+    let bytes = until(Duration::from_secs(30), "the export served after the takeover", || async {
+        let (status, bytes) = cluster.bytes(others[1], &file).await.ok()?;
+        (status == 200).then_some(bytes)
+    })
+    .await;
+    let text = String::from_utf8(bytes).expect("CSV text");
+    assert!(text.contains("m1"), "{text}");
+    let listed = format!("/v1/branches/diffcheck/{preview}");
+    let listed =
+        until(Duration::from_secs(30), "the preview served after the takeover", || async {
+            let (status, body) = cluster.call(others[0], Method::GET, &listed, None).await.ok()?;
+            (status == 200).then_some(body)
+        })
+        .await;
+    let ids: Vec<&str> =
+        listed.as_array().expect("a list").iter().filter_map(|r| r["id"].as_str()).collect();
+    assert_eq!(ids, ["b1"], "{listed}");
+}
