@@ -379,6 +379,10 @@ pub struct Task {
     /// the task is successful.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creates_branch: Option<String>,
+    /// In a cluster, the node running the task: another node fails it once that node has left
+    /// the cluster while it ran (`Supervisor::fail_orphaned_tasks`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// Current time as the API writes timestamps: ISO 8601, milliseconds, UTC offset.

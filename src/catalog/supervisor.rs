@@ -173,20 +173,60 @@ impl Supervisor {
     /// Tasks still running when the server stopped were cut off: they read failed. Called once
     /// the WAL is ready for new records (after any padding).
     pub fn fail_interrupted_tasks(&mut self) -> Result<(), StoreError> {
+        self.fail_running_tasks(|_| true, "The server stopped while the task was running.")
+            .map_err(|e| StoreError::Journal(e.to_string()))
+    }
+
+    /// In a cluster: fails the running tasks of other nodes that are not in `live` (they left
+    /// the cluster, or were killed, while the task ran). Tasks of earlier versions, which do
+    /// not name their node, are left.
+    pub fn fail_orphaned_tasks(&mut self, live: &[String]) -> CatalogResult<()> {
+        let Some(me) = self.cluster.as_ref().map(|c| c.id().to_owned()) else { return Ok(()) };
+        self.fail_running_tasks(
+            |task| orphaned(task, &me, live),
+            "The node running the task stopped while the task was running.",
+        )
+    }
+
+    /// In a cluster, at start: fails the tasks this node was running before it restarted.
+    pub(super) fn fail_own_interrupted_tasks(&mut self) {
+        let Some(me) = self.cluster.as_ref().map(|c| c.id().to_owned()) else { return };
+        let failed = self.fail_running_tasks(
+            |task| task.node.as_deref() == Some(me.as_str()),
+            "The node running the task restarted while the task was running.",
+        );
+        if let Err(err) = failed {
+            tracing::warn!(error = %err, "this node's interrupted tasks were not failed");
+        }
+    }
+
+    /// Fails every running task `cut_off` picks, with code `interrupted` and `message`.
+    fn fail_running_tasks(
+        &mut self,
+        cut_off: impl Fn(&Task) -> bool,
+        message: &str,
+    ) -> CatalogResult<()> {
         let mut changes = Vec::new();
-        for task in self.tasks.values_mut().filter(|t| t.status == TaskStatus::Running) {
+        for task in self.tasks.values().filter(|t| t.status == TaskStatus::Running && cut_off(t)) {
+            let mut task = task.clone();
             task.status = TaskStatus::Failed;
             task.finished_time = Some(now_timestamp());
-            task.error = Some(TaskError {
-                code: "interrupted".to_owned(),
-                message: "The server stopped while the task was running.".to_owned(),
-            });
-            changes.push(CatalogChange::put(EntityKind::Task, &task.id, &*task));
+            task.error =
+                Some(TaskError { code: "interrupted".to_owned(), message: message.to_owned() });
+            changes.push(CatalogChange::put(EntityKind::Task, &task.id, &task));
         }
         if changes.is_empty() {
             return Ok(());
         }
-        self.commit(&changes).map_err(|e| StoreError::Journal(e.to_string()))
+        self.commit(&changes)?;
+        for change in &changes {
+            if let CatalogChange::Put { id, json, .. } = change {
+                if let Ok(task) = serde_json::from_slice::<Task>(json) {
+                    self.tasks.insert(id.clone(), task);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// sled scans in key order; the API lists in creation order (ids for companies and
@@ -369,5 +409,45 @@ impl<R: Send + 'static> Handler<Exec<R>> for Supervisor {
         // Other nodes' change sets a commit of this operation caught up with.
         self.apply_pending();
         MessageResult(result)
+    }
+}
+
+/// Whether `task` runs on a node other than `me` that is not `live`.
+fn orphaned(task: &Task, me: &str, live: &[String]) -> bool {
+    task.node.as_deref().is_some_and(|node| node != me && !live.iter().any(|l| l == node))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(node: Option<&str>) -> Task {
+        Task {
+            id: "t".into(),
+            company_id: 1,
+            view_id: None,
+            project_id: None,
+            database_id: None,
+            grid_id: None,
+            kind: "import".into(),
+            status: TaskStatus::Running,
+            progress: 0,
+            created_time: now_timestamp(),
+            finished_time: None,
+            error: None,
+            creates_branch: None,
+            node: node.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_task_is_orphaned_when_its_node_is_another_that_is_gone() {
+        let live = vec!["a".to_owned(), "b".to_owned()];
+        assert!(orphaned(&task(Some("c")), "a", &live));
+        assert!(!orphaned(&task(Some("b")), "a", &live));
+        // This node's own tasks are its own business (failed at its start), and tasks that do
+        // not name a node are left.
+        assert!(!orphaned(&task(Some("a")), "a", &[]));
+        assert!(!orphaned(&task(None), "a", &[]));
     }
 }

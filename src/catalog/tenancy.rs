@@ -554,6 +554,7 @@ impl Supervisor {
             finished_time: None,
             error: None,
             creates_branch,
+            node: self.cluster.as_ref().map(|c| c.id().to_owned()),
         };
         self.commit(&[CatalogChange::put(EntityKind::Task, &task.id, &task)])?;
         self.tasks.insert(task.id.clone(), task.clone());

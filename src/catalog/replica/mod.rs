@@ -183,6 +183,7 @@ impl Supervisor {
         self.load_image()?;
         let read = self.catch_up().map_err(|e| ClusterError::Unavailable(e.to_string()))?;
         self.apply_pending();
+        self.fail_own_interrupted_tasks();
         tracing::info!(
             change_sets = read.len(),
             applied = self.replica_applied(),
@@ -520,9 +521,10 @@ pub struct Follower {
 }
 
 impl Follower {
-    /// Starts following on the cluster's runtime, and the purges of the log (`PURGE_EVERY`);
-    /// both end when the supervisor stops. They hold the log and buckets, not the cluster node,
-    /// so they never keep the node (and its runtime) alive.
+    /// Starts following on the cluster's runtime, and the upkeep every `PURGE_EVERY`: purging
+    /// the log, failing the running tasks of nodes that left the cluster; both end when the
+    /// supervisor stops. They hold the log and buckets, not the cluster node, so they never
+    /// keep the node (and its runtime) alive.
     pub fn start(self, supervisor: Addr<Supervisor>) {
         let Follower { runtime, log, after, membership, images } = self;
         let (purged, watched) = (log.clone(), supervisor.clone());
@@ -533,6 +535,12 @@ impl Follower {
                 tick.tick().await;
                 if let Err(err) = purge_below_image(&purged, &membership, &images).await {
                     tracing::debug!(error = %err, "the catalogue's log was not purged");
+                }
+                let Ok(live) = membership.live().await else { continue };
+                let live: Vec<String> = live.into_iter().map(|node| node.id).collect();
+                let failed = watched.send(Exec::new(move |s| s.fail_orphaned_tasks(&live))).await;
+                if let Ok(Err(err)) = failed {
+                    tracing::debug!(error = %err, "the tasks of nodes gone were not failed");
                 }
             }
         });

@@ -86,3 +86,38 @@ async fn an_export_and_a_merge_preview_outlive_the_node_that_made_them() {
         listed.as_array().expect("a list").iter().filter_map(|r| r["id"].as_str()).collect();
     assert_eq!(ids, ["b1"], "{listed}");
 }
+
+#[tokio::test]
+async fn a_task_whose_node_dies_fails_instead_of_running_for_ever() {
+    let nats = NatsCluster::start().await;
+    let mut cluster = GriddCluster::start(nats.urls(), 3).await;
+    let (grid, view) = grid_on(&cluster, 0).await;
+    let owner = owner_of(&nats, &grid).await;
+    let other = (0..3).find(|i| *i != owner).expect("another node");
+    // An import long enough to be cut off: asked through another node, run on the owner.
+    let mut csv = String::from("_recordId,title\n");
+    for i in 0..200_000 {
+        csv.push_str(&format!("r{i},Imported title number {i}\n"));
+    }
+    let boundary = crate::files::BOUNDARY;
+    let body = crate::files::multipart(&[("file", Some(("big.csv", "text/csv")), csv.as_bytes())]);
+    let content_type = format!("multipart/form-data; boundary={boundary}");
+    let path = format!("/v1/views/{view}/import");
+    let (status, task) = cluster.raw(other, &path, &content_type, body).await.expect("an import");
+    let task: Value = serde_json::from_slice(&task).expect("a task");
+    assert_eq!(status, 202, "{task}");
+    let id = task["id"].as_str().expect("task id").to_owned();
+    let (_, running) = cluster.must(owner, Method::GET, &format!("/v1/tasks/{id}"), None).await;
+    assert_eq!(running["status"], json!("running"), "the import ended before the kill");
+    cluster.nodes[owner].kill();
+
+    // Another node fails it once the owner has left the membership (one node TTL).
+    let path = format!("/v1/tasks/{id}");
+    let task = until(Duration::from_secs(40), "the cut-off task failed", || async {
+        let (status, task) = cluster.call(other, Method::GET, &path, None).await.ok()?;
+        (status == 200 && task["status"] != json!("running")).then_some(task)
+    })
+    .await;
+    assert_eq!(task["status"], json!("failed"), "{task}");
+    assert_eq!(task["error"]["code"], json!("interrupted"), "{task}");
+}
