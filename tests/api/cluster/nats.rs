@@ -1,8 +1,9 @@
 //! A real 3-server NATS JetStream cluster on loopback for the cluster tests.
 //!
 //! Each server has its own store directory under one temp dir and listens on free loopback
-//! ports picked by binding port 0 and releasing it (cluster routes need fixed ports: every
-//! server names the others'), retried with new ports when one was taken meanwhile. `start`
+//! ports (`free_port`: below the ephemeral range, each handed out once; cluster routes need
+//! fixed ports: every server names the others'), retried with new ports when one was taken
+//! meanwhile. `start`
 //! returns once the cluster has a JetStream meta leader; `kill` SIGKILLs one server, `restart`
 //! starts it again on its ports and store. Everything is bounded in time and every process is
 //! killed and reaped on drop. At most `MAX_CLUSTERS` clusters run at once in the test binary
@@ -77,9 +78,26 @@ pub fn nats_server_binary() -> PathBuf {
     })
 }
 
+/// The ports NATS servers are given: below Linux's ephemeral range (32768 and up), so that no
+/// port the kernel hands out (a test's HTTP server on port 0, a connection's local end) lands
+/// on one, and each handed out once per test binary, so that a server killed and restarted on
+/// its ports never finds one given meanwhile to another cluster.
+const PORTS: std::ops::Range<u16> = 20_000..32_000;
+
+/// The next free port of `PORTS` (this process's share of it starts at a place its id picks).
 fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    listener.local_addr().expect("local addr").port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let span = u32::from(PORTS.end - PORTS.start);
+    let start = (u64::from(std::process::id()) * 7919 % u64::from(span)) as u32;
+    for _ in 0..span {
+        let offset = (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        let port = PORTS.start + offset as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {PORTS:?}");
 }
 
 struct Server {
