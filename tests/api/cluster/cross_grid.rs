@@ -10,7 +10,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use super::gridd_nodes::{grid_on, owner_of, record, until};
+use super::gridd_nodes::{branched, grid_on, owner_of, record, until, Branched};
 use super::nats::NatsCluster;
 use super::nodes::GriddCluster;
 
@@ -179,28 +179,8 @@ async fn a_grid_served_elsewhere_is_referenced_templated_keyed_and_duplicated() 
 async fn a_branch_made_through_another_node_outlives_its_owner() {
     let nats = NatsCluster::start().await;
     let mut cluster = GriddCluster::start(nats.urls(), 3).await;
-    let (grid, view) = grid_on(&cluster, 0).await;
-    let owner = owner_of(&nats, &grid).await;
-    let others: Vec<usize> = (0..3).filter(|i| *i != owner).collect();
-    let (status, body) = cluster
-        .must(others[0], Method::POST, &format!("/v1/views/{view}/records"), Some(&record("m1")))
-        .await;
-    assert_eq!(status, 201, "{body}");
-    // Made through another node (forwarded to the owner, which stores its first image in the
-    // cluster before it answers), then written through the third.
-    let (status, branch) = cluster
-        .must(
-            others[1],
-            Method::POST,
-            &format!("/v1/branches?gridId={grid}"),
-            Some(&json!({"name": "release"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{branch}\n{}", cluster.logs());
-    let branch_view = branch["defaultAccessViewId"].as_str().expect("view").to_owned();
+    let Branched { owner, others, branch_view, .. } = branched(&nats, &cluster).await;
     let path = format!("/v1/views/{branch_view}/records");
-    let (status, body) = cluster.must(others[0], Method::POST, &path, Some(&record("b1"))).await;
-    assert_eq!(status, 201, "{body}");
 
     cluster.nodes[owner].kill();
     let ids = until(Duration::from_secs(30), "the branch served after the takeover", || async {

@@ -51,6 +51,36 @@ pub(super) fn record(id: &str) -> Value {
     json!([{"id": id, "cells": [{"columnId": "title", "value": format!("T {id}")}]}])
 }
 
+/// A grid made through node 0 with a branch: record `m1` written to the grid and `b1` to the
+/// branch, the branch made and both written through the two nodes that do not own the grid.
+pub(super) struct Branched {
+    pub view: String,
+    pub owner: usize,
+    /// The other two nodes.
+    pub others: Vec<usize>,
+    pub branch_view: String,
+}
+
+pub(super) async fn branched(nats: &NatsCluster, cluster: &GriddCluster) -> Branched {
+    let (grid, view) = grid_on(cluster, 0).await;
+    let owner = owner_of(nats, &grid).await;
+    let others: Vec<usize> = (0..3).filter(|i| *i != owner).collect();
+    let path = format!("/v1/views/{view}/records");
+    let (status, body) = cluster.must(others[0], Method::POST, &path, Some(&record("m1"))).await;
+    assert_eq!(status, 201, "{body}");
+    // Made through another node (forwarded to the owner, which stores its first image in the
+    // cluster before it answers), then written through the third.
+    let branches = format!("/v1/branches?gridId={grid}");
+    let made = json!({"name": "release"});
+    let (status, branch) = cluster.must(others[1], Method::POST, &branches, Some(&made)).await;
+    assert_eq!(status, 201, "{branch}\n{}", cluster.logs());
+    let branch_view = branch["defaultAccessViewId"].as_str().expect("view").to_owned();
+    let path = format!("/v1/views/{branch_view}/records");
+    let (status, body) = cluster.must(others[0], Method::POST, &path, Some(&record("b1"))).await;
+    assert_eq!(status, 201, "{body}");
+    Branched { view, owner, others, branch_view }
+}
+
 /// The index of the node holding the grid's lease (as the lease bucket says).
 pub(super) async fn owner_of(nats: &NatsCluster, grid: &str) -> usize {
     let link = super::link(nats.urls(), "observer").await;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use super::gridd_nodes::{grid_on, owner_of, record, until};
+use super::gridd_nodes::{branched, grid_on, owner_of, until, Branched};
 use super::nats::NatsCluster;
 use super::nodes::GriddCluster;
 
@@ -27,26 +27,7 @@ async fn succeeded(cluster: &GriddCluster, node: usize, id: &str) -> Value {
 async fn an_export_and_a_merge_preview_outlive_the_node_that_made_them() {
     let nats = NatsCluster::start().await;
     let mut cluster = GriddCluster::start(nats.urls(), 3).await;
-    let (grid, view) = grid_on(&cluster, 0).await;
-    let owner = owner_of(&nats, &grid).await;
-    let others: Vec<usize> = (0..3).filter(|i| *i != owner).collect();
-    let records = format!("/v1/views/{view}/records");
-    let (status, body) = cluster.must(others[0], Method::POST, &records, Some(&record("m1"))).await;
-    assert_eq!(status, 201, "{body}");
-    let (status, branch) = cluster
-        .must(
-            others[1],
-            Method::POST,
-            &format!("/v1/branches?gridId={grid}"),
-            Some(&json!({"name": "next"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{branch}");
-    let branch_view = branch["defaultAccessViewId"].as_str().expect("view").to_owned();
-    let branch_records = format!("/v1/views/{branch_view}/records");
-    let (status, body) =
-        cluster.must(others[0], Method::POST, &branch_records, Some(&record("b1"))).await;
-    assert_eq!(status, 201, "{body}");
+    let Branched { view, owner, others, branch_view, .. } = branched(&nats, &cluster).await;
 
     // Both tasks asked through other nodes: they run on the grid's owner.
     let now = chrono::Utc::now();
