@@ -206,25 +206,28 @@ impl Supervisor {
         cut_off: impl Fn(&Task) -> bool,
         message: &str,
     ) -> CatalogResult<()> {
-        let mut changes = Vec::new();
-        for task in self.tasks.values().filter(|t| t.status == TaskStatus::Running && cut_off(t)) {
-            let mut task = task.clone();
-            task.status = TaskStatus::Failed;
-            task.finished_time = Some(now_timestamp());
-            task.error =
-                Some(TaskError { code: "interrupted".to_owned(), message: message.to_owned() });
-            changes.push(CatalogChange::put(EntityKind::Task, &task.id, &task));
-        }
-        if changes.is_empty() {
+        let failed: Vec<Task> = self
+            .tasks
+            .values()
+            .filter(|t| t.status == TaskStatus::Running && cut_off(t))
+            .map(|task| Task {
+                status: TaskStatus::Failed,
+                finished_time: Some(now_timestamp()),
+                error: Some(TaskError {
+                    code: "interrupted".to_owned(),
+                    message: message.to_owned(),
+                }),
+                ..task.clone()
+            })
+            .collect();
+        if failed.is_empty() {
             return Ok(());
         }
+        let changes: Vec<CatalogChange> =
+            failed.iter().map(|t| CatalogChange::put(EntityKind::Task, &t.id, t)).collect();
         self.commit(&changes)?;
-        for change in &changes {
-            if let CatalogChange::Put { id, json, .. } = change {
-                if let Ok(task) = serde_json::from_slice::<Task>(json) {
-                    self.tasks.insert(id.clone(), task);
-                }
-            }
+        for task in failed {
+            self.tasks.insert(task.id.clone(), task);
         }
         Ok(())
     }

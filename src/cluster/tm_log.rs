@@ -53,8 +53,6 @@ const FOLLOW_RETRY: Duration = Duration::from_millis(250);
 pub struct TmEntry {
     /// Its last part's sequence.
     pub sequence: u64,
-    /// Its first part's sequence.
-    pub first: u64,
     /// The first sequence of the same memory's changes still unfinished when it was handed
     /// over (their parts must outlive a purge); None when there are none.
     pub held_from: Option<u64>,
@@ -181,9 +179,9 @@ impl TmLog {
             }
             let Some((op, (index, count))) = headers_of(&message) else { continue };
             let whole = parts.push(sequence, memory, &op, index, count, message.payload.clone());
-            if let Some((first, payload)) = whole.filter(|_| sequence > after) {
+            if let Some(payload) = whole.filter(|_| sequence > after) {
                 let memory = memory.to_owned();
-                changes.push(TmEntry { sequence, first, held_from: None, memory, op, payload });
+                changes.push(TmEntry { sequence, held_from: None, memory, op, payload });
             }
         }
         Ok(changes)
@@ -266,11 +264,9 @@ impl TmLog {
             match headers_of(&message) {
                 Some((op, (index, count))) => {
                     let part = message.payload.clone();
-                    if let Some((first, payload)) =
-                        parts.push(sequence, &memory, &op, index, count, part)
-                    {
+                    if let Some(payload) = parts.push(sequence, &memory, &op, index, count, part) {
                         let held_from = parts.held_from(&memory);
-                        let entry = TmEntry { sequence, first, held_from, memory, op, payload };
+                        let entry = TmEntry { sequence, held_from, memory, op, payload };
                         deliver(entry).await;
                     }
                 }
@@ -313,8 +309,8 @@ struct Pending {
 
 impl Reassembly {
     /// Takes part `index` of `count` of change `op` of `memory`, read at `sequence`; the whole
-    /// change (with its first part's sequence) when that was its last missing part. Drops
-    /// changes gone stale and the oldest past the byte bound.
+    /// change when that was its last missing part. Drops changes gone stale and the oldest past
+    /// the byte bound.
     pub fn push(
         &mut self,
         sequence: u64,
@@ -323,10 +319,10 @@ impl Reassembly {
         index: usize,
         count: usize,
         part: Bytes,
-    ) -> Option<(u64, Bytes)> {
+    ) -> Option<Bytes> {
         if count == 1 {
             self.evict(sequence);
-            return Some((sequence, part));
+            return Some(part);
         }
         let pending = self.pending.entry(op.to_owned()).or_insert_with(|| Pending {
             first: sequence,
@@ -341,14 +337,13 @@ impl Reassembly {
         }
         pending.parts[index] = Some(part);
         let whole = if pending.parts.iter().all(Option::is_some) {
-            let done = self.pending.remove(op).map(|p| (p.first, p.parts));
-            let (first, done) = done.unwrap_or_default();
+            let done = self.pending.remove(op).map(|p| p.parts).unwrap_or_default();
             let mut joined = BytesMut::new();
             for part in done.into_iter().flatten() {
                 self.bytes -= part.len();
                 joined.extend_from_slice(&part);
             }
-            Some((first, joined.freeze()))
+            Some(joined.freeze())
         } else {
             None
         };
@@ -405,12 +400,12 @@ mod tests {
         assert_eq!(parts.push(1, "m", "a", 0, 2, part("a0")), None);
         assert_eq!(parts.push(2, "n", "b", 1, 2, part("b1")), None);
         assert_eq!((parts.held_from("m"), parts.held_from("n")), (Some(1), Some(2)));
-        assert_eq!(parts.push(3, "m", "c", 0, 1, part("c")), Some((3, Bytes::from("c"))));
-        assert_eq!(parts.push(4, "n", "b", 0, 2, part("b0")), Some((2, Bytes::from("b0b1"))));
+        assert_eq!(parts.push(3, "m", "c", 0, 1, part("c")), Some(Bytes::from("c")));
+        assert_eq!(parts.push(4, "n", "b", 0, 2, part("b0")), Some(Bytes::from("b0b1")));
         assert_eq!(parts.held_from("n"), None);
         // A part read again (a consumer re-created) changes nothing.
         assert_eq!(parts.push(5, "m", "a", 0, 2, part("a0")), None);
-        assert_eq!(parts.push(6, "m", "a", 1, 2, part("a1")), Some((1, Bytes::from("a0a1"))));
+        assert_eq!(parts.push(6, "m", "a", 1, 2, part("a1")), Some(Bytes::from("a0a1")));
         assert_eq!(parts.held_from("m"), None);
         assert_eq!(parts.waiting(), 0);
         assert_eq!(parts.bytes, 0);
@@ -424,7 +419,7 @@ mod tests {
         assert_eq!(parts.push(3, "m", "dead", 0, 4, Bytes::from_static(b"y")), None);
         assert_eq!(parts.waiting(), 2);
         let late = STALE_AFTER + 10;
-        assert_eq!(parts.push(late, "m", "new", 0, 1, Bytes::new()), Some((late, Bytes::new())));
+        assert_eq!(parts.push(late, "m", "new", 0, 1, Bytes::new()), Some(Bytes::new()));
         assert_eq!(parts.waiting(), 0);
         assert_eq!(parts.bytes, 0);
         assert_eq!(parse_part("0/1"), Some((0, 1)));

@@ -134,6 +134,12 @@ impl std::fmt::Debug for TmReplica {
     }
 }
 
+/// Where a memory's entries must be kept from for an image at `base` (see `TmChange::Image`):
+/// what follows `base`, and the parts of changes unfinished there.
+fn kept_from(base: u64, held_from: Option<u64>) -> u64 {
+    held_from.map_or(base + 1, |held| held.min(base + 1))
+}
+
 /// `apply` on the blocking pool.
 async fn apply_blocking(
     store: &Arc<SegmentStore>,
@@ -236,7 +242,7 @@ impl TmReplica {
         held_from: Option<u64>,
         store: &Arc<SegmentStore>,
     ) {
-        let from = held_from.map_or(base + 1, |held| held.min(base + 1));
+        let from = kept_from(base, held_from);
         let mut attempt = 0;
         let changes = loop {
             attempt += 1;
@@ -323,7 +329,7 @@ impl TmReplica {
         if !lock_set(&self.images).remove(&image.op) {
             return;
         }
-        let below = held_from.map_or(base + 1, |held| held.min(base + 1));
+        let below = kept_from(base, held_from);
         let (log, memory) = (self.log.clone(), image.memory.clone());
         self.handle.spawn(async move {
             match log.purge_below(&memory, below).await {

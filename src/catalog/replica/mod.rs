@@ -50,7 +50,7 @@ use super::journal::{decode_changes, encode_changes};
 use super::store::{CatalogChange, EntityKind};
 use super::supervisor::{Exec, Supervisor};
 use crate::cluster::catalog_log::{CatalogEntry, CatalogLog, Published, MAX_READ};
-use crate::cluster::membership::Membership;
+use crate::cluster::membership::{Beat, Membership};
 use crate::cluster::node::ClusterNode;
 use crate::cluster::snapshots::{SnapshotBucket, StoredImage};
 use crate::cluster::ClusterError;
@@ -343,7 +343,11 @@ impl Supervisor {
                     return;
                 }
             }
-            if let Err(err) = purge_below_image(&log, &membership, &images).await {
+            let purged = match membership.beats().await {
+                Ok(beats) => purge_below_image(&log, &beats, &images).await,
+                Err(err) => Err(err),
+            };
+            if let Err(err) = purged {
                 tracing::warn!(error = %err, "the catalogue's log was not purged");
             }
         });
@@ -470,14 +474,14 @@ impl Supervisor {
 /// Purges the catalogue's log below what the stored image and every live node have reached,
 /// less `PURGE_KEEP` entries kept as a margin (an older image another node stores at the same
 /// moment stays usable, and a reader that finds its entries gone starts again from the image). Nothing is purged while a live node says 0 (it is starting or does
-/// not say). Run after each image a node stores and every `PURGE_EVERY` (heartbeats lag).
+/// not say). `beats`: the live nodes' heartbeats. Run after each image a node stores and every
+/// `PURGE_EVERY` (heartbeats lag).
 async fn purge_below_image(
     log: &CatalogLog,
-    membership: &Membership,
+    beats: &[Beat],
     images: &SnapshotBucket,
 ) -> Result<(), ClusterError> {
     let Some(stored) = images.covers(IMAGE_NAME, IMAGE_WAIT).await? else { return Ok(()) };
-    let beats = membership.beats().await?;
     let slowest = beats.iter().map(|beat| beat.catalog_read).min().unwrap_or(0);
     let below = purge_floor(stored, slowest);
     let (first, _) = log.bounds().await?;
@@ -533,11 +537,11 @@ impl Follower {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             while watched.connected() {
                 tick.tick().await;
-                if let Err(err) = purge_below_image(&purged, &membership, &images).await {
+                let Ok(beats) = membership.beats().await else { continue };
+                if let Err(err) = purge_below_image(&purged, &beats, &images).await {
                     tracing::debug!(error = %err, "the catalogue's log was not purged");
                 }
-                let Ok(live) = membership.live().await else { continue };
-                let live: Vec<String> = live.into_iter().map(|node| node.id).collect();
+                let live: Vec<String> = beats.into_iter().map(|beat| beat.node.id).collect();
                 let failed = watched.send(Exec::new(move |s| s.fail_orphaned_tasks(&live))).await;
                 if let Ok(Err(err)) = failed {
                     tracing::debug!(error = %err, "the tasks of nodes gone were not failed");
@@ -587,7 +591,7 @@ mod tests {
     fn the_log_is_purged_only_below_what_the_image_and_every_node_reached() {
         // A node that has read nothing (starting, or an earlier version) holds purges back.
         assert_eq!(purge_floor(5000, 0), 0);
-        // The image and the slowest node bound it, less one image interval kept.
+        // The image and the slowest node bound it, less PURGE_KEEP entries kept.
         assert_eq!(purge_floor(5000, 9000), 5000 - PURGE_KEEP);
         assert_eq!(purge_floor(5000, 4500), 4500 - PURGE_KEEP);
         assert_eq!(purge_floor(PURGE_KEEP / 2, 9000), 0);
