@@ -4,6 +4,12 @@
 //! extractors turn into 408 `requestTimeout` (see `errors::json_error`); the handler never runs,
 //! so nothing is written. This stops clients that trickle a body from holding a worker
 //! connection forever. Reading the head has its own timeout (actix's client request timeout).
+//!
+//! A request another cluster node forwards (`gridd-forwarded-by`) gets twice the deadline: the
+//! forwarding node holds the client to the deadline and answers its 408 itself; had this
+//! node's deadline fired first, it would have answered and closed while the forwarder was still
+//! sending, and the forwarder, its send broken, would have answered 503. The doubled deadline
+//! stays a bound on a forwarder that stalls (and on a client that sends the header itself).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -28,6 +34,8 @@ where
 {
     move |mut req: ServiceRequest, srv: &S| {
         if !timeout.is_zero() && has_body(&req) {
+            let forwarded = req.headers().contains_key(super::forward::proxy::FORWARDED_BY);
+            let timeout = if forwarded { timeout.saturating_mul(2) } else { timeout };
             let inner = req.take_payload();
             let deadline = Box::pin(tokio::time::sleep(timeout));
             let stream: Pin<Box<dyn Stream<Item = Result<Bytes, PayloadError>>>> =

@@ -226,7 +226,8 @@ fn a_grid_deleted_through_b_is_gone(a: &TestApp, b: &TestApp) {
 }
 
 /// A client that sends part of its body and stalls: a 408 `requestTimeout` (B's deadline cuts
-/// the forward; A's, a moment later, would give the same), never a hang, and A wrote nothing.
+/// the forward; A gives a forwarded body twice as long, so that it never answers first and
+/// breaks B's send), never a hang, and A wrote nothing.
 fn a_stalled_body_is_a_408(a: &TestApp, b: &TestApp, view: &str) {
     let before = a.records(view).len();
     let addr = b.base.trim_start_matches("http://");
