@@ -11,16 +11,21 @@ use super::gridd_nodes::{branched, grid_on, owner_of, until, Branched};
 use super::nats::NatsCluster;
 use super::nodes::GriddCluster;
 
-/// Waits until task `id` succeeded (through `node`); its body.
-async fn succeeded(cluster: &GriddCluster, node: usize, id: &str) -> Value {
+/// Waits (at most `within`) until task `id`, read through `node`, is no longer running; its
+/// body.
+async fn ended(cluster: &GriddCluster, node: usize, id: &str, within: Duration) -> Value {
     let path = format!("/v1/tasks/{id}");
-    let task = until(Duration::from_secs(30), "the task done", || async {
+    until(within, "the task ended", || async {
         let (status, task) = cluster.call(node, Method::GET, &path, None).await.ok()?;
         (status == 200 && task["status"] != json!("running")).then_some(task)
     })
-    .await;
+    .await
+}
+
+/// Waits until task `id` succeeded (through `node`).
+async fn succeeded(cluster: &GriddCluster, node: usize, id: &str) {
+    let task = ended(cluster, node, id, Duration::from_secs(30)).await;
     assert_eq!(task["status"], json!("successful"), "{task}");
-    task
 }
 
 #[tokio::test]
@@ -93,12 +98,7 @@ async fn a_task_whose_node_dies_fails_instead_of_running_for_ever() {
     cluster.nodes[owner].kill();
 
     // Another node fails it once the owner has left the membership (one node TTL).
-    let path = format!("/v1/tasks/{id}");
-    let task = until(Duration::from_secs(40), "the cut-off task failed", || async {
-        let (status, task) = cluster.call(other, Method::GET, &path, None).await.ok()?;
-        (status == 200 && task["status"] != json!("running")).then_some(task)
-    })
-    .await;
+    let task = ended(&cluster, other, &id, Duration::from_secs(40)).await;
     assert_eq!(task["status"], json!("failed"), "{task}");
     assert_eq!(task["error"]["code"], json!("interrupted"), "{task}");
 }
