@@ -5,9 +5,12 @@
 //! Called only from `GridState::apply`; deterministic (times and users come in the op).
 
 use super::codec::convert;
-use super::history::CellRecord;
+use super::history::{
+    pending_columns, pending_creation, CellRecord, HistoryEntry, PENDING_COLUMNS,
+};
+use super::history::{HistoryCell, NO_ENTRY};
 use super::ops::{CellWrite, GridState, RecordWrite};
-use super::schema::ColumnDef;
+use super::schema::{ColumnDef, Schema};
 use super::store::{CellRef, ColumnSlot, RowId};
 use super::value::{CellValue, DependencyStatus};
 
@@ -160,7 +163,92 @@ impl GridState {
             let status = initial_status(self.is_empty(row, target), self.is_empty(row, source));
             self.set_dependency_status(row, target, status);
         }
-        self.record_history(row, time_ms, user, &record.cells);
+        match self.creation_columns(&record.cells) {
+            // The entry would hold the cells as they are now: written once something changes.
+            Some(columns) => self.store.set_history_head(row, pending_creation(columns)),
+            None => self.record_history(row, time_ms, user, &record.cells),
+        }
+    }
+
+    /// The schema positions of the stored columns `cells` names, as a pending creation's
+    /// columns (`history::pending_creation`), when its entry can wait: they name each column
+    /// once, in schema order, all below `PENDING_COLUMNS`. `None` otherwise (the entry is
+    /// written at once, cells in the order given).
+    fn creation_columns(&self, cells: &[CellWrite]) -> Option<u64> {
+        let mut columns = 0u64;
+        let mut next = 0;
+        for cell in cells.iter().filter(|c| self.slots.contains_key(c.column_id.as_str())) {
+            let at = self.schema.column_position(&cell.column_id)?;
+            if at < next || at >= PENDING_COLUMNS {
+                return None;
+            }
+            columns |= 1 << at;
+            next = at + 1;
+        }
+        Some(columns)
+    }
+
+    /// Writes `row`'s creation entry if it is pending, from the cells as they are: called
+    /// before anything changes the record (an update, a delete) or the schema its pending
+    /// head's columns refer to.
+    pub(super) fn settle_creation(&mut self, row: RowId) {
+        let head = self.store.history_head(row);
+        let Some(entry) = pending_creation_columns(&self.schema, &self.slots, head) else {
+            return;
+        };
+        let store = &self.store;
+        let cells: Vec<CellRecord<'_>> = entry
+            .iter()
+            .map(|&(column_id, slot)| CellRecord {
+                column_id,
+                value: store.value_ref(row, slot),
+                statuses: store
+                    .is_localized(slot)
+                    .then(|| (store.dependency_status(row, slot), store.source_status(row, slot))),
+            })
+            .collect();
+        let meta = (store.modified_time(row), store.modified_by(row), store.path(row));
+        let head = self.history.push(NO_ENTRY, store.id(row), meta, &cells);
+        self.store.set_history_head(row, head);
+    }
+
+    /// Writes every pending creation entry (before a schema change).
+    pub fn settle_creations(&mut self) {
+        let pending: Vec<RowId> = self
+            .store
+            .live_rows()
+            .filter(|&row| pending_columns(self.store.history_head(row)).is_some())
+            .collect();
+        for row in pending {
+            self.settle_creation(row);
+        }
+    }
+
+    /// The columns (id, slot) of `row`'s pending creation entry (`pending_creation_columns`).
+    fn pending_creation_entry(&self, row: RowId) -> Option<Vec<(&str, ColumnSlot)>> {
+        pending_creation_columns(&self.schema, &self.slots, self.store.history_head(row))
+    }
+
+    /// `row`'s creation entry as it will be written, if it is pending (`settle_creation`).
+    pub fn pending_creation(&self, row: RowId) -> Option<HistoryEntry> {
+        let columns = self.pending_creation_entry(row)?;
+        let store = &self.store;
+        let cells = columns
+            .into_iter()
+            .map(|(column_id, slot)| HistoryCell {
+                column_id: column_id.to_owned(),
+                value: store.value_ref(row, slot).to_value(),
+                statuses: store
+                    .is_localized(slot)
+                    .then(|| (store.dependency_status(row, slot), store.source_status(row, slot))),
+            })
+            .collect();
+        Some(HistoryEntry {
+            time_ms: store.modified_time(row),
+            user: store.modified_by(row).to_owned(),
+            path: store.path(row).to_owned(),
+            cells,
+        })
     }
 
     /// Applies an update. A write that changes nothing (same values, statuses and flags, same id
@@ -173,6 +261,7 @@ impl GridState {
         dependencies: &[(String, String)],
     ) {
         let Some(row) = self.store.find(&record.path, &record.id) else { return };
+        self.settle_creation(row);
         let id = record.new_id.clone().unwrap_or_else(|| record.id.clone());
         let path = record.new_path.clone().unwrap_or_else(|| record.path.clone());
         let moved = id != record.id || path != record.path;
@@ -207,6 +296,7 @@ impl GridState {
     pub(super) fn delete_records(&mut self, keys: &[(String, String)]) {
         for (path, id) in keys {
             if let Some(row) = self.store.find(path, id) {
+                self.settle_creation(row);
                 self.history.retire(self.store.history_head(row));
                 self.store.delete(row);
             }
@@ -304,6 +394,24 @@ impl GridState {
     }
 }
 
+/// The columns (id, slot) of a pending creation head's entry, in schema order; `None` when
+/// `head` is not pending. Bits naming no stored column (a damaged image) are passed over.
+fn pending_creation_columns<'a>(
+    schema: &'a Schema,
+    slots: &foldhash::HashMap<String, ColumnSlot>,
+    head: u64,
+) -> Option<Vec<(&'a str, ColumnSlot)>> {
+    let columns = pending_columns(head)?;
+    let entry = (0..PENDING_COLUMNS)
+        .filter(|at| columns & (1 << at) != 0)
+        .filter_map(|at| {
+            let id = schema.columns.get(at)?.id.as_str();
+            Some((id, *slots.get(id)?))
+        })
+        .collect();
+    Some(entry)
+}
+
 /// What a write did to a record's cells.
 struct WrittenCells<'a> {
     /// The columns whose value changed.
@@ -314,4 +422,271 @@ struct WrittenCells<'a> {
 
 fn explicit_dependency_status(cells: &[CellWrite], column: &str) -> Option<DependencyStatus> {
     cells.iter().find(|c| c.column_id == column).and_then(|c| c.dependency_status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grid::columns::{build_column, ColumnRequest};
+    use crate::grid::history::ExportFilter;
+    use crate::grid::ops::GridOp;
+    use crate::grid::schema::Dependency;
+    use crate::grid::store::RecordIdentity;
+    use proptest::prelude::*;
+
+    /// One step of a branch's life, as the property below draws it.
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// Records `ids` added, each writing `columns` (indexes into the column list, in this
+        /// order, repeats kept) with value `n`.
+        Add {
+            ids: Vec<u8>,
+            columns: Vec<u8>,
+            n: u8,
+        },
+        Update {
+            id: u8,
+            columns: Vec<u8>,
+            n: u8,
+        },
+        Delete {
+            id: u8,
+        },
+        /// A column added, or the last added one deleted.
+        AddColumn,
+        DeleteColumn,
+        /// A dependency of the target language on the source, made or dropped.
+        Dependency(bool),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        let columns = prop::collection::vec(0u8..5, 0..5);
+        prop_oneof![
+            4 => (prop::collection::vec(0u8..12, 1..4), columns.clone(), any::<u8>())
+                .prop_map(|(ids, columns, n)| Step::Add { ids, columns, n }),
+            3 => (0u8..12, columns, any::<u8>())
+                .prop_map(|(id, columns, n)| Step::Update { id, columns, n }),
+            1 => (0u8..12).prop_map(|id| Step::Delete { id }),
+            1 => Just(Step::AddColumn),
+            1 => Just(Step::DeleteColumn),
+            1 => any::<bool>().prop_map(Step::Dependency),
+        ]
+    }
+
+    fn column(id: &str, body: serde_json::Value, schema: &Schema) -> ColumnDef {
+        let mut body = body;
+        body["id"] = id.into();
+        body["name"] = id.into();
+        let req: ColumnRequest = serde_json::from_value(body).expect("a valid column");
+        build_column(schema, &req).expect("a valid column")
+    }
+
+    fn branch() -> GridState {
+        let mut state = GridState::new("view1", Vec::new(), RecordIdentity::RecordId);
+        for (id, body) in [
+            ("en", serde_json::json!({"type":"language","languageCode":"enUS"})),
+            (
+                "ja",
+                serde_json::json!({"type":"language","languageCode":"jaJP","localizationType":"targetLanguage"}),
+            ),
+            ("n", serde_json::json!({"type":"number"})),
+            ("note", serde_json::json!({"type":"singleLine"})),
+        ] {
+            let column = column(id, body, &state.schema);
+            state.apply(&GridOp::CreateColumn { column, view_id: None, editable: true });
+        }
+        state
+    }
+
+    fn value(column: &ColumnDef, n: u8) -> CellValue {
+        match column.id.as_str() {
+            "n" => CellValue::Number(f64::from(n)),
+            _ if n.is_multiple_of(5) => CellValue::Text(String::new()),
+            _ => CellValue::Text(format!("{} {n}", column.id)),
+        }
+    }
+
+    /// The op of `step` on `state`, if it makes one.
+    fn op(state: &GridState, step: &Step, added: &mut u32) -> Option<GridOp> {
+        let columns: Vec<&ColumnDef> = state.schema.columns.iter().collect();
+        let cells = |picked: &[u8], n: u8| -> Vec<CellWrite> {
+            picked
+                .iter()
+                .filter_map(|&at| columns.get(usize::from(at) % columns.len().max(1)))
+                .map(|c| CellWrite {
+                    column_id: c.id.as_str().into(),
+                    value: Some(value(c, n)),
+                    dependency_status: None,
+                    source_status: None,
+                })
+                .collect()
+        };
+        let record = |id: u8, picked: &[u8], n: u8| RecordWrite {
+            id: format!("r{id}"),
+            path: String::new(),
+            new_id: None,
+            new_path: None,
+            cells: cells(picked, n),
+            mark_mt: n.is_multiple_of(3),
+        };
+        let time_ms = 1_000 + i64::from(*added);
+        Some(match step {
+            Step::Add { ids, columns: picked, n } => {
+                let fresh: Vec<u8> = ids
+                    .iter()
+                    .copied()
+                    .filter(|id| state.store.find("", &format!("r{id}")).is_none())
+                    .collect::<std::collections::BTreeSet<u8>>()
+                    .into_iter()
+                    .collect();
+                if fresh.is_empty() {
+                    return None;
+                }
+                let records = fresh.iter().map(|&id| record(id, picked, *n)).collect();
+                GridOp::AddRecords { time_ms, user: format!("u{n}"), records }
+            }
+            Step::Update { id, columns: picked, n } => {
+                state.store.find("", &format!("r{id}"))?;
+                GridOp::UpdateRecords {
+                    time_ms,
+                    user: "editor".into(),
+                    records: vec![record(*id, picked, *n)],
+                }
+            }
+            Step::Delete { id } => {
+                GridOp::DeleteRecords { keys: vec![(String::new(), format!("r{id}"))] }
+            }
+            Step::AddColumn => {
+                *added += 1;
+                let id = format!("c{added}");
+                let body = serde_json::json!({"type":"singleLine"});
+                GridOp::CreateColumn {
+                    column: column(&id, body, &state.schema),
+                    view_id: None,
+                    editable: true,
+                }
+            }
+            Step::DeleteColumn => {
+                let last = columns.iter().rev().find(|c| c.id.starts_with('c'))?;
+                GridOp::DeleteColumn { id: last.id.clone() }
+            }
+            Step::Dependency(true) => {
+                if !state.schema.dependencies.is_empty() {
+                    return None;
+                }
+                GridOp::CreateDependency(Dependency {
+                    id: "dep".into(),
+                    source_column_id: "en".into(),
+                    target_column_id: "ja".into(),
+                })
+            }
+            Step::Dependency(false) => {
+                state.schema.dependencies.first()?;
+                GridOp::DeleteDependency { id: "dep".into() }
+            }
+        })
+    }
+
+    /// Every live record's history as a reader sees it, newest first.
+    fn histories(state: &GridState) -> Vec<(String, Vec<HistoryEntry>)> {
+        let mut all: Vec<(String, Vec<HistoryEntry>)> = state
+            .store
+            .live_rows()
+            .map(|row| {
+                let entries = match state.pending_creation(row) {
+                    Some(created) => vec![created],
+                    None => {
+                        let head = state.store.history_head(row);
+                        state.history.page_where(head, (0, usize::MAX), false, |_| true).0
+                    }
+                };
+                (state.store.id(row).to_owned(), entries)
+            })
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// A branch whose creation entries wait reads the same history, and exports the same
+        /// rows, as one that writes each at once.
+        #[test]
+        fn waiting_creation_entries_read_as_written_ones(
+            steps in prop::collection::vec(step(), 1..30)
+        ) {
+            let (mut deferred, mut eager) = (branch(), branch());
+            let mut added = 0;
+            for step in &steps {
+                let mut at_once = added;
+                let Some(op) = op(&deferred, step, &mut added) else { continue };
+                prop_assert!(op_matches(&eager, step, &mut at_once, &op));
+                deferred.apply(&op);
+                eager.apply(&op);
+                eager.settle_creations();
+                prop_assert_eq!(histories(&deferred), histories(&eager));
+            }
+            let columns: Vec<String> =
+                deferred.schema.columns.iter().map(|c| c.id.clone()).collect();
+            let filter =
+                ExportFilter { from_ms: i64::MIN, to_ms: i64::MAX, columns: &columns, users: None };
+            let heads = |s: &GridState| -> Vec<u64> {
+                s.store.live_rows().map(|r| s.store.history_head(r)).collect()
+            };
+            deferred.settle_creations();
+            let mut exported = deferred.history.export_rows(&heads(&deferred), &filter);
+            let mut expected = eager.history.export_rows(&heads(&eager), &filter);
+            let key = |r: &crate::grid::history::ExportRow| {
+                (r.time_ms, r.record_id.clone(), r.column_id.clone(), format!("{:?}", r.value))
+            };
+            exported.sort_by_key(key);
+            expected.sort_by_key(key);
+            prop_assert_eq!(exported, expected);
+        }
+    }
+
+    /// Both branches make the same op from a step (they hold the same records and schema).
+    fn op_matches(eager: &GridState, step: &Step, added: &mut u32, made: &GridOp) -> bool {
+        op(eager, step, added).is_some_and(|op| format!("{op:?}") == format!("{made:?}"))
+    }
+
+    #[test]
+    fn an_add_in_schema_order_waits_and_one_out_of_order_is_written_at_once() {
+        let mut state = branch();
+        let cell = |c: &str| CellWrite {
+            column_id: c.into(),
+            value: Some(CellValue::Text("x".into())),
+            dependency_status: None,
+            source_status: None,
+        };
+        let record = |id: &str, cells: Vec<CellWrite>| RecordWrite {
+            id: id.into(),
+            path: String::new(),
+            new_id: None,
+            new_path: None,
+            cells,
+            mark_mt: false,
+        };
+        state.apply(&GridOp::AddRecords {
+            time_ms: 5,
+            user: "ann".into(),
+            records: vec![
+                record("ordered", vec![cell("en"), cell("note")]),
+                record("reversed", vec![cell("note"), cell("en")]),
+                record("twice", vec![cell("en"), cell("en")]),
+            ],
+        });
+        assert_eq!(state.history.len(), 2, "only the out-of-order adds wrote entries");
+        let row = state.store.find("", "ordered").expect("added");
+        let created = state.pending_creation(row).expect("waits");
+        let columns: Vec<&str> = created.cells.iter().map(|c| c.column_id.as_str()).collect();
+        assert_eq!(
+            (created.time_ms, created.user.as_str(), columns),
+            (5, "ann", vec!["en", "note"])
+        );
+        state.apply(&GridOp::DeleteRecords { keys: vec![(String::new(), "ordered".into())] });
+        assert_eq!(state.history.len(), 3, "a delete writes the waiting entry first");
+        assert_eq!(state.history.retired().count(), 1);
+    }
 }

@@ -207,6 +207,22 @@ impl GridState {
                 self.merge_bases.insert(source_branch_id.clone(), base);
                 return;
             }
+            GridOp::SetPaths { paths } => {
+                self.schema.paths.clone_from(paths);
+                return;
+            }
+            _ => {}
+        }
+        if changes_columns(op) {
+            // Pending creation entries name columns by their place in the schema.
+            self.settle_creations();
+        }
+        match op {
+            GridOp::AddRecords { .. }
+            | GridOp::UpdateRecords { .. }
+            | GridOp::DeleteRecords { .. }
+            | GridOp::MergeMark { .. }
+            | GridOp::SetPaths { .. } => {}
             GridOp::CreateColumn { column, .. } => self.add_column_storage(column),
             GridOp::ReplaceColumn { old_id, column } => self.replace_column_storage(old_id, column),
             GridOp::DeleteColumn { id } => self.drop_column_storage(id),
@@ -223,10 +239,6 @@ impl GridState {
             | GridOp::CreateView(_)
             | GridOp::DeleteView { .. }
             | GridOp::RenameView { .. } => {}
-            GridOp::SetPaths { paths } => {
-                self.schema.paths.clone_from(paths);
-                return;
-            }
         }
         apply_schema(&mut self.schema, op);
         self.schema.reindex();
@@ -247,6 +259,28 @@ impl GridState {
             }
         }
         self.schema.reindex();
+    }
+}
+
+/// Whether `op` changes the schema's columns, their storage or the statuses they derive.
+fn changes_columns(op: &GridOp) -> bool {
+    match op {
+        GridOp::CreateColumn { .. }
+        | GridOp::ReplaceColumn { .. }
+        | GridOp::DeleteColumn { .. }
+        | GridOp::CreateDependency(_)
+        | GridOp::ReplaceDependency { .. }
+        | GridOp::DeleteDependency { .. } => true,
+        GridOp::AddRecords { .. }
+        | GridOp::UpdateRecords { .. }
+        | GridOp::DeleteRecords { .. }
+        | GridOp::MergeMark { .. }
+        | GridOp::AddViewColumn { .. }
+        | GridOp::RemoveViewColumn { .. }
+        | GridOp::CreateView(_)
+        | GridOp::DeleteView { .. }
+        | GridOp::RenameView { .. }
+        | GridOp::SetPaths { .. } => false,
     }
 }
 

@@ -325,6 +325,14 @@ impl Schema {
         self.columns.push(column);
     }
 
+    /// Where column `id` stands in `columns`.
+    pub fn column_position(&self, id: &str) -> Option<usize> {
+        match indexed(Some(&self.index), &self.columns, id, |c| &c.id) {
+            Ok(at) => at,
+            Err(()) => self.columns.iter().position(|c| c.id == id),
+        }
+    }
+
     pub fn column(&self, id: &str) -> Option<&ColumnDef> {
         match indexed(Some(&self.index), &self.columns, id, |c| &c.id) {
             Ok(at) => at.map(|at| &self.columns[at]),

@@ -705,6 +705,8 @@ mod fixture_tests {
             user: "fixture".into(),
             records,
         });
+        // The fixtures were written when an add wrote its records' history entries at once.
+        state.settle_creations();
         state.apply(&GridOp::MergeMark { source_branch_id: "branch1".into(), source_clock: 7 });
         state.apply(&GridOp::AddRecords {
             time_ms: 1_769_854_540_000,

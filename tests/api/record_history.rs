@@ -177,6 +177,45 @@ fn history_survives_a_restart() {
     assert_eq!(entries(&histories(&app, &view, "r1", "")), before);
 }
 
+/// An added record's entry is written only once something changes the record or the columns
+/// (`GridState::settle_creation`): before that it reads the same as after, through a restart,
+/// a new column, an update by another user and a second restart.
+#[test]
+fn an_added_records_entry_reads_the_same_before_and_after_it_is_written() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    app.create_column(&view, json!({"id": "note", "name": "Note", "type": "singleLine"}));
+    let adder = app.create_user_key("adder");
+    app.call(
+        Method::POST,
+        &format!("/v1/views/{view}/records"),
+        Some(&adder),
+        Some(&json!([
+            {"id": "r1", "cells": [{"columnId": "title", "value": "a"}, {"columnId": "note", "value": "n"}]},
+            {"id": "r2", "cells": [{"columnId": "note", "value": "m"}, {"columnId": "title", "value": "z"}]}
+        ])),
+    )
+    .assert_status(201);
+    let added = entries(&histories(&app, &view, "r1", ""));
+    assert_eq!(added.len(), 1, "{added:?}");
+    assert_eq!(added[0]["lastModifiedBy"], "adder", "{added:?}");
+    let columns: Vec<&Value> =
+        added[0]["cells"].as_array().expect("cells").iter().map(|c| &c["columnId"]).collect();
+    assert_eq!(columns, ["title", "note"]);
+    let app = app.restart();
+    assert_eq!(entries(&histories(&app, &view, "r1", "")), added);
+    app.create_column(&view, json!({"id": "extra", "name": "Extra", "type": "number"}));
+    assert_eq!(entries(&histories(&app, &view, "r1", "")), added);
+    set_title(&app, &view, &app.key, "r1", "b");
+    let changed = entries(&histories(&app, &view, "r1", ""));
+    assert_eq!(titles(&changed), ["b", "a"]);
+    assert_eq!(changed[1], added[0], "the entry written at the change is the one read before");
+    let app = app.restart();
+    assert_eq!(entries(&histories(&app, &view, "r1", "")), changed);
+    let other = entries(&histories(&app, &view, "r2", ""));
+    assert_eq!(titles(&other), ["z"]);
+}
+
 #[test]
 fn a_write_that_changes_nothing_adds_no_entry() {
     let app = spawn_app();

@@ -97,8 +97,14 @@ impl Handler<ReadHistory> for GridActor {
                 && filters.iter().all(|f| entry_passes(f, e, record_id, &column_of))
         };
         let page = (msg.offset, msg.limit);
-        let (mut entries, total) =
-            self.state.history.page_where(head, page, msg.oldest_first, keep);
+        let (mut entries, total) = match self.state.pending_creation(row) {
+            // A record unchanged since its add: its one entry is not written yet.
+            Some(created) => match keep(&created) {
+                true => (vec![created].into_iter().skip(msg.offset).take(msg.limit).collect(), 1),
+                false => (Vec::new(), 0),
+            },
+            None => self.state.history.page_where(head, page, msg.oldest_first, keep),
+        };
         for entry in &mut entries {
             entry.cells.retain(|c| shown.contains(&c.column_id));
         }
@@ -174,6 +180,9 @@ impl Handler<ExportHistory> for GridActor {
             }
             None => shown,
         };
+        // The export reads the log alone: records unchanged since their add get their
+        // creation entries written first.
+        self.state.settle_creations();
         Ok(HistoryExport {
             history: self.state.history.clone(),
             heads: self.state.store.live_rows().map(|r| self.state.store.history_head(r)).collect(),

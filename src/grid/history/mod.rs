@@ -9,6 +9,11 @@
 //! nothing here; a deleted record's chain is kept (for exports) in the retired list, and a
 //! later record with the same id starts a new chain.
 //!
+//! An add's entry usually waits: until something changes the record, its head is a pending
+//! creation (`pending_creation`) naming the columns the add wrote, and the entry is the
+//! record's cells as they stand (`GridState::settle_creation` writes it before they change).
+//! So a bulk load of 1M records writes no history.
+//!
 //! Chunks sit behind `Arc`s: a clone (taken for each snapshot, each branch) shares them and
 //! costs O(chunks); the first write after it copies the open (last) chunk alone (at most
 //! `CHUNK_BYTES`). A full chunk is sealed and held compressed (`sealed`): history is written
@@ -55,6 +60,34 @@ pub type EntryRef = u64;
 
 /// The position of no entry: the end of every chain.
 pub const NO_ENTRY: EntryRef = u64::MAX;
+
+/// Marks a chain head that is not a position but a record's creation entry still to be
+/// written (`pending_creation`): the bits below it say which columns the add wrote.
+const PENDING: EntryRef = 1 << 63;
+
+/// Columns a pending creation entry can name: bit `i` of its head is the schema's column `i`
+/// (bit 62 stays clear, so that no pending head is `NO_ENTRY`).
+pub const PENDING_COLUMNS: usize = 62;
+
+/// The head of a record whose creation entry is not written yet: the entry would hold the
+/// columns at the schema positions set in `columns` (each below `PENDING_COLUMNS`), as the
+/// record holds them now, with the record's modification time, editor and path. Adding a
+/// record costs no history until something else changes it (`GridState::settle_creation`).
+pub fn pending_creation(columns: u64) -> EntryRef {
+    debug_assert!(columns >> PENDING_COLUMNS == 0, "pending columns past bit 61");
+    PENDING | columns
+}
+
+/// The columns of a pending creation head (see `pending_creation`); `None` for a position
+/// or `NO_ENTRY`.
+pub fn pending_columns(head: EntryRef) -> Option<u64> {
+    (head != NO_ENTRY && head & PENDING != 0).then_some(head & !PENDING)
+}
+
+/// Whether `head` is the position of an entry (not `NO_ENTRY` nor a pending creation).
+pub fn is_position(head: EntryRef) -> bool {
+    head != NO_ENTRY && head & PENDING == 0
+}
 
 /// A chunk is sealed (and a new one started) once it holds this many bytes; a larger entry
 /// gets a chunk of its own.
@@ -321,7 +354,8 @@ impl History {
             (self.sealed.len(), start)
         };
         self.count += 1;
-        let chunk_no = u32::try_from(chunk_no).expect("fewer than 2^32 history chunks");
+        // Below 2^31, so that no position has the `PENDING` bit.
+        let chunk_no = i32::try_from(chunk_no).expect("fewer than 2^31 history chunks") as u32;
         let offset = u32::try_from(offset).expect("chunks are sealed before 4 GiB");
         u64::from(chunk_no) << 32 | u64::from(offset)
     }
@@ -338,14 +372,15 @@ impl History {
 
     /// Keeps a deleted record's chain (newest entry `head`) for exports.
     pub fn retire(&mut self, head: EntryRef) {
-        if head != NO_ENTRY {
+        debug_assert!(pending_columns(head).is_none(), "a creation is written before retiring");
+        if is_position(head) {
             self.retired.push_back(head);
         }
     }
 
     /// The entry at `at`; `None` for `NO_ENTRY` or a position that holds no entry.
     pub fn get(&self, at: EntryRef) -> Option<StoredEntry> {
-        if at == NO_ENTRY {
+        if !is_position(at) {
             return None;
         }
         let (chunk, offset) = split(at);
@@ -508,9 +543,10 @@ impl History {
         })
     }
 
-    /// Whether `at` names a chunk of this log (`NO_ENTRY` counts as valid).
+    /// Whether `at` names a chunk of this log (`NO_ENTRY` and pending creations count as
+    /// valid).
     pub fn holds(&self, at: EntryRef) -> bool {
-        at == NO_ENTRY || split(at).0 <= self.sealed.len()
+        !is_position(at) || split(at).0 <= self.sealed.len()
     }
 
     /// Packs every sealed chunk now instead of waiting for the packer.

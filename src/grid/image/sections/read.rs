@@ -14,7 +14,7 @@ use super::{
     ArchivedRecordsPart, ImageIndex, Scratch, SectionBytes, SectionSource, IN_CHAIN, LINK_SHIFT,
     MAGIC, OFFSET_MASK,
 };
-use crate::grid::history::{ChunkPart, History, NO_ENTRY};
+use crate::grid::history::{is_position, ChunkPart, History};
 use crate::grid::ops::GridState;
 use crate::grid::schema::Schema;
 use crate::grid::store::{BuiltColumn, ColumnBuilder, ColumnSlot, ColumnStore, LoadedRecord};
@@ -259,7 +259,7 @@ impl RecordsRead {
                 return Err("the record parts add up to more than the head's records".into());
             }
             self.groups.push(Group { sections: 1, rows: len });
-            let heads = part.heads.iter().map(|at| at.to_native()).filter(|&at| at != NO_ENTRY);
+            let heads = part.heads.iter().map(|at| at.to_native()).filter(|&at| is_position(at));
             self.furthest = self.furthest.max(heads.max());
             for i in 0..len {
                 let record = LoadedRecord {
