@@ -262,16 +262,18 @@ impl GridState {
     }
 }
 
-/// Whether `op` changes the schema's columns, their storage or the statuses they derive.
+/// Whether `op` changes what a pending creation entry holds (`history::pending_creation`):
+/// the place, id or values of existing columns, or the statuses a dependency derives. A new
+/// column goes after the others and changes none of their cells.
 fn changes_columns(op: &GridOp) -> bool {
     match op {
-        GridOp::CreateColumn { .. }
-        | GridOp::ReplaceColumn { .. }
+        GridOp::ReplaceColumn { .. }
         | GridOp::DeleteColumn { .. }
         | GridOp::CreateDependency(_)
         | GridOp::ReplaceDependency { .. }
         | GridOp::DeleteDependency { .. } => true,
-        GridOp::AddRecords { .. }
+        GridOp::CreateColumn { .. }
+        | GridOp::AddRecords { .. }
         | GridOp::UpdateRecords { .. }
         | GridOp::DeleteRecords { .. }
         | GridOp::MergeMark { .. }
