@@ -9,8 +9,8 @@ use super::history::{
     pending_columns, pending_creation, CellRecord, HistoryEntry, PENDING_COLUMNS,
 };
 use super::history::{HistoryCell, NO_ENTRY};
-use super::ops::{CellWrite, GridState, RecordWrite};
-use super::schema::{ColumnDef, Schema};
+use super::ops::{CellWrite, GridOp, GridState, RecordWrite};
+use super::schema::{ColumnDef, ColumnType, Schema};
 use super::store::{CellRef, ColumnSlot, RowId};
 use super::value::{CellValue, DependencyStatus};
 
@@ -210,6 +210,75 @@ impl GridState {
         let meta = (store.modified_time(row), store.modified_by(row), store.path(row));
         let head = self.history.push(NO_ENTRY, store.id(row), meta, &cells);
         self.store.set_history_head(row, head);
+    }
+
+    /// Keeps what pending creation entries will hold as it was before `op` (a schema op)
+    /// changes columns: their masks name schema positions, and their cells are read when
+    /// written. A new column goes last and changes no other column's cells; a column whose
+    /// name or settings change keeps its cells; a deleted column is taken out of the masks
+    /// (history reads and exports show only a view's columns, so its cells in those entries
+    /// could never be read). Other column and dependency changes write every pending entry
+    /// first: a type change converts cells, an id change renames them, a dependency sets
+    /// statuses, a deleted source unsets its targets', and a deleted files column's ids stay
+    /// held while history names them.
+    pub(super) fn keep_pending_creations(&mut self, op: &GridOp) {
+        let settle = match op {
+            GridOp::CreateColumn { .. }
+            | GridOp::AddViewColumn { .. }
+            | GridOp::RemoveViewColumn { .. }
+            | GridOp::CreateView(_)
+            | GridOp::DeleteView { .. }
+            | GridOp::RenameView { .. }
+            | GridOp::SetPaths { .. }
+            | GridOp::AddRecords { .. }
+            | GridOp::UpdateRecords { .. }
+            | GridOp::DeleteRecords { .. }
+            | GridOp::MergeMark { .. } => false,
+            GridOp::ReplaceColumn { old_id, column } => {
+                self.schema.column(old_id).is_none_or(|before| {
+                    before.id != column.id
+                        || before.column_type != column.column_type
+                        || before.is_language() != column.is_language()
+                })
+            }
+            GridOp::DeleteColumn { id } => {
+                let is_source = self.schema.dependencies.iter().any(|d| d.source_column_id == *id);
+                let files =
+                    self.schema.column(id).is_some_and(|c| c.column_type == ColumnType::Files);
+                match self.schema.column_position(id) {
+                    Some(at) if !is_source && !files => {
+                        self.drop_pending_column(at);
+                        false
+                    }
+                    Some(_) => true,
+                    None => false,
+                }
+            }
+            GridOp::CreateDependency(_)
+            | GridOp::ReplaceDependency { .. }
+            | GridOp::DeleteDependency { .. } => true,
+        };
+        if settle {
+            self.settle_creations();
+        }
+    }
+
+    /// Takes the column at schema position `at` out of every pending creation's columns, the
+    /// columns after it moving down one place (it is being deleted).
+    fn drop_pending_column(&mut self, at: usize) {
+        if at >= PENDING_COLUMNS {
+            return;
+        }
+        let below = (1u64 << at) - 1;
+        let pending: Vec<(RowId, u64)> = self
+            .store
+            .live_rows()
+            .filter_map(|row| Some((row, pending_columns(self.store.history_head(row))?)))
+            .collect();
+        for (row, columns) in pending {
+            let kept = (columns & below) | ((columns >> 1) & !below);
+            self.store.set_history_head(row, pending_creation(kept));
+        }
     }
 
     /// Writes every pending creation entry (before a schema change).
@@ -452,9 +521,11 @@ mod tests {
         Delete {
             id: u8,
         },
-        /// A column added, or the last added one deleted.
+        /// A column added, one deleted (by its place), one renamed (its name, and its id too
+        /// when the flag says so).
         AddColumn,
-        DeleteColumn,
+        DeleteColumn(u8),
+        RenameColumn(u8, bool),
         /// A dependency of the target language on the source, made or dropped.
         Dependency(bool),
     }
@@ -468,7 +539,8 @@ mod tests {
                 .prop_map(|(id, columns, n)| Step::Update { id, columns, n }),
             1 => (0u8..12).prop_map(|id| Step::Delete { id }),
             1 => Just(Step::AddColumn),
-            1 => Just(Step::DeleteColumn),
+            1 => any::<u8>().prop_map(Step::DeleteColumn),
+            1 => (any::<u8>(), any::<bool>()).prop_map(|(at, id)| Step::RenameColumn(at, id)),
             1 => any::<bool>().prop_map(Step::Dependency),
         ]
     }
@@ -566,12 +638,23 @@ mod tests {
                     editable: true,
                 }
             }
-            Step::DeleteColumn => {
-                let last = columns.iter().rev().find(|c| c.id.starts_with('c'))?;
-                GridOp::DeleteColumn { id: last.id.clone() }
+            Step::DeleteColumn(at) => {
+                let column = columns.get(usize::from(*at) % columns.len().max(1))?;
+                GridOp::DeleteColumn { id: column.id.clone() }
+            }
+            Step::RenameColumn(at, new_id) => {
+                let before = columns.get(usize::from(*at) % columns.len().max(1))?;
+                let mut column = (*before).clone();
+                column.name = format!("{} {at}", before.name);
+                if *new_id {
+                    *added += 1;
+                    column.id = format!("c{added}").into();
+                }
+                GridOp::ReplaceColumn { old_id: before.id.clone(), column }
             }
             Step::Dependency(true) => {
-                if !state.schema.dependencies.is_empty() {
+                let language = |id: &str| state.schema.column(id).is_some_and(|c| c.is_language());
+                if !state.schema.dependencies.is_empty() || !language("en") || !language("ja") {
                     return None;
                 }
                 GridOp::CreateDependency(Dependency {
@@ -587,7 +670,8 @@ mod tests {
         })
     }
 
-    /// Every live record's history as a reader sees it, newest first.
+    /// Every live record's history as a reader sees it (cells of the schema's columns),
+    /// newest first.
     fn histories(state: &GridState) -> Vec<(String, Vec<HistoryEntry>)> {
         let mut all: Vec<(String, Vec<HistoryEntry>)> = state
             .store
@@ -600,6 +684,13 @@ mod tests {
                         state.history.page_where(head, (0, usize::MAX), false, |_| true).0
                     }
                 };
+                let entries = entries
+                    .into_iter()
+                    .map(|mut entry| {
+                        entry.cells.retain(|c| state.schema.column(&c.column_id).is_some());
+                        entry
+                    })
+                    .collect();
                 (state.store.id(row).to_owned(), entries)
             })
             .collect();

@@ -213,10 +213,7 @@ impl GridState {
             }
             _ => {}
         }
-        if changes_columns(op) {
-            // Pending creation entries name columns by their place in the schema.
-            self.settle_creations();
-        }
+        self.keep_pending_creations(op);
         match op {
             GridOp::AddRecords { .. }
             | GridOp::UpdateRecords { .. }
@@ -259,30 +256,6 @@ impl GridState {
             }
         }
         self.schema.reindex();
-    }
-}
-
-/// Whether `op` changes what a pending creation entry holds (`history::pending_creation`):
-/// the place, id or values of existing columns, or the statuses a dependency derives. A new
-/// column goes after the others and changes none of their cells.
-fn changes_columns(op: &GridOp) -> bool {
-    match op {
-        GridOp::ReplaceColumn { .. }
-        | GridOp::DeleteColumn { .. }
-        | GridOp::CreateDependency(_)
-        | GridOp::ReplaceDependency { .. }
-        | GridOp::DeleteDependency { .. } => true,
-        GridOp::CreateColumn { .. }
-        | GridOp::AddRecords { .. }
-        | GridOp::UpdateRecords { .. }
-        | GridOp::DeleteRecords { .. }
-        | GridOp::MergeMark { .. }
-        | GridOp::AddViewColumn { .. }
-        | GridOp::RemoveViewColumn { .. }
-        | GridOp::CreateView(_)
-        | GridOp::DeleteView { .. }
-        | GridOp::RenameView { .. }
-        | GridOp::SetPaths { .. } => false,
     }
 }
 
