@@ -648,7 +648,7 @@ mod tests {
                 column.name = format!("{} {at}", before.name);
                 if *new_id {
                     *added += 1;
-                    column.id = format!("c{added}").into();
+                    column.id = format!("c{added}");
                 }
                 GridOp::ReplaceColumn { old_id: before.id.clone(), column }
             }
