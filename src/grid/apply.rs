@@ -11,8 +11,8 @@ use super::history::{
 use super::history::{HistoryCell, NO_ENTRY};
 use super::ops::{CellWrite, GridOp, GridState, RecordWrite};
 use super::schema::{ColumnDef, ColumnType, Schema};
-use super::store::{CellRef, ColumnSlot, RowId};
-use super::value::{CellValue, DependencyStatus};
+use super::store::{CellRef, ColumnSlot, ColumnStore, RowId};
+use super::value::{CellValue, DependencyStatus, SourceStatus};
 
 /// Whether a stored cell is empty, without copying it.
 fn empty_cell(cell: CellRef<'_>) -> bool {
@@ -202,9 +202,7 @@ impl GridState {
             .map(|&(column_id, slot)| CellRecord {
                 column_id,
                 value: store.value_ref(row, slot),
-                statuses: store
-                    .is_localized(slot)
-                    .then(|| (store.dependency_status(row, slot), store.source_status(row, slot))),
+                statuses: cell_statuses(store, row, slot),
             })
             .collect();
         let meta = (store.modified_time(row), store.modified_by(row), store.path(row));
@@ -212,8 +210,8 @@ impl GridState {
         self.store.set_history_head(row, head);
     }
 
-    /// Keeps what pending creation entries will hold as it was before `op` (a schema op)
-    /// changes columns: their masks name schema positions, and their cells are read when
+    /// Keeps what pending creation entries will hold as it was before `op` changes columns
+    /// (record ops and view ops change none): their masks name schema positions, and their cells are read when
     /// written. A new column goes last and changes no other column's cells; a column whose
     /// name or settings change keeps its cells; a deleted column is taken out of the masks
     /// (history reads and exports show only a view's columns, so its cells in those entries
@@ -276,12 +274,13 @@ impl GridState {
             .filter_map(|row| Some((row, pending_columns(self.store.history_head(row))?)))
             .collect();
         for (row, columns) in pending {
-            let kept = (columns & below) | ((columns >> 1) & !below);
+            let kept =
+                ((columns & below) | ((columns >> 1) & !below)) & ((1 << PENDING_COLUMNS) - 1);
             self.store.set_history_head(row, pending_creation(kept));
         }
     }
 
-    /// Writes every pending creation entry (before a schema change).
+    /// Writes every pending creation entry (before a schema op that needs it, or an export).
     pub fn settle_creations(&mut self) {
         let pending: Vec<RowId> = self
             .store
@@ -293,23 +292,17 @@ impl GridState {
         }
     }
 
-    /// The columns (id, slot) of `row`'s pending creation entry (`pending_creation_columns`).
-    fn pending_creation_entry(&self, row: RowId) -> Option<Vec<(&str, ColumnSlot)>> {
-        pending_creation_columns(&self.schema, &self.slots, self.store.history_head(row))
-    }
-
     /// `row`'s creation entry as it will be written, if it is pending (`settle_creation`).
     pub fn pending_creation(&self, row: RowId) -> Option<HistoryEntry> {
-        let columns = self.pending_creation_entry(row)?;
+        let head = self.store.history_head(row);
+        let columns = pending_creation_columns(&self.schema, &self.slots, head)?;
         let store = &self.store;
         let cells = columns
             .into_iter()
             .map(|(column_id, slot)| HistoryCell {
                 column_id: column_id.to_owned(),
                 value: store.value_ref(row, slot).to_value(),
-                statuses: store
-                    .is_localized(slot)
-                    .then(|| (store.dependency_status(row, slot), store.source_status(row, slot))),
+                statuses: cell_statuses(store, row, slot),
             })
             .collect();
         Some(HistoryEntry {
@@ -443,13 +436,10 @@ impl GridState {
             .iter()
             .filter_map(|cell| {
                 let slot = *self.slots.get(cell.column_id.as_str())?;
-                let statuses = store
-                    .is_localized(slot)
-                    .then(|| (store.dependency_status(row, slot), store.source_status(row, slot)));
                 Some(CellRecord {
                     column_id: &cell.column_id,
                     value: store.value_ref(row, slot),
-                    statuses,
+                    statuses: cell_statuses(store, row, slot),
                 })
             })
             .collect();
@@ -461,6 +451,17 @@ impl GridState {
         );
         self.store.set_history_head(row, head);
     }
+}
+
+/// A cell's statuses as a history entry holds them: present for language columns.
+fn cell_statuses(
+    store: &ColumnStore,
+    row: RowId,
+    slot: ColumnSlot,
+) -> Option<(DependencyStatus, SourceStatus)> {
+    store
+        .is_localized(slot)
+        .then(|| (store.dependency_status(row, slot), store.source_status(row, slot)))
 }
 
 /// The columns (id, slot) of a pending creation head's entry, in schema order; `None` when

@@ -183,6 +183,7 @@ impl GridState {
     /// names something absent changes nothing.
     pub fn apply(&mut self, op: &GridOp) {
         self.store.tick();
+        self.keep_pending_creations(op);
         match op {
             GridOp::AddRecords { time_ms, user, records } => {
                 let dependencies = self.dependency_pairs();
@@ -207,19 +208,6 @@ impl GridState {
                 self.merge_bases.insert(source_branch_id.clone(), base);
                 return;
             }
-            GridOp::SetPaths { paths } => {
-                self.schema.paths.clone_from(paths);
-                return;
-            }
-            _ => {}
-        }
-        self.keep_pending_creations(op);
-        match op {
-            GridOp::AddRecords { .. }
-            | GridOp::UpdateRecords { .. }
-            | GridOp::DeleteRecords { .. }
-            | GridOp::MergeMark { .. }
-            | GridOp::SetPaths { .. } => {}
             GridOp::CreateColumn { column, .. } => self.add_column_storage(column),
             GridOp::ReplaceColumn { old_id, column } => self.replace_column_storage(old_id, column),
             GridOp::DeleteColumn { id } => self.drop_column_storage(id),
@@ -236,6 +224,10 @@ impl GridState {
             | GridOp::CreateView(_)
             | GridOp::DeleteView { .. }
             | GridOp::RenameView { .. } => {}
+            GridOp::SetPaths { paths } => {
+                self.schema.paths.clone_from(paths);
+                return;
+            }
         }
         apply_schema(&mut self.schema, op);
         self.schema.reindex();
