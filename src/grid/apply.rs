@@ -6,9 +6,9 @@
 
 use super::codec::convert;
 use super::history::{
-    pending_columns, pending_creation, CellRecord, HistoryEntry, PENDING_COLUMNS,
+    pending_columns, pending_creation, CellRecord, HistoryCell, HistoryEntry, NO_ENTRY,
+    PENDING_COLUMNS,
 };
-use super::history::{HistoryCell, NO_ENTRY};
 use super::ops::{CellWrite, GridOp, GridState, RecordWrite};
 use super::schema::{ColumnDef, ColumnType, Schema};
 use super::store::{CellRef, ColumnSlot, ColumnStore, RowId};
