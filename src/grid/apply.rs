@@ -4,6 +4,7 @@
 //!
 //! Called only from `GridState::apply`; deterministic (times and users come in the op).
 
+use super::cell_memo::CellMemo;
 use super::codec::convert;
 use super::history::{
     pending_columns, pending_creation, CellRecord, HistoryCell, HistoryEntry, NO_ENTRY,
@@ -133,59 +134,74 @@ impl GridState {
             .collect()
     }
 
+    /// The dependencies an add sets statuses of: each target's id, and where the target's and
+    /// the source's cells are (`None`: a column without cells, always empty).
+    pub(super) fn dependency_slots(&self) -> Vec<AddedDependency> {
+        self.schema
+            .dependencies
+            .iter()
+            .map(|d| AddedDependency {
+                target: d.target_column_id.clone(),
+                target_slot: self.slots.get(&d.target_column_id).copied(),
+                source_slot: self.slots.get(&d.source_column_id).copied(),
+            })
+            .collect()
+    }
+
+    /// Adds one record of an add; `columns` remembers what its cells' column ids resolved to
+    /// (slot and schema position) for the op's next records.
     pub(super) fn add_record(
         &mut self,
         time_ms: i64,
         user: &str,
         record: &RecordWrite,
-        dependencies: &[(String, String)],
+        dependencies: &[AddedDependency],
+        columns: &mut CellMemo<(Option<ColumnSlot>, Option<usize>)>,
     ) {
+        let places: Vec<(Option<ColumnSlot>, Option<usize>)> = record
+            .cells
+            .iter()
+            .enumerate()
+            .map(|(place, cell)| {
+                columns.get(place, &cell.column_id, |id| {
+                    (self.slots.get(id).copied(), self.schema.column_position(id))
+                })
+            })
+            .collect();
         // The values go in with the row (no empty cell written over); then the flags.
         let values: Vec<(ColumnSlot, &CellValue)> = record
             .cells
             .iter()
-            .filter_map(|c| Some((*self.slots.get(c.column_id.as_str())?, c.value.as_ref()?)))
+            .zip(&places)
+            .filter_map(|(cell, &(slot, _))| Some((slot?, cell.value.as_ref()?)))
             .collect();
         let row = self.store.insert_with(&record.id, &record.path, time_ms, user, &values);
         // A new row's flags are clear: only cells that set one are looked at.
-        for cell in &record.cells {
+        for (cell, &(slot, _)) in record.cells.iter().zip(&places) {
             let sets_flags =
                 record.mark_mt || cell.source_status.is_some() || cell.dependency_status.is_some();
-            if let Some(&slot) = self.slots.get(cell.column_id.as_str()).filter(|_| sets_flags) {
+            if let Some(slot) = slot.filter(|_| sets_flags) {
                 self.write_flags(row, slot, cell, record.mark_mt);
             }
         }
         self.compute_formulas(row, None);
-        for (target, source) in dependencies {
-            if explicit_dependency_status(&record.cells, target).is_some() {
+        let explicit = record.cells.iter().any(|c| c.dependency_status.is_some());
+        for dependency in dependencies {
+            let Some(target_slot) = dependency.target_slot else { continue };
+            if explicit && explicit_dependency_status(&record.cells, &dependency.target).is_some() {
                 continue;
             }
-            let status = initial_status(self.is_empty(row, target), self.is_empty(row, source));
-            self.set_dependency_status(row, target, status);
+            let empty = |slot: Option<ColumnSlot>| {
+                slot.is_none_or(|slot| empty_cell(self.store.value_ref(row, slot)))
+            };
+            let status = initial_status(empty(Some(target_slot)), empty(dependency.source_slot));
+            self.store.set_dependency_status(row, target_slot, status);
         }
-        match self.creation_columns(&record.cells) {
+        match creation_columns(&places) {
             // The entry would hold the cells as they are now: written once something changes.
             Some(columns) => self.store.set_history_head(row, pending_creation(columns)),
             None => self.record_history(row, time_ms, user, &record.cells),
         }
-    }
-
-    /// The schema positions of the stored columns `cells` names, as a pending creation's
-    /// columns (`history::pending_creation`), when its entry can wait: they name each column
-    /// once, in schema order, all below `PENDING_COLUMNS`. `None` otherwise (the entry is
-    /// written at once, cells in the order given).
-    fn creation_columns(&self, cells: &[CellWrite]) -> Option<u64> {
-        let mut columns = 0u64;
-        let mut next = 0;
-        for cell in cells.iter().filter(|c| self.slots.contains_key(c.column_id.as_str())) {
-            let at = self.schema.column_position(&cell.column_id)?;
-            if at < next || at >= PENDING_COLUMNS {
-                return None;
-            }
-            columns |= 1 << at;
-            next = at + 1;
-        }
-        Some(columns)
     }
 
     /// Writes `row`'s creation entry if it is pending, from the cells as they are: called
@@ -488,6 +504,32 @@ struct WrittenCells<'a> {
     values: foldhash::HashSet<&'a str>,
     /// Whether any value, status or flag changed.
     any: bool,
+}
+
+/// The schema positions of the stored columns an added record's cells name (their slots and
+/// positions, `None` for a column without cells), as a pending creation's columns
+/// (`history::pending_creation`), when its entry can wait: they name each column once, in
+/// schema order, all below `PENDING_COLUMNS`. `None` otherwise (the entry is written at once,
+/// cells in the order given).
+fn creation_columns(places: &[(Option<ColumnSlot>, Option<usize>)]) -> Option<u64> {
+    let mut columns = 0u64;
+    let mut next = 0;
+    for &(_, position) in places.iter().filter(|(slot, _)| slot.is_some()) {
+        let at = position?;
+        if at < next || at >= PENDING_COLUMNS {
+            return None;
+        }
+        columns |= 1 << at;
+        next = at + 1;
+    }
+    Some(columns)
+}
+
+/// A dependency as an add sets its target's status (`GridState::dependency_slots`).
+pub(super) struct AddedDependency {
+    target: String,
+    target_slot: Option<ColumnSlot>,
+    source_slot: Option<ColumnSlot>,
 }
 
 fn explicit_dependency_status(cells: &[CellWrite], column: &str) -> Option<DependencyStatus> {

@@ -3,6 +3,7 @@
 
 pub mod actor;
 mod apply;
+mod cell_memo;
 pub mod codec;
 pub mod columns;
 pub mod damage;

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
+use super::cell_memo::CellMemo;
 use super::formula::{rename_column, FormulaPlan};
 use super::history::History;
 use super::schema::{ColumnDef, Dependency, Schema, ViewColumn, ViewDef};
@@ -186,9 +187,10 @@ impl GridState {
         self.keep_pending_creations(op);
         match op {
             GridOp::AddRecords { time_ms, user, records } => {
-                let dependencies = self.dependency_pairs();
+                let dependencies = self.dependency_slots();
+                let mut columns = CellMemo::default();
                 for record in records {
-                    self.add_record(*time_ms, user, record, &dependencies);
+                    self.add_record(*time_ms, user, record, &dependencies, &mut columns);
                 }
                 return;
             }

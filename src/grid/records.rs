@@ -3,8 +3,6 @@
 //! problem of a request is reported at once; a request with any problem changes nothing.
 //! The JSON's types are `input`'s, each cell's checks `cells`'; a refusal is a `WriteError`.
 
-use std::collections::HashSet;
-
 use super::ops::{GridOp, GridState, RecordWrite};
 use super::schema::ViewDef;
 use super::store::RecordIdentity;
@@ -20,7 +18,20 @@ pub const MAX_RECORDS_PER_REQUEST: usize = 1000;
 mod cells;
 mod input;
 
-use cells::check_cells;
+use cells::{check_cells, WriteColumns};
+
+/// What the checks of one write's records share: the record keys named so far (a key named
+/// twice is refused) and what the cells' column ids resolved to.
+struct WriteChecks<'a> {
+    keys: foldhash::HashSet<String>,
+    columns: WriteColumns<'a>,
+}
+
+impl<'a> WriteChecks<'a> {
+    fn new(state: &GridState) -> Self {
+        WriteChecks { keys: Default::default(), columns: WriteColumns::new(state) }
+    }
+}
 pub use input::{CellInput, CellWire, DeleteRecordsInput, RecordIdentifier, RecordInput};
 
 /// What kind of write is being checked.
@@ -83,8 +94,14 @@ pub fn plan_add(
     check_count(inputs.len())?;
     let mut problems = Problems::default();
     let inputs = inputs.into_iter().enumerate().map(|(i, input)| (format!("records[{i}]"), input));
-    let records =
-        check_adds(state, view, inputs, &mut HashSet::new(), source_default, &mut problems);
+    let records = check_adds(
+        state,
+        view,
+        inputs,
+        &mut WriteChecks::new(state),
+        source_default,
+        &mut problems,
+    );
     problems.into_result()?;
     Ok(GridOp::AddRecords { time_ms, user: user.to_owned(), records })
 }
@@ -115,7 +132,7 @@ pub fn plan_import(
         }
     }
     let mut problems = Problems::default();
-    let mut seen = HashSet::new();
+    let mut seen = WriteChecks::new(state);
     let mut updated = Vec::with_capacity(updates.len());
     for (at, input) in &mut updates {
         let id = input.id.clone().unwrap_or_default();
@@ -139,11 +156,11 @@ pub fn plan_import(
 
 /// Checks records to add (each with where it came from); `seen` holds the keys already taken
 /// by the same request.
-fn check_adds(
-    state: &GridState,
-    view: &ViewDef,
+fn check_adds<'a>(
+    state: &'a GridState,
+    view: &'a ViewDef,
     inputs: impl Iterator<Item = (String, RecordInput)>,
-    seen: &mut HashSet<String>,
+    seen: &mut WriteChecks<'a>,
     source_default: SourceStatus,
     problems: &mut Problems,
 ) -> Vec<RecordWrite> {
@@ -165,7 +182,7 @@ fn check_adds(
         };
         if check_id(&id, &at, problems) {
             let key = if by_path { format!("{path}\u{0}{id}") } else { id.clone() };
-            if !seen.insert(key) {
+            if !seen.keys.insert(key) {
                 problems.add(
                     ErrorCode::DuplicateRecordId,
                     At::record(&at),
@@ -179,8 +196,16 @@ fn check_adds(
                 );
             }
         }
-        let cells =
-            check_cells(state, view, input, None, &at, WriteKind::Add { source_default }, problems);
+        let cells = check_cells(
+            state,
+            view,
+            &mut seen.columns,
+            input,
+            None,
+            &at,
+            WriteKind::Add { source_default },
+            problems,
+        );
         records.push(RecordWrite {
             id,
             path,
@@ -203,7 +228,7 @@ pub fn plan_update(
 ) -> Result<GridOp, WriteError> {
     check_count(inputs.len())?;
     let mut problems = Problems::default();
-    let mut seen = HashSet::new();
+    let mut seen = WriteChecks::new(state);
     let mut records = Vec::with_capacity(inputs.len());
     for (i, input) in inputs.iter_mut().enumerate() {
         let at = format!("records[{i}]");
@@ -270,7 +295,7 @@ pub fn plan_update_one(
     time_ms: i64,
 ) -> Result<(GridOp, String, String), WriteError> {
     let mut problems = Problems::default();
-    let mut seen = HashSet::new();
+    let mut seen = WriteChecks::new(state);
     let rename_to = input.id.clone();
     let write = check_update(
         state,
@@ -293,14 +318,14 @@ pub fn plan_update_one(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn check_update(
-    state: &GridState,
-    view: &ViewDef,
+fn check_update<'a>(
+    state: &'a GridState,
+    view: &'a ViewDef,
     input: &mut RecordInput,
     id: &str,
     rename_to: Option<&str>,
     at: &str,
-    seen: &mut HashSet<String>,
+    seen: &mut WriteChecks<'a>,
     problems: &mut Problems,
 ) -> Option<RecordWrite> {
     let by_path = state.store.identity() == RecordIdentity::PathAndId;
@@ -317,7 +342,7 @@ fn check_update(
         return None;
     };
     let key = if by_path { format!("{lookup_path}\u{0}{id}") } else { id.to_owned() };
-    if !seen.insert(key) {
+    if !seen.keys.insert(key) {
         problems.add(
             ErrorCode::DuplicateRecordId,
             At::record(at),
@@ -337,7 +362,16 @@ fn check_update(
         }
     }
     let new_path = if by_path { None } else { input.path.clone().filter(|p| *p != current_path) };
-    let cells = check_cells(state, view, input, Some(row), at, WriteKind::Update, problems);
+    let cells = check_cells(
+        state,
+        view,
+        &mut seen.columns,
+        input,
+        Some(row),
+        at,
+        WriteKind::Update,
+        problems,
+    );
     Some(RecordWrite {
         id: id.to_owned(),
         path: current_path,
@@ -368,7 +402,7 @@ pub fn plan_delete(state: &GridState, input: DeleteRecordsInput) -> Result<GridO
         }
     };
     let mut problems = Problems::default();
-    let mut seen = HashSet::new();
+    let mut seen = foldhash::HashSet::default();
     for (i, (path, id)) in keys.iter().enumerate() {
         if state.store.find(path, id).is_none() {
             let at = At::record(&format!("ids[{i}]"));

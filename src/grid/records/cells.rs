@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{CellInput, RecordInput, WriteKind, MAX_CELL_TEXT_BYTES};
 use crate::error::ErrorCode;
+use crate::grid::cell_memo::CellMemo;
 use crate::grid::codec::parse_value_owned;
 use crate::grid::ops::{CellWrite, GridState};
 use crate::grid::schema::{ColumnDef, ColumnType, ViewDef};
@@ -14,11 +15,57 @@ use crate::grid::store::RowId;
 use crate::grid::value::{CellValue, DependencyStatus, SourceStatus};
 use crate::grid::write_error::{At, Problem, Problems};
 
+/// What the checks of one write's records share: the column each cell's id resolved to
+/// through the view (with its editable flag and schema position), remembered by the cell's
+/// place in its record, and which columns the record being checked has written.
+pub(in crate::grid::records) struct WriteColumns<'a> {
+    columns: CellMemo<Option<(&'a ColumnDef, bool, usize)>>,
+    /// Bit `p`: the record being checked writes the column at schema position `p`.
+    written: Vec<u64>,
+    /// The positions set in `written`, cleared after each record.
+    marked: Vec<usize>,
+}
+
+impl<'a> WriteColumns<'a> {
+    pub(in crate::grid::records) fn new(state: &GridState) -> Self {
+        WriteColumns {
+            columns: CellMemo::default(),
+            written: vec![0; state.schema.columns.len().div_ceil(64)],
+            marked: Vec::new(),
+        }
+    }
+
+    /// Marks `position` written by this record; false when it already was.
+    fn mark(&mut self, position: usize) -> bool {
+        let (word, bit) = (position / 64, 1u64 << (position % 64));
+        if self.written.len() <= word {
+            self.written.resize(word + 1, 0);
+        }
+        let bits = &mut self.written[word];
+        if *bits & bit != 0 {
+            return false;
+        }
+        *bits |= bit;
+        self.marked.push(position);
+        true
+    }
+
+    /// Forgets the columns the record just checked wrote.
+    fn clear(&mut self) {
+        for position in self.marked.drain(..) {
+            self.written[position / 64] = 0;
+        }
+    }
+}
+
 /// The cell writes of one record: each input cell checked (`check_cell`), a problem added for
-/// each refused one. The values and column ids move out of `input` into the writes.
-pub(super) fn check_cells(
-    state: &GridState,
-    view: &ViewDef,
+/// each refused one. The values and column ids move out of `input` into the writes. `columns`
+/// is the write's, for `state` and `view`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn check_cells<'a>(
+    state: &'a GridState,
+    view: &'a ViewDef,
+    columns: &mut WriteColumns<'a>,
     input: &mut RecordInput,
     row: Option<RowId>,
     at: &str,
@@ -28,14 +75,12 @@ pub(super) fn check_cells(
     let mut cells = Vec::with_capacity(input.cells.len());
     // The input cell each write comes from: its column id moves into the write at the end.
     let mut sources = Vec::with_capacity(input.cells.len());
-    let mut seen =
-        foldhash::HashSet::with_capacity_and_hasher(input.cells.len(), Default::default());
     // The values are taken out of the input: text moves into the op rather than being copied.
     let mut values: Vec<Option<Value>> = input.cells.iter_mut().map(|c| c.value.take()).collect();
     let record = RecordCheck { state, view, input: &*input, row, kind };
     for (j, cell) in record.input.cells.iter().enumerate() {
         let at = CellAt { record: at, cell: j };
-        match record.check_cell(cell, values[j].take(), &at, &mut seen) {
+        match record.check_cell(cell, values[j].take(), &at, columns) {
             Ok(write) => {
                 sources.push(j);
                 cells.push(write);
@@ -43,7 +88,7 @@ pub(super) fn check_cells(
             Err(problem) => problems.push(problem),
         }
     }
-    drop(seen);
+    columns.clear();
     for (write, j) in cells.iter_mut().zip(sources) {
         write.column_id = input.cells[j].column_id.take().unwrap_or_default();
     }
@@ -52,24 +97,24 @@ pub(super) fn check_cells(
 
 /// One record of a write as its cells are checked: the branch, the view written through, the
 /// record's input, its row (an update) and the kind of write.
-struct RecordCheck<'a> {
+struct RecordCheck<'a, 'i> {
     state: &'a GridState,
     view: &'a ViewDef,
-    input: &'a RecordInput,
+    input: &'i RecordInput,
     row: Option<RowId>,
     kind: WriteKind,
 }
 
-impl<'a> RecordCheck<'a> {
+impl<'a> RecordCheck<'a, '_> {
     /// The write of one input cell (its column id left empty for the caller to move in), or
     /// the problem that refuses it: an unknown or repeated column, a value the column does not
     /// take or may not be written through the view, an invalid status, a locked cell.
     fn check_cell(
         &self,
-        cell: &'a CellInput,
+        cell: &CellInput,
         value: Option<Value>,
         at: &CellAt,
-        seen: &mut foldhash::HashSet<&'a str>,
+        columns: &mut WriteColumns<'a>,
     ) -> Result<CellWrite, Problem> {
         let Some(column_id) = cell.column_id.as_deref() else {
             return Err(Problem::new(
@@ -78,15 +123,19 @@ impl<'a> RecordCheck<'a> {
                 "columnId is missing.".to_string(),
             ));
         };
-        let view = self.view;
-        let Some((column, editable)) = self.state.schema.view_column(view, column_id) else {
+        let (state, view) = (self.state, self.view);
+        let resolved = columns.columns.get(at.cell, column_id, |id| {
+            let (column, editable) = state.schema.view_column(view, id)?;
+            Some((column, editable, state.schema.column_position(id)?))
+        });
+        let Some((column, editable, position)) = resolved else {
             return Err(Problem::new(
                 ErrorCode::ColumnNotFoundInView,
                 at.at(),
                 format!("column \"{column_id}\" could not be found in view \"{}\".", view.id),
             ));
         };
-        if !seen.insert(column_id) {
+        if !columns.mark(position) {
             return Err(Problem::new(
                 ErrorCode::BadRequest,
                 at.at(),

@@ -203,7 +203,8 @@ impl TextChunk {
         let Some(value) = value else {
             return Span::EMPTY;
         };
-        self.escapes |= needs_json_escape(value);
+        // Once one value escapes, the chunk is written escaping: the rest need no look.
+        self.escapes = self.escapes || needs_json_escape(value);
         if value.len() > INLINE_MAX {
             let off = u32::try_from(self.spill.len()).expect("a chunk has fewer than 2^32 rows");
             self.spill.push(value.into());

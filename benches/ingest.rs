@@ -1,0 +1,113 @@
+//! What the HTTP side of a bulk add costs before the branch sees it: the JSON of 1000
+//! localization records (12 cells each, about 1 MB) parsed into `RecordInput`s, beside the
+//! same bytes only checked as JSON (`IgnoredAny`: no value kept), the floor any parser of
+//! this shape pays; then the branch's side, the records checked and applied.
+//!
+//! `cargo bench --bench ingest`
+
+mod common;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use gridd::grid::records::{plan_add, RecordInput};
+use gridd::grid::schema::ColumnDef;
+use gridd::grid::store::RowId;
+use gridd::grid::value::{CellValue, SourceStatus};
+use gridd::persist::entry::WalEntry;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+/// The server's allocator, so the figures are the server's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// A 1000-record add's body as a client sends it, to a branch with columns `ids`.
+fn body(ids: &[String], first: usize) -> String {
+    let mut rng = StdRng::seed_from_u64(7);
+    let records: Vec<serde_json::Value> = common::batch(&mut rng, first, ids, "")
+        .into_iter()
+        .map(|record| {
+            let cells: Vec<serde_json::Value> = record
+                .cells
+                .into_iter()
+                .map(|cell| {
+                    let value = match cell.value.unwrap_or(CellValue::Empty) {
+                        CellValue::Text(text) => serde_json::json!(text),
+                        CellValue::Number(n) => serde_json::json!(n),
+                        CellValue::Datetime(ms) => {
+                            serde_json::json!(gridd::grid::codec::format_datetime(ms))
+                        }
+                        CellValue::Boolean(b) => serde_json::json!(b),
+                        CellValue::List(items) => serde_json::json!(items),
+                        CellValue::Empty => serde_json::Value::Null,
+                    };
+                    serde_json::json!({ "columnId": cell.column_id.as_str(), "value": value })
+                })
+                .collect();
+            serde_json::json!({ "id": record.id, "path": record.path, "cells": cells })
+        })
+        .collect();
+    serde_json::to_string(&records).expect("JSON")
+}
+
+fn bench_parse(c: &mut Criterion) {
+    let ids: Vec<String> = (0..12).map(|i| format!("column{i}")).collect();
+    let body = body(&ids, 0);
+    let mut group = c.benchmark_group("add_body");
+    group.throughput(Throughput::Bytes(body.len() as u64));
+    group.bench_function("parse 1000 records x 12 cells", |b| {
+        b.iter(|| {
+            let records: Vec<RecordInput> = serde_json::from_str(&body).expect("parses");
+            records
+        })
+    });
+    group.bench_function("check the same bytes as JSON only", |b| {
+        b.iter(|| serde_json::from_str::<serde::de::IgnoredAny>(&body).expect("parses"))
+    });
+    group.finish();
+}
+
+/// The branch's side: the parsed records checked against the view (`plan_add`), then applied,
+/// on a branch of 100,000 records.
+fn bench_plan_and_apply(c: &mut Criterion) {
+    let (state, ids) = common::build_state(100_000);
+    let inputs: Vec<RecordInput> = serde_json::from_str(&body(&ids, 100_000)).expect("parses");
+    let view = state.schema.views.first().cloned().expect("the default view");
+    let mut group = c.benchmark_group("add_records");
+    group.sample_size(20);
+    group.bench_function("plan 1000 records x 12 cells", |b| {
+        b.iter_batched(
+            || inputs.clone(),
+            |inputs| plan_add(&state, &view, inputs, "bench", 0, SourceStatus::Unset),
+            BatchSize::LargeInput,
+        )
+    });
+    // What the branch's actor does for an add: plan it, encode its WAL entry, apply it,
+    // render the records it added for the answer, and free the op.
+    group.bench_function("plan, log, apply and answer 1000 records x 12 cells to 100k", |b| {
+        b.iter_batched(
+            || (state.clone(), inputs.clone()),
+            |(mut state, inputs)| {
+                let op = plan_add(&state, &view, inputs, "bench", 0, SourceStatus::Unset)
+                    .expect("valid records");
+                let entry = WalEntry { branch_id: "b".into(), ops: vec![op], time_ms: 0 };
+                let logged = entry.encode();
+                let first = state.store.rows();
+                for op in &entry.ops {
+                    state.apply(op);
+                }
+                let columns: Vec<&ColumnDef> =
+                    state.schema.view_columns(&view).into_iter().map(|(c, _)| c).collect();
+                let rows = (first..state.store.rows()).map(|row| RowId::from_raw(row as u32));
+                let answer = state.render_rows(&columns, rows);
+                drop(columns);
+                drop(entry);
+                (state, logged, answer)
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_parse, bench_plan_and_apply);
+criterion_main!(benches);
