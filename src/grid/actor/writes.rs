@@ -61,10 +61,6 @@ pub struct WriteRecords {
 pub struct WriteAnswer {
     pub records: WrittenRecords,
     pub versions: Vec<u32>,
-    /// The ops the write committed, handed over so that the thread answering frees them
-    /// rather than the branch's, which every write of the branch waits for (a bulk add's are
-    /// twelve thousand strings).
-    pub spent: Vec<GridOp>,
 }
 
 /// The records a write leaves, as the view shows them.
@@ -136,7 +132,7 @@ impl GridActor {
         };
         let versions = rows.iter().map(|&row| record_version(&self.state, row)).collect();
         let records = WrittenRecords::of(&self.state, &columns, rows);
-        Ok((durable, WriteAnswer { records, versions, spent: ops }))
+        Ok((durable, WriteAnswer { records, versions }))
     }
 }
 
