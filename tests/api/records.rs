@@ -145,6 +145,59 @@ fn a_bulk_add_answers_with_the_records_it_added_as_listed() {
     assert_eq!(listed[listed.len() - 3..], added[..]);
 }
 
+/// The records of one add may list their columns in any order, each its own: every value lands
+/// in the column it names, and a column named twice in one record is refused there, whatever
+/// the records before it named at the same places.
+#[test]
+fn records_of_one_add_name_their_columns_in_orders_of_their_own() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    app.create_column(&view, json!({"id": "body", "name": "Body", "type": "multipleLines"}));
+    app.create_column(&view, json!({"id": "n", "name": "N", "type": "number"}));
+    let path = format!("/v1/views/{view}/records");
+    let cells = |pairs: &[(&str, Value)]| -> Value {
+        pairs.iter().map(|(c, v)| json!({"columnId": c, "value": v})).collect()
+    };
+    let before = app.records(&view);
+    let twice = json!([
+        {"id": "a", "cells": cells(&[("title", json!("t")), ("body", json!("b"))])},
+        {"id": "b", "cells": cells(&[("body", json!("b")), ("body", json!("again"))])},
+    ]);
+    let res = app.post(&path, &twice);
+    assert_refused(&app, &view, &res, 400, "badRequest", &before);
+    assert!(
+        res.text.contains("records[1].cells[1]") && res.text.contains("written twice"),
+        "{}",
+        res.text
+    );
+    let records = json!([
+        {"id": "a", "cells": cells(&[("title", json!("ta")), ("body", json!("ba")), ("n", json!(1))])},
+        {"id": "b", "cells": cells(&[("n", json!(2)), ("title", json!("tb")), ("body", json!("bb"))])},
+        {"id": "c", "cells": cells(&[("body", json!("bc"))])},
+        {"id": "d", "cells": cells(&[("title", json!("td")), ("body", json!("bd")), ("n", json!(4))])},
+    ]);
+    app.post(&path, &records).assert_status(201);
+    let listed = app.records(&view);
+    let read = |at: usize, column: &str| cell(&listed[at], column)["value"].clone();
+    assert_eq!(ids_of(&listed), ["a", "b", "c", "d"]);
+    assert_eq!(
+        [read(0, "title"), read(0, "body"), read(0, "n")],
+        [json!("ta"), json!("ba"), json!(1)]
+    );
+    assert_eq!(
+        [read(1, "title"), read(1, "body"), read(1, "n")],
+        [json!("tb"), json!("bb"), json!(2)]
+    );
+    assert_eq!(
+        [read(2, "title"), read(2, "body"), read(2, "n")],
+        [json!(""), json!("bc"), json!(null)]
+    );
+    assert_eq!(
+        [read(3, "title"), read(3, "body"), read(3, "n")],
+        [json!("td"), json!("bd"), json!(4)]
+    );
+}
+
 #[test]
 fn add_without_an_id_generates_one() {
     let app = spawn_app();
