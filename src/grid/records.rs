@@ -21,15 +21,15 @@ mod input;
 use cells::{check_cells, WriteColumns};
 
 /// What the checks of one write's records share: the record keys named so far (a key named
-/// twice is refused) and what the cells' column ids resolved to.
+/// twice is refused) and the branch and view the cells are checked against.
 struct WriteChecks<'a> {
     keys: foldhash::HashSet<String>,
     columns: WriteColumns<'a>,
 }
 
 impl<'a> WriteChecks<'a> {
-    fn new(state: &GridState) -> Self {
-        WriteChecks { keys: Default::default(), columns: WriteColumns::new(state) }
+    fn new(state: &'a GridState, view: &'a ViewDef) -> Self {
+        WriteChecks { keys: Default::default(), columns: WriteColumns::new(state, view) }
     }
 }
 pub use input::{CellInput, CellWire, DeleteRecordsInput, RecordIdentifier, RecordInput};
@@ -96,9 +96,8 @@ pub fn plan_add(
     let inputs = inputs.into_iter().enumerate().map(|(i, input)| (format!("records[{i}]"), input));
     let records = check_adds(
         state,
-        view,
         inputs,
-        &mut WriteChecks::new(state),
+        &mut WriteChecks::new(state, view),
         source_default,
         &mut problems,
     );
@@ -132,17 +131,15 @@ pub fn plan_import(
         }
     }
     let mut problems = Problems::default();
-    let mut seen = WriteChecks::new(state);
+    let mut checks = WriteChecks::new(state, view);
     let mut updated = Vec::with_capacity(updates.len());
     for (at, input) in &mut updates {
         let id = input.id.clone().unwrap_or_default();
-        if let Some(write) =
-            check_update(state, view, input, &id, None, at, &mut seen, &mut problems)
-        {
+        if let Some(write) = check_update(state, input, &id, None, at, &mut checks, &mut problems) {
             updated.push(write);
         }
     }
-    let added = check_adds(state, view, adds.into_iter(), &mut seen, source_default, &mut problems);
+    let added = check_adds(state, adds.into_iter(), &mut checks, source_default, &mut problems);
     problems.into_result()?;
     let mut ops = Vec::with_capacity(2);
     if !updated.is_empty() {
@@ -154,13 +151,12 @@ pub fn plan_import(
     Ok(ops)
 }
 
-/// Checks records to add (each with where it came from); `seen` holds the keys already taken
-/// by the same request.
+/// Checks records to add (each with where it came from) through the write's view; `checks`
+/// holds the keys already taken by the same request.
 fn check_adds<'a>(
     state: &'a GridState,
-    view: &'a ViewDef,
     inputs: impl Iterator<Item = (String, RecordInput)>,
-    seen: &mut WriteChecks<'a>,
+    checks: &mut WriteChecks<'a>,
     source_default: SourceStatus,
     problems: &mut Problems,
 ) -> Vec<RecordWrite> {
@@ -182,7 +178,7 @@ fn check_adds<'a>(
         };
         if check_id(&id, &at, problems) {
             let key = if by_path { format!("{path}\u{0}{id}") } else { id.clone() };
-            if !seen.keys.insert(key) {
+            if !checks.keys.insert(key) {
                 problems.add(
                     ErrorCode::DuplicateRecordId,
                     At::record(&at),
@@ -197,9 +193,7 @@ fn check_adds<'a>(
             }
         }
         let cells = check_cells(
-            state,
-            view,
-            &mut seen.columns,
+            &mut checks.columns,
             input,
             None,
             &at,
@@ -228,7 +222,7 @@ pub fn plan_update(
 ) -> Result<GridOp, WriteError> {
     check_count(inputs.len())?;
     let mut problems = Problems::default();
-    let mut seen = WriteChecks::new(state);
+    let mut checks = WriteChecks::new(state, view);
     let mut records = Vec::with_capacity(inputs.len());
     for (i, input) in inputs.iter_mut().enumerate() {
         let at = format!("records[{i}]");
@@ -240,8 +234,7 @@ pub fn plan_update(
             );
             continue;
         };
-        if let Some(write) =
-            check_update(state, view, input, &id, None, &at, &mut seen, &mut problems)
+        if let Some(write) = check_update(state, input, &id, None, &at, &mut checks, &mut problems)
         {
             records.push(write);
         }
@@ -295,16 +288,15 @@ pub fn plan_update_one(
     time_ms: i64,
 ) -> Result<(GridOp, String, String), WriteError> {
     let mut problems = Problems::default();
-    let mut seen = WriteChecks::new(state);
+    let mut checks = WriteChecks::new(state, view);
     let rename_to = input.id.clone();
     let write = check_update(
         state,
-        view,
         &mut input,
         record_id,
         rename_to.as_deref(),
         "record",
-        &mut seen,
+        &mut checks,
         &mut problems,
     );
     problems.into_result()?;
@@ -317,15 +309,13 @@ pub fn plan_update_one(
     Ok((GridOp::UpdateRecords { time_ms, user: user.to_owned(), records: vec![write] }, path, id))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn check_update<'a>(
     state: &'a GridState,
-    view: &'a ViewDef,
     input: &mut RecordInput,
     id: &str,
     rename_to: Option<&str>,
     at: &str,
-    seen: &mut WriteChecks<'a>,
+    checks: &mut WriteChecks<'a>,
     problems: &mut Problems,
 ) -> Option<RecordWrite> {
     let by_path = state.store.identity() == RecordIdentity::PathAndId;
@@ -342,7 +332,7 @@ fn check_update<'a>(
         return None;
     };
     let key = if by_path { format!("{lookup_path}\u{0}{id}") } else { id.to_owned() };
-    if !seen.keys.insert(key) {
+    if !checks.keys.insert(key) {
         problems.add(
             ErrorCode::DuplicateRecordId,
             At::record(at),
@@ -362,16 +352,7 @@ fn check_update<'a>(
         }
     }
     let new_path = if by_path { None } else { input.path.clone().filter(|p| *p != current_path) };
-    let cells = check_cells(
-        state,
-        view,
-        &mut seen.columns,
-        input,
-        Some(row),
-        at,
-        WriteKind::Update,
-        problems,
-    );
+    let cells = check_cells(&mut checks.columns, input, Some(row), at, WriteKind::Update, problems);
     Some(RecordWrite {
         id: id.to_owned(),
         path: current_path,

@@ -15,10 +15,13 @@ use crate::grid::store::RowId;
 use crate::grid::value::{CellValue, DependencyStatus, SourceStatus};
 use crate::grid::write_error::{At, Problem, Problems};
 
-/// What the checks of one write's records share: the column each cell's id resolved to
-/// through the view (with its editable flag and schema position), remembered by the cell's
-/// place in its record, and which columns the record being checked has written.
+/// What the checks of one write's records share: the branch and the view written through, the
+/// column each cell's id resolved to there (with its editable flag and schema position),
+/// remembered by the cell's place in its record, and which columns the record being checked
+/// has written.
 pub(in crate::grid::records) struct WriteColumns<'a> {
+    state: &'a GridState,
+    view: &'a ViewDef,
     columns: CellMemo<Option<(&'a ColumnDef, bool, usize)>>,
     /// Bit `p`: the record being checked writes the column at schema position `p`.
     written: Vec<u64>,
@@ -27,10 +30,12 @@ pub(in crate::grid::records) struct WriteColumns<'a> {
 }
 
 impl<'a> WriteColumns<'a> {
-    pub(in crate::grid::records) fn new(state: &GridState) -> Self {
+    pub(in crate::grid::records) fn new(state: &'a GridState, view: &'a ViewDef) -> Self {
         WriteColumns {
+            state,
+            view,
             columns: CellMemo::default(),
-            written: vec![0; state.schema.columns.len().div_ceil(64)],
+            written: Vec::new(),
             marked: Vec::new(),
         }
     }
@@ -59,13 +64,10 @@ impl<'a> WriteColumns<'a> {
 }
 
 /// The cell writes of one record: each input cell checked (`check_cell`), a problem added for
-/// each refused one. The values and column ids move out of `input` into the writes. `columns`
-/// is the write's, for `state` and `view`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn check_cells<'a>(
-    state: &'a GridState,
-    view: &'a ViewDef,
-    columns: &mut WriteColumns<'a>,
+/// each refused one, against the write's branch and view (`columns`). The values and column
+/// ids move out of `input` into the writes.
+pub(super) fn check_cells(
+    columns: &mut WriteColumns<'_>,
     input: &mut RecordInput,
     row: Option<RowId>,
     at: &str,
@@ -77,6 +79,7 @@ pub(super) fn check_cells<'a>(
     let mut sources = Vec::with_capacity(input.cells.len());
     // The values are taken out of the input: text moves into the op rather than being copied.
     let mut values: Vec<Option<Value>> = input.cells.iter_mut().map(|c| c.value.take()).collect();
+    let (state, view) = (columns.state, columns.view);
     let record = RecordCheck { state, view, input: &*input, row, kind };
     for (j, cell) in record.input.cells.iter().enumerate() {
         let at = CellAt { record: at, cell: j };
