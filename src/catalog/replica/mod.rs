@@ -458,6 +458,22 @@ impl Supervisor {
         self.apply_to_memory(&changes);
     }
 
+    /// Catches up with the log when the follower has stalled behind it (`Follower::start`).
+    fn catch_up_stalled(&mut self) {
+        let before = self.replica_applied();
+        match self.catch_up() {
+            Ok(read) => tracing::warn!(
+                before,
+                read = read.len(),
+                "the catalogue's follower delivered nothing while the log was ahead: caught up"
+            ),
+            Err(err) => {
+                tracing::error!(error = %err, "catching up with the catalogue's log failed")
+            }
+        }
+        self.apply_pending();
+    }
+
     /// What starts the follower once the supervisor actor runs; None on a single server.
     pub fn follower(&self) -> Option<Follower> {
         let replica = self.replica.as_ref()?;
@@ -526,17 +542,28 @@ pub struct Follower {
 
 impl Follower {
     /// Starts following on the cluster's runtime, and the upkeep every `PURGE_EVERY`: purging
-    /// the log, failing the running tasks of nodes that left the cluster; both end when the
-    /// supervisor stops. They hold the log and buckets, not the cluster node, so they never
-    /// keep the node (and its runtime) alive.
+    /// the log, failing the running tasks of nodes that left the cluster, and catching up when
+    /// the follower has delivered nothing for a whole tick while the log is ahead (its
+    /// consumer can be lost, as when the node was frozen past the consumer's inactivity limit
+    /// and JetStream refuses a new one for a while, and the follower then waits on it); both
+    /// end when the supervisor stops. They hold the log and buckets, not the cluster node, so
+    /// they never keep the node (and its runtime) alive.
     pub fn start(self, supervisor: Addr<Supervisor>) {
         let Follower { runtime, log, after, membership, images } = self;
         let (purged, watched) = (log.clone(), supervisor.clone());
+        let applied = membership.catalog_read();
         runtime.spawn(async move {
             let mut tick = tokio::time::interval(PURGE_EVERY);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut read_before = None;
             while watched.connected() {
                 tick.tick().await;
+                let read = applied.load(Ordering::SeqCst);
+                let behind = purged.last_sequence().await.is_ok_and(|last| last > read);
+                if behind && read_before == Some(read) {
+                    let _ = watched.send(Exec::new(|s| s.catch_up_stalled())).await;
+                }
+                read_before = Some(read);
                 let Ok(beats) = membership.beats().await else { continue };
                 if let Err(err) = purge_below_image(&purged, &beats, &images).await {
                     tracing::debug!(error = %err, "the catalogue's log was not purged");

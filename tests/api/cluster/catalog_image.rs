@@ -146,11 +146,23 @@ async fn a_restarted_node_starts_from_the_catalogues_image() {
     })
     .await;
     cluster.nodes[1].resume();
-    until(Duration::from_secs(20), "the woken node lists the catalogue as it is", || async {
-        let listed = databases(&cluster, 1, &project).await?;
-        (listed.is_superset(&more) && !listed.contains(&deleted)).then_some(())
-    })
-    .await;
+    let woken = std::time::Instant::now();
+    loop {
+        let listed = databases(&cluster, 1, &project).await;
+        if listed.as_ref().is_some_and(|ids| ids.is_superset(&more) && !ids.contains(&deleted)) {
+            break;
+        }
+        assert!(
+            woken.elapsed() < Duration::from_secs(20),
+            "the woken node does not list the catalogue as it is within 20 s ({:?} of {} listed, \
+             the deleted one {}); its log:\n{}",
+            listed.as_ref().map(|ids| ids.intersection(&more).count()),
+            more.len(),
+            if listed.is_some_and(|ids| ids.contains(&deleted)) { "listed" } else { "not listed" },
+            cluster.nodes[1].log_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let log = cluster.nodes[1].log_text();
     assert!(log.contains("starting again from its image"), "{}", cluster.nodes[1].log_tail());
 }
