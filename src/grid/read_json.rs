@@ -85,18 +85,19 @@ impl GridState {
         let mut json = Vec::with_capacity(render_guess(&shown, rows.size_hint().0));
         json.push(b'[');
         let mut count = 0;
+        let mut times = LastTime::default();
         for row in rows {
             if count > 0 {
                 json.push(b',');
             }
             count += 1;
-            self.render_row(&mut json, &shown, row);
+            self.render_row(&mut json, &shown, row, &mut times);
         }
         json.push(b']');
         RenderedRecords { json, count }
     }
 
-    fn render_row(&self, out: &mut Vec<u8>, shown: &[Shown<'_>], row: RowId) {
+    fn render_row(&self, out: &mut Vec<u8>, shown: &[Shown<'_>], row: RowId, times: &mut LastTime) {
         let store = &self.store;
         out.extend_from_slice(b"{\"id\":");
         write_stored(out, store.id_for_json(row));
@@ -114,23 +115,25 @@ impl GridState {
                 out.push(b'}');
                 continue;
             };
-            match column.formula {
+            let statuses = match column.formula {
                 Some(formula) => {
-                    write_value(out, column_type, &typed_value(&store.value(row, slot), formula))
+                    write_value(out, column_type, &typed_value(&store.value(row, slot), formula));
+                    store.statuses(row, slot)
                 }
                 None => {
-                    let (value, escapes) = store.value_ref_for_json(row, slot);
-                    write_ref(out, column_type, value, escapes)
+                    let (value, escapes, statuses) = store.cell_for_json(row, slot);
+                    write_ref(out, column_type, value, escapes);
+                    statuses
                 }
-            }
+            };
             if column.column.is_language() {
                 out.extend_from_slice(b",\"dependencyStatus\":\"");
-                out.extend_from_slice(store.dependency_status(row, slot).as_str().as_bytes());
+                out.extend_from_slice(statuses.dependency().as_str().as_bytes());
                 out.extend_from_slice(b"\",\"sourceStatus\":\"");
-                out.extend_from_slice(store.source_status(row, slot).as_str().as_bytes());
+                out.extend_from_slice(statuses.source().as_str().as_bytes());
                 out.push(b'"');
             }
-            if store.is_mt(row, slot) {
+            if statuses.is_mt() {
                 out.extend_from_slice(b",\"isMT\":true");
             }
             out.push(b'}');
@@ -138,8 +141,28 @@ impl GridState {
         out.extend_from_slice(b"],\"lastModifiedBy\":");
         write_stored(out, store.modified_by_for_json(row));
         out.extend_from_slice(b",\"lastModifiedTime\":");
-        write_time(out, store.modified_time(row), b"+00:00");
+        times.write(out, store.modified_time(row));
         out.push(b'}');
+    }
+}
+
+/// The last modification time written and its JSON: the records of one write share theirs,
+/// and a page of records loaded together often does, so it is formatted once for them.
+#[derive(Default)]
+struct LastTime {
+    ms: Option<i64>,
+    json: Vec<u8>,
+}
+
+impl LastTime {
+    /// `ms` as `write_time` writes a timestamp (zone `+00:00`).
+    fn write(&mut self, out: &mut Vec<u8>, ms: i64) {
+        if self.ms != Some(ms) {
+            self.json.clear();
+            write_time(&mut self.json, ms, b"+00:00");
+            self.ms = Some(ms);
+        }
+        out.extend_from_slice(&self.json);
     }
 }
 

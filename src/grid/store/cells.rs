@@ -1,7 +1,7 @@
 //! Cells: each cell's value, version, statuses and machine-translation mark, read and written
 //! by row and column slot.
 
-use super::{CellRef, ColumnSlot, ColumnStore, KindMismatch, RowId};
+use super::{CellRef, CellStatuses, ColumnSlot, ColumnStore, KindMismatch, RowId};
 use crate::grid::value::{CellValue, DependencyStatus, SourceStatus};
 
 impl ColumnStore {
@@ -97,6 +97,11 @@ impl ColumnStore {
     ) -> bool {
         let clock = self.clock;
         self.column_mut(slot).set_source_status(row.at(), status, clock)
+    }
+
+    /// The cell's statuses and isMT flag together (all clear in a column that is not localized).
+    pub fn statuses(&self, row: RowId, slot: ColumnSlot) -> CellStatuses {
+        self.column(slot).statuses(row.at())
     }
 
     /// True when the cell was machine translated (false in a column that is not localized).

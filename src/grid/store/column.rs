@@ -36,6 +36,24 @@ pub(super) const SOURCE_SHIFT: u8 = 2;
 pub(super) const SOURCE_MASK: u8 = 0b111 << SOURCE_SHIFT;
 const MT_BIT: u8 = 1 << 5;
 
+/// A cell's statuses as its chunk keeps them (all clear in a column that is not localized).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellStatuses(u8);
+
+impl CellStatuses {
+    pub fn dependency(self) -> DependencyStatus {
+        DependencyStatus::from_u8(self.0 & DEPENDENCY_MASK)
+    }
+
+    pub fn source(self) -> SourceStatus {
+        SourceStatus::from_u8((self.0 & SOURCE_MASK) >> SOURCE_SHIFT)
+    }
+
+    pub fn is_mt(self) -> bool {
+        self.0 & MT_BIT != 0
+    }
+}
+
 /// A borrowed cell value: reading one allocates nothing.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum CellRef<'a> {
@@ -283,11 +301,13 @@ impl Column {
         chunk.cells.get(at)
     }
 
-    /// The cell at `row` and whether its text may need JSON escaping (`Cells::escapes`).
+    /// The cell at `row`, whether its text may need JSON escaping (`Cells::escapes`) and its
+    /// statuses, from one look at its chunk.
     #[inline]
-    pub(super) fn get_for_json(&self, row: usize) -> (CellRef<'_>, bool) {
+    pub(super) fn get_for_json(&self, row: usize) -> (CellRef<'_>, bool, CellStatuses) {
         let (chunk, at) = self.chunks.chunk(row);
-        (chunk.cells.get(at), chunk.cells.escapes())
+        let statuses = CellStatuses(chunk.status.as_ref().map_or(0, |s| s[at]));
+        (chunk.cells.get(at), chunk.cells.escapes(), statuses)
     }
 
     /// The cells of chunk number `index` (rows `index * CHUNK_ROWS ..`), in row order.
@@ -379,8 +399,12 @@ impl Column {
         true
     }
 
+    pub(super) fn statuses(&self, row: usize) -> CellStatuses {
+        CellStatuses(self.status_byte(row))
+    }
+
     pub(super) fn dependency_status(&self, row: usize) -> DependencyStatus {
-        DependencyStatus::from_u8(self.status_byte(row) & DEPENDENCY_MASK)
+        CellStatuses(self.status_byte(row)).dependency()
     }
 
     pub(super) fn set_dependency_status(
@@ -393,7 +417,7 @@ impl Column {
     }
 
     pub(super) fn source_status(&self, row: usize) -> SourceStatus {
-        SourceStatus::from_u8((self.status_byte(row) & SOURCE_MASK) >> SOURCE_SHIFT)
+        CellStatuses(self.status_byte(row)).source()
     }
 
     pub(super) fn set_source_status(&mut self, row: usize, s: SourceStatus, clock: u32) -> bool {
@@ -401,7 +425,7 @@ impl Column {
     }
 
     pub(super) fn is_mt(&self, row: usize) -> bool {
-        self.status_byte(row) & MT_BIT != 0
+        CellStatuses(self.status_byte(row)).is_mt()
     }
 
     pub(super) fn set_mt(&mut self, row: usize, mt: bool, clock: u32) -> bool {

@@ -47,7 +47,7 @@ use std::fmt;
 use roaring::RoaringBitmap;
 
 pub use self::chunked::ChunkHandle;
-pub use self::column::{arena_cost, CellRef, ColumnBuilder, KindMismatch, LoadCell};
+pub use self::column::{arena_cost, CellRef, CellStatuses, ColumnBuilder, KindMismatch, LoadCell};
 pub use self::compact::StoreBytes;
 pub use self::scan::{Changes, RowBits};
 pub use self::text::{json_escaped, needs_json_escape, ListRef};
@@ -484,8 +484,10 @@ impl ColumnStore {
         self.user_names.name_for_json(self.editors.get(row.at()))
     }
 
-    /// See `id_for_json`.
-    pub fn value_ref_for_json(&self, row: RowId, slot: ColumnSlot) -> (CellRef<'_>, bool) {
+    /// The cell, whether its text may need escaping (see `id_for_json`) and its statuses, from
+    /// one look at its chunk (a page renders all three).
+    #[inline]
+    pub fn cell_for_json(&self, row: RowId, slot: ColumnSlot) -> (CellRef<'_>, bool, CellStatuses) {
         self.column(slot).get_for_json(row.at())
     }
 
