@@ -64,21 +64,10 @@ pub fn parse_value(column: &ColumnDef, value: &Value) -> Result<CellValue, CellR
             Ok(CellValue::Text(chosen))
         }
         ColumnType::MultipleSelections => {
-            let chosen = string_list(value, "selection options")?;
-            for option in &chosen {
-                check_option(column, option)?;
-            }
-            Ok(list(chosen))
+            list_cell(column, string_list(value, "selection options")?)
         }
-        ColumnType::Files => Ok(list(string_list(value, "file ids")?)),
-        ColumnType::Reference => {
-            let ids = string_list(value, "record ids")?;
-            let single = column.reference.as_ref().is_some_and(|r| !r.multiple);
-            if single && ids.len() > 1 {
-                return Err(CellRejected::OneReferenceOnly(ids.len()));
-            }
-            Ok(list(ids))
-        }
+        ColumnType::Files => list_cell(column, string_list(value, "file ids")?),
+        ColumnType::Reference => list_cell(column, string_list(value, "record ids")?),
         ColumnType::Number => number(column, value).map(CellValue::Number),
         ColumnType::Boolean => boolean(value).map(CellValue::Boolean),
         ColumnType::Datetime => {
@@ -115,37 +104,39 @@ pub fn parse_value_owned(column: &ColumnDef, value: Value) -> Result<CellValue, 
             check_option(column, &s)?;
             Ok(CellValue::Text(s))
         }
-        // A list of strings moves its strings instead of copying them (`parse_value` then
-        // checks the list it is given as it would the original).
+        // A list of strings moves its strings instead of copying them.
         (
             ColumnType::MultipleSelections | ColumnType::Files | ColumnType::Reference,
             Value::Array(items),
         ) if items.iter().all(Value::is_string) => {
-            let items: Vec<String> = items
-                .into_iter()
-                .filter_map(|item| match item {
-                    Value::String(s) => Some(s),
-                    _ => None,
-                })
-                .collect();
-            match column.column_type {
-                ColumnType::MultipleSelections => {
-                    for option in &items {
-                        check_option(column, option)?;
-                    }
-                }
-                ColumnType::Reference => {
-                    let single = column.reference.as_ref().is_some_and(|r| !r.multiple);
-                    if single && items.len() > 1 {
-                        return Err(CellRejected::OneReferenceOnly(items.len()));
-                    }
-                }
-                _ => {}
-            }
-            Ok(list(items))
+            let items = items.into_iter().filter_map(|item| match item {
+                Value::String(s) => Some(s),
+                _ => None,
+            });
+            list_cell(column, items.collect())
         }
         (_, value) => parse_value(column, &value),
     }
+}
+
+/// The items of a list column's cell, checked: each a selection's option, at most one id in a
+/// single reference.
+fn list_cell(column: &ColumnDef, items: Vec<String>) -> Result<CellValue, CellRejected> {
+    match column.column_type {
+        ColumnType::MultipleSelections => {
+            for option in &items {
+                check_option(column, option)?;
+            }
+        }
+        ColumnType::Reference => {
+            let single = column.reference.as_ref().is_some_and(|r| !r.multiple);
+            if single && items.len() > 1 {
+                return Err(CellRejected::OneReferenceOnly(items.len()));
+            }
+        }
+        _ => {}
+    }
+    Ok(list(items))
 }
 
 fn list(items: Vec<String>) -> CellValue {
