@@ -165,4 +165,9 @@ async fn a_restarted_node_starts_from_the_catalogues_image() {
     }
     let log = cluster.nodes[1].log_text();
     assert!(log.contains("starting again from its image"), "{}", cluster.nodes[1].log_tail());
+    eprintln!(
+        "woken in {:?}; caught up by the upkeep's stall watch: {}",
+        woken.elapsed(),
+        log.contains("the catalogue's follower delivered nothing")
+    );
 }
