@@ -543,10 +543,9 @@ pub struct Follower {
 impl Follower {
     /// Starts following on the cluster's runtime, and the upkeep every `PURGE_EVERY`: purging
     /// the log, failing the running tasks of nodes that left the cluster, and catching up when
-    /// the follower has delivered nothing for a whole tick while the log is ahead (its
-    /// consumer can be lost, as when the node was frozen past the consumer's inactivity limit
-    /// and JetStream refuses a new one for a while, and the follower then waits on it); both
-    /// end when the supervisor stops. They hold the log and buckets, not the cluster node, so
+    /// the node's applied sequence has not moved for a whole tick while the log is ahead (a
+    /// safety net for a follower whose consumer is gone and not re-created); both end when the
+    /// supervisor stops. They hold the log and buckets, not the cluster node, so
     /// they never keep the node (and its runtime) alive.
     pub fn start(self, supervisor: Addr<Supervisor>) {
         let Follower { runtime, log, after, membership, images } = self;
