@@ -467,9 +467,11 @@ impl Supervisor {
                 read = read.len(),
                 "the catalogue's follower delivered nothing while the log was ahead: caught up"
             ),
-            Err(err) => {
-                tracing::error!(error = %err, "catching up with the catalogue's log failed")
-            }
+            Err(err) => tracing::error!(
+                before,
+                error = %err,
+                "the catalogue's follower delivered nothing while the log was ahead: catching up failed"
+            ),
         }
         self.apply_pending();
     }
