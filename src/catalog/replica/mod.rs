@@ -446,10 +446,9 @@ impl Supervisor {
             return;
         }
         if entry.sequence > applied + 1 {
-            if let Err(err) = self.catch_up() {
+            if let Err(err) = self.catch_up_and_apply() {
                 tracing::error!(error = %err, "catching up with the catalogue's log failed");
             }
-            self.apply_pending();
             return;
         }
         let changes = decode_entry(&entry);
@@ -461,10 +460,10 @@ impl Supervisor {
     /// Catches up with the log when the follower has stalled behind it (`Follower::start`).
     fn catch_up_stalled(&mut self) {
         let before = self.replica_applied();
-        match self.catch_up() {
+        match self.catch_up_and_apply() {
             Ok(read) => tracing::warn!(
                 before,
-                read = read.len(),
+                read,
                 "the catalogue's follower delivered nothing while the log was ahead: caught up"
             ),
             Err(err) => tracing::error!(
@@ -473,7 +472,14 @@ impl Supervisor {
                 "the catalogue's follower delivered nothing while the log was ahead: catching up failed"
             ),
         }
+    }
+
+    /// `catch_up`, then what it read (and what an earlier operation left pending) applied to
+    /// memory, whether or not the catch-up ended well; how many change sets it read.
+    fn catch_up_and_apply(&mut self) -> CatalogResult<usize> {
+        let read = self.catch_up().map(|read| read.len());
         self.apply_pending();
+        read
     }
 
     /// What starts the follower once the supervisor actor runs; None on a single server.

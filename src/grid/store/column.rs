@@ -166,6 +166,11 @@ impl ColumnChunk {
         self.push(source.cells.stored_at(at), source.versions.get(at), status);
     }
 
+    /// The status byte of the chunk's row `at` (0 in a column that is not localized).
+    fn status_byte(&self, at: usize) -> u8 {
+        self.status.as_ref().map_or(0, |s| s[at])
+    }
+
     fn stamp(&mut self, at: usize, clock: u32) {
         self.versions.set(at, clock);
     }
@@ -306,8 +311,7 @@ impl Column {
     #[inline]
     pub(super) fn get_for_json(&self, row: usize) -> (CellRef<'_>, bool, CellStatuses) {
         let (chunk, at) = self.chunks.chunk(row);
-        let statuses = CellStatuses(chunk.status.as_ref().map_or(0, |s| s[at]));
-        (chunk.cells.get(at), chunk.cells.escapes(), statuses)
+        (chunk.cells.get(at), chunk.cells.escapes(), CellStatuses(chunk.status_byte(at)))
     }
 
     /// The cells of chunk number `index` (rows `index * CHUNK_ROWS ..`), in row order.
@@ -376,7 +380,7 @@ impl Column {
 
     fn status_byte(&self, row: usize) -> u8 {
         let (chunk, at) = self.chunks.chunk(row);
-        chunk.status.as_ref().map_or(0, |s| s[at])
+        chunk.status_byte(at)
     }
 
     /// Rewrites the status bits under `mask`; true (and the version set to `clock`) when they
@@ -404,7 +408,7 @@ impl Column {
     }
 
     pub(super) fn dependency_status(&self, row: usize) -> DependencyStatus {
-        CellStatuses(self.status_byte(row)).dependency()
+        self.statuses(row).dependency()
     }
 
     pub(super) fn set_dependency_status(
@@ -417,7 +421,7 @@ impl Column {
     }
 
     pub(super) fn source_status(&self, row: usize) -> SourceStatus {
-        CellStatuses(self.status_byte(row)).source()
+        self.statuses(row).source()
     }
 
     pub(super) fn set_source_status(&mut self, row: usize, s: SourceStatus, clock: u32) -> bool {
@@ -425,7 +429,7 @@ impl Column {
     }
 
     pub(super) fn is_mt(&self, row: usize) -> bool {
-        CellStatuses(self.status_byte(row)).is_mt()
+        self.statuses(row).is_mt()
     }
 
     pub(super) fn set_mt(&mut self, row: usize, mt: bool, clock: u32) -> bool {
