@@ -149,7 +149,26 @@ impl CatalogLog {
         if first > after + 1 {
             return Err(ClusterError::Purged { after, first });
         }
-        let mut messages = self.consumer(after).await?;
+        let (name, mut messages) = self.named_consumer(after).await?;
+        let read = Self::read_until(&mut messages, after, last, wait, &mut entries).await;
+        drop(messages);
+        // A catch-up's consumer is done with: deleted now rather than left to the server's
+        // inactivity limit, so that a burst of catch-ups does not pile up consumers.
+        let deleted = tokio::time::timeout(wait, self.stream.delete_consumer(&name)).await;
+        if !matches!(deleted, Ok(Ok(_))) {
+            tracing::debug!(consumer = %name, "a catch-up's consumer was left to expire");
+        }
+        read.map(|()| entries)
+    }
+
+    /// Reads `messages` into `entries` up to `last` (or `MAX_READ` entries), each within `wait`.
+    async fn read_until(
+        messages: &mut async_nats::jetstream::consumer::pull::Ordered,
+        after: u64,
+        last: u64,
+        wait: Duration,
+        entries: &mut Vec<CatalogEntry>,
+    ) -> Result<(), ClusterError> {
         while entries.len() < MAX_READ {
             let next = tokio::time::timeout(wait, messages.next()).await.map_err(|_| {
                 ClusterError::Unavailable("reading the catalogue's log timed out".into())
@@ -167,7 +186,7 @@ impl CatalogLog {
                 break;
             }
         }
-        Ok(entries)
+        Ok(())
     }
 
     /// Hands every entry after `after` to `deliver`, in order, as they land, for ever: after an
@@ -218,13 +237,22 @@ impl CatalogLog {
         &self,
         after: u64,
     ) -> Result<async_nats::jetstream::consumer::pull::Ordered, ClusterError> {
+        Ok(self.named_consumer(after).await?.1)
+    }
+
+    /// An ordered consumer of the entries after `after`, with the name the server gave it.
+    async fn named_consumer(
+        &self,
+        after: u64,
+    ) -> Result<(String, async_nats::jetstream::consumer::pull::Ordered), ClusterError> {
         let config = OrderedConfig {
             filter_subject: self.subject.clone(),
             deliver_policy: DeliverPolicy::ByStartSequence { start_sequence: after + 1 },
             ..Default::default()
         };
         let consumer = self.stream.create_consumer(config).await.map_err(unavailable)?;
-        consumer.messages().await.map_err(unavailable)
+        let name = consumer.cached_info().name.clone();
+        Ok((name, consumer.messages().await.map_err(unavailable)?))
     }
 }
 

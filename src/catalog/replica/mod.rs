@@ -73,6 +73,9 @@ const READ_WAIT: Duration = Duration::from_secs(5);
 const PURGE_KEEP: u64 = IMAGE_EVERY / 10;
 /// How often each node looks whether the catalogue's log can be purged.
 const PURGE_EVERY: Duration = Duration::from_secs(5);
+/// The longest one step of the catalogue's upkeep or stall watch may take (a request to the
+/// cluster, or a message to the supervisor) before its tick gives up on it.
+const UPKEEP_STEP: Duration = Duration::from_secs(25);
 /// A catch-up starts again from the image at most this many times (each time the log was
 /// purged past what it had read).
 const RESYNC_ATTEMPTS: usize = 3;
@@ -549,35 +552,51 @@ pub struct Follower {
 }
 
 impl Follower {
-    /// Starts following on the cluster's runtime, and the upkeep every `PURGE_EVERY`: purging
-    /// the log, failing the running tasks of nodes that left the cluster, and catching up when
-    /// the node's applied sequence has not moved for a whole tick while the log is ahead (a
-    /// safety net for a follower whose consumer is gone and not re-created); both end when the
-    /// supervisor stops. They hold the log and buckets, not the cluster node, so
-    /// they never keep the node (and its runtime) alive.
+    /// Starts following on the cluster's runtime, with two tasks beside it, each ticking every
+    /// `PURGE_EVERY`:
+    /// - the stall watch: it catches up when the node's applied sequence has not moved for a
+    ///   whole tick while the log is ahead (a safety net for a follower whose consumer is gone
+    ///   and not re-created);
+    /// - the upkeep: it purges the log and fails the running tasks of nodes that left the
+    ///   cluster.
+    ///
+    /// Each step of either waits at most `UPKEEP_STEP` (one stuck request skips a tick, it
+    /// never stops the task). All three end when the supervisor stops. They hold the log and
+    /// buckets, not the cluster node, so they never keep the node (and its runtime) alive.
     pub fn start(self, supervisor: Addr<Supervisor>) {
         let Follower { runtime, log, after, membership, images } = self;
-        let (purged, watched) = (log.clone(), supervisor.clone());
+        let (watched_log, watched) = (log.clone(), supervisor.clone());
         let applied = membership.catalog_read();
         runtime.spawn(async move {
-            let mut tick = tokio::time::interval(PURGE_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut tick = upkeep_interval();
             let mut read_before = None;
             while watched.connected() {
                 tick.tick().await;
                 let read = applied.load(Ordering::SeqCst);
-                let behind = purged.last_sequence().await.is_ok_and(|last| last > read);
+                let last = bounded("the log's bounds", watched_log.last_sequence()).await;
+                let behind = matches!(last, Some(Ok(last)) if last > read);
                 if behind && read_before == Some(read) {
-                    let _ = watched.send(Exec::new(|s| s.catch_up_stalled())).await;
+                    let stalled = watched.send(Exec::new(|s| s.catch_up_stalled()));
+                    bounded("a stalled follower's catch-up", stalled).await;
                 }
                 read_before = Some(read);
-                let Ok(beats) = membership.beats().await else { continue };
-                if let Err(err) = purge_below_image(&purged, &beats, &images).await {
+            }
+        });
+        let (purged, upkept) = (log.clone(), supervisor.clone());
+        runtime.spawn(async move {
+            let mut tick = upkeep_interval();
+            while upkept.connected() {
+                tick.tick().await;
+                let Some(Ok(beats)) = bounded("the membership", membership.beats()).await else {
+                    continue;
+                };
+                let purge = purge_below_image(&purged, &beats, &images);
+                if let Some(Err(err)) = bounded("a purge", purge).await {
                     tracing::debug!(error = %err, "the catalogue's log was not purged");
                 }
                 let live: Vec<String> = beats.into_iter().map(|beat| beat.node.id).collect();
-                let failed = watched.send(Exec::new(move |s| s.fail_orphaned_tasks(&live))).await;
-                if let Ok(Err(err)) = failed {
+                let failed = upkept.send(Exec::new(move |s| s.fail_orphaned_tasks(&live)));
+                if let Some(Ok(Err(err))) = bounded("failing orphaned tasks", failed).await {
                     tracing::debug!(error = %err, "the tasks of nodes gone were not failed");
                 }
             }
@@ -590,6 +609,22 @@ impl Follower {
             .await;
         });
     }
+}
+
+/// The stall watch's and the upkeep's tick: every `PURGE_EVERY`, a late tick delaying the next.
+fn upkeep_interval() -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(PURGE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick
+}
+
+/// `step`'s outcome, or None (logged) when it takes longer than `UPKEEP_STEP`.
+async fn bounded<T>(what: &'static str, step: impl std::future::Future<Output = T>) -> Option<T> {
+    let outcome = tokio::time::timeout(UPKEEP_STEP, step).await.ok();
+    if outcome.is_none() {
+        tracing::warn!(step = what, "a step of the catalogue's upkeep timed out");
+    }
+    outcome
 }
 
 #[cfg(test)]

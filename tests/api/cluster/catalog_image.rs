@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -59,12 +60,26 @@ async fn make_databases(
     made
 }
 
-/// The catalogue stream's first and last sequences.
-async fn log_bounds(nats: &NatsCluster) -> (u64, u64) {
+/// The catalogue stream's state.
+async fn log_state(nats: &NatsCluster) -> async_nats::jetstream::stream::State {
     let client = async_nats::connect(nats.urls()).await.expect("a NATS client");
     let mut stream =
         async_nats::jetstream::new(client).get_stream("GRIDD_catalog").await.expect("the stream");
-    let state = stream.info().await.expect("the stream's state").state.clone();
+    stream.info().await.expect("the stream's state").state.clone()
+}
+
+/// The names of the catalogue stream's consumers.
+async fn consumer_names(nats: &NatsCluster) -> Vec<String> {
+    let client = async_nats::connect(nats.urls()).await.expect("a NATS client");
+    let stream =
+        async_nats::jetstream::new(client).get_stream("GRIDD_catalog").await.expect("the stream");
+    let names: Vec<_> = stream.consumer_names().collect().await;
+    names.into_iter().map(|name| name.unwrap_or_else(|err| format!("({err})"))).collect()
+}
+
+/// The catalogue stream's first and last sequences.
+async fn log_bounds(nats: &NatsCluster) -> (u64, u64) {
+    let state = log_state(nats).await;
     (state.first_sequence, state.last_sequence)
 }
 
@@ -145,6 +160,13 @@ async fn a_restarted_node_starts_from_the_catalogues_image() {
         (first > paused_at + 1).then_some(())
     })
     .await;
+    // Catch-ups delete their consumers: what is left is each node's follower and what the
+    // frozen node held.
+    let consumers = consumer_names(&nats).await;
+    eprintln!(
+        "the catalogue's stream has {} consumers before the node wakes: {consumers:?}",
+        consumers.len()
+    );
     cluster.nodes[1].resume();
     let woken = std::time::Instant::now();
     loop {
