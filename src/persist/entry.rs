@@ -2,9 +2,12 @@
 //! catalogue change set. Encoded with bincode; a record that does not decode is reported and
 //! skipped by recovery.
 //!
-//! A branch record keeps the original layout (`WalEntry`, which starts with the branch id's
-//! length as a u64); a catalogue record starts with [`CATALOG_MARKER`], a length no branch
-//! record can have, so records written before catalogue records existed still decode.
+//! A branch record is written in the compact layout: [`COMPACT_MARKER`], then the `WalEntry`
+//! with bincode's variable-length integers (a length or an enum's tag takes one byte where the
+//! original layout took four or eight: a bulk add's record is about a quarter smaller). Records
+//! of the original layout (the `WalEntry` with fixed-length integers, which starts with the
+//! branch id's length as a u64) still decode. A catalogue record starts with
+//! [`CATALOG_MARKER`]. Both markers read as a branch id length no record can have.
 
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +15,15 @@ use crate::grid::ops::GridOp;
 
 /// The first 8 bytes of a catalogue record (as a branch id length: u64::MAX, impossible).
 pub const CATALOG_MARKER: [u8; 8] = [0xff; 8];
+/// The first 8 bytes of a branch record in the compact layout (as a branch id length of the
+/// original layout: u64::MAX - 1, impossible).
+pub const COMPACT_MARKER: [u8; 8] = [0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+
+/// The compact layout's bincode options: variable-length integers, every byte used.
+fn compact() -> impl bincode::Options {
+    use bincode::Options;
+    bincode::DefaultOptions::new().with_varint_encoding().reject_trailing_bytes()
+}
 
 /// The ops one message applied to one branch, in order, and when they were committed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,14 +48,24 @@ impl WalEntry {
         WalEntry { branch_id, ops, time_ms: chrono::Utc::now().timestamp_millis() }
     }
 
+    /// The entry in the compact layout. Written straight into a growing buffer: bincode's own
+    /// `serialize` walks the ops twice (once to size the buffer).
     pub fn encode(&self) -> Vec<u8> {
-        bincode::serialize(self).expect("ops always serialize")
+        use bincode::Options;
+        let mut bytes = Vec::with_capacity(4096);
+        bytes.extend_from_slice(&COMPACT_MARKER);
+        compact().serialize_into(&mut bytes, self).expect("ops always serialize");
+        bytes
     }
 
-    /// Reads an entry of either layout: an entry written before times were logged ends
-    /// where the time would start, so the timed layout fails on it and the untimed one reads it.
+    /// Reads an entry of any layout: the compact one, or the original with or without a
+    /// time (an entry written before times were logged ends where the time would start, so the
+    /// timed layout fails on it and the untimed one reads it).
     pub fn decode(bytes: &[u8]) -> Result<WalEntry, bincode::Error> {
         use bincode::Options;
+        if let Some(compact_bytes) = bytes.strip_prefix(&COMPACT_MARKER) {
+            return compact().deserialize(compact_bytes);
+        }
         bincode::deserialize(bytes).or_else(|timed_error| {
             // The untimed layout must take every byte: a timed entry cut short is not one.
             let exact =
@@ -63,12 +85,30 @@ pub enum WalRecord<'a> {
 }
 
 /// The branch id a branch record names, read without decoding its ops (bincode writes the id
-/// first: a u64 length, then its bytes); `None` for a catalogue record or bytes that are not a
+/// first: its length, then its bytes); `None` for a catalogue record or bytes that are not a
 /// branch record's start.
 pub fn branch_id_of(bytes: &[u8]) -> Option<&str> {
-    let len = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
-    let end = usize::try_from(len).ok()?.checked_add(8)?;
-    std::str::from_utf8(bytes.get(8..end)?).ok()
+    let (len, rest) = match bytes.strip_prefix(&COMPACT_MARKER) {
+        Some(compact_bytes) => varint(compact_bytes)?,
+        None => (u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?), bytes.get(8..)?),
+    };
+    std::str::from_utf8(rest.get(..usize::try_from(len).ok()?)?).ok()
+}
+
+/// An unsigned integer in bincode's variable-length form (one byte below 251, else a tag
+/// byte saying 2, 4 or 8 little-endian bytes follow), and the bytes after it.
+fn varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let (&first, rest) = bytes.split_first()?;
+    let width = match first {
+        0..=250 => return Some((u64::from(first), rest)),
+        251 => 2,
+        252 => 4,
+        253 => 8,
+        _ => return None,
+    };
+    let mut le = [0u8; 8];
+    le[..width].copy_from_slice(rest.get(..width)?);
+    Some((u64::from_le_bytes(le), &rest[width..]))
 }
 
 /// Whether a WAL payload is a catalogue change set (`WalOptions::marked` of gridd's WAL).
@@ -121,6 +161,54 @@ mod tests {
         assert!(WalEntry::decode(&old[..old.len() - 1]).is_err(), "cut short");
     }
 
+    /// A bulk add as the API writes one: 50 records of 12 cells.
+    fn bulk_add() -> WalEntry {
+        use crate::grid::ops::{CellWrite, RecordWrite};
+        use crate::grid::value::{CellValue, SourceStatus};
+        let records = (0..50)
+            .map(|r| RecordWrite {
+                id: format!("rec{r}"),
+                path: String::new(),
+                new_id: None,
+                new_path: None,
+                cells: (0..12)
+                    .map(|c| CellWrite {
+                        column_id: format!("column{c}").into(),
+                        value: Some(CellValue::Text(format!("Näher am Ziel {r} {c}"))),
+                        dependency_status: None,
+                        source_status: (c == 0).then_some(SourceStatus::Unset),
+                    })
+                    .collect(),
+                mark_mt: false,
+            })
+            .collect();
+        let ops =
+            vec![GridOp::AddRecords { time_ms: 1_780_000_000_000, user: "u".into(), records }];
+        WalEntry { branch_id: "b1".into(), ops, time_ms: 1_780_000_000_001 }
+    }
+
+    #[test]
+    fn entries_are_written_compact_and_the_original_layout_still_decodes() {
+        let entry = bulk_add();
+        let compact = entry.encode();
+        assert!(compact.starts_with(&COMPACT_MARKER));
+        assert_eq!(WalEntry::decode(&compact).ok(), Some(entry.clone()));
+        assert_eq!(WalRecord::decode(&compact).ok(), Some(WalRecord::Branch(entry.clone())));
+        assert!(!is_catalog_record(&compact));
+        let original = bincode::serialize(&entry).expect("serializes");
+        assert_eq!(WalEntry::decode(&original).ok(), Some(entry.clone()));
+        assert!(
+            compact.len() * 4 < original.len() * 3,
+            "compact {} bytes, original {}",
+            compact.len(),
+            original.len()
+        );
+        // Cut short or with bytes after it, a compact record is refused.
+        assert!(WalEntry::decode(&compact[..compact.len() - 1]).is_err());
+        assert!(WalEntry::decode(&[&compact[..], &[0]].concat()).is_err());
+        assert!(WalEntry::decode(&COMPACT_MARKER).is_err());
+    }
+
     #[test]
     fn the_branch_id_is_read_without_decoding_the_ops() {
         let entry = WalEntry { branch_id: "brånch-1".into(), ops: Vec::new(), time_ms: 0 };
@@ -128,5 +216,32 @@ mod tests {
         assert_eq!(branch_id_of(&CATALOG_MARKER), None);
         assert_eq!(branch_id_of(&[3, 0, 0, 0, 0, 0, 0, 0, b'a']), None, "cut short");
         assert_eq!(branch_id_of(&[]), None);
+        // The original layout.
+        let original = bincode::serialize(&entry).expect("serializes");
+        assert_eq!(branch_id_of(&original), Some("brånch-1"));
+        // Compact: the id's length in one byte, or a tag and two bytes from 251 on.
+        let long = "b".repeat(300);
+        let entry = WalEntry { branch_id: long.clone(), ops: Vec::new(), time_ms: 0 };
+        assert_eq!(branch_id_of(&entry.encode()), Some(long.as_str()));
+        assert_eq!(branch_id_of(&[&COMPACT_MARKER[..], &[251, 44]].concat()), None, "cut short");
+        assert_eq!(branch_id_of(&[&COMPACT_MARKER[..], &[255]].concat()), None, "no such tag");
+        assert_eq!(branch_id_of(&[&COMPACT_MARKER[..], &[3, b'a']].concat()), None);
+    }
+
+    proptest::proptest! {
+        /// Any bytes after the compact marker give an error or an entry, never a panic, and
+        /// `branch_id_of` never panics on them either.
+        #[test]
+        fn damaged_compact_records_are_refused_without_panics(
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+            cut in 0usize..400,
+        ) {
+            let bytes = [&COMPACT_MARKER[..], &tail].concat();
+            let _ = WalEntry::decode(&bytes);
+            let _ = branch_id_of(&bytes);
+            let whole = bulk_add().encode();
+            let cut = whole.len().saturating_sub(cut + 1);
+            proptest::prop_assert!(WalEntry::decode(&whole[..cut]).is_err());
+        }
     }
 }

@@ -354,7 +354,7 @@ mod tests {
     const CENTURY: Duration = Duration::from_secs(100 * 365 * 86_400);
 
     fn durability(dir: &Path, period: Duration) -> Durability {
-        let options = WalOptions { segment_size: 2000, ..WalOptions::default() };
+        let options = WalOptions { segment_size: 1000, ..WalOptions::default() };
         let (wal, _) = Wal::open(dir.join("wal"), options).expect("wal");
         let policy = SnapshotPolicy { every_records: 1, every_bytes: 1, every: HOUR };
         let store = FileSnapshotStore::open(&dir.join("snapshots"), None).expect("store");
