@@ -228,6 +228,31 @@ mod tests {
         assert_eq!(branch_id_of(&[&COMPACT_MARKER[..], &[3, b'a']].concat()), None);
     }
 
+    /// Bytes of the compact layout as it was first written: a later change of the layout or
+    /// of the ops must still read them (a WAL outlives the binary that wrote it).
+    #[test]
+    fn compact_records_of_the_first_version_still_decode() {
+        let entry = WalEntry {
+            branch_id: "b1".into(),
+            ops: vec![
+                GridOp::DeleteRecords { keys: vec![("p".into(), "r1".into())] },
+                GridOp::MergeMark { source_branch_id: "b2".into(), source_clock: 300 },
+            ],
+            time_ms: 1_780_000_000_001,
+        };
+        let written = [
+            &COMPACT_MARKER[..],
+            // The branch id; two ops: DeleteRecords (variant 12) of one key, MergeMark (13)
+            // with its clock in three bytes (251: two bytes follow).
+            &[2, b'b', b'1', 2, 12, 1, 1, b'p', 2, b'r', b'1', 13, 2, b'b', b'2', 251, 44, 1],
+            // The time, zigzagged (253: eight bytes follow).
+            &[253, 2, 16, 137, 224, 60, 3, 0, 0],
+        ]
+        .concat();
+        assert_eq!(WalEntry::decode(&written).ok(), Some(entry.clone()));
+        assert_eq!(entry.encode(), written);
+    }
+
     proptest::proptest! {
         /// Any bytes after the compact marker give an error or an entry, never a panic, and
         /// `branch_id_of` never panics on them either.
