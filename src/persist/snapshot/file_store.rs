@@ -97,14 +97,20 @@ impl FileSnapshotStore {
         Ok(self.root.join(name))
     }
 
-    /// The keys with a directory under the root (images in the legacy store not included),
-    /// in no particular order. A directory whose name no key escapes to is skipped.
+    /// The keys with a stored generation in their directory under the root (images in the
+    /// legacy store not included), in no particular order. A directory whose name no key
+    /// escapes to is skipped, and so is one holding no generation yet: the first put of a key
+    /// makes its directory before its file is complete, and a key listed then would not load.
     pub fn keys(&self) -> Result<Vec<String>, SnapshotError> {
         let mut keys = Vec::new();
         for entry in fs::read_dir(&self.root).map_err(io_error)? {
             let entry = entry.map_err(io_error)?;
-            if entry.file_type().map_err(io_error)?.is_dir() {
-                keys.extend(entry.file_name().to_str().and_then(unescape));
+            if !entry.file_type().map_err(io_error)?.is_dir() {
+                continue;
+            }
+            let Some(key) = entry.file_name().to_str().and_then(unescape) else { continue };
+            if !Self::file_generations(&entry.path())?.is_empty() {
+                keys.push(key);
             }
         }
         Ok(keys)
@@ -863,6 +869,11 @@ mod tests {
             store.put(key, &image(1, 10)).expect("put");
         }
         std::fs::create_dir(dir.path().join("%zz")).expect("a stranger");
+        // A first put under way: its directory holds only the partial file, nothing to load.
+        let pending = store.key_dir("pending").expect("a key");
+        std::fs::create_dir(&pending).expect("its directory");
+        std::fs::write(FileSnapshotStore::file(&pending, 1, PARTIAL), b"half").expect("partial");
+        assert_eq!(store.load_latest("pending").expect("loads").map(|l| l.generation), None);
         let mut listed = store.keys().expect("keys");
         listed.sort();
         let mut expected: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
