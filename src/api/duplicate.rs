@@ -164,9 +164,9 @@ fn record_writes(state: &GridState, by_path: bool) -> Vec<Vec<(String, RecordInp
                     column_id: Some(column.id.as_str().into()),
                     value: Some(render_value(column.column_type, &value)),
                     dependency_status: localized
-                        .then(|| store.dependency_status(row, *slot).as_str().to_owned()),
+                        .then(|| store.dependency_status(row, *slot).as_str().into()),
                     source_status: localized
-                        .then(|| store.source_status(row, *slot).as_str().to_owned()),
+                        .then(|| store.source_status(row, *slot).as_str().into()),
                 })
             })
             .collect();

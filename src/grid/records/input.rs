@@ -14,8 +14,9 @@ use utoipa::ToSchema;
 pub struct CellInput {
     pub column_id: Option<CompactString>,
     pub value: Option<Value>,
-    pub dependency_status: Option<String>,
-    pub source_status: Option<String>,
+    /// Held inline up to 24 bytes: no allocation for any status name.
+    pub dependency_status: Option<CompactString>,
+    pub source_status: Option<CompactString>,
 }
 
 /// A cell as it arrives (the OpenAPI schema of `CellInput`).
