@@ -2,7 +2,7 @@
 //! localization records (12 cells each, about 1 MB) parsed into `RecordInput`s, beside the
 //! same bytes only checked as JSON (`IgnoredAny`: no value kept), the floor any parser of
 //! this shape pays; then the branch's side, the records checked, logged, applied and
-//! rendered for the answer.
+//! rendered for the answer; then the add's WAL entry encoded, and decoded as a replay does.
 //!
 //! Wall times on a shared 2-core machine move by a third from run to run; for a before and
 //! after, count instructions instead:
@@ -145,5 +145,28 @@ fn add(
     (entry, logged, answer)
 }
 
-criterion_group!(benches, bench_parse, bench_plan_and_apply);
+/// A 1000-record add's WAL entry: encoded as the actor does, and decoded as a replay does,
+/// from the compact layout and from the original (fixed-length integers) older WALs hold.
+fn bench_wal_entry(c: &mut Criterion) {
+    let (state, ids) = common::build_state(1000);
+    let inputs: Vec<RecordInput> = serde_json::from_str(&body(&ids, 1000)).expect("parses");
+    let view = state.schema.views.first().cloned().expect("the default view");
+    let op = plan_add(&state, &view, inputs, "bench", 0, SourceStatus::Unset).expect("valid");
+    let entry = WalEntry { branch_id: "b".into(), ops: vec![op], time_ms: 0 };
+    let compact = entry.encode();
+    let original = bincode::serialize(&entry).expect("serializes");
+    eprintln!("a 1000-record add: {} bytes compact, {} original", compact.len(), original.len());
+    let mut group = c.benchmark_group("wal_entry");
+    group.sample_size(20);
+    group.bench_function("encode 1000 records x 12 cells", |b| b.iter(|| entry.encode()));
+    for (layout, bytes) in [("compact", &compact), ("original", &original)] {
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        group.bench_function(format!("decode 1000 records x 12 cells ({layout})"), |b| {
+            b.iter(|| WalEntry::decode(bytes).expect("decodes"))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_parse, bench_plan_and_apply, bench_wal_entry);
 criterion_main!(benches);

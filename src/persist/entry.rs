@@ -48,11 +48,12 @@ impl WalEntry {
         WalEntry { branch_id, ops, time_ms: chrono::Utc::now().timestamp_millis() }
     }
 
-    /// The entry in the compact layout. Written straight into a growing buffer: bincode's own
-    /// `serialize` walks the ops twice (once to size the buffer).
+    /// The entry in the compact layout, into a buffer sized first (a bulk add's entry is
+    /// most of a megabyte: growing a buffer to it copied it about once more).
     pub fn encode(&self) -> Vec<u8> {
         use bincode::Options;
-        let mut bytes = Vec::with_capacity(4096);
+        let size = compact().serialized_size(self).expect("ops always serialize");
+        let mut bytes = Vec::with_capacity(COMPACT_MARKER.len() + size as usize);
         bytes.extend_from_slice(&COMPACT_MARKER);
         compact().serialize_into(&mut bytes, self).expect("ops always serialize");
         bytes
