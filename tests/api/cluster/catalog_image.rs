@@ -60,27 +60,49 @@ async fn make_databases(
     made
 }
 
-/// The catalogue stream's state.
-async fn log_state(nats: &NatsCluster) -> async_nats::jetstream::stream::State {
+/// The catalogue stream under the cluster prefix `prefix`.
+async fn catalog_stream(nats: &NatsCluster, prefix: &str) -> async_nats::jetstream::stream::Stream {
     let client = async_nats::connect(nats.urls()).await.expect("a NATS client");
-    let mut stream =
-        async_nats::jetstream::new(client).get_stream("GRIDD_catalog").await.expect("the stream");
-    stream.info().await.expect("the stream's state").state.clone()
+    let jetstream = async_nats::jetstream::new(client);
+    jetstream.get_stream(format!("{prefix}_catalog")).await.expect("the stream")
 }
 
 /// The names of the catalogue stream's consumers.
-async fn consumer_names(nats: &NatsCluster) -> Vec<String> {
-    let client = async_nats::connect(nats.urls()).await.expect("a NATS client");
-    let stream =
-        async_nats::jetstream::new(client).get_stream("GRIDD_catalog").await.expect("the stream");
-    let names: Vec<_> = stream.consumer_names().collect().await;
+async fn consumer_names(nats: &NatsCluster, prefix: &str) -> Vec<String> {
+    let names: Vec<_> = catalog_stream(nats, prefix).await.consumer_names().collect().await;
     names.into_iter().map(|name| name.unwrap_or_else(|err| format!("({err})"))).collect()
 }
 
 /// The catalogue stream's first and last sequences.
 async fn log_bounds(nats: &NatsCluster) -> (u64, u64) {
-    let state = log_state(nats).await;
+    let mut stream = catalog_stream(nats, "GRIDD").await;
+    let state = stream.info().await.expect("the stream's state").state.clone();
     (state.first_sequence, state.last_sequence)
+}
+
+/// A catch-up read (`CatalogLog::read_after`) deletes its consumer when done, rather than
+/// leaving it to the server's 30 s inactivity limit: a burst of catch-ups leaves none behind.
+#[tokio::test]
+async fn a_catch_up_read_leaves_no_consumer_behind() {
+    use gridd::cluster::catalog_log::{CatalogLog, Published};
+    let nats = NatsCluster::start().await;
+    let mut settings = super::settings(nats.urls());
+    settings.prefix = "CATCHUP".to_owned();
+    let link = gridd::cluster::ClusterLink::connect(settings, "reader").await.expect("connects");
+    let log = CatalogLog::open(&link, "reader").await.expect("the catalogue's log");
+    for expected in 0..3u64 {
+        let published = log.publish(format!("change {expected}").into(), expected).await;
+        assert_eq!(published.expect("published"), Published::At(expected + 1));
+    }
+    for after in 0..3u64 {
+        let read = log.read_after(after, Duration::from_secs(5)).await.expect("read");
+        let sequences: Vec<u64> = read.iter().map(|entry| entry.sequence).collect();
+        assert_eq!(sequences, (after + 1..=3).collect::<Vec<_>>());
+    }
+    until(Duration::from_secs(5), "the catch-ups' consumers deleted", || async {
+        consumer_names(&nats, "CATCHUP").await.is_empty().then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -160,9 +182,9 @@ async fn a_restarted_node_starts_from_the_catalogues_image() {
         (first > paused_at + 1).then_some(())
     })
     .await;
-    // Catch-ups delete their consumers: what is left is each node's follower and what the
-    // frozen node held.
-    let consumers = consumer_names(&nats).await;
+    // What the stream's consumers are when the node wakes (printed to read a failure by):
+    // each node's follower, ordered consumers re-created (`_1`), and what is left to expire.
+    let consumers = consumer_names(&nats, "GRIDD").await;
     eprintln!(
         "the catalogue's stream has {} consumers before the node wakes: {consumers:?}",
         consumers.len()
