@@ -22,7 +22,9 @@
 //! before the first SIGKILL (to read its memory map or profile it); with `GRIDD_SCALE_KILL_ONLY`
 //! set the run ends at the SIGKILL after the load and keeps the data directory (to profile a
 //! replay). Client and server share the machine: the client builds each
-//! request's JSON while others are in flight, as a loading script would.
+//! request's JSON while others are in flight, as a loading script would; with
+//! `GRIDD_SCALE_PREBUILT` set it builds the bodies of each 1000 batches first and times only
+//! their sending (the rate the server takes when its client runs elsewhere).
 
 #![allow(clippy::print_stdout)] // the report is the program's output
 
@@ -218,7 +220,14 @@ struct Load {
     client_cpu: f64,
 }
 
+/// Batches whose bodies a prebuilt load builds before each timed round: about 1.2 GB of JSON.
+const PREBUILT_ROUND: usize = 1000;
+
 /// Adds `batches` batches of records numbered from `first` on `connections` connections.
+/// With `prebuilt`, the bodies of each round of `PREBUILT_ROUND` batches are built on all
+/// connections' threads before the round is sent, and only the sending is timed and counted
+/// (the server's CPU and the client's); otherwise each connection builds its next body between
+/// its requests, as a loading script would.
 fn load(
     server: &Server,
     view: &str,
@@ -226,43 +235,78 @@ fn load(
     first: usize,
     batches: usize,
     connections: usize,
+    prebuilt: bool,
 ) -> Load {
-    let next = AtomicUsize::new(0);
     let raw = AtomicUsize::new(0);
     let latencies = Mutex::new(Vec::with_capacity(batches));
-    let cpu = server.cpu_secs();
-    let own_cpu = cpu_secs("self");
-    let started = Instant::now();
-    std::thread::scope(|scope| {
-        for _ in 0..connections {
-            scope.spawn(|| {
-                let client = client();
-                let url = format!("{}/v1/views/{view}/records", server.base);
-                loop {
-                    let index = next.fetch_add(1, Ordering::Relaxed);
-                    if index >= batches {
-                        return;
-                    }
-                    let (body, bytes) = batch_body(index, first, ids);
-                    raw.fetch_add(bytes, Ordering::Relaxed);
-                    let sent = Instant::now();
-                    let mut res = client
-                        .post(&url)
-                        .header("Authorization", format!("ApiKey {KEY}"))
-                        .header("Content-Type", "application/json")
-                        .body(body)
-                        .send()
-                        .expect("add");
-                    let mut reply = Vec::new();
-                    res.read_to_end(&mut reply).expect("reply");
-                    let took = sent.elapsed();
-                    assert_eq!(res.status(), 201, "{}", String::from_utf8_lossy(&reply));
-                    latencies.lock().expect("not poisoned").push(took);
+    let (mut seconds, mut server_cpu, mut client_cpu) = (0.0, 0.0, 0.0);
+    let round = if prebuilt { PREBUILT_ROUND } else { batches.max(1) };
+    for start in (0..batches).step_by(round) {
+        let end = (start + round).min(batches);
+        let built: Vec<Mutex<Option<Vec<u8>>>> = if prebuilt {
+            let next = AtomicUsize::new(start);
+            let built: Vec<Mutex<Option<Vec<u8>>>> =
+                (start..end).map(|_| Mutex::new(None)).collect();
+            std::thread::scope(|scope| {
+                for _ in 0..connections {
+                    scope.spawn(|| loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        if index >= end {
+                            return;
+                        }
+                        let (body, bytes) = batch_body(index, first, ids);
+                        raw.fetch_add(bytes, Ordering::Relaxed);
+                        *built[index - start].lock().expect("not poisoned") = Some(body);
+                    });
                 }
             });
-        }
-    });
-    let seconds = started.elapsed().as_secs_f64();
+            built
+        } else {
+            Vec::new()
+        };
+        let next = AtomicUsize::new(start);
+        let cpu = server.cpu_secs();
+        let own_cpu = cpu_secs("self");
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            for _ in 0..connections {
+                scope.spawn(|| {
+                    let client = client();
+                    let url = format!("{}/v1/views/{view}/records", server.base);
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        if index >= end {
+                            return;
+                        }
+                        let body = match built.get(index - start) {
+                            Some(body) => body.lock().expect("not poisoned").take().expect("built"),
+                            None => {
+                                let (body, bytes) = batch_body(index, first, ids);
+                                raw.fetch_add(bytes, Ordering::Relaxed);
+                                body
+                            }
+                        };
+                        let sent = Instant::now();
+                        let mut res = client
+                            .post(&url)
+                            .header("Authorization", format!("ApiKey {KEY}"))
+                            .header("Content-Type", "application/json")
+                            .body(body)
+                            .send()
+                            .expect("add");
+                        let mut reply = Vec::new();
+                        res.read_to_end(&mut reply).expect("reply");
+                        let took = sent.elapsed();
+                        assert_eq!(res.status(), 201, "{}", String::from_utf8_lossy(&reply));
+                        latencies.lock().expect("not poisoned").push(took);
+                    }
+                });
+            }
+        });
+        seconds += started.elapsed().as_secs_f64();
+        server_cpu += server.cpu_secs() - cpu;
+        client_cpu += cpu_secs("self") - own_cpu;
+    }
     let mut latencies = latencies.into_inner().expect("not poisoned");
     latencies.sort();
     Load {
@@ -270,8 +314,8 @@ fn load(
         seconds,
         raw_bytes: raw.into_inner(),
         latencies,
-        server_cpu: server.cpu_secs() - cpu,
-        client_cpu: cpu_secs("self") - own_cpu,
+        server_cpu,
+        client_cpu,
     }
 }
 
@@ -410,6 +454,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let records: usize = args.next().map_or(1_000_000, |n| n.parse().expect("a record count"));
     let connections: usize = args.next().map_or(4, |n| n.parse().expect("a connection count"));
+    let prebuilt = std::env::var_os("GRIDD_SCALE_PREBUILT").is_some();
     let batches = records.div_ceil(BATCH);
     let records = batches * BATCH;
     let temp = tempfile::tempdir().expect("temp dir");
@@ -448,8 +493,13 @@ fn main() {
     }
     let cells = records * ids.len();
 
-    println!("# gridd at {records} records x {} columns, {connections} connections", ids.len());
-    let seeded = load(&server, &view, &ids, 0, batches, connections);
+    let bodies =
+        if prebuilt { "bodies built before each timed round" } else { "bodies built in the loop" };
+    println!(
+        "# gridd at {records} records x {} columns, {connections} connections, {bodies}",
+        ids.len()
+    );
+    let seeded = load(&server, &view, &ids, 0, batches, connections, prebuilt);
     let raw = seeded.raw_bytes;
     println!(
         "bulk load: {records} records in {:.1} s = {:.0} records/s; request p50 {:.1?}, p99 \
@@ -500,7 +550,7 @@ fn main() {
     report_memory("after the snapshot load", &server, raw, cells);
 
     let more = (batches / 100).max(1);
-    load(&server, &view, &ids, records, more, connections);
+    load(&server, &view, &ids, records, more, connections, false);
     server.kill();
     let (server, took) = start(dir, &[]);
     assert_eq!(count(&server, &view), records + more * BATCH, "the later writes replayed");

@@ -12,8 +12,8 @@ use super::history::{
 };
 use super::ops::{CellWrite, GridOp, GridState, RecordWrite};
 use super::schema::{ColumnDef, ColumnType, Schema};
-use super::store::{CellRef, ColumnSlot, ColumnStore, RowId};
-use super::value::{CellValue, DependencyStatus, SourceStatus};
+use super::store::{CellRef, ColumnSlot, ColumnStore, NewRecord, RowId};
+use super::value::{DependencyStatus, SourceStatus};
 
 /// Whether a stored cell is empty, without copying it.
 fn empty_cell(cell: CellRef<'_>) -> bool {
@@ -148,36 +148,65 @@ impl GridState {
             .collect()
     }
 
-    /// Adds one record of an add; `columns` remembers what its cells' column ids resolved to
-    /// (slot and schema position) for the op's next records.
-    pub(super) fn add_record(
+    /// Adds an add's records: their rows and cells go in together (`insert_many_with`: each
+    /// column written once for all of them, no empty cell written over), then each record's
+    /// flags, formulas, dependency statuses and history (`finish_added`).
+    pub(super) fn add_records(&mut self, time_ms: i64, user: &str, records: &[RecordWrite]) {
+        let dependencies = self.dependency_slots();
+        // What each cell's column id resolves to (slot and schema position), remembered by the
+        // cell's place for the next records.
+        let mut columns: CellMemo<(Option<ColumnSlot>, Option<usize>)> = CellMemo::default();
+        let places: Vec<Vec<(Option<ColumnSlot>, Option<usize>)>> = records
+            .iter()
+            .map(|record| {
+                record
+                    .cells
+                    .iter()
+                    .enumerate()
+                    .map(|(place, cell)| {
+                        columns.get(place, &cell.column_id, |id| {
+                            (self.slots.get(id).copied(), self.schema.column_position(id))
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let added: Vec<NewRecord<'_>> = records
+            .iter()
+            .zip(&places)
+            .map(|(record, places)| NewRecord {
+                id: &record.id,
+                path: &record.path,
+                values: record
+                    .cells
+                    .iter()
+                    .zip(places)
+                    .filter_map(|(cell, &(slot, _))| Some((slot?, cell.value.as_ref()?)))
+                    .collect(),
+            })
+            .collect();
+        let first = self.store.insert_many_with(&added, time_ms, user).get();
+        drop(added);
+        for (i, (record, places)) in records.iter().zip(&places).enumerate() {
+            let row = RowId::from_raw(first + i as u32);
+            self.finish_added(row, time_ms, user, record, places, &dependencies);
+        }
+    }
+
+    /// What an added record's row needs once its cells are in: the flags its cells set, its
+    /// formulas, its dependency statuses and its creation history (pending when it can be).
+    /// `places` are its cells' slots and schema positions.
+    fn finish_added(
         &mut self,
+        row: RowId,
         time_ms: i64,
         user: &str,
         record: &RecordWrite,
+        places: &[(Option<ColumnSlot>, Option<usize>)],
         dependencies: &[AddedDependency],
-        columns: &mut CellMemo<(Option<ColumnSlot>, Option<usize>)>,
     ) {
-        let places: Vec<(Option<ColumnSlot>, Option<usize>)> = record
-            .cells
-            .iter()
-            .enumerate()
-            .map(|(place, cell)| {
-                columns.get(place, &cell.column_id, |id| {
-                    (self.slots.get(id).copied(), self.schema.column_position(id))
-                })
-            })
-            .collect();
-        // The values go in with the row (no empty cell written over); then the flags.
-        let values: Vec<(ColumnSlot, &CellValue)> = record
-            .cells
-            .iter()
-            .zip(&places)
-            .filter_map(|(cell, &(slot, _))| Some((slot?, cell.value.as_ref()?)))
-            .collect();
-        let row = self.store.insert_with(&record.id, &record.path, time_ms, user, &values);
         // A new row's flags are clear: only cells that set one are looked at.
-        for (cell, &(slot, _)) in record.cells.iter().zip(&places) {
+        for (cell, &(slot, _)) in record.cells.iter().zip(places) {
             let sets_flags =
                 record.mark_mt || cell.source_status.is_some() || cell.dependency_status.is_some();
             if let Some(slot) = slot.filter(|_| sets_flags) {
@@ -197,7 +226,7 @@ impl GridState {
             let status = initial_status(empty(Some(target_slot)), empty(dependency.source_slot));
             self.store.set_dependency_status(row, target_slot, status);
         }
-        match creation_columns(&places) {
+        match creation_columns(places) {
             // The entry would hold the cells as they are now: written once something changes.
             Some(columns) => self.store.set_history_head(row, pending_creation(columns)),
             None => self.record_history(row, time_ms, user, &record.cells),
@@ -544,6 +573,7 @@ mod tests {
     use crate::grid::ops::GridOp;
     use crate::grid::schema::Dependency;
     use crate::grid::store::RecordIdentity;
+    use crate::grid::value::CellValue;
     use proptest::prelude::*;
 
     /// One step of a branch's life, as the property below draws it.

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
-use super::cell_memo::CellMemo;
 use super::formula::{rename_column, FormulaPlan};
 use super::history::History;
 use super::schema::{ColumnDef, Dependency, Schema, ViewColumn, ViewDef};
@@ -187,11 +186,7 @@ impl GridState {
         self.keep_pending_creations(op);
         match op {
             GridOp::AddRecords { time_ms, user, records } => {
-                let dependencies = self.dependency_slots();
-                let mut columns = CellMemo::default();
-                for record in records {
-                    self.add_record(*time_ms, user, record, &dependencies, &mut columns);
-                }
+                self.add_records(*time_ms, user, records);
                 return;
             }
             GridOp::UpdateRecords { time_ms, user, records } => {

@@ -61,6 +61,9 @@ pub struct WriteRecords {
 pub struct WriteAnswer {
     pub records: WrittenRecords,
     pub versions: Vec<u32>,
+    /// The write's ops, handed back so that the caller's thread frees them rather than the
+    /// actor's: a bulk add's twelve thousand cells took 6% of the actor's time to free.
+    pub spent: Vec<GridOp>,
 }
 
 /// The records a write leaves, as the view shows them.
@@ -132,7 +135,7 @@ impl GridActor {
         };
         let versions = rows.iter().map(|&row| record_version(&self.state, row)).collect();
         let records = WrittenRecords::of(&self.state, &columns, rows);
-        Ok((durable, WriteAnswer { records, versions }))
+        Ok((durable, WriteAnswer { records, versions, spent: ops }))
     }
 }
 

@@ -282,21 +282,28 @@ impl Column {
         self.chunks.push_with(new_chunk, |chunk| chunk.push(empty_of(kind), 0, 0));
     }
 
-    /// Appends a cell holding `value` (version `clock`, statuses unset); a value of another kind
-    /// than the column's appends an empty cell. True when the cell is not empty.
-    pub(super) fn push_value(
+    /// Appends a cell for each of `values` (`None`, or a value of another kind than the
+    /// column's: an empty cell; a value: version `clock`, statuses unset), each chunk made
+    /// writable once rather than per cell; `written(i)` is called for each value that left
+    /// its cell not empty.
+    pub(super) fn push_values(
         &mut self,
-        value: &CellValue,
+        values: &[Option<&CellValue>],
         scratch: &mut String,
         clock: u32,
-    ) -> bool {
+        mut written: impl FnMut(usize),
+    ) {
         let (kind, localized) = (self.kind, self.localized);
-        let value = stored(kind, value, scratch).unwrap_or(empty_of(kind));
-        let written = value != empty_of(kind);
-        let version = if written { clock } else { 0 };
         let new_chunk = || ColumnChunk::with_capacity(kind, localized, 0);
-        self.chunks.push_with(new_chunk, |chunk| chunk.push(value, version, 0));
-        written
+        self.chunks.push_many_with(values.len(), new_chunk, |chunk, i| {
+            let value = values[i].and_then(|value| stored(kind, value, scratch).ok());
+            let value = value.unwrap_or(empty_of(kind));
+            let is_written = value != empty_of(kind);
+            if is_written {
+                written(i);
+            }
+            chunk.push(value, if is_written { clock } else { 0 }, 0);
+        });
     }
 
     /// The cell of `row`.

@@ -111,6 +111,14 @@ impl RowId {
     }
 }
 
+/// A record an add appends (`ColumnStore::insert_many_with`): its key and the values of its
+/// cells by column (a column not named has an empty cell).
+pub struct NewRecord<'a> {
+    pub id: &'a str,
+    pub path: &'a str,
+    pub values: Vec<(ColumnSlot, &'a CellValue)>,
+}
+
 /// A column of the store. Handed out by `add_column`; never reused after `drop_column`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ColumnSlot(u32);
@@ -291,39 +299,43 @@ impl ColumnStore {
         row
     }
 
-    /// `insert` with cells given (a record added whole): each column gets its value, or an
-    /// empty cell, pushed at once rather than an empty cell written over. A value of another
-    /// kind than its column's is left out, as `set_value` refuses it.
-    pub fn insert_with(
+    /// `insert` of many records with their cells (an add's): the rows are appended in order,
+    /// then each column gets the cells of all of them in one pass (a value, or an empty cell,
+    /// pushed at once rather than an empty cell written over). A value of another kind than its
+    /// column's is left out, as `set_value` refuses it. The caller guarantees that no key is in
+    /// use or given twice. Returns the first record's row; the others follow it.
+    pub fn insert_many_with(
         &mut self,
-        id: &str,
-        path: &str,
+        records: &[NewRecord<'_>],
         time_ms: i64,
         user: &str,
-        values: &[(ColumnSlot, &CellValue)],
     ) -> RowId {
-        let row = self.insert_without_cells(id, path, time_ms, user);
-        let mut by_slot: Vec<Option<&CellValue>> = vec![None; self.columns.len()];
-        for &(slot, value) in values {
-            if let Some(at) = by_slot.get_mut(slot.0 as usize) {
-                *at = Some(value);
+        let first = self.ids.len();
+        for record in records {
+            self.insert_without_cells(record.id, record.path, time_ms, user);
+        }
+        let count = records.len();
+        let slots = self.columns.len();
+        // The values column by column: `by_slot[slot * count + i]` is record `i`'s.
+        let mut by_slot: Vec<Option<&CellValue>> = vec![None; slots * count];
+        for (i, record) in records.iter().enumerate() {
+            for &(slot, value) in &record.values {
+                if (slot.0 as usize) < slots {
+                    by_slot[slot.0 as usize * count + i] = Some(value);
+                }
             }
         }
-        let mut written = Vec::with_capacity(values.len());
+        let mut written = Vec::new();
         for (at, column) in self.columns.iter_mut().enumerate() {
             let Some(column) = column else { continue };
-            match by_slot[at] {
-                Some(value) if column.push_value(value, &mut self.scratch, self.clock) => {
-                    written.push(ColumnSlot(at as u32))
-                }
-                Some(_) => {}
-                None => column.push_empty(),
-            }
+            let values = &by_slot[at * count..(at + 1) * count];
+            column.push_values(values, &mut self.scratch, self.clock, |i| written.push((i, at)));
         }
-        for slot in written {
-            self.note_written(true, row, slot);
+        for (i, at) in written {
+            let row = RowId(u32::try_from(first + i).expect("rows are numbered below 2^32"));
+            self.note_written(true, row, ColumnSlot(at as u32));
         }
-        row
+        RowId(u32::try_from(first).expect("rows are numbered below 2^32"))
     }
 
     /// Room in the id index for `more` records (a load inserting that many).

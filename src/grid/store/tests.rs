@@ -515,3 +515,52 @@ fn a_column_built_from_parts_matches_one_built_from_whole_chunks() {
     let mut mismatched = ColumnBuilder::new(StorageKind::Number, false, 1);
     assert!(mismatched.push(&LoadCell::Text("x"), 0, 0, |_| 0).is_err());
 }
+
+#[test]
+fn records_added_together_match_records_added_one_by_one() {
+    let (mut original, slots) = full_store(13);
+    let dropped = original.add_column(StorageKind::Text, false);
+    original.drop_column(dropped);
+    let before = dump(&original, &slots);
+    let (mut together, mut one_by_one) = (original.clone(), original.clone());
+    let values: Vec<Vec<(ColumnSlot, CellValue)>> = (0..20)
+        .map(|i| {
+            let mut cells = vec![(slots[1], CellValue::Number(f64::from(i)))];
+            if i % 3 != 0 {
+                cells.push((slots[0], CellValue::Text(format!("added {i} ✓"))));
+            }
+            if i % 4 == 0 {
+                // Another kind than the column's: left out, as `set_value` refuses it.
+                cells.push((slots[2], CellValue::Text("not a boolean".into())));
+            }
+            if i % 5 == 0 {
+                cells.push((slots[4], CellValue::List(vec![format!("tag{i}")])));
+                cells.push((dropped, CellValue::Text("gone".into())));
+            }
+            cells
+        })
+        .collect();
+    let ids: Vec<String> = (0..20).map(|i| format!("new.{i:02}")).collect();
+    let records: Vec<NewRecord<'_>> = ids
+        .iter()
+        .zip(&values)
+        .map(|(id, cells)| NewRecord {
+            id,
+            path: "added",
+            values: cells.iter().map(|(slot, value)| (*slot, value)).collect(),
+        })
+        .collect();
+    let first = together.insert_many_with(&records, 5, "bulk");
+    assert_eq!(first, RowId(13));
+    for (id, cells) in ids.iter().zip(&values) {
+        let row = one_by_one.insert(id, "added", 5, "bulk");
+        for (slot, value) in cells.iter().filter(|(slot, _)| *slot != dropped) {
+            let _ = one_by_one.set_value(row, *slot, value);
+        }
+    }
+    assert_eq!(dump(&together, &slots), dump(&one_by_one, &slots));
+    assert_eq!(together.find("added", "new.19"), Some(RowId(32)));
+    assert_eq!(together.value(RowId(14), slots[0]), CellValue::Text("added 1 ✓".into()));
+    assert_eq!(together.version(RowId(13), slots[0]), 0, "a cell not given stays unwritten");
+    assert_eq!(dump(&original, &slots), before, "the shared chunks were copied, not written");
+}
