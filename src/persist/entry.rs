@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::grid::ops::GridOp;
 
+mod write;
+
 /// The first 8 bytes of a catalogue record (as a branch id length: u64::MAX, impossible).
 pub const CATALOG_MARKER: [u8; 8] = [0xff; 8];
 /// The first 8 bytes of a branch record in the compact layout (as a branch id length of the
@@ -49,14 +51,10 @@ impl WalEntry {
     }
 
     /// The entry in the compact layout, into a buffer sized first (a bulk add's entry is
-    /// most of a megabyte: growing a buffer to it copied it about once more).
+    /// most of a megabyte: growing a buffer to it copied it about once more). The records of
+    /// adds and updates are written directly in bincode's layout (`write`), the rest by bincode.
     pub fn encode(&self) -> Vec<u8> {
-        use bincode::Options;
-        let size = compact().serialized_size(self).expect("ops always serialize");
-        let mut bytes = Vec::with_capacity(COMPACT_MARKER.len() + size as usize);
-        bytes.extend_from_slice(&COMPACT_MARKER);
-        compact().serialize_into(&mut bytes, self).expect("ops always serialize");
-        bytes
+        write::encode(self)
     }
 
     /// Reads an entry of any layout: the compact one, or the original with or without a
