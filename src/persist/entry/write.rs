@@ -102,8 +102,8 @@ fn head(sink: &mut impl Sink, op: &GridOp, time_ms: i64, user: &str) {
 fn record_write(sink: &mut impl Sink, record: &RecordWrite) {
     string(sink, &record.id);
     string(sink, &record.path);
-    optional_string(sink, record.new_id.as_deref());
-    optional_string(sink, record.new_path.as_deref());
+    optional(sink, record.new_id.as_deref(), string);
+    optional(sink, record.new_path.as_deref(), string);
     length(sink, record.cells.len());
     for cell in &record.cells {
         cell_write(sink, cell);
@@ -113,27 +113,9 @@ fn record_write(sink: &mut impl Sink, record: &RecordWrite) {
 
 fn cell_write(sink: &mut impl Sink, cell: &CellWrite) {
     string(sink, &cell.column_id);
-    match &cell.value {
-        None => sink.byte(0),
-        Some(value) => {
-            sink.byte(1);
-            cell_value(sink, value);
-        }
-    }
-    match cell.dependency_status {
-        None => sink.byte(0),
-        Some(status) => {
-            sink.byte(1);
-            unsigned(sink, status as u64);
-        }
-    }
-    match cell.source_status {
-        None => sink.byte(0),
-        Some(status) => {
-            sink.byte(1);
-            unsigned(sink, status as u64);
-        }
-    }
+    optional(sink, cell.value.as_ref(), cell_value);
+    optional(sink, cell.dependency_status, |sink, status| unsigned(sink, status as u64));
+    optional(sink, cell.source_status, |sink, status| unsigned(sink, status as u64));
 }
 
 /// A value as serde's derive writes `CellValue`: its variant's index, then its field.
@@ -195,12 +177,13 @@ fn string(sink: &mut impl Sink, text: &str) {
     sink.bytes(text.as_bytes());
 }
 
-fn optional_string(sink: &mut impl Sink, text: Option<&str>) {
-    match text {
+/// An `Option`: a byte 0, or 1 and the value as `write` writes it.
+fn optional<S: Sink, T>(sink: &mut S, value: Option<T>, write: impl FnOnce(&mut S, T)) {
+    match value {
         None => sink.byte(0),
-        Some(text) => {
+        Some(value) => {
             sink.byte(1);
-            string(sink, text);
+            write(sink, value);
         }
     }
 }
