@@ -518,6 +518,7 @@ fn main() {
         metric(&server, "gridd_snapshot_bytes_total{kind=\"written\"}") / MIB,
         metric(&server, "gridd_snapshot_bytes_total{kind=\"borrowed\"}") / MIB,
     );
+    report_memory("after the load, before any query", &server, raw, cells);
     println!("\nqueries after the load (each answered {QUERY_RUNS} times after the first):\n");
     queries(&server, &view);
     println!();

@@ -3,12 +3,14 @@
 //! problem of a request is reported at once; a request with any problem changes nothing.
 //! The JSON's types are `input`'s, each cell's checks `cells`'; a refusal is a `WriteError`.
 
+use std::fmt;
+
 use super::ops::{GridOp, GridState, RecordWrite};
 use super::schema::ViewDef;
 use super::store::RecordIdentity;
 use super::value::SourceStatus;
 pub use super::write_error::MAX_PROBLEMS;
-use super::write_error::{At, Problems, WriteError};
+use super::write_error::{At, Problems, RecordIndex, WriteError};
 use crate::error::ErrorCode;
 use crate::ids;
 
@@ -61,7 +63,7 @@ fn check_count(n: usize) -> Result<(), WriteError> {
     problems.into_result()
 }
 
-fn check_id(id: &str, at: &str, problems: &mut Problems) -> bool {
+fn check_id(id: &str, at: &dyn fmt::Display, problems: &mut Problems) -> bool {
     if id.is_empty() {
         problems.add(
             ErrorCode::InvalidRecordId,
@@ -93,7 +95,7 @@ pub fn plan_add(
 ) -> Result<GridOp, WriteError> {
     check_count(inputs.len())?;
     let mut problems = Problems::default();
-    let inputs = inputs.into_iter().enumerate().map(|(i, input)| (format!("records[{i}]"), input));
+    let inputs = inputs.into_iter().enumerate().map(|(i, input)| (RecordIndex(i), input));
     let records = check_adds(
         state,
         inputs,
@@ -153,9 +155,9 @@ pub fn plan_import(
 
 /// Checks records to add (each with where it came from) through the write's view; `checks`
 /// holds the keys already taken by the same request.
-fn check_adds<'a>(
+fn check_adds<'a, L: fmt::Display>(
     state: &'a GridState,
-    inputs: impl Iterator<Item = (String, RecordInput)>,
+    inputs: impl Iterator<Item = (L, RecordInput)>,
     checks: &mut WriteChecks<'a>,
     source_default: SourceStatus,
     problems: &mut Problems,
@@ -225,7 +227,7 @@ pub fn plan_update(
     let mut checks = WriteChecks::new(state, view);
     let mut records = Vec::with_capacity(inputs.len());
     for (i, input) in inputs.iter_mut().enumerate() {
-        let at = format!("records[{i}]");
+        let at = RecordIndex(i);
         let Some(id) = input.id.clone() else {
             problems.add(
                 ErrorCode::NullRecordId,
@@ -295,7 +297,7 @@ pub fn plan_update_one(
         &mut input,
         record_id,
         rename_to.as_deref(),
-        "record",
+        &"record",
         &mut checks,
         &mut problems,
     );
@@ -314,7 +316,7 @@ fn check_update<'a>(
     input: &mut RecordInput,
     id: &str,
     rename_to: Option<&str>,
-    at: &str,
+    at: &dyn fmt::Display,
     checks: &mut WriteChecks<'a>,
     problems: &mut Problems,
 ) -> Option<RecordWrite> {

@@ -23,12 +23,23 @@ pub struct At {
 }
 
 impl At {
-    pub fn record(record: &str) -> Option<At> {
-        Some(At { record: record.to_owned(), cell: None })
+    pub fn record(record: &(impl fmt::Display + ?Sized)) -> Option<At> {
+        Some(At { record: record.to_string(), cell: None })
     }
 
-    pub fn cell(record: &str, cell: usize) -> Option<At> {
-        Some(At { record: record.to_owned(), cell: Some(cell) })
+    pub fn cell(record: &(impl fmt::Display + ?Sized), cell: usize) -> Option<At> {
+        Some(At { record: record.to_string(), cell: Some(cell) })
+    }
+}
+
+/// `records[i]`: where record `i` of a JSON body is, written out only when a problem names it
+/// (a bulk write checks a thousand records that are almost always fine).
+#[derive(Debug, Clone, Copy)]
+pub struct RecordIndex(pub usize);
+
+impl fmt::Display for RecordIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "records[{}]", self.0)
     }
 }
 

@@ -65,35 +65,36 @@ impl<'a> WriteColumns<'a> {
 
 /// The cell writes of one record: each input cell checked (`check_cell`), a problem added for
 /// each refused one, against the write's branch and view (`columns`). The values and column
-/// ids move out of `input` into the writes.
+/// ids move out of `input` into the writes (the ids only when no cell was refused: a problem
+/// refuses the write).
 pub(super) fn check_cells(
     columns: &mut WriteColumns<'_>,
     input: &mut RecordInput,
     row: Option<RowId>,
-    at: &str,
+    at: &dyn std::fmt::Display,
     kind: WriteKind,
     problems: &mut Problems,
 ) -> Vec<CellWrite> {
     let mut cells = Vec::with_capacity(input.cells.len());
-    // The input cell each write comes from: its column id moves into the write at the end.
-    let mut sources = Vec::with_capacity(input.cells.len());
-    // The values are taken out of the input: text moves into the op rather than being copied.
-    let mut values: Vec<Option<Value>> = input.cells.iter_mut().map(|c| c.value.take()).collect();
     let (state, view) = (columns.state, columns.view);
-    let record = RecordCheck { state, view, input: &*input, row, kind };
-    for (j, cell) in record.input.cells.iter().enumerate() {
+    for j in 0..input.cells.len() {
+        // The value is taken out of the input: text moves into the op rather than being
+        // copied. Column ids stay until every cell is checked (a lock looks at the others').
+        let value = input.cells[j].value.take();
+        let record = RecordCheck { state, view, input: &*input, row, kind };
         let at = CellAt { record: at, cell: j };
-        match record.check_cell(cell, values[j].take(), &at, columns) {
-            Ok(write) => {
-                sources.push(j);
-                cells.push(write);
-            }
+        match record.check_cell(&input.cells[j], value, &at, columns) {
+            Ok(write) => cells.push(write),
             Err(problem) => problems.push(problem),
         }
     }
     columns.clear();
-    for (write, j) in cells.iter_mut().zip(sources) {
-        write.column_id = input.cells[j].column_id.take().unwrap_or_default();
+    // A refused cell refuses the whole write, so the ids move only when every cell passed:
+    // then the writes are the input cells, in order.
+    if cells.len() == input.cells.len() {
+        for (write, cell) in cells.iter_mut().zip(&mut input.cells) {
+            write.column_id = cell.column_id.take().unwrap_or_default();
+        }
     }
     cells
 }
@@ -269,7 +270,7 @@ fn parse_status<T>(
 
 /// Where a cell of a request is (`records[3].cells[1]`), formatted only when a problem names it.
 struct CellAt<'a> {
-    record: &'a str,
+    record: &'a dyn std::fmt::Display,
     cell: usize,
 }
 

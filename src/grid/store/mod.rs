@@ -116,7 +116,7 @@ impl RowId {
 pub struct NewRecord<'a> {
     pub id: &'a str,
     pub path: &'a str,
-    pub values: Vec<(ColumnSlot, &'a CellValue)>,
+    pub values: &'a [(ColumnSlot, &'a CellValue)],
 }
 
 /// A column of the store. Handed out by `add_column`; never reused after `drop_column`.
@@ -319,7 +319,7 @@ impl ColumnStore {
         // The values column by column: `by_slot[slot * count + i]` is record `i`'s.
         let mut by_slot: Vec<Option<&CellValue>> = vec![None; slots * count];
         for (i, record) in records.iter().enumerate() {
-            for &(slot, value) in &record.values {
+            for &(slot, value) in record.values {
                 if (slot.0 as usize) < slots {
                     by_slot[slot.0 as usize * count + i] = Some(value);
                 }

@@ -541,14 +541,14 @@ fn records_added_together_match_records_added_one_by_one() {
         })
         .collect();
     let ids: Vec<String> = (0..20).map(|i| format!("new.{i:02}")).collect();
+    let borrowed: Vec<Vec<(ColumnSlot, &CellValue)>> = values
+        .iter()
+        .map(|cells| cells.iter().map(|(slot, value)| (*slot, value)).collect())
+        .collect();
     let records: Vec<NewRecord<'_>> = ids
         .iter()
-        .zip(&values)
-        .map(|(id, cells)| NewRecord {
-            id,
-            path: "added",
-            values: cells.iter().map(|(slot, value)| (*slot, value)).collect(),
-        })
+        .zip(&borrowed)
+        .map(|(id, cells)| NewRecord { id, path: "added", values: cells })
         .collect();
     let first = together.insert_many_with(&records, 5, "bulk");
     assert_eq!(first, RowId(13));
