@@ -156,48 +156,44 @@ impl GridState {
         // What each cell's column id resolves to (slot and schema position), remembered by the
         // cell's place for the next records.
         let mut columns: CellMemo<(Option<ColumnSlot>, Option<usize>)> = CellMemo::default();
-        // The places of all records' cells in one vector, each record's at `starts[i]..`
-        // (and its values likewise): two allocations for the add, not two per record.
+        // The places and values of all records' cells in two vectors; record `i`'s lie between
+        // `bounds[i]` and `bounds[i + 1]` (place, value): two allocations for the add, not two
+        // per record.
         let cells: usize = records.iter().map(|r| r.cells.len()).sum();
-        let mut places = Vec::with_capacity(cells);
-        let mut starts = Vec::with_capacity(records.len() + 1);
+        let (mut places, mut values) = (Vec::with_capacity(cells), Vec::with_capacity(cells));
+        let mut bounds = Vec::with_capacity(records.len() + 1);
         for record in records {
-            starts.push(places.len());
+            let first_place = places.len();
+            bounds.push((first_place, values.len()));
             places.extend(record.cells.iter().enumerate().map(|(place, cell)| {
                 columns.get(place, &cell.column_id, |id| {
                     (self.slots.get(id).copied(), self.schema.column_position(id))
                 })
             }));
-        }
-        starts.push(places.len());
-        let mut values = Vec::with_capacity(cells);
-        let mut value_ends = Vec::with_capacity(records.len());
-        for (i, record) in records.iter().enumerate() {
-            let record_places = &places[starts[i]..starts[i + 1]];
             values.extend(
                 record
                     .cells
                     .iter()
-                    .zip(record_places)
+                    .zip(&places[first_place..])
                     .filter_map(|(cell, &(slot, _))| Some((slot?, cell.value.as_ref()?))),
             );
-            value_ends.push(values.len());
         }
+        bounds.push((places.len(), values.len()));
         let added: Vec<NewRecord<'_>> = records
             .iter()
-            .zip(&value_ends)
-            .scan(0, |start, (record, &end)| {
-                let values = &values[*start..end];
-                *start = end;
-                Some(NewRecord { id: &record.id, path: &record.path, values })
+            .zip(bounds.windows(2))
+            .map(|(record, b)| NewRecord {
+                id: &record.id,
+                path: &record.path,
+                values: &values[b[0].1..b[1].1],
             })
             .collect();
         let first = self.store.insert_many_with(&added, time_ms, user).get();
         drop(added);
         drop(values);
-        for (i, record) in records.iter().enumerate() {
+        for (i, (record, b)) in records.iter().zip(bounds.windows(2)).enumerate() {
             let row = RowId::from_raw(first + i as u32);
-            let places = &places[starts[i]..starts[i + 1]];
+            let places = &places[b[0].0..b[1].0];
             self.finish_added(row, time_ms, user, record, places, &dependencies);
         }
     }
