@@ -349,6 +349,27 @@ impl<'a> CellsRef<'a> {
         bytes
     }
 
+    /// Whether the cells are text (`text_cell` reads them).
+    pub fn is_text(&self) -> bool {
+        matches!(self.cells, ArchivedColumnCells::Text { .. })
+    }
+
+    /// Text cell `i` (after `check`; `None` when empty), with its version and status byte: what
+    /// `cell` gives for a text cell, without the `LoadCell` around it.
+    #[inline]
+    pub fn text_cell(&self, i: usize) -> LoadResult<(Option<&'a str>, u32, u8)> {
+        let ArchivedColumnCells::Text { data, ends } = self.cells else {
+            return Err(format!("column {}: not text cells", self.id).into());
+        };
+        let start = if i == 0 { 0 } else { ends[i - 1].to_native() as usize };
+        let text = data
+            .as_str()
+            .get(start..ends[i].to_native() as usize)
+            .ok_or_else(|| format!("column {}: text offsets off a character", self.id))?;
+        let text = Some(text).filter(|t| !t.is_empty());
+        Ok((text, self.versions[i].to_native(), self.statuses[i]))
+    }
+
     /// Cell `i` (after `check`), with its version and status byte.
     pub fn cell(&self, i: usize) -> LoadResult<(LoadCell<'a>, u32, u8)> {
         let start =

@@ -506,6 +506,35 @@ fn a_column_built_from_parts_matches_one_built_from_whole_chunks() {
     }
     assert_eq!(parts.heap_bytes(), whole.heap_bytes(), "arenas sized alike");
 
+    // The same cells a run at a time (`push_texts`), in runs of 1337 that straddle chunks.
+    let mut runs = store_with_rows(RecordIdentity::RecordId, n);
+    let slot = runs.add_column(StorageKind::Text, true);
+    let mut builder = ColumnBuilder::new(StorageKind::Text, true, n);
+    for start in (0..n).step_by(1337) {
+        let texts: Vec<String> = (start..n.min(start + 1337)).map(text).collect();
+        let bytes = |i: usize, rows: usize| {
+            texts[i..texts.len().min(i + rows)].iter().map(|t| arena_cost(t.len())).sum()
+        };
+        let cell = |i: usize| {
+            let value = Some(texts[i].as_str()).filter(|t| !t.is_empty());
+            let (_, version, status) = cell(start + i);
+            Ok((value, version, status))
+        };
+        builder.push_texts(texts.len(), cell, bytes).expect("pushed");
+    }
+    runs.install_column(slot, builder.finish().expect("finished")).expect("installed");
+    for row in (0..n).map(|i| whole.find("", &format!("rec.{i:05}")).expect("present")) {
+        assert_eq!(runs.value(row, slot), whole.value(row, slot));
+        assert_eq!(runs.version(row, slot), whole.version(row, slot));
+        assert_eq!(runs.dependency_status(row, slot), whole.dependency_status(row, slot));
+    }
+    assert_eq!(runs.heap_bytes(), whole.heap_bytes(), "arenas sized alike, run by run");
+    let mut over = ColumnBuilder::new(StorageKind::Text, false, 2);
+    let three = over.push_texts(3, |_| Ok((Some("x"), 0, 0)), |_, rows| rows * 2);
+    assert!(three.is_err(), "three text cells for two records");
+    let mut numbers = ColumnBuilder::new(StorageKind::Number, false, 1);
+    assert!(numbers.push_texts(1, |_| Ok((Some("x"), 0, 0)), |_, _| 2).is_err());
+
     let mut short = ColumnBuilder::new(StorageKind::Number, false, 2);
     short.push(&LoadCell::Number(1.0), 0, 0, |_| 0).expect("pushed");
     assert!(short.finish().is_err(), "one cell for two records");

@@ -394,6 +394,17 @@ fn build_column(
     let mut groups = Vec::with_capacity(sections.len());
     let mut push = |cells: CellsRef<'_>| -> LoadResult<usize> {
         cells.check(cells.len())?;
+        if kind == StorageKind::Text && cells.is_text() {
+            // A text column's part a chunk's run at a time (most of a start's cells).
+            builder
+                .push_texts(
+                    cells.len(),
+                    |i| cells.text_cell(i),
+                    |i, rows| cells.arena_bytes(i, rows),
+                )
+                .map_err(|e| format!("column {id}: {e}"))?;
+            return Ok(cells.len());
+        }
         for i in 0..cells.len() {
             let (value, version, status) = cells.cell(i)?;
             builder

@@ -78,24 +78,10 @@ impl ColumnBuilder {
         status: u8,
         text: impl FnOnce(usize) -> usize,
     ) -> LoadResult<()> {
-        if self.built == self.rows {
-            return Err("more cells than records".into());
-        }
-        let (kind, localized) = (self.kind, self.localized);
-        let open = match &mut self.open {
-            Some(open) => open,
-            None => {
-                let rows = (self.rows - self.built).min(CHUNK_ROWS);
-                let cells = match kind {
-                    StorageKind::Text => Cells::Text(TextChunk::with_capacity(rows, text(rows))),
-                    _ => Cells::with_capacity(kind, rows),
-                };
-                let statuses = localized.then(|| Vec::with_capacity(rows));
-                let chunk =
-                    OpenChunk { cells, versions: Versions::default(), statuses, len: 0, rows };
-                self.open.insert(chunk)
-            }
-        };
+        let kind = self.kind;
+        // The list encoding's buffer, lent out of `self` while the open chunk is borrowed.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let open = self.open(text)?;
         let stored = match (kind, value) {
             (_, LoadCell::Empty) => empty_of(kind),
             (StorageKind::Text, LoadCell::Text(s)) => Stored::Text(Some(s)),
@@ -103,8 +89,8 @@ impl ColumnBuilder {
             (StorageKind::Boolean, LoadCell::Boolean(b)) => Stored::Boolean(u8::from(*b)),
             (StorageKind::Datetime, LoadCell::Datetime(t)) => Stored::Datetime(*t),
             (StorageKind::List, LoadCell::List(items)) => {
-                encode_list(items, &mut self.scratch);
-                Stored::Text(Some(&self.scratch))
+                encode_list(items, &mut scratch);
+                Stored::Text(Some(&scratch))
             }
             (kind, value) => return Err(format!("a {value:?} cell in a {kind:?} column").into()),
         };
@@ -114,22 +100,79 @@ impl ColumnBuilder {
             statuses.push(status);
         }
         open.len += 1;
+        self.scratch = scratch;
         self.built += 1;
-        if open.len == open.rows {
-            if let Some(open) = self.open.take() {
-                let OpenChunk { mut cells, versions, statuses, .. } = open;
-                // A chunk whose arena grew past its text gives the rest back.
-                if let Cells::Text(text) = &mut cells {
-                    text.shrink();
+        self.close_if_full();
+        Ok(())
+    }
+
+    /// Adds `count` text cells of a text column, as `push` would one by one but a chunk's run
+    /// at a time: `cell(i)` gives cell `i`'s text (`None` when empty), version and status byte,
+    /// and `text(i, rows)` the `arena_cost` of cells `i..i + rows` (sizing each chunk's arena
+    /// when its first cell comes, as `push`'s `text` does).
+    pub fn push_texts<'t>(
+        &mut self,
+        count: usize,
+        cell: impl Fn(usize) -> LoadResult<(Option<&'t str>, u32, u8)>,
+        text: impl Fn(usize, usize) -> usize,
+    ) -> LoadResult<()> {
+        if self.kind != StorageKind::Text {
+            return Err(format!("text cells in a {:?} column", self.kind).into());
+        }
+        let mut i = 0;
+        while i < count {
+            let open = self.open(|rows| text(i, rows))?;
+            let take = (open.rows - open.len).min(count - i);
+            let Cells::Text(chunk) = &mut open.cells else {
+                return Err("a text column with a chunk of another kind".into());
+            };
+            for k in i..i + take {
+                let (value, version, status) = cell(k)?;
+                chunk.push(value);
+                open.versions.push(version);
+                if let Some(statuses) = &mut open.statuses {
+                    statuses.push(status);
                 }
-                self.chunks.push(ColumnChunk {
-                    cells: Arc::new(cells),
-                    versions,
-                    status: statuses,
-                });
             }
+            open.len += take;
+            self.built += take;
+            i += take;
+            self.close_if_full();
         }
         Ok(())
+    }
+
+    /// The chunk being filled, opened (its arena sized to `text(rows)`) when none is; an
+    /// error once every record has its cell.
+    fn open(&mut self, text: impl FnOnce(usize) -> usize) -> LoadResult<&mut OpenChunk> {
+        if self.built == self.rows {
+            return Err("more cells than records".into());
+        }
+        let (kind, localized) = (self.kind, self.localized);
+        let rows = (self.rows - self.built).min(CHUNK_ROWS);
+        Ok(self.open.get_or_insert_with(|| {
+            let cells = match kind {
+                StorageKind::Text => Cells::Text(TextChunk::with_capacity(rows, text(rows))),
+                _ => Cells::with_capacity(kind, rows),
+            };
+            let statuses = localized.then(|| Vec::with_capacity(rows));
+            OpenChunk { cells, versions: Versions::default(), statuses, len: 0, rows }
+        }))
+    }
+
+    /// Hands the chunk being filled over to the column once it is full.
+    fn close_if_full(&mut self) {
+        if self.open.as_ref().is_none_or(|open| open.len < open.rows) {
+            return;
+        }
+        if let Some(open) = self.open.take() {
+            let OpenChunk { mut cells, versions, statuses, .. } = open;
+            // A chunk whose arena grew past its text gives the rest back.
+            if let Cells::Text(text) = &mut cells {
+                text.shrink();
+            }
+            self.chunks.push(ColumnChunk { cells: Arc::new(cells), versions, status: statuses });
+        }
     }
 
     /// The column, once it has a cell per record.
