@@ -376,17 +376,10 @@ impl<'a> CellsRef<'a> {
             |ends: &[rkyv::rend::u64_le]| if i == 0 { 0 } else { ends[i - 1].to_native() as usize };
         let id = self.id;
         let value = match self.cells {
-            ArchivedColumnCells::Text { data, ends } => {
-                let text = data
-                    .as_str()
-                    .get(start(ends)..ends[i].to_native() as usize)
-                    .ok_or_else(|| format!("column {id}: text offsets off a character"))?;
-                if text.is_empty() {
-                    LoadCell::Empty
-                } else {
-                    LoadCell::Text(text)
-                }
-            }
+            ArchivedColumnCells::Text { .. } => match self.text_cell(i)?.0 {
+                Some(text) => LoadCell::Text(text),
+                None => LoadCell::Empty,
+            },
             ArchivedColumnCells::Number(v) => {
                 let x = v[i].to_native();
                 if x.is_nan() {
