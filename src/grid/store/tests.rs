@@ -499,16 +499,20 @@ fn a_column_built_from_parts_matches_one_built_from_whole_chunks() {
         }
     }
     parts.install_column(slot, builder.finish().expect("finished")).expect("installed");
-    for row in (0..n).map(|i| whole.find("", &format!("rec.{i:05}")).expect("present")) {
-        assert_eq!(parts.value(row, slot), whole.value(row, slot));
-        assert_eq!(parts.version(row, slot), whole.version(row, slot));
-        assert_eq!(parts.dependency_status(row, slot), whole.dependency_status(row, slot));
-    }
-    assert_eq!(parts.heap_bytes(), whole.heap_bytes(), "arenas sized alike");
+    // Every store here numbers its rows and its one column alike.
+    let same_as_whole = |built: &ColumnStore, how: &str| {
+        for row in (0..n).map(|i| whole.find("", &format!("rec.{i:05}")).expect("present")) {
+            assert_eq!(built.value(row, slot), whole.value(row, slot), "{how}");
+            assert_eq!(built.version(row, slot), whole.version(row, slot), "{how}");
+            let status = built.dependency_status(row, slot);
+            assert_eq!(status, whole.dependency_status(row, slot), "{how}");
+        }
+        assert_eq!(built.heap_bytes(), whole.heap_bytes(), "arenas sized alike {how}");
+    };
+    same_as_whole(&parts, "cell by cell");
 
     // The same cells a run at a time (`push_texts`), in runs of 1337 that straddle chunks.
     let mut runs = store_with_rows(RecordIdentity::RecordId, n);
-    let slot = runs.add_column(StorageKind::Text, true);
     let mut builder = ColumnBuilder::new(StorageKind::Text, true, n);
     for start in (0..n).step_by(1337) {
         let texts: Vec<String> = (start..n.min(start + 1337)).map(text).collect();
@@ -522,13 +526,9 @@ fn a_column_built_from_parts_matches_one_built_from_whole_chunks() {
         };
         builder.push_texts(texts.len(), cell, bytes).expect("pushed");
     }
+    assert_eq!(runs.add_column(StorageKind::Text, true), slot);
     runs.install_column(slot, builder.finish().expect("finished")).expect("installed");
-    for row in (0..n).map(|i| whole.find("", &format!("rec.{i:05}")).expect("present")) {
-        assert_eq!(runs.value(row, slot), whole.value(row, slot));
-        assert_eq!(runs.version(row, slot), whole.version(row, slot));
-        assert_eq!(runs.dependency_status(row, slot), whole.dependency_status(row, slot));
-    }
-    assert_eq!(runs.heap_bytes(), whole.heap_bytes(), "arenas sized alike, run by run");
+    same_as_whole(&runs, "run by run");
     let mut over = ColumnBuilder::new(StorageKind::Text, false, 2);
     let three = over.push_texts(3, |_| Ok((Some("x"), 0, 0)), |_, rows| rows * 2);
     assert!(three.is_err(), "three text cells for two records");
