@@ -79,9 +79,8 @@ impl ColumnBuilder {
         text: impl FnOnce(usize) -> usize,
     ) -> LoadResult<()> {
         let kind = self.kind;
-        // The list encoding's buffer, lent out of `self` while the open chunk is borrowed.
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let open = self.open(text)?;
+        let rows = self.next_chunk_rows()?;
+        let open = open_chunk(&mut self.open, kind, self.localized, rows, text);
         let stored = match (kind, value) {
             (_, LoadCell::Empty) => empty_of(kind),
             (StorageKind::Text, LoadCell::Text(s)) => Stored::Text(Some(s)),
@@ -89,8 +88,8 @@ impl ColumnBuilder {
             (StorageKind::Boolean, LoadCell::Boolean(b)) => Stored::Boolean(u8::from(*b)),
             (StorageKind::Datetime, LoadCell::Datetime(t)) => Stored::Datetime(*t),
             (StorageKind::List, LoadCell::List(items)) => {
-                encode_list(items, &mut scratch);
-                Stored::Text(Some(&scratch))
+                encode_list(items, &mut self.scratch);
+                Stored::Text(Some(&self.scratch))
             }
             (kind, value) => return Err(format!("a {value:?} cell in a {kind:?} column").into()),
         };
@@ -100,7 +99,6 @@ impl ColumnBuilder {
             statuses.push(status);
         }
         open.len += 1;
-        self.scratch = scratch;
         self.built += 1;
         self.close_if_full();
         Ok(())
@@ -145,19 +143,17 @@ impl ColumnBuilder {
     /// The chunk being filled, opened (its arena sized to `text(rows)`) when none is; an
     /// error once every record has its cell.
     fn open(&mut self, text: impl FnOnce(usize) -> usize) -> LoadResult<&mut OpenChunk> {
+        let rows = self.next_chunk_rows()?;
+        Ok(open_chunk(&mut self.open, self.kind, self.localized, rows, text))
+    }
+
+    /// The rows of a chunk opened now (the records left, at most a chunk's); an error once
+    /// every record has its cell.
+    fn next_chunk_rows(&self) -> LoadResult<usize> {
         if self.built == self.rows {
             return Err("more cells than records".into());
         }
-        let (kind, localized) = (self.kind, self.localized);
-        let rows = (self.rows - self.built).min(CHUNK_ROWS);
-        Ok(self.open.get_or_insert_with(|| {
-            let cells = match kind {
-                StorageKind::Text => Cells::Text(TextChunk::with_capacity(rows, text(rows))),
-                _ => Cells::with_capacity(kind, rows),
-            };
-            let statuses = localized.then(|| Vec::with_capacity(rows));
-            OpenChunk { cells, versions: Versions::default(), statuses, len: 0, rows }
-        }))
+        Ok((self.rows - self.built).min(CHUNK_ROWS))
     }
 
     /// Hands the chunk being filled over to the column once it is full.
@@ -187,4 +183,24 @@ impl ColumnBuilder {
         let (kind, localized) = (self.kind, self.localized);
         Ok(Column { kind, localized, chunks: Chunked::from_chunks(self.chunks, self.rows) })
     }
+}
+
+/// The chunk in `open`, or a new one of `rows` rows of `kind` (its arena sized to `text(rows)`)
+/// when there is none. A function of the builder's fields, not a method, so that `push` can
+/// still encode a list into the builder's scratch buffer while it holds the chunk.
+fn open_chunk(
+    open: &mut Option<OpenChunk>,
+    kind: StorageKind,
+    localized: bool,
+    rows: usize,
+    text: impl FnOnce(usize) -> usize,
+) -> &mut OpenChunk {
+    open.get_or_insert_with(|| {
+        let cells = match kind {
+            StorageKind::Text => Cells::Text(TextChunk::with_capacity(rows, text(rows))),
+            _ => Cells::with_capacity(kind, rows),
+        };
+        let statuses = localized.then(|| Vec::with_capacity(rows));
+        OpenChunk { cells, versions: Versions::default(), statuses, len: 0, rows }
+    })
 }
