@@ -36,7 +36,7 @@ const NUMBERS: [f64; 6] = [-2.5, 0.0, 1.0, 1.0, 7.25, 1e6];
 const DATES: [&str; 5] = ["2025-01-01", "2025-06-30", "2026-01-31", "2026-01-31", "2027-12-24"];
 const USERS: [&str; 3] = ["alice", "Bob", "carol"];
 const PATHS: [&str; 3] = ["", "ui/menu", "UI/hud"];
-const PATTERNS: [&str; 13] = [
+const PATTERNS: [&str; 14] = [
     "^a",
     "(?i)APPLE",
     "e$",
@@ -50,6 +50,8 @@ const PATTERNS: [&str; 13] = [
     "^$|z*",
     // Runs on past one value into the next in an arena.
     "p.*e",
+    // Matches a value's separator in the arena too, also the one of a value before `""`.
+    r"\s",
     "^$",
     // Unicode word boundaries: the arena search gives up at a candidate next to a non-ASCII
     // byte (`ber` in `über`).
@@ -96,7 +98,9 @@ fn columns() -> Vec<ColumnDef> {
 
 /// A cell value drawn from small pools, so that equal values and ties are common.
 fn value_for(column: &str, pick: usize) -> CellValue {
-    let empty = pick.is_multiple_of(7);
+    // Not `pick % 7 == 0`: `TEXTS[0]` (`""`, a value that is only a separator in the arena)
+    // must stay reachable (pick 14).
+    let empty = pick % 7 == 3;
     if empty {
         return CellValue::Empty;
     }
@@ -584,6 +588,26 @@ fn a_regexp_whose_arena_search_gives_up_tests_the_rest_one_by_one() {
     let bound = bind_filters(&world.state, &view, &[raw]).expect("a valid filter");
     let page = world.engine.run(&mut world.state.store, &bound, &[], 0, 100);
     assert_eq!(page.total, 4);
+}
+
+/// A regexp that matches an arena's separators: a match on the separator of the value before
+/// `""` (itself only a separator) names the `""` row, which holds no value; the search goes
+/// on to the next row with one rather than stopping there.
+#[test]
+fn a_regexp_matching_a_separator_before_an_empty_value_finds_the_rows_after_it() {
+    let mut world = World::new();
+    // Text picks: "x1", "", "zeta 9", absent, "Apple pie".
+    let records = [7, 14, 9, 3, 2].map(|t| vec![t, 1, 1, 1, 1, 1, 1]).to_vec();
+    world.apply(&Step::Add(records)).expect("added");
+    let field = FIELDS.iter().position(|&f| f == "t").expect("the text field");
+    let op = ops_of("t").iter().position(|&op| op == Op::Regexp).expect("regexp");
+    let pick = PATTERNS.iter().position(|&p| p == r"\s").expect("the pattern");
+    world.check(&[(field, op, pick)], &[], 0, 100).expect("the rows of a plain scan");
+    let view = world.state.schema.view(VIEW).expect("the view").clone();
+    let raw = RawFilter { field: "t".into(), op: Op::Regexp, value: json!(r"\s") };
+    let bound = bind_filters(&world.state, &view, &[raw]).expect("a valid filter");
+    let page = world.engine.run(&mut world.state.store, &bound, &[], 0, 100);
+    assert_eq!(page.total, 2, "zeta 9 and Apple pie");
 }
 
 proptest! {

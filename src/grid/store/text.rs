@@ -73,6 +73,33 @@ enum Rows {
     Spans(Vec<Span>),
 }
 
+/// Where each row's value ends in an arena that holds the values in row order.
+#[derive(Clone, Copy)]
+pub struct RowEnds<'a>(&'a [u32]);
+
+impl RowEnds<'_> {
+    /// Rows.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no rows.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Where row `at`'s value ends in the arena (its separator's offset); for a row without
+    /// one (absent, or `""`, which is only a separator), where the last value before it ends
+    /// or where its separator lies. Never decreases with `at`, and a row with a value ends
+    /// past every row before it. Panics when `at >= len`.
+    #[inline]
+    pub fn end(&self, at: usize) -> usize {
+        ((self.0[at] & !ABSENT) as usize).saturating_sub(1)
+    }
+}
+
 /// Up to `CHUNK_ROWS` rows of strings.
 #[derive(Clone)]
 pub(super) struct TextChunk {
@@ -172,6 +199,15 @@ impl TextChunk {
         match span.len {
             EMPTY_LEN | SPILLED_LEN | 0 => None,
             len => Some(span.off as usize..span.off as usize + len as usize),
+        }
+    }
+
+    /// When the arena holds the values in row order (`Rows::Ends`): each row's end there.
+    #[inline]
+    pub(super) fn row_ends(&self) -> Option<RowEnds<'_>> {
+        match &self.rows {
+            Rows::Ends(ends) => Some(RowEnds(ends)),
+            Rows::Spans(_) => None,
         }
     }
 
