@@ -2,7 +2,8 @@
 //! change journal:
 //!
 //! - `OrderedIndex`: the live rows with a non-empty key, sorted by (key in the sort direction,
-//!   row), in blocks of at most `BLOCK_MAX` rows with a row-to-block map, so that a changed row is
+//!   row), in blocks of at most `BLOCK_MAX` rows with a row-to-block map (made by the first
+//!   change: until then the index holds 4 bytes a row less), so that a changed row is
 //!   removed without knowing its old key, inserted by binary search, and any position is reached
 //!   in O(log n) through block start positions.
 //! - `DictIndex`: a text column's distinct values to their row sets, for `=` and `in`, kept only
@@ -153,6 +154,17 @@ impl<T: Copy> CowVec<T> {
     }
 }
 
+/// Each row's block id among `blocks` in `order` (`NONE` for a row in none), over `rows` rows.
+fn row_map(blocks: &[Arc<Vec<u32>>], order: &[u32], rows: usize) -> CowVec<u32> {
+    let mut map = CowVec::filled(NONE, rows);
+    for &id in order {
+        for &row in blocks[id as usize].iter() {
+            map.set(row as usize, id);
+        }
+    }
+    map
+}
+
 /// Live rows with a non-empty key, sorted; see the module doc.
 #[derive(Clone)]
 pub struct OrderedIndex {
@@ -166,7 +178,10 @@ pub struct OrderedIndex {
     order: Vec<u32>,
     /// Position of the first row of each block of `order`, plus the total at the end.
     starts: Vec<usize>,
-    block_of: CowVec<u32>,
+    /// Each row's block id (`NONE` when not in the index), made by the first update: only a
+    /// change needs it (to take a row out without knowing its old key), so an index that has
+    /// seen none holds 4 bytes a row less.
+    block_of: Option<CowVec<u32>>,
     members: RoaringBitmap,
     free: Vec<u32>,
 }
@@ -189,15 +204,12 @@ impl OrderedIndex {
             sizes: Vec::new(),
             order: Vec::new(),
             starts: Vec::new(),
-            block_of: CowVec::filled(NONE, store.rows()),
+            block_of: None,
             members: bits.finish(),
             free: Vec::new(),
         };
         for chunk in rows.chunks(BLOCK_BUILD) {
             let id = index.blocks.len() as u32;
-            for &row in chunk {
-                index.block_of.set(row as usize, id);
-            }
             index.blocks.push(Arc::new(chunk.to_vec()));
             index.sizes.push(chunk.len() as u32);
             index.order.push(id);
@@ -238,12 +250,16 @@ impl OrderedIndex {
             *self = OrderedIndex::build(store, self.key);
             return;
         }
-        if self.block_of.len() < store.rows() {
-            self.block_of.resize(store.rows(), NONE);
+        let mut block_of = match self.block_of.take() {
+            Some(map) => map,
+            None => row_map(&self.blocks, &self.order, store.rows()),
+        };
+        if block_of.len() < store.rows() {
+            block_of.resize(store.rows(), NONE);
         }
         let mut emptied = Vec::new();
         for &row in touched {
-            let id = self.block_of.get(row as usize).unwrap_or(NONE);
+            let id = block_of.get(row as usize).unwrap_or(NONE);
             if id == NONE {
                 continue;
             }
@@ -255,7 +271,7 @@ impl OrderedIndex {
                     emptied.push(id);
                 }
             }
-            self.block_of.set(row as usize, NONE);
+            block_of.set(row as usize, NONE);
             self.members.remove(row);
         }
         if !emptied.is_empty() {
@@ -263,6 +279,7 @@ impl OrderedIndex {
             self.order.retain(|&id| sizes[id as usize] > 0);
             self.free.extend(emptied);
         }
+        self.block_of = Some(block_of);
         for &row in touched {
             let id = RowId::from_raw(row);
             if (row as usize) < store.rows()
@@ -280,7 +297,7 @@ impl OrderedIndex {
         if self.order.is_empty() {
             let id = self.new_block(vec![row]);
             self.order.push(id);
-            self.block_of.set(row as usize, id);
+            self.place(row, id);
             self.members.insert(row);
             return;
         }
@@ -293,18 +310,28 @@ impl OrderedIndex {
         let block = Arc::make_mut(&mut self.blocks[id as usize]);
         let at = block.partition_point(|&r| cmp_rows(store, key, r, row).is_lt());
         block.insert(at, row);
-        self.block_of.set(row as usize, id);
+        if let Some(map) = &mut self.block_of {
+            map.set(row as usize, id);
+        }
         self.members.insert(row);
         if block.len() > BLOCK_MAX {
             let upper = block.split_off(block.len() / 2);
             let new_id = self.new_block(upper);
             let moved = self.blocks[new_id as usize].clone();
             for &row in moved.iter() {
-                self.block_of.set(row as usize, new_id);
+                self.place(row, new_id);
             }
             self.order.insert(at_order + 1, new_id);
         }
         self.sizes[id as usize] = self.blocks[id as usize].len() as u32;
+    }
+
+    /// Notes that `row` is in block `id` (`update` made the map before it inserts).
+    fn place(&mut self, row: u32, id: u32) {
+        debug_assert!(self.block_of.is_some(), "rows are placed only by an update");
+        if let Some(map) = &mut self.block_of {
+            map.set(row as usize, id);
+        }
     }
 
     fn new_block(&mut self, rows: Vec<u32>) -> u32 {
@@ -410,7 +437,7 @@ impl OrderedIndex {
     pub fn heap_bytes(&self) -> usize {
         self.blocks.iter().map(|b| b.capacity() * 4).sum::<usize>()
             + self.sizes.capacity() * 4
-            + self.block_of.heap_bytes()
+            + self.block_of.as_ref().map_or(0, CowVec::heap_bytes)
             + self.members.serialized_size()
     }
 }
