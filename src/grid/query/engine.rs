@@ -27,6 +27,15 @@ enum Dict {
     TooManyValues,
 }
 
+impl Dict {
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Dict::Built(index) => index.heap_bytes(),
+            Dict::TooManyValues => 0,
+        }
+    }
+}
+
 /// Indexes of one branch and the code that uses them; owned by the grid actor.
 ///
 /// A snapshot (`snapshot`) is a copy for a read view: it shares the indexes (their parts sit
@@ -98,6 +107,7 @@ impl QueryEngine {
     /// Bytes held by the indexes (approximate).
     pub fn heap_bytes(&self) -> usize {
         self.ordered.values().map(|index| index.heap_bytes()).sum::<usize>()
+            + self.dicts.values().map(|dict| dict.heap_bytes()).sum::<usize>()
             + self.orders.values().map(|order| order.heap_bytes()).sum::<usize>()
     }
 

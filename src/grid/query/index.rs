@@ -454,6 +454,17 @@ pub struct DictIndex {
 }
 
 impl DictIndex {
+    /// Bytes held on the heap (approximate: a hash map entry as its key, id and pointer).
+    pub fn heap_bytes(&self) -> usize {
+        let entry = std::mem::size_of::<(Box<str>, u32)>() + 1;
+        let keys: usize = self.ids.keys().map(|key| key.len()).sum();
+        self.ids.capacity() * entry
+            + keys
+            + self.sets.iter().map(|set| set.serialized_size()).sum::<usize>()
+            + self.sets.capacity() * std::mem::size_of::<usize>()
+            + self.row_value.heap_bytes()
+    }
+
     /// Most distinct values kept for `live` records.
     fn limit(live: usize) -> usize {
         (live / 16).max(1024)
