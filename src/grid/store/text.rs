@@ -90,6 +90,19 @@ impl RowEnds<'_> {
         self.0.is_empty()
     }
 
+    /// Where row `at`'s value lies in the arena; `None` when it has none there (absent or
+    /// `""`), as `TextChunk::arena_span`. Panics when `at >= len`.
+    #[inline]
+    pub fn span(&self, at: usize) -> Option<std::ops::Range<usize>> {
+        let end = self.0[at];
+        if end & ABSENT != 0 {
+            return None;
+        }
+        let start = if at == 0 { 0 } else { (self.0[at - 1] & !ABSENT) as usize };
+        let end = end as usize - 1;
+        (end > start).then_some(start..end)
+    }
+
     /// Where row `at`'s value ends in the arena (its separator's offset); for a row without
     /// one (absent, or `""`, which is only a separator), where the last value before it ends
     /// or where its separator lies. Never decreases with `at`, and a row with a value ends

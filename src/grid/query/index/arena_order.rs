@@ -56,7 +56,7 @@ impl OrderChunk {
             OrderChunk::Listed(listed) => Some(Entries::Listed(listed, arena)),
             OrderChunk::InRowOrder { rows } => {
                 let ends = arena.row_ends().filter(|ends| ends.len() >= *rows)?;
-                Some(Entries::InRowOrder { arena, ends, rows: *rows })
+                Some(Entries::InRowOrder { ends, rows: *rows })
             }
         }
     }
@@ -79,7 +79,7 @@ struct Listed {
 /// without a value in the arena (absent or `""`) included, and a seek steps over them.
 enum Entries<'a> {
     Listed(&'a Listed, &'a TextArena<'a>),
-    InRowOrder { arena: &'a TextArena<'a>, ends: RowEnds<'a>, rows: usize },
+    InRowOrder { ends: RowEnds<'a>, rows: usize },
 }
 
 impl Entries<'_> {
@@ -102,7 +102,7 @@ impl Entries<'_> {
     fn span(&self, k: usize) -> Option<std::ops::Range<usize>> {
         match self {
             Entries::Listed(listed, arena) => arena.span(listed.order[k] as usize),
-            Entries::InRowOrder { arena, .. } => arena.span(k),
+            Entries::InRowOrder { ends, .. } => ends.span(k),
         }
     }
 
@@ -119,7 +119,7 @@ impl Entries<'_> {
                     ends.partition_point(|&end| (end as usize) < target)
                 }
             }
-            Entries::InRowOrder { arena, ends, rows } => {
+            Entries::InRowOrder { ends, rows, .. } => {
                 let end = |at: usize| ends.end(at);
                 let mut at = if linear {
                     let mut at = k;
@@ -141,7 +141,7 @@ impl Entries<'_> {
                 };
                 // A row without a value ends no later than the next row with one, which also
                 // ends at or past `target`.
-                while at < *rows && arena.span(at).is_none() {
+                while at < *rows && ends.span(at).is_none() {
                     at += 1;
                 }
                 at
