@@ -103,13 +103,21 @@ impl RowEnds<'_> {
         (end > start).then_some(start..end)
     }
 
-    /// Where row `at`'s value ends in the arena (its separator's offset); for a row without
-    /// one (absent, or `""`, which is only a separator), where the last value before it ends
-    /// or where its separator lies. Never decreases with `at`, and a row with a value ends
-    /// past every row before it. Panics when `at >= len`.
+    /// The first row of `from..to` whose value ends at or past `target` in the arena, or `to`:
+    /// walking the rows in order (a near row: the prefetcher keeps up) or by binary search. A
+    /// row's value ends at its separator; a row without one (absent, or `""`, which is only a
+    /// separator) counts as ending where the last value before it ends, or at its separator:
+    /// the ends never decrease, and a row with a value ends past every row before it.
     #[inline]
-    pub fn end(&self, at: usize) -> usize {
-        ((self.0[at] & !ABSENT) as usize).saturating_sub(1)
+    pub fn seek(&self, from: usize, to: usize, target: usize, linear: bool) -> usize {
+        // Ending before `target`: `masked - 1 < target` (nothing before the first row's end).
+        let before = |&stored: &u32| ((stored & !ABSENT) as usize) <= target;
+        let rows = &self.0[from..to];
+        from + if linear {
+            rows.iter().take_while(|stored| before(stored)).count()
+        } else {
+            rows.partition_point(before)
+        }
     }
 }
 

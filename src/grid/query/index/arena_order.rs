@@ -119,26 +119,8 @@ impl Entries<'_> {
                     ends.partition_point(|&end| (end as usize) < target)
                 }
             }
-            Entries::InRowOrder { ends, rows, .. } => {
-                let end = |at: usize| ends.end(at);
-                let mut at = if linear {
-                    let mut at = k;
-                    while at < *rows && end(at) < target {
-                        at += 1;
-                    }
-                    at
-                } else {
-                    let (mut low, mut high) = (k, *rows);
-                    while low < high {
-                        let mid = low + (high - low) / 2;
-                        if end(mid) < target {
-                            low = mid + 1;
-                        } else {
-                            high = mid;
-                        }
-                    }
-                    low
-                };
+            Entries::InRowOrder { ends, rows } => {
+                let mut at = ends.seek(k, *rows, target, linear);
                 // A row without a value ends no later than the next row with one, which also
                 // ends at or past `target`.
                 while at < *rows && ends.span(at).is_none() {
