@@ -9,9 +9,8 @@
 //! - `DictIndex`: a text column's distinct values to their row sets, for `=` and `in`, kept only
 //!   while the column has few distinct values.
 //! - `ArenaOrder`: for `contains` and `regexp`, where a text column's values lie in the store's
-//!   own arenas (nothing for a chunk only appended to, whose values lie in row order; for a
-//!   chunk written over, its rows sorted by where their value lies, 2 bytes a row, and where
-//!   each of those values ends, 4 bytes): one
+//!   own arenas (the rows of each chunk sorted by where their value lies, 2 bytes a row, and
+//!   where each of those values ends, 4 bytes): one
 //!   search (the needle's spellings, `fold::ContainsSearch`; the pattern in multi-line form)
 //!   runs over each arena as stored (each value followed by `\n`, garbage and all), and each
 //!   row found is confirmed when the match does not prove it. No copy of the text is made.

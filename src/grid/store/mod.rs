@@ -81,21 +81,12 @@ impl<'a> TextArena<'a> {
     pub fn value(&self, at: usize) -> Option<&'a str> {
         self.cells.get(at)
     }
-
-    /// Where each row's value ends in `bytes()`, when the arena holds the values in row order
-    /// and nothing between them but their separators (a chunk only appended to, or just
-    /// collected; no value held outside).
-    #[inline]
-    pub fn row_ends(&self) -> Option<RowEnds<'a>> {
-        self.cells.row_ends()
-    }
 }
 
 use self::chunked::ChunkedVec;
 use self::column::Column;
 use self::index::{key_hash, HashIndex, Interner};
 use self::runs::ChunkedRuns;
-pub use self::text::RowEnds;
 use self::text::TextColumn;
 use crate::grid::value::CellValue;
 

@@ -73,54 +73,6 @@ enum Rows {
     Spans(Vec<Span>),
 }
 
-/// Where each row's value ends in an arena that holds the values in row order.
-#[derive(Clone, Copy)]
-pub struct RowEnds<'a>(&'a [u32]);
-
-impl RowEnds<'_> {
-    /// Rows.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether there are no rows.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Where row `at`'s value lies in the arena; `None` when it has none there (absent or
-    /// `""`), as `TextChunk::arena_span`. Panics when `at >= len`.
-    #[inline]
-    pub fn span(&self, at: usize) -> Option<std::ops::Range<usize>> {
-        let end = self.0[at];
-        if end & ABSENT != 0 {
-            return None;
-        }
-        let start = if at == 0 { 0 } else { (self.0[at - 1] & !ABSENT) as usize };
-        let end = end as usize - 1;
-        (end > start).then_some(start..end)
-    }
-
-    /// The first row of `from..to` whose value ends at or past `target` in the arena, or `to`:
-    /// walking the rows in order (a near row: the prefetcher keeps up) or by binary search. A
-    /// row's value ends at its separator; a row without one (absent, or `""`, which is only a
-    /// separator) counts as ending where the last value before it ends, or at its separator:
-    /// the ends never decrease, and a row with a value ends past every row before it.
-    #[inline]
-    pub fn seek(&self, from: usize, to: usize, target: usize, linear: bool) -> usize {
-        // Ending before `target`: `masked - 1 < target` (nothing before the first row's end).
-        let before = |&stored: &u32| ((stored & !ABSENT) as usize) <= target;
-        let rows = &self.0[from..to];
-        from + if linear {
-            rows.iter().take_while(|stored| before(stored)).count()
-        } else {
-            rows.partition_point(before)
-        }
-    }
-}
-
 /// Up to `CHUNK_ROWS` rows of strings.
 #[derive(Clone)]
 pub(super) struct TextChunk {
@@ -220,15 +172,6 @@ impl TextChunk {
         match span.len {
             EMPTY_LEN | SPILLED_LEN | 0 => None,
             len => Some(span.off as usize..span.off as usize + len as usize),
-        }
-    }
-
-    /// When the arena holds the values in row order (`Rows::Ends`): each row's end there.
-    #[inline]
-    pub(super) fn row_ends(&self) -> Option<RowEnds<'_>> {
-        match &self.rows {
-            Rows::Ends(ends) => Some(RowEnds(ends)),
-            Rows::Spans(_) => None,
         }
     }
 

@@ -1,7 +1,5 @@
-//! `ArenaOrder`: the order in which a text column's values lie in the store's arenas, per
-//! storage chunk (no copy of the text). A chunk only appended to holds its values in row order,
-//! so its order costs nothing: the search reads the arena's own row ends. Only a chunk written
-//! over keeps its rows sorted by where their value lies (6 bytes a row).
+//! `ArenaOrder`: the sort order of a text column's rows, kept per storage chunk over the
+//! chunk's arena (no copy of the text), merged across chunks when a page is read.
 
 use std::sync::Arc;
 
@@ -12,58 +10,11 @@ use super::super::arena_regex::{ArenaRegex, ArenaSearcher, GaveUp};
 use super::super::filter::fold_case;
 use super::super::fold::ContainsSearch;
 use super::{scan_chunks, scan_chunks_with};
-use crate::grid::store::{ColumnSlot, ColumnStore, RowBits, RowEnds, TextArena};
+use crate::grid::store::{ColumnSlot, ColumnStore, RowBits};
 
 /// One storage chunk of an `ArenaOrder`.
-enum OrderChunk {
-    /// The arena held its values in row order when the chunk was built (a chunk only appended
-    /// to, or just collected: the usual case), so the rows are their own order and where each
-    /// value ends is read from the arena's own row ends; nothing is stored.
-    InRowOrder { rows: usize },
-    /// The rows sorted by where their value lies (an arena written over since).
-    Listed(Listed),
-}
-
-impl Default for OrderChunk {
-    fn default() -> Self {
-        OrderChunk::InRowOrder { rows: 0 }
-    }
-}
-
-impl OrderChunk {
-    /// Rows of the chunk when built.
-    fn rows(&self) -> usize {
-        match self {
-            OrderChunk::InRowOrder { rows } => *rows,
-            OrderChunk::Listed(listed) => listed.rows,
-        }
-    }
-
-    /// Bytes held on the heap.
-    fn heap_bytes(&self) -> usize {
-        match self {
-            OrderChunk::InRowOrder { .. } => 0,
-            OrderChunk::Listed(c) => {
-                (c.order.capacity() + c.outside.capacity()) * 2 + c.ends.capacity() * 4
-            }
-        }
-    }
-
-    /// The entries to search in `arena` (this chunk's arena); `None` when the arena no longer
-    /// holds the order the chunk was built for (its rows are then tested one by one).
-    fn entries<'a>(&'a self, arena: &'a TextArena<'a>) -> Option<Entries<'a>> {
-        match self {
-            OrderChunk::Listed(listed) => Some(Entries::Listed(listed, arena)),
-            OrderChunk::InRowOrder { rows } => {
-                let ends = arena.row_ends().filter(|ends| ends.len() >= *rows)?;
-                Some(Entries::InRowOrder { ends, rows: *rows })
-            }
-        }
-    }
-}
-
-/// The rows of a written-over arena, in the order their values lie in it.
-struct Listed {
+#[derive(Default)]
+struct OrderChunk {
     /// The rows whose value lies in the arena, by where it lies.
     order: Vec<u16>,
     /// Where each of those values ends in the arena (ascending).
@@ -72,72 +23,6 @@ struct Listed {
     outside: Vec<u16>,
     /// Rows of the chunk when built.
     rows: usize,
-}
-
-/// A chunk's entries in arena order, as a search walks them: entry `k` is a row, and where its
-/// value ends never decreases with `k`. Of an `InRowOrder` chunk every row is an entry, those
-/// without a value in the arena (absent or `""`) included, and a seek steps over them.
-enum Entries<'a> {
-    Listed(&'a Listed, &'a TextArena<'a>),
-    InRowOrder { ends: RowEnds<'a>, rows: usize },
-}
-
-impl Entries<'_> {
-    fn len(&self) -> usize {
-        match self {
-            Entries::Listed(listed, _) => listed.order.len(),
-            Entries::InRowOrder { rows, .. } => *rows,
-        }
-    }
-
-    /// The row of entry `k` (below `len`).
-    fn row(&self, k: usize) -> u16 {
-        match self {
-            Entries::Listed(listed, _) => listed.order[k],
-            Entries::InRowOrder { .. } => k as u16,
-        }
-    }
-
-    /// Where entry `k`'s value lies in the arena; `None` for a row without one.
-    fn span(&self, k: usize) -> Option<std::ops::Range<usize>> {
-        match self {
-            Entries::Listed(listed, arena) => arena.span(listed.order[k] as usize),
-            Entries::InRowOrder { ends, .. } => ends.span(k),
-        }
-    }
-
-    /// The first entry from `k` on whose value lies in the arena and ends at or past
-    /// `target`, or `len()`. `linear` walks the ends in order (which the prefetcher keeps up
-    /// with when the entry is near); otherwise a binary search.
-    fn seek(&self, k: usize, target: usize, linear: bool) -> usize {
-        match self {
-            Entries::Listed(listed, _) => {
-                let ends = &listed.ends[k..];
-                k + if linear {
-                    ends.iter().take_while(|&&end| (end as usize) < target).count()
-                } else {
-                    ends.partition_point(|&end| (end as usize) < target)
-                }
-            }
-            Entries::InRowOrder { ends, rows } => {
-                let mut at = ends.seek(k, *rows, target, linear);
-                // A row without a value ends no later than the next row with one, which also
-                // ends at or past `target`.
-                while at < *rows && ends.span(at).is_none() {
-                    at += 1;
-                }
-                at
-            }
-        }
-    }
-
-    /// The rows whose value is held outside the arena.
-    fn outside(&self) -> &[u16] {
-        match self {
-            Entries::Listed(listed, _) => &listed.outside,
-            Entries::InRowOrder { .. } => &[],
-        }
-    }
 }
 
 /// Where a text column's values lie in the store's arenas; see the module doc. A clone shares
@@ -176,7 +61,7 @@ impl ArenaOrder {
         for i in 0..count {
             let arena = store.text_arena(self.slot, i)?;
             let chunk = self.chunks.get(i).zip(self.fresh.get(i));
-            fresh &= chunk.is_some_and(|(chunk, &f)| f && chunk.rows() == arena.rows());
+            fresh &= chunk.is_some_and(|(chunk, &f)| f && chunk.rows == arena.rows());
         }
         Some(fresh)
     }
@@ -188,12 +73,7 @@ impl ArenaOrder {
         self.fresh.resize(count, false);
         for (i, (chunk, fresh)) in self.chunks.iter_mut().zip(&mut self.fresh).enumerate() {
             let arena = store.text_arena(self.slot, i)?;
-            if *fresh && chunk.rows() == arena.rows() {
-                continue;
-            }
-            if arena.row_ends().is_some() {
-                *chunk = Arc::new(OrderChunk::InRowOrder { rows: arena.rows() });
-                *fresh = true;
+            if *fresh && chunk.rows == arena.rows() {
                 continue;
             }
             let mut placed: Vec<(u32, u16)> = Vec::with_capacity(arena.rows());
@@ -214,8 +94,7 @@ impl ArenaOrder {
                 .map(|&(_, at)| arena.span(at as usize).map_or(0, |span| span.end as u32))
                 .collect();
             outside.shrink_to_fit();
-            let rows = arena.rows();
-            *chunk = Arc::new(OrderChunk::Listed(Listed { order, ends, outside, rows }));
+            *chunk = Arc::new(OrderChunk { order, ends, outside, rows: arena.rows() });
             *fresh = true;
         }
         Some(())
@@ -240,25 +119,17 @@ impl ArenaOrder {
             else {
                 return;
             };
-            let value = |at: usize| arena.value(at).unwrap_or_default();
-            let Some(entries) = chunk.entries(&arena) else {
-                let rows = chunk.rows().min(arena.rows());
-                for at in (0..rows).filter(|&at| regex.is_match(value(at))) {
-                    bits.insert(base + at as u32);
-                }
-                return;
-            };
             let text = arena.bytes();
+            let span = |k: usize| arena.span(chunk.order[k] as usize).unwrap_or(0..0);
             let (mut from, mut k) = (0usize, 0usize);
-            while from < text.len() && k < entries.len() {
+            while from < text.len() && k < chunk.order.len() {
                 let end = match searcher.shortest_end(text, from) {
                     Ok(Some(end)) => end,
                     Ok(None) => break,
                     Err(GaveUp) => {
-                        for k in k..entries.len() {
-                            let Some(span) = entries.span(k) else { continue };
-                            if regex.is_match(&text[span]) {
-                                bits.insert(base + u32::from(entries.row(k)));
+                        for k in k..chunk.order.len() {
+                            if regex.is_match(&text[span(k)]) {
+                                bits.insert(base + u32::from(chunk.order[k]));
                             }
                         }
                         break;
@@ -266,26 +137,26 @@ impl ArenaOrder {
                 };
                 // The first row (in arena order) ending at or past the match's end; a match of
                 // no bytes at `from` names the row starting there.
-                k = entries.seek(k, end.max(from + 1), false);
-                let Some(found) = (k < entries.len()).then(|| entries.span(k)).flatten() else {
-                    break;
-                };
+                let target = end.max(from + 1);
+                k += chunk.ends[k..].partition_point(|&end| (end as usize) < target);
+                let Some(&at) = chunk.order.get(k) else { break };
+                let found = span(k);
                 if regex.is_match(&text[found.clone()]) {
-                    bits.insert(base + u32::from(entries.row(k)));
+                    bits.insert(base + u32::from(at));
                 }
                 from = found.end;
                 k += 1;
             }
-            let mut extra: Vec<u16> = entries
-                .outside()
+            let value = |at: usize| arena.value(at).unwrap_or_default();
+            let mut extra: Vec<u16> = chunk
+                .outside
                 .iter()
                 .copied()
                 .filter(|&at| regex.is_match(value(at as usize)))
                 .collect();
             if empty_matches {
-                extra.extend(
-                    (0..chunk.rows()).filter(|&at| value(at).is_empty()).map(|at| at as u16),
-                );
+                extra
+                    .extend((0..chunk.rows).filter(|&at| value(at).is_empty()).map(|at| at as u16));
             }
             for at in extra {
                 bits.insert(base + u32::from(at));
@@ -313,32 +184,28 @@ impl ArenaOrder {
             else {
                 return;
             };
-            let Some(entries) = chunk.entries(&arena) else {
-                let rows = chunk.rows().min(arena.rows());
-                for at in (0..rows).filter(|&at| arena.value(at).is_some_and(holds)) {
-                    bits.insert(base + at as u32);
-                }
-                return;
-            };
             let text = arena.bytes();
+            let (order, ends) = (&chunk.order, &chunk.ends);
             let (mut from, mut k) = (0usize, 0usize);
-            while k < entries.len() {
+            while k < order.len() {
                 let Some(found) = search.find(text, from) else { break };
-                k = entries.seek(k, found.end, true);
-                let Some(value) = (k < entries.len()).then(|| entries.span(k)).flatten() else {
-                    break;
-                };
+                // A linear walk: the ends are read in order, which the prefetcher keeps up
+                // with; a binary search would miss the cache at each probe.
+                let target = found.end as u32;
+                k += ends[k..].iter().take_while(|&&end| end < target).count();
+                let Some(&at) = order.get(k) else { break };
+                let value = arena.span(at as usize).unwrap_or(0..0);
                 if found.start < value.start {
                     from = found.end;
                     continue;
                 }
                 if search.proves() || holds(&text[value.clone()]) {
-                    bits.insert(base + u32::from(entries.row(k)));
+                    bits.insert(base + u32::from(at));
                 }
                 from = value.end;
                 k += 1;
             }
-            for &at in entries.outside() {
+            for &at in &chunk.outside {
                 if arena.value(at as usize).is_some_and(holds) {
                     bits.insert(base + u32::from(at));
                 }
@@ -348,6 +215,9 @@ impl ArenaOrder {
 
     /// Bytes held on the heap.
     pub fn heap_bytes(&self) -> usize {
-        self.chunks.iter().map(|c| std::mem::size_of::<OrderChunk>() + c.heap_bytes()).sum()
+        self.chunks
+            .iter()
+            .map(|c| (c.order.capacity() + c.outside.capacity()) * 2 + c.ends.capacity() * 4)
+            .sum()
     }
 }
