@@ -4,8 +4,8 @@
 //! its chunks behind `Arc`s, so cloning costs one reference count per chunk and a clone shares
 //! every chunk until one side writes to it (`Arc::make_mut` then copies that chunk alone). Callers
 //! group what one write touches into one chunk type (a column chunk holds cells, versions and
-//! statuses), so a write pays one copy-on-write check. `ChunkedVec<T>` is the plain vector of
-//! fixed-width values (row metadata). Chunks keep appends free of whole-column reallocations and
+//! statuses), so a write pays one copy-on-write check. `ChunkedVec<T>`, the plain vector of
+//! fixed-width values, is what this module's tests exercise the layout with. Chunks keep appends free of whole-column reallocations and
 //! leave no capacity slack once full (`CHUNK_ROWS` is a power of two). It knows nothing of
 //! records, columns or liveness beyond the row set handed to `retain_with`.
 
@@ -265,11 +265,12 @@ impl<T: Copy> Chunk for Vec<T> {
 }
 
 /// A vector of `Copy` values in shared copy-on-write chunks.
+#[cfg(test)]
 pub(super) type ChunkedVec<T> = Chunked<Vec<T>>;
 
+#[cfg(test)]
 impl<T: Copy> Chunked<Vec<T>> {
     /// A vector of `len` copies of `value`, each chunk allocated exactly.
-    #[cfg(test)]
     pub(super) fn filled(len: usize, value: T) -> Self {
         Chunked::from_fn(len, |n| vec![value; n])
     }

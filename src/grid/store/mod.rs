@@ -83,7 +83,6 @@ impl<'a> TextArena<'a> {
     }
 }
 
-use self::chunked::ChunkedVec;
 use self::column::Column;
 use self::index::{key_hash, HashIndex, Interner};
 use self::runs::ChunkedRuns;
@@ -176,8 +175,9 @@ pub struct ColumnStore {
     created: ChunkedRuns<u32>,
     moved: ChunkedRuns<u32>,
     /// Per row: where its record's history chain starts (`grid::history::EntryRef`,
-    /// `u64::MAX` for none). The entries live in `grid::history`.
-    history: ChunkedVec<u64>,
+    /// `u64::MAX` for none). The entries live in `grid::history`. Runs: a bulk add's records
+    /// all start with no entry or the same pending creation, so a chunk of them holds one run.
+    history: ChunkedRuns<u64>,
     /// Keys that stopped naming a record (deleted, or renamed/moved away), with the clock when,
     /// in clock order; persistent, so clones share it. A merge reads what its source deleted
     /// since the common point from it instead of looking up every record.
@@ -221,7 +221,7 @@ impl ColumnStore {
             user_names: Interner::default(),
             created: ChunkedRuns::new(),
             moved: ChunkedRuns::new(),
-            history: ChunkedVec::new(),
+            history: ChunkedRuns::new(),
             gone: imbl::Vector::new(),
             clock: 0,
             live: RoaringBitmap::new(),
