@@ -14,8 +14,9 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-/// How long a worker serves nothing before it gives its freed memory back.
-const QUIET: Duration = Duration::from_secs(1);
+/// How long a worker serves nothing before it gives its freed memory back (the read pool's
+/// threads wait as long: `grid::read_pool`).
+pub(crate) const QUIET: Duration = Duration::from_secs(1);
 
 thread_local! {
     /// When this worker last finished handling a request, unless it gave memory back since.
