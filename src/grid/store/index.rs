@@ -38,28 +38,25 @@ fn shard_of(hash: u64) -> usize {
     (hash >> SHARD_SHIFT) as usize % SHARDS
 }
 
-/// One shard of a `HashIndex`: (the low 32 bits of a key's hash, value) pairs, 8 bytes each.
-/// The table hashes an entry by those 32 bits alone (`table_hash`), so it never needs the
-/// key; several entries may share them.
-type Shard = hashbrown::HashTable<(u32, u32)>;
+/// One shard of a `HashIndex`: the values alone, 4 bytes each. The table files a value under
+/// the low 32 bits of its key's hash (`table_hash`); when it grows it asks the index's owner
+/// for a value's key hash again (`rehash`), so it never holds the key or its hash, and
+/// several values may share a hash.
+type Shard = hashbrown::HashTable<u32>;
 
-/// The table's hash of an entry whose key hash ends in `low`: `low` in both halves (hashbrown
-/// picks buckets with the low bits and tags with the top seven).
+/// The table's hash of a value whose key hash is `hash`: its low 32 bits in both halves
+/// (hashbrown picks buckets with the low bits and tags with the top seven).
 #[inline]
-fn table_hash(low: u32) -> u64 {
-    u64::from(low) * 0x1_0000_0001
-}
-
-#[inline]
-fn entry_hash(&(low, _): &(u32, u32)) -> u64 {
-    table_hash(low)
+fn table_hash(hash: u64) -> u64 {
+    u64::from(hash as u32) * 0x1_0000_0001
 }
 
 /// Key hash -> values, in `SHARDS` copy-on-write shards picked by hash bits 32.., each entry
-/// holding the hash's low 32 bits and the value (8 bytes; a hash and a value were 16). A value
-/// found under a hash is checked by the caller against the stored key, which a shared low half
-/// cannot fool. No shard exists before the first write; then every shard starts as one shared
-/// empty table and gets its own on its first write.
+/// holding the value alone (4 bytes; the hash's low half beside it made 8): a lookup checks
+/// the values whose bucket and 7-bit tag match against the stored key (`find`'s `is_match`),
+/// and a table that grows files its values again by their keys' hashes, which the owner
+/// computes from the stored keys (`rehash`). No shard exists before the first write; then
+/// every shard starts as one shared empty table and gets its own on its first write.
 #[derive(Clone, Default)]
 pub(super) struct HashIndex {
     shards: Vec<Arc<Shard>>,
@@ -69,9 +66,8 @@ impl HashIndex {
     /// The value under `hash` that `is_match` accepts.
     #[inline]
     pub(super) fn find(&self, hash: u64, mut is_match: impl FnMut(u32) -> bool) -> Option<u32> {
-        let low = hash as u32;
         let shard = self.shards.get(shard_of(hash))?;
-        shard.find(table_hash(low), |&(l, value)| l == low && is_match(value)).map(|&(_, v)| v)
+        shard.find(table_hash(hash), |&value| is_match(value)).copied()
     }
 
     /// The writable shard of `hash`, creating the shards on first use.
@@ -83,28 +79,29 @@ impl HashIndex {
     }
 
     /// Room for `more` values spread evenly over the shards (a load that knows how many keys
-    /// it inserts grows each shard once instead of by doubling).
-    pub(super) fn reserve(&mut self, more: usize) {
+    /// it inserts grows each shard once instead of by doubling). `rehash` gives the key hash
+    /// of a value already held.
+    pub(super) fn reserve(&mut self, more: usize, rehash: impl Fn(u32) -> u64) {
         if self.shards.is_empty() {
             self.shards = vec![Arc::default(); SHARDS];
         }
         let per = more.div_ceil(SHARDS) + more.div_ceil(SHARDS) / 16;
         for shard in &mut self.shards {
             // Without the room, the table grows as it fills.
-            let _ = Arc::make_mut(shard).try_reserve(per, entry_hash);
+            let _ = Arc::make_mut(shard).try_reserve(per, |&v| table_hash(rehash(v)));
         }
     }
 
-    /// Adds `value` under `hash`.
-    pub(super) fn insert(&mut self, hash: u64, value: u32) {
-        let low = hash as u32;
-        self.shard_mut(hash).insert_unique(table_hash(low), (low, value), entry_hash);
+    /// Adds `value` under `hash`; `rehash` gives the key hash of a value already held (a
+    /// table that grows files its values again).
+    pub(super) fn insert(&mut self, hash: u64, value: u32, rehash: impl Fn(u32) -> u64) {
+        self.shard_mut(hash).insert_unique(table_hash(hash), value, |&v| table_hash(rehash(v)));
     }
 
     /// Inserts every `(hash, value)` pair, as `insert` one after another would, but shard by
     /// shard (a stable counting sort by shard first), so that each shard's table is in cache
     /// while its values go in.
-    pub(super) fn insert_many(&mut self, pairs: Vec<(u64, u32)>) {
+    pub(super) fn insert_many(&mut self, pairs: Vec<(u64, u32)>, rehash: impl Fn(u32) -> u64) {
         let mut starts = vec![0usize; SHARDS + 1];
         for &(hash, _) in &pairs {
             starts[shard_of(hash) + 1] += 1;
@@ -120,29 +117,28 @@ impl HashIndex {
         }
         drop(pairs);
         for (hash, value) in sorted {
-            self.insert(hash, value);
+            self.insert(hash, value, &rehash);
         }
     }
 
     /// Removes `value` from under `hash` (no-op when absent; a shared shard is copied only
     /// when it holds the value).
     pub(super) fn remove(&mut self, hash: u64, value: u32) {
-        let low = hash as u32;
-        let matches = |&(l, v): &(u32, u32)| l == low && v == value;
+        let matches = |&v: &u32| v == value;
         let Some(shard) = self.shards.get(shard_of(hash)) else { return };
-        if shard.find(table_hash(low), matches).is_none() {
+        if shard.find(table_hash(hash), matches).is_none() {
             return;
         }
-        if let Ok(entry) = self.shard_mut(hash).find_entry(table_hash(low), matches) {
+        if let Ok(entry) = self.shard_mut(hash).find_entry(table_hash(hash), matches) {
             entry.remove();
         }
     }
 
-    /// Rewrites every value through `map` (row renumbering after compaction); copies every
-    /// shared non-empty shard.
+    /// Rewrites every value through `map` (row renumbering after compaction; the keys, so
+    /// their hashes, stay); copies every shared non-empty shard.
     pub(super) fn remap(&mut self, map: impl Fn(u32) -> u32) {
         for shard in self.shards.iter_mut().filter(|shard| !shard.is_empty()) {
-            Arc::make_mut(shard).iter_mut().for_each(|(_, v)| *v = map(*v));
+            Arc::make_mut(shard).iter_mut().for_each(|v| *v = map(*v));
         }
     }
 
@@ -154,7 +150,7 @@ impl HashIndex {
     /// Approximate bytes held on the heap (buckets at 7/8 load, one control byte each),
     /// counting shared shards in full but the shared empty shard once.
     pub(super) fn heap_bytes(&self) -> usize {
-        let entry = std::mem::size_of::<(u32, u32)>() + 1;
+        let entry = std::mem::size_of::<u32>() + 1;
         let buckets: usize = self.shards.iter().map(|shard| shard.capacity() * 8 / 7).sum();
         let own = self.shards.iter().filter(|shard| shard.capacity() > 0).count() + 1;
         let arcs = own.min(self.shards.len()) * arc_bytes::<Shard>();
@@ -179,7 +175,8 @@ impl Interner {
         }
         let number = u32::try_from(self.names.len()).expect("fewer than 2^32 distinct names");
         self.names.push(Some(name));
-        self.index.insert(hash, number);
+        let names = &self.names;
+        self.index.insert(hash, number, |n| key_hash(None, names.get(n as usize).unwrap_or("")));
         number
     }
 
@@ -213,16 +210,16 @@ mod tests {
 
     #[test]
     fn inserting_many_at_once_finds_what_inserting_one_by_one_finds() {
-        // Hashes spread over the shards, some shared by several values.
-        let pairs: Vec<(u64, u32)> = (0..5000u32)
-            .map(|v| (u64::from(v % 3000).wrapping_mul(0x9E37_79B9_7F4A_7C15), v))
-            .collect();
+        // Hashes spread over the shards, some shared by several values. The tables grow many
+        // times on the way, filing what they hold again by `rehash`.
+        let rehash = |v: u32| u64::from(v % 3000).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let pairs: Vec<(u64, u32)> = (0..5000u32).map(|v| (rehash(v), v)).collect();
         let mut one_by_one = HashIndex::default();
         for &(hash, value) in &pairs {
-            one_by_one.insert(hash, value);
+            one_by_one.insert(hash, value, rehash);
         }
         let mut at_once = HashIndex::default();
-        at_once.insert_many(pairs.clone());
+        at_once.insert_many(pairs.clone(), rehash);
         for &(hash, value) in &pairs {
             assert_eq!(at_once.find(hash, |v| v == value), Some(value));
             assert_eq!(one_by_one.find(hash, |v| v == value), Some(value));
@@ -234,7 +231,7 @@ mod tests {
     fn colliding_hashes_keep_every_value() {
         let mut index = HashIndex::default();
         for v in 0..5 {
-            index.insert(42, v);
+            index.insert(42, v, |_| 42);
         }
         assert_eq!(index.find(42, |v| v == 3), Some(3));
         index.remove(42, 0);
@@ -274,16 +271,21 @@ mod tests {
     fn clones_share_shards_until_written() {
         let mut a = HashIndex::default();
         let hashes: Vec<u64> = (0..2000u32).map(|v| key_hash(None, &v.to_string())).collect();
+        let rehash = |v: u32| match v {
+            7000 => hashes[5],
+            9000 => hashes[1],
+            v => hashes[v as usize],
+        };
         for (v, &hash) in hashes.iter().enumerate() {
-            a.insert(hash, v as u32);
+            a.insert(hash, v as u32, rehash);
         }
-        a.insert(hashes[5], 7000);
+        a.insert(hashes[5], 7000, rehash);
         let mut b = a.clone();
         let distinct = |x: &HashIndex, y: &HashIndex| {
             x.shards.iter().zip(&y.shards).filter(|(p, q)| !Arc::ptr_eq(p, q)).count()
         };
         assert_eq!(distinct(&a, &b), 0);
-        b.insert(hashes[1], 9000);
+        b.insert(hashes[1], 9000, rehash);
         b.remove(hashes[2], 2);
         assert_eq!(distinct(&a, &b), 1 + usize::from(shard_of(hashes[1]) != shard_of(hashes[2])));
         b.remove(hashes[5], 5);
@@ -295,7 +297,7 @@ mod tests {
         a.remap(|v| v + 1);
         assert_eq!(b.find(hashes[3], |v| v == 3), Some(3));
         assert_eq!(a.find(hashes[3], |v| v == 4), Some(4));
-        assert!(a.heap_bytes() > 2000 * 8);
+        assert!(a.heap_bytes() > 2000 * 4);
     }
 
     #[test]
@@ -304,7 +306,7 @@ mod tests {
         assert!(index.shards.is_empty() && index.heap_bytes() == 0);
         index.remove(1, 1);
         assert!(index.shards.is_empty());
-        index.insert(1, 1);
+        index.insert(1, 1, |_| 1);
         assert_eq!(index.find(1, |v| v == 1), Some(1));
     }
 }

@@ -197,6 +197,31 @@ pub struct ColumnStore {
     epoch: u64,
 }
 
+/// The id index's hash of the record `(path, id)` (`path` left out under
+/// `RecordIdentity::RecordId`).
+fn record_hash(identity: RecordIdentity, path: &str, id: &str) -> u64 {
+    match identity {
+        RecordIdentity::RecordId => key_hash(None, id),
+        RecordIdentity::PathAndId => key_hash(Some(path), id),
+    }
+}
+
+/// The key hash of the record stored at a row, from its stored id and path: what the id index
+/// (which keeps rows alone) files a row under again when a table grows. Every row the index
+/// holds is live and stores its current key.
+fn stored_key_hash<'a>(
+    identity: RecordIdentity,
+    ids: &'a TextColumn,
+    paths: &'a ChunkedRuns<u32>,
+    path_names: &'a Interner,
+) -> impl Fn(u32) -> u64 + 'a {
+    move |row| {
+        let row = row as usize;
+        let id = ids.get(row).unwrap_or_default();
+        record_hash(identity, path_names.name(paths.get(row)), id)
+    }
+}
+
 impl fmt::Debug for ColumnStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ColumnStore")
@@ -268,10 +293,7 @@ impl ColumnStore {
     }
 
     fn hash_of(&self, path: &str, id: &str) -> u64 {
-        match self.identity {
-            RecordIdentity::RecordId => key_hash(None, id),
-            RecordIdentity::PathAndId => key_hash(Some(path), id),
-        }
+        record_hash(self.identity, path, id)
     }
 
     fn is_key_of(&self, row: u32, path: &str, id: &str) -> bool {
@@ -340,7 +362,8 @@ impl ColumnStore {
 
     /// Room in the id index for `more` records (a load inserting that many).
     pub fn reserve_records(&mut self, more: usize) {
-        self.by_key.reserve(more);
+        let rehash = stored_key_hash(self.identity, &self.ids, &self.paths, &self.path_names);
+        self.by_key.reserve(more, rehash);
     }
 
     /// `insert` leaving every column a row short: loading an image, whose columns are then
@@ -362,7 +385,8 @@ impl ColumnStore {
             history_head: u64::MAX,
         };
         let (row, hash) = self.append_row(&record);
-        self.by_key.insert(hash, row.0);
+        let rehash = stored_key_hash(self.identity, &self.ids, &self.paths, &self.path_names);
+        self.by_key.insert(hash, row.0, rehash);
         row
     }
 
@@ -379,7 +403,8 @@ impl ColumnStore {
     /// of records, each shard's table then stays in cache while its keys go in, where key
     /// after key in row order missed the cache every time.
     pub fn index_loaded_keys(&mut self, keys: Vec<(u64, u32)>) {
-        self.by_key.insert_many(keys);
+        let rehash = stored_key_hash(self.identity, &self.ids, &self.paths, &self.path_names);
+        self.by_key.insert_many(keys, rehash);
     }
 
     /// Appends a row with empty cells everywhere but the columns; returns it and its key's hash.
@@ -422,7 +447,8 @@ impl ColumnStore {
         self.moved.set(row.at(), self.clock);
         if is_live {
             let new = self.hash_of(path, id);
-            self.by_key.insert(new, row.0);
+            let rehash = stored_key_hash(self.identity, &self.ids, &self.paths, &self.path_names);
+            self.by_key.insert(new, row.0, rehash);
         }
         self.note_row(row.0);
     }
