@@ -5,9 +5,10 @@
 //! every chunk until one side writes to it (`Arc::make_mut` then copies that chunk alone). Callers
 //! group what one write touches into one chunk type (a column chunk holds cells, versions and
 //! statuses), so a write pays one copy-on-write check. `ChunkedVec<T>`, the plain vector of
-//! fixed-width values, is what this module's tests exercise the layout with. Chunks keep appends free of whole-column reallocations and
-//! leave no capacity slack once full (`CHUNK_ROWS` is a power of two). It knows nothing of
-//! records, columns or liveness beyond the row set handed to `retain_with`.
+//! fixed-width values, is what this module's tests exercise the layout with. Chunks keep
+//! appends free of whole-column reallocations and leave no capacity slack once full
+//! (`CHUNK_ROWS` is a power of two). It knows nothing of records, columns or liveness beyond
+//! the row set handed to `retain_with`.
 
 use std::any::Any;
 use std::ops::Index;
