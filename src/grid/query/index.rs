@@ -164,6 +164,15 @@ fn row_map(blocks: &[Arc<Vec<u32>>], order: &[u32], rows: usize) -> CowVec<u32> 
     map
 }
 
+/// Notes in an index's row -> block map that `row` is in block `id` (`update` makes the map
+/// before it inserts; a free function so that it borrows the map alone, beside a block).
+fn place(block_of: &mut Option<CowVec<u32>>, row: u32, id: u32) {
+    debug_assert!(block_of.is_some(), "rows are placed only by an update");
+    if let Some(map) = block_of {
+        map.set(row as usize, id);
+    }
+}
+
 /// Live rows with a non-empty key, sorted; see the module doc.
 #[derive(Clone)]
 pub struct OrderedIndex {
@@ -296,7 +305,7 @@ impl OrderedIndex {
         if self.order.is_empty() {
             let id = self.new_block(vec![row]);
             self.order.push(id);
-            self.place(row, id);
+            place(&mut self.block_of, row, id);
             self.members.insert(row);
             return;
         }
@@ -309,28 +318,18 @@ impl OrderedIndex {
         let block = Arc::make_mut(&mut self.blocks[id as usize]);
         let at = block.partition_point(|&r| cmp_rows(store, key, r, row).is_lt());
         block.insert(at, row);
-        if let Some(map) = &mut self.block_of {
-            map.set(row as usize, id);
-        }
+        place(&mut self.block_of, row, id);
         self.members.insert(row);
         if block.len() > BLOCK_MAX {
             let upper = block.split_off(block.len() / 2);
             let new_id = self.new_block(upper);
             let moved = self.blocks[new_id as usize].clone();
             for &row in moved.iter() {
-                self.place(row, new_id);
+                place(&mut self.block_of, row, new_id);
             }
             self.order.insert(at_order + 1, new_id);
         }
         self.sizes[id as usize] = self.blocks[id as usize].len() as u32;
-    }
-
-    /// Notes that `row` is in block `id` (`update` made the map before it inserts).
-    fn place(&mut self, row: u32, id: u32) {
-        debug_assert!(self.block_of.is_some(), "rows are placed only by an update");
-        if let Some(map) = &mut self.block_of {
-            map.set(row as usize, id);
-        }
     }
 
     fn new_block(&mut self, rows: Vec<u32>) -> u32 {
