@@ -60,9 +60,11 @@ pub struct TextArena<'a> {
 }
 
 impl<'a> TextArena<'a> {
-    /// The arena's bytes.
-    pub fn bytes(&self) -> &'a str {
-        self.cells.arena()
+    /// The arena's bytes in one or two parts, in arena order, each with the arena offset it
+    /// starts at (the second holds what was written while a copy shared the first); a value
+    /// lies whole in one part.
+    pub fn parts(&self) -> impl Iterator<Item = (usize, &'a str)> {
+        self.cells.arena_parts()
     }
 
     /// Rows of the chunk.
@@ -70,7 +72,7 @@ impl<'a> TextArena<'a> {
         self.cells.len()
     }
 
-    /// Where row `at`'s value lies in `bytes()`; `None` when it is absent, empty, or held
+    /// Where row `at`'s value lies in the arena (`parts`); `None` when it is absent, empty, or held
     /// outside the arena (a long value: `value` reads it).
     #[inline]
     pub fn span(&self, at: usize) -> Option<std::ops::Range<usize>> {

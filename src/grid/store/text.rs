@@ -7,10 +7,17 @@
 //! by `\n` in the arena, so that a search over the arena sees where values end. An update
 //! appends and leaves the old bytes as garbage, which the chunk collects itself once garbage
 //! outweighs live bytes, so row positions never move here.
+//! The arena is in two parts: the first is shared (`Arc`) with the copies of the chunk (a
+//! branch's, a snapshot's or a read view's copy-on-write), and values written while it is
+//! shared go to the second, whose offsets continue past the first. A copy thus costs the rows'
+//! positions, never the text; writing to a chunk whose first part is no longer shared moves the
+//! second part back onto its end.
 //! Values longer than `INLINE_MAX` live in their own allocation (a spill slot) so that arena
 //! offsets always fit in `u32`. `TextColumn` (record ids, interned names) is a `Chunked` of text
 //! chunks, shared copy-on-write with its clones; text and list columns keep a `TextChunk` inside
 //! their own column chunks. It knows nothing of records, ids or column kinds.
+
+use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
@@ -76,7 +83,12 @@ enum Rows {
 /// Up to `CHUNK_ROWS` rows of strings.
 #[derive(Clone)]
 pub(super) struct TextChunk {
-    buf: String,
+    /// The arena's first part, shared with this chunk's copies: written to only while no copy
+    /// holds it.
+    shared: Arc<String>,
+    /// The arena's second part: values written while `shared` was shared. Its byte `i` is the
+    /// arena's byte `shared.len() + i`.
+    tail: String,
     rows: Rows,
     spill: Vec<Box<str>>,
     garbage: usize,
@@ -89,7 +101,8 @@ pub(super) struct TextChunk {
 impl Default for TextChunk {
     fn default() -> Self {
         TextChunk {
-            buf: String::new(),
+            shared: Arc::default(),
+            tail: String::new(),
             rows: Rows::Ends(Vec::new()),
             spill: Vec::new(),
             garbage: 0,
@@ -108,7 +121,7 @@ impl TextChunk {
     /// a chunk built whole (loading an image) then never grows or shrinks its arena.
     pub(super) fn with_capacity(rows: usize, bytes: usize) -> Self {
         TextChunk {
-            buf: String::with_capacity(bytes),
+            shared: Arc::new(String::with_capacity(bytes)),
             rows: Rows::Ends(Vec::with_capacity(rows)),
             ..TextChunk::default()
         }
@@ -143,12 +156,19 @@ impl TextChunk {
         match span.len {
             EMPTY_LEN => None,
             SPILLED_LEN => Some(&self.spill[span.off as usize]),
-            len => {
-                let start = span.off as usize;
-                let text = self.buf.get(start..start + len as usize);
-                Some(text.expect("inline spans lie on char boundaries of the arena"))
-            }
+            len => Some(self.inline(span.off as usize, len as usize)),
         }
+    }
+
+    /// The inline value of `len` bytes at arena offset `start`.
+    #[inline]
+    fn inline(&self, start: usize, len: usize) -> &str {
+        let (part, start) = match start.checked_sub(self.shared.len()) {
+            Some(in_tail) => (&self.tail, in_tail),
+            None => (&*self.shared, start),
+        };
+        let text = part.get(start..start + len);
+        text.expect("inline spans lie on char boundaries of one part of the arena")
     }
 
     /// Whether a value of this chunk may need JSON escaping (false: none does). See
@@ -158,13 +178,21 @@ impl TextChunk {
         self.escapes
     }
 
-    /// The arena: every inline value followed by `\n`, in the order written, with garbage
-    /// (values replaced since, each followed by `\n` too) between them.
-    pub(super) fn arena(&self) -> &str {
-        &self.buf
+    /// The arena's parts, each with the arena offset it starts at: every inline value
+    /// followed by `\n`, in the order written, with garbage (values replaced since, each
+    /// followed by `\n` too) between them. A value lies whole in one part; the second part is
+    /// left out when empty.
+    pub(super) fn arena_parts(&self) -> impl Iterator<Item = (usize, &str)> {
+        let tail = (!self.tail.is_empty()).then_some((self.shared.len(), self.tail.as_str()));
+        std::iter::once((0, self.shared.as_str())).chain(tail)
     }
 
-    /// Where the value at `at` lies in `arena()`; `None` when it is absent, empty or held on
+    /// Bytes in the arena, both parts.
+    fn arena_len(&self) -> usize {
+        self.shared.len() + self.tail.len()
+    }
+
+    /// Where the value at `at` lies in the arena (`arena_parts`); `None` when it is absent, empty or held on
     /// its own (`get` still reads it).
     #[inline]
     pub(super) fn arena_span(&self, at: usize) -> Option<std::ops::Range<usize>> {
@@ -208,33 +236,28 @@ impl TextChunk {
             self.spill.push(value.into());
             return Span { off, len: SPILLED_LEN };
         }
-        self.reserve(value.len() + 1);
-        let off = u32::try_from(self.buf.len())
+        let off = u32::try_from(self.arena_len())
             .expect("arena stays below 4 GiB: inline values are capped and garbage is collected");
-        self.buf.push_str(value);
-        self.buf.push(SEPARATOR);
+        let rows = self.len();
+        let part = match Arc::get_mut(&mut self.shared) {
+            Some(arena) => {
+                // No copy holds the first part any more: the second goes back onto its end,
+                // at the same offsets.
+                if !self.tail.is_empty() {
+                    arena.push_str(&std::mem::take(&mut self.tail));
+                }
+                reserve(arena, rows, value.len() + 1);
+                arena
+            }
+            None => {
+                self.tail.reserve(value.len() + 1);
+                &mut self.tail
+            }
+        };
+        part.push_str(value);
+        part.push(SEPARATOR);
         let len = u32::try_from(value.len()).expect("inline values are at most INLINE_MAX bytes");
         Span { off, len }
-    }
-
-    /// Grows the arena while the chunk fills: by doubling for its first `PREDICT_AFTER` rows,
-    /// then once to the size the rows so far predict for a full chunk (plus 1/8), so a large
-    /// chunk is copied about once instead of at every doubling (each copy of a big arena lands
-    /// on fresh pages the kernel must zero); past that, and for updates, by 1/8.
-    fn reserve(&mut self, extra: usize) {
-        if self.buf.capacity() - self.buf.len() >= extra {
-            return;
-        }
-        let rows = self.len();
-        let growth = if rows < PREDICT_AFTER {
-            self.buf.len()
-        } else if rows < CHUNK_ROWS && self.buf.capacity() < self.buf.len() / rows * CHUNK_ROWS {
-            let predicted = self.buf.len() / rows * (CHUNK_ROWS - rows);
-            predicted + predicted / 8
-        } else {
-            self.buf.len() / 8
-        };
-        self.buf.reserve_exact(extra.max(growth).max(64));
     }
 
     /// Appends a row.
@@ -255,7 +278,7 @@ impl TextChunk {
             spans.push(span);
         }
         if self.len() == CHUNK_ROWS {
-            self.buf.shrink_to_fit();
+            self.shrink();
         }
     }
 
@@ -275,7 +298,7 @@ impl TextChunk {
         }
         let span = self.store(value);
         self.spans_mut()[at] = span;
-        let held = self.buf.len() + self.spill.len() * SPILL_SLOT_BYTES;
+        let held = self.arena_len() + self.spill.len() * SPILL_SLOT_BYTES;
         if self.garbage > GC_MIN_GARBAGE && self.garbage * 2 > held {
             self.collect_garbage();
         }
@@ -304,9 +327,8 @@ impl TextChunk {
                     spill.push(value);
                 }
                 len => {
-                    let start = span.off as usize;
+                    let value = self.inline(span.off as usize, len as usize);
                     span.off = u32::try_from(buf.len()).expect("live bytes fit the arena");
-                    let value = &self.buf[start..start + len as usize];
                     escapes |= needs_json_escape(value);
                     buf.push_str(value);
                     buf.push(SEPARATOR);
@@ -314,7 +336,8 @@ impl TextChunk {
             }
             collected.push(span);
         }
-        self.buf = buf;
+        self.shared = Arc::new(buf);
+        self.tail = String::new();
         self.garbage = 0;
         self.escapes = escapes;
         self.rows = if spill.is_empty() {
@@ -350,12 +373,38 @@ impl Chunk for TextChunk {
             Rows::Ends(ends) => ends.capacity() * std::mem::size_of::<u32>(),
             Rows::Spans(spans) => spans.capacity() * std::mem::size_of::<Span>(),
         };
-        self.buf.capacity() + rows + self.spill.capacity() * SPILL_SLOT_BYTES + spilled
+        let arena =
+            std::mem::size_of::<usize>() * 2 + self.shared.capacity() + self.tail.capacity();
+        arena + rows + self.spill.capacity() * SPILL_SLOT_BYTES + spilled
     }
 
     fn shrink(&mut self) {
-        self.buf.shrink_to_fit();
+        // A first part shared with a copy stays as it is (shrinking it would copy it).
+        if let Some(arena) = Arc::get_mut(&mut self.shared) {
+            arena.shrink_to_fit();
+        }
+        self.tail.shrink_to_fit();
     }
+}
+
+/// Grows the arena's first part of a chunk holding `rows` rows for `extra` more bytes while the
+/// chunk fills: by doubling for its first `PREDICT_AFTER` rows, then once to the size the rows
+/// so far predict for a full chunk (plus 1/8), so a large chunk is copied about once instead of
+/// at every doubling (each copy of a big arena lands on fresh pages the kernel must zero); past
+/// that, and for updates, by 1/8.
+fn reserve(arena: &mut String, rows: usize, extra: usize) {
+    if arena.capacity() - arena.len() >= extra {
+        return;
+    }
+    let growth = if rows < PREDICT_AFTER {
+        arena.len()
+    } else if rows < CHUNK_ROWS && arena.capacity() < arena.len() / rows * CHUNK_ROWS {
+        let predicted = arena.len() / rows * (CHUNK_ROWS - rows);
+        predicted + predicted / 8
+    } else {
+        arena.len() / 8
+    };
+    arena.reserve_exact(extra.max(growth).max(64));
 }
 
 /// Optional strings, one per row, in shared copy-on-write chunked arenas.
@@ -522,9 +571,16 @@ mod tests {
         for value in values {
             chunk.push(value);
         }
-        assert_eq!((chunk.buf.len(), chunk.buf.capacity()), (9, 9));
+        assert_eq!((chunk.shared.len(), chunk.shared.capacity(), chunk.tail.len()), (9, 9, 0));
         assert_eq!(chunk.rows_capacity(), values.len());
         assert_eq!((0..4).map(|at| chunk.get(at)).collect::<Vec<_>>(), values);
+    }
+
+    /// The arena bytes in `range`, read from the part holding them (`None` across parts).
+    fn arena_text(chunk: &TextChunk, range: std::ops::Range<usize>) -> Option<&str> {
+        chunk.arena_parts().find_map(|(start, part)| {
+            part.get(range.start.checked_sub(start)?..range.end.checked_sub(start)?)
+        })
     }
 
     proptest::proptest! {
@@ -548,10 +604,11 @@ mod tests {
         /// Any pushes and replacements (absent, empty, short, spilled values, some with bytes
         /// JSON escapes) read back as a vector of the same would, whether the chunk holds ends
         /// or spans, the arena spans agree with the values, and a chunk holding a value that
-        /// needs escaping says so.
+        /// needs escaping says so; copies taken along the way (sharing the arena's first part)
+        /// keep reading as the vector did when they were taken.
         #[test]
         fn a_chunk_reads_as_a_vector_of_its_values(
-            ops in proptest::collection::vec((0usize..CHUNK_ROWS, 0u8..7), 1..60),
+            ops in proptest::collection::vec((0usize..CHUNK_ROWS, 0u8..9), 1..60),
         ) {
             let value = |kind: u8, n: usize| match kind {
                 0 => None,
@@ -564,8 +621,13 @@ mod tests {
             };
             let mut chunk = TextChunk::default();
             let mut model: Vec<Option<String>> = Vec::new();
+            let mut copies: Vec<(TextChunk, Vec<Option<String>>)> = Vec::new();
             for (i, &(at, kind)) in ops.iter().enumerate() {
-                if model.len() < CHUNK_ROWS && (model.is_empty() || i % 2 == 0) {
+                if kind == 7 {
+                    copies.push((chunk.clone(), model.clone()));
+                } else if kind == 8 {
+                    copies.truncate(copies.len().saturating_sub(1));
+                } else if model.len() < CHUNK_ROWS && (model.is_empty() || i % 2 == 0) {
                     chunk.push(value(kind, i).as_deref());
                     model.push(value(kind, i));
                 } else {
@@ -573,15 +635,18 @@ mod tests {
                     chunk.set(at, value(kind, i).as_deref());
                     model[at] = value(kind, i);
                 }
-                proptest::prop_assert_eq!(chunk.len(), model.len());
-                for (row, expected) in model.iter().enumerate() {
-                    proptest::prop_assert_eq!(chunk.get(row), expected.as_deref());
-                    if let Some(range) = chunk.arena_span(row) {
-                        proptest::prop_assert_eq!(Some(&chunk.arena()[range]), expected.as_deref());
+                for (chunk, model) in copies.iter().map(|(c, m)| (c, m)).chain([(&chunk, &model)]) {
+                    proptest::prop_assert_eq!(chunk.len(), model.len());
+                    for (row, expected) in model.iter().enumerate() {
+                        proptest::prop_assert_eq!(chunk.get(row), expected.as_deref());
+                        if let Some(range) = chunk.arena_span(row) {
+                            let text = arena_text(chunk, range);
+                            proptest::prop_assert_eq!(text, expected.as_deref());
+                        }
                     }
+                    let escaping = model.iter().flatten().any(|v| needs_json_escape(v));
+                    proptest::prop_assert!(chunk.escapes() || !escaping);
                 }
-                let escaping = model.iter().flatten().any(|v| needs_json_escape(v));
-                proptest::prop_assert!(chunk.escapes() || !escaping);
             }
         }
     }
@@ -655,8 +720,8 @@ mod tests {
         assert_eq!(col.get(1), Some("b"));
         assert_eq!(col.get(2), Some("ζ"));
         let chunk = &col.chunks[0];
-        assert!(chunk.garbage <= GC_MIN_GARBAGE.max(chunk.buf.len() / 2));
-        assert!(chunk.buf.len() < 200, "arena was collected: {}", chunk.buf.len());
+        assert!(chunk.garbage <= GC_MIN_GARBAGE.max(chunk.arena_len() / 2));
+        assert!(chunk.arena_len() < 200, "arena was collected: {}", chunk.arena_len());
     }
 
     #[test]
@@ -704,6 +769,29 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_shares_the_text_and_writes_beside_it() {
+        let values: Vec<String> = (0..CHUNK_ROWS - 2).map(|i| format!("value {i}")).collect();
+        let original = column_of(&values.iter().map(|v| Some(v.as_str())).collect::<Vec<_>>());
+        let mut copy = original.clone();
+        copy.set(1, Some("changed"));
+        copy.push(Some("added"));
+        let (before, after) = (&original.chunks[0], &copy.chunks[0]);
+        assert!(Arc::ptr_eq(&before.shared, &after.shared), "the copy's text is not copied");
+        assert_eq!(after.tail, "changed\nadded\n");
+        let added = CHUNK_ROWS - 2;
+        assert_eq!(copy.get(1), Some("changed"));
+        assert_eq!((copy.get(2), copy.get(added)), (Some("value 2"), Some("added")));
+        assert_eq!(original.get(1), Some("value 1"));
+        drop(original);
+        copy.set(3, Some("alone"));
+        let chunk = &copy.chunks[0];
+        assert!(chunk.tail.is_empty(), "the second part went back onto the first");
+        assert!(chunk.shared.ends_with("changed\nadded\nalone\n"));
+        assert_eq!((copy.get(1), copy.get(3)), (Some("changed"), Some("alone")));
+        assert_eq!((copy.get(2), copy.get(added)), (Some("value 2"), Some("added")));
+    }
+
+    #[test]
     fn clones_share_arenas_and_collect_garbage_apart() {
         let values: Vec<String> = (0..3 * CHUNK_ROWS).map(|i| format!("v{i}")).collect();
         let original = column_of(&values.iter().map(|v| Some(v.as_str())).collect::<Vec<_>>());
@@ -713,7 +801,7 @@ mod tests {
             clone.set(row, Some(&format!("clone value number {i}")));
         }
         assert_eq!(original.chunks.shared_with(&clone.chunks), [true, false, true]);
-        assert!(clone.chunks[1].buf.len() < 200, "the clone collected its own garbage");
+        assert!(clone.chunks[1].arena_len() < 200, "the clone collected its own garbage");
         assert_eq!(original.chunks[1].garbage, 0);
         assert_eq!(clone.get(row), Some("clone value number 199"));
         for (i, value) in values.iter().enumerate() {

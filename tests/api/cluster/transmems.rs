@@ -29,6 +29,20 @@ async fn found(cluster: &GriddCluster, node: usize, tm: &str, text: &str) -> Opt
     })
 }
 
+/// Waits until `nodes` know memory `tm`: the memory itself is a catalogue entity, which
+/// another node than the one that made it knows once its follower applied the change set (the
+/// catalogue's visibility), and a busy machine can take a while to do that.
+async fn known_to(cluster: &GriddCluster, tm: &str, nodes: std::ops::Range<usize>) {
+    let path = format!("/v1/transmems/{tm}");
+    for node in nodes {
+        until(Duration::from_secs(20), "the memory known to the node", || async {
+            let answer = cluster.call(node, Method::GET, &path, None).await.ok()?;
+            (answer.0 == 200).then_some(())
+        })
+        .await;
+    }
+}
+
 #[tokio::test]
 async fn a_memory_written_through_one_node_is_read_through_every_node() {
     let nats = NatsCluster::start().await;
@@ -44,6 +58,7 @@ async fn a_memory_written_through_one_node_is_read_through_every_node() {
     assert_eq!(status, 201, "{tm}");
     let tm = tm["id"].as_str().expect("id").to_owned();
     let path = format!("/v1/transmems/{tm}/segments");
+    known_to(&cluster, &tm, 1..3).await;
 
     // Written through node 1, found through every node right after the answer.
     let batch = json!([segment("Save game", "Sauvegarder"), segment("Quit", "Quitter")]);
@@ -184,6 +199,7 @@ async fn a_memorys_log_is_compacted_and_a_node_that_slept_through_it_catches_up(
     assert_eq!(status, 201, "{tm}");
     let tm = tm["id"].as_str().expect("id").to_owned();
     let path = format!("/v1/transmems/{tm}/segments");
+    known_to(&cluster, &tm, 1..3).await;
 
     // Node 2 sleeps (SIGSTOP) through more than IMAGE_EVERY updates of the same few segments,
     // written through the other two: an image is published and the entries before it purged.

@@ -119,35 +119,38 @@ impl ArenaOrder {
             else {
                 return;
             };
-            let text = arena.bytes();
-            let span = |k: usize| arena.span(chunk.order[k] as usize).unwrap_or(0..0);
-            let (mut from, mut k) = (0usize, 0usize);
-            while from < text.len() && k < chunk.order.len() {
-                let end = match searcher.shortest_end(text, from) {
-                    Ok(Some(end)) => end,
-                    Ok(None) => break,
-                    Err(GaveUp) => {
-                        for k in k..chunk.order.len() {
-                            if regex.is_match(&text[span(k)]) {
-                                bits.insert(base + u32::from(chunk.order[k]));
-                            }
-                        }
-                        break;
-                    }
-                };
-                // The first row (in arena order) ending at or past the match's end; a match of
-                // no bytes at `from` names the row starting there.
-                let target = end.max(from + 1);
-                k += chunk.ends[k..].partition_point(|&end| (end as usize) < target);
-                let Some(&at) = chunk.order.get(k) else { break };
-                let found = span(k);
-                if regex.is_match(&text[found.clone()]) {
-                    bits.insert(base + u32::from(at));
-                }
-                from = found.end;
-                k += 1;
-            }
             let value = |at: usize| arena.value(at).unwrap_or_default();
+            let row_text = |k: usize| value(usize::from(chunk.order[k]));
+            // `next`: the arena offset the search goes on from, across the arena's parts.
+            let (mut next, mut k) = (0usize, 0usize);
+            'parts: for (start, text) in arena.parts() {
+                let mut from = next.saturating_sub(start);
+                while from < text.len() && k < chunk.order.len() {
+                    let end = match searcher.shortest_end(text, from) {
+                        Ok(Some(end)) => end,
+                        Ok(None) => break,
+                        Err(GaveUp) => {
+                            for k in k..chunk.order.len() {
+                                if regex.is_match(row_text(k)) {
+                                    bits.insert(base + u32::from(chunk.order[k]));
+                                }
+                            }
+                            break 'parts;
+                        }
+                    };
+                    // The first row (in arena order) ending at or past the match's end; a
+                    // match of no bytes at `from` names the row starting there.
+                    let target = start + end.max(from + 1);
+                    k += chunk.ends[k..].partition_point(|&end| (end as usize) < target);
+                    let Some(&at) = chunk.order.get(k) else { break 'parts };
+                    if regex.is_match(row_text(k)) {
+                        bits.insert(base + u32::from(at));
+                    }
+                    next = arena.span(usize::from(at)).map_or(target, |found| found.end);
+                    from = next.saturating_sub(start);
+                    k += 1;
+                }
+            }
             let mut extra: Vec<u16> = chunk
                 .outside
                 .iter()
@@ -184,26 +187,30 @@ impl ArenaOrder {
             else {
                 return;
             };
-            let text = arena.bytes();
             let (order, ends) = (&chunk.order, &chunk.ends);
-            let (mut from, mut k) = (0usize, 0usize);
-            while k < order.len() {
-                let Some(found) = search.find(text, from) else { break };
-                // A linear walk: the ends are read in order, which the prefetcher keeps up
-                // with; a binary search would miss the cache at each probe.
-                let target = found.end as u32;
-                k += ends[k..].iter().take_while(|&&end| end < target).count();
-                let Some(&at) = order.get(k) else { break };
-                let value = arena.span(at as usize).unwrap_or(0..0);
-                if found.start < value.start {
-                    from = found.end;
-                    continue;
+            // `next`: the arena offset the search goes on from, across the arena's parts.
+            let (mut next, mut k) = (0usize, 0usize);
+            'parts: for (start, text) in arena.parts() {
+                let mut from = next.saturating_sub(start);
+                while k < order.len() && from <= text.len() {
+                    let Some(found) = search.find(text, from) else { break };
+                    // A linear walk: the ends are read in order, which the prefetcher keeps
+                    // up with; a binary search would miss the cache at each probe.
+                    let target = (start + found.end) as u32;
+                    k += ends[k..].iter().take_while(|&&end| end < target).count();
+                    let Some(&at) = order.get(k) else { break 'parts };
+                    let value = arena.span(at as usize).unwrap_or(0..0);
+                    if start + found.start < value.start {
+                        from = found.end;
+                        continue;
+                    }
+                    if search.proves() || arena.value(at as usize).is_some_and(holds) {
+                        bits.insert(base + u32::from(at));
+                    }
+                    next = value.end;
+                    from = next.saturating_sub(start);
+                    k += 1;
                 }
-                if search.proves() || holds(&text[value.clone()]) {
-                    bits.insert(base + u32::from(at));
-                }
-                from = value.end;
-                k += 1;
             }
             for &at in &chunk.outside {
                 if arena.value(at as usize).is_some_and(holds) {
