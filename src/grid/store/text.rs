@@ -7,11 +7,12 @@
 //! by `\n` in the arena, so that a search over the arena sees where values end. An update
 //! appends and leaves the old bytes as garbage, which the chunk collects itself once garbage
 //! outweighs live bytes, so row positions never move here.
-//! The arena is in two parts: the first is shared (`Arc`) with the copies of the chunk (a
-//! branch's, a snapshot's or a read view's copy-on-write), and values written while it is
-//! shared go to the second, whose offsets continue past the first. A copy thus costs the rows'
-//! positions, never the text; writing to a chunk whose first part is no longer shared moves the
-//! second part back onto its end.
+//! Once a chunk is full its arena is sealed: moved behind an `Arc` that the chunk's copies (a
+//! branch's, a snapshot's or a read view's copy-on-write) share, and values written while a
+//! copy holds it go to a second part, whose offsets continue past the sealed one. A copy of a
+//! full chunk thus costs the rows' positions, never the text; writing to a chunk whose sealed
+//! part is no longer shared moves the second part back onto its end. A chunk still filling
+//! keeps its arena to itself, so appending to it checks no reference count.
 //! Values longer than `INLINE_MAX` live in their own allocation (a spill slot) so that arena
 //! offsets always fit in `u32`. `TextColumn` (record ids, interned names) is a `Chunked` of text
 //! chunks, shared copy-on-write with its clones; text and list columns keep a `TextChunk` inside
@@ -21,7 +22,7 @@ use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
-use super::chunked::{reserve_row, Chunk, Chunked, CHUNK_ROWS};
+use super::chunked::{arc_bytes, reserve_row, Chunk, Chunked, CHUNK_ROWS};
 
 /// Longest value kept inline in a chunk arena. With `CHUNK_ROWS` rows per chunk and garbage
 /// collected at 50%, a chunk arena stays far below 4 GiB. Tests use a tiny limit to spill often.
@@ -83,12 +84,12 @@ enum Rows {
 /// Up to `CHUNK_ROWS` rows of strings.
 #[derive(Clone)]
 pub(super) struct TextChunk {
-    /// The arena's first part, shared with this chunk's copies: written to only while no copy
-    /// holds it.
-    shared: Arc<String>,
-    /// The arena's second part: values written while `shared` was shared. Its byte `i` is the
-    /// arena's byte `shared.len() + i`.
-    tail: String,
+    /// The arena's first part once the chunk was full (`seal`), shared with the chunk's copies:
+    /// written to only while no copy holds it.
+    sealed: Option<Arc<String>>,
+    /// The rest of the arena: all of it while the chunk fills; once sealed, what was written
+    /// while a copy held the sealed part. Its byte `i` is the arena's byte `sealed_len() + i`.
+    buf: String,
     rows: Rows,
     spill: Vec<Box<str>>,
     garbage: usize,
@@ -101,8 +102,8 @@ pub(super) struct TextChunk {
 impl Default for TextChunk {
     fn default() -> Self {
         TextChunk {
-            shared: Arc::default(),
-            tail: String::new(),
+            sealed: None,
+            buf: String::new(),
             rows: Rows::Ends(Vec::new()),
             spill: Vec::new(),
             garbage: 0,
@@ -121,7 +122,7 @@ impl TextChunk {
     /// a chunk built whole (loading an image) then never grows or shrinks its arena.
     pub(super) fn with_capacity(rows: usize, bytes: usize) -> Self {
         TextChunk {
-            shared: Arc::new(String::with_capacity(bytes)),
+            buf: String::with_capacity(bytes),
             rows: Rows::Ends(Vec::with_capacity(rows)),
             ..TextChunk::default()
         }
@@ -163,9 +164,9 @@ impl TextChunk {
     /// The inline value of `len` bytes at arena offset `start`.
     #[inline]
     fn inline(&self, start: usize, len: usize) -> &str {
-        let (part, start) = match start.checked_sub(self.shared.len()) {
-            Some(in_tail) => (&self.tail, in_tail),
-            None => (&*self.shared, start),
+        let (part, start) = match &self.sealed {
+            Some(sealed) if start < sealed.len() => (&**sealed, start),
+            _ => (&self.buf, start - self.sealed_len()),
         };
         let text = part.get(start..start + len);
         text.expect("inline spans lie on char boundaries of one part of the arena")
@@ -183,13 +184,29 @@ impl TextChunk {
     /// followed by `\n` too) between them. A value lies whole in one part; the second part is
     /// left out when empty.
     pub(super) fn arena_parts(&self) -> impl Iterator<Item = (usize, &str)> {
-        let tail = (!self.tail.is_empty()).then_some((self.shared.len(), self.tail.as_str()));
-        std::iter::once((0, self.shared.as_str())).chain(tail)
+        let sealed = self.sealed.as_deref().map(|sealed| (0, sealed.as_str()));
+        let rest = (self.sealed.is_none() || !self.buf.is_empty())
+            .then_some((self.sealed_len(), self.buf.as_str()));
+        sealed.into_iter().chain(rest)
+    }
+
+    /// Bytes in the sealed part of the arena.
+    #[inline]
+    fn sealed_len(&self) -> usize {
+        self.sealed.as_ref().map_or(0, |sealed| sealed.len())
     }
 
     /// Bytes in the arena, both parts.
     fn arena_len(&self) -> usize {
-        self.shared.len() + self.tail.len()
+        self.sealed_len() + self.buf.len()
+    }
+
+    /// Moves the arena of a full chunk behind the `Arc` its copies share (see the module doc).
+    fn seal(&mut self) {
+        if self.sealed.is_none() && self.len() == CHUNK_ROWS {
+            self.buf.shrink_to_fit();
+            self.sealed = Some(Arc::new(std::mem::take(&mut self.buf)));
+        }
     }
 
     /// Where the value at `at` lies in the arena (`arena_parts`); `None` when it is absent, empty or held on
@@ -239,19 +256,23 @@ impl TextChunk {
         let off = u32::try_from(self.arena_len())
             .expect("arena stays below 4 GiB: inline values are capped and garbage is collected");
         let rows = self.len();
-        let part = match Arc::get_mut(&mut self.shared) {
-            Some(arena) => {
-                // No copy holds the first part any more: the second goes back onto its end,
+        let part = match self.sealed.as_mut().map(Arc::get_mut) {
+            None => {
+                reserve(&mut self.buf, rows, value.len() + 1);
+                &mut self.buf
+            }
+            Some(Some(arena)) => {
+                // No copy holds the sealed part any more: the second goes back onto its end,
                 // at the same offsets.
-                if !self.tail.is_empty() {
-                    arena.push_str(&std::mem::take(&mut self.tail));
+                if !self.buf.is_empty() {
+                    arena.push_str(&std::mem::take(&mut self.buf));
                 }
                 reserve(arena, rows, value.len() + 1);
                 arena
             }
-            None => {
-                self.tail.reserve(value.len() + 1);
-                &mut self.tail
+            Some(None) => {
+                self.buf.reserve(value.len() + 1);
+                &mut self.buf
             }
         };
         part.push_str(value);
@@ -277,13 +298,13 @@ impl TextChunk {
             reserve_row(spans);
             spans.push(span);
         }
-        if self.len() == CHUNK_ROWS {
-            self.shrink();
-        }
+        self.seal();
     }
 
     /// Replaces the value at `at`; the old bytes become garbage, collected past a threshold.
     pub(super) fn set(&mut self, at: usize, value: Option<&str>) {
+        // A full chunk filled through `set` (a column added to existing rows) is sealed too.
+        self.seal();
         let old = self.spans_mut()[at];
         if old.len == SPILLED_LEN {
             if let Some(big) = value.filter(|v| v.len() > INLINE_MAX) {
@@ -336,8 +357,8 @@ impl TextChunk {
             }
             collected.push(span);
         }
-        self.shared = Arc::new(buf);
-        self.tail = String::new();
+        self.buf = buf;
+        self.sealed = None;
         self.garbage = 0;
         self.escapes = escapes;
         self.rows = if spill.is_empty() {
@@ -354,6 +375,7 @@ impl TextChunk {
             Rows::Spans(collected)
         };
         self.spill = spill;
+        self.seal();
     }
 
     /// Room held for rows (tests).
@@ -373,17 +395,17 @@ impl Chunk for TextChunk {
             Rows::Ends(ends) => ends.capacity() * std::mem::size_of::<u32>(),
             Rows::Spans(spans) => spans.capacity() * std::mem::size_of::<Span>(),
         };
-        let arena =
-            std::mem::size_of::<usize>() * 2 + self.shared.capacity() + self.tail.capacity();
+        let sealed = self.sealed.as_ref().map_or(0, |s| arc_bytes::<String>() + s.capacity());
+        let arena = sealed + self.buf.capacity();
         arena + rows + self.spill.capacity() * SPILL_SLOT_BYTES + spilled
     }
 
     fn shrink(&mut self) {
-        // A first part shared with a copy stays as it is (shrinking it would copy it).
-        if let Some(arena) = Arc::get_mut(&mut self.shared) {
+        // A sealed part shared with a copy stays as it is (shrinking it would copy it).
+        if let Some(arena) = self.sealed.as_mut().and_then(Arc::get_mut) {
             arena.shrink_to_fit();
         }
-        self.tail.shrink_to_fit();
+        self.buf.shrink_to_fit();
     }
 }
 
@@ -571,7 +593,7 @@ mod tests {
         for value in values {
             chunk.push(value);
         }
-        assert_eq!((chunk.shared.len(), chunk.shared.capacity(), chunk.tail.len()), (9, 9, 0));
+        assert_eq!((chunk.buf.len(), chunk.buf.capacity()), (9, 9));
         assert_eq!(chunk.rows_capacity(), values.len());
         assert_eq!((0..4).map(|at| chunk.get(at)).collect::<Vec<_>>(), values);
     }
@@ -770,25 +792,27 @@ mod tests {
 
     #[test]
     fn a_copy_shares_the_text_and_writes_beside_it() {
-        let values: Vec<String> = (0..CHUNK_ROWS - 2).map(|i| format!("value {i}")).collect();
+        let values: Vec<String> = (0..CHUNK_ROWS + 2).map(|i| format!("value {i}")).collect();
         let original = column_of(&values.iter().map(|v| Some(v.as_str())).collect::<Vec<_>>());
+        assert!(original.chunks[0].sealed.is_some(), "a full chunk is sealed");
+        assert!(original.chunks[1].sealed.is_none(), "a chunk still filling is not");
         let mut copy = original.clone();
         copy.set(1, Some("changed"));
-        copy.push(Some("added"));
+        copy.set(2, Some("again"));
         let (before, after) = (&original.chunks[0], &copy.chunks[0]);
-        assert!(Arc::ptr_eq(&before.shared, &after.shared), "the copy's text is not copied");
-        assert_eq!(after.tail, "changed\nadded\n");
-        let added = CHUNK_ROWS - 2;
-        assert_eq!(copy.get(1), Some("changed"));
-        assert_eq!((copy.get(2), copy.get(added)), (Some("value 2"), Some("added")));
-        assert_eq!(original.get(1), Some("value 1"));
+        let shared = before.sealed.as_ref().zip(after.sealed.as_ref());
+        assert!(shared.is_some_and(|(a, b)| Arc::ptr_eq(a, b)), "the copy's text is not copied");
+        assert_eq!(after.buf, "changed\nagain\n");
+        assert_eq!((copy.get(1), copy.get(2)), (Some("changed"), Some("again")));
+        assert_eq!((copy.get(3), original.get(1)), (Some("value 3"), Some("value 1")));
         drop(original);
         copy.set(3, Some("alone"));
         let chunk = &copy.chunks[0];
-        assert!(chunk.tail.is_empty(), "the second part went back onto the first");
-        assert!(chunk.shared.ends_with("changed\nadded\nalone\n"));
+        assert!(chunk.buf.is_empty(), "the second part went back onto the sealed one");
+        let sealed = chunk.sealed.as_deref().map(String::as_str).unwrap_or_default();
+        assert!(sealed.ends_with("changed\nagain\nalone\n"), "{sealed:?}");
         assert_eq!((copy.get(1), copy.get(3)), (Some("changed"), Some("alone")));
-        assert_eq!((copy.get(2), copy.get(added)), (Some("value 2"), Some("added")));
+        assert_eq!((copy.get(4), copy.get(CHUNK_ROWS)), (Some("value 4"), Some("value 8")));
     }
 
     #[test]
