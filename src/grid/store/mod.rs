@@ -72,8 +72,8 @@ impl<'a> TextArena<'a> {
         self.cells.len()
     }
 
-    /// Where row `at`'s value lies in the arena (`parts`); `None` when it is absent, empty, or held
-    /// outside the arena (a long value: `value` reads it).
+    /// Where row `at`'s value lies in the arena (`parts`); `None` when it is absent, empty, or
+    /// held outside the arena (a long value: `value` reads it).
     #[inline]
     pub fn span(&self, at: usize) -> Option<std::ops::Range<usize>> {
         self.cells.arena_span(at)

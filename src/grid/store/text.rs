@@ -209,8 +209,8 @@ impl TextChunk {
         }
     }
 
-    /// Where the value at `at` lies in the arena (`arena_parts`); `None` when it is absent, empty or held on
-    /// its own (`get` still reads it).
+    /// Where the value at `at` lies in the arena (`arena_parts`); `None` when it is absent,
+    /// empty or held on its own (`get` still reads it).
     #[inline]
     pub(super) fn arena_span(&self, at: usize) -> Option<std::ops::Range<usize>> {
         let span = self.span(at);
@@ -409,7 +409,7 @@ impl Chunk for TextChunk {
     }
 }
 
-/// Grows the arena's first part of a chunk holding `rows` rows for `extra` more bytes while the
+/// Grows a part of the arena of a chunk holding `rows` rows for `extra` more bytes while the
 /// chunk fills: by doubling for its first `PREDICT_AFTER` rows, then once to the size the rows
 /// so far predict for a full chunk (plus 1/8), so a large chunk is copied about once instead of
 /// at every doubling (each copy of a big arena lands on fresh pages the kernel must zero); past
@@ -657,7 +657,8 @@ mod tests {
                     chunk.set(at, value(kind, i).as_deref());
                     model[at] = value(kind, i);
                 }
-                for (chunk, model) in copies.iter().map(|(c, m)| (c, m)).chain([(&chunk, &model)]) {
+                let copies = copies.iter().map(|(copy, model)| (copy, model));
+                for (chunk, model) in copies.chain([(&chunk, &model)]) {
                     proptest::prop_assert_eq!(chunk.len(), model.len());
                     for (row, expected) in model.iter().enumerate() {
                         proptest::prop_assert_eq!(chunk.get(row), expected.as_deref());
