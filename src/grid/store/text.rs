@@ -301,6 +301,54 @@ impl TextChunk {
         self.seal();
     }
 
+    /// Appends rows as `push` would one by one (`values`: each row's value, `None` when
+    /// absent), in one pass while the chunk fills with its values in row order (how a start
+    /// builds its text chunks). Stops at the first error of `values` and returns it.
+    pub(super) fn extend<'v, E>(
+        &mut self,
+        values: impl IntoIterator<Item = Result<Option<&'v str>, E>>,
+    ) -> Result<(), E> {
+        let mut values = values.into_iter();
+        // A long value the single pass leaves to `push` (it is spilled, and the rows turn
+        // into spans).
+        let mut long = None;
+        if let (None, Rows::Ends(ends)) = (&self.sealed, &mut self.rows) {
+            let mut last = ends.last().map_or(0, |&end| end & !ABSENT);
+            for value in values.by_ref() {
+                match value {
+                    Err(err) => return Err(err),
+                    Ok(None) => {
+                        reserve_row(ends);
+                        ends.push(last | ABSENT);
+                    }
+                    Ok(Some(value)) if value.len() <= INLINE_MAX => {
+                        // Once one value escapes, the chunk is written escaping.
+                        self.escapes = self.escapes || needs_json_escape(value);
+                        reserve(&mut self.buf, ends.len(), value.len() + 1);
+                        self.buf.push_str(value);
+                        self.buf.push(SEPARATOR);
+                        last = u32::try_from(self.buf.len())
+                            .expect("arena stays below 4 GiB: inline values are capped");
+                        reserve_row(ends);
+                        ends.push(last);
+                    }
+                    Ok(Some(value)) => {
+                        long = Some(value);
+                        break;
+                    }
+                }
+            }
+        }
+        if long.is_some() {
+            self.push(long);
+        }
+        for value in values {
+            self.push(value?);
+        }
+        self.seal();
+        Ok(())
+    }
+
     /// Replaces the value at `at`; the old bytes become garbage, collected past a threshold.
     pub(super) fn set(&mut self, at: usize, value: Option<&str>) {
         // A full chunk filled through `set` (a column added to existing rows) is sealed too.
@@ -649,6 +697,12 @@ mod tests {
                     copies.push((chunk.clone(), model.clone()));
                 } else if kind == 8 {
                     copies.truncate(copies.len().saturating_sub(1));
+                } else if model.len() + 2 <= CHUNK_ROWS && i % 3 == 0 {
+                    // Two rows at once, as a start appends them.
+                    let (first, second) = (value(kind, i), value(at as u8 % 7, i + 1));
+                    let both = [Ok::<_, ()>(first.as_deref()), Ok(second.as_deref())];
+                    proptest::prop_assert!(chunk.extend(both).is_ok());
+                    model.extend([first, second]);
                 } else if model.len() < CHUNK_ROWS && (model.is_empty() || i % 2 == 0) {
                     chunk.push(value(kind, i).as_deref());
                     model.push(value(kind, i));

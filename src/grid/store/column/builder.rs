@@ -124,14 +124,15 @@ impl ColumnBuilder {
             let Cells::Text(chunk) = &mut open.cells else {
                 return Err("a text column with a chunk of another kind".into());
             };
-            for k in i..i + take {
+            let (versions, statuses) = (&mut open.versions, &mut open.statuses);
+            chunk.extend((i..i + take).map(|k| {
                 let (value, version, status) = cell(k)?;
-                chunk.push(value);
-                open.versions.push(version);
-                if let Some(statuses) = &mut open.statuses {
+                versions.push(version);
+                if let Some(statuses) = statuses.as_mut() {
                     statuses.push(status);
                 }
-            }
+                LoadResult::Ok(value)
+            }))?;
             open.len += take;
             self.built += take;
             i += take;
