@@ -283,67 +283,36 @@ impl TextChunk {
 
     /// Appends a row.
     pub(super) fn push(&mut self, value: Option<&str>) {
-        if matches!(self.rows, Rows::Ends(_)) && value.is_none_or(|v| v.len() <= INLINE_MAX) {
-            let span = self.store(value);
-            let Rows::Ends(ends) = &mut self.rows else { unreachable!("checked above") };
-            let end = match span.len {
-                EMPTY_LEN => ends.last().map_or(0, |&end| end & !ABSENT) | ABSENT,
-                len => span.off + len + 1,
-            };
-            reserve_row(ends);
-            ends.push(end);
-        } else {
-            let span = self.store(value);
-            let spans = self.spans_mut();
-            reserve_row(spans);
-            spans.push(span);
-        }
+        self.push_unsealed(value);
         self.seal();
     }
 
+    /// `push` leaving the chunk unsealed even when it is then full (`seal` follows).
+    fn push_unsealed(&mut self, value: Option<&str>) {
+        let inline = value.is_none_or(|v| v.len() <= INLINE_MAX);
+        match (&self.sealed, &mut self.rows) {
+            // Filling in row order, the usual case (a chunk is sealed only once full).
+            (None, Rows::Ends(ends)) if inline => {
+                append_in_order(&mut self.buf, ends, &mut self.escapes, value);
+            }
+            _ => {
+                let span = self.store(value);
+                let spans = self.spans_mut();
+                reserve_row(spans);
+                spans.push(span);
+            }
+        }
+    }
+
     /// Appends rows as `push` would one by one (`values`: each row's value, `None` when
-    /// absent), in one pass while the chunk fills with its values in row order (how a start
-    /// builds its text chunks). Stops at the first error of `values` and returns it.
+    /// absent), sealing the chunk once at the end (how a start builds its text chunks). Stops
+    /// at the first error of `values` and returns it.
     pub(super) fn extend<'v, E>(
         &mut self,
         values: impl IntoIterator<Item = Result<Option<&'v str>, E>>,
     ) -> Result<(), E> {
-        let mut values = values.into_iter();
-        // A long value the single pass leaves to `push` (it is spilled, and the rows turn
-        // into spans).
-        let mut long = None;
-        if let (None, Rows::Ends(ends)) = (&self.sealed, &mut self.rows) {
-            let mut last = ends.last().map_or(0, |&end| end & !ABSENT);
-            for value in values.by_ref() {
-                match value {
-                    Err(err) => return Err(err),
-                    Ok(None) => {
-                        reserve_row(ends);
-                        ends.push(last | ABSENT);
-                    }
-                    Ok(Some(value)) if value.len() <= INLINE_MAX => {
-                        // Once one value escapes, the chunk is written escaping.
-                        self.escapes = self.escapes || needs_json_escape(value);
-                        reserve(&mut self.buf, ends.len(), value.len() + 1);
-                        self.buf.push_str(value);
-                        self.buf.push(SEPARATOR);
-                        last = u32::try_from(self.buf.len())
-                            .expect("arena stays below 4 GiB: inline values are capped");
-                        reserve_row(ends);
-                        ends.push(last);
-                    }
-                    Ok(Some(value)) => {
-                        long = Some(value);
-                        break;
-                    }
-                }
-            }
-        }
-        if long.is_some() {
-            self.push(long);
-        }
         for value in values {
-            self.push(value?);
+            self.push_unsealed(value?);
         }
         self.seal();
         Ok(())
@@ -455,6 +424,25 @@ impl Chunk for TextChunk {
         }
         self.buf.shrink_to_fit();
     }
+}
+
+/// Appends an inline or absent `value` to a chunk filling in row order, whose arena is `buf`
+/// alone and whose rows end at `ends`; `escapes` turns true once a value needs escaping.
+#[inline]
+fn append_in_order(buf: &mut String, ends: &mut Vec<u32>, escapes: &mut bool, value: Option<&str>) {
+    let end = match value {
+        None => ends.last().map_or(0, |&end| end & !ABSENT) | ABSENT,
+        Some(value) => {
+            // Once one value escapes, the chunk is written escaping: the rest need no look.
+            *escapes = *escapes || needs_json_escape(value);
+            reserve(buf, ends.len(), value.len() + 1);
+            buf.push_str(value);
+            buf.push(SEPARATOR);
+            u32::try_from(buf.len()).expect("an arena in row order holds below `ABSENT` bytes")
+        }
+    };
+    reserve_row(ends);
+    ends.push(end);
 }
 
 /// Grows a part of the arena of a chunk holding `rows` rows for `extra` more bytes while the
@@ -843,6 +831,14 @@ mod tests {
             encode_list(&items, &mut out);
             assert_eq!(ListRef::new(&out).to_vec(), items);
         }
+    }
+
+    #[test]
+    fn an_extend_stops_at_the_first_error() {
+        let mut chunk = TextChunk::default();
+        let values = [Ok(Some("a")), Ok(None), Err("damaged"), Ok(Some("b"))];
+        assert_eq!(chunk.extend(values), Err("damaged"));
+        assert_eq!((chunk.len(), chunk.get(0), chunk.get(1)), (2, Some("a"), None));
     }
 
     #[test]
