@@ -164,22 +164,25 @@ fn check_adds<'a, L: fmt::Display>(
 ) -> Vec<RecordWrite> {
     let by_path = state.store.identity() == RecordIdentity::PathAndId;
     let mut records = Vec::with_capacity(inputs.size_hint().0);
+    // The keys' set takes them all without growing (a growth hashes every key again).
+    checks.keys.reserve(inputs.size_hint().0);
     for (at, mut input) in inputs {
         let input = &mut input;
         // The path moves into the write; the id only after the cells are checked (their
         // messages name it).
         let path = input.path.take().unwrap_or_default();
-        let id = match &input.id {
-            Some(id) => id.clone(),
-            None => loop {
+        let generated = match &input.id {
+            Some(_) => None,
+            None => Some(loop {
                 let id = ids::generate();
                 if state.store.find(&path, &id).is_none() {
                     break id;
                 }
-            },
+            }),
         };
-        if check_id(&id, &at, problems) {
-            let key = if by_path { format!("{path}\u{0}{id}") } else { id.clone() };
+        let id = input.id.as_deref().or(generated.as_deref()).unwrap_or_default();
+        if check_id(id, &at, problems) {
+            let key = if by_path { format!("{path}\u{0}{id}") } else { id.to_owned() };
             if !checks.keys.insert(key) {
                 problems.add(
                     ErrorCode::DuplicateRecordId,
@@ -202,14 +205,10 @@ fn check_adds<'a, L: fmt::Display>(
             WriteKind::Add { source_default },
             problems,
         );
-        records.push(RecordWrite {
-            id,
-            path,
-            new_id: None,
-            new_path: None,
-            cells,
-            mark_mt: input.mark_mt(),
-        });
+        // The id moves into the write once nothing names it any more.
+        let mark_mt = input.mark_mt();
+        let id = input.id.take().or(generated).unwrap_or_default();
+        records.push(RecordWrite { id, path, new_id: None, new_path: None, cells, mark_mt });
     }
     records
 }
@@ -225,6 +224,7 @@ pub fn plan_update(
     check_count(inputs.len())?;
     let mut problems = Problems::default();
     let mut checks = WriteChecks::new(state, view);
+    checks.keys.reserve(inputs.len());
     let mut records = Vec::with_capacity(inputs.len());
     for (i, input) in inputs.iter_mut().enumerate() {
         let at = RecordIndex(i);
