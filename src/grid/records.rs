@@ -189,7 +189,7 @@ fn check_adds<'a, L: fmt::Display>(
                     At::record(&at),
                     format!("record id \"{id}\" appears more than once."),
                 );
-            } else if state.store.find(&path, &id).is_some() {
+            } else if state.store.find(&path, id).is_some() {
                 problems.add(
                     ErrorCode::RecordIdAlreadyExists,
                     At::record(&at),
