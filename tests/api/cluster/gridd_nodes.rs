@@ -44,6 +44,16 @@ pub(super) async fn grid_on(cluster: &GriddCluster, node: usize) -> (String, Str
     let (status, body) =
         cluster.must(node, Method::POST, &format!("/v1/views/{view}/columns"), Some(&column)).await;
     assert_eq!(status, 201, "{body}");
+    // A grid made through one node is known to another once that node's catalogue follower
+    // applied its creation: the tests write through any node right after.
+    let view_path = format!("/v1/views/{view}");
+    for other in 0..cluster.nodes.len() {
+        until(Duration::from_secs(20), "the view known to every node", || async {
+            let answer = cluster.call(other, Method::GET, &view_path, None).await.ok()?;
+            (answer.0 == 200).then_some(())
+        })
+        .await;
+    }
     (grid["id"].as_str().expect("grid id").to_owned(), view)
 }
 
