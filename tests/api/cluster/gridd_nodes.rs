@@ -44,17 +44,20 @@ pub(super) async fn grid_on(cluster: &GriddCluster, node: usize) -> (String, Str
     let (status, body) =
         cluster.must(node, Method::POST, &format!("/v1/views/{view}/columns"), Some(&column)).await;
     assert_eq!(status, 201, "{body}");
-    // A grid made through one node is known to another once that node's catalogue follower
-    // applied its creation: the tests write through any node right after.
-    let view_path = format!("/v1/views/{view}");
-    for other in 0..cluster.nodes.len() {
+    (grid["id"].as_str().expect("grid id").to_owned(), view)
+}
+
+/// Waits until every node knows `view`: a grid made through one node is known to another once
+/// that node's catalogue follower applied its creation.
+async fn known_everywhere(cluster: &GriddCluster, view: &str) {
+    let path = format!("/v1/views/{view}");
+    for node in 0..cluster.nodes.len() {
         until(Duration::from_secs(20), "the view known to every node", || async {
-            let answer = cluster.call(other, Method::GET, &view_path, None).await.ok()?;
+            let answer = cluster.call(node, Method::GET, &path, None).await.ok()?;
             (answer.0 == 200).then_some(())
         })
         .await;
     }
-    (grid["id"].as_str().expect("grid id").to_owned(), view)
 }
 
 pub(super) fn record(id: &str) -> Value {
@@ -291,6 +294,8 @@ async fn writes_go_on_through_a_nats_server_lost_and_back() {
     let mut nats = NatsCluster::start().await;
     let cluster = GriddCluster::start(nats.urls(), 3).await;
     let (_grid, view) = grid_on(&cluster, 2).await;
+    // Written through every node from the first write on.
+    known_everywhere(&cluster, &view).await;
     let path = format!("/v1/views/{view}/records");
     let mut acknowledged = BTreeSet::new();
     let (mut refused, mut after_kill) = (0, 0);
