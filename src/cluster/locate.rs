@@ -9,8 +9,11 @@
 //! reply means that nobody serves the id now (unknown, or a grid between two owners).
 //!
 //! Answers are cached per id (`CACHE_ENTRIES` at most; when full an arbitrary entry makes
-//! room). A caller drops an entry when a forward to its node fails or the node says that it no
-//! longer serves the id (`forget`, `forget_node`); the next request asks again. Only answers
+//! room) for one lease TTL at most: an owner that stopped answering without failing (paused,
+//! or cut off so that forwards to it hang) has lost its lease by then and another node serves
+//! the id, which the next request asks about. A caller drops an entry sooner when a forward to
+//! its node fails or the node says that it no longer serves the id (`forget`, `forget_node`);
+//! the next request asks again. Only answers
 //! are cached: an id nobody serves is asked about on each request, so that a grid created a
 //! moment ago is found at once.
 //!
@@ -18,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::{Client, RequestErrorKind};
 use bytes::Bytes;
@@ -52,7 +55,7 @@ impl Locator {
             subject: format!("{}.locate", node.link.settings.prefix),
             me: node.me.clone(),
             handle: node.handle(),
-            cache: AnswerCache::default(),
+            cache: AnswerCache::new(node.link.settings.lease_ttl),
         }
     }
 
@@ -136,15 +139,29 @@ impl Locator {
     }
 }
 
-/// The answers remembered, by id: `CACHE_ENTRIES` at most.
-#[derive(Debug, Default)]
+/// The answers remembered, by id, each with when it came: `CACHE_ENTRIES` at most, each for
+/// `ttl` at most.
+#[derive(Debug)]
 struct AnswerCache {
-    map: Mutex<HashMap<String, NodeInfo>>,
+    map: Mutex<HashMap<String, (NodeInfo, Instant)>>,
+    ttl: Duration,
 }
 
 impl AnswerCache {
+    fn new(ttl: Duration) -> AnswerCache {
+        AnswerCache { map: Mutex::default(), ttl }
+    }
+
+    /// The node remembered for `id`, unless it was remembered `ttl` ago or more (then the
+    /// entry goes).
     fn get(&self, id: &str) -> Option<NodeInfo> {
-        self.lock().get(id).cloned()
+        let mut map = self.lock();
+        let (node, at) = map.get(id)?;
+        if at.elapsed() < self.ttl {
+            return Some(node.clone());
+        }
+        map.remove(id);
+        None
     }
 
     fn remember(&self, id: &str, node: NodeInfo) {
@@ -155,7 +172,7 @@ impl AnswerCache {
                 map.remove(&victim);
             }
         }
-        map.insert(id.to_owned(), node);
+        map.insert(id.to_owned(), (node, Instant::now()));
     }
 
     fn forget(&self, id: &str) {
@@ -163,10 +180,10 @@ impl AnswerCache {
     }
 
     fn forget_node(&self, node_id: &str) {
-        self.lock().retain(|_, node| node.id != node_id);
+        self.lock().retain(|_, (node, _)| node.id != node_id);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, NodeInfo>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (NodeInfo, Instant)>> {
         self.map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
@@ -181,7 +198,7 @@ mod tests {
 
     #[test]
     fn the_cache_is_bounded_and_forgets() {
-        let cache = AnswerCache::default();
+        let cache = AnswerCache::new(Duration::from_secs(60));
         for i in 0..CACHE_ENTRIES + 10 {
             cache.remember(&format!("id{i}"), node(if i % 2 == 0 { "a" } else { "b" }));
         }
@@ -191,8 +208,22 @@ mod tests {
         cache.forget(&last);
         assert_eq!(cache.get(&last), None);
         cache.forget_node("b");
-        assert!(cache.lock().values().all(|n| n.id == "a"));
+        assert!(cache.lock().values().all(|(n, _)| n.id == "a"));
         cache.remember("x", node("a"));
+        cache.remember("x", node("b"));
+        assert_eq!(cache.get("x"), Some(node("b")));
+    }
+
+    /// An answer is remembered for one lease TTL at most: by then an owner that stopped
+    /// answering without failing has lost the id to another node.
+    #[test]
+    fn an_answer_is_forgotten_after_the_ttl() {
+        let cache = AnswerCache::new(Duration::from_millis(20));
+        cache.remember("x", node("a"));
+        assert_eq!(cache.get("x"), Some(node("a")));
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(cache.get("x"), None);
+        assert!(cache.lock().is_empty(), "the stale entry goes");
         cache.remember("x", node("b"));
         assert_eq!(cache.get("x"), Some(node("b")));
     }
