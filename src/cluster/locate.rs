@@ -13,9 +13,8 @@
 //! or cut off so that forwards to it hang) has lost its lease by then and another node serves
 //! the id, which the next request asks about. A caller drops an entry sooner when a forward to
 //! its node fails or the node says that it no longer serves the id (`forget`, `forget_node`);
-//! the next request asks again. Only answers
-//! are cached: an id nobody serves is asked about on each request, so that a grid created a
-//! moment ago is found at once.
+//! the next request asks again. Only answers are cached: an id nobody serves is asked about on
+//! each request, so that a grid created a moment ago is found at once.
 //!
 //! Owns the subscription and the cache; knows nothing of HTTP or the catalogue.
 
