@@ -335,8 +335,12 @@ impl ColumnStore {
         user: &str,
     ) -> RowId {
         let first = self.ids.len();
-        for record in records {
-            self.insert_without_cells(record.id, record.path, time_ms, user);
+        let hashes: Vec<u64> = records.iter().map(|r| self.hash_of(r.path, r.id)).collect();
+        let rehash = stored_key_hash(self.identity, &self.ids, &self.paths, &self.path_names);
+        self.by_key.make_room(&hashes, rehash);
+        for (record, hash) in records.iter().zip(hashes) {
+            let row = self.append_row(&self.record_now(record.id, record.path, time_ms, user));
+            self.index_row(hash, row);
         }
         let count = records.len();
         let slots = self.columns.len();
@@ -377,7 +381,23 @@ impl ColumnStore {
         time_ms: i64,
         user: &str,
     ) -> RowId {
-        let record = LoadedRecord {
+        let hash = self.hash_of(path, id);
+        let rehash = stored_key_hash(self.identity, &self.ids, &self.paths, &self.path_names);
+        self.by_key.make_room(&[hash], rehash);
+        let row = self.append_row(&self.record_now(id, path, time_ms, user));
+        self.index_row(hash, row);
+        row
+    }
+
+    /// A new record as written now: created and moved at the branch clock, no history yet.
+    fn record_now<'a>(
+        &self,
+        id: &'a str,
+        path: &'a str,
+        time_ms: i64,
+        user: &'a str,
+    ) -> LoadedRecord<'a> {
+        LoadedRecord {
             id,
             path,
             time_ms,
@@ -385,11 +405,13 @@ impl ColumnStore {
             created: self.clock,
             moved: self.clock,
             history_head: u64::MAX,
-        };
-        let (row, hash) = self.append_row(&record);
+        }
+    }
+
+    /// Files `row` in the id index under `hash` (room made for it first: `make_room`).
+    fn index_row(&mut self, hash: u64, row: RowId) {
         let rehash = stored_key_hash(self.identity, &self.ids, &self.paths, &self.path_names);
         self.by_key.insert(hash, row.0, rehash);
-        row
     }
 
     /// A record of an image, appended as `insert_without_cells` would with its stamps and
@@ -397,8 +419,8 @@ impl ColumnStore {
     /// `keys`, for `index_loaded_keys` to file every key of the load at once. The store must
     /// not be searched by key in between.
     pub fn insert_loaded(&mut self, record: &LoadedRecord<'_>, keys: &mut Vec<(u64, u32)>) {
-        let (row, hash) = self.append_row(record);
-        keys.push((hash, row.0));
+        let row = self.append_row(record);
+        keys.push((self.hash_of(record.path, record.id), row.0));
     }
 
     /// Files the keys `insert_loaded` set aside into the id index, shard by shard: at millions
@@ -409,13 +431,13 @@ impl ColumnStore {
         self.by_key.insert_many(keys, rehash);
     }
 
-    /// Appends a row with empty cells everywhere but the columns; returns it and its key's hash.
-    fn append_row(&mut self, record: &LoadedRecord<'_>) -> (RowId, u64) {
+    /// Appends a row with empty cells everywhere but the columns, its key not yet in the id
+    /// index; returns it.
+    fn append_row(&mut self, record: &LoadedRecord<'_>) -> RowId {
         let row = u32::try_from(self.ids.len())
             .ok()
             .filter(|&row| row < u32::MAX)
             .expect("a grid branch holds fewer than 2^32 - 1 rows");
-        let hash = self.hash_of(record.path, record.id);
         self.ids.push(Some(record.id));
         let path = self.path_names.intern(record.path);
         self.paths.push(path);
@@ -429,7 +451,7 @@ impl ColumnStore {
         // its 1,024 words from the top each time (most of a 1M-record start's record stage).
         self.live.insert(row);
         self.note_row(row);
-        (RowId(row), hash)
+        RowId(row)
     }
 
     /// Renames a record and/or moves it to another path. The caller guarantees the new key is
@@ -450,7 +472,8 @@ impl ColumnStore {
         if is_live {
             let new = self.hash_of(path, id);
             let rehash = stored_key_hash(self.identity, &self.ids, &self.paths, &self.path_names);
-            self.by_key.insert(new, row.0, rehash);
+            self.by_key.make_room(&[new], rehash);
+            self.index_row(new, row);
         }
         self.note_row(row.0);
     }
