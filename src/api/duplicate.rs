@@ -160,14 +160,15 @@ fn record_writes(state: &GridState, by_path: bool) -> Vec<Vec<(String, RecordInp
                 if value.is_empty() && !localized {
                     return None;
                 }
-                Some(CellInput {
-                    column_id: Some(column.id.as_str().into()),
-                    value: Some(render_value(column.column_type, &value)),
-                    dependency_status: localized
-                        .then(|| store.dependency_status(row, *slot).as_str().into()),
-                    source_status: localized
-                        .then(|| store.source_status(row, *slot).as_str().into()),
-                })
+                let statuses = localized.then(|| {
+                    (store.dependency_status(row, *slot), store.source_status(row, *slot))
+                });
+                Some(CellInput::new(
+                    column.id.as_str(),
+                    Some(render_value(column.column_type, &value)),
+                    statuses.map(|(dependency, _)| dependency.as_str()),
+                    statuses.map(|(_, source)| source.as_str()),
+                ))
             })
             .collect();
         let path = store.path(row);

@@ -6,6 +6,7 @@
 
 use serde_json::Value;
 
+use super::records::ValueIn;
 use super::schema::{ColumnDef, ColumnType, NumberType};
 use super::value::CellValue;
 
@@ -89,7 +90,7 @@ pub fn parse_value(column: &ColumnDef, value: &Value) -> Result<CellValue, CellR
 
 /// `parse_value` of a value the caller gives up: a text cell's string moves into the cell
 /// instead of being copied (a bulk add of 1000 records x 12 columns copies no text).
-pub fn parse_value_owned(column: &ColumnDef, value: Value) -> Result<CellValue, CellRejected> {
+pub fn parse_value_owned(column: &ColumnDef, value: ValueIn) -> Result<CellValue, CellRejected> {
     match (column.column_type, value) {
         (
             ColumnType::SingleLine
@@ -98,16 +99,16 @@ pub fn parse_value_owned(column: &ColumnDef, value: Value) -> Result<CellValue, 
             | ColumnType::Markdown
             | ColumnType::Html
             | ColumnType::Language,
-            Value::String(s),
+            ValueIn::String(s),
         ) if !s.is_empty() => Ok(CellValue::Text(s)),
-        (ColumnType::SingleSelection, Value::String(s)) if !s.is_empty() => {
+        (ColumnType::SingleSelection, ValueIn::String(s)) if !s.is_empty() => {
             check_option(column, &s)?;
             Ok(CellValue::Text(s))
         }
         // A list of strings moves its strings instead of copying them.
         (
             ColumnType::MultipleSelections | ColumnType::Files | ColumnType::Reference,
-            Value::Array(items),
+            ValueIn::Array(items),
         ) if items.iter().all(Value::is_string) => {
             let items = items.into_iter().filter_map(|item| match item {
                 Value::String(s) => Some(s),
@@ -115,7 +116,7 @@ pub fn parse_value_owned(column: &ColumnDef, value: Value) -> Result<CellValue, 
             });
             list_cell(column, items.collect())
         }
-        (_, value) => parse_value(column, &value),
+        (_, value) => parse_value(column, &value.into_value()),
     }
 }
 
@@ -511,7 +512,7 @@ mod tests {
         for &t in ColumnType::ALL {
             let column = column(t);
             for value in &values {
-                let owned = parse_value_owned(&column, value.clone());
+                let owned = parse_value_owned(&column, ValueIn::from(value.clone()));
                 assert_eq!(owned, parse_value(&column, value), "{t:?} {value}");
             }
         }
@@ -684,7 +685,8 @@ mod tests {
             (&files, json!([])),
             (&files, json!([null])),
         ] {
-            let owned = parse_value_owned(column, value.clone()).map_err(|e| e.to_string());
+            let owned =
+                parse_value_owned(column, ValueIn::from(value.clone())).map_err(|e| e.to_string());
             let borrowed = parse_value(column, &value).map_err(|e| e.to_string());
             assert_eq!(owned, borrowed, "{value}");
         }

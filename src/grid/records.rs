@@ -34,7 +34,9 @@ impl<'a> WriteChecks<'a> {
         WriteChecks { keys: Default::default(), columns: WriteColumns::new(state, view) }
     }
 }
-pub use input::{CellInput, CellWire, DeleteRecordsInput, RecordIdentifier, RecordInput};
+pub use input::{
+    CellInput, CellWire, DeleteRecordsInput, RecordIdentifier, RecordInput, StatusesIn, ValueIn,
+};
 
 /// What kind of write is being checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -409,7 +411,7 @@ pub fn plan_delete(state: &GridState, input: DeleteRecordsInput) -> Result<GridO
 
 #[cfg(test)]
 mod tests {
-    use super::CellInput;
+    use super::{CellInput, ValueIn};
     use serde_json::{json, Value};
 
     fn cell(body: Value) -> Result<CellInput, String> {
@@ -417,19 +419,48 @@ mod tests {
     }
 
     #[test]
+    fn a_cell_value_reads_as_serde_json_reads_it() {
+        let values = [
+            "null",
+            "true",
+            "0",
+            "-7",
+            "18446744073709551615",
+            "-9223372036854775808",
+            "1e300",
+            "0.1",
+            "2.5e-3",
+            r#""""#,
+            r#""caf\u00e9 \ud83d\ude00 \n""#,
+            r#"["a", 1, null, ["b"], {"c": 2}]"#,
+            r#"{"b": 1, "a": [true, {"x": null}]}"#,
+            "[]",
+            "{}",
+        ];
+        for text in values {
+            let expected: Value = serde_json::from_str(text).expect("JSON");
+            let from_text: ValueIn = serde_json::from_str(text).expect("a value");
+            assert_eq!(from_text.clone().into_value(), expected, "{text}");
+            let from_value: ValueIn = serde_json::from_value(expected.clone()).expect("a value");
+            assert_eq!(from_value, from_text, "{text}");
+            assert_eq!(ValueIn::from(expected), from_text, "{text}");
+        }
+    }
+
+    #[test]
     fn a_cell_reads_as_the_wire_form_says() {
         let absent = cell(json!({"columnId": "c", "extra": [1, {"x": 2}]})).expect("parses");
         assert_eq!((absent.column_id.as_deref(), absent.value), (Some("c"), None));
         let null = cell(json!({"columnId": "c", "value": null})).expect("parses");
-        assert_eq!(null.value, Some(Value::Null), "null empties the cell");
+        assert_eq!(null.value, Some(ValueIn::Null), "null empties the cell");
         let text = cell(json!({"columnId": "c", "value": "x", "sourceStatus": "final",
             "dependencyStatus": null}))
         .expect("parses");
-        assert_eq!(text.value, Some(json!("x")));
-        assert_eq!(text.source_status.as_deref(), Some("final"));
-        assert_eq!(text.dependency_status, None);
+        assert_eq!(text.value, Some(ValueIn::String("x".into())));
+        assert_eq!(text.source_status(), Some("final"));
+        assert_eq!(text.dependency_status(), None);
         let ids = cell(json!({"columnId": "r", "referencedIds": ["a", "b"]})).expect("parses");
-        assert_eq!(ids.value, Some(json!(["a", "b"])));
+        assert_eq!(ids.value, Some(ValueIn::from(json!(["a", "b"]))));
         let no_ids = cell(json!({"columnId": "r", "referencedIds": null})).expect("parses");
         assert_eq!(no_ids.value, None);
         let both = cell(json!({"columnId": "r", "value": ["a"], "referencedIds": ["a"]}));

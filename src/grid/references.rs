@@ -13,12 +13,11 @@ use std::collections::HashMap;
 
 use actix::{Context, Handler, Message};
 use futures_util::future::BoxFuture;
-use serde_json::Value;
 
 use super::actor::GridActor;
 use super::error::GridResult;
 use super::ops::GridState;
-use super::records::RecordInput;
+use super::records::{RecordInput, ValueIn};
 use super::render::ReferenceTargets;
 use super::schema::{ColumnType, ReferenceSetting, Schema};
 use super::value::CellValue;
@@ -136,10 +135,12 @@ pub trait ReferenceLookup: Send {
 }
 
 /// The record ids a written reference value names (other shapes are left to the value checks).
-fn written_ids(value: &Value) -> Vec<String> {
+fn written_ids(value: &ValueIn) -> Vec<String> {
     match value {
-        Value::String(id) if !id.is_empty() => vec![id.clone()],
-        Value::Array(items) => items.iter().filter_map(|v| v.as_str()).map(str::to_owned).collect(),
+        ValueIn::String(id) if !id.is_empty() => vec![id.clone()],
+        ValueIn::Array(items) => {
+            items.iter().filter_map(|v| v.as_str()).map(str::to_owned).collect()
+        }
         _ => Vec::new(),
     }
 }

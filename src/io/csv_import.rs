@@ -417,12 +417,12 @@ fn row_input(record: &impl Fields, row: usize, layout: &Layout) -> FileResult<Re
         match target {
             Target::RecordId => input.id = Some(text).filter(|t| !t.is_empty()),
             Target::Path => input.path = Some(text),
-            Target::Column { id, list } => input.cells.push(CellInput {
-                column_id: Some(id.as_str().into()),
-                value: Some(cell_value(text, *list, row, id)?),
-                dependency_status: None,
-                source_status: None,
-            }),
+            Target::Column { id, list } => input.cells.push(CellInput::new(
+                id.as_str(),
+                Some(cell_value(text, *list, row, id)?),
+                None,
+                None,
+            )),
             Target::Ignored => {}
         }
     }

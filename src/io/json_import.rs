@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::csv::Limits;
 use super::csv_import::{MAX_CELLS, MAX_ROWS};
 use super::error::{FileError, FileResult, Place};
-use crate::grid::records::RecordInput;
+use crate::grid::records::{RecordInput, ValueIn};
 
 /// Every record of a JSON file, labelled `record <n>` (1-based). Blocking. The error is the
 /// message of a 400.
@@ -128,7 +128,7 @@ fn record(value: Value, n: usize, limits: Limits) -> FileResult<RecordInput> {
     total += field("the path", record.path.as_ref().map_or(0, String::len))?;
     for (j, cell) in record.cells.iter().enumerate() {
         let what = format!("cells[{j}].value");
-        total += field(&what, cell.value.as_ref().map_or(0, value_bytes))?;
+        total += field(&what, cell.value.as_ref().map_or(0, cell_value_bytes))?;
     }
     if total > limits.max_record_bytes {
         let max = limits.max_record_bytes;
@@ -137,18 +137,34 @@ fn record(value: Value, n: usize, limits: Limits) -> FileResult<RecordInput> {
     Ok(record)
 }
 
+/// `value_bytes` of a cell's value.
+fn cell_value_bytes(value: &ValueIn) -> usize {
+    match value {
+        ValueIn::Null | ValueIn::Bool(_) => 0,
+        ValueIn::Number(n) => n.to_string().len(),
+        ValueIn::String(s) => s.len(),
+        ValueIn::Array(items) => items_bytes(items),
+        ValueIn::Object(map) => map_bytes(map),
+    }
+}
+
 /// The bytes of text a value holds: its strings, keys and numbers as written.
 pub fn value_bytes(value: &Value) -> usize {
     match value {
         Value::Null | Value::Bool(_) => 0,
         Value::Number(n) => n.to_string().len(),
         Value::String(s) => s.len(),
-        Value::Array(items) => items.iter().map(value_bytes).fold(0, usize::saturating_add),
-        Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| k.len().saturating_add(value_bytes(v)))
-            .fold(0, usize::saturating_add),
+        Value::Array(items) => items_bytes(items),
+        Value::Object(map) => map_bytes(map),
     }
+}
+
+fn items_bytes(items: &[Value]) -> usize {
+    items.iter().map(value_bytes).fold(0, usize::saturating_add)
+}
+
+fn map_bytes(map: &serde_json::Map<String, Value>) -> usize {
+    map.iter().map(|(k, v)| k.len().saturating_add(value_bytes(v))).fold(0, usize::saturating_add)
 }
 
 #[cfg(test)]
@@ -171,7 +187,7 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].0, "record 1");
         assert_eq!(rows[0].1.id.as_deref(), Some("k1"));
-        assert_eq!(rows[0].1.cells[0].value, Some(Value::String("Start".into())));
+        assert_eq!(rows[0].1.cells[0].value, Some(ValueIn::String("Start".into())));
         assert_eq!(rows[1].1.id, None);
         assert!(read(" [ ] ").expect("empty").is_empty());
     }

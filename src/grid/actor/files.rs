@@ -84,12 +84,12 @@ impl GridActor {
             inputs.push(RecordInput {
                 id: Some(change.record_id.clone()),
                 path: path.clone(),
-                cells: vec![CellInput {
-                    column_id: Some(column.id.as_str().into()),
-                    value: Some(serde_json::json!(ids)),
-                    dependency_status: None,
-                    source_status: None,
-                }],
+                cells: vec![CellInput::new(
+                    column.id.as_str(),
+                    Some(serde_json::json!(ids)),
+                    None,
+                    None,
+                )],
                 mark_mt: None,
                 if_match: None,
             });

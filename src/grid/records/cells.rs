@@ -3,9 +3,8 @@
 //! statuses, and no change to a locked cell.
 
 use compact_str::CompactString;
-use serde_json::Value;
 
-use super::{CellInput, RecordInput, WriteKind, MAX_CELL_TEXT_BYTES};
+use super::{CellInput, RecordInput, ValueIn, WriteKind, MAX_CELL_TEXT_BYTES};
 use crate::error::ErrorCode;
 use crate::grid::cell_memo::CellMemo;
 use crate::grid::codec::parse_value_owned;
@@ -116,7 +115,7 @@ impl<'a> RecordCheck<'a, '_> {
     fn check_cell(
         &self,
         cell: &CellInput,
-        value: Option<Value>,
+        value: Option<ValueIn>,
         at: &CellAt,
         columns: &mut WriteColumns<'a>,
     ) -> Result<CellWrite, Problem> {
@@ -151,13 +150,13 @@ impl<'a> RecordCheck<'a, '_> {
             None => None,
         };
         let dependency_status = parse_status(
-            cell.dependency_status.as_deref(),
+            cell.dependency_status(),
             at,
             "dependencyStatus",
             DependencyStatus::parse,
         )?;
         let source_status =
-            parse_status(cell.source_status.as_deref(), at, "sourceStatus", SourceStatus::parse)?;
+            parse_status(cell.source_status(), at, "sourceStatus", SourceStatus::parse)?;
         if let (Some(row), Some(new_value), WriteKind::Update) = (self.row, &value, self.kind) {
             self.check_unlocked(row, column_id, new_value, source_status, at)?;
         }
@@ -183,7 +182,7 @@ impl<'a> RecordCheck<'a, '_> {
         &self,
         column: &ColumnDef,
         editable: bool,
-        value: Value,
+        value: ValueIn,
         at: &CellAt,
     ) -> Result<CellValue, Problem> {
         let column_id = &column.id;
@@ -288,7 +287,7 @@ fn locked_by_source(state: &GridState, input: &RecordInput, row: RowId, column_i
         let Some(dependency) = state.schema.dependency_of_target(current) else { return false };
         let source = dependency.source_column_id.as_str();
         let written = input.cells.iter().find(|c| c.column_id.as_deref() == Some(source));
-        let keeps_lock = match written.and_then(|c| c.source_status.as_deref()) {
+        let keeps_lock = match written.and_then(|c| c.source_status()) {
             Some(status) => SourceStatus::parse(status) == Some(SourceStatus::LockAllLanguages),
             None => true,
         };
