@@ -51,6 +51,15 @@ fn table_hash(hash: u64) -> u64 {
     u64::from(hash as u32) * 0x1_0000_0001
 }
 
+/// The room each table gets when the fullest must hold `fullest` values: the most values of
+/// the smallest power-of-two bucket count that takes them (hashbrown fills 7 buckets in 8), so
+/// that a table grows as it would by doubling. Room for twice `fullest` would round past the
+/// power of two that `fullest` just outgrew and take four times the buckets.
+fn room_after_growth(fullest: usize) -> usize {
+    let buckets = (fullest.saturating_mul(8) / 7 + 1).next_power_of_two().max(8);
+    buckets / 8 * 7
+}
+
 /// Key hash -> values, in `SHARDS` copy-on-write shards picked by hash bits 32.., each entry
 /// holding the value alone (4 bytes; the hash's low half beside it made 8): a lookup checks
 /// the values whose bucket and 7-bit tag match against the stored key (`find`'s `is_match`),
@@ -94,7 +103,7 @@ impl HashIndex {
 
     /// Makes room for values about to be inserted under `hashes`, so that no table grows on
     /// its own while they go in: when one of their shards would, every shard is filed again at
-    /// once (`refile`), with room for twice the fullest one's values. A table growing on its
+    /// once (`refile`), each table as large as the fullest one needs (`room_after_growth`). A table growing on its
     /// own asks `rehash` for each value it holds in the table's order, one random row at a
     /// time: a tenth of a bulk load's time at 1M records, where filing all of them again in
     /// row order, in one pass, reads the keys as they lie in memory.
@@ -119,7 +128,7 @@ impl HashIndex {
             return;
         }
         let fullest = (0..SHARDS).map(|s| self.shards[s].len() + incoming[s]).max();
-        self.refile(fullest.unwrap_or_default().saturating_mul(2), rehash);
+        self.refile(room_after_growth(fullest.unwrap_or_default()), rehash);
     }
 
     /// Files every value held again, into tables with room for `room` values each: the values
@@ -310,7 +319,7 @@ mod tests {
                 index.insert(h, v, |_| panic!("the table grew on its own"));
             }
         }
-        assert!(refiled >= 3, "filed again {refiled} times");
+        assert!(refiled >= 2, "filed again {refiled} times");
         for v in 0..next {
             assert_eq!(index.find(hash(v), |x| x == v), Some(v));
         }
@@ -321,6 +330,20 @@ mod tests {
         assert_eq!(index.find(hash(5), |x| x == 5), None);
         assert_eq!(index.find(hash(6), |x| x == 6), Some(6));
         assert!(index.shards.iter().all(|shard| shard.capacity() >= 100_000 / SHARDS));
+    }
+
+    #[test]
+    fn tables_filed_again_double_their_buckets_as_growing_alone_would() {
+        for fullest in [0, 1, 7, 8, 100, 3584, 3585, 3600, 7168, 7169, 1 << 20] {
+            let room = room_after_growth(fullest);
+            assert!(room >= fullest, "{fullest}: room {room}");
+            let table = Shard::with_capacity(room);
+            assert_eq!(table.capacity(), room, "{fullest}: the whole of its buckets' room");
+            // Just past a doubling's room, a table doubles: 3584 is 4096 buckets' room.
+            if fullest == 3585 || fullest == 3600 {
+                assert_eq!(room, 7168);
+            }
+        }
     }
 
     #[test]
