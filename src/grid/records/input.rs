@@ -68,6 +68,7 @@ pub enum ValueIn {
 }
 
 impl ValueIn {
+    /// Whether the value is `null` (it empties the cell).
     pub fn is_null(&self) -> bool {
         matches!(self, ValueIn::Null)
     }
