@@ -120,7 +120,7 @@ impl HashIndex {
                 return;
             }
         }
-        let mut incoming = vec![0usize; SHARDS];
+        let mut incoming = [0usize; SHARDS];
         for &hash in hashes {
             incoming[shard_of(hash)] += 1;
         }
