@@ -18,6 +18,7 @@ use tokio::sync::oneshot;
 
 use super::frame::{self, HEADER_LEN};
 use super::WalStats;
+use crate::persist::page_cache::Dropped;
 
 /// Stop adding to a batch once this many bytes are staged, so one sync never waits on a huge write.
 const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
@@ -123,6 +124,8 @@ pub(super) struct WalWriter {
     written: u64,
     /// Framed records not yet written.
     staged: Vec<u8>,
+    /// The active segment's synced pages given back to the page cache.
+    dropped: Dropped,
     stats: Arc<StatsCells>,
     /// Held (and so locked) until the thread ends.
     _lock: File,
@@ -139,7 +142,9 @@ impl WalWriter {
     ) -> io::Result<Self> {
         let file = OpenOptions::new().append(true).open(&path)?;
         let written = file.metadata()?.len();
-        Ok(Self { dir, segment_size, file, path, written, staged: Vec::new(), stats, _lock: lock })
+        let staged = Vec::new();
+        let dropped = Dropped::default();
+        Ok(Self { dir, segment_size, file, path, written, staged, dropped, stats, _lock: lock })
     }
 
     /// Runs until every handle is gone and the channel is drained; every batch is synced before
@@ -203,6 +208,7 @@ impl WalWriter {
             self.write_staged();
             self.sync();
         }
+        self.dropped.all(&self.file, self.written);
         let path = self.dir.join(frame::segment_file_name(first_lsn));
         let file = OpenOptions::new()
             .append(true)
@@ -215,6 +221,7 @@ impl WalWriter {
         self.file = file;
         self.path = path;
         self.written = 0;
+        self.dropped = Dropped::default();
     }
 
     fn write_staged(&mut self) {
@@ -234,5 +241,6 @@ impl WalWriter {
         let started = Instant::now();
         self.file.sync_data().unwrap_or_else(|e| abort_on_io_failure("fdatasync", &self.path, &e));
         self.stats.record_sync(started);
+        self.dropped.after_sync(&self.file, self.written);
     }
 }
