@@ -60,6 +60,13 @@ impl ColumnStore {
         self.column(slot).version(row.at())
     }
 
+    /// The versions of `rows` (ascending, as a snapshot reads a chunk's rows) in `slot`'s
+    /// column: what `version` gives each, read along the chunks' runs.
+    pub fn versions_ascending(&self, rows: &[RowId], slot: ColumnSlot) -> Vec<u32> {
+        let rows: Vec<usize> = rows.iter().map(|r| r.at()).collect();
+        self.column(slot).versions_ascending(&rows)
+    }
+
     /// Restores a cell's version (loading a snapshot); nothing else sets versions directly.
     pub fn restore_version(&mut self, row: RowId, slot: ColumnSlot, version: u32) {
         self.column_mut(slot).restore_version(row.at(), version);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
-use super::chunked::{arc_bytes, Chunk, Chunked, CHUNK_ROWS};
+use super::chunked::{arc_bytes, split, Chunk, Chunked, CHUNK_ROWS};
 use super::scan::RowBits;
 use super::text::{ListRef, TextChunk};
 use super::versions::Versions;
@@ -376,6 +376,17 @@ impl Column {
     pub(super) fn version(&self, row: usize) -> u32 {
         let (chunk, at) = self.chunks.chunk(row);
         chunk.versions.get(at)
+    }
+
+    /// The versions of `rows` (ascending: a snapshot's rows of a chunk), read along each
+    /// chunk's runs rather than searched for row by row.
+    pub(super) fn versions_ascending(&self, rows: &[usize]) -> Vec<u32> {
+        let mut out = Vec::with_capacity(rows.len());
+        for group in rows.chunk_by(|&a, &b| split(a).0 == split(b).0) {
+            let (chunk, _) = self.chunks.chunk(group[0]);
+            out.extend(chunk.versions.get_ascending(group.iter().map(|&row| split(row).1)));
+        }
+        out
     }
 
     pub(super) fn restore_version(&mut self, row: usize, version: u32) {

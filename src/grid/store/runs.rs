@@ -97,6 +97,28 @@ impl<T: Copy + PartialEq> Runs<T> {
         }
     }
 
+    /// The values of rows `ats`: a step along the runs for each when the rows ascend (a
+    /// snapshot reads a chunk's rows in order), a search only when one goes back.
+    pub(super) fn get_ascending<'a>(
+        &'a self,
+        ats: impl Iterator<Item = usize> + 'a,
+    ) -> impl Iterator<Item = T> + 'a {
+        let mut run = 0usize;
+        ats.map(move |at| match self {
+            Runs::Runs { len, starts, values } => {
+                assert!(at < *len, "row {at} of a chunk of {len}");
+                if usize::from(starts[run]) > at {
+                    run = run_of(starts, at);
+                }
+                while starts.get(run + 1).is_some_and(|&next| usize::from(next) <= at) {
+                    run += 1;
+                }
+                values[run]
+            }
+            Runs::Plain(rows) => rows[at],
+        })
+    }
+
     /// Every row's value, in order.
     pub(super) fn iter(&self) -> impl Iterator<Item = T> + '_ {
         let (runs, plain) = match self {
@@ -362,6 +384,7 @@ mod tests {
         fn runs_read_as_a_plain_vector(
             pushes in proptest::collection::vec(0u8..3, 1..CHUNK_ROWS),
             sets in proptest::collection::vec((0usize..CHUNK_ROWS, 0u8..3), 0..20),
+            picks in proptest::collection::vec(0usize..CHUNK_ROWS, 0..40),
         ) {
             let mut runs = Runs::default();
             let mut plain = Vec::new();
@@ -381,7 +404,14 @@ mod tests {
             let expected: Vec<u32> =
                 (0..plain.len() as u32).filter(|&at| plain[at as usize] == 1).map(|at| at + 3).collect();
             prop_assert_eq!(kept.iter().collect::<Vec<_>>(), expected);
-            prop_assert_eq!(runs.iter().collect::<Vec<_>>(), plain);
+            prop_assert_eq!(runs.iter().collect::<Vec<_>>(), plain.clone());
+            // Rows read along the runs, in order or not, read what the vector holds.
+            let mut picks: Vec<usize> = picks.iter().map(|at| at % plain.len()).collect();
+            let expected: Vec<u8> = picks.iter().map(|&at| plain[at]).collect();
+            prop_assert_eq!(runs.get_ascending(picks.iter().copied()).collect::<Vec<_>>(), expected);
+            picks.sort_unstable();
+            let expected: Vec<u8> = picks.iter().map(|&at| plain[at]).collect();
+            prop_assert_eq!(runs.get_ascending(picks.iter().copied()).collect::<Vec<_>>(), expected);
         }
     }
 }

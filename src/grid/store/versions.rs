@@ -49,6 +49,15 @@ impl Versions {
         self.runs.get(at)
     }
 
+    /// The versions of rows `ats`, read along the runs when the rows ascend (`Runs::get_ascending`).
+    pub(super) fn get_ascending<'a>(
+        &'a self,
+        ats: impl Iterator<Item = usize> + Clone + 'a,
+    ) -> impl Iterator<Item = u32> + 'a {
+        let runs = self.runs.get_ascending(ats.clone());
+        ats.zip(runs).map(|(at, version)| if bit(&self.zeros, at) { 0 } else { version })
+    }
+
     /// Appends a row at `version`.
     pub(super) fn push(&mut self, version: u32) {
         if let Some(last) = self.runs.last_run().filter(|&last| version == 0 && last != 0) {
@@ -184,6 +193,9 @@ mod tests {
         versions.set(4, 7);
         assert_eq!(versions.iter().collect::<Vec<_>>(), [0, 7, 9, 7, 7, 0, 7]);
         assert_eq!((versions.get(0), versions.get(2), versions.get(5)), (0, 9, 0));
+        // Read along the runs, the zeros' bits still count.
+        assert_eq!(versions.get_ascending(0..7).collect::<Vec<_>>(), [0, 7, 9, 7, 7, 0, 7]);
+        assert_eq!(versions.get_ascending([5, 2, 6].into_iter()).collect::<Vec<_>>(), [0, 9, 7]);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use super::{
 };
 use crate::grid::ops::GridState;
 use crate::grid::store::{CellRef, ChunkHandle, ColumnSlot, ColumnStore, RecordIdentity, RowId};
+use crate::grid::value::StorageKind;
 
 /// Writes sections to `out`, each on a 16-byte boundary, and the table at the end; borrows the
 /// sections of unchanged chunks from `base`'s chain, and notes where every chunk's sections lie
@@ -174,8 +175,11 @@ pub(super) fn cut(
     rows.len().min(limits.rows)
 }
 
-/// The text bytes of one cell.
+/// The text bytes of one cell (none in a column of fixed-width values, which is not read).
 fn cell_bytes(store: &ColumnStore, row: RowId, slot: ColumnSlot) -> usize {
+    if !matches!(store.kind(slot), StorageKind::Text | StorageKind::List) {
+        return 0;
+    }
     match store.value_ref(row, slot) {
         CellRef::Text(s) => s.len(),
         CellRef::List(items) => items.map(|item| item.len() + 8).sum(),
@@ -320,7 +324,7 @@ impl GridState {
                         )
                     })
                     .collect(),
-                versions: rows.iter().map(|r| store.version(*r, slot)).collect(),
+                versions: store.versions_ascending(&rows, slot),
             })
         })?;
         count += w.place(cells_key, cells_handles, live, cells, |w| {
