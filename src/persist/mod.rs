@@ -6,7 +6,6 @@ pub mod entry;
 pub mod history;
 pub mod image_formats;
 mod memory;
-mod page_cache;
 pub mod recovery;
 pub mod snapshot;
 pub mod wal;

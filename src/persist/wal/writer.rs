@@ -18,7 +18,6 @@ use tokio::sync::oneshot;
 
 use super::frame::{self, HEADER_LEN};
 use super::WalStats;
-use crate::persist::page_cache::Dropped;
 
 /// Stop adding to a batch once this many bytes are staged, so one sync never waits on a huge write.
 const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
@@ -124,8 +123,6 @@ pub(super) struct WalWriter {
     written: u64,
     /// Framed records not yet written.
     staged: Vec<u8>,
-    /// The active segment's synced pages given back to the page cache.
-    dropped: Dropped,
     stats: Arc<StatsCells>,
     /// Held (and so locked) until the thread ends.
     _lock: File,
@@ -142,9 +139,7 @@ impl WalWriter {
     ) -> io::Result<Self> {
         let file = OpenOptions::new().append(true).open(&path)?;
         let written = file.metadata()?.len();
-        let staged = Vec::new();
-        let dropped = Dropped::default();
-        Ok(Self { dir, segment_size, file, path, written, staged, dropped, stats, _lock: lock })
+        Ok(Self { dir, segment_size, file, path, written, staged: Vec::new(), stats, _lock: lock })
     }
 
     /// Runs until every handle is gone and the channel is drained; every batch is synced before
@@ -208,7 +203,6 @@ impl WalWriter {
             self.write_staged();
             self.sync();
         }
-        self.dropped.all(&self.file, self.written);
         let path = self.dir.join(frame::segment_file_name(first_lsn));
         let file = OpenOptions::new()
             .append(true)
@@ -221,7 +215,6 @@ impl WalWriter {
         self.file = file;
         self.path = path;
         self.written = 0;
-        self.dropped = Dropped::default();
     }
 
     fn write_staged(&mut self) {
@@ -241,6 +234,5 @@ impl WalWriter {
         let started = Instant::now();
         self.file.sync_data().unwrap_or_else(|e| abort_on_io_failure("fdatasync", &self.path, &e));
         self.stats.record_sync(started);
-        self.dropped.after_sync(&self.file, self.written);
     }
 }
