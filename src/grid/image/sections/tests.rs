@@ -485,3 +485,39 @@ fn a_loaded_branch_is_indexed_as_the_image_it_came_from() {
         same(&back, &again);
     }
 }
+
+proptest! {
+    /// A record part written from borrowed strings is, byte for byte, the part of the same
+    /// records in owned strings (what a load reads as `ArchivedRecordsPart`): inline and
+    /// out-of-line strings, empty ones, any text.
+    #[test]
+    fn a_borrowed_record_part_archives_as_the_owned_one(
+        records in proptest::collection::vec(
+            (".{0,20}", "(/[a-z]{0,12}){0,2}", any::<i64>(), ".{0,10}", any::<u32>(), any::<u32>(), any::<u64>()),
+            0..12,
+        ),
+    ) {
+        use super::super::sections::{RecordsPart, RecordsPartRef, StrRef};
+        let owned = RecordsPart {
+            ids: records.iter().map(|r| r.0.clone()).collect(),
+            paths: records.iter().map(|r| r.1.clone()).collect(),
+            times: records.iter().map(|r| r.2).collect(),
+            users: records.iter().map(|r| r.3.clone()).collect(),
+            created: records.iter().map(|r| r.4).collect(),
+            moved: records.iter().map(|r| r.5).collect(),
+            heads: records.iter().map(|r| r.6).collect(),
+        };
+        let borrowed = RecordsPartRef {
+            ids: records.iter().map(|r| StrRef(&r.0)).collect(),
+            paths: records.iter().map(|r| StrRef(&r.1)).collect(),
+            times: owned.times.clone(),
+            users: records.iter().map(|r| StrRef(&r.3)).collect(),
+            created: owned.created.clone(),
+            moved: owned.moved.clone(),
+            heads: owned.heads.clone(),
+        };
+        let owned_bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&owned).expect("encodes");
+        let borrowed_bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&borrowed).expect("encodes");
+        prop_assert_eq!(owned_bytes.as_slice(), borrowed_bytes.as_slice());
+    }
+}

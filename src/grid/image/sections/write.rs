@@ -12,8 +12,8 @@ use rkyv::Serialize;
 use super::super::{column_cells, pack, GoneKeyImage, HistoryChunkImage};
 use super::{
     Borrowable, BranchHead, ChunkKey, ColumnCellsPart, ColumnHead, ColumnMetaPart, ImageIndex,
-    PartLimits, Placed, RecordsPart, TableEntry, WrittenImage, IN_CHAIN, LINK_SHIFT, MAGIC,
-    MAX_LINKS, OFFSET_MASK, PENDING,
+    PartLimits, Placed, RecordsPartRef, StrRef, TableEntry, WrittenImage, IN_CHAIN, LINK_SHIFT,
+    MAGIC, MAX_LINKS, OFFSET_MASK, PENDING,
 };
 use crate::grid::ops::GridState;
 use crate::grid::store::{CellRef, ChunkHandle, ColumnSlot, ColumnStore, RecordIdentity, RowId};
@@ -267,11 +267,11 @@ impl GridState {
         w.chunk(ChunkKey::Records(k), handles, live, |w| {
             let rows: Vec<RowId> = store.live_rows_of_chunk(k).collect();
             let bytes = |r| store.id(r).len() + store.path(r).len() + store.modified_by(r).len();
-            parts(w, &rows, limits, bytes, |part| RecordsPart {
-                ids: part.iter().map(|r| store.id(*r).to_owned()).collect(),
-                paths: part.iter().map(|r| store.path(*r).to_owned()).collect(),
+            parts(w, &rows, limits, bytes, |part| RecordsPartRef {
+                ids: part.iter().map(|r| StrRef(store.id(*r))).collect(),
+                paths: part.iter().map(|r| StrRef(store.path(*r))).collect(),
                 times: part.iter().map(|r| store.modified_time(*r)).collect(),
-                users: part.iter().map(|r| store.modified_by(*r).to_owned()).collect(),
+                users: part.iter().map(|r| StrRef(store.modified_by(*r))).collect(),
                 created: part.iter().map(|r| store.created_at(*r)).collect(),
                 moved: part.iter().map(|r| store.moved_at(*r)).collect(),
                 heads: part.iter().map(|r| store.history_head(*r)).collect(),
