@@ -100,7 +100,22 @@ impl Written {
     fn is_due(&self, policy: &SnapshotPolicy) -> bool {
         self.records >= policy.every_records || self.bytes >= policy.every_bytes
     }
+
+    /// Whether this much written since the last snapshot started is `BEHIND` snapshot
+    /// intervals or more: the snapshots are not keeping up.
+    fn is_behind(&self, policy: &SnapshotPolicy) -> bool {
+        self.records >= policy.every_records.saturating_mul(BEHIND)
+            || self.bytes >= policy.every_bytes.saturating_mul(BEHIND)
+    }
 }
+
+/// Snapshot intervals of writes that pile up while one snapshot runs before the next one runs
+/// at the server's own priority rather than as background work (`SCHED_IDLE`). A background
+/// thread runs only on a core nothing else wants: on a machine kept busy, by requests or by
+/// anything else, it would never finish, and the log a restart replays would grow without
+/// bound (a 10M-record load beside a compiler left 29 s of replay). A snapshot that keeps up
+/// stays in the background, out of the way of edits.
+const BEHIND: u64 = 4;
 
 impl GridActor {
     /// The actor of a branch whose state was created or recovered by the caller.
@@ -158,7 +173,8 @@ impl GridActor {
             return;
         }
         let covered = self.since_snapshot;
-        let fut = self.snapshot_future();
+        let behind = self.since_snapshot.is_behind(&self.durability.policy);
+        let fut = self.snapshot_future(behind);
         ctx.spawn(fut.into_actor(self).map(move |written, act, ctx| {
             act.snapshot_running = false;
             if written.is_ok() {
@@ -260,10 +276,12 @@ impl GridActor {
         }
     }
 
-    /// Copies the state and writes it as a snapshot on a blocking thread. The copy is the only
-    /// part that holds up this actor's writers.
+    /// Copies the state and writes it as a snapshot on a thread of its own, as background work
+    /// unless `foreground` (someone waits for it, or the snapshots fell behind). The copy is
+    /// the only part that holds up this actor's writers.
     fn snapshot_future(
         &mut self,
+        foreground: bool,
     ) -> impl std::future::Future<Output = Result<(), SnapshotFailure>> + 'static {
         self.snapshot_running = true;
         self.since_snapshot = Written::default();
@@ -295,7 +313,11 @@ impl GridActor {
             std::thread::Builder::new()
                 .name("snapshot".into())
                 .spawn(move || {
-                    super::read_pool::background_priority();
+                    if foreground {
+                        tracing::debug!(branch = %branch, "snapshot written at the server's priority");
+                    } else {
+                        super::read_pool::background_priority();
+                    }
                     let written =
                         durability.write_snapshot_copied(&branch, (lsn, copied_ms), &state);
                     // The image's buffers and the copy's own chunks were this thread's: give
@@ -351,7 +373,8 @@ impl Actor for GridActor {
     }
 }
 
-/// Writes a snapshot now (graceful shutdown); resolves when it is stored.
+/// Writes a snapshot now (graceful shutdown), at the server's priority: a stop waits for it,
+/// and a background thread on a busy machine could take minutes. Resolves when it is stored.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<(), SnapshotFailure>")]
 pub struct TakeSnapshot;
@@ -366,7 +389,7 @@ impl Handler<TakeSnapshot> for GridActor {
             tracing::info!(branch = %self.branch_id, "snapshot held back for a new branch");
             return Box::pin(async { Ok(()) });
         }
-        Box::pin(self.snapshot_future())
+        Box::pin(self.snapshot_future(true))
     }
 }
 
@@ -387,5 +410,32 @@ impl Handler<Shutdown> for GridActor {
         tokio::task::spawn_blocking(move || drop(old));
         self.query.clear();
         ctx.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Written, BEHIND};
+    use crate::persist::durability::SnapshotPolicy;
+    use std::time::Duration;
+
+    /// Due after one interval of records or bytes; behind after `BEHIND` of either.
+    #[test]
+    fn writes_are_due_after_one_interval_and_behind_after_several() {
+        let policy = SnapshotPolicy {
+            every_records: 100,
+            every_bytes: 1000,
+            every: Duration::from_secs(60),
+        };
+        let written = |records, bytes| Written { records, bytes };
+        assert!(!written(99, 999).is_due(&policy));
+        assert!(written(100, 0).is_due(&policy) && written(0, 1000).is_due(&policy));
+        assert!(!written(100 * BEHIND - 1, 1000 * BEHIND - 1).is_behind(&policy));
+        assert!(written(100 * BEHIND, 0).is_behind(&policy));
+        assert!(written(0, 1000 * BEHIND).is_behind(&policy));
+        // Counts near the top of the range do not wrap into "not behind".
+        let huge = SnapshotPolicy { every_records: u64::MAX, every_bytes: u64::MAX, ..policy };
+        assert!(!written(u64::MAX - 1, u64::MAX - 1).is_behind(&huge));
+        assert!(written(u64::MAX, 0).is_behind(&huge));
     }
 }
