@@ -98,14 +98,19 @@ impl Written {
     }
 
     fn is_due(&self, policy: &SnapshotPolicy) -> bool {
-        self.records >= policy.every_records || self.bytes >= policy.every_bytes
+        self.spans(policy, 1)
     }
 
     /// Whether this much written since the last snapshot started is `BEHIND` snapshot
     /// intervals or more: the snapshots are not keeping up.
     fn is_behind(&self, policy: &SnapshotPolicy) -> bool {
-        self.records >= policy.every_records.saturating_mul(BEHIND)
-            || self.bytes >= policy.every_bytes.saturating_mul(BEHIND)
+        self.spans(policy, BEHIND)
+    }
+
+    /// Whether this is `intervals` snapshot intervals of records or of bytes, or more.
+    fn spans(&self, policy: &SnapshotPolicy, intervals: u64) -> bool {
+        self.records >= policy.every_records.saturating_mul(intervals)
+            || self.bytes >= policy.every_bytes.saturating_mul(intervals)
     }
 }
 

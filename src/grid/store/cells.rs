@@ -63,8 +63,7 @@ impl ColumnStore {
     /// The versions of `rows` (ascending, as a snapshot reads a chunk's rows) in `slot`'s
     /// column: what `version` gives each, read along the chunks' runs.
     pub fn versions_ascending(&self, rows: &[RowId], slot: ColumnSlot) -> Vec<u32> {
-        let rows: Vec<usize> = rows.iter().map(|r| r.at()).collect();
-        self.column(slot).versions_ascending(&rows)
+        self.column(slot).versions_ascending(rows, |row| row.at())
     }
 
     /// Restores a cell's version (loading a snapshot); nothing else sets versions directly.

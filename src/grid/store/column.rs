@@ -379,12 +379,12 @@ impl Column {
     }
 
     /// The versions of `rows` (ascending: a snapshot's rows of a chunk), read along each
-    /// chunk's runs rather than searched for row by row.
-    pub(super) fn versions_ascending(&self, rows: &[usize]) -> Vec<u32> {
+    /// chunk's runs rather than searched for row by row (`at`: a row's index).
+    pub(super) fn versions_ascending<R>(&self, rows: &[R], at: impl Fn(&R) -> usize) -> Vec<u32> {
         let mut out = Vec::with_capacity(rows.len());
-        for group in rows.chunk_by(|&a, &b| split(a).0 == split(b).0) {
-            let (chunk, _) = self.chunks.chunk(group[0]);
-            out.extend(chunk.versions.get_ascending(group.iter().map(|&row| split(row).1)));
+        for group in rows.chunk_by(|a, b| split(at(a)).0 == split(at(b)).0) {
+            let (chunk, _) = self.chunks.chunk(at(&group[0]));
+            out.extend(chunk.versions.get_ascending(group.iter().map(|row| split(at(row)).1)));
         }
         out
     }
