@@ -17,6 +17,7 @@ use crate::ids;
 /// The most records one add or update may carry.
 pub const MAX_RECORDS_PER_REQUEST: usize = 1000;
 
+mod bulk_json;
 mod cells;
 mod input;
 
@@ -34,6 +35,7 @@ impl<'a> WriteChecks<'a> {
         WriteChecks { keys: Default::default(), columns: WriteColumns::new(state, view) }
     }
 }
+pub use bulk_json::parse_records;
 pub use input::{
     CellInput, CellWire, DeleteRecordsInput, RecordIdentifier, RecordInput, StatusesIn, ValueIn,
 };

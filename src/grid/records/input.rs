@@ -259,7 +259,7 @@ impl<'de> Deserialize<'de> for CellInput {
 }
 
 /// A record as written.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RecordInput {
     pub id: Option<String>,

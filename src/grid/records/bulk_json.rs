@@ -1,0 +1,503 @@
+//! The JSON of a records write read without serde's machinery, for the body nearly every bulk
+//! write sends: `[{"id": .., "path": .., "cells": [{"columnId": .., "value": ..}, ..]}, ..]`.
+//! Through serde a cell cost about 90 ns beyond scanning its bytes (an `Option` of a 32-byte
+//! value returned through the stack at each step), a third of a 1000-record add's CPU.
+//!
+//! It owns only the reading of that shape, and answers `None` for anything else it meets: an
+//! unknown or repeated field, an escaped key, a value that is an object or a list of other than
+//! strings, a number in a list, bytes after the end. `None` sends the body to serde
+//! (`RecordInput`'s own `Deserialize`), which then gives the answer, or the error, it always
+//! gave. So this reader needs to be right only about what it accepts: what it answers equals
+//! serde's answer for the same body (a property test compares both on bodies of every shape).
+//! Strings with escapes and numbers are handed to `serde_json` as they stand (one string, one
+//! number), so their meaning is serde's to the bit.
+//!
+//! Grammar read (JSON whitespace anywhere between tokens):
+//! ```text
+//! body    = "[" [record {"," record}] "]"
+//! record  = "{" [field {"," field}] "}"      fields: id, path, ifMatch (string or null),
+//!                                             markUpdatedCellsWithMTFlag (bool or null), cells
+//! cells   = "[" [cell {"," cell}] "]"
+//! cell    = "{" [key ":" value {"," ...}] "}"  keys: columnId, dependencyStatus, sourceStatus
+//!                                             (string or null), value, referencedIds
+//! value   = string | number | true | false | null | "[" [string {"," string}] "]"
+//! ```
+
+use compact_str::CompactString;
+use serde_json::Value;
+
+use super::input::{CellInput, RecordInput, StatusesIn, ValueIn};
+
+/// The records of `body` (valid UTF-8, as `SizedJson` checked it), or `None` when the body is
+/// not of the shape read here (serde then reads it).
+pub fn parse_records(body: &str) -> Option<Vec<RecordInput>> {
+    let mut scan = Scan { text: body, at: 0 };
+    scan.expect(b'[')?;
+    let mut records = Vec::new();
+    if !scan.eat(b']') {
+        loop {
+            records.push(RecordInput::default());
+            scan.record(records.last_mut().expect("just pushed"))?;
+            if scan.eat(b']') {
+                break;
+            }
+            scan.expect(b',')?;
+        }
+    }
+    scan.skip_space();
+    (scan.at == body.len()).then_some(records)
+}
+
+/// A place in the body being read.
+struct Scan<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+/// The fields of a record, as bits of the set read so far (a field given twice is serde's).
+const ID: u8 = 1;
+const PATH: u8 = 2;
+const CELLS: u8 = 4;
+const MARK_MT: u8 = 8;
+const IF_MATCH: u8 = 16;
+
+/// The fields of a cell, likewise.
+const COLUMN_ID: u8 = 1;
+const VALUE: u8 = 2;
+const REFERENCED_IDS: u8 = 4;
+const DEPENDENCY: u8 = 8;
+const SOURCE: u8 = 16;
+
+impl<'a> Scan<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    fn skip_space(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes().get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    /// The next byte after any whitespace, not consumed.
+    fn peek(&mut self) -> Option<u8> {
+        self.skip_space();
+        self.bytes().get(self.at).copied()
+    }
+
+    /// Consumes `byte` if it comes next.
+    fn eat(&mut self, byte: u8) -> bool {
+        let next = self.peek() == Some(byte);
+        self.at += usize::from(next);
+        next
+    }
+
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        self.eat(byte).then_some(())
+    }
+
+    /// Consumes `word` (`null`, `true`, `false`) if it comes next.
+    fn eat_word(&mut self, word: &str) -> bool {
+        let next = self.bytes()[self.at..].starts_with(word.as_bytes());
+        if next {
+            self.at += word.len();
+        }
+        next
+    }
+
+    /// Reads a JSON object's members, `member` reading each value after its key. `None` if
+    /// the next token is not an object or `member` gives up.
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.expect(b'{')?;
+        if self.eat(b'}') {
+            return Some(());
+        }
+        loop {
+            let key = self.raw_string()?;
+            self.expect(b':')?;
+            member(self, key)?;
+            if self.eat(b'}') {
+                return Some(());
+            }
+            self.expect(b',')?;
+        }
+    }
+
+    /// The text between the quotes of a string without escapes, borrowed from the body.
+    /// `None` if the next token is not a string, or is one holding an escape.
+    fn raw_string(&mut self) -> Option<&'a str> {
+        let (text, escaped) = self.string_token()?;
+        (!escaped).then(|| &text[1..text.len() - 1])
+    }
+
+    /// The next string token, quotes included, and whether it holds an escape. `None` if the
+    /// next token is not a string or holds a control character (which JSON forbids raw).
+    fn string_token(&mut self) -> Option<(&'a str, bool)> {
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let start = self.at;
+        let bytes = self.bytes();
+        let mut from = start + 1;
+        let mut escaped = false;
+        let end = loop {
+            let found = next_special(bytes, from)?;
+            match bytes[found] {
+                b'"' => break found,
+                b'\\' => {
+                    escaped = true;
+                    // The escaped byte (a quote or backslash among them) is not an end; a `\u`
+                    // escape's hex digits hold neither.
+                    from = found + 2;
+                }
+                _ => return None,
+            }
+        };
+        self.at = end + 1;
+        Some((&self.text[start..=end], escaped))
+    }
+
+    /// A string value, unescaped by serde_json when it holds an escape.
+    fn string(&mut self) -> Option<String> {
+        let (token, escaped) = self.string_token()?;
+        if escaped {
+            serde_json::from_str(token).ok()
+        } else {
+            Some(token[1..token.len() - 1].to_owned())
+        }
+    }
+
+    /// `null` as `None`, a string as `Some`, as serde reads an `Option<String>`.
+    fn optional_string(&mut self) -> Option<Option<String>> {
+        if self.peek() == Some(b'n') {
+            return self.eat_word("null").then_some(None);
+        }
+        self.string().map(Some)
+    }
+
+    fn optional_compact(&mut self) -> Option<Option<CompactString>> {
+        if self.peek() == Some(b'n') {
+            return self.eat_word("null").then_some(None);
+        }
+        let (token, escaped) = self.string_token()?;
+        if escaped {
+            serde_json::from_str(token).ok().map(Some)
+        } else {
+            Some(Some(CompactString::from(&token[1..token.len() - 1])))
+        }
+    }
+
+    fn optional_bool(&mut self) -> Option<Option<bool>> {
+        match self.peek()? {
+            b'n' => self.eat_word("null").then_some(None),
+            b't' => self.eat_word("true").then_some(Some(true)),
+            b'f' => self.eat_word("false").then_some(Some(false)),
+            _ => None,
+        }
+    }
+
+    /// A list of strings; `None` for a list holding anything else.
+    fn strings(&mut self) -> Option<Vec<String>> {
+        self.expect(b'[')?;
+        let mut items = Vec::new();
+        if self.eat(b']') {
+            return Some(items);
+        }
+        loop {
+            items.push(self.string()?);
+            if self.eat(b']') {
+                return Some(items);
+            }
+            self.expect(b',')?;
+        }
+    }
+
+    /// A number, read by serde_json from its own characters.
+    fn number(&mut self) -> Option<ValueIn> {
+        let start = self.at;
+        let length = self.bytes()[start..]
+            .iter()
+            .take_while(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+            .count();
+        self.at += length;
+        serde_json::from_str(&self.text[start..self.at]).ok()
+    }
+
+    /// A cell's `value`.
+    fn value(&mut self) -> Option<ValueIn> {
+        Some(match self.peek()? {
+            b'"' => ValueIn::String(self.string()?),
+            b'n' => self.eat_word("null").then_some(ValueIn::Null)?,
+            b't' | b'f' => ValueIn::Bool(self.optional_bool()??),
+            b'-' | b'0'..=b'9' => self.number()?,
+            b'[' => ValueIn::Array(self.strings()?.into_iter().map(Value::String).collect()),
+            _ => return None,
+        })
+    }
+
+    /// Reads a cell into `cell` (a default one), in place: a cell built aside and moved into
+    /// its list cost more than reading it.
+    fn cell(&mut self, cell: &mut CellInput) -> Option<()> {
+        let mut seen = 0u8;
+        let (mut dependency, mut source, mut referenced_ids) = (None, None, None);
+        self.object(|scan, key| {
+            let field = match key {
+                "columnId" => COLUMN_ID,
+                "value" => VALUE,
+                "referencedIds" => REFERENCED_IDS,
+                "dependencyStatus" => DEPENDENCY,
+                "sourceStatus" => SOURCE,
+                _ => return None,
+            };
+            if seen & field != 0 {
+                return None;
+            }
+            seen |= field;
+            match field {
+                COLUMN_ID => cell.column_id = scan.optional_compact()?,
+                VALUE => cell.value = Some(scan.value()?),
+                REFERENCED_IDS if scan.peek() == Some(b'n') => {
+                    scan.eat_word("null").then_some(())?
+                }
+                REFERENCED_IDS => referenced_ids = Some(scan.strings()?),
+                DEPENDENCY => dependency = scan.optional_compact()?,
+                _ => source = scan.optional_compact()?,
+            }
+            Some(())
+        })?;
+        if dependency.is_some() || source.is_some() {
+            cell.statuses = Some(Box::new(StatusesIn { dependency, source }));
+        }
+        if let Some(ids) = referenced_ids {
+            if cell.value.is_some() {
+                return None;
+            }
+            cell.value = Some(ValueIn::Array(ids.into_iter().map(Value::String).collect()));
+        }
+        Some(())
+    }
+
+    fn cells(&mut self) -> Option<Vec<CellInput>> {
+        self.expect(b'[')?;
+        // As `cells_with_room`: room for a typical record's cells from the start.
+        let mut cells = Vec::with_capacity(16);
+        if self.eat(b']') {
+            return Some(cells);
+        }
+        loop {
+            cells.push(CellInput::default());
+            self.cell(cells.last_mut().expect("just pushed"))?;
+            if self.eat(b']') {
+                return Some(cells);
+            }
+            self.expect(b',')?;
+        }
+    }
+
+    /// Reads a record into `record` (a default one), in place as `cell`.
+    fn record(&mut self, record: &mut RecordInput) -> Option<()> {
+        let mut seen = 0u8;
+        self.object(|scan, key| {
+            let field = match key {
+                "id" => ID,
+                "path" => PATH,
+                "cells" => CELLS,
+                "markUpdatedCellsWithMTFlag" => MARK_MT,
+                "ifMatch" => IF_MATCH,
+                _ => return None,
+            };
+            if seen & field != 0 {
+                return None;
+            }
+            seen |= field;
+            match field {
+                ID => record.id = scan.optional_string()?,
+                PATH => record.path = scan.optional_string()?,
+                CELLS => record.cells = scan.cells()?,
+                MARK_MT => record.mark_mt = scan.optional_bool()?,
+                _ => record.if_match = scan.optional_string()?,
+            }
+            Some(())
+        })
+    }
+}
+
+/// Where the first quote, backslash or control character (below 0x20) of `bytes` at or past
+/// `at` is, looked for eight bytes at a time (a byte is zero in `word ^ repeated` exactly where
+/// `word` holds that byte; `word - repeated(0x20)` borrows into a byte's high bit where it is
+/// below 0x20), then byte by byte in the eight holding one.
+fn next_special(bytes: &[u8], mut at: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = ONES * 0x80;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        let special = (quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (word.wrapping_sub(ONES * 0x20) & !word);
+        if special & HIGHS != 0 {
+            break;
+        }
+        at += 8;
+    }
+    let rest = bytes.get(at..)?;
+    rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map(|i| at + i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_records;
+    use crate::grid::records::RecordInput;
+    use proptest::prelude::*;
+
+    fn serde(body: &str) -> Option<Vec<RecordInput>> {
+        serde_json::from_str(body).ok()
+    }
+
+    #[test]
+    fn the_usual_shape_reads_as_serde_reads_it() {
+        let bodies = [
+            "[]",
+            " [ ] ",
+            "[{}]",
+            r#"[{"id": "r1", "path": "ui/menu", "cells": [{"columnId": "enUS", "value": "Grüße, 世界"},
+                {"columnId": "count", "value": -12.5e3}, {"columnId": "final", "value": true},
+                {"columnId": "tags", "value": ["a", "b"]}, {"columnId": "x", "value": null},
+                {"columnId": "refs", "referencedIds": ["r2"]}, {"columnId": "big", "value": 18446744073709551616},
+                {"columnId": "deDE", "value": "a \"quoted\" \\ word \u00e9 \ud83d\ude00", "dependencyStatus": "outOfDate",
+                 "sourceStatus": null}]}]"#,
+            r#"[{"id": null, "cells": [], "markUpdatedCellsWithMTFlag": false, "ifMatch": "\"3\""}]"#,
+            r#"[{"cells": [{"columnId": null}, {"value": []}, {"referencedIds": null, "value": "v"}]}]"#,
+            "[{\"id\":\"a\"},\n\t{\"id\":\"b\"}]\r\n",
+        ];
+        for body in bodies {
+            let ours = parse_records(body);
+            assert!(ours.is_some(), "{body}");
+            assert_eq!(ours, serde(body), "{body}");
+        }
+    }
+
+    #[test]
+    fn any_other_shape_is_left_to_serde() {
+        let bodies = [
+            "",
+            "{}",
+            "[",
+            "[{}",
+            "[{},]",
+            "[{}] x",
+            "\u{feff}[]",
+            r#"[{"id": "a", "id": "b"}]"#,
+            r#"[{"other": 1}]"#,
+            r#"[{"\u0069d": "a"}]"#,
+            r#"[{"id": 7}]"#,
+            r#"[{"cells": null}]"#,
+            r#"[{"cells": [{"value": {"a": 1}}]}]"#,
+            r#"[{"cells": [{"value": [1, 2]}]}]"#,
+            r#"[{"cells": [{"value": 01}]}]"#,
+            r#"[{"cells": [{"value": -}]}]"#,
+            r#"[{"cells": [{"value": "\x"}]}]"#,
+            r#"[{"cells": [{"value": "\ud800"}]}]"#,
+            "[{\"cells\": [{\"value\": \"tab\tinside\"}]}]",
+            r#"[{"cells": [{"value": "a", "referencedIds": ["b"]}]}]"#,
+            r#"[{"cells": [{"value": "a", "value": "b"}]}]"#,
+            r#"[{"cells": [{"columnId": "a", "other": true}]}]"#,
+            r#"[{"cells": [{"value": nul}]}]"#,
+            r#"[{"cells": [{"value": "unterminated}]}]"#,
+        ];
+        for body in bodies {
+            assert_eq!(parse_records(body), None, "{body}");
+        }
+    }
+
+    /// A JSON value's text, mostly of the shapes read here and some of every other.
+    fn value_text() -> impl Strategy<Value = String> {
+        let string = any::<String>().prop_map(|s| serde_json::to_string(&s).expect("a string"));
+        let raw = "[ -~\\t\\u{0}\\u{1f}é世😀\\\\\"]{0,12}".prop_map(|s| format!("\"{s}\""));
+        prop_oneof![
+            4 => string.clone(),
+            2 => raw,
+            1 => any::<i64>().prop_map(|n| n.to_string()),
+            1 => any::<f64>().prop_map(|n| n.to_string()),
+            1 => "-?[0-9]{1,25}(\\.[0-9]{0,5})?([eE][-+]?[0-9]{0,4})?",
+            1 => Just("null".to_owned()),
+            1 => any::<bool>().prop_map(|b| b.to_string()),
+            1 => prop::collection::vec(string.clone(), 0..3).prop_map(|v| format!("[{}]", v.join(","))),
+            1 => Just("[1, \"a\"]".to_owned()),
+            1 => Just("{\"k\": \"v\"}".to_owned()),
+        ]
+    }
+
+    /// An object's text from its members, keys drawn from `keys`, some repeated.
+    fn object_text(
+        keys: &'static [&'static str],
+        value: impl Strategy<Value = String>,
+    ) -> impl Strategy<Value = String> {
+        let member = (prop::sample::select(keys), value).prop_map(|(k, v)| format!("\"{k}\": {v}"));
+        prop::collection::vec(member, 0..5).prop_map(|m| format!("{{{}}}", m.join(", ")))
+    }
+
+    const CELL_KEYS: &[&str] = &[
+        "columnId",
+        "value",
+        "value",
+        "value",
+        "referencedIds",
+        "dependencyStatus",
+        "sourceStatus",
+        "other",
+        "col\\u0075mnId",
+    ];
+    const RECORD_KEYS: &[&str] = &["id", "path", "markUpdatedCellsWithMTFlag", "ifMatch", "nope"];
+
+    fn body_text() -> impl Strategy<Value = String> {
+        let cell = object_text(CELL_KEYS, value_text());
+        let cells = prop::collection::vec(cell, 0..4).prop_map(|c| format!("[{}]", c.join(",")));
+        let record =
+            (object_text(RECORD_KEYS, value_text()), cells).prop_map(
+                |(fields, cells)| match fields.strip_suffix('}') {
+                    Some(open) if open.len() > 1 => format!("{open}, \"cells\": {cells}}}"),
+                    _ => format!("{{\"cells\": {cells}}}"),
+                },
+            );
+        prop::collection::vec(record, 0..4).prop_map(|r| format!("[{}]", r.join(",\n ")))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// What is read here is what serde reads: whenever this reader answers, serde answers
+        /// the same records.
+        #[test]
+        fn what_it_reads_serde_reads_alike(body in body_text()) {
+            if let Some(ours) = parse_records(&body) {
+                prop_assert_eq!(Some(ours), serde(&body), "{}", body);
+            }
+        }
+
+        /// Likewise for a body cut short or with a byte changed anywhere.
+        #[test]
+        fn a_damaged_body_reads_alike_or_not_at_all(
+            body in body_text(),
+            at in any::<prop::sample::Index>(),
+            byte in prop::sample::select(&b"\"\\,:[]{}0 ae\t"[..]),
+            cut in any::<bool>(),
+        ) {
+            let mut at = at.index(body.len() + 1);
+            while !body.is_char_boundary(at) {
+                at -= 1;
+            }
+            let mut bytes = body.into_bytes();
+            if cut {
+                bytes.truncate(at);
+            } else if at < bytes.len() && bytes[at].is_ascii() {
+                bytes[at] = byte;
+            }
+            let body = String::from_utf8(bytes).expect("cut at a character, ASCII for ASCII");
+            if let Some(ours) = parse_records(&body) {
+                prop_assert_eq!(Some(ours), serde(&body), "{}", body);
+            }
+        }
+    }
+}
