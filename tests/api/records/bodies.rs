@@ -127,3 +127,42 @@ fn a_record_write_whose_body_announces_more_than_it_sends_is_408_and_changes_not
     assert!(text.contains("\"requestTimeout\""), "{text}");
     assert_eq!(app.records(&view), before);
 }
+
+/// A bulk write's usual body is read by the server's own reader, any other spelling by serde:
+/// the same records either way, and the same answer to a body neither accepts.
+#[test]
+fn a_record_write_reads_its_records_alike_however_the_json_spells_them() {
+    let app = spawn_app();
+    let (_, view) = title_and_english_grid(&app);
+    let path = format!("/v1/views/{view}/records");
+    let usual = r#"[{"id": "a", "path": "ui", "cells": [{"columnId": "title", "value": "Say \"hi\"\n"},
+        {"columnId": "lang", "value": "Grüße", "dependencyStatus": null, "sourceStatus": "unset"}]}]"#;
+    // An escaped key, an unknown field and an object of a cell's own: only serde reads these.
+    let other = r#"[{"id": "b", "path": "ui", "extra": {"k": [1]}, "cells": [{"col\u0075mnId": "title",
+        "value": "Say \"hi\"\n", "note": {}}, {"columnId": "lang", "value": "Grüße",
+        "dependencyStatus": null, "sourceStatus": "unset"}]}]"#;
+    for body in [usual, other] {
+        app.raw(Method::POST, &path, "application/json", body.as_bytes().to_vec())
+            .assert_status(201);
+    }
+    let records = app.records(&view);
+    let cells = |i: usize| records[i]["cells"].clone();
+    assert_eq!(records.len(), 2);
+    assert_eq!(cells(0), cells(1), "{records:?}");
+    assert_eq!(cells(0)[0]["value"], "Say \"hi\"\n");
+    let before = app.records(&view);
+    let repeated = r#"[{"id": "c", "id": "d", "cells": []}]"#;
+    let res = app.raw(Method::POST, &path, "application/json", repeated.as_bytes().to_vec());
+    assert_refused(&app, &view, &res, 400, "badRequest", &before);
+    assert!(res.text.contains("duplicate field `id`"), "{}", res.text);
+}
+
+/// A grid of a single-line `title` and an English `lang` column: (grid id, default view id).
+fn title_and_english_grid(app: &crate::helpers::TestApp) -> (String, String) {
+    let (grid, view) = simple_grid(app);
+    app.create_column(
+        &view,
+        json!({"id": "lang", "name": "English", "type": "language", "languageCode": "enUS"}),
+    );
+    (grid, view)
+}
