@@ -17,7 +17,7 @@ mod common;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use gridd::grid::ops::GridState;
 use gridd::grid::read_json::RenderedRecords;
-use gridd::grid::records::{plan_add, RecordInput};
+use gridd::grid::records::{plan_add, RecordInput, RecordsBody};
 use gridd::grid::schema::{ColumnDef, ViewDef};
 use gridd::grid::store::RowId;
 use gridd::grid::value::{CellValue, SourceStatus};
@@ -68,7 +68,7 @@ fn bench_parse(c: &mut Criterion) {
     });
     group.bench_function("parse 1000 records x 12 cells through serde", |b| {
         b.iter(|| {
-            let records: Vec<RecordInput> = serde_json::from_str(&body).expect("parses");
+            let records: RecordsBody = serde_json::from_str(&body).expect("parses");
             records
         })
     });

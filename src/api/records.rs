@@ -27,10 +27,11 @@ use crate::grid::actor::{
     ReadRecord, ReadRecords, RecordsWrite, WriteAnswer, WriteRecords, WrittenRecords,
 };
 use crate::grid::codec::{format_timestamp, Rendered};
+use crate::grid::preconditions::Expected;
 use crate::grid::query::RawFilter;
 use crate::grid::read::{CellOut, RecordOut, RecordPage};
 use crate::grid::read_pool::ReadKind;
-use crate::grid::records::{DeleteRecordsInput, RecordInput};
+use crate::grid::records::{check_count, DeleteRecordsInput, RecordInput, RecordsBody};
 use crate::grid::references::Referenced;
 use crate::grid::schema::ColumnType;
 use crate::grid::value::CellValue;
@@ -401,6 +402,34 @@ async fn write(
 ) -> ApiResult<WriteAnswer> {
     let expected = expected_versions(req, &write)?;
     let route = view_route(state, p, &view_id, Privilege::Write)?;
+    write_to(state, p, view_id, route, write, expected).await
+}
+
+/// `write` of a bulk body's records, refused when the body held more than a write may carry
+/// (once the view is found and the key may write through it, as the branch would refuse it).
+async fn write_records(
+    state: &AppState,
+    p: &Principal,
+    (view_id, req): (String, &HttpRequest),
+    body: RecordsBody,
+    write: fn(Vec<RecordInput>) -> RecordsWrite,
+) -> ApiResult<WriteAnswer> {
+    let (count, write) = (body.count, write(body.records));
+    let expected = expected_versions(req, &write)?;
+    let route = view_route(state, p, &view_id, Privilege::Write)?;
+    check_count(count)?;
+    write_to(state, p, view_id, route, write, expected).await
+}
+
+/// Sends a checked records write to its branch (see `write`).
+async fn write_to(
+    state: &AppState,
+    p: &Principal,
+    view_id: String,
+    route: Arc<BranchRoute>,
+    write: RecordsWrite,
+    expected: Vec<Expected>,
+) -> ApiResult<WriteAnswer> {
     let msg = WriteRecords {
         view_id,
         user: p.user().to_owned(),
@@ -454,10 +483,10 @@ async fn add_records(
     p: Principal,
     view_id: web::Path<String>,
     req: HttpRequest,
-    body: SizedJson<Vec<RecordInput>>,
+    body: SizedJson<RecordsBody>,
 ) -> ApiResult<HttpResponse> {
     let target = (view_id.into_inner(), &req);
-    let answer = write(&state, &p, target, RecordsWrite::Add(body.into_inner())).await?;
+    let answer = write_records(&state, &p, target, body.into_inner(), RecordsWrite::Add).await?;
     Ok(written_response(StatusCode::CREATED, answer))
 }
 
@@ -468,10 +497,10 @@ async fn update_records(
     p: Principal,
     view_id: web::Path<String>,
     req: HttpRequest,
-    body: SizedJson<Vec<RecordInput>>,
+    body: SizedJson<RecordsBody>,
 ) -> ApiResult<HttpResponse> {
     let target = (view_id.into_inner(), &req);
-    let answer = write(&state, &p, target, RecordsWrite::Update(body.into_inner())).await?;
+    let answer = write_records(&state, &p, target, body.into_inner(), RecordsWrite::Update).await?;
     Ok(written_response(StatusCode::OK, answer))
 }
 

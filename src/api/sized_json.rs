@@ -16,7 +16,7 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
 use super::errors::json_payload_error;
-use crate::grid::records::{parse_records, RecordInput};
+use crate::grid::records::{parse_records, RecordInput, RecordsBody};
 
 /// The most bytes reserved for a body before any of it arrived; a larger body grows the buffer
 /// as it comes.
@@ -48,7 +48,7 @@ impl JsonBody for RecordInput {}
 
 /// A bulk write's records, read by `parse_records` when they have the usual shape (a third of
 /// the CPU of a 1000-record add went to serde's reading of them), by serde otherwise.
-impl JsonBody for Vec<RecordInput> {
+impl JsonBody for RecordsBody {
     fn from_json(text: &str) -> serde_json::Result<Self> {
         parse_records(text).map_or_else(|| serde_json::from_str(text), Ok)
     }

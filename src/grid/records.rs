@@ -37,7 +37,8 @@ impl<'a> WriteChecks<'a> {
 }
 pub use bulk_json::parse_records;
 pub use input::{
-    CellInput, CellWire, DeleteRecordsInput, RecordIdentifier, RecordInput, StatusesIn, ValueIn,
+    CellInput, CellWire, DeleteRecordsInput, RecordIdentifier, RecordInput, RecordsBody,
+    StatusesIn, ValueIn,
 };
 
 /// What kind of write is being checked.
@@ -55,7 +56,9 @@ pub(super) enum WriteKind {
 /// text of 1,048,576 characters fits. Formulas read such cells but build at most 1 MiB.
 pub const MAX_CELL_TEXT_BYTES: usize = 4 << 20;
 
-fn check_count(n: usize) -> Result<(), WriteError> {
+/// Refuses (requestRecordsExceedLimitation) a write of `n` records, more than
+/// `MAX_RECORDS_PER_REQUEST`.
+pub fn check_count(n: usize) -> Result<(), WriteError> {
     let mut problems = Problems::default();
     if n > MAX_RECORDS_PER_REQUEST {
         problems.add(

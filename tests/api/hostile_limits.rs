@@ -325,3 +325,24 @@ fn a_grid_has_at_most_a_thousand_columns_and_finds_them_by_hash() {
     let records = app.records(&view);
     assert_eq!(cell(&records[0], "c0999")["value"], json!("v"));
 }
+
+/// A body of 200,000 tiny records (3 MB) is refused by its count, which the refusal names:
+/// the records past the 1000 a write may carry are read and counted, never kept (at 64 bytes
+/// a cell and room for 16 cells a record, keeping them took 200 MB).
+#[test]
+fn a_body_of_a_great_many_tiny_records_is_refused_by_its_count() {
+    let app = spawn_app();
+    let view = one_record_grid(&app, "kept");
+    let path = format!("/v1/views/{view}/records");
+    let n = 200_000;
+    for record in [r#"{"cells": [{}]}"#, r#"{"x": 0, "cells": [{}]}"#] {
+        let body = format!("[{}]", vec![record; n].join(","));
+        for method in [Method::POST, Method::PATCH] {
+            let res = app.raw(method, &path, "application/json", body.clone().into_bytes());
+            res.assert_error(400, "requestRecordsExceedLimitation");
+            assert!(res.text.contains(&format!("this one has {n}")), "{}", res.text);
+        }
+    }
+    assert_eq!(value_of(&app, &view, "t"), json!("kept"));
+    app.get("/healthz").assert_status(200);
+}

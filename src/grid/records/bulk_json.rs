@@ -26,18 +26,25 @@
 use compact_str::CompactString;
 use serde_json::Value;
 
-use super::input::{CellInput, RecordInput, StatusesIn, ValueIn};
+use super::input::{CellInput, RecordInput, RecordsBody, StatusesIn, ValueIn};
+use super::MAX_RECORDS_PER_REQUEST;
 
 /// The records of `body` (valid UTF-8, as `SizedJson` checked it), or `None` when the body is
-/// not of the shape read here (serde then reads it).
-pub fn parse_records(body: &str) -> Option<Vec<RecordInput>> {
+/// not of the shape read here (serde then reads it). Records past `MAX_RECORDS_PER_REQUEST` are
+/// read into one record reused and only counted (`RecordsBody`).
+pub fn parse_records(body: &str) -> Option<RecordsBody> {
     let mut scan = Scan { text: body, at: 0 };
     scan.expect(b'[')?;
-    let mut records = Vec::new();
+    let mut records = RecordsBody::default();
     if !scan.eat(b']') {
         loop {
-            records.push(RecordInput::default());
-            scan.record(records.last_mut().expect("just pushed"))?;
+            if records.records.len() < MAX_RECORDS_PER_REQUEST {
+                records.records.push(RecordInput::default());
+                scan.record(records.records.last_mut().expect("just pushed"))?;
+            } else {
+                scan.record(&mut RecordInput::default())?;
+            }
+            records.count += 1;
             if scan.eat(b']') {
                 break;
             }
@@ -279,11 +286,11 @@ impl<'a> Scan<'a> {
 
     fn cells(&mut self) -> Option<Vec<CellInput>> {
         self.expect(b'[')?;
+        if self.eat(b']') {
+            return Some(Vec::new());
+        }
         // As `cells_with_room`: room for a typical record's cells from the start.
         let mut cells = Vec::with_capacity(16);
-        if self.eat(b']') {
-            return Some(cells);
-        }
         loop {
             cells.push(CellInput::default());
             self.cell(cells.last_mut().expect("just pushed"))?;
@@ -348,10 +355,10 @@ fn next_special(bytes: &[u8], mut at: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::parse_records;
-    use crate::grid::records::RecordInput;
+    use crate::grid::records::{RecordsBody, MAX_RECORDS_PER_REQUEST};
     use proptest::prelude::*;
 
-    fn serde(body: &str) -> Option<Vec<RecordInput>> {
+    fn serde(body: &str) -> Option<RecordsBody> {
         serde_json::from_str(body).ok()
     }
 
@@ -409,6 +416,27 @@ mod tests {
         for body in bodies {
             assert_eq!(parse_records(body), None, "{body}");
         }
+    }
+
+    #[test]
+    fn records_past_the_limit_are_read_and_counted_not_kept() {
+        for extra in [0, 1, 5000] {
+            let n = MAX_RECORDS_PER_REQUEST + extra;
+            let body = format!("[{}]", vec![r#"{"cells": [{}]}"#; n].join(","));
+            let ours = parse_records(&body).expect("the usual shape");
+            assert_eq!((ours.records.len(), ours.count), (MAX_RECORDS_PER_REQUEST, n));
+            assert_eq!(Some(ours), serde(&body));
+            // Serde reads a body of another shape the same way.
+            let other = body.replace("{}", r#"{"other": 1}"#);
+            assert_eq!(parse_records(&other), None);
+            let theirs = serde(&other).expect("serde reads it");
+            assert_eq!((theirs.records.len(), theirs.count), (MAX_RECORDS_PER_REQUEST, n));
+        }
+        // A malformed record past the limit is refused, as before.
+        let body =
+            format!("[{}, {{\"id\": 7}}]", vec!["{}"; MAX_RECORDS_PER_REQUEST + 1].join(","));
+        assert_eq!(parse_records(&body), None);
+        assert!(serde_json::from_str::<RecordsBody>(&body).is_err());
     }
 
     /// A JSON value's text, mostly of the shapes read here and some of every other.

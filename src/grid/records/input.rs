@@ -6,6 +6,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::MAX_RECORDS_PER_REQUEST;
+
 /// A cell as written: an absent `value` leaves the value alone; `null` empties it. A reference
 /// cell's ids may come as `referencedIds` instead of `value` (the OpenAPI's `SetCell`).
 /// Deserialized field by field (`CellVisitor`), straight into this form: a bulk add parses
@@ -272,6 +274,52 @@ pub struct RecordInput {
     /// The version the writer read (its `ETag`, quoted or not): the update is refused with 412
     /// when the record changed since.
     pub if_match: Option<String>,
+}
+
+/// The records of a bulk write's body: the first `MAX_RECORDS_PER_REQUEST` of them, and how
+/// many it held. Records past the limit are read (a malformed one is refused as before) and
+/// dropped one by one, so a body of millions of tiny records costs no more memory than one of
+/// a thousand; the write is then refused by its count (`check_count`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordsBody {
+    pub records: Vec<RecordInput>,
+    pub count: usize,
+}
+
+impl RecordsBody {
+    /// Keeps `record` if there is room, counting it either way.
+    pub(in crate::grid::records) fn take(&mut self, record: RecordInput) {
+        self.count += 1;
+        if self.records.len() < MAX_RECORDS_PER_REQUEST {
+            self.records.push(record);
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RecordsBody {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RecordsBody, D::Error> {
+        struct Records;
+        impl<'de> serde::de::Visitor<'de> for Records {
+            type Value = RecordsBody;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                // As a `Vec`'s own visitor says it, so errors read as before.
+                f.write_str("a sequence")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RecordsBody, A::Error> {
+                let mut body = RecordsBody::default();
+                while let Some(record) = seq.next_element()? {
+                    body.take(record);
+                }
+                Ok(body)
+            }
+        }
+        d.deserialize_seq(Records)
+    }
 }
 
 /// A record's cells, into a vector with room for a typical record's from the start (serde's
