@@ -61,12 +61,19 @@ struct Scan<'a> {
     at: usize,
 }
 
-/// The fields of a record, as bits of the set read so far (a field given twice is serde's).
+/// The fields of a record, each a bit of the set read so far (a field given twice is serde's).
 const ID: u8 = 1;
 const PATH: u8 = 2;
 const CELLS: u8 = 4;
 const MARK_MT: u8 = 8;
 const IF_MATCH: u8 = 16;
+const RECORD_FIELDS: [(&str, u8); 5] = [
+    ("id", ID),
+    ("path", PATH),
+    ("cells", CELLS),
+    ("markUpdatedCellsWithMTFlag", MARK_MT),
+    ("ifMatch", IF_MATCH),
+];
 
 /// The fields of a cell, likewise.
 const COLUMN_ID: u8 = 1;
@@ -74,6 +81,24 @@ const VALUE: u8 = 2;
 const REFERENCED_IDS: u8 = 4;
 const DEPENDENCY: u8 = 8;
 const SOURCE: u8 = 16;
+const CELL_FIELDS: [(&str, u8); 5] = [
+    ("columnId", COLUMN_ID),
+    ("value", VALUE),
+    ("referencedIds", REFERENCED_IDS),
+    ("dependencyStatus", DEPENDENCY),
+    ("sourceStatus", SOURCE),
+];
+
+/// The bit of field `key` among `fields`, marked in `seen`; `None` for a key not among them
+/// or one already seen.
+fn field(key: &str, fields: &[(&str, u8)], seen: &mut u8) -> Option<u8> {
+    let &(_, bit) = fields.iter().find(|(name, _)| *name == key)?;
+    if *seen & bit != 0 {
+        return None;
+    }
+    *seen |= bit;
+    Some(bit)
+}
 
 impl<'a> Scan<'a> {
     fn bytes(&self) -> &'a [u8] {
@@ -248,19 +273,7 @@ impl<'a> Scan<'a> {
         let mut seen = 0u8;
         let (mut dependency, mut source, mut referenced_ids) = (None, None, None);
         self.object(|scan, key| {
-            let field = match key {
-                "columnId" => COLUMN_ID,
-                "value" => VALUE,
-                "referencedIds" => REFERENCED_IDS,
-                "dependencyStatus" => DEPENDENCY,
-                "sourceStatus" => SOURCE,
-                _ => return None,
-            };
-            if seen & field != 0 {
-                return None;
-            }
-            seen |= field;
-            match field {
+            match field(key, &CELL_FIELDS, &mut seen)? {
                 COLUMN_ID => cell.column_id = scan.optional_compact()?,
                 VALUE => cell.value = Some(scan.value()?),
                 REFERENCED_IDS if scan.peek() == Some(b'n') => {
@@ -305,19 +318,7 @@ impl<'a> Scan<'a> {
     fn record(&mut self, record: &mut RecordInput) -> Option<()> {
         let mut seen = 0u8;
         self.object(|scan, key| {
-            let field = match key {
-                "id" => ID,
-                "path" => PATH,
-                "cells" => CELLS,
-                "markUpdatedCellsWithMTFlag" => MARK_MT,
-                "ifMatch" => IF_MATCH,
-                _ => return None,
-            };
-            if seen & field != 0 {
-                return None;
-            }
-            seen |= field;
-            match field {
+            match field(key, &RECORD_FIELDS, &mut seen)? {
                 ID => record.id = scan.optional_string()?,
                 PATH => record.path = scan.optional_string()?,
                 CELLS => record.cells = scan.cells()?,
