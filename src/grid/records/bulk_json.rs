@@ -1,12 +1,13 @@
 //! The JSON of a records write read without serde's machinery, for the body nearly every bulk
 //! write sends: `[{"id": .., "path": .., "cells": [{"columnId": .., "value": ..}, ..]}, ..]`.
 //! Through serde a cell cost about 90 ns beyond scanning its bytes (an `Option` of a 32-byte
-//! value returned through the stack at each step), a third of a 1000-record add's CPU.
+//! value returned through the stack at each step): reading the records was a quarter of the
+//! server's CPU during a bulk load.
 //!
 //! It owns only the reading of that shape, and answers `None` for anything else it meets: an
 //! unknown or repeated field, an escaped key, a value that is an object or a list of other than
 //! strings, a number in a list, bytes after the end. `None` sends the body to serde
-//! (`RecordInput`'s own `Deserialize`), which then gives the answer, or the error, it always
+//! (`RecordsBody`'s and `RecordInput`'s own `Deserialize`), which then gives the answer, or the error, it always
 //! gave. So this reader needs to be right only about what it accepts: what it answers equals
 //! serde's answer for the same body (a property test compares both on bodies of every shape).
 //! Strings with escapes and numbers are handed to `serde_json` as they stand (one string, one
@@ -31,7 +32,7 @@ use super::MAX_RECORDS_PER_REQUEST;
 
 /// The records of `body` (valid UTF-8, as `SizedJson` checked it), or `None` when the body is
 /// not of the shape read here (serde then reads it). Records past `MAX_RECORDS_PER_REQUEST` are
-/// read into one record reused and only counted (`RecordsBody`).
+/// read, dropped and counted (`RecordsBody`).
 pub fn parse_records(body: &str) -> Option<RecordsBody> {
     let mut scan = Scan { text: body, at: 0 };
     scan.expect(b'[')?;
@@ -130,7 +131,8 @@ impl<'a> Scan<'a> {
 
     /// Consumes `word` (`null`, `true`, `false`) if it comes next.
     fn eat_word(&mut self, word: &str) -> bool {
-        let next = self.bytes()[self.at..].starts_with(word.as_bytes());
+        let next =
+            self.bytes().get(self.at..).is_some_and(|rest| rest.starts_with(word.as_bytes()));
         if next {
             self.at += word.len();
         }
