@@ -423,6 +423,19 @@ mod tests {
         serde_json::from_value(body).map_err(|e| e.to_string())
     }
 
+    /// A record read from a `Value` (as an import reads each) keeps room for its own cells
+    /// only; one read from JSON text, whose lists have no known length, for a typical record's.
+    #[test]
+    fn a_record_keeps_room_for_its_cells_as_far_as_the_format_tells_them() {
+        let record = json!({"id": "a", "cells": [{"columnId": "x", "value": "v"}]});
+        let from_value: super::RecordInput = serde_json::from_value(record.clone()).expect("reads");
+        assert_eq!(from_value.cells.capacity(), 1);
+        let from_text: super::RecordInput =
+            serde_json::from_str(&record.to_string()).expect("reads");
+        assert_eq!(from_text.cells.capacity(), 16);
+        assert_eq!(from_value, from_text);
+    }
+
     #[test]
     fn a_cell_value_reads_as_serde_json_reads_it() {
         let values = [

@@ -337,7 +337,9 @@ fn cells_with_room<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<CellInput>, D:
             self,
             mut seq: A,
         ) -> Result<Self::Value, A::Error> {
-            let mut cells = Vec::with_capacity(seq.size_hint().unwrap_or(0).clamp(16, 256));
+            // The length when the format knows it (a record read from a `Value`, as an import
+            // reads each): an import of a million records of one cell each kept room for 16.
+            let mut cells = Vec::with_capacity(seq.size_hint().map_or(16, |n| n.min(256)));
             while let Some(cell) = seq.next_element()? {
                 cells.push(cell);
             }
