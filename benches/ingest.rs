@@ -115,9 +115,9 @@ fn bench_plan_and_apply(c: &mut Criterion) {
     group.finish();
 }
 
-/// What the branch's actor does for an add: plan it, encode its WAL entry, apply it and render
-/// the records it added for the answer; the entry goes back to be freed elsewhere, as the
-/// server frees it on the HTTP worker. A function of its own, so that `valgrind
+/// What the branch's actor does for an add: plan it, size its WAL entry (the WAL's writer
+/// thread writes its bytes), apply it and render the records it added for the answer; the
+/// entry goes back to be freed elsewhere, as the server frees it on the HTTP worker. A function of its own, so that `valgrind
 /// --tool=callgrind --toggle-collect=*add_as_the_actor_does*` counts it alone (the warming
 /// add of the setup calls `add` instead).
 #[inline(never)]
@@ -125,7 +125,7 @@ fn add_as_the_actor_does(
     state: &mut GridState,
     view: &ViewDef,
     inputs: Vec<RecordInput>,
-) -> (WalEntry, Vec<u8>, RenderedRecords) {
+) -> (WalEntry, usize, RenderedRecords) {
     add(state, view, inputs)
 }
 
@@ -133,10 +133,10 @@ fn add(
     state: &mut GridState,
     view: &ViewDef,
     inputs: Vec<RecordInput>,
-) -> (WalEntry, Vec<u8>, RenderedRecords) {
+) -> (WalEntry, usize, RenderedRecords) {
     let op = plan_add(state, view, inputs, "bench", 0, SourceStatus::Unset).expect("valid records");
     let entry = WalEntry { branch_id: "b".into(), ops: vec![op], time_ms: 0 };
-    let logged = entry.encode();
+    let logged = entry.encoded_len();
     let first = state.store.rows();
     for op in &entry.ops {
         state.apply(op);

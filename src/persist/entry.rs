@@ -57,6 +57,16 @@ impl WalEntry {
         write::encode(self)
     }
 
+    /// The length `encode` gives, without writing the bytes.
+    pub fn encoded_len(&self) -> usize {
+        write::encoded_len(self)
+    }
+
+    /// Appends what `encode` gives to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        write::encode_into(self, out)
+    }
+
     /// Reads an entry of any layout: the compact one, or the original with or without a
     /// time (an entry written before times were logged ends where the time would start, so the
     /// timed layout fails on it and the untimed one reads it).

@@ -24,7 +24,7 @@ use crate::cluster::publisher::BranchPublisher;
 use crate::grid::image::PartLimits;
 use crate::persist::durability::{Durability, DurabilityError, SnapshotFailure, SnapshotPolicy};
 use crate::persist::entry::WalEntry;
-use crate::persist::wal::Durable;
+use crate::persist::wal::{Durable, WalError};
 
 mod branches;
 mod files;
@@ -216,18 +216,35 @@ impl GridActor {
         self.commit_returning(ops).map(|(durable, _)| durable)
     }
 
-    /// `commit`, handing the ops back.
-    fn commit_returning(&mut self, ops: Vec<GridOp>) -> GridResult<(Durable, Vec<GridOp>)> {
-        let entry = WalEntry::now(self.branch_id.clone(), ops);
+    /// `commit`, handing the entry back (its ops freed by whoever drops it last: the caller,
+    /// or the WAL's writer thread once it wrote the entry).
+    fn commit_returning(&mut self, ops: Vec<GridOp>) -> GridResult<(Durable, Arc<WalEntry>)> {
+        let entry = Arc::new(WalEntry::now(self.branch_id.clone(), ops));
         // Before anything changes: a read that starts once the write is acknowledged must not
         // find the view from before it.
         let _withdrawn = self.reads.withdraw();
         let records = entry.ops.iter().map(GridOp::records_written).sum();
-        let durable = self.log(entry.encode(), records)?;
+        let durable = self.log_entry(&entry, records)?;
         for op in &entry.ops {
             self.state.apply(op);
         }
-        Ok((durable, entry.ops))
+        Ok((durable, entry))
+    }
+
+    /// Appends `entry`'s WAL record (`records` records written): the actor only sizes it and
+    /// the WAL's writer thread writes its bytes straight into the record's frame (a bulk add's
+    /// entry is most of a megabyte to copy), unless a cluster publisher needs the bytes too.
+    fn log_entry(&mut self, entry: &Arc<WalEntry>, records: u64) -> GridResult<Durable> {
+        if self.publisher.is_some() {
+            return self.log(entry.encode(), records);
+        }
+        let len = entry.encoded_len();
+        let shared = Arc::clone(entry);
+        let write = Box::new(move |out: &mut Vec<u8>| shared.encode_into(out));
+        let appended =
+            self.durability.wal.append_deferred(len, write).map_err(|err| self.refused(err))?;
+        self.since_snapshot.add(records, len as u64);
+        Ok(appended.durable)
     }
 
     /// Appends a write's WAL record (`records` records written) and counts it towards the
@@ -235,15 +252,18 @@ impl GridActor {
     fn log(&mut self, payload: Vec<u8>, records: u64) -> GridResult<Durable> {
         let bytes = payload.len() as u64;
         let copy = self.publisher.as_ref().map(|_| payload.clone());
-        let appended = self.durability.wal.append(payload).map_err(|err| {
-            tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
-            GridError::NotLogged(err)
-        })?;
+        let appended = self.durability.wal.append(payload).map_err(|err| self.refused(err))?;
         self.since_snapshot.add(records, bytes);
         Ok(match (&self.publisher, copy) {
             (Some(publisher), Some(copy)) => publisher.publish(copy, appended.durable),
             _ => appended.durable,
         })
+    }
+
+    /// The error of a write the WAL refused (503), logged.
+    fn refused(&self, err: WalError) -> GridError {
+        tracing::error!(error = %err, branch = %self.branch_id, "WAL append refused");
+        GridError::NotLogged(err)
     }
 
     /// The end of every write: starts a snapshot if the writes since the last one made it due,

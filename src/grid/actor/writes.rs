@@ -1,6 +1,8 @@
 //! Record writes through a view: add, update, delete, and an import's rows, each committed as
 //! one WAL entry and answered once durable.
 
+use std::sync::Arc;
+
 use actix::{Context, Handler, Message, ResponseFuture};
 
 use super::GridActor;
@@ -19,6 +21,7 @@ use crate::grid::references::{
 use crate::grid::schema::ColumnDef;
 use crate::grid::store::RowId;
 use crate::grid::value::SourceStatus;
+use crate::persist::entry::WalEntry;
 use crate::persist::wal::Durable;
 
 /// A write of records through a view.
@@ -62,8 +65,9 @@ pub struct WriteAnswer {
     pub records: WrittenRecords,
     pub versions: Vec<u32>,
     /// The write's ops, handed back so that the caller's thread frees them rather than the
-    /// actor's: a bulk add's twelve thousand cells took 6% of the actor's time to free.
-    pub spent: Vec<GridOp>,
+    /// actor's (a bulk add's twelve thousand cells took 6% of the actor's time to free), or
+    /// the WAL's writer thread if it writes them last.
+    pub spent: Arc<WalEntry>,
 }
 
 /// The records a write leaves, as the view shows them.
@@ -116,7 +120,7 @@ impl GridActor {
             GridOp::AddRecords { records, .. } => Some(records.len()),
             _ => None,
         };
-        let (durable, ops) = self.commit_returning(vec![op])?;
+        let (durable, entry) = self.commit_returning(vec![op])?;
         let store = &self.state.store;
         let columns: Vec<&ColumnDef> =
             self.state.schema.view_columns(&view).into_iter().map(|(c, _)| c).collect();
@@ -127,7 +131,7 @@ impl GridActor {
             }
             _ => {
                 let keys = match added {
-                    Some(_) => ops.first().map(written_keys).unwrap_or_default(),
+                    Some(_) => entry.ops.first().map(written_keys).unwrap_or_default(),
                     None => keys_before,
                 };
                 keys.iter().filter_map(|(path, id)| store.find(path, id)).collect()
@@ -135,7 +139,7 @@ impl GridActor {
         };
         let versions = rows.iter().map(|&row| record_version(&self.state, row)).collect();
         let records = WrittenRecords::of(&self.state, &columns, rows);
-        Ok((durable, WriteAnswer { records, versions, spent: ops }))
+        Ok((durable, WriteAnswer { records, versions, spent: entry }))
     }
 }
 

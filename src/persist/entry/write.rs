@@ -57,12 +57,23 @@ impl Sink for Vec<u8> {
 
 /// The entry in the compact layout (marker included), into a buffer sized first.
 pub(super) fn encode(entry: &WalEntry) -> Vec<u8> {
-    let mut size = 0usize;
-    write_entry(&mut size, entry);
+    let size = encoded_len(entry);
     let mut bytes = Vec::with_capacity(size);
     write_entry(&mut bytes, entry);
     debug_assert_eq!(bytes.len(), size, "the sizing pass and the writing pass agree");
     bytes
+}
+
+/// The length of the entry in the compact layout (the sizing pass alone).
+pub(super) fn encoded_len(entry: &WalEntry) -> usize {
+    let mut size = 0usize;
+    write_entry(&mut size, entry);
+    size
+}
+
+/// Appends the entry in the compact layout to `out` (the writing pass alone).
+pub(super) fn encode_into(entry: &WalEntry, out: &mut Vec<u8>) {
+    write_entry(out, entry);
 }
 
 fn write_entry(sink: &mut impl Sink, entry: &WalEntry) {

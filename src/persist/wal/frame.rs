@@ -109,6 +109,32 @@ pub(super) fn encode_record(out: &mut Vec<u8>, lsn: u64, payload: &[u8]) {
     out.extend_from_slice(payload);
 }
 
+/// Appends one framed record whose payload `write` appends to `out` (a payload encoded here on
+/// the writer thread rather than by whoever appended it). Its header holds the length `write`
+/// wrote; `len` is the length the append declared and was checked for (they agree, and a
+/// debug build asserts it). The payload must fit in a u32.
+pub(super) fn encode_record_with(
+    out: &mut Vec<u8>,
+    lsn: u64,
+    len: usize,
+    write: impl FnOnce(&mut Vec<u8>),
+) {
+    out.reserve(HEADER_LEN + len);
+    let start = out.len();
+    out.extend_from_slice(&[0; HEADER_LEN]);
+    write(out);
+    let payload = &out[start + HEADER_LEN..];
+    debug_assert_eq!(payload.len(), len, "a deferred payload is as long as it was declared");
+    let len = u32::try_from(payload.len())
+        .expect("WalHandle::append_deferred rejects payloads longer than max_record_len (a u32)");
+    let len_bytes = len.to_le_bytes();
+    let crc = record_crc(&len_bytes, payload).to_le_bytes();
+    let header = &mut out[start..start + HEADER_LEN];
+    header[..4].copy_from_slice(&len_bytes);
+    header[4..8].copy_from_slice(&crc);
+    header[8..].copy_from_slice(&lsn.to_le_bytes());
+}
+
 /// Decodes the record at `offset`, expecting it to carry `expected_lsn`. Never panics.
 pub(super) fn decode_record(
     buf: &[u8],

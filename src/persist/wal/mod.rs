@@ -4,7 +4,10 @@
 //! as `u32 LE payload length | u32 LE crc32c(length bytes ++ payload) | u64 LE LSN | payload`.
 //! LSNs start at 1 and grow by one per record. [`Wal::open`] recovers the valid prefix and repairs
 //! a damaged tail; [`WalHandle::append`] assigns the LSN at once and a dedicated writer thread makes
-//! batches durable with one `fdatasync` each (group commit).
+//! batches durable with one `fdatasync` each (group commit). [`WalHandle::append_deferred`] takes
+//! a payload's length and a function writing it, which the writer thread calls as it frames the
+//! record, so the appender spends nothing copying a large payload (it still cannot interpret
+//! it: the function is the appender's).
 //!
 //! This module owns the files in its directory (segments and a `LOCK` file) and nothing else: it
 //! must not interpret payloads, and nothing outside it may write into that directory.
@@ -33,9 +36,9 @@ use tokio::sync::oneshot;
 pub use frame::DamageReason;
 pub use recovery::WalRecords;
 pub use retained::{prune_archive, read_retained, RetainedError};
-pub use writer::abort_on_io_failure;
+pub use writer::{abort_on_io_failure, WritePayload};
 
-use writer::{Command, StatsCells, WalWriter};
+use writer::{Command, Payload, StatsCells, WalWriter};
 
 const LOCK_FILE: &str = "LOCK";
 
@@ -346,6 +349,17 @@ impl WalHandle {
     /// Queues `payload` and returns its LSN at once. LSNs follow the order of calls across all
     /// clones. The write is acknowledged only when `durable` resolves.
     pub fn append(&self, payload: Vec<u8>) -> Result<Appended, WalError> {
+        self.append_payload(Payload::Bytes(payload))
+    }
+
+    /// `append` of a payload of `len` bytes that `write` appends to the buffer it is given,
+    /// called on the writer thread in the record's turn: the caller pays only for knowing the
+    /// length. Refused as `append` refuses.
+    pub fn append_deferred(&self, len: usize, write: WritePayload) -> Result<Appended, WalError> {
+        self.append_payload(Payload::Deferred { len, write })
+    }
+
+    fn append_payload(&self, payload: Payload) -> Result<Appended, WalError> {
         let max = self.shared.max_record_len;
         if u32::try_from(payload.len()).map_or(true, |len| len > max) {
             return Err(WalError::RecordTooLarge { len: payload.len(), max });

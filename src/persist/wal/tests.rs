@@ -299,6 +299,47 @@ fn remove_segments_below_keeps_everything_at_or_above() {
     assert_eq!(recovered.records.to_vec(), expected_records(28..=31));
 }
 
+/// `payload(i)` appended as a deferred payload: written by the writer thread.
+fn deferred(i: u64) -> (usize, WritePayload) {
+    (PAYLOAD_LEN, Box::new(move |out: &mut Vec<u8>| out.extend_from_slice(&payload(i))))
+}
+
+#[test]
+fn deferred_payloads_are_framed_as_the_bytes_would_be_in_their_turn() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (wal, _) = open(dir.path(), options(3));
+    // Bytes and deferred payloads interleaved, across segments.
+    let appended: Vec<Appended> = (1..=10)
+        .map(|i| match i % 3 {
+            0 => wal.append(payload(i)),
+            _ => {
+                let (len, write) = deferred(i);
+                wal.append_deferred(len, write)
+            }
+        })
+        .map(|a| a.expect("append"))
+        .collect();
+    for a in appended {
+        a.durable.wait().expect("durable");
+    }
+    wal.shutdown().expect("shutdown");
+    let bytes_log = tempfile::tempdir().expect("tempdir");
+    write_log(bytes_log.path(), 3, 10);
+    for (ours, theirs) in segments(dir.path()).iter().zip(segments(bytes_log.path())) {
+        assert_eq!(fs::read(ours).expect("read"), fs::read(theirs).expect("read"));
+    }
+    let (_wal, recovered) = open(dir.path(), options(3));
+    assert_eq!(recovered.records.to_vec(), expected_records(1..=10));
+    // Refused as `append` refuses: too long, or once shut down.
+    let small = tempfile::tempdir().expect("tempdir");
+    let (wal, _) = open(small.path(), WalOptions { max_record_len: 8, ..WalOptions::default() });
+    let refused = wal.append_deferred(9, Box::new(|out: &mut Vec<u8>| out.extend([0; 9])));
+    assert!(matches!(refused, Err(WalError::RecordTooLarge { len: 9, max: 8 })));
+    wal.shutdown().expect("shutdown");
+    let closed = wal.append_deferred(1, Box::new(|out: &mut Vec<u8>| out.push(1)));
+    assert!(matches!(closed, Err(WalError::Closed)));
+}
+
 #[test]
 fn second_open_of_the_same_directory_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");

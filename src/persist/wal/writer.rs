@@ -25,9 +25,30 @@ const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
 /// A message from a `WalHandle` to the writer thread.
 pub(super) enum Command {
     /// Write this record; signal `done` once it is durable.
-    Append { lsn: u64, payload: Vec<u8>, done: oneshot::Sender<()> },
+    Append { lsn: u64, payload: Payload, done: oneshot::Sender<()> },
     /// Signal `done` once everything sent before it is durable.
     Barrier { done: oneshot::Sender<()> },
+}
+
+/// A record's payload as appended: its bytes, or a function writing them (`len` of them) that
+/// the writer thread calls as it frames the record, so that the appender does not spend its
+/// own time copying them.
+pub(super) enum Payload {
+    Bytes(Vec<u8>),
+    Deferred { len: usize, write: WritePayload },
+}
+
+/// Appends a deferred payload's bytes to the buffer it is given (`WalHandle::append_deferred`).
+pub type WritePayload = Box<dyn FnOnce(&mut Vec<u8>) + Send>;
+
+impl Payload {
+    /// The payload's length in bytes.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Payload::Bytes(bytes) => bytes.len(),
+            Payload::Deferred { len, .. } => *len,
+        }
+    }
 }
 
 /// The one policy for a failed WAL write or sync: log it and abort the process.
@@ -161,7 +182,7 @@ impl WalWriter {
     fn accept(&mut self, command: Command, batch: &mut Batch) {
         match command {
             Command::Append { lsn, payload, done } => {
-                self.stage(lsn, &payload);
+                self.stage(lsn, payload);
                 batch.waiters.push(done);
                 batch.records += 1;
                 batch.last_lsn = Some(lsn);
@@ -171,13 +192,18 @@ impl WalWriter {
     }
 
     /// Frames one record, rolling to a new segment first if it would overflow the active one.
-    fn stage(&mut self, lsn: u64, payload: &[u8]) {
+    fn stage(&mut self, lsn: u64, payload: Payload) {
         let pending = self.written + self.staged.len() as u64;
         let record_len = (HEADER_LEN + payload.len()) as u64;
         if pending > 0 && pending + record_len > self.segment_size {
             self.roll(lsn);
         }
-        frame::encode_record(&mut self.staged, lsn, payload);
+        match payload {
+            Payload::Bytes(bytes) => frame::encode_record(&mut self.staged, lsn, &bytes),
+            Payload::Deferred { len, write } => {
+                frame::encode_record_with(&mut self.staged, lsn, len, write)
+            }
+        }
     }
 
     /// Writes and syncs what is staged, then tells the batch's waiters.
