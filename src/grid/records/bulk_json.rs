@@ -24,7 +24,7 @@
 //! value   = string | number | true | false | null | "[" [string {"," string}] "]"
 //! ```
 
-use compact_str::CompactString;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::input::{CellInput, RecordInput, RecordsBody, StatusesIn, ValueIn};
@@ -192,33 +192,23 @@ impl<'a> Scan<'a> {
     }
 
     /// A string value, unescaped by serde_json when it holds an escape.
-    fn string(&mut self) -> Option<String> {
+    fn string<T: for<'s> From<&'s str> + DeserializeOwned>(&mut self) -> Option<T> {
         let (token, escaped) = self.string_token()?;
         if escaped {
             serde_json::from_str(token).ok()
         } else {
-            Some(token[1..token.len() - 1].to_owned())
+            Some(T::from(&token[1..token.len() - 1]))
         }
     }
 
-    /// `null` as `None`, a string as `Some`, as serde reads an `Option<String>`.
-    fn optional_string(&mut self) -> Option<Option<String>> {
+    /// `null` as `None`, a string as `Some`, as serde reads an `Option` of a string.
+    fn optional_string<T: for<'s> From<&'s str> + DeserializeOwned>(
+        &mut self,
+    ) -> Option<Option<T>> {
         if self.peek() == Some(b'n') {
             return self.eat_word("null").then_some(None);
         }
         self.string().map(Some)
-    }
-
-    fn optional_compact(&mut self) -> Option<Option<CompactString>> {
-        if self.peek() == Some(b'n') {
-            return self.eat_word("null").then_some(None);
-        }
-        let (token, escaped) = self.string_token()?;
-        if escaped {
-            serde_json::from_str(token).ok().map(Some)
-        } else {
-            Some(Some(CompactString::from(&token[1..token.len() - 1])))
-        }
     }
 
     fn optional_bool(&mut self) -> Option<Option<bool>> {
@@ -276,14 +266,14 @@ impl<'a> Scan<'a> {
         let (mut dependency, mut source, mut referenced_ids) = (None, None, None);
         self.object(|scan, key| {
             match field(key, &CELL_FIELDS, &mut seen)? {
-                COLUMN_ID => cell.column_id = scan.optional_compact()?,
+                COLUMN_ID => cell.column_id = scan.optional_string()?,
                 VALUE => cell.value = Some(scan.value()?),
                 REFERENCED_IDS if scan.peek() == Some(b'n') => {
                     scan.eat_word("null").then_some(())?
                 }
                 REFERENCED_IDS => referenced_ids = Some(scan.strings()?),
-                DEPENDENCY => dependency = scan.optional_compact()?,
-                _ => source = scan.optional_compact()?,
+                DEPENDENCY => dependency = scan.optional_string()?,
+                _ => source = scan.optional_string()?,
             }
             Some(())
         })?;

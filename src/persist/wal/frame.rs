@@ -99,20 +99,13 @@ pub(super) enum Decoded<'a> {
 
 /// Appends one framed record to `out`. The caller has checked the payload fits in a u32.
 pub(super) fn encode_record(out: &mut Vec<u8>, lsn: u64, payload: &[u8]) {
-    let len = u32::try_from(payload.len())
-        .expect("WalHandle::append rejects payloads longer than max_record_len (a u32)");
-    let len_bytes = len.to_le_bytes();
-    out.reserve(HEADER_LEN + payload.len());
-    out.extend_from_slice(&len_bytes);
-    out.extend_from_slice(&record_crc(&len_bytes, payload).to_le_bytes());
-    out.extend_from_slice(&lsn.to_le_bytes());
-    out.extend_from_slice(payload);
+    encode_record_with(out, lsn, payload.len(), |out| out.extend_from_slice(payload));
 }
 
-/// Appends one framed record whose payload `write` appends to `out` (a payload encoded here on
-/// the writer thread rather than by whoever appended it). Its header holds the length `write`
-/// wrote; `len` is the length the append declared and was checked for (they agree, and a
-/// debug build asserts it). The payload must fit in a u32.
+/// Appends one framed record whose payload `write` appends to `out` (for a deferred payload,
+/// written here on the writer thread rather than by whoever appended it). Its header holds
+/// the length `write` wrote; `len` is the length the append declared and was checked for
+/// (they agree, and a debug build asserts it). The payload must fit in a u32.
 pub(super) fn encode_record_with(
     out: &mut Vec<u8>,
     lsn: u64,
@@ -126,7 +119,7 @@ pub(super) fn encode_record_with(
     let payload = &out[start + HEADER_LEN..];
     debug_assert_eq!(payload.len(), len, "a deferred payload is as long as it was declared");
     let len = u32::try_from(payload.len())
-        .expect("WalHandle::append_deferred rejects payloads longer than max_record_len (a u32)");
+        .expect("WalHandle::append rejects payloads longer than max_record_len (a u32)");
     let len_bytes = len.to_le_bytes();
     let crc = record_crc(&len_bytes, payload).to_le_bytes();
     let header = &mut out[start..start + HEADER_LEN];
