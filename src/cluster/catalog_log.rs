@@ -154,11 +154,31 @@ impl CatalogLog {
         drop(messages);
         // A catch-up's consumer is done with: deleted now rather than left to the server's
         // inactivity limit, so that a burst of catch-ups does not pile up consumers.
-        let deleted = tokio::time::timeout(wait, self.stream.delete_consumer(&name)).await;
-        if !matches!(deleted, Ok(Ok(_))) {
+        if tokio::time::timeout(wait, self.delete_catch_up_consumer(&name)).await.is_err() {
             tracing::debug!(consumer = %name, "a catch-up's consumer was left to expire");
         }
         read.map(|()| entries)
+    }
+
+    /// Deletes the consumer `name` of a finished read, or, when async-nats re-created it while
+    /// reading (it deletes the old one and names the new one `<name>_<n>`), its replacement.
+    async fn delete_catch_up_consumer(&self, name: &str) {
+        if self.stream.delete_consumer(name).await.is_ok() {
+            return;
+        }
+        let prefix = format!("{name}_");
+        let mut names = self.stream.consumer_names();
+        let mut replacements = Vec::new();
+        while let Some(Ok(other)) = names.next().await {
+            if other.starts_with(&prefix) {
+                replacements.push(other);
+            }
+        }
+        for other in replacements {
+            if self.stream.delete_consumer(&other).await.is_err() {
+                tracing::debug!(consumer = %other, "a catch-up's consumer was left to expire");
+            }
+        }
     }
 
     /// Reads `messages` into `entries` up to `last` (or `MAX_READ` entries), each within `wait`.
