@@ -9,8 +9,10 @@
 //! - `DictIndex`: a text column's distinct values to their row sets, for `=` and `in`, kept only
 //!   while the column has few distinct values.
 //! - `ArenaOrder`: for `contains` and `regexp`, where a text column's values lie in the store's
-//!   own arenas (the rows of each chunk sorted by where their value lies, 2 bytes a row, and
-//!   where each of those values ends, 4 bytes): one
+//!   own arenas (a chunk only appended to holds its values in row order and the store's own
+//!   ends say where each lies, so nothing is kept for it; for a chunk whose rows were replaced,
+//!   its rows sorted by where their value lies, 2 bytes a row, and where each of those values
+//!   ends, 4 bytes): one
 //!   search (the needle's spellings, `fold::ContainsSearch`; the pattern in multi-line form)
 //!   runs over each arena as stored (each value followed by `\n`, garbage and all), and each
 //!   row found is confirmed when the match does not prove it. No copy of the text is made.

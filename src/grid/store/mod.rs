@@ -50,7 +50,7 @@ pub use self::chunked::ChunkHandle;
 pub use self::column::{arena_cost, CellRef, CellStatuses, ColumnBuilder, KindMismatch, LoadCell};
 pub use self::compact::StoreBytes;
 pub use self::scan::{Changes, RowBits};
-pub use self::text::{json_escaped, needs_json_escape, ListRef};
+pub use self::text::{json_escaped, needs_json_escape, ListRef, RowEnds};
 
 /// One chunk of a text column as stored: an arena holding the inline values in the order they
 /// were written, with garbage between them, and where each row's value lies.
@@ -82,6 +82,14 @@ impl<'a> TextArena<'a> {
     /// Row `at`'s value; `None` when absent.
     pub fn value(&self, at: usize) -> Option<&'a str> {
         self.cells.get(at)
+    }
+
+    /// Where each row's value ends, when the arena holds the rows' values in row order and
+    /// nothing else (a chunk only appended to, or just collected): the order of the values in
+    /// the arena is then the rows' own. `None` once a row was replaced or a value held outside.
+    #[inline]
+    pub fn row_ends(&self) -> Option<RowEnds<'a>> {
+        self.cells.row_ends()
     }
 }
 

@@ -69,6 +69,54 @@ const ABSENT: u32 = 1 << 31;
 // at most `CHUNK_ROWS * (INLINE_MAX + 1)` bytes, below `ABSENT`.
 const _: () = assert!(CHUNK_ROWS * (INLINE_MAX + 1) < ABSENT as usize);
 
+/// The rows of a chunk whose arena holds their values in row order and nothing else
+/// (`TextChunk::row_ends`): row `k`'s value lies in the arena from `end(k - 1) + 1` (0 for the
+/// first row) to `end(k)`. Ends never decrease: an absent row ends where the row before it does
+/// (its value is empty and lies nowhere), an empty one a byte after it (past the separator).
+#[derive(Clone, Copy)]
+pub struct RowEnds<'a> {
+    ends: &'a [u32],
+}
+
+impl RowEnds<'_> {
+    /// Rows of the chunk.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether the chunk has no rows.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The arena offset where row `k`'s value ends (before its separator).
+    #[inline]
+    pub fn end(&self, k: usize) -> u32 {
+        (self.ends[k] & !ABSENT).saturating_sub(1)
+    }
+
+    /// The first row at or after `k` whose value ends at or past `target` (`len` when none),
+    /// reading the ends in order.
+    #[inline]
+    pub fn walk_to(&self, k: usize, target: u32) -> usize {
+        let below = |&&end: &&u32| (end & !ABSENT).saturating_sub(1) < target;
+        k + self.ends[k..].iter().take_while(below).count()
+    }
+
+    /// The arena offsets of row `k`'s value (empty for an absent or empty value).
+    #[inline]
+    pub fn span(&self, k: usize) -> std::ops::Range<usize> {
+        let start = if k == 0 { 0 } else { self.ends[k - 1] & !ABSENT };
+        let end = self.ends[k];
+        if end & ABSENT != 0 {
+            return start as usize..start as usize;
+        }
+        start as usize..end as usize - 1
+    }
+}
+
 /// Where each row's value lives in its chunk.
 #[derive(Clone)]
 enum Rows {
@@ -206,6 +254,16 @@ impl TextChunk {
         if self.sealed.is_none() && self.len() == CHUNK_ROWS {
             self.buf.shrink_to_fit();
             self.sealed = Some(Arc::new(std::mem::take(&mut self.buf)));
+        }
+    }
+
+    /// Where each row's value ends when the arena holds the rows' values in row order and
+    /// nothing else (`RowEnds`); `None` once a row was replaced or a value spilled.
+    #[inline]
+    pub(super) fn row_ends(&self) -> Option<RowEnds<'_>> {
+        match &self.rows {
+            Rows::Ends(ends) => Some(RowEnds { ends }),
+            Rows::Spans(_) => None,
         }
     }
 
@@ -772,6 +830,31 @@ mod tests {
         assert_eq!(col.get(0), None);
         assert_eq!(col.get(1), Some(""));
         assert_eq!(col.get(2), Some("x"));
+    }
+
+    #[test]
+    fn row_ends_give_each_value_in_row_order_until_a_row_is_replaced() {
+        let mut chunk = TextChunk::default();
+        let values = [None, Some("ab"), Some(""), None, Some("cde")];
+        for value in values {
+            chunk.push(value);
+        }
+        let ends = chunk.row_ends().expect("a chunk only appended to is in row order");
+        assert_eq!(ends.len(), values.len());
+        for (k, value) in values.iter().enumerate() {
+            let text = arena_text(&chunk, ends.span(k));
+            assert_eq!(text, Some(value.unwrap_or_default()), "row {k}");
+        }
+        // "ab" holds 0..2, "" is at 3, "cde" 4..7; an absent row ends where the one before does.
+        let found: Vec<u32> = (0..values.len()).map(|k| ends.end(k)).collect();
+        assert_eq!(found, [0, 2, 3, 3, 7]);
+        // The first row ending at or past each offset.
+        assert_eq!(ends.walk_to(0, 1), 1);
+        assert_eq!(ends.walk_to(0, 3), 2);
+        assert_eq!(ends.walk_to(0, 4), 4);
+        assert_eq!(ends.walk_to(0, 8), values.len());
+        chunk.set(1, Some("x"));
+        assert!(chunk.row_ends().is_none(), "a replaced row leaves row order");
     }
 
     #[test]

@@ -1,6 +1,13 @@
-//! `ArenaOrder`: the sort order of a text column's rows, kept per storage chunk over the
-//! chunk's arena (no copy of the text), merged across chunks when a page is read.
+//! `ArenaOrder`: the order in which a text column's values lie in the store's arenas, per
+//! storage chunk (no copy of the text), so that `contains` and `regexp` search each arena
+//! once and map a match back to its row.
+//!
+//! A chunk only appended to (most chunks: a load writes them in row order) holds its values
+//! in row order, so its order is the rows' own and the store's ends say where each value ends
+//! (`TextArena::row_ends`): nothing is kept for it. Only a chunk whose rows were replaced keeps
+//! its rows sorted by where their values lie (6 bytes a row).
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use regex::Regex;
@@ -10,11 +17,28 @@ use super::super::arena_regex::{ArenaRegex, ArenaSearcher, GaveUp};
 use super::super::filter::fold_case;
 use super::super::fold::ContainsSearch;
 use super::{scan_chunks, scan_chunks_with};
-use crate::grid::store::{ColumnSlot, ColumnStore, RowBits};
+use crate::grid::store::{ColumnSlot, ColumnStore, RowBits, RowEnds, TextArena};
 
 /// One storage chunk of an `ArenaOrder`.
-#[derive(Default)]
-struct OrderChunk {
+enum OrderChunk {
+    /// The chunk's arena held its rows' values in row order when built, `rows` of them.
+    RowOrder { rows: usize },
+    /// A chunk whose rows were replaced: its rows by where their values lie.
+    Sorted(SortedRows),
+}
+
+impl OrderChunk {
+    /// Rows of the chunk when built.
+    fn rows(&self) -> usize {
+        match self {
+            OrderChunk::RowOrder { rows } => *rows,
+            OrderChunk::Sorted(sorted) => sorted.rows,
+        }
+    }
+}
+
+/// The rows of a chunk whose arena is not in row order, sorted by where their values lie.
+struct SortedRows {
     /// The rows whose value lies in the arena, by where it lies.
     order: Vec<u16>,
     /// Where each of those values ends in the arena (ascending).
@@ -23,6 +47,91 @@ struct OrderChunk {
     outside: Vec<u16>,
     /// Rows of the chunk when built.
     rows: usize,
+}
+
+/// The rows of one chunk whose values lie in its arena, in the order they lie there.
+trait ArenaRows {
+    /// How many.
+    fn count(&self) -> usize;
+    /// The `k`th row.
+    fn row(&self, k: usize) -> u16;
+    /// Where the `k`th row's value ends in the arena; never less than the `k - 1`th's.
+    fn end(&self, k: usize) -> u32;
+    /// Where the `k`th row's value lies in the arena (empty for an empty value).
+    fn span(&self, arena: &TextArena<'_>, k: usize) -> Range<usize>;
+
+    /// The first `k'` at or after `k` whose value ends at or past `target`, reading the ends
+    /// in order (the prefetcher keeps up; a binary search would miss the cache at each probe).
+    fn walk_to(&self, k: usize, target: u32) -> usize;
+
+    /// `walk_to` by halving, for a target that may lie far ahead.
+    #[inline]
+    fn search_to(&self, k: usize, target: u32) -> usize {
+        let (mut low, mut high) = (k, self.count());
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if self.end(middle) < target {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        low
+    }
+}
+
+impl ArenaRows for SortedRows {
+    #[inline]
+    fn count(&self) -> usize {
+        self.order.len()
+    }
+
+    #[inline]
+    fn row(&self, k: usize) -> u16 {
+        self.order[k]
+    }
+
+    #[inline]
+    fn end(&self, k: usize) -> u32 {
+        self.ends[k]
+    }
+
+    #[inline]
+    fn walk_to(&self, k: usize, target: u32) -> usize {
+        k + self.ends[k..].iter().take_while(|&&end| end < target).count()
+    }
+
+    #[inline]
+    fn span(&self, arena: &TextArena<'_>, k: usize) -> Range<usize> {
+        arena.span(usize::from(self.order[k])).unwrap_or(0..0)
+    }
+}
+
+impl ArenaRows for RowEnds<'_> {
+    #[inline]
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    #[inline]
+    fn row(&self, k: usize) -> u16 {
+        k as u16
+    }
+
+    #[inline]
+    fn end(&self, k: usize) -> u32 {
+        RowEnds::end(self, k)
+    }
+
+    #[inline]
+    fn walk_to(&self, k: usize, target: u32) -> usize {
+        RowEnds::walk_to(self, k, target)
+    }
+
+    #[inline]
+    fn span(&self, _arena: &TextArena<'_>, k: usize) -> Range<usize> {
+        RowEnds::span(self, k)
+    }
 }
 
 /// Where a text column's values lie in the store's arenas; see the module doc. A clone shares
@@ -61,7 +170,7 @@ impl ArenaOrder {
         for i in 0..count {
             let arena = store.text_arena(self.slot, i)?;
             let chunk = self.chunks.get(i).zip(self.fresh.get(i));
-            fresh &= chunk.is_some_and(|(chunk, &f)| f && chunk.rows == arena.rows());
+            fresh &= chunk.is_some_and(|(chunk, &f)| f && chunk.rows() == arena.rows());
         }
         Some(fresh)
     }
@@ -69,32 +178,17 @@ impl ArenaOrder {
     /// Rebuilds marked or grown chunks; `None` when the column is not stored as text.
     pub fn refresh(&mut self, store: &ColumnStore) -> Option<()> {
         let count = store.rows().div_ceil(ColumnStore::chunk_rows());
-        self.chunks.resize_with(count, Default::default);
+        self.chunks.resize_with(count, || Arc::new(OrderChunk::RowOrder { rows: 0 }));
         self.fresh.resize(count, false);
         for (i, (chunk, fresh)) in self.chunks.iter_mut().zip(&mut self.fresh).enumerate() {
             let arena = store.text_arena(self.slot, i)?;
-            if *fresh && chunk.rows == arena.rows() {
+            if *fresh && chunk.rows() == arena.rows() {
                 continue;
             }
-            let mut placed: Vec<(u32, u16)> = Vec::with_capacity(arena.rows());
-            let mut outside = Vec::new();
-            for at in 0..arena.rows() {
-                match arena.span(at) {
-                    Some(span) => placed.push((span.start as u32, at as u16)),
-                    None if arena.value(at).is_some_and(|v| !v.is_empty()) => {
-                        outside.push(at as u16);
-                    }
-                    None => {}
-                }
-            }
-            placed.sort_unstable();
-            let order: Vec<u16> = placed.iter().map(|&(_, at)| at).collect();
-            let ends: Vec<u32> = placed
-                .iter()
-                .map(|&(_, at)| arena.span(at as usize).map_or(0, |span| span.end as u32))
-                .collect();
-            outside.shrink_to_fit();
-            *chunk = Arc::new(OrderChunk { order, ends, outside, rows: arena.rows() });
+            *chunk = Arc::new(match arena.row_ends() {
+                Some(_) => OrderChunk::RowOrder { rows: arena.rows() },
+                None => OrderChunk::Sorted(SortedRows::of(&arena)),
+            });
             *fresh = true;
         }
         Some(())
@@ -120,49 +214,33 @@ impl ArenaOrder {
                 return;
             };
             let value = |at: usize| arena.value(at).unwrap_or_default();
-            let row_text = |k: usize| value(usize::from(chunk.order[k]));
-            // `next`: the arena offset the search goes on from, across the arena's parts.
-            let (mut next, mut k) = (0usize, 0usize);
-            'parts: for (start, text) in arena.parts() {
-                let mut from = next.saturating_sub(start);
-                while from < text.len() && k < chunk.order.len() {
-                    let end = match searcher.shortest_end(text, from) {
-                        Ok(Some(end)) => end,
-                        Ok(None) => break,
-                        Err(GaveUp) => {
-                            for k in k..chunk.order.len() {
-                                if regex.is_match(row_text(k)) {
-                                    bits.insert(base + u32::from(chunk.order[k]));
-                                }
-                            }
-                            break 'parts;
-                        }
-                    };
-                    // The first row (in arena order) ending at or past the match's end; a
-                    // match of no bytes at `from` names the row starting there.
-                    let target = start + end.max(from + 1);
-                    k += chunk.ends[k..].partition_point(|&end| (end as usize) < target);
-                    let Some(&at) = chunk.order.get(k) else { break 'parts };
-                    if regex.is_match(row_text(k)) {
-                        bits.insert(base + u32::from(at));
-                    }
-                    next = arena.span(usize::from(at)).map_or(target, |found| found.end);
-                    from = next.saturating_sub(start);
-                    k += 1;
+            let mut found = |at: u16| bits.insert(base + u32::from(at));
+            let outside: &[u16] = match (&**chunk, arena.row_ends()) {
+                (OrderChunk::Sorted(sorted), _) => {
+                    regex_in_arena(sorted, &arena, searcher, regex, &mut found);
+                    &sorted.outside
+                }
+                (OrderChunk::RowOrder { .. }, Some(ends)) => {
+                    regex_in_arena(&ends, &arena, searcher, regex, &mut found);
+                    &[]
+                }
+                // Not reached: a refresh comes before every search, and it sees the change.
+                (OrderChunk::RowOrder { .. }, None) => {
+                    (0..arena.rows()).filter(|&at| regex.is_match(value(at))).for_each(|at| {
+                        found(at as u16);
+                    });
+                    &[]
+                }
+            };
+            for &at in outside {
+                if regex.is_match(value(usize::from(at))) {
+                    found(at);
                 }
             }
-            let mut extra: Vec<u16> = chunk
-                .outside
-                .iter()
-                .copied()
-                .filter(|&at| regex.is_match(value(at as usize)))
-                .collect();
             if empty_matches {
-                extra
-                    .extend((0..chunk.rows).filter(|&at| value(at).is_empty()).map(|at| at as u16));
-            }
-            for at in extra {
-                bits.insert(base + u32::from(at));
+                for at in (0..chunk.rows()).filter(|&at| value(at).is_empty()) {
+                    found(at as u16);
+                }
             }
         };
         scan_chunks_with(self.chunks.len(), || search.searcher(), scan)
@@ -187,34 +265,27 @@ impl ArenaOrder {
             else {
                 return;
             };
-            let (order, ends) = (&chunk.order, &chunk.ends);
-            // `next`: the arena offset the search goes on from, across the arena's parts.
-            let (mut next, mut k) = (0usize, 0usize);
-            'parts: for (start, text) in arena.parts() {
-                let mut from = next.saturating_sub(start);
-                while k < order.len() && from <= text.len() {
-                    let Some(found) = search.find(text, from) else { break };
-                    // A linear walk: the ends are read in order, which the prefetcher keeps
-                    // up with; a binary search would miss the cache at each probe.
-                    let target = (start + found.end) as u32;
-                    k += ends[k..].iter().take_while(|&&end| end < target).count();
-                    let Some(&at) = order.get(k) else { break 'parts };
-                    let value = arena.span(at as usize).unwrap_or(0..0);
-                    if start + found.start < value.start {
-                        from = found.end;
-                        continue;
-                    }
-                    if search.proves() || arena.value(at as usize).is_some_and(holds) {
-                        bits.insert(base + u32::from(at));
-                    }
-                    next = value.end;
-                    from = next.saturating_sub(start);
-                    k += 1;
+            let mut found = |at: u16| bits.insert(base + u32::from(at));
+            let outside: &[u16] = match (&**chunk, arena.row_ends()) {
+                (OrderChunk::Sorted(sorted), _) => {
+                    contains_in_arena(sorted, &arena, search, &holds, &mut found);
+                    &sorted.outside
                 }
-            }
-            for &at in &chunk.outside {
-                if arena.value(at as usize).is_some_and(holds) {
-                    bits.insert(base + u32::from(at));
+                (OrderChunk::RowOrder { .. }, Some(ends)) => {
+                    contains_in_arena(&ends, &arena, search, &holds, &mut found);
+                    &[]
+                }
+                // Not reached: a refresh comes before every search, and it sees the change.
+                (OrderChunk::RowOrder { .. }, None) => {
+                    let rows = 0..arena.rows();
+                    rows.filter(|&at| arena.value(at).is_some_and(holds))
+                        .for_each(|at| found(at as u16));
+                    &[]
+                }
+            };
+            for &at in outside {
+                if arena.value(usize::from(at)).is_some_and(holds) {
+                    found(at);
                 }
             }
         })
@@ -222,9 +293,114 @@ impl ArenaOrder {
 
     /// Bytes held on the heap.
     pub fn heap_bytes(&self) -> usize {
-        self.chunks
+        let bytes = |chunk: &OrderChunk| match chunk {
+            OrderChunk::RowOrder { .. } => 0,
+            OrderChunk::Sorted(c) => {
+                (c.order.capacity() + c.outside.capacity()) * 2 + c.ends.capacity() * 4
+            }
+        };
+        self.chunks.iter().map(|chunk| bytes(chunk)).sum()
+    }
+}
+
+impl SortedRows {
+    /// The rows of `arena` by where their values lie.
+    fn of(arena: &TextArena<'_>) -> Self {
+        let mut placed: Vec<(u32, u16)> = Vec::with_capacity(arena.rows());
+        let mut outside = Vec::new();
+        for at in 0..arena.rows() {
+            match arena.span(at) {
+                Some(span) => placed.push((span.start as u32, at as u16)),
+                None if arena.value(at).is_some_and(|v| !v.is_empty()) => {
+                    outside.push(at as u16);
+                }
+                None => {}
+            }
+        }
+        placed.sort_unstable();
+        let order: Vec<u16> = placed.iter().map(|&(_, at)| at).collect();
+        let ends: Vec<u32> = placed
             .iter()
-            .map(|c| (c.order.capacity() + c.outside.capacity()) * 2 + c.ends.capacity() * 4)
-            .sum()
+            .map(|&(_, at)| arena.span(at as usize).map_or(0, |span| span.end as u32))
+            .collect();
+        outside.shrink_to_fit();
+        SortedRows { order, ends, outside, rows: arena.rows() }
+    }
+}
+
+/// `ArenaOrder::regex_rows` over the rows of one arena, in arena order (`found` gets each row
+/// matching).
+fn regex_in_arena(
+    rows: &impl ArenaRows,
+    arena: &TextArena<'_>,
+    searcher: &mut ArenaSearcher<'_>,
+    regex: &Regex,
+    found: &mut impl FnMut(u16),
+) {
+    let row_text = |k: usize| arena.value(usize::from(rows.row(k))).unwrap_or_default();
+    // `next`: the arena offset the search goes on from, across the arena's parts.
+    let (mut next, mut k) = (0usize, 0usize);
+    for (start, text) in arena.parts() {
+        let mut from = next.saturating_sub(start);
+        while from < text.len() && k < rows.count() {
+            let end = match searcher.shortest_end(text, from) {
+                Ok(Some(end)) => end,
+                Ok(None) => break,
+                Err(GaveUp) => {
+                    (k..rows.count()).filter(|&k| regex.is_match(row_text(k))).for_each(|k| {
+                        found(rows.row(k));
+                    });
+                    return;
+                }
+            };
+            // The first row (in arena order) ending at or past the match's end; a match of no
+            // bytes at `from` names the row starting there.
+            let target = start + end.max(from + 1);
+            k = rows.search_to(k, target as u32);
+            if k == rows.count() {
+                return;
+            }
+            if regex.is_match(row_text(k)) {
+                found(rows.row(k));
+            }
+            next = rows.span(arena, k).end.max(target);
+            from = next.saturating_sub(start);
+            k += 1;
+        }
+    }
+}
+
+/// `ArenaOrder::contains_rows` over the rows of one arena, in arena order (`found` gets each
+/// row whose value `holds` the needle).
+fn contains_in_arena(
+    rows: &impl ArenaRows,
+    arena: &TextArena<'_>,
+    search: &ContainsSearch,
+    holds: &impl Fn(&str) -> bool,
+    found: &mut impl FnMut(u16),
+) {
+    // `next`: the arena offset the search goes on from, across the arena's parts.
+    let (mut next, mut k) = (0usize, 0usize);
+    for (start, text) in arena.parts() {
+        let mut from = next.saturating_sub(start);
+        while k < rows.count() && from <= text.len() {
+            let Some(match_) = search.find(text, from) else { break };
+            k = rows.walk_to(k, (start + match_.end) as u32);
+            if k == rows.count() {
+                return;
+            }
+            let at = rows.row(k);
+            let value = rows.span(arena, k);
+            if start + match_.start < value.start {
+                from = match_.end;
+                continue;
+            }
+            if search.proves() || arena.value(usize::from(at)).is_some_and(holds) {
+                found(at);
+            }
+            next = value.end;
+            from = next.saturating_sub(start);
+            k += 1;
+        }
     }
 }
