@@ -94,15 +94,14 @@ impl RowEnds<'_> {
     /// The arena offset where row `k`'s value ends (before its separator).
     #[inline]
     pub fn end(&self, k: usize) -> u32 {
-        (self.ends[k] & !ABSENT).saturating_sub(1)
+        value_end(self.ends[k])
     }
 
     /// The first row at or after `k` whose value ends at or past `target` (`len` when none),
     /// reading the ends in order.
     #[inline]
     pub fn walk_to(&self, k: usize, target: u32) -> usize {
-        let below = |&&end: &&u32| (end & !ABSENT).saturating_sub(1) < target;
-        k + self.ends[k..].iter().take_while(below).count()
+        k + self.ends[k..].iter().take_while(|&&end| value_end(end) < target).count()
     }
 
     /// The arena offsets of row `k`'s value (empty for an absent or empty value).
@@ -115,6 +114,13 @@ impl RowEnds<'_> {
         }
         start as usize..end as usize - 1
     }
+}
+
+/// Where a value ends given its entry in `Rows::Ends` (where it and its separator end, or
+/// `ABSENT` with where the row before ends): `RowEnds::end`.
+#[inline]
+fn value_end(entry: u32) -> u32 {
+    (entry & !ABSENT).saturating_sub(1)
 }
 
 /// Where each row's value lives in its chunk.
