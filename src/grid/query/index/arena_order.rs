@@ -28,6 +28,22 @@ enum OrderChunk {
 }
 
 impl OrderChunk {
+    /// How to walk `arena`'s rows in arena order: by its own ends when it is in row order,
+    /// else by its sorted rows. A `RowOrder` chunk whose arena left row order (a refresh comes
+    /// before every search and sees that, so only a caller skipping it meets one) is sorted
+    /// now, into `rebuilt`.
+    fn rows_in_arena_order<'a>(
+        &'a self,
+        arena: &TextArena<'a>,
+        rebuilt: &'a mut Option<SortedRows>,
+    ) -> Result<RowEnds<'a>, &'a SortedRows> {
+        match (self, arena.row_ends()) {
+            (OrderChunk::Sorted(sorted), _) => Err(sorted),
+            (OrderChunk::RowOrder { .. }, Some(ends)) => Ok(ends),
+            (OrderChunk::RowOrder { .. }, None) => Err(rebuilt.insert(SortedRows::of(arena))),
+        }
+    }
+
     /// Rows of the chunk when built.
     fn rows(&self) -> usize {
         match self {
@@ -215,21 +231,15 @@ impl ArenaOrder {
             };
             let value = |at: usize| arena.value(at).unwrap_or_default();
             let mut found = |at: u16| bits.insert(base + u32::from(at));
-            let outside: &[u16] = match (&**chunk, arena.row_ends()) {
-                (OrderChunk::Sorted(sorted), _) => {
-                    regex_in_arena(sorted, &arena, searcher, regex, &mut found);
-                    &sorted.outside
-                }
-                (OrderChunk::RowOrder { .. }, Some(ends)) => {
+            let mut rebuilt = None;
+            let outside: &[u16] = match chunk.rows_in_arena_order(&arena, &mut rebuilt) {
+                Ok(ends) => {
                     regex_in_arena(&ends, &arena, searcher, regex, &mut found);
                     &[]
                 }
-                // Not reached: a refresh comes before every search, and it sees the change.
-                (OrderChunk::RowOrder { .. }, None) => {
-                    (0..arena.rows()).filter(|&at| regex.is_match(value(at))).for_each(|at| {
-                        found(at as u16);
-                    });
-                    &[]
+                Err(sorted) => {
+                    regex_in_arena(sorted, &arena, searcher, regex, &mut found);
+                    &sorted.outside
                 }
             };
             for &at in outside {
@@ -266,21 +276,15 @@ impl ArenaOrder {
                 return;
             };
             let mut found = |at: u16| bits.insert(base + u32::from(at));
-            let outside: &[u16] = match (&**chunk, arena.row_ends()) {
-                (OrderChunk::Sorted(sorted), _) => {
-                    contains_in_arena(sorted, &arena, search, &holds, &mut found);
-                    &sorted.outside
-                }
-                (OrderChunk::RowOrder { .. }, Some(ends)) => {
+            let mut rebuilt = None;
+            let outside: &[u16] = match chunk.rows_in_arena_order(&arena, &mut rebuilt) {
+                Ok(ends) => {
                     contains_in_arena(&ends, &arena, search, &holds, &mut found);
                     &[]
                 }
-                // Not reached: a refresh comes before every search, and it sees the change.
-                (OrderChunk::RowOrder { .. }, None) => {
-                    let rows = 0..arena.rows();
-                    rows.filter(|&at| arena.value(at).is_some_and(holds))
-                        .for_each(|at| found(at as u16));
-                    &[]
+                Err(sorted) => {
+                    contains_in_arena(sorted, &arena, search, &holds, &mut found);
+                    &sorted.outside
                 }
             };
             for &at in outside {
@@ -402,5 +406,85 @@ fn contains_in_arena(
             from = next.saturating_sub(start);
             k += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use regex::Regex;
+
+    use super::super::super::arena_regex::ArenaRegex;
+    use super::super::super::fold::ContainsSearch;
+    use super::{ArenaOrder, OrderChunk};
+    use crate::grid::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId};
+    use crate::grid::value::{CellValue, StorageKind};
+
+    /// `contains` and `regexp` find the rows a plain test of each value finds, over a chunk
+    /// whose rows were replaced (sorted rows), one collected back into row order (the store's
+    /// ends), and one that left row order after its order was built (sorted on the spot).
+    #[test]
+    fn searches_find_the_rows_in_sorted_in_row_order_and_in_stale_chunks() {
+        let mut store = ColumnStore::new(RecordIdentity::RecordId);
+        let slot = store.add_column(StorageKind::Text, false);
+        let texts = ["apple pie", "", "Pear", "apple", "plum tart", "grape"];
+        let rows = ColumnStore::chunk_rows() * 2 + 3;
+        for i in 0..rows {
+            let row = store.insert(&format!("r{i}"), "", 0, "alice");
+            if i % 7 != 3 {
+                store.set_text(row, slot, texts[i % texts.len()]).expect("a text column");
+            }
+        }
+        let mut order = ArenaOrder::new(slot);
+        order.refresh(&store).expect("a text column");
+        let is_sorted = |order: &ArenaOrder| matches!(&*order.chunks[0], OrderChunk::Sorted(_));
+        assert!(is_sorted(&order), "values written over empty cells are replacements");
+        check(&store, slot, &order, rows);
+
+        // Garbage past half the arena: the chunk is collected, in row order.
+        let set = |store: &mut ColumnStore, row: u32, text: &str| {
+            store.set_text(RowId::from_raw(row), slot, text).expect("a text column");
+        };
+        let in_row_order = |store: &ColumnStore| {
+            store.text_arena(slot, 0).and_then(|arena| arena.row_ends()).is_some()
+        };
+        for turn in 0..40 {
+            set(&mut store, 4, ["pineapple", "apple tart"][turn % 2]);
+            if in_row_order(&store) {
+                break;
+            }
+        }
+        assert!(in_row_order(&store), "collected");
+        order.mark(4); // as the engine does for each row its journal names
+        order.refresh(&store).expect("a text column");
+        assert!(!is_sorted(&order), "a chunk in row order keeps nothing");
+        check(&store, slot, &order, rows);
+
+        set(&mut store, 5, "apple crumble");
+        assert!(!in_row_order(&store));
+        check(&store, slot, &order, rows);
+        order.mark(5);
+        order.refresh(&store).expect("a text column");
+        assert!(is_sorted(&order));
+        check(&store, slot, &order, rows);
+    }
+
+    /// The rows `contains "apple"` and `regexp "^p\w+"` find are those a plain test finds.
+    fn check(store: &ColumnStore, slot: ColumnSlot, order: &ArenaOrder, rows: usize) {
+        let expect = |keep: &dyn Fn(&str) -> bool| -> Vec<u32> {
+            let text = |row| match store.value(RowId::from_raw(row), slot) {
+                CellValue::Text(text) => Some(text),
+                _ => None,
+            };
+            (0..rows as u32).filter(|&row| text(row).is_some_and(|t| keep(&t))).collect()
+        };
+        let contains = ContainsSearch::new("apple").expect("a needle");
+        let found: Vec<u32> = order.contains_rows(store, "apple", &contains).iter().collect();
+        assert_eq!(found, expect(&|t| t.to_lowercase().contains("apple")));
+        let pattern = r"^p\w+";
+        let regex = Regex::new(pattern).expect("a pattern");
+        let hir = regex_syntax::ParserBuilder::new().multi_line(true).build().parse(pattern);
+        let search = ArenaRegex::new(&hir.expect("parses"), 1 << 20).expect("builds");
+        let found: Vec<u32> = order.regex_rows(store, &regex, &search).iter().collect();
+        assert_eq!(found, expect(&|t| regex.is_match(t)));
     }
 }
