@@ -218,8 +218,9 @@ fn unpack(byte: u8) -> (DependencyStatus, SourceStatus, bool) {
     )
 }
 
-/// Lays out a column's cells for the image.
-fn column_cells(store: &ColumnStore, slot: ColumnSlot, rows: &[RowId]) -> ColumnCells {
+/// Lays out a column's cells for the image; `room`: the bytes to make room for at once in the
+/// text of text or list cells (about those of `rows`, or 0 to grow as they come).
+fn column_cells(store: &ColumnStore, slot: ColumnSlot, rows: &[RowId], room: usize) -> ColumnCells {
     // A fixed-width column: one value per row, a marker for an empty cell.
     fn each<T>(
         store: &ColumnStore,
@@ -231,7 +232,8 @@ fn column_cells(store: &ColumnStore, slot: ColumnSlot, rows: &[RowId]) -> Column
     }
     match store.kind(slot) {
         StorageKind::Text => {
-            let (mut data, mut ends) = (String::new(), Vec::with_capacity(rows.len()));
+            let (mut data, mut ends) =
+                (String::with_capacity(room), Vec::with_capacity(rows.len()));
             for row in rows {
                 if let CellRef::Text(s) = store.value_ref(*row, slot) {
                     data.push_str(s);
@@ -256,7 +258,7 @@ fn column_cells(store: &ColumnStore, slot: ColumnSlot, rows: &[RowId]) -> Column
         }
         StorageKind::List => {
             let (mut data, mut item_ends, mut cell_ends) =
-                (String::new(), Vec::new(), Vec::with_capacity(rows.len()));
+                (String::with_capacity(room / 4), Vec::new(), Vec::with_capacity(rows.len()));
             for row in rows {
                 if let CellRef::List(items) = store.value_ref(*row, slot) {
                     for item in items {

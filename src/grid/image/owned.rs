@@ -76,7 +76,7 @@ impl GridState {
             .filter_map(|c| self.slots.get(&c.id).map(|slot| (c, *slot)))
             .map(|(c, slot)| ColumnImage {
                 id: c.id.clone(),
-                cells: column_cells(&self.store, slot, rows),
+                cells: column_cells(&self.store, slot, rows, 0),
                 statuses: rows
                     .iter()
                     .map(|r| {

@@ -60,6 +60,19 @@ impl ColumnStore {
         self.column(slot).version(row.at())
     }
 
+    /// The status bytes of `rows` (ascending, as a snapshot reads a chunk's rows) in `slot`'s
+    /// column: each row's dependency status, source status << 2 and machine-translated flag
+    /// << 5 (`CellStatuses`), 0 in a column that is not localized.
+    pub fn status_bytes_ascending(&self, rows: &[RowId], slot: ColumnSlot) -> Vec<u8> {
+        self.column(slot).status_bytes_ascending(rows, |row| row.at())
+    }
+
+    /// At least the bytes a snapshot counts for the cells of `slot` in storage chunk `chunk`
+    /// (a text's bytes, a list's items' bytes plus 8 each); 0 for fixed-width values.
+    pub fn text_bytes_bound(&self, slot: ColumnSlot, chunk: usize) -> usize {
+        self.column(slot).text_bytes_bound(chunk)
+    }
+
     /// The versions of `rows` (ascending, as a snapshot reads a chunk's rows) in `slot`'s
     /// column: what `version` gives each, read along the chunks' runs.
     pub fn versions_ascending(&self, rows: &[RowId], slot: ColumnSlot) -> Vec<u32> {

@@ -153,31 +153,39 @@ impl<C: Chunk> Chunked<C> {
         (Arc::make_mut(&mut self.chunks[chunk]), at)
     }
 
-    /// Appends a row: `push` adds it to the last chunk, which `new_chunk` starts when full.
+    /// Appends a row: `push` adds it to the last chunk, which `new_chunk` starts when full
+    /// (given the full chunk before it, if any, to size the new one by).
     #[inline]
-    pub(super) fn push_with(&mut self, new_chunk: impl FnOnce() -> C, push: impl FnOnce(&mut C)) {
+    pub(super) fn push_with(
+        &mut self,
+        new_chunk: impl FnOnce(Option<&C>) -> C,
+        push: impl FnOnce(&mut C),
+    ) {
         let (chunk, _) = split(self.len);
         if chunk == self.chunks.len() {
-            self.chunks.push(Arc::new(new_chunk()));
+            let made = new_chunk(self.chunks.last().map(|c| &**c));
+            self.chunks.push(Arc::new(made));
         }
         push(Arc::make_mut(&mut self.chunks[chunk]));
         self.len += 1;
     }
 
     /// Appends `count` rows: `push(chunk, i)` adds the `i`th of them to the last chunk, which
-    /// `new_chunk` starts when full. Each chunk is made writable once for its share of the
-    /// rows rather than once per row (a bulk add's thousand rows of each column).
+    /// `new_chunk` starts when full (as in `push_with`). Each chunk is made writable once for
+    /// its share of the rows rather than once per row (a bulk add's thousand rows of each
+    /// column).
     pub(super) fn push_many_with(
         &mut self,
         count: usize,
-        new_chunk: impl Fn() -> C,
+        new_chunk: impl Fn(Option<&C>) -> C,
         mut push: impl FnMut(&mut C, usize),
     ) {
         let mut done = 0;
         while done < count {
             let (chunk, at) = split(self.len);
             if chunk == self.chunks.len() {
-                self.chunks.push(Arc::new(new_chunk()));
+                let made = new_chunk(self.chunks.last().map(|c| &**c));
+                self.chunks.push(Arc::new(made));
             }
             let take = (CHUNK_ROWS - at).min(count - done);
             let target = Arc::make_mut(&mut self.chunks[chunk]);
@@ -195,6 +203,11 @@ impl<C: Chunk> Chunked<C> {
         C: Send + Sync + 'static,
     {
         self.chunks.get(index).map(ChunkHandle::of)
+    }
+
+    /// Chunk number `index` (not a row), if there is one.
+    pub(super) fn get_chunk(&self, index: usize) -> Option<&C> {
+        self.chunks.get(index).map(|chunk| &**chunk)
     }
 
     /// Every chunk, in row order.
@@ -279,10 +292,13 @@ impl<T: Copy> Chunked<Vec<T>> {
     /// Appends a value.
     #[inline]
     pub(super) fn push(&mut self, value: T) {
-        self.push_with(Vec::new, |chunk| {
-            reserve_row(chunk);
-            chunk.push(value);
-        });
+        self.push_with(
+            |_| Vec::new(),
+            |chunk| {
+                reserve_row(chunk);
+                chunk.push(value);
+            },
+        );
     }
 
     /// The value at `row`. Panics when `row >= len` (a stale `RowId`).

@@ -152,6 +152,17 @@ impl ColumnChunk {
         }
     }
 
+    /// A chunk to fill after `full` (the column's last chunk, full; `None` for its first),
+    /// with room for what `full` holds (`Cells::following`).
+    fn following(kind: StorageKind, localized: bool, full: Option<&ColumnChunk>) -> Self {
+        let rows = if full.is_some() { CHUNK_ROWS } else { 0 };
+        ColumnChunk {
+            cells: Arc::new(Cells::following(kind, full.map(|f| &*f.cells))),
+            versions: Versions::default(),
+            status: localized.then(|| Vec::with_capacity(rows)),
+        }
+    }
+
     fn push(&mut self, value: Stored<'_>, version: u32, status: u8) {
         Arc::make_mut(&mut self.cells).push(value);
         self.versions.push(version);
@@ -278,7 +289,7 @@ impl Column {
     /// Appends an empty cell (version 0, statuses unset).
     pub(super) fn push_empty(&mut self) {
         let (kind, localized) = (self.kind, self.localized);
-        let new_chunk = || ColumnChunk::with_capacity(kind, localized, 0);
+        let new_chunk = |full: Option<&_>| ColumnChunk::following(kind, localized, full);
         self.chunks.push_with(new_chunk, |chunk| chunk.push(empty_of(kind), 0, 0));
     }
 
@@ -294,7 +305,7 @@ impl Column {
         mut written: impl FnMut(usize),
     ) {
         let (kind, localized) = (self.kind, self.localized);
-        let new_chunk = || ColumnChunk::with_capacity(kind, localized, 0);
+        let new_chunk = |full: Option<&_>| ColumnChunk::following(kind, localized, full);
         self.chunks.push_many_with(values.len(), new_chunk, |chunk, i| {
             let value = values[i].and_then(|value| stored(kind, value, scratch).ok());
             let value = value.unwrap_or(empty_of(kind));
@@ -376,6 +387,37 @@ impl Column {
     pub(super) fn version(&self, row: usize) -> u32 {
         let (chunk, at) = self.chunks.chunk(row);
         chunk.versions.get(at)
+    }
+
+    /// The status bytes of `rows` (ascending: a snapshot's rows of a chunk; `at`: a row's
+    /// index), each chunk looked up once for all its rows; 0 in a column that is not
+    /// localized.
+    pub(super) fn status_bytes_ascending<R>(
+        &self,
+        rows: &[R],
+        at: impl Fn(&R) -> usize,
+    ) -> Vec<u8> {
+        let mut out = Vec::with_capacity(rows.len());
+        for group in rows.chunk_by(|a, b| split(at(a)).0 == split(at(b)).0) {
+            let (chunk, _) = self.chunks.chunk(at(&group[0]));
+            match &chunk.status {
+                Some(status) => out.extend(group.iter().map(|row| status[split(at(row)).1])),
+                None => out.resize(out.len() + group.len(), 0),
+            }
+        }
+        out
+    }
+
+    /// At least as many bytes as the text of storage chunk `chunk` counts for a snapshot's
+    /// parts (`cell_bytes`: a text's bytes, a list's items' bytes plus 8 each); 0 for a
+    /// column of fixed-width values. A list item of n bytes takes at least n + 2 in its
+    /// arena (`<len>:<item>`), and n + 8 <= 4 (n + 2).
+    pub(super) fn text_bytes_bound(&self, chunk: usize) -> usize {
+        match self.chunks.get_chunk(chunk).map(|c| &*c.cells) {
+            Some(Cells::Text(text)) => text.bytes_at_least_held(),
+            Some(Cells::List(list)) => list.bytes_at_least_held().saturating_mul(4),
+            _ => 0,
+        }
     }
 
     /// The versions of `rows` (ascending: a snapshot's rows of a chunk), read along each

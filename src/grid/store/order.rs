@@ -36,6 +36,19 @@ impl ColumnStore {
         self.live.range(Self::chunk_range(chunk)).map(RowId)
     }
 
+    /// `live_rows_of_chunk(chunk)` collected, given that `live` of them are live
+    /// (`live_in_chunk`): a chunk with none of its rows deleted is its whole range, made
+    /// without walking the bitmap.
+    pub fn live_rows_of_chunk_vec(&self, chunk: usize, live: u64) -> Vec<RowId> {
+        let range = Self::chunk_range(chunk);
+        let held = u32::try_from(self.rows()).unwrap_or(u32::MAX).clamp(range.start, range.end);
+        if u64::from(held - range.start) == live {
+            (range.start..held).map(RowId).collect()
+        } else {
+            self.live_rows_of_chunk(chunk).collect()
+        }
+    }
+
     /// How many rows of storage chunk `chunk` are live. Rows are only ever appended after the
     /// last chunk and deleted (until a compaction renumbers them, `epoch`), so the same count
     /// means the same rows.

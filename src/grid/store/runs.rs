@@ -220,7 +220,7 @@ impl<T: Copy + PartialEq> Chunked<Runs<T>> {
     /// Appends a value.
     #[inline]
     pub(super) fn push(&mut self, value: T) {
-        self.push_with(Runs::default, |chunk| chunk.push(value));
+        self.push_with(|_| Runs::default(), |chunk| chunk.push(value));
     }
 
     /// The value at `row`. Panics when `row >= len` (a stale `RowId`).

@@ -593,3 +593,63 @@ fn records_added_together_match_records_added_one_by_one() {
     assert_eq!(together.version(RowId(13), slots[0]), 0, "a cell not given stays unwritten");
     assert_eq!(dump(&original, &slots), before, "the shared chunks were copied, not written");
 }
+
+#[test]
+fn what_a_snapshot_reads_of_a_chunk_at_once_is_what_it_reads_row_by_row() {
+    let mut store = store_with_rows(RecordIdentity::RecordId, 3 * chunked::CHUNK_ROWS + 3);
+    let text = store.add_column(StorageKind::Text, true);
+    let list = store.add_column(StorageKind::List, false);
+    let long = "x".repeat(text::INLINE_MAX + 5);
+    for (i, row) in store.page(0, usize::MAX).collect::<Vec<_>>().into_iter().enumerate() {
+        let value = match i % 4 {
+            0 => CellValue::Text(long.clone()),
+            1 => CellValue::Text(format!("value {i}")),
+            _ => CellValue::Empty,
+        };
+        store.set_value(row, text, &value).expect("text");
+        let items = (0..i % 3).map(|n| "ab".repeat(n)).collect();
+        store.set_value(row, list, &CellValue::List(items)).expect("list");
+        if i % 5 == 0 {
+            store.set_source_status(row, text, SourceStatus::Locked);
+        }
+        if i % 7 == 0 {
+            store.set_dependency_status(row, text, DependencyStatus::OutOfDate);
+            store.set_mt(row, text, true);
+        }
+    }
+    // Chunk 1 loses rows; chunks 0 and 2 keep them all; the last is partly filled.
+    store.delete(RowId(chunked::CHUNK_ROWS as u32 + 1));
+    store.delete(RowId(2 * chunked::CHUNK_ROWS as u32 - 1));
+    for chunk in 0..store.chunk_count() {
+        let live = store.live_in_chunk(chunk);
+        let rows: Vec<RowId> = store.live_rows_of_chunk(chunk).collect();
+        assert_eq!(store.live_rows_of_chunk_vec(chunk, live), rows, "chunk {chunk}");
+        let statuses: Vec<u8> = rows
+            .iter()
+            .map(|&r| {
+                let s = store.statuses(r, text);
+                s.dependency() as u8 | (s.source() as u8) << 2 | u8::from(s.is_mt()) << 5
+            })
+            .collect();
+        assert_eq!(store.status_bytes_ascending(&rows, text), statuses);
+        assert!(store.status_bytes_ascending(&rows, list).iter().all(|&b| b == 0));
+        let text_bytes: usize = rows
+            .iter()
+            .map(|&r| match store.value_ref(r, text) {
+                CellRef::Text(s) => s.len(),
+                _ => 0,
+            })
+            .sum();
+        assert!(store.text_bytes_bound(text, chunk) >= text_bytes, "chunk {chunk}");
+        let list_bytes: usize = rows
+            .iter()
+            .map(|&r| match store.value_ref(r, list) {
+                CellRef::List(items) => items.map(|item| item.len() + 8).sum(),
+                _ => 0,
+            })
+            .sum();
+        assert!(store.text_bytes_bound(list, chunk) >= list_bytes, "chunk {chunk}");
+    }
+    let number = store.add_column(StorageKind::Number, false);
+    assert_eq!(store.text_bytes_bound(number, 0), 0);
+}

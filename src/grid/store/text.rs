@@ -182,6 +182,22 @@ impl TextChunk {
         }
     }
 
+    /// A chunk to fill after `full` (the column's last chunk, full; `None` for its first):
+    /// with room for as many rows and as many bytes as `full` holds live (plus 1/16), so that
+    /// filling it in row order never copies its arena to grow it (a bulk load's arenas grew
+    /// by doubling, then once more at half full, each copy landing on fresh pages the kernel
+    /// must zero). Room alone costs no resident memory until written, and sealing a chunk
+    /// that filled less gives the rest back.
+    pub(super) fn following(full: Option<&TextChunk>) -> Self {
+        match full {
+            Some(full) => {
+                let bytes = full.live_arena_bytes();
+                TextChunk::with_capacity(CHUNK_ROWS, bytes + bytes / 16)
+            }
+            None => TextChunk::default(),
+        }
+    }
+
     /// Where row `at`'s value lives.
     #[inline]
     fn span(&self, at: usize) -> Span {
@@ -253,6 +269,18 @@ impl TextChunk {
     /// Bytes in the arena, both parts.
     fn arena_len(&self) -> usize {
         self.sealed_len() + self.buf.len()
+    }
+
+    /// Bytes of the arena that live values take (with their separators): its length less the
+    /// garbage.
+    fn live_arena_bytes(&self) -> usize {
+        self.arena_len().saturating_sub(self.garbage)
+    }
+
+    /// At least the bytes of all its values together: the arena (separators and garbage
+    /// included) and the values held on their own.
+    pub(super) fn bytes_at_least_held(&self) -> usize {
+        self.arena_len() + self.spill.iter().map(|value| value.len()).sum::<usize>()
     }
 
     /// Moves the arena of a full chunk behind the `Arc` its copies share (see the module doc).
@@ -548,7 +576,7 @@ impl TextColumn {
 
     /// Appends a row.
     pub(super) fn push(&mut self, value: Option<&str>) {
-        self.chunks.push_with(TextChunk::default, |chunk| chunk.push(value));
+        self.chunks.push_with(TextChunk::following, |chunk| chunk.push(value));
     }
 
     /// The value of `row`; `None` when absent. Panics when `row >= len`.

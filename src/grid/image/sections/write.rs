@@ -9,7 +9,7 @@ use rkyv::rancor;
 use rkyv::ser::allocator::ArenaHandle;
 use rkyv::Serialize;
 
-use super::super::{column_cells, pack, GoneKeyImage, HistoryChunkImage};
+use super::super::{column_cells, pack, unpack, GoneKeyImage, HistoryChunkImage};
 use super::{
     Borrowable, BranchHead, ChunkKey, ColumnCellsPart, ColumnHead, ColumnMetaPart, ImageIndex,
     PartLimits, Placed, RecordsPartRef, StrRef, TableEntry, WrittenImage, IN_CHAIN, LINK_SHIFT,
@@ -265,7 +265,7 @@ impl GridState {
         let store = &self.store;
         let handles = store.record_chunk_handles(k);
         w.chunk(ChunkKey::Records(k), handles, live, |w| {
-            let rows: Vec<RowId> = store.live_rows_of_chunk(k).collect();
+            let rows = store.live_rows_of_chunk_vec(k, live);
             let bytes = |r| store.id(r).len() + store.path(r).len() + store.modified_by(r).len();
             parts(w, &rows, limits, bytes, |part| RecordsPartRef {
                 ids: part.iter().map(|r| StrRef(store.id(*r))).collect(),
@@ -302,10 +302,15 @@ impl GridState {
         // Rows and cuts only for what is written (an unchanged chunk needs neither).
         let rows: Vec<RowId> = match (&cells, &meta) {
             (Some(_), Some(_)) => Vec::new(),
-            _ => store.live_rows_of_chunk(k).collect(),
+            _ => store.live_rows_of_chunk_vec(k, live),
         };
+        // Text that cannot reach the byte limit is cut by rows alone, without reading a cell.
+        let text_bound = store.text_bytes_bound(slot, k);
         let cuts = match &cells {
             Some(_) => Vec::new(),
+            None if text_bound < limits.bytes => {
+                rows.chunks(limits.rows.max(1)).map(<[RowId]>::len).collect()
+            }
             None => cuts(&rows, limits, |r| cell_bytes(store, r, slot)),
         };
         let cell_parts = cells.as_ref().map_or(cuts.len(), |(sections, _)| sections.len());
@@ -314,24 +319,24 @@ impl GridState {
         let mut count = w.place(key, handles, live, meta, |w| {
             w.section(&ColumnMetaPart {
                 cell_parts,
-                statuses: rows
-                    .iter()
-                    .map(|r| {
-                        pack(
-                            store.dependency_status(*r, slot),
-                            store.source_status(*r, slot),
-                            store.is_mt(*r, slot),
-                        )
+                statuses: store
+                    .status_bytes_ascending(&rows, slot)
+                    .into_iter()
+                    .map(|byte| {
+                        let (dependency, source, mt) = unpack(byte);
+                        pack(dependency, source, mt)
                     })
                     .collect(),
                 versions: store.versions_ascending(&rows, slot),
             })
         })?;
+        // A chunk's text in one part is sized before it is copied.
+        let room = if cuts.len() == 1 { text_bound } else { 0 };
         count += w.place(cells_key, cells_handles, live, cells, |w| {
             let mut start = 0;
             for n in cuts {
                 let part = &rows[start..start + n];
-                w.section(&ColumnCellsPart { cells: column_cells(store, slot, part) })?;
+                w.section(&ColumnCellsPart { cells: column_cells(store, slot, part, room) })?;
                 start += n;
             }
             Ok(())

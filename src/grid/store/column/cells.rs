@@ -1,7 +1,7 @@
 //! The stored form of a column's cells: per-kind layouts of one chunk's cells (`Cells`),
 //! the empty marker of each kind, and how a `CellValue` becomes a `Stored` value.
 
-use super::super::chunked::{reserve_row, Chunk};
+use super::super::chunked::{reserve_row, Chunk, CHUNK_ROWS};
 use super::super::text::{encode_list, ListRef, TextChunk};
 use super::{CellRef, KindMismatch};
 use crate::grid::value::{CellValue, StorageKind};
@@ -113,6 +113,22 @@ impl Cells {
             StorageKind::Boolean => Cells::Boolean(Vec::with_capacity(rows)),
             StorageKind::Datetime => Cells::Datetime(Vec::with_capacity(rows)),
             StorageKind::List => Cells::List(TextChunk::default()),
+        }
+    }
+
+    /// No cells, to fill after `full` (the column's last chunk, full; `None` for its first):
+    /// with room for a whole chunk of rows, and text and lists with the room `full`'s values
+    /// took (`TextChunk::following`).
+    pub(super) fn following(kind: StorageKind, full: Option<&Cells>) -> Self {
+        let rows = if full.is_some() { CHUNK_ROWS } else { 0 };
+        match (kind, full) {
+            (StorageKind::Text, Some(Cells::Text(full))) => {
+                Cells::Text(TextChunk::following(Some(full)))
+            }
+            (StorageKind::List, Some(Cells::List(full))) => {
+                Cells::List(TextChunk::following(Some(full)))
+            }
+            _ => Cells::with_capacity(kind, rows),
         }
     }
 
