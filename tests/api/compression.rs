@@ -84,3 +84,37 @@ fn small_answers_files_and_refused_codecs_go_out_as_they_are() {
     assert_eq!(export.header("content-encoding"), None);
     assert!(String::from_utf8_lossy(&export.bytes).contains("could not be saved"));
 }
+
+#[test]
+fn a_large_uncompressed_answer_arrives_whole_with_its_length() {
+    let app = spawn_app();
+    let (_, view) = app.create_grid("Sliced");
+    app.create_column(&view, json!({"id": "en", "name": "English", "type": "singleLine"}));
+    // A bulk add of 800 records answers them all: several hundred KB of JSON.
+    let records: Vec<Value> = (0..800)
+        .map(|i| json!({"id": format!("r{i}"), "cells": [{"columnId": "en", "value": format!("Line {i}: the quick brown fox jumps over the lazy dog, Ünïcødé ✓ {}", "x".repeat(i % 300))}]}))
+        .collect();
+    let req = app
+        .request(Method::POST, &format!("/v1/views/{view}/records"), Some(&app.key))
+        .json(&Value::Array(records.clone()));
+    let added = app.send(req);
+    added.assert_status(201);
+    assert!(added.bytes.len() > 200 * 1024, "{} bytes", added.bytes.len());
+    assert_eq!(added.header("content-length"), Some(added.bytes.len().to_string().as_str()));
+    assert_eq!(added.header("transfer-encoding"), None);
+    let answered = added.body.as_array().expect("the added records");
+    assert_eq!(answered.len(), 800);
+    for (sent, got) in records.iter().zip(answered) {
+        assert_eq!(got["id"], sent["id"]);
+        assert_eq!(got["cells"][0]["value"], sent["cells"][0]["value"]);
+    }
+    // Twice on the same connection: the next answer is whole too.
+    let again = get_accepting(
+        &app,
+        &format!("/v1/views/{view}/records?page={{\"limit\":800}}"),
+        "identity",
+    );
+    again.assert_status(200);
+    assert_eq!(again.header("content-length"), Some(again.bytes.len().to_string().as_str()));
+    assert_eq!(again.body.as_array().map(Vec::len), Some(800));
+}

@@ -541,7 +541,8 @@ fn append_in_order(buf: &mut String, ends: &mut Vec<u32>, escapes: &mut bool, va
 /// chunk fills: by doubling for its first `PREDICT_AFTER` rows, then once to the size the rows
 /// so far predict for a full chunk (plus 1/8), so a large chunk is copied about once instead of
 /// at every doubling (each copy of a big arena lands on fresh pages the kernel must zero); past
-/// that, and for updates, by 1/8.
+/// that, and for updates, by 1/8. A chunk started after a full one has room for as much from the
+/// start (`TextChunk::following`) and rarely grows at all.
 fn reserve(arena: &mut String, rows: usize, extra: usize) {
     if arena.capacity() - arena.len() >= extra {
         return;
