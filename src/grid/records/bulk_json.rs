@@ -488,6 +488,20 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
+        /// The first special byte is found wherever it lies, as a plain look at each byte
+        /// finds it.
+        #[test]
+        fn the_first_special_byte_is_found(
+            bytes in prop::collection::vec(prop::sample::select(&b"ab\"\\\x00\x1f\x20\x7f\xc3"[..]), 0..80),
+            at in 0usize..90,
+        ) {
+            let plain = bytes
+                .get(at..)
+                .and_then(|rest| rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20))
+                .map(|i| at + i);
+            prop_assert_eq!(super::next_special(&bytes, at), plain);
+        }
+
         /// What is read here is what serde reads: whenever this reader answers, serde answers
         /// the same records.
         #[test]
