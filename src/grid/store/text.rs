@@ -186,8 +186,8 @@ impl TextChunk {
     /// with room for as many rows and as many bytes as `full` holds live (plus 1/16), so that
     /// filling it in row order never copies its arena to grow it (a bulk load's arenas grew
     /// by doubling, then once more at half full, each copy landing on fresh pages the kernel
-    /// must zero). Room alone costs no resident memory until written, and sealing a chunk
-    /// that filled less gives the rest back.
+    /// must zero). Room never written costs no resident memory where the pages are fresh, and
+    /// sealing shrinks a chunk that filled less, as it shrinks any.
     pub(super) fn following(full: Option<&TextChunk>) -> Self {
         match full {
             Some(full) => {

@@ -319,6 +319,8 @@ impl GridState {
         let mut count = w.place(key, handles, live, meta, |w| {
             w.section(&ColumnMetaPart {
                 cell_parts,
+                // Each byte as `pack` writes it: a byte loaded from an image is kept as it was
+                // stored, odd bits and all, and the image written after it leaves them out.
                 statuses: store
                     .status_bytes_ascending(&rows, slot)
                     .into_iter()
