@@ -228,18 +228,20 @@ fn column_cells(store: &ColumnStore, slot: ColumnSlot, rows: &[RowId], room: usi
         rows: &[RowId],
         f: impl Fn(CellRef<'_>) -> T,
     ) -> Vec<T> {
-        rows.iter().map(|&row| f(store.value_ref(row, slot))).collect()
+        let mut out = Vec::with_capacity(rows.len());
+        store.for_each_cell_ascending(rows, slot, |cell| out.push(f(cell)));
+        out
     }
     match store.kind(slot) {
         StorageKind::Text => {
             let (mut data, mut ends) =
                 (String::with_capacity(room), Vec::with_capacity(rows.len()));
-            for row in rows {
-                if let CellRef::Text(s) = store.value_ref(*row, slot) {
+            store.for_each_cell_ascending(rows, slot, |cell| {
+                if let CellRef::Text(s) = cell {
                     data.push_str(s);
                 }
                 ends.push(data.len() as u64);
-            }
+            });
             ColumnCells::Text { data, ends }
         }
         StorageKind::Number => ColumnCells::Number(each(store, slot, rows, |cell| match cell {
@@ -259,15 +261,15 @@ fn column_cells(store: &ColumnStore, slot: ColumnSlot, rows: &[RowId], room: usi
         StorageKind::List => {
             let (mut data, mut item_ends, mut cell_ends) =
                 (String::with_capacity(room / 4), Vec::new(), Vec::with_capacity(rows.len()));
-            for row in rows {
-                if let CellRef::List(items) = store.value_ref(*row, slot) {
+            store.for_each_cell_ascending(rows, slot, |cell| {
+                if let CellRef::List(items) = cell {
                     for item in items {
                         data.push_str(item);
                         item_ends.push(data.len() as u64);
                     }
                 }
                 cell_ends.push(item_ends.len() as u64);
-            }
+            });
             ColumnCells::List { data, item_ends, cell_ends }
         }
     }

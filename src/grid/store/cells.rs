@@ -60,6 +60,17 @@ impl ColumnStore {
         self.column(slot).version(row.at())
     }
 
+    /// Calls `cell` with the cell of each of `rows` (ascending, as a snapshot reads a chunk's
+    /// rows) in `slot`'s column: what `value_ref` gives each, each chunk looked up once.
+    pub fn for_each_cell_ascending(
+        &self,
+        rows: &[RowId],
+        slot: ColumnSlot,
+        cell: impl FnMut(CellRef<'_>),
+    ) {
+        self.column(slot).for_each_cell_ascending(rows, |row| row.at(), cell)
+    }
+
     /// The status bytes of `rows` (ascending, as a snapshot reads a chunk's rows) in `slot`'s
     /// column: each row's dependency status, source status << 2 and machine-translated flag
     /// << 5 (`CellStatuses`), 0 in a column that is not localized.

@@ -389,6 +389,22 @@ impl Column {
         chunk.versions.get(at)
     }
 
+    /// Calls `cell` with the cell of each of `rows` (ascending, as `status_bytes_ascending`),
+    /// each chunk looked up once for all its rows.
+    pub(super) fn for_each_cell_ascending<R>(
+        &self,
+        rows: &[R],
+        at: impl Fn(&R) -> usize,
+        mut cell: impl FnMut(CellRef<'_>),
+    ) {
+        for group in rows.chunk_by(|a, b| split(at(a)).0 == split(at(b)).0) {
+            let (chunk, _) = self.chunks.chunk(at(&group[0]));
+            for row in group {
+                cell(chunk.cells.get(split(at(row)).1));
+            }
+        }
+    }
+
     /// The status bytes of `rows` (ascending: a snapshot's rows of a chunk; `at`: a row's
     /// index), each chunk looked up once for all its rows; 0 in a column that is not
     /// localized.

@@ -633,6 +633,13 @@ fn what_a_snapshot_reads_of_a_chunk_at_once_is_what_it_reads_row_by_row() {
             .collect();
         assert_eq!(store.status_bytes_ascending(&rows, text), statuses);
         assert!(store.status_bytes_ascending(&rows, list).iter().all(|&b| b == 0));
+        for slot in [text, list] {
+            let mut cells = Vec::new();
+            store.for_each_cell_ascending(&rows, slot, |cell| cells.push(format!("{cell:?}")));
+            let one_by_one: Vec<String> =
+                rows.iter().map(|&r| format!("{:?}", store.value_ref(r, slot))).collect();
+            assert_eq!(cells, one_by_one, "chunk {chunk}");
+        }
         let text_bytes: usize = rows
             .iter()
             .map(|&r| match store.value_ref(r, text) {
@@ -650,6 +657,13 @@ fn what_a_snapshot_reads_of_a_chunk_at_once_is_what_it_reads_row_by_row() {
             .sum();
         assert!(store.text_bytes_bound(list, chunk) >= list_bytes, "chunk {chunk}");
     }
+    // Rows of several chunks at once (an old-format image's whole column).
+    let rows: Vec<RowId> = store.page(0, usize::MAX).collect();
+    let mut cells = Vec::new();
+    store.for_each_cell_ascending(&rows, text, |cell| cells.push(format!("{cell:?}")));
+    let one_by_one: Vec<String> =
+        rows.iter().map(|&r| format!("{:?}", store.value_ref(r, text))).collect();
+    assert_eq!(cells, one_by_one);
     let number = store.add_column(StorageKind::Number, false);
     assert_eq!(store.text_bytes_bound(number, 0), 0);
 }
