@@ -397,8 +397,7 @@ impl Column {
         at: impl Fn(&R) -> usize,
         mut cell: impl FnMut(CellRef<'_>),
     ) {
-        for group in rows.chunk_by(|a, b| split(at(a)).0 == split(at(b)).0) {
-            let (chunk, _) = self.chunks.chunk(at(&group[0]));
+        for (chunk, group) in self.by_chunk(rows, &at) {
             for row in group {
                 cell(chunk.cells.get(split(at(row)).1));
             }
@@ -414,8 +413,7 @@ impl Column {
         at: impl Fn(&R) -> usize,
     ) -> Vec<u8> {
         let mut out = Vec::with_capacity(rows.len());
-        for group in rows.chunk_by(|a, b| split(at(a)).0 == split(at(b)).0) {
-            let (chunk, _) = self.chunks.chunk(at(&group[0]));
+        for (chunk, group) in self.by_chunk(rows, &at) {
             match &chunk.status {
                 Some(status) => out.extend(group.iter().map(|row| status[split(at(row)).1])),
                 None => out.resize(out.len() + group.len(), 0),
@@ -440,11 +438,21 @@ impl Column {
     /// chunk's runs rather than searched for row by row (`at`: a row's index).
     pub(super) fn versions_ascending<R>(&self, rows: &[R], at: impl Fn(&R) -> usize) -> Vec<u32> {
         let mut out = Vec::with_capacity(rows.len());
-        for group in rows.chunk_by(|a, b| split(at(a)).0 == split(at(b)).0) {
-            let (chunk, _) = self.chunks.chunk(at(&group[0]));
+        for (chunk, group) in self.by_chunk(rows, &at) {
             out.extend(chunk.versions.get_ascending(group.iter().map(|row| split(at(row)).1)));
         }
         out
+    }
+
+    /// `rows` (`at`: a row's index) in runs that lie in one chunk, each with its chunk: how the
+    /// reads of a snapshot's rows look each chunk up once for all its rows.
+    fn by_chunk<'a, R, F: Fn(&R) -> usize>(
+        &'a self,
+        rows: &'a [R],
+        at: &'a F,
+    ) -> impl Iterator<Item = (&'a ColumnChunk, &'a [R])> + 'a {
+        rows.chunk_by(move |a, b| split(at(a)).0 == split(at(b)).0)
+            .map(move |group| (self.chunks.chunk(at(&group[0])).0, group))
     }
 
     pub(super) fn restore_version(&mut self, row: usize, version: u32) {
