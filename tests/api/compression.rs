@@ -88,7 +88,7 @@ fn small_answers_files_and_refused_codecs_go_out_as_they_are() {
 #[test]
 fn a_large_uncompressed_answer_arrives_whole_with_its_length() {
     let app = spawn_app();
-    let (_, view) = app.create_grid("Sliced");
+    let (_, view) = app.create_grid("Large answers");
     app.create_column(&view, json!({"id": "en", "name": "English", "type": "singleLine"}));
     // A bulk add of 800 records answers them all: several hundred KB of JSON.
     let records: Vec<Value> = (0..800)
@@ -108,7 +108,7 @@ fn a_large_uncompressed_answer_arrives_whole_with_its_length() {
         assert_eq!(got["id"], sent["id"]);
         assert_eq!(got["cells"][0]["value"], sent["cells"][0]["value"]);
     }
-    // Twice on the same connection: the next answer is whole too.
+    // A page of the same 800 records, asked without compression, is whole too.
     let again = get_accepting(
         &app,
         &format!("/v1/views/{view}/records?page={{\"limit\":800}}"),
