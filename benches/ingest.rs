@@ -1,6 +1,6 @@
 //! What the HTTP side of a bulk add costs before the branch sees it: the JSON of 1000
 //! localization records (12 cells each, about 1 MB) read into `RecordInput`s by the server's
-//! reader of that shape (`parse_records`) and by serde, beside the same bytes only checked as
+//! reader of that shape (`parse_records`; also written in ASCII, as Python clients send it) and by serde, beside the same bytes only checked as
 //! JSON by serde (`IgnoredAny`: no value kept); then the branch's side, the records checked, logged, applied and
 //! rendered for the answer; then the add's WAL entry encoded, and decoded as a replay does.
 //!
@@ -58,6 +58,21 @@ fn body(ids: &[String], first: usize) -> String {
     serde_json::to_string(&records).expect("JSON")
 }
 
+/// `json` with every character past ASCII (all inside its strings) written as `\u` escapes.
+fn ascii_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() * 2);
+    for c in json.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out
+}
+
 fn bench_parse(c: &mut Criterion) {
     let ids: Vec<String> = (0..12).map(|i| format!("column{i}")).collect();
     let body = body(&ids, 0);
@@ -65,6 +80,12 @@ fn bench_parse(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(body.len() as u64));
     group.bench_function("parse 1000 records x 12 cells", |b| {
         b.iter(|| gridd::grid::records::parse_records(&body).expect("the usual shape"))
+    });
+    // The same records as a client writing JSON in ASCII sends them (Python's `json.dumps`):
+    // each letter past ASCII as a `\u` escape.
+    let ascii = ascii_json(&body);
+    group.bench_function("parse 1000 records x 12 cells written in ASCII", |b| {
+        b.iter(|| gridd::grid::records::parse_records(&ascii).expect("the usual shape"))
     });
     group.bench_function("parse 1000 records x 12 cells through serde", |b| {
         b.iter(|| {
