@@ -47,8 +47,24 @@ pub enum CellRejected {
     Computed,
 }
 
-/// Parses a written value for `column`. `null` and `""` empty the cell.
+/// Parses a written value for `column`. `null` and `""` empty the cell. A value of another
+/// shape than the column's type takes is refused (decisions 4): a number or boolean for a text
+/// column, a lone string for a selection or file list; only a reference takes a lone id, and
+/// number and boolean columns their values written as strings.
 pub fn parse_value(column: &ColumnDef, value: &Value) -> Result<CellValue, CellRejected> {
+    parse(column, value, Shapes::Exact)
+}
+
+/// How strictly a value's JSON shape must match its column's type.
+#[derive(Clone, Copy, PartialEq)]
+enum Shapes {
+    /// A write's: the shape decisions 4 gives each type.
+    Exact,
+    /// A column's type change (`convert`): a number or boolean becomes text, a lone item a list.
+    Converted,
+}
+
+fn parse(column: &ColumnDef, value: &Value, shapes: Shapes) -> Result<CellValue, CellRejected> {
     if value.is_null() || value.as_str() == Some("") {
         return Ok(CellValue::Empty);
     }
@@ -58,17 +74,20 @@ pub fn parse_value(column: &ColumnDef, value: &Value) -> Result<CellValue, CellR
         | ColumnType::RichText
         | ColumnType::Markdown
         | ColumnType::Html
-        | ColumnType::Language => text(value).map(CellValue::Text),
+        | ColumnType::Language => text(value, shapes).map(CellValue::Text),
         ColumnType::SingleSelection => {
-            let chosen = text(value)?;
+            let chosen = text(value, shapes)?;
             check_option(column, &chosen)?;
             Ok(CellValue::Text(chosen))
         }
         ColumnType::MultipleSelections => {
-            list_cell(column, string_list(value, "selection options")?)
+            list_cell(column, string_list(value, "selection options", shapes)?)
         }
-        ColumnType::Files => list_cell(column, string_list(value, "file ids")?),
-        ColumnType::Reference => list_cell(column, string_list(value, "record ids")?),
+        ColumnType::Files => list_cell(column, string_list(value, "file ids", shapes)?),
+        // "record id or array of ids" (decisions 4).
+        ColumnType::Reference => {
+            list_cell(column, string_list(value, "record ids", Shapes::Converted)?)
+        }
         ColumnType::Number => number(column, value).map(CellValue::Number),
         ColumnType::Boolean => boolean(value).map(CellValue::Boolean),
         ColumnType::Datetime => {
@@ -148,25 +167,27 @@ fn list(items: Vec<String>) -> CellValue {
     }
 }
 
-fn text(value: &Value) -> Result<String, CellRejected> {
+fn text(value: &Value, shapes: Shapes) -> Result<String, CellRejected> {
     match value {
         Value::String(s) => Ok(s.clone()),
-        Value::Number(n) => Ok(n.to_string()),
-        Value::Bool(b) => Ok(b.to_string()),
-        Value::Null | Value::Array(_) | Value::Object(_) => Err(CellRejected::NotText),
+        Value::Number(n) if shapes == Shapes::Converted => Ok(n.to_string()),
+        Value::Bool(b) if shapes == Shapes::Converted => Ok(b.to_string()),
+        _ => Err(CellRejected::NotText),
     }
 }
 
-fn string_list(value: &Value, what: &'static str) -> Result<Vec<String>, CellRejected> {
+fn string_list(
+    value: &Value,
+    what: &'static str,
+    shapes: Shapes,
+) -> Result<Vec<String>, CellRejected> {
     match value {
-        Value::String(s) => Ok(vec![s.clone()]),
+        Value::String(s) if shapes == Shapes::Converted => Ok(vec![s.clone()]),
         Value::Array(items) => items
             .iter()
             .map(|v| v.as_str().map(str::to_owned).ok_or(CellRejected::NotAList(what)))
             .collect(),
-        Value::Null | Value::Number(_) | Value::Bool(_) | Value::Object(_) => {
-            Err(CellRejected::NotAList(what))
-        }
+        _ => Err(CellRejected::NotAList(what)),
     }
 }
 
@@ -437,7 +458,7 @@ pub fn convert(value: &CellValue, to: &ColumnDef) -> CellValue {
         }
         CellValue::List(items) => Value::Array(items.iter().cloned().map(Value::String).collect()),
     };
-    parse_value(to, &as_json).unwrap_or(CellValue::Empty)
+    parse(to, &as_json, Shapes::Converted).unwrap_or(CellValue::Empty)
 }
 
 #[cfg(test)]
@@ -559,6 +580,28 @@ mod tests {
         assert_eq!(
             parse_value(&column(ColumnType::SingleLine), &json!(null)),
             Ok(CellValue::Empty)
+        );
+    }
+
+    /// A write's value has its type's shape (decisions 4); a type change converts what it can.
+    #[test]
+    fn a_value_of_another_shape_is_refused_but_converted_on_a_type_change() {
+        let write = |t: ColumnType, v: Value| parse_value(&column(t), &v);
+        assert_eq!(write(ColumnType::SingleLine, json!(5)), Err(CellRejected::NotText));
+        assert_eq!(write(ColumnType::Language, json!(true)), Err(CellRejected::NotText));
+        assert_eq!(write(ColumnType::SingleSelection, json!(1)), Err(CellRejected::NotText));
+        let lone = |t| write(t, json!("a"));
+        assert!(matches!(lone(ColumnType::MultipleSelections), Err(CellRejected::NotAList(_))));
+        assert!(matches!(lone(ColumnType::Files), Err(CellRejected::NotAList(_))));
+        assert_eq!(lone(ColumnType::Reference), Ok(CellValue::List(vec!["a".into()])));
+        assert_eq!(write(ColumnType::Number, json!("2")), Ok(CellValue::Number(2.0)));
+        assert_eq!(write(ColumnType::Boolean, json!("false")), Ok(CellValue::Boolean(false)));
+        let text = column(ColumnType::SingleLine);
+        assert_eq!(convert(&CellValue::Number(5.5), &text), CellValue::Text("5.5".into()));
+        assert_eq!(convert(&CellValue::Boolean(true), &text), CellValue::Text("true".into()));
+        assert_eq!(
+            convert(&CellValue::Text("a".into()), &column(ColumnType::MultipleSelections)),
+            CellValue::List(vec!["a".into()])
         );
     }
 

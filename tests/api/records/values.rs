@@ -53,6 +53,10 @@ fn refused() -> Vec<(&'static str, Value)> {
     vec![
         ("title", json!({"a": 1})),
         ("title", json!(["a"])),
+        // A string type takes a string, not a number or boolean to be written out as one.
+        ("title", json!(5)),
+        ("lang", json!(true)),
+        ("kind", json!(1)),
         ("count", json!("abc")),
         ("count", json!(true)),
         ("count", json!([1])),
@@ -70,6 +74,9 @@ fn refused() -> Vec<(&'static str, Value)> {
         ("kind", json!(["bug"])),
         ("tags", json!(["x", "nope"])),
         ("tags", json!(5)),
+        // A list type takes an array, even of one (only a reference takes a lone id).
+        ("tags", json!("x")),
+        ("files", json!("a1b2c3d4e5f6g7.png")),
         ("files", json!(5)),
         ("files", json!([1, 2])),
         ("meta", json!("{bad")),
