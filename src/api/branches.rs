@@ -6,6 +6,7 @@
 //! `mergeRecordOptions` and the destination id are read from the query string (repeated or
 //! comma-separated) or from a JSON body `{"mergeRecordOptions": [...]}`.
 
+use crate::api::sized_json::JsonBytes;
 use std::time::{Duration, Instant};
 
 use actix_web::{delete, get, patch, post, web, HttpRequest, HttpResponse};
@@ -439,7 +440,7 @@ async fn merge_branch(
     p: Principal,
     id: web::Path<String>,
     req: HttpRequest,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let id = id.into_inner();
     let params = merge_params(&req, &body, "destinationBranchId")?;
@@ -470,7 +471,7 @@ async fn merge_view(
     p: Principal,
     view_id: web::Path<String>,
     req: HttpRequest,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     p.require_tier(Tier::Enterprise)?;
     let view_id = view_id.into_inner();

@@ -18,6 +18,7 @@
 //! `MAX_DESCRIPTION_CHARS`), permission (`public`, the default, or `private`), allow-list
 //! (`cdn_access`) and times (RFC 3339, `startTime` before `endTime`).
 
+use crate::api::sized_json::JsonBytes;
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{delete, get, post, put, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
@@ -49,6 +50,8 @@ const DEFAULT_LIMIT: usize = 128;
 pub enum CdnRefused {
     #[error("The request body is invalid: {0}")]
     Body(String),
+    #[error("The request body is missing.")]
+    NoBody,
     #[error("{0} is required.")]
     Missing(&'static str),
     #[error("name must be 1 to {MAX_NAME_CHARS} characters long and not blank.")]
@@ -67,6 +70,7 @@ pub enum CdnRefused {
 impl Coded for CdnRefused {
     fn code(&self) -> ErrorCode {
         match self {
+            CdnRefused::NoBody => ErrorCode::RequestBodyMissing,
             CdnRefused::Body(_)
             | CdnRefused::Missing(_)
             | CdnRefused::Name
@@ -98,8 +102,8 @@ pub struct CdnRequest {
 
 impl CdnRequest {
     fn parse(body: &[u8]) -> Result<CdnRequest, CdnRefused> {
-        if body.is_empty() {
-            return Err(CdnRefused::Body("the body is empty".into()));
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Err(CdnRefused::NoBody);
         }
         serde_json::from_slice(body).map_err(|e| CdnRefused::Body(e.to_string()))
     }
@@ -211,7 +215,7 @@ fn cdn_body(state: &AppState, cdn: Cdn) -> CdnBody {
 async fn create_cdn(
     state: web::Data<AppState>,
     p: Principal,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let new = CdnRequest::parse(&body)?.check()?;
     let cdn = exec(&state, move |s| s.create_cdn(&p, new)).await??;

@@ -13,6 +13,7 @@
 //! still hold the id; the collector (`catalog::collector`) removes them once none does, and
 //! every file of a grid goes when the grid is deleted (`catalog::files`).
 
+use crate::api::sized_json::JsonBytes;
 use std::path::{Path, PathBuf};
 
 use actix::Addr;
@@ -451,7 +452,7 @@ async fn delete_files(
     p: Principal,
     view_id: web::Path<String>,
     req: HttpRequest,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let view_id = view_id.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Write)?;

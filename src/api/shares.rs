@@ -12,6 +12,7 @@
 //! routes are limited per client address like a key (429 with `Retry-After`). Every value on the page is HTML-
 //! escaped, and the page is served with a content security policy that allows no script.
 
+use crate::api::sized_json::JsonBytes;
 use actix_web::http::header;
 use actix_web::http::StatusCode;
 use actix_web::{delete, get, put, web, HttpRequest, HttpResponse};
@@ -72,7 +73,7 @@ async fn enable_share(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     p.require_tier(Tier::Enterprise)?;
     let view_id = view_id.into_inner();

@@ -9,13 +9,14 @@
 use actix_web::dev::{Decompress, Payload};
 use actix_web::error::JsonPayloadError;
 use actix_web::http::header::CONTENT_LENGTH;
-use actix_web::web::BytesMut;
+use actix_web::web::{Bytes, BytesMut};
 use actix_web::{mime, FromRequest, HttpMessage, HttpRequest};
 use futures_util::future::LocalBoxFuture;
 use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
 use super::errors::json_payload_error;
+use crate::error::{ApiError, ErrorCode};
 use crate::grid::records::{parse_records, RecordInput, RecordsBody};
 
 /// The most bytes reserved for a body before any of it arrived; a larger body grows the buffer
@@ -61,10 +62,7 @@ impl<T: JsonBody + 'static> FromRequest for SizedJson<T> {
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let req = req.clone();
         let limit = req.app_data::<JsonLimit>().map_or(2 << 20, |l| l.0);
-        let is_json = matches!(
-            req.mime_type(),
-            Ok(Some(mime)) if mime.subtype() == mime::JSON || mime.suffix() == Some(mime::JSON)
-        );
+        let is_json = is_json(&req);
         let length = req
             .headers()
             .get(CONTENT_LENGTH)
@@ -112,6 +110,49 @@ fn parse<T: JsonBody>(body: &[u8]) -> serde_json::Result<T> {
         Ok(text) => T::from_json(text),
         Err(_) => serde_json::from_slice(body),
     }
+}
+
+/// A JSON body taken as bytes, for the handlers that parse it themselves or take it optional:
+/// a body that is there must be labelled JSON (415 unsupportedMediaType otherwise, as
+/// `SizedJson` answers, decisions 3); an absent or blank one is the handler's to judge.
+#[derive(Debug)]
+pub struct JsonBytes(pub Bytes);
+
+impl std::ops::Deref for JsonBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl FromRequest for JsonBytes {
+    type Error = actix_web::Error;
+    type Future = LocalBoxFuture<'static, Result<Self, actix_web::Error>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let is_json = is_json(req);
+        let body = Bytes::from_request(req, payload);
+        Box::pin(async move {
+            let body = body.await?;
+            if !is_json && !body.iter().all(u8::is_ascii_whitespace) {
+                return Err(ApiError::new(
+                    ErrorCode::UnsupportedMediaType,
+                    "The request body must be JSON with Content-Type: application/json.",
+                )
+                .into());
+            }
+            Ok(JsonBytes(body))
+        })
+    }
+}
+
+/// Whether the request says its body is JSON (`application/json`, or a `+json` type).
+fn is_json(req: &HttpRequest) -> bool {
+    matches!(
+        req.mime_type(),
+        Ok(Some(mime)) if mime.subtype() == mime::JSON || mime.suffix() == Some(mime::JSON)
+    )
 }
 
 #[cfg(test)]

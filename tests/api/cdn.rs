@@ -146,7 +146,7 @@ fn bad_cdn_requests_are_refused_and_change_nothing() {
     app.raw(Method::POST, "/v1/cdns", "application/json", b"{not json".to_vec())
         .assert_error(400, "badRequest");
     app.raw(Method::POST, "/v1/cdns", "application/json", Vec::new())
-        .assert_error(400, "badRequest");
+        .assert_error(400, "requestBodyMissing");
     app.post("/v1/cdns", &json!({"gridId": "nosuchgrid", "name": "Game"}))
         .assert_error(404, "gridIsNotFound");
     let ok = app.post("/v1/cdns", &with("name", json!("n".repeat(255))));

@@ -104,6 +104,40 @@ fn a_wrong_content_type_is_415() {
     app.assert_unchanged("/v1/projects", &before);
 }
 
+/// The endpoints that read their JSON body by hand (or take it optional) check its content
+/// type as the others do: a body labelled otherwise is 415 and changes nothing.
+#[test]
+fn a_wrong_content_type_is_415_where_the_body_is_read_by_hand_too() {
+    let app = spawn_app();
+    let (grid, view) = app.create_grid("g");
+    let cdns = format!("/v1/cdns?gridId={grid}");
+    let lists = ["/v1/transmems", "/v1/glossaries", "/v1/webhooks", &cdns];
+    let before: Vec<_> = lists.iter().map(|path| app.snapshot(path)).collect();
+    let cases = [
+        (Method::POST, "/v1/transmems".to_owned(), String::new(), json!({"name": "m"})),
+        (Method::PUT, "/v1/transmems/1".to_owned(), String::new(), json!({"name": "m"})),
+        (Method::POST, "/v1/glossaries".to_owned(), String::new(), json!({"name": "g"})),
+        (Method::POST, "/v1/webhooks".to_owned(), String::new(), json!({"url": "http://x/h"})),
+        (Method::POST, "/v1/cdns".to_owned(), String::new(), json!({"name": "c", "gridId": grid})),
+        (Method::DELETE, format!("/v1/views/{view}/files"), String::new(), json!({"ids": ["x"]})),
+        (Method::PUT, format!("/v1/views/{view}/shares"), String::new(), json!({})),
+        (
+            Method::POST,
+            format!("/v1/branches/{grid}/merge"),
+            format!("?destinationBranchId={grid}"),
+            json!({}),
+        ),
+    ];
+    for (method, path, query, body) in cases {
+        let body = body.to_string().into_bytes();
+        let res = app.raw(method, &format!("{path}{query}"), "text/plain", body);
+        assert_error_body(&res, 415, "unsupportedMediaType", &path);
+    }
+    for (path, before) in lists.iter().zip(&before) {
+        app.assert_unchanged(path, before);
+    }
+}
+
 #[test]
 fn json_with_a_charset_is_accepted() {
     let app = spawn_app();

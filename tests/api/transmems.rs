@@ -130,7 +130,7 @@ fn bad_memory_requests_are_refused_and_change_nothing() {
     app.raw(Method::POST, "/v1/transmems", "application/json", b"{not json".to_vec())
         .assert_error(400, "badRequest");
     app.raw(Method::POST, "/v1/transmems", "application/json", Vec::new())
-        .assert_error(400, "badRequest");
+        .assert_error(400, "requestBodyMissing");
     let reader = app.create_key(&["read"], json!({"all": true}));
     assert_eq!(app.get_as(&reader, "/v1/transmems").assert_status(200), &json!([]));
     app.get("/v1/transmems?projectId=abc").assert_error(400, "badRequest");

@@ -14,6 +14,7 @@
 //! published glossaries, never the supervisor. At most [`MAX_TEXTS`] texts of at most
 //! [`MAX_TEXT_BYTES`] each, [`MAX_GLOSSARIES`] glossaries.
 
+use crate::api::sized_json::JsonBytes;
 use actix_web::{post, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -172,7 +173,7 @@ async fn lookup_one(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let glossary = published(&state, &p, &id, Privilege::Read)?;
     let (request, lang, texts) = parse(&body)?;
@@ -189,7 +190,7 @@ async fn lookup_one(
 async fn lookup_many(
     state: web::Data<AppState>,
     p: Principal,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     p.require_company_privilege(Privilege::Read)?;
     let (request, lang, texts) = parse(&body)?;

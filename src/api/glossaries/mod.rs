@@ -17,6 +17,7 @@ mod files;
 mod lookup;
 mod terms;
 
+use crate::api::sized_json::JsonBytes;
 use actix_web::{delete, get, post, put, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -163,7 +164,7 @@ async fn list_glossaries(
 async fn create_glossary(
     state: web::Data<AppState>,
     p: Principal,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let fields = GlossaryRequest::parse(&body)?;
     if fields.name.is_none() {
@@ -190,7 +191,7 @@ async fn update_glossary(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let id = parse_id(&id, "glossary")?;
     let fields = GlossaryRequest::parse(&body)?;

@@ -9,6 +9,7 @@
 //! "definition": "...", "note": "..."}`; a request may give one term of a language as a
 //! string. Bounds are `io::glossary`'s (term and text lengths, languages, synonyms).
 
+use crate::api::sized_json::JsonBytes;
 use actix_web::{delete, get, post, put, web, HttpRequest, HttpResponse};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -182,7 +183,7 @@ async fn add_term(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let id = parse_id(&id, "glossary")?;
     let entry = parse_entry(&body)?;
@@ -215,7 +216,7 @@ async fn replace_term(
     state: web::Data<AppState>,
     p: Principal,
     path: web::Path<(String, String)>,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let (id, term) = path.into_inner();
     let (id, term_id) = (parse_id(&id, "glossary")?, parse_id(&term, "term")?);

@@ -28,6 +28,7 @@ pub mod matches;
 pub mod replica;
 pub mod segments;
 
+use crate::api::sized_json::JsonBytes;
 use actix_web::{delete, get, post, put, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -79,6 +80,8 @@ pub const DEFAULT_MIN_SCORE: u8 = 70;
 pub enum TmRefused {
     #[error("The request body is invalid: {0}")]
     Body(String),
+    #[error("The request body is missing.")]
+    NoBody,
     #[error("{0} is required.")]
     Missing(&'static str),
     #[error("\"{0}\" is not a language code (2 to 35 letters, digits, - or _).")]
@@ -97,6 +100,7 @@ impl Coded for TmRefused {
     fn code(&self) -> ErrorCode {
         match self {
             TmRefused::Missing(_) => ErrorCode::RequestParameterMissing,
+            TmRefused::NoBody => ErrorCode::RequestBodyMissing,
             TmRefused::Body(_)
             | TmRefused::Language(_)
             | TmRefused::TextTooLong
@@ -127,7 +131,7 @@ pub struct TransMemRequest {
 impl TransMemRequest {
     fn parse(body: &[u8]) -> Result<TransMemFields, TmRefused> {
         if body.iter().all(u8::is_ascii_whitespace) {
-            return Err(TmRefused::Body("the body is empty".into()));
+            return Err(TmRefused::NoBody);
         }
         let r: TransMemRequest =
             serde_json::from_slice(body).map_err(|e| TmRefused::Body(e.to_string()))?;
@@ -206,7 +210,7 @@ async fn list_transmems(
 async fn create_transmem(
     state: web::Data<AppState>,
     p: Principal,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let fields = TransMemRequest::parse(&body)?;
     if fields.name.is_none() {
@@ -235,7 +239,7 @@ async fn update_transmem(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let id = id.into_inner();
     let fields = TransMemRequest::parse(&body)?;
@@ -352,7 +356,7 @@ async fn lookup(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let r = LookupRequest::check(&body)?;
     let found = on_segments(&state, p, id.into_inner(), Privilege::Read, move |memory| {

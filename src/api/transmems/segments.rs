@@ -6,6 +6,7 @@
 //! is checked before anything is written, so a refused batch changes nothing; the write is one
 //! flushed batch, answered 200 `{"added", "updated"}`. `manage` on the company, as imports.
 
+use crate::api::sized_json::JsonBytes;
 use actix_web::{post, web, HttpResponse};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -101,7 +102,7 @@ pub(super) async fn write_segments(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let user = p.user().to_owned();
     let id = id.into_inner();

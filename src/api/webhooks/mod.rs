@@ -18,6 +18,7 @@
 pub mod delivery;
 pub mod target;
 
+use crate::api::sized_json::JsonBytes;
 use actix_web::{delete, get, post, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -221,7 +222,7 @@ fn attempt_body(attempt: DeliveryAttempt) -> AttemptBody {
 async fn create_webhook(
     state: web::Data<AppState>,
     p: Principal,
-    body: web::Bytes,
+    body: JsonBytes,
 ) -> ApiResult<HttpResponse> {
     let request = HookRequest::parse(&body)?.check(state.webhooks.settings().allow_loopback)?;
     let route = view_route(&state, &p, &request.view_id, Privilege::Manage)?;
