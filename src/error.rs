@@ -80,6 +80,7 @@ error_codes! {
     TermIsNotFound => ("termIsNotFound", StatusCode::NOT_FOUND),
     CdnIsNotFound => ("cdnIsNotFound", StatusCode::NOT_FOUND),
     TransMemIsNotFound => ("transMemIsNotFound", StatusCode::NOT_FOUND),
+    PathIsNotFound => ("pathIsNotFound", StatusCode::NOT_FOUND),
     MethodNotAllowed => ("methodNotAllowed", StatusCode::METHOD_NOT_ALLOWED),
     RequestTimeout => ("requestTimeout", StatusCode::REQUEST_TIMEOUT),
     PreconditionFailed => ("preconditionFailed", StatusCode::PRECONDITION_FAILED),

@@ -40,7 +40,7 @@ impl Coded for PathError {
     fn code(&self) -> ErrorCode {
         match self {
             PathError::Invalid(_) => ErrorCode::BadRequest,
-            PathError::NotFound(_) => ErrorCode::NotFound,
+            PathError::NotFound(_) => ErrorCode::PathIsNotFound,
             PathError::Exists(_) => ErrorCode::IdAlreadyExists,
         }
     }

@@ -65,7 +65,7 @@ fn the_tree_lists_every_folder_of_the_records_depth_first() {
     assert_eq!(tree(&app, &view, Some("ui")), [node("ui", "menu"), node("ui", "dialogs")]);
     assert_eq!(tree(&app, &view, Some("/ui/menu/")), []);
     let res = app.get(&format!("/v1/views/{view}/paths/tree?rootPath=nowhere"));
-    res.assert_error(404, "notFound");
+    res.assert_error(404, "pathIsNotFound");
     app.get("/v1/views/nope/paths/tree").assert_error(404, "viewIsNotFound");
 }
 
@@ -89,7 +89,7 @@ fn folders_are_created_kept_and_deleted_with_their_records() {
         .assert_error(409, "idAlreadyExists");
     app.post(&path, &json!({"parentPath": "ui", "paths": ["a", "a"]}))
         .assert_error(409, "idAlreadyExists");
-    app.post(&path, &json!({"parentPath": "nope", "paths": ["x"]})).assert_error(404, "notFound");
+    app.post(&path, &json!({"parentPath": "nope", "paths": ["x"]})).assert_error(404, "pathIsNotFound");
     for bad in [
         json!({"paths": ["a/b"]}),
         json!({"paths": [""]}),
@@ -108,7 +108,7 @@ fn folders_are_created_kept_and_deleted_with_their_records() {
     app.delete_with(&path, &json!({"paths": ["ui"]})).assert_status(204);
     assert_eq!(tree(&app, &view, None), [node("", "audio"), node("", "fonts")]);
     assert_eq!(placed(&app, &view), [("title".to_owned(), String::new())]);
-    app.delete_with(&path, &json!({"paths": ["ui"]})).assert_error(404, "notFound");
+    app.delete_with(&path, &json!({"paths": ["ui"]})).assert_error(404, "pathIsNotFound");
     app.delete_with(&path, &json!({"paths": [""]})).assert_error(400, "badRequest");
 
     let app = app.restart();
@@ -160,8 +160,8 @@ fn moves_and_renames_take_the_records_and_keep_the_order_asked() {
     let before = (tree(&app, &view, None), placed(&app, &view));
     let refusals = [
         (json!({"names": ["screens"], "toParentPath": "screens/popups"}), 400, "badRequest"),
-        (json!({"names": ["menu"], "toParentPath": "nope"}), 404, "notFound"),
-        (json!({"names": ["nope"]}), 404, "notFound"),
+        (json!({"names": ["menu"], "toParentPath": "nope"}), 404, "pathIsNotFound"),
+        (json!({"names": ["nope"]}), 404, "pathIsNotFound"),
         (
             json!({"names": ["menu"], "moveBefore": "audio", "moveAfter": "audio"}),
             400,
@@ -183,7 +183,7 @@ fn moves_and_renames_take_the_records_and_keep_the_order_asked() {
     app.put(&format!("/v1/views/{view}/paths/audio"), &json!({"newName": "menu"}))
         .assert_error(409, "idAlreadyExists");
     app.put(&format!("/v1/views/{view}/paths/nope"), &json!({"newName": "x"}))
-        .assert_error(404, "notFound");
+        .assert_error(404, "pathIsNotFound");
     app.put(&format!("/v1/views/{view}/paths/audio"), &json!({"newName": "a/b"}))
         .assert_error(400, "badRequest");
     let mut now = tree(&app, &view, None);
