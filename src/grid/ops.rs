@@ -272,10 +272,13 @@ pub(super) fn apply_schema(schema: &mut Schema, op: &GridOp) {
                 view.columns.retain(|c| &c.id != id);
             }
         }
+        // A column the view shows already keeps its place and takes the new editable flag (a
+        // column's `editable` changed through the view); any other is shown last.
         GridOp::AddViewColumn { view_id, column } => {
             if let Some(view) = view_mut(schema, view_id) {
-                if !view.columns.iter().any(|c| c.id == column.id) {
-                    view.columns.push(column.clone());
+                match view.columns.iter_mut().find(|c| c.id == column.id) {
+                    Some(shown) => shown.editable = column.editable,
+                    None => view.columns.push(column.clone()),
                 }
             }
         }

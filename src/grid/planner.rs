@@ -156,8 +156,9 @@ fn plan_update_column(
     check_type_change(schema, current, &column)?;
     let subject = column.id.clone();
     let mut ops = vec![GridOp::ReplaceColumn { old_id: column_id.clone(), column }];
+    // In place: the column keeps its position in the view (logs of earlier versions removed
+    // and re-added it, which moved it last; they replay as they ran).
     if let Some(editable) = request.editable.filter(|_| !view.is_default) {
-        ops.push(GridOp::RemoveViewColumn { view_id: view.id.clone(), column_id: subject.clone() });
         let vc = ViewColumn { id: subject.clone(), editable };
         ops.push(GridOp::AddViewColumn { view_id: view.id.clone(), column: vc });
     }

@@ -89,7 +89,8 @@ fn folders_are_created_kept_and_deleted_with_their_records() {
         .assert_error(409, "idAlreadyExists");
     app.post(&path, &json!({"parentPath": "ui", "paths": ["a", "a"]}))
         .assert_error(409, "idAlreadyExists");
-    app.post(&path, &json!({"parentPath": "nope", "paths": ["x"]})).assert_error(404, "pathIsNotFound");
+    app.post(&path, &json!({"parentPath": "nope", "paths": ["x"]}))
+        .assert_error(404, "pathIsNotFound");
     for bad in [
         json!({"paths": ["a/b"]}),
         json!({"paths": [""]}),

@@ -93,6 +93,30 @@ fn create_a_view_with_columns_and_editable_flags() {
     assert_eq!(empty.assert_status(200)["columns"], json!([]));
 }
 
+/// A column's `editable` changed through a view keeps the column where the view shows it,
+/// and so the order of its records' cells; the order holds after a restart (the log replayed).
+#[test]
+fn a_columns_editable_flag_changes_in_place() {
+    let app = spawn_app();
+    let (grid, _) = grid_with_columns(&app);
+    let body =
+        json!({"name": "T", "gridId": grid, "columns": [{"id": "a"}, {"id": "b"}, {"id": "c"}]});
+    let view =
+        app.post("/v1/views", &body).assert_status(200)["id"].as_str().expect("id").to_owned();
+    app.patch(&format!("/v1/views/{view}/columns/a"), &json!({"editable": false}))
+        .assert_status(200);
+    app.patch(&format!("/v1/views/{view}/columns/b"), &json!({"editable": false, "name": "B2"}))
+        .assert_status(200);
+    let expected = pairs(&[("a", false), ("b", false), ("c", true)]);
+    assert_eq!(column_ids(&app.snapshot(&format!("/v1/views/{view}"))), expected);
+    app.patch(&format!("/v1/views/{view}/columns/a"), &json!({"editable": true}))
+        .assert_status(200);
+    let expected = pairs(&[("a", true), ("b", false), ("c", true)]);
+    assert_eq!(column_ids(&app.snapshot(&format!("/v1/views/{view}"))), expected);
+    let app = app.restart();
+    assert_eq!(column_ids(&app.snapshot(&format!("/v1/views/{view}"))), expected);
+}
+
 #[test]
 fn bad_view_requests_are_refused_and_change_nothing() {
     let app = spawn_app();
