@@ -172,7 +172,10 @@ async fn file_metas(
 }
 
 /// The listing with files cells shown by `fetchFileOption`: original names, or (`all`) objects
-/// `{id, originalName, size, contentType}`. An id without metadata is shown as it is.
+/// `{id, originalName, size, contentType}`. An id without metadata (written by a client, or its
+/// file gone) is shown by the id itself: as its name, and under `all` as an object of the same
+/// shape (its id for a name, size 0, `application/octet-stream`), since clients asking `all`
+/// read each item as an object.
 fn with_file_details(
     body: &[RecordBody<'_>],
     records: &[RecordOut],
@@ -196,7 +199,11 @@ fn with_file_details(
                         "size": meta.size, "contentType": meta.content_type
                     }),
                     (Some(meta), false) => Value::String(meta.original_name.clone()),
-                    (None, _) => Value::String(id.clone()),
+                    (None, true) => json!({
+                        "id": id, "originalName": id, "size": 0,
+                        "contentType": "application/octet-stream"
+                    }),
+                    (None, false) => Value::String(id.clone()),
                 })
                 .collect();
             json["cells"][at]["value"] = Value::Array(shown);

@@ -110,6 +110,18 @@ fn a_file_is_uploaded_into_its_cell_and_downloaded_with_its_name_and_type() {
     let ids =
         app.get(&format!("/v1/views/{view}/records?fetchFileOption=id")).assert_status(200).clone();
     assert_eq!(ids[0]["cells"][0]["value"], json!([id, second_id]));
+    // An id written by a client with no file behind it keeps the shape each option gives.
+    let unknown =
+        json!([{"id": "menu.quit", "cells": [{"columnId": "shots", "value": ["x1.png"]}]}]);
+    app.post(&format!("/v1/views/{view}/records"), &unknown).assert_status(201);
+    let all = app.get(&format!("/v1/views/{view}/records?fetchFileOption=all"));
+    assert_eq!(
+        all.assert_status(200)[1]["cells"][0]["value"],
+        json!([{"id": "x1.png", "originalName": "x1.png", "size": 0,
+                "contentType": "application/octet-stream"}])
+    );
+    let names = app.get(&format!("/v1/views/{view}/records?fetchFileOption=name"));
+    assert_eq!(names.assert_status(200)[1]["cells"][0]["value"], json!(["x1.png"]));
 
     // Delete takes the id out of the cell.
     let path = format!("/v1/views/{view}/files?recordId=menu.start&columnId=shots");
