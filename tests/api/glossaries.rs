@@ -87,6 +87,11 @@ fn glossaries_are_created_read_updated_listed_and_deleted() {
     assert_eq!(app.get(&format!("/v1/glossaries/{id}")).assert_status(200), &created);
     let second = create(&app, json!({"name": "Lore"}));
     assert_ne!(second, id);
+    // The service's own column language codes (`frFR`) are read as BCP 47 ones.
+    let third = app.post("/v1/glossaries", &json!({"name": "Columns", "langs": ["enUS", "frFR"]}));
+    assert_eq!(third.assert_status(201)["langs"], json!(["en-US", "fr-FR"]));
+    app.delete(&format!("/v1/glossaries/{}", third.body["id"].as_str().expect("id")))
+        .assert_status(204);
     let listed = app.get("/v1/glossaries");
     let names: Vec<&str> =
         listed.body.as_array().expect("list").iter().filter_map(|g| g["name"].as_str()).collect();

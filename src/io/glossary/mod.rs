@@ -30,7 +30,7 @@ pub const MAX_FILE_ENTRIES: usize = 200_000;
 const MAX_LANG_LEN: usize = 35;
 
 /// A language code as glossaries keep it: BCP 47 shaped (`en`, `en-US`, `zh-Hans-CN`; `_`
-/// read as `-`), in canonical case (language lower, script title, region upper). The language
+/// read as `-`, and the hosted service's `enUS` as `en-US`), in canonical case (language lower, script title, region upper). The language
 /// subtag is two or three letters (ISO 639), so a table's other headers are not taken for one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -45,6 +45,19 @@ impl LangCode {
         if text.is_empty() || text.len() > MAX_LANG_LEN {
             return Err(invalid());
         }
+        // The hosted service's own codes (its columns' `languageCode`: `enUS`, `kokIN`) are a
+        // language and a region run together: read as `en-US`.
+        let bytes = text.as_bytes();
+        let run_together = (4..=5).contains(&bytes.len())
+            && bytes[..bytes.len() - 2].iter().all(u8::is_ascii_lowercase)
+            && bytes[bytes.len() - 2..].iter().all(u8::is_ascii_uppercase);
+        let split;
+        let text = if run_together {
+            split = format!("{}-{}", &text[..text.len() - 2], &text[text.len() - 2..]);
+            split.as_str()
+        } else {
+            text
+        };
         let mut parts = Vec::new();
         for (i, part) in text.split(['-', '_']).enumerate() {
             let ok_len =
@@ -342,7 +355,12 @@ mod tests {
         assert_eq!(code("EN_us").as_deref(), Ok("en-US"));
         assert_eq!(code("zh-hans-cn").as_deref(), Ok("zh-Hans-CN"));
         assert_eq!(code(" ja ").as_deref(), Ok("ja"));
+        assert_eq!(code("enUS").as_deref(), Ok("en-US"));
+        assert_eq!(code("kokIN").as_deref(), Ok("kok-IN"));
         for bad in ["", "e", "english language", "en--US", "en-US-", "日本", "colour", "term"] {
+            assert!(code(bad).is_err(), "{bad}");
+        }
+        for bad in ["ENUS", "enUs", "koknIN", "noteID"] {
             assert!(code(bad).is_err(), "{bad}");
         }
     }
