@@ -78,10 +78,9 @@ async fn list_databases(
     p: Principal,
     query: web::Query<ProjectQuery>,
 ) -> ApiResult<HttpResponse> {
-    let project = match query.into_inner().project_id.filter(|s| !s.is_empty()) {
-        Some(text) => Some(integer_id(&text, "projectId")?),
-        None => None,
-    };
+    // Given empty, it is no integer either (400), rather than absent.
+    let project =
+        query.into_inner().project_id.map(|text| integer_id(&text, "projectId")).transpose()?;
     let dbs = exec(&state, move |s| s.list_databases(&p, project)).await??;
     ok(&dbs.iter().map(DatabaseBody::from).collect::<Vec<_>>())
 }

@@ -14,7 +14,10 @@ use crate::state::AppState;
 /// An integer id parameter (`projectId`, a company id): anything but an integer is 400
 /// badRequest naming the parameter.
 pub fn integer_id(text: &str, name: &str) -> ApiResult<i64> {
-    text.trim().parse::<i64>().map_err(|_| {
+    // Digits only: `i64::from_str` also takes a sign, and a space was trimmed before; an id
+    // written any other way is not the id (decisions 2).
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    digits.then(|| text.parse::<i64>().ok()).flatten().ok_or_else(|| {
         ApiError::bad_request(format!("{name} must be an integer; \"{text}\" is not one."))
     })
 }

@@ -53,6 +53,12 @@ fn a_project_id_that_is_not_an_integer_is_a_bad_request() {
     let before = app.snapshot("/v1/databases");
     app.get("/v1/databases?projectId=abc").assert_error(400, "badRequest");
     app.get("/v1/databases?projectId=1.5").assert_error(400, "badRequest");
+    // Nor one written with a space, a sign, or nothing at all.
+    for written in ["", "%201", "1%20", "+1", "-1"] {
+        app.get(&format!("/v1/databases?projectId={written}")).assert_error(400, "badRequest");
+    }
+    app.get("/v1/projects/%201").assert_error(400, "badRequest");
+    app.get("/v1/projects/+1").assert_error(400, "badRequest");
     app.post("/v1/databases?projectId=x1", &json!({"name": "d"})).assert_error(400, "badRequest");
     app.get("/v1/projects/abc").assert_error(400, "badRequest");
     app.put("/v1/projects/abc", &json!({"name": "n"})).assert_error(400, "badRequest");
