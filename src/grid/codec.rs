@@ -88,6 +88,8 @@ fn parse(column: &ColumnDef, value: &Value, shapes: Shapes) -> Result<CellValue,
         ColumnType::Reference => {
             list_cell(column, string_list(value, "record ids", Shapes::Converted)?)
         }
+        // "a company user name or list of them" (decisions 12): kept and read as a list.
+        ColumnType::User => list_cell(column, string_list(value, "user names", Shapes::Converted)?),
         ColumnType::Number => number(column, value).map(CellValue::Number),
         ColumnType::Boolean => boolean(value).map(CellValue::Boolean),
         ColumnType::Datetime => {
@@ -126,7 +128,10 @@ pub fn parse_value_owned(column: &ColumnDef, value: ValueIn) -> Result<CellValue
         }
         // A list of strings moves its strings instead of copying them.
         (
-            ColumnType::MultipleSelections | ColumnType::Files | ColumnType::Reference,
+            ColumnType::MultipleSelections
+            | ColumnType::Files
+            | ColumnType::Reference
+            | ColumnType::User,
             ValueIn::Array(items),
         ) if items.iter().all(Value::is_string) => {
             let items = items.into_iter().filter_map(|item| match item {
@@ -376,9 +381,10 @@ impl serde::Serialize for Rendered<'_> {
                 ColumnType::Number | ColumnType::Datetime | ColumnType::Boolean => {
                     serializer.serialize_none()
                 }
-                ColumnType::MultipleSelections | ColumnType::Files | ColumnType::Reference => {
-                    serializer.collect_seq(std::iter::empty::<&str>())
-                }
+                ColumnType::MultipleSelections
+                | ColumnType::Files
+                | ColumnType::Reference
+                | ColumnType::User => serializer.collect_seq(std::iter::empty::<&str>()),
                 _ => serializer.serialize_str(""),
             },
             CellValue::Text(s) => serializer.serialize_str(s),
@@ -426,9 +432,10 @@ pub fn render_value(column_type: ColumnType, value: &CellValue) -> Value {
 pub fn empty_value(column_type: ColumnType) -> Value {
     match column_type {
         ColumnType::Number | ColumnType::Datetime | ColumnType::Boolean => Value::Null,
-        ColumnType::MultipleSelections | ColumnType::Files | ColumnType::Reference => {
-            Value::Array(Vec::new())
-        }
+        ColumnType::MultipleSelections
+        | ColumnType::Files
+        | ColumnType::Reference
+        | ColumnType::User => Value::Array(Vec::new()),
         ColumnType::SingleLine
         | ColumnType::MultipleLines
         | ColumnType::RichText

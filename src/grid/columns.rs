@@ -262,7 +262,8 @@ fn apply_settings(
         | ColumnType::Datetime
         | ColumnType::Files
         | ColumnType::Json
-        | ColumnType::Yaml => {}
+        | ColumnType::Yaml
+        | ColumnType::User => {}
     }
     if let Some(f) = &req.date_time_format {
         column.date_time_format = Some(DateTimeFormat {

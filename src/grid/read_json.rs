@@ -176,7 +176,10 @@ fn render_guess(shown: &[Shown<'_>], rows: usize) -> usize {
 fn write_empty(out: &mut Vec<u8>, column_type: ColumnType) {
     out.extend_from_slice(match column_type {
         ColumnType::Number | ColumnType::Datetime | ColumnType::Boolean => b"null",
-        ColumnType::MultipleSelections | ColumnType::Files | ColumnType::Reference => b"[]",
+        ColumnType::MultipleSelections
+        | ColumnType::Files
+        | ColumnType::Reference
+        | ColumnType::User => b"[]",
         _ => b"\"\"",
     });
 }

@@ -55,7 +55,8 @@ macro_rules! string_enum {
 }
 
 string_enum! {
-    /// The column types of gridly-api.md (and html from decisions.md section 4).
+    /// The column types of gridly-api.md (html from decisions.md section 4, user from section
+    /// 12). Appended only: logs and snapshots hold a type by its place in this list.
     ColumnType {
         SingleLine => "singleLine",
         MultipleLines => "multipleLines",
@@ -73,6 +74,7 @@ string_enum! {
         Formula => "formula",
         Json => "json",
         Yaml => "yaml",
+        User => "user",
     }
 }
 
@@ -140,9 +142,10 @@ impl ColumnType {
             ColumnType::Number => StorageKind::Number,
             ColumnType::Boolean => StorageKind::Boolean,
             ColumnType::Datetime => StorageKind::Datetime,
-            ColumnType::MultipleSelections | ColumnType::Files | ColumnType::Reference => {
-                StorageKind::List
-            }
+            ColumnType::MultipleSelections
+            | ColumnType::Files
+            | ColumnType::Reference
+            | ColumnType::User => StorageKind::List,
             ColumnType::SingleLine
             | ColumnType::MultipleLines
             | ColumnType::RichText

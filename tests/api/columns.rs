@@ -81,6 +81,7 @@ fn every_type(reference_grid: &str) -> Vec<(Value, Value)> {
         ),
         (json!({"id": "meta", "name": "Meta", "type": "json"}), json!({})),
         (json!({"id": "conf", "name": "Conf", "type": "yaml"}), json!({})),
+        (json!({"id": "owner", "name": "Owner", "type": "user"}), json!({})),
     ]
 }
 
@@ -124,11 +125,42 @@ fn every_column_type_is_created_with_its_settings_and_read_back() {
     }
     let kinds: std::collections::BTreeSet<&str> =
         types.iter().map(|(r, _)| r["type"].as_str().expect("type")).collect();
-    assert_eq!(kinds.len(), 16, "all sixteen column types");
+    assert_eq!(kinds.len(), 17, "all seventeen column types");
     let grid_body = app.snapshot(&format!("/v1/grids/{grid}"));
     assert_eq!(grid_body["columns"], Value::Array(created.clone()));
     let view_body = app.snapshot(&format!("/v1/views/{view}"));
     assert_eq!(view_body["columns"], Value::Array(created));
+}
+
+/// A user column (decisions 12) holds a company user's name or a list of them: a name is
+/// read back as a list of one, an empty cell as `[]`; anything but names is refused.
+#[test]
+fn a_user_column_holds_user_names() {
+    let app = spawn_app();
+    let (_, view) = app.create_grid("Owners");
+    app.create_column(&view, json!({"id": "owner", "name": "Owner", "type": "user"}));
+    let records = json!([
+        {"id": "a", "cells": [{"columnId": "owner", "value": "alice@studio.example"}]},
+        {"id": "b", "cells": [{"columnId": "owner", "value": ["bob", "chloé"]}]},
+        {"id": "c", "cells": [{"columnId": "owner", "value": null}]},
+    ]);
+    app.post(&format!("/v1/views/{view}/records"), &records).assert_status(201);
+    let values = |app: &TestApp| -> Vec<Value> {
+        let listed = app.get(&format!("/v1/views/{view}/records")).assert_status(200).clone();
+        listed.as_array().expect("records").iter().map(|r| r["cells"][0]["value"].clone()).collect()
+    };
+    let expected = vec![json!(["alice@studio.example"]), json!(["bob", "chloé"]), json!([])];
+    assert_eq!(values(&app), expected);
+    for bad in [json!(5), json!(true), json!({"name": "x"}), json!([1])] {
+        let body = json!([{"id": "a", "cells": [{"columnId": "owner", "value": bad}]}]);
+        app.patch(&format!("/v1/views/{view}/records"), &body).assert_error(400, "badRequest");
+    }
+    let query = serde_urlencoded::to_string([("query", r#"{"owner": {"contains": "bob"}}"#)])
+        .expect("encodes");
+    let found = app.get(&format!("/v1/views/{view}/records?{query}"));
+    assert_eq!(found.assert_status(200).as_array().map(Vec::len), Some(1));
+    let app = app.restart();
+    assert_eq!(values(&app), expected);
 }
 
 #[test]
@@ -286,7 +318,6 @@ fn invalid_column_settings_are_refused_and_change_nothing() {
     let before_view = app.snapshot(&format!("/v1/views/{view}"));
     let bad = [
         json!({"name": "x", "type": "lookup"}),
-        json!({"name": "x", "type": "user"}),
         json!({"name": "x", "type": "SingleLine"}),
         json!({"name": "x", "type": 3}),
         json!({"name": "x"}),

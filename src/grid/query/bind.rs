@@ -83,7 +83,10 @@ fn kind_for(column_type: ColumnType) -> Kind {
         ColumnType::Number => Kind::Number,
         ColumnType::Datetime => Kind::Time,
         ColumnType::Boolean => Kind::Bool,
-        ColumnType::MultipleSelections | ColumnType::Files | ColumnType::Reference => Kind::List,
+        ColumnType::MultipleSelections
+        | ColumnType::Files
+        | ColumnType::Reference
+        | ColumnType::User => Kind::List,
         _ => Kind::Text,
     }
 }
