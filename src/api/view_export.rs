@@ -32,6 +32,8 @@ const CHUNK_BYTES: usize = 64 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum FileType {
     Csv,
+    /// CSV's layout with tabs between the fields (the OpenAPI's `FileType` `tsv`).
+    Tsv,
     Xlsx,
 }
 
@@ -40,7 +42,7 @@ enum FileType {
     ("columnIds" = Option<String>, Query, description = "comma-separated column ids"),
     ("query" = Option<String>, Query, description = "as for listing records"),
     ("sort" = Option<String>, Query, description = "as for listing records"),
-    ("type" = Option<String>, Query, description = "csv (default) or xlsx"),
+    ("type" = Option<String>, Query, description = "csv (default), tsv or xlsx"),
 ), responses((status = 200, description = "the file")))]
 #[get("/v1/views/{viewId}/export")]
 async fn export_view(
@@ -64,11 +66,13 @@ async fn export_view(
     let temp_dir = state.data_dir.join("exports");
     let extension = match file_type {
         FileType::Csv => "csv",
+        FileType::Tsv => "tsv",
         FileType::Xlsx => "xlsx",
     };
     tokio::task::spawn_blocking(move || {
         let written = match file_type {
-            FileType::Csv => write_view_csv(&source, file_header, ChunkSender::new(&tx)),
+            FileType::Csv => write_view_csv(&source, file_header, b',', ChunkSender::new(&tx)),
+            FileType::Tsv => write_view_csv(&source, file_header, b'\t', ChunkSender::new(&tx)),
             FileType::Xlsx => {
                 write_view_xlsx(&source, file_header, &temp_dir, &mut ChunkSender::new(&tx))
             }
@@ -98,10 +102,11 @@ fn file_options(others: &[(String, String)]) -> ApiResult<(FileHeader, FileType)
     };
     let file_type = match option("type").map(|t| t.to_ascii_lowercase()).as_deref() {
         None | Some("csv") => FileType::Csv,
+        Some("tsv") => FileType::Tsv,
         Some("xlsx") => FileType::Xlsx,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
-                "type \"{other}\" is invalid; expected csv or xlsx."
+                "type \"{other}\" is invalid; expected csv, tsv or xlsx."
             )))
         }
     };

@@ -63,13 +63,15 @@ fn for_each_row(
     Ok(())
 }
 
-/// A view's rows as CSV (RFC 4180, UTF-8) into `sink`, the header row as `file_header` says.
+/// A view's rows as CSV (RFC 4180, UTF-8; `delimiter` between fields: a comma, or a tab for TSV)
+/// into `sink`, the header row as `file_header` says.
 pub fn write_view_csv(
     source: &ExportSource,
     file_header: FileHeader,
+    delimiter: u8,
     sink: impl Write,
 ) -> FileResult<()> {
-    let mut out = csv::Writer::from_writer(sink);
+    let mut out = csv::WriterBuilder::new().delimiter(delimiter).from_writer(sink);
     let failed = |e: csv::Error| FileError::Write(format!("CSV: {e}"));
     if let Some(names) = file_header.names(&source.columns) {
         out.write_record(&names).map_err(failed)?;

@@ -111,6 +111,26 @@ fn a_csv_export_has_record_id_path_and_every_column_written_as_stored() {
     assert_eq!(rows.len(), 4);
 }
 
+/// `type=tsv` writes the same rows as CSV with tabs between the fields.
+#[test]
+fn a_tsv_export_is_the_csv_with_tabs() {
+    let app = spawn_app();
+    let view = typed_grid(&app);
+    let csv = all_csv_rows(&export(&app, &view, "", "csv"));
+    let tsv = export(&app, &view, "?type=tsv", "tsv");
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(false)
+        .delimiter(b'\t')
+        .from_reader(&tsv[..]);
+    let rows: Vec<Vec<String>> = reader
+        .records()
+        .map(|r| r.expect("tab separated").iter().map(str::to_owned).collect())
+        .collect();
+    assert_eq!(rows, csv);
+    assert!(tsv.starts_with(b"Record ID\tPath\t"), "{}", String::from_utf8_lossy(&tsv));
+}
+
 #[test]
 fn headers_columns_query_and_sort_shape_the_file() {
     let app = spawn_app();
