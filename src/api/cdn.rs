@@ -143,7 +143,8 @@ impl CdnRequest {
     }
 }
 
-/// A CDN as the API shows it: the OpenAPI's `CDN`, and gridd's `version`.
+/// A CDN as the API shows it: the OpenAPI's `CDN`, and gridd's `version`. A time or allow-list
+/// not set is left out rather than `null`: the OpenAPI declares them strings, not nullable.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CdnBody {
@@ -155,7 +156,9 @@ pub struct CdnBody {
     grid_id: String,
     /// `readyToPublish`, `processing` or `published`.
     status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
     last_generated_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     last_published_time: Option<String>,
     /// `public` or `private`.
     permission: &'static str,
@@ -166,11 +169,14 @@ pub struct CdnBody {
     last_modified_time: String,
     created_by: String,
     last_modified_by: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     start_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     end_time: Option<String>,
-    #[serde(rename = "whiteListIP")]
+    #[serde(rename = "whiteListIP", skip_serializing_if = "Option::is_none")]
     white_list_ip: Option<String>,
     /// The last version published (`<url>/v/<version>/...`), none before the first publish.
+    #[serde(skip_serializing_if = "Option::is_none")]
     version: Option<u64>,
 }
 
