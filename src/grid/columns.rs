@@ -229,6 +229,7 @@ fn apply_settings(
         column.reference = None;
         column.formula = None;
     }
+    check_given_settings(req)?;
     match column.column_type {
         ColumnType::Language => apply_language(column, req)?,
         ColumnType::Number => {
@@ -274,6 +275,24 @@ fn apply_settings(
         });
     }
     Ok(())
+}
+
+/// Refuses a setting given with a value no column takes (an unknown selection color, number
+/// type or localization type: decisions 4), whether or not this column's type uses it; one it
+/// does not use is then ignored, as before.
+fn check_given_settings(req: &ColumnRequest) -> SchemaResult<()> {
+    parse_selection(req)?;
+    if let Some(nf) = &req.number_format {
+        parse_number_format(nf)?;
+    }
+    match &req.localization_type {
+        Some(text) if LocalizationType::parse(text).is_none() => {
+            Err(SchemaError::invalid(format!(
+            "localizationType \"{text}\" is invalid; expected sourceLanguage or targetLanguage."
+        )))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn apply_language(column: &mut ColumnDef, req: &ColumnRequest) -> SchemaResult<()> {

@@ -318,6 +318,11 @@ fn invalid_column_settings_are_refused_and_change_nothing() {
     let before_view = app.snapshot(&format!("/v1/views/{view}"));
     let bad = [
         json!({"name": "x", "type": "lookup"}),
+        // A setting the type does not use is still refused when no column takes its value.
+        json!({"name": "x", "type": "singleLine",
+               "selection": {"options": [{"value": "a", "color": "bad"}]}}),
+        json!({"name": "x", "type": "singleLine", "numberFormat": {"type": "zzz"}}),
+        json!({"name": "x", "type": "singleLine", "localizationType": "bogus"}),
         json!({"name": "x", "type": "SingleLine"}),
         json!({"name": "x", "type": 3}),
         json!({"name": "x"}),
@@ -356,6 +361,12 @@ fn invalid_column_settings_are_refused_and_change_nothing() {
         .assert_error(400, "requestBodyMissing");
     app.assert_unchanged(&format!("/v1/grids/{grid}"), &before);
     app.assert_unchanged(&format!("/v1/views/{view}"), &before_view);
+    // Likewise on an update: the rename given beside a bad color is not made.
+    app.create_column(&view, json!({"id": "t", "name": "T", "type": "singleLine"}));
+    let before = app.snapshot(&format!("/v1/grids/{grid}"));
+    let bad = json!({"name": "T2", "selection": {"options": [{"value": "a", "color": "bad"}]}});
+    app.patch(&column_path(&view, "t"), &bad).assert_error(400, "badRequest");
+    app.assert_unchanged(&format!("/v1/grids/{grid}"), &before);
 }
 
 #[test]
