@@ -6,7 +6,6 @@
 //! `mergeRecordOptions` and the destination id are read from the query string (repeated or
 //! comma-separated) or from a JSON body `{"mergeRecordOptions": [...]}`.
 
-use crate::api::sized_json::JsonBytes;
 use std::time::{Duration, Instant};
 
 use actix_web::{delete, get, patch, post, web, HttpRequest, HttpResponse};
@@ -20,6 +19,7 @@ use super::merge_request::{
 };
 use super::tasks::{start_task, NewTask};
 use super::{branch_route, created, exec, no_content, ok, query_pairs, view_route};
+use crate::api::sized_json::JsonBytes;
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::branches::PreparedBranch;
 use crate::catalog::model::{Branch, Grid, GridStatus};

@@ -18,7 +18,6 @@
 //! `MAX_DESCRIPTION_CHARS`), permission (`public`, the default, or `private`), allow-list
 //! (`cdn_access`) and times (RFC 3339, `startTime` before `endTime`).
 
-use crate::api::sized_json::JsonBytes;
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{delete, get, post, put, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
@@ -28,6 +27,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use super::cdn_access::{ordered, parse_time, AllowList};
 use super::records::read_view;
 use super::{created, exec, no_content, ok, query_pairs};
+use crate::api::sized_json::JsonBytes;
 use crate::auth::Principal;
 use crate::catalog::cdns::{cdn_dir, remove_files, Cdn, CdnPermission, NewCdn, PublishTicket};
 use crate::catalog::model::{now_timestamp, RecordIdentifierType};

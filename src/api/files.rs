@@ -13,7 +13,6 @@
 //! still hold the id; the collector (`catalog::collector`) removes them once none does, and
 //! every file of a grid goes when the grid is deleted (`catalog::files`).
 
-use crate::api::sized_json::JsonBytes;
 use std::path::{Path, PathBuf};
 
 use actix::Addr;
@@ -28,6 +27,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::multipart::{bad_multipart, part_to_file, skip_part, Budget};
 use super::{created, exec, no_content, percent_encode, query_pairs, storage_error, view_route};
+use crate::api::sized_json::JsonBytes;
 use crate::auth::{Principal, Privilege};
 use crate::catalog::files::files_dir;
 use crate::catalog::model::{now_timestamp, FileMeta};

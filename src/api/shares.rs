@@ -12,7 +12,6 @@
 //! routes are limited per client address like a key (429 with `Retry-After`). Every value on the page is HTML-
 //! escaped, and the page is served with a content security policy that allows no script.
 
-use crate::api::sized_json::JsonBytes;
 use actix_web::http::header;
 use actix_web::http::StatusCode;
 use actix_web::{delete, get, put, web, HttpRequest, HttpResponse};
@@ -24,6 +23,7 @@ use super::record_history::history_body;
 use super::records::{read_records, record_body, RecordBody};
 use super::references::{resolve_references, ReferenceReader};
 use super::{exec, json_response, no_content, ok, percent_encode, view_route};
+use crate::api::sized_json::JsonBytes;
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::{CompanyId, Share};
 use crate::catalog::BranchRoute;

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::records::ValueIn;
 use super::schema::{ColumnDef, ColumnType, NumberType};
-use super::value::CellValue;
+use super::value::{CellValue, StorageKind};
 
 /// Why a written value does not fit its column's type.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -127,13 +127,9 @@ pub fn parse_value_owned(column: &ColumnDef, value: ValueIn) -> Result<CellValue
             Ok(CellValue::Text(s))
         }
         // A list of strings moves its strings instead of copying them.
-        (
-            ColumnType::MultipleSelections
-            | ColumnType::Files
-            | ColumnType::Reference
-            | ColumnType::User,
-            ValueIn::Array(items),
-        ) if items.iter().all(Value::is_string) => {
+        (column_type, ValueIn::Array(items))
+            if column_type.storage() == StorageKind::List && items.iter().all(Value::is_string) =>
+        {
             let items = items.into_iter().filter_map(|item| match item {
                 Value::String(s) => Some(s),
                 _ => None,
@@ -377,15 +373,12 @@ pub struct Rendered<'a> {
 impl serde::Serialize for Rendered<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self.value {
-            CellValue::Empty => match self.column_type {
-                ColumnType::Number | ColumnType::Datetime | ColumnType::Boolean => {
+            CellValue::Empty => match self.column_type.storage() {
+                StorageKind::Number | StorageKind::Datetime | StorageKind::Boolean => {
                     serializer.serialize_none()
                 }
-                ColumnType::MultipleSelections
-                | ColumnType::Files
-                | ColumnType::Reference
-                | ColumnType::User => serializer.collect_seq(std::iter::empty::<&str>()),
-                _ => serializer.serialize_str(""),
+                StorageKind::List => serializer.collect_seq(std::iter::empty::<&str>()),
+                StorageKind::Text => serializer.serialize_str(""),
             },
             CellValue::Text(s) => serializer.serialize_str(s),
             CellValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => {
@@ -428,24 +421,13 @@ pub fn render_value(column_type: ColumnType, value: &CellValue) -> Value {
     }
 }
 
-/// The value an empty cell reads as.
+/// The value an empty cell reads as (decisions 4), by how the type is stored: `null` for a
+/// number, datetime or boolean, `[]` for a list, `""` for text.
 pub fn empty_value(column_type: ColumnType) -> Value {
-    match column_type {
-        ColumnType::Number | ColumnType::Datetime | ColumnType::Boolean => Value::Null,
-        ColumnType::MultipleSelections
-        | ColumnType::Files
-        | ColumnType::Reference
-        | ColumnType::User => Value::Array(Vec::new()),
-        ColumnType::SingleLine
-        | ColumnType::MultipleLines
-        | ColumnType::RichText
-        | ColumnType::Markdown
-        | ColumnType::Html
-        | ColumnType::Language
-        | ColumnType::SingleSelection
-        | ColumnType::Json
-        | ColumnType::Yaml
-        | ColumnType::Formula => Value::String(String::new()),
+    match column_type.storage() {
+        StorageKind::Number | StorageKind::Datetime | StorageKind::Boolean => Value::Null,
+        StorageKind::List => Value::Array(Vec::new()),
+        StorageKind::Text => Value::String(String::new()),
     }
 }
 
@@ -459,7 +441,7 @@ pub fn convert(value: &CellValue, to: &ColumnDef) -> CellValue {
         CellValue::Boolean(b) => Value::Bool(*b),
         CellValue::Datetime(ms) => Value::String(format_datetime(*ms)),
         CellValue::List(items)
-            if items.len() == 1 && to.column_type.storage() != super::value::StorageKind::List =>
+            if items.len() == 1 && to.column_type.storage() != StorageKind::List =>
         {
             Value::String(items[0].clone())
         }

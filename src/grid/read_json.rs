@@ -10,7 +10,7 @@ use super::formula::typed_value;
 use super::ops::GridState;
 use super::schema::{ColumnDef, ColumnType};
 use super::store::{json_escaped, needs_json_escape, CellRef, RowId};
-use super::value::CellValue;
+use super::value::{CellValue, StorageKind};
 
 /// Records rendered to JSON (`GridState::render_rows`): an array of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,13 +174,10 @@ fn render_guess(shown: &[Shown<'_>], rows: usize) -> usize {
 
 /// An empty cell of a column of `column_type`, as `codec::Rendered` writes it.
 fn write_empty(out: &mut Vec<u8>, column_type: ColumnType) {
-    out.extend_from_slice(match column_type {
-        ColumnType::Number | ColumnType::Datetime | ColumnType::Boolean => b"null",
-        ColumnType::MultipleSelections
-        | ColumnType::Files
-        | ColumnType::Reference
-        | ColumnType::User => b"[]",
-        _ => b"\"\"",
+    out.extend_from_slice(match column_type.storage() {
+        StorageKind::Number | StorageKind::Datetime | StorageKind::Boolean => b"null",
+        StorageKind::List => b"[]",
+        StorageKind::Text => b"\"\"",
     });
 }
 

@@ -17,7 +17,7 @@ pub enum StorageKind {
     Boolean,
     /// Milliseconds since the Unix epoch, UTC.
     Datetime,
-    /// Lists of strings (multiple selections, file ids, referenced record ids).
+    /// Lists of strings (multiple selections, file ids, referenced record ids, user names).
     List,
 }
 

@@ -14,7 +14,6 @@
 //! published glossaries, never the supervisor. At most [`MAX_TEXTS`] texts of at most
 //! [`MAX_TEXT_BYTES`] each, [`MAX_GLOSSARIES`] glossaries.
 
-use crate::api::sized_json::JsonBytes;
 use actix_web::{post, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -22,6 +21,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::published;
 use crate::api::ok;
+use crate::api::sized_json::JsonBytes;
 use crate::auth::{Principal, Privilege};
 use crate::catalog::glossaries::index::Published;
 use crate::catalog::glossaries::visible;

@@ -17,13 +17,13 @@ mod files;
 mod lookup;
 mod terms;
 
-use crate::api::sized_json::JsonBytes;
 use actix_web::{delete, get, post, put, web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::{created, exec, no_content, ok, query_pairs};
+use crate::api::sized_json::JsonBytes;
 use crate::auth::{Principal, Privilege};
 use crate::catalog::glossaries::index::Published;
 use crate::catalog::glossaries::{visible, Glossary, GlossaryFields, GlossaryProject};

@@ -9,7 +9,6 @@
 //! "definition": "...", "note": "..."}`; a request may give one term of a language as a
 //! string. Bounds are `io::glossary`'s (term and text lengths, languages, synonyms).
 
-use crate::api::sized_json::JsonBytes;
 use actix_web::{delete, get, post, put, web, HttpRequest, HttpResponse};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -18,6 +17,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::{parse_id, published};
 use crate::api::listing::parse_page;
+use crate::api::sized_json::JsonBytes;
 use crate::api::{created, exec, json_response, no_content, ok, query_pairs};
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult, ErrorCode};

@@ -28,13 +28,13 @@ pub mod matches;
 pub mod replica;
 pub mod segments;
 
-use crate::api::sized_json::JsonBytes;
 use actix_web::{delete, get, post, put, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::{created, exec, no_content, ok};
+use crate::api::sized_json::JsonBytes;
 use crate::auth::{Principal, Privilege};
 use crate::catalog::transmems::{TransMem, TransMemFields};
 use crate::error::{ApiError, ApiResult, Coded, ErrorCode};

@@ -6,7 +6,6 @@
 //! is checked before anything is written, so a refused batch changes nothing; the write is one
 //! flushed batch, answered 200 `{"added", "updated"}`. `manage` on the company, as imports.
 
-use crate::api::sized_json::JsonBytes;
 use actix_web::{post, web, HttpResponse};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -15,6 +14,7 @@ use super::replica::TmChange;
 use super::{language, TmRefused};
 use crate::api::exec;
 use crate::api::ok;
+use crate::api::sized_json::JsonBytes;
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;

@@ -18,7 +18,6 @@
 pub mod delivery;
 pub mod target;
 
-use crate::api::sized_json::JsonBytes;
 use actix_web::{delete, get, post, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -26,6 +25,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::changes::current_view;
 use super::{created, exec, no_content, ok, view_route};
+use crate::api::sized_json::JsonBytes;
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{DeliveryAttempt, Webhook, WebhookState};
 use crate::error::{ApiResult, Coded, ErrorCode};

@@ -15,7 +15,7 @@ use super::parse::{Op, RawFilter, RawSort};
 use crate::grid::codec::parse_datetime;
 use crate::grid::ops::GridState;
 use crate::grid::schema::{ColumnType, ViewDef};
-use crate::grid::value::{DependencyStatus, SourceStatus};
+use crate::grid::value::{DependencyStatus, SourceStatus, StorageKind};
 
 /// Longest regular expression accepted, in bytes.
 const REGEX_MAX_LEN: usize = 1000;
@@ -83,10 +83,7 @@ fn kind_for(column_type: ColumnType) -> Kind {
         ColumnType::Number => Kind::Number,
         ColumnType::Datetime => Kind::Time,
         ColumnType::Boolean => Kind::Bool,
-        ColumnType::MultipleSelections
-        | ColumnType::Files
-        | ColumnType::Reference
-        | ColumnType::User => Kind::List,
+        _ if column_type.storage() == StorageKind::List => Kind::List,
         _ => Kind::Text,
     }
 }
