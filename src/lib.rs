@@ -381,7 +381,24 @@ fn app_state(
     remote: Option<Arc<api::remote::Remote>>,
 ) -> Result<AppState, StartupError> {
     let api_doc = openapi();
-    let path_patterns = api_doc.paths.paths.keys().map(|p| ResourceDef::new(p.as_str())).collect();
+    let path_patterns = api_doc
+        .paths
+        .paths
+        .iter()
+        .map(|(path, item)| {
+            let operations = [
+                ("GET", &item.get),
+                ("PUT", &item.put),
+                ("POST", &item.post),
+                ("DELETE", &item.delete),
+                ("PATCH", &item.patch),
+            ];
+            state::ServedPath {
+                pattern: ResourceDef::new(path.as_str()),
+                methods: operations.iter().filter(|(_, o)| o.is_some()).map(|(m, _)| *m).collect(),
+            }
+        })
+        .collect();
     let openapi_json = api_doc.to_json().map_err(|e| StartupError::Bootstrap(e.to_string()))?;
     Ok(AppState {
         supervisor: node.supervisor.clone(),

@@ -24,7 +24,7 @@ pub struct AppState {
     /// The OpenAPI description, serialized once at start.
     pub openapi_json: Arc<str>,
     /// Every registered path pattern, to tell an unknown route (404) from a wrong method (405).
-    pub path_patterns: Arc<Vec<ResourceDef>>,
+    pub path_patterns: Arc<Vec<ServedPath>>,
     /// The WAL and snapshot store, read for their metrics. Weak: handler state outlives a
     /// stopping node in actix's workers, and must not keep the data directory's locks.
     pub durability: Weak<Durability>,
@@ -52,4 +52,10 @@ pub struct AppState {
     pub cluster: Option<Arc<crate::cluster::node::ClusterNode>>,
     /// What this node asks the others about the branches they serve (`--cluster`).
     pub remote: Option<Arc<crate::api::remote::Remote>>,
+}
+
+/// A path the API serves, and the methods it answers there (the `Allow` header of a 405).
+pub struct ServedPath {
+    pub pattern: ResourceDef,
+    pub methods: Vec<&'static str>,
 }

@@ -8,6 +8,7 @@ use std::panic::AssertUnwindSafe;
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::error::{JsonPayloadError, PathError as BadPath, PayloadError, QueryPayloadError};
+use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::FutureExt;
@@ -177,14 +178,28 @@ pub fn path_config() -> web::PathConfig {
         .error_handler(|err, _| ApiError::bad_request(format!("Invalid path: {err}")).into())
 }
 
-/// The default service: 405 for a known path with another method, 404 otherwise.
+/// The default service: 405 for a known path with another method, with the methods it takes
+/// there in `Allow` (RFC 9110); 404 otherwise.
 pub async fn fallback(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let path = req.path();
-    if state.path_patterns.iter().any(|p| p.is_match(path)) {
-        return Err(ApiError::new(
-            ErrorCode::MethodNotAllowed,
-            format!("Method {} is not allowed on {path}.", req.method()),
-        ));
+    let mut allowed: Vec<&str> = Vec::new();
+    for served in state.path_patterns.iter().filter(|p| p.pattern.is_match(path)) {
+        for &method in &served.methods {
+            if !allowed.contains(&method) {
+                allowed.push(method);
+            }
+        }
     }
-    Err(ApiError::new(ErrorCode::NotFound, format!("No route matches {path}.")))
+    if allowed.is_empty() {
+        return Err(ApiError::new(ErrorCode::NotFound, format!("No route matches {path}.")));
+    }
+    let refused = ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        format!("Method {} is not allowed on {path}.", req.method()),
+    );
+    let mut response = error_response(&refused, path);
+    if let Ok(allow) = HeaderValue::from_str(&allowed.join(", ")) {
+        response.headers_mut().insert(header::ALLOW, allow);
+    }
+    Ok(response)
 }

@@ -35,8 +35,8 @@ where
             };
             let route = route
                 .or_else(|| {
-                    let pattern = state.path_patterns.iter().find(|p| p.is_match(&path))?;
-                    pattern.pattern().map(str::to_owned)
+                    let served = state.path_patterns.iter().find(|p| p.pattern.is_match(&path))?;
+                    served.pattern.pattern().map(str::to_owned)
                 })
                 .unwrap_or_else(|| "unmatched".to_owned());
             state.requests.observe(&route, &method, status.as_u16(), started.elapsed());
