@@ -82,6 +82,10 @@ pub fn error_response(err: &ApiError, path: &str) -> HttpResponse {
         tracing::error!(%path, message = %err.message, "internal server error");
     }
     let mut response = super::json_response(err.status(), &err.body(path));
+    if err.code == ErrorCode::Unauthorized {
+        // RFC 9110: a 401 names the scheme that authenticates (`Authorization: ApiKey <key>`).
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("ApiKey"));
+    }
     if let Some(seconds) = err.retry_after {
         response.headers_mut().insert(
             actix_web::http::header::RETRY_AFTER,

@@ -72,7 +72,10 @@ fn a_revoked_key_is_refused_at_once() {
     let res = app.delete(&format!("/admin/v1/api-keys/{id}"));
     res.assert_status(204);
     assert_eq!(res.text, "");
-    app.get_as(secret, "/v1/projects").assert_error(401, "unauthorized");
+    let refused = app.get_as(secret, "/v1/projects");
+    refused.assert_error(401, "unauthorized");
+    // RFC 9110: a 401 names the scheme that authenticates.
+    assert_eq!(refused.header("www-authenticate"), Some("ApiKey"));
     assert!(!key_ids(&app).contains(&id.to_owned()));
     app.delete(&format!("/admin/v1/api-keys/{id}")).assert_error(404, "keyIsNotFound");
     app.delete("/admin/v1/api-keys/nosuchkey00001").assert_error(404, "keyIsNotFound");
