@@ -53,7 +53,25 @@ impl From<&Project> for ProjectBody {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct ProjectRequest {
     pub name: String,
+    /// Text, or a list of lines as a project is read (`ProjectBody`), joined by line breaks:
+    /// what a client read it may write back.
+    #[serde(default, deserialize_with = "description_text")]
+    #[schema(value_type = Option<String>)]
     pub description: Option<String>,
+}
+
+/// A description written as text or as the list a project is read with.
+fn description_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Text(String),
+        Lines(Vec<String>),
+    }
+    Ok(Option::<Written>::deserialize(d)?.map(|written| match written {
+        Written::Text(text) => text,
+        Written::Lines(lines) => lines.join("\n"),
+    }))
 }
 
 #[utoipa::path(tag = "projects", responses((status = 200, body = [ProjectBody])))]

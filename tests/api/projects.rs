@@ -52,6 +52,13 @@ fn create_rename_and_delete_a_project() {
     let put = app.put(&format!("/v1/projects/{id}"), &json!({"name": "Apps"}));
     assert_eq!(put.assert_status(200)["name"], json!("Apps"));
     assert_eq!(put.body["description"], json!(["All games"]), "PUT without description keeps it");
+    // A project read may be written back as it reads: its description a list.
+    let mut read = app.snapshot(&format!("/v1/projects/{id}"));
+    read["description"] = json!(["All games", "and apps"]);
+    let put = app.put(&format!("/v1/projects/{id}"), &read);
+    assert_eq!(put.assert_status(200)["description"], json!(["All games\nand apps"]));
+    let put = app.put(&format!("/v1/projects/{id}"), &json!({"name": "Apps", "description": 5}));
+    put.assert_error(400, "badRequest");
     let patch = app.patch(&format!("/v1/projects/{id}"), &json!({"name": "Tools"}));
     assert_eq!(patch.assert_status(200)["name"], json!("Tools"));
     assert_eq!(app.snapshot(&format!("/v1/projects/{id}"))["name"], json!("Tools"));
