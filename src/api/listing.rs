@@ -150,24 +150,33 @@ pub(super) fn link_header(
         let links = cursor_links(state, path, params, page);
         return (!links.is_empty()).then(|| links.join(", "));
     }
-    let total = page.total;
+    offset_links(state, path, &params.others, (params.offset, params.limit), page.total)
+}
+
+/// `Link` of a page at `(offset, limit)` of `total` items (records, a record's history), with
+/// absolute `next` / `prev` URLs where such pages exist; `others`: the request's other query
+/// parameters, kept in each URL.
+pub(super) fn offset_links(
+    state: &AppState,
+    path: &str,
+    others: &[(String, String)],
+    (offset, limit): (usize, usize),
+    total: usize,
+) -> Option<String> {
     let page_url = |offset: usize| {
-        let mut pairs = params.others.clone();
-        pairs.push((
-            "page".to_owned(),
-            format!("{{\"offset\":{offset},\"limit\":{}}}", params.limit),
-        ));
+        let mut pairs = others.to_vec();
+        pairs.push(("page".to_owned(), format!("{{\"offset\":{offset},\"limit\":{limit}}}")));
         let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
         format!("{}{path}?{query}", state.public_url)
     };
     let mut links = Vec::new();
     // Saturating: an offset near the largest integer has no next page and never wraps to 0.
-    let next = params.offset.saturating_add(params.limit);
+    let next = offset.saturating_add(limit);
     if next < total {
         links.push(format!("<{}>; rel=\"next\"", page_url(next)));
     }
-    if params.offset > 0 {
-        let prev = params.offset.saturating_sub(params.limit);
+    if offset > 0 {
+        let prev = offset.saturating_sub(limit);
         links.push(format!("<{}>; rel=\"prev\"", page_url(prev)));
     }
     (!links.is_empty()).then(|| links.join(", "))

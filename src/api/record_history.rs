@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::listing::{parse_page, DEFAULT_LIMIT};
+use super::listing::{offset_links, parse_page, DEFAULT_LIMIT};
 use super::{json_response, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -143,6 +143,9 @@ async fn record_history(
     p.require_tier(Tier::Enterprise)?;
     let (view_id, record_id) = path.into_inner();
     let pairs = query_pairs(&req)?;
+    // The other parameters, kept in the `Link` URLs of the next and previous pages.
+    let others: Vec<(String, String)> =
+        pairs.iter().filter(|(k, _)| k != "page").cloned().collect();
     let fetch = history_params(pairs)?;
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
     let schema = route.schema().await?;
@@ -157,6 +160,7 @@ async fn record_history(
         oldest_first: fetch.oldest_first,
         query: fetch.query,
     };
+    let page = fetch.page;
     let (entries, total) = route.addr.send(msg).await??;
     let body: Vec<HistoryBody> = entries.iter().map(|e| history_body(e, &types)).collect();
     let mut response = json_response(StatusCode::OK, &body);
@@ -164,6 +168,12 @@ async fn record_history(
         response
             .headers_mut()
             .insert(actix_web::http::header::HeaderName::from_static("x-total-count"), v);
+    }
+    // Paged like records (decisions 9): `Link` to the next and previous pages where they exist.
+    if let Some(link) = offset_links(&state, req.path(), &others, page, total) {
+        if let Ok(v) = link.parse() {
+            response.headers_mut().insert(actix_web::http::header::LINK, v);
+        }
     }
     Ok(response)
 }

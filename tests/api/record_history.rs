@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{cell, page_query, spawn_app, Resp, TestApp};
+use crate::helpers::{cell, follow, link, page_query, spawn_app, Resp, TestApp};
 use crate::records::simple_grid;
 
 fn millis(time: &Value) -> i64 {
@@ -118,6 +118,13 @@ fn history_has_one_entry_per_change_newest_first() {
     let page = entries(&res);
     assert_eq!(page, all[1..3]);
     assert_eq!(res.header("x-total-count"), Some("4"));
+    // Paged like records: `Link` leads to the next and previous pages.
+    let next = link(&res, "next").expect("a next page");
+    assert_eq!(entries(&follow(&app, &next)), all[3..]);
+    let prev = link(&res, "prev").expect("a previous page");
+    assert_eq!(entries(&follow(&app, &prev)), all[..2]);
+    let last = histories(&app, &view, "r1", &page_query(2, 2));
+    assert_eq!(link(&last, "next"), None);
     let other = entries(&histories(&app, &view, "other", ""));
     assert_eq!(titles(&other), ["o2", "o"]);
 }
