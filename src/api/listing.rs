@@ -1,6 +1,8 @@
 //! A listing's parameters (`page`, `columnIds`, `fetchFileOption`, `query`, `sort`, the
 //! cursors) as every listing reads them, and the `Link` header of its pages.
 
+use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::HttpResponse;
 use serde_json::Value;
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -151,6 +153,16 @@ pub(super) fn link_header(
         return (!links.is_empty()).then(|| links.join(", "));
     }
     offset_links(state, path, &params.others, (params.offset, params.limit), page.total)
+}
+
+/// A page's headers, as the record listing and a record's history answer them: `X-Total-Count`,
+/// and `Link` (`link_header`, `offset_links`) when there is a page before or after it.
+pub(super) fn set_page_headers(response: &mut HttpResponse, total: usize, link: Option<String>) {
+    let headers = response.headers_mut();
+    headers.insert(HeaderName::from_static("x-total-count"), HeaderValue::from(total));
+    if let Some(link) = link.and_then(|link| HeaderValue::from_str(&link).ok()) {
+        headers.insert(header::LINK, link);
+    }
 }
 
 /// `Link` of a page at `(offset, limit)` of `total` items (records, a record's history), with

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::listing::{offset_links, parse_page, DEFAULT_LIMIT};
+use super::listing::{offset_links, parse_page, set_page_headers, DEFAULT_LIMIT};
 use super::{json_response, query_pairs, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -164,17 +164,8 @@ async fn record_history(
     let (entries, total) = route.addr.send(msg).await??;
     let body: Vec<HistoryBody> = entries.iter().map(|e| history_body(e, &types)).collect();
     let mut response = json_response(StatusCode::OK, &body);
-    if let Ok(v) = total.to_string().parse() {
-        response
-            .headers_mut()
-            .insert(actix_web::http::header::HeaderName::from_static("x-total-count"), v);
-    }
     // Paged like records (decisions 9): `Link` to the next and previous pages where they exist.
-    if let Some(link) = offset_links(&state, req.path(), &others, page, total) {
-        if let Ok(v) = link.parse() {
-            response.headers_mut().insert(actix_web::http::header::LINK, v);
-        }
-    }
+    set_page_headers(&mut response, total, offset_links(&state, req.path(), &others, page, total));
     Ok(response)
 }
 

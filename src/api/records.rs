@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::conditional::{record_tag, with_tag};
-use super::listing::{link_header, parse_list_params, ListParams};
+use super::listing::{link_header, parse_list_params, set_page_headers, ListParams};
 use super::record::expected_versions;
 use super::references::{resolve_references, KeyLookup, ReferenceReader};
 use super::sized_json::SizedJson;
@@ -387,15 +387,7 @@ async fn list_records(
         )
         .await?;
     }
-    let headers = response.headers_mut();
-    if let Ok(v) = page.total.to_string().parse() {
-        headers.insert(actix_web::http::header::HeaderName::from_static("x-total-count"), v);
-    }
-    if let Some(link) = link_header(&state, req.path(), &params, &page) {
-        if let Ok(v) = link.parse() {
-            headers.insert(actix_web::http::header::LINK, v);
-        }
-    }
+    set_page_headers(&mut response, page.total, link_header(&state, req.path(), &params, &page));
     Ok(response)
 }
 
