@@ -12,16 +12,27 @@ use crate::grid::actor::{ChangeSchema, SchemaChanged};
 use crate::grid::columns::MAX_COLUMNS;
 use crate::grid::planner::{DependencyRequest, SchemaChange};
 use crate::grid::render::DependencyBody;
-use crate::grid::schema::Schema;
+use crate::grid::schema::{Dependency, Schema};
 use crate::state::AppState;
 
-fn render(schema: &Schema, id: &str) -> ApiResult<DependencyBody> {
-    schema
-        .dependencies
-        .iter()
+/// Dependency `id` as view `view_id` shows it: one linking a column the view hides is not
+/// found there.
+fn render(schema: &Schema, view_id: &str, id: &str) -> ApiResult<DependencyBody> {
+    shown(schema, view_id)?
         .find(|d| d.id == id)
         .map(DependencyBody::from)
         .ok_or_else(|| ApiError::not_found(ErrorCode::DependencyIsNotFound, "Dependency", id))
+}
+
+/// The dependencies view `view_id` shows (`Schema::view_dependencies`).
+fn shown<'a>(
+    schema: &'a Schema,
+    view_id: &str,
+) -> ApiResult<impl Iterator<Item = &'a Dependency> + 'a> {
+    let view = schema
+        .view(view_id)
+        .ok_or_else(|| ApiError::not_found(ErrorCode::ViewIsNotFound, "View", view_id))?;
+    Ok(schema.view_dependencies(view))
 }
 
 async fn change(
@@ -44,7 +55,8 @@ async fn list_dependencies(
 ) -> ApiResult<HttpResponse> {
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
     let schema = route.schema().await?;
-    ok(&schema.dependencies.iter().map(DependencyBody::from).collect::<Vec<_>>())
+    let listed: Vec<DependencyBody> = shown(&schema, &view_id)?.map(DependencyBody::from).collect();
+    ok(&listed)
 }
 
 #[utoipa::path(tag = "dependencies", responses((status = 200, body = DependencyBody)))]
@@ -57,7 +69,7 @@ async fn get_dependency(
     let (view_id, id) = path.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
     let schema = route.schema().await?;
-    ok(&render(&schema, &id)?)
+    ok(&render(&schema, &view_id, &id)?)
 }
 
 #[utoipa::path(tag = "dependencies", request_body = DependencyRequest, responses((status = 201, body = DependencyBody)))]
@@ -70,7 +82,7 @@ async fn create_dependency(
 ) -> ApiResult<HttpResponse> {
     let changed =
         change(&state, &p, &view_id, SchemaChange::CreateDependency(body.into_inner())).await?;
-    created(&render(&changed.schema, &changed.subject)?)
+    created(&render(&changed.schema, &view_id, &changed.subject)?)
 }
 
 #[utoipa::path(tag = "dependencies", request_body = DependencyRequest, responses((status = 200, body = DependencyBody)))]
@@ -86,7 +98,7 @@ async fn update_dependency(
     let changed =
         change(&state, &p, &view_id, SchemaChange::UpdateDependency { dependency_id, request })
             .await?;
-    ok(&render(&changed.schema, &changed.subject)?)
+    ok(&render(&changed.schema, &view_id, &changed.subject)?)
 }
 
 #[utoipa::path(tag = "dependencies", responses((status = 204)))]

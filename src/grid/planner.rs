@@ -131,16 +131,16 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> SchemaResul
             let op = GridOp::RenameView { id: view.id.clone(), name: name.to_owned() };
             Ok(Planned { ops: vec![op], subject: view.id.clone() })
         }
-        SchemaChange::CreateDependency(request) => plan_create_dependency(schema, request),
+        SchemaChange::CreateDependency(request) => plan_create_dependency(schema, view, request),
         SchemaChange::UpdateDependency { dependency_id, request } => {
-            plan_update_dependency(schema, dependency_id, request)
+            plan_update_dependency(schema, view, dependency_id, request)
         }
         SchemaChange::DeleteDependency { dependency_id } => {
-            find_dependency(schema, &dependency_id)?;
+            find_dependency(schema, view, &dependency_id)?;
             let op = GridOp::DeleteDependency { id: dependency_id.clone() };
             Ok(Planned { ops: vec![op], subject: dependency_id })
         }
-        SchemaChange::DeleteDependencies { ids } => plan_delete_dependencies(schema, ids),
+        SchemaChange::DeleteDependencies { ids } => plan_delete_dependencies(schema, view, ids),
     }
 }
 
@@ -181,12 +181,16 @@ fn plan_remove_from_view(
     Ok(Planned { ops: vec![op], subject: column_id })
 }
 
-/// Deletes dependencies by id (each once; every one must exist).
-fn plan_delete_dependencies(schema: &Schema, mut ids: Vec<String>) -> SchemaResult<Planned> {
+/// Deletes dependencies by id (each once; every one must exist and be shown by `view`).
+fn plan_delete_dependencies(
+    schema: &Schema,
+    view: &ViewDef,
+    mut ids: Vec<String>,
+) -> SchemaResult<Planned> {
     let mut seen = std::collections::HashSet::new();
     ids.retain(|id| seen.insert(id.clone()));
     for id in &ids {
-        find_dependency(schema, id)?;
+        find_dependency(schema, view, id)?;
     }
     let ops = ids.iter().map(|id| GridOp::DeleteDependency { id: id.clone() }).collect();
     Ok(Planned { ops, subject: ids.join(",") })
@@ -291,17 +295,30 @@ fn plan_add_to_view(schema: &Schema, view: &ViewDef, column_id: String) -> Schem
     Ok(Planned { ops: vec![op], subject: column_id })
 }
 
-fn find_dependency<'a>(schema: &'a Schema, id: &str) -> SchemaResult<&'a Dependency> {
+/// The dependency `id` as `view` shows it: one linking a column the view hides is not found.
+fn find_dependency<'a>(
+    schema: &'a Schema,
+    view: &'a ViewDef,
+    id: &str,
+) -> SchemaResult<&'a Dependency> {
     schema
-        .dependencies
-        .iter()
+        .view_dependencies(view)
         .find(|d| d.id == id)
         .ok_or_else(|| SchemaError::DependencyNotFound(SchemaError::missing("Dependency", id)))
 }
 
-fn language_column<'a>(schema: &'a Schema, id: &str, role: &str) -> SchemaResult<&'a ColumnDef> {
-    let column = schema.column(id).ok_or_else(|| {
-        SchemaError::ColumnNotInView(format!("The {role} column \"{id}\" could not be found."))
+/// The column `id` of a dependency written through `view`, which must show it.
+fn language_column<'a>(
+    schema: &'a Schema,
+    view: &'a ViewDef,
+    id: &str,
+    role: &str,
+) -> SchemaResult<&'a ColumnDef> {
+    let (column, _) = schema.view_column(view, id).ok_or_else(|| {
+        SchemaError::ColumnNotInView(format!(
+            "The {role} column \"{id}\" could not be found in view \"{}\".",
+            view.id
+        ))
     })?;
     if !column.is_language() {
         return Err(SchemaError::invalid(format!(
@@ -314,12 +331,13 @@ fn language_column<'a>(schema: &'a Schema, id: &str, role: &str) -> SchemaResult
 /// Checks source -> target against the dependencies other than `ignoring`.
 fn check_dependency(
     schema: &Schema,
+    view: &ViewDef,
     source: &str,
     target: &str,
     ignoring: Option<&str>,
 ) -> SchemaResult<()> {
-    language_column(schema, source, "source")?;
-    language_column(schema, target, "target")?;
+    language_column(schema, view, source, "source")?;
+    language_column(schema, view, target, "target")?;
     let mut others = schema.clone();
     others.dependencies.retain(|d| Some(d.id.as_str()) != ignoring);
     if others.dependency_of_target(target).is_some() {
@@ -348,7 +366,11 @@ fn dependency_id(schema: &Schema, requested: Option<&String>) -> SchemaResult<St
     }
 }
 
-fn plan_create_dependency(schema: &Schema, request: DependencyRequest) -> SchemaResult<Planned> {
+fn plan_create_dependency(
+    schema: &Schema,
+    view: &ViewDef,
+    request: DependencyRequest,
+) -> SchemaResult<Planned> {
     let source = request
         .source_column_id
         .as_deref()
@@ -357,7 +379,7 @@ fn plan_create_dependency(schema: &Schema, request: DependencyRequest) -> Schema
         .target_column_id
         .as_deref()
         .ok_or_else(|| SchemaError::invalid("targetColumnId is required."))?;
-    check_dependency(schema, source, target, None)?;
+    check_dependency(schema, view, source, target, None)?;
     let id = dependency_id(schema, request.id.as_ref())?;
     let dependency = Dependency {
         id: id.clone(),
@@ -369,13 +391,14 @@ fn plan_create_dependency(schema: &Schema, request: DependencyRequest) -> Schema
 
 fn plan_update_dependency(
     schema: &Schema,
+    view: &ViewDef,
     id: String,
     request: DependencyRequest,
 ) -> SchemaResult<Planned> {
-    let current = find_dependency(schema, &id)?;
+    let current = find_dependency(schema, view, &id)?;
     let source = request.source_column_id.as_deref().unwrap_or(&current.source_column_id);
     let target = request.target_column_id.as_deref().unwrap_or(&current.target_column_id);
-    check_dependency(schema, source, target, Some(&id))?;
+    check_dependency(schema, view, source, target, Some(&id))?;
     let new_id = match request.new_id.as_ref().filter(|n| **n != id) {
         Some(n) => dependency_id(schema, Some(n))?,
         None => id.clone(),

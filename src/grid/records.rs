@@ -178,6 +178,7 @@ fn check_adds<'a, L: fmt::Display>(
         // The path moves into the write; the id only after the cells are checked (their
         // messages name it).
         let path = input.path.take().unwrap_or_default();
+        // A generated id was just looked up in the branch: only a given one is looked up below.
         let generated = match &input.id {
             Some(_) => None,
             None => Some(loop {
@@ -196,7 +197,7 @@ fn check_adds<'a, L: fmt::Display>(
                     At::record(&at),
                     format!("record id \"{id}\" appears more than once."),
                 );
-            } else if state.store.find(&path, id).is_some() {
+            } else if generated.is_none() && state.store.find(&path, id).is_some() {
                 problems.add(
                     ErrorCode::RecordIdAlreadyExists,
                     At::record(&at),
@@ -394,13 +395,17 @@ pub fn plan_delete(state: &GridState, input: DeleteRecordsInput) -> Result<GridO
     let mut problems = Problems::default();
     let mut seen = foldhash::HashSet::default();
     for (i, (path, id)) in keys.iter().enumerate() {
-        if state.store.find(path, id).is_none() {
+        let found = state.store.find(path, id);
+        // In a grid identified by id alone an identifier's path, when given, is where the
+        // record must be (as a single record's `?path=`).
+        let elsewhere = |row| !by_path && !path.is_empty() && state.store.path(row) != path;
+        if found.is_none_or(elsewhere) {
             let at = At::record(&format!("ids[{i}]"));
-            problems.add(
-                ErrorCode::NonexistentRecordId,
-                at,
-                format!("record \"{id}\" does not exist."),
-            );
+            let message = match found {
+                Some(_) => format!("record \"{id}\" does not exist at path \"{path}\"."),
+                None => format!("record \"{id}\" does not exist."),
+            };
+            problems.add(ErrorCode::NonexistentRecordId, at, message);
         } else if !seen.insert((path.clone(), id.clone())) {
             let at = At::record(&format!("ids[{i}]"));
             problems.add(

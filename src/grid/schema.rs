@@ -377,6 +377,17 @@ impl Schema {
         Some((column, shown.editable && column.is_writable()))
     }
 
+    /// The dependencies `view` shows: those whose source and target columns it shows both.
+    pub fn view_dependencies<'a>(
+        &'a self,
+        view: &'a ViewDef,
+    ) -> impl Iterator<Item = &'a Dependency> + 'a {
+        self.dependencies.iter().filter(move |d| {
+            self.view_column(view, &d.source_column_id).is_some()
+                && self.view_column(view, &d.target_column_id).is_some()
+        })
+    }
+
     /// The dependency whose target is this column.
     pub fn dependency_of_target(&self, target: &str) -> Option<&Dependency> {
         self.dependencies.iter().find(|d| d.target_column_id == target)

@@ -83,14 +83,43 @@ fn create_list_get_update_and_delete_a_dependency() {
     app.put(&one, &json!({"sourceColumnId": "enUS"})).assert_error(404, "dependencyIsNotFound");
 }
 
+/// A view shows the dependencies between columns it shows both, and only those: a view key
+/// learns nothing of the columns its view hides, and a dependency written through a view names
+/// columns it shows.
 #[test]
-fn dependencies_are_listed_through_any_view_of_the_grid() {
+fn a_view_shows_the_dependencies_between_its_columns() {
     let app = spawn_app();
     let (grid, view) = localization_grid(&app);
     let dep = link(&app, &view, "enUS", "frFR");
-    let res = app.post("/v1/views", &json!({"name": "v", "gridId": grid, "columns": []}));
-    let other = res.assert_status(200)["id"].as_str().expect("id").to_owned();
-    assert_eq!(app.snapshot(&format!("/v1/views/{other}/dependencies")), json!([dep]));
+    let id = dep["id"].as_str().expect("id");
+    let res = app.post(
+        "/v1/views",
+        &json!({"name": "fr", "gridId": grid, "columns": [{"id": "enUS"}, {"id": "frFR"}]}),
+    );
+    let both = res.assert_status(200)["id"].as_str().expect("id").to_owned();
+    assert_eq!(app.snapshot(&format!("/v1/views/{both}/dependencies")), json!([dep]));
+    let res = app.post(
+        "/v1/views",
+        &json!({"name": "en", "gridId": grid, "columns": [{"id": "enUS"}, {"id": "deDE"}]}),
+    );
+    let source_only = res.assert_status(200)["id"].as_str().expect("id").to_owned();
+    let list = format!("/v1/views/{source_only}/dependencies");
+    assert_eq!(app.snapshot(&list), json!([]));
+    let view_key = app.create_view_key(&source_only);
+    assert_eq!(app.get_as(&view_key, &list).assert_status(200), &json!([]));
+    app.get_as(&view_key, &format!("{list}/{id}")).assert_error(404, "dependencyIsNotFound");
+    let before = app.snapshot(&format!("/v1/views/{view}/dependencies"));
+    let res = app.post(&list, &json!({"sourceColumnId": "enUS", "targetColumnId": "esES"}));
+    res.assert_error(404, "columnNotFoundInView");
+    assert!(res.text.contains("esES"), "{}", res.text);
+    app.put(&format!("{list}/{id}"), &json!({"sourceColumnId": "enUS"}))
+        .assert_error(404, "dependencyIsNotFound");
+    app.delete(&format!("{list}/{id}")).assert_error(404, "dependencyIsNotFound");
+    app.delete_with(&list, &json!({"ids": [id]})).assert_error(404, "dependencyIsNotFound");
+    app.assert_unchanged(&format!("/v1/views/{view}/dependencies"), &before);
+    let res = app.post(&list, &json!({"sourceColumnId": "enUS", "targetColumnId": "deDE"}));
+    let shown = res.assert_status(201).clone();
+    assert_eq!(app.snapshot(&list), json!([shown]));
 }
 
 #[test]

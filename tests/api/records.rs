@@ -332,6 +332,25 @@ fn delete_by_identifiers_in_a_path_tag_grid() {
     assert_eq!(left, [(json!("r"), json!("b")), (json!("s"), json!("a"))]);
 }
 
+/// In a grid identified by id alone, an identifier's path (when given) is where the record
+/// must be; one without a path names the record by id.
+#[test]
+fn delete_by_identifiers_in_an_id_grid_compares_a_given_path() {
+    let app = spawn_app();
+    let (_, view) = simple_grid(&app);
+    app.add_records(&view, json!([{"id": "r1", "path": "a"}, {"id": "r2", "path": "b"}]));
+    let before = app.records(&view);
+    let url = format!("/v1/views/{view}/records");
+    let res = app.delete_with(&url, &json!({"identifiers": [{"id": "r1", "path": "b"}]}));
+    assert_refused(&app, &view, &res, 404, "nonexistentRecordId", &before);
+    assert!(res.text.contains("path"), "{}", res.text);
+    let res = app.delete_with(&url, &json!({"identifiers": [{"id": "r1", "path": "a"}]}));
+    assert_eq!(res.status, 204, "{}", res.text);
+    let res = app.delete_with(&url, &json!({"identifiers": [{"id": "r2"}]}));
+    assert_eq!(res.status, 204, "{}", res.text);
+    assert!(app.records(&view).is_empty());
+}
+
 #[test]
 fn patch_one_record_by_path_and_id() {
     let app = spawn_app();
