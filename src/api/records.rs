@@ -86,7 +86,7 @@ impl Serialize for ReferencedValues<'_> {
 fn cell_body(cell: &CellOut) -> CellBody<'_> {
     let stored = Rendered { column_type: cell.column_type, value: &cell.value };
     let (value, referenced_ids) = match (cell.column_type, &cell.referenced) {
-        (ColumnType::Reference, referenced) => {
+        (ColumnType::Reference | ColumnType::Lookup, referenced) => {
             let ids = match &cell.value {
                 CellValue::List(ids) => ids.as_slice(),
                 _ => &[],

@@ -303,7 +303,7 @@ fn wanted_columns(records: &[RecordOut]) -> Vec<Wanted> {
 /// each of its ids); a column not found shows empty values.
 fn fill(records: &mut [RecordOut], wanted: &[Wanted], found: &[Option<Referenced>]) {
     for cell in records.iter_mut().flat_map(|r| &mut r.cells) {
-        if cell.column_type != ColumnType::Reference {
+        if !matches!(cell.column_type, ColumnType::Reference | ColumnType::Lookup) {
             continue;
         }
         let ids: &[String] = match &cell.value {

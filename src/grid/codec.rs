@@ -43,7 +43,7 @@ pub enum CellRejected {
     NotAYamlString,
     #[error("value is not valid YAML: {0}")]
     NotYaml(String),
-    #[error("formula values are computed and cannot be written")]
+    #[error("formula and lookup values are computed and cannot be written")]
     Computed,
 }
 
@@ -105,7 +105,7 @@ fn parse(column: &ColumnDef, value: &Value, shapes: Shapes) -> Result<CellValue,
                 .map_err(|e| CellRejected::NotYaml(e.to_string()))?;
             Ok(CellValue::Text(s.to_owned()))
         }
-        ColumnType::Formula => Err(CellRejected::Computed),
+        ColumnType::Formula | ColumnType::Lookup => Err(CellRejected::Computed),
     }
 }
 

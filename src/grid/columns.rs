@@ -161,6 +161,14 @@ pub fn update_column(
         Some(text) => {
             let new_type = parse_column_type(text)?;
             let changed = new_type != column.column_type;
+            // A lookup holds no values of its own: no column becomes one or stops being one.
+            if changed
+                && (new_type == ColumnType::Lookup || column.column_type == ColumnType::Lookup)
+            {
+                return Err(SchemaError::invalid(
+                    "A column cannot change to or from the lookup type; create a new column.",
+                ));
+            }
             column.column_type = new_type;
             changed
         }
@@ -254,6 +262,7 @@ fn apply_settings(
             }
         }
         ColumnType::Formula => apply_formula(schema, column, req)?,
+        ColumnType::Lookup => apply_lookup(schema, column, req)?,
         ColumnType::SingleLine
         | ColumnType::MultipleLines
         | ColumnType::RichText
@@ -422,6 +431,39 @@ fn parse_reference(r: &ReferenceRequest) -> SchemaResult<ReferenceSetting> {
         reference_type,
         multiple,
     })
+}
+
+/// A lookup's `reference` names the referenced grid (and branch) and the column of it shown;
+/// the branch must have exactly one reference column pointing there, the one followed.
+fn apply_lookup(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) -> SchemaResult<()> {
+    if let Some(r) = &req.reference {
+        column.reference = Some(parse_reference(r)?);
+    }
+    let Some(wanted) = &column.reference else {
+        return Err(SchemaError::invalid(
+            "A lookup column needs reference.gridId and reference.columnId: the referenced grid \
+             and the column of it to show.",
+        ));
+    };
+    let following = schema
+        .columns
+        .iter()
+        .filter(|c| c.column_type == ColumnType::Reference && c.id != column.id)
+        .filter(|c| c.reference.as_ref().is_some_and(|r| r.same_target(wanted)))
+        .count();
+    match following {
+        1 => Ok(()),
+        0 => Err(SchemaError::invalid(format!(
+            "A lookup column shows a column of the records a reference column points at: this \
+             grid has no reference column pointing at grid \"{}\".",
+            wanted.grid_id
+        ))),
+        _ => Err(SchemaError::invalid(format!(
+            "More than one reference column of this grid points at grid \"{}\"; a lookup \
+             follows exactly one.",
+            wanted.grid_id
+        ))),
+    }
 }
 
 fn apply_formula(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) -> SchemaResult<()> {

@@ -59,7 +59,16 @@ impl GridState {
         columns: &[&ColumnDef],
         rows: impl Iterator<Item = RowId>,
     ) -> Vec<RecordOut> {
-        let slots: Vec<_> = columns.iter().map(|c| self.slots.get(&c.id).copied()).collect();
+        // A lookup's cells are read from the reference column it follows: its ids, whose
+        // records the caller reads the lookup's column of (`api::references`).
+        let slots: Vec<_> = columns
+            .iter()
+            .map(|&c| match c.column_type {
+                ColumnType::Lookup => self.schema.lookup_followed(c),
+                _ => Some(c),
+            })
+            .map(|c| self.slots.get(&c?.id).copied())
+            .collect();
         let formulas: Vec<_> = columns.iter().map(|c| self.formulas.get(&c.id)).collect();
         let references: Vec<Option<Arc<ReferenceSetting>>> =
             columns.iter().map(|c| c.reference.clone().map(Arc::new)).collect();

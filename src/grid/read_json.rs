@@ -47,7 +47,7 @@ impl RenderedRecords {
 
 /// Whether records with these columns render without the caller (no reference column).
 pub fn renders_alone(columns: &[&ColumnDef]) -> bool {
-    columns.iter().all(|c| c.reference.is_none() && c.column_type != ColumnType::Reference)
+    columns.iter().all(|c| c.reference.is_none() && !c.shows_referenced())
 }
 
 /// What one column contributes to every record: `{"columnId":"<id>","value":`, its type, slot

@@ -55,8 +55,8 @@ macro_rules! string_enum {
 }
 
 string_enum! {
-    /// The column types of gridly-api.md (html from decisions.md section 4, user from section
-    /// 12). Appended only: logs and snapshots hold a type by its place in this list.
+    /// The column types of gridly-api.md (html from decisions.md section 4, user and lookup
+    /// from section 12). Appended only: logs and snapshots hold a type by its place in this list.
     ColumnType {
         SingleLine => "singleLine",
         MultipleLines => "multipleLines",
@@ -75,6 +75,7 @@ string_enum! {
         Json => "json",
         Yaml => "yaml",
         User => "user",
+        Lookup => "lookup",
     }
 }
 
@@ -145,7 +146,8 @@ impl ColumnType {
             ColumnType::MultipleSelections
             | ColumnType::Files
             | ColumnType::Reference
-            | ColumnType::User => StorageKind::List,
+            | ColumnType::User
+            | ColumnType::Lookup => StorageKind::List,
             ColumnType::SingleLine
             | ColumnType::MultipleLines
             | ColumnType::RichText
@@ -181,6 +183,16 @@ pub struct ReferenceSetting {
     pub column_id: String,
     pub reference_type: ReferenceType,
     pub multiple: bool,
+}
+
+impl ReferenceSetting {
+    /// Whether `other` points at the same grid and branch (a branch not named is the grid's
+    /// first: `ReferenceTargets::branch_of`).
+    pub fn same_target(&self, other: &ReferenceSetting) -> bool {
+        self.grid_id == other.grid_id
+            && crate::grid::render::ReferenceTargets::branch_of(self)
+                == crate::grid::render::ReferenceTargets::branch_of(other)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -227,9 +239,16 @@ impl ColumnDef {
         self.is_language() && self.localization_type == Some(LocalizationType::TargetLanguage)
     }
 
-    /// Whether clients may write this column's values at all (formulas are computed).
+    /// Whether clients may write this column's values at all (formulas are computed, lookups
+    /// read from the referenced records).
     pub fn is_writable(&self) -> bool {
-        self.column_type != ColumnType::Formula
+        !matches!(self.column_type, ColumnType::Formula | ColumnType::Lookup)
+    }
+
+    /// Whether a read shows this column's cells as the values of the records they reference
+    /// (`reference`: the column's own ids; `lookup`: the ids of the reference column it follows).
+    pub fn shows_referenced(&self) -> bool {
+        matches!(self.column_type, ColumnType::Reference | ColumnType::Lookup)
     }
 }
 
@@ -385,6 +404,17 @@ impl Schema {
         self.dependencies.iter().filter(move |d| {
             self.view_column(view, &d.source_column_id).is_some()
                 && self.view_column(view, &d.target_column_id).is_some()
+        })
+    }
+
+    /// The reference column a lookup column follows: the branch's reference column pointing at
+    /// the lookup's grid and branch (`columns::apply_settings` lets a lookup be created only
+    /// when there is one; should a second appear later, the first in the schema is followed).
+    pub fn lookup_followed(&self, lookup: &ColumnDef) -> Option<&ColumnDef> {
+        let wanted = lookup.reference.as_ref()?;
+        self.columns.iter().find(|c| {
+            c.column_type == ColumnType::Reference
+                && c.reference.as_ref().is_some_and(|r| r.same_target(wanted))
         })
     }
 

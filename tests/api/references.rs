@@ -4,7 +4,9 @@
 //! referenceRecordNotFound and nothing written; edits and deletes in the referenced grid seen at
 //! the next read; referenced grids in other databases and projects of the company (and not of
 //! another company); empty and cleared cells; filter and sort on the ids; a restart; and a page
-//! of more than 100 records referencing two grids (the values are looked up in batches).
+//! of more than 100 records referencing two grids (the values are looked up in batches). Lookup
+//! columns (decisions 12): a column of the referenced records shown through the grid's one
+//! reference column to that grid, read-only.
 
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -547,4 +549,100 @@ fn a_page_of_more_than_100_records_referencing_two_grids_reads_every_value() {
     let second = res.assert_status(200).as_array().expect("a list").clone();
     assert_eq!(second.len(), 50);
     check(&second, 100);
+}
+
+// ----- lookup columns (decisions 12) -----
+
+/// A lookup column showing the glossary's `column` through the grid's reference to it.
+fn lookup_column(id: &str, grid: &str, column: &str) -> Value {
+    json!({"id": id, "name": id.to_uppercase(), "type": "lookup",
+           "reference": {"gridId": grid, "columnId": column}})
+}
+
+/// A lookup column shows a column of the records its grid's reference column points at: the
+/// referenced ids and their current values, read-only, through a restart.
+#[test]
+fn a_lookup_column_shows_a_column_of_the_referenced_records() {
+    let app = spawn_app();
+    let (glossary_grid, glossary_view) = glossary(&app);
+    let (_, view) = app.create_grid("Strings");
+    app.create_column(&view, json!({"id": "title", "name": "Title", "type": "singleLine"}));
+    app.create_column(&view, reference_column("ref", &glossary_grid, "term"));
+    let res = app.post(
+        &format!("/v1/views/{view}/columns"),
+        &lookup_column("weight", &glossary_grid, "weight"),
+    );
+    let created = res.assert_status(201);
+    assert_eq!(created["type"], json!("lookup"));
+    assert_eq!(created["reference"]["gridId"], json!(glossary_grid));
+    assert_eq!(created["reference"]["columnId"], json!("weight"));
+    app.add_records(
+        &view,
+        json!([referencing("a", "ref", json!(["g2", "g1"])), {"id": "b", "cells": []}]),
+    );
+    let listed = app.records(&view);
+    assert_refs(&listed, "a", "weight", json!(["g2", "g1"]), json!([2, 1]));
+    assert_refs(&listed, "b", "weight", json!([]), json!([]));
+    let one = app.snapshot(&format!("{}/a", records_path(&view)));
+    assert_eq!(refs(&one, "weight"), (json!(["g2", "g1"]), json!([2, 1])));
+    app.patch(
+        &records_path(&glossary_view),
+        &json!([{"id": "g2", "cells": [{"columnId": "weight", "value": 5}]}]),
+    )
+    .assert_status(200);
+    assert_refs(&app.records(&view), "a", "weight", json!(["g2", "g1"]), json!([5, 1]));
+    // Read-only: a write naming it is refused, and changes nothing.
+    let before = app.records(&view);
+    for value in [json!(["g3"]), json!(7), Value::Null] {
+        let cells = json!([{"columnId": "weight", "value": value}]);
+        let res = app.post(&records_path(&view), &json!([{"id": "c", "cells": cells}]));
+        assert_refused(&app, &view, &res, 400, "columnIsNotEditableInView", &before);
+        let res = app.patch(&records_path(&view), &json!([{"id": "a", "cells": cells}]));
+        assert_refused(&app, &view, &res, 400, "columnIsNotEditableInView", &before);
+    }
+    // Filters see it empty; an export writes it empty.
+    let empty = r#"{"weight": {"isEmpty": null}}"#;
+    assert_eq!(app.listing_ids(&view, &[("query", empty)]), ["a", "b"]);
+    let export = app.get(&format!("/v1/views/{view}/export"));
+    assert_eq!(export.status, 200, "{}", export.text);
+    assert!(export.text.lines().next().is_some_and(|header| header.contains("WEIGHT")));
+    let app = app.restart();
+    assert_eq!(app.records(&view), before);
+}
+
+/// A lookup needs exactly one reference column of its grid pointing at the grid it names, and
+/// no column becomes a lookup or stops being one; each refusal changes nothing.
+#[test]
+fn a_lookup_follows_exactly_one_reference_column() {
+    let app = spawn_app();
+    let (glossary_grid, _) = glossary(&app);
+    let (_, view) = app.create_grid("Strings");
+    app.create_column(&view, json!({"id": "title", "name": "Title", "type": "singleLine"}));
+    let columns = format!("/v1/views/{view}/columns");
+    let before = app.snapshot(&format!("/v1/views/{view}"));
+    let res = app.post(&columns, &lookup_column("w", &glossary_grid, "weight"));
+    res.assert_error(400, "badRequest");
+    assert!(res.text.contains("no reference column"), "{}", res.text);
+    app.post(&columns, &json!({"id": "w", "name": "W", "type": "lookup"}))
+        .assert_error(400, "badRequest");
+    app.assert_unchanged(&format!("/v1/views/{view}"), &before);
+    app.create_column(&view, reference_column("ref", &glossary_grid, "term"));
+    app.post(&columns, &lookup_column("w", &glossary_grid, "nosuchcolumn"))
+        .assert_error(400, "badRequest");
+    app.create_column(&view, lookup_column("w", &glossary_grid, "weight"));
+    app.patch(&format!("{columns}/w"), &json!({"type": "singleLine"}))
+        .assert_error(400, "badRequest");
+    app.patch(&format!("{columns}/title"), &json!({"type": "lookup"}))
+        .assert_error(400, "badRequest");
+    app.create_column(&view, reference_column("ref2", &glossary_grid, "weight"));
+    let res = app.post(&columns, &lookup_column("w2", &glossary_grid, "term"));
+    res.assert_error(400, "badRequest");
+    assert!(res.text.contains("More than one"), "{}", res.text);
+    let grid = app.snapshot(&format!("/v1/views/{view}"));
+    let types: Vec<&Value> =
+        grid["columns"].as_array().expect("columns").iter().map(|c| &c["type"]).collect();
+    assert_eq!(
+        types,
+        [&json!("singleLine"), &json!("reference"), &json!("lookup"), &json!("reference")]
+    );
 }
