@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::projects::integer_id;
+use super::sized_json::JsonObject;
 use super::{created, exec, no_content, ok};
 use crate::auth::{Access, ApiKey, KeyKind, Principal, Privilege, Tier};
 use crate::catalog::model::{Company, CompanyId, ProjectId};
@@ -161,7 +162,7 @@ fn key_spec(req: CreateKeyRequest) -> ApiResult<KeySpec> {
 async fn create_key(
     state: web::Data<AppState>,
     p: Principal,
-    body: web::Json<CreateKeyRequest>,
+    body: JsonObject<CreateKeyRequest>,
 ) -> ApiResult<HttpResponse> {
     let mut spec = key_spec(body.into_inner())?;
     if let (KeyKind::View { view_id }, Some(remote)) = (&spec.kind, &state.remote) {
@@ -248,7 +249,7 @@ fn parse_tier(text: Option<&str>) -> ApiResult<Tier> {
 async fn create_company(
     state: web::Data<AppState>,
     p: Principal,
-    body: web::Json<CompanyRequest>,
+    body: JsonObject<CompanyRequest>,
 ) -> ApiResult<HttpResponse> {
     let req = body.into_inner();
     let tier = parse_tier(req.tier.as_deref())?;
@@ -267,7 +268,7 @@ async fn update_company(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Json<CompanyRequest>,
+    body: JsonObject<CompanyRequest>,
 ) -> ApiResult<HttpResponse> {
     let tier = parse_tier(body.tier.as_deref())?;
     let id = integer_id(&id, "companyId")?;

@@ -17,6 +17,7 @@ use super::grids::{default_view_columns, identifier_str, status_str, GridBody};
 use super::merge_request::{
     cell_choices, query_filters, with_last_resolve, FilterField, MergeRecordConflict,
 };
+use super::sized_json::JsonObject;
 use super::tasks::{start_task, NewTask};
 use super::{branch_route, created, exec, no_content, ok, query_pairs, view_route};
 use crate::api::sized_json::JsonBytes;
@@ -130,7 +131,7 @@ async fn update_branch(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Json<UpdateBranchRequest>,
+    body: JsonObject<UpdateBranchRequest>,
 ) -> ApiResult<HttpResponse> {
     p.require_tier(Tier::Team)?;
     let (id, req) = (id.into_inner(), body.into_inner());
@@ -183,7 +184,7 @@ async fn create_branch(
     state: web::Data<AppState>,
     p: Principal,
     query: web::Query<BranchQuery>,
-    body: web::Json<CreateBranchRequest>,
+    body: JsonObject<CreateBranchRequest>,
 ) -> ApiResult<HttpResponse> {
     let query = query.into_inner();
     let source = match (

@@ -6,6 +6,7 @@ use actix_web::{delete, get, patch, post, web, HttpResponse};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::references::{may_read_target, target, target_branch};
+use super::sized_json::JsonObject;
 use super::{created, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -148,7 +149,7 @@ async fn create_column(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
-    body: web::Json<ColumnRequest>,
+    body: JsonObject<ColumnRequest>,
 ) -> ApiResult<HttpResponse> {
     let changed =
         change(&state, &p, &view_id, Tier::Team, SchemaChange::CreateColumn(body.into_inner()))
@@ -202,7 +203,7 @@ async fn update_column(
     state: web::Data<AppState>,
     p: Principal,
     path: web::Path<(String, String)>,
-    body: web::Json<ColumnRequest>,
+    body: JsonObject<ColumnRequest>,
 ) -> ApiResult<HttpResponse> {
     let (view_id, column_id) = path.into_inner();
     let request = body.into_inner();

@@ -5,6 +5,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::sized_json::JsonObject;
 use super::{created, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -78,7 +79,7 @@ async fn create_dependency(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
-    body: web::Json<DependencyRequest>,
+    body: JsonObject<DependencyRequest>,
 ) -> ApiResult<HttpResponse> {
     let changed =
         change(&state, &p, &view_id, SchemaChange::CreateDependency(body.into_inner())).await?;
@@ -91,7 +92,7 @@ async fn update_dependency(
     state: web::Data<AppState>,
     p: Principal,
     path: web::Path<(String, String)>,
-    body: web::Json<DependencyRequest>,
+    body: JsonObject<DependencyRequest>,
 ) -> ApiResult<HttpResponse> {
     let (view_id, dependency_id) = path.into_inner();
     let request = body.into_inner();
@@ -127,7 +128,7 @@ async fn delete_dependencies(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
-    body: web::Json<DeleteDependencies>,
+    body: JsonObject<DeleteDependencies>,
 ) -> ApiResult<HttpResponse> {
     let ids = body.into_inner().ids;
     if ids.is_empty() || ids.len() > MAX_COLUMNS {

@@ -17,6 +17,7 @@ use utoipa::IntoParams;
 
 use super::databases::{new_database, DatabaseBody, DatabaseRequest};
 use super::projects::integer_id;
+use super::sized_json::JsonObject;
 use super::{branch_route, exec, ok, required};
 use crate::auth::{Principal, Privilege, Scope, Tier};
 use crate::catalog::cluster_grids::{read_copy, BranchToLoad};
@@ -48,7 +49,7 @@ async fn duplicate_database(
     p: Principal,
     id: web::Path<String>,
     query: web::Query<DuplicateQuery>,
-    body: web::Json<DatabaseRequest>,
+    body: JsonObject<DatabaseRequest>,
 ) -> ApiResult<HttpResponse> {
     p.require_tier(Tier::Team)?;
     let project = integer_id(required(&query.project_id, "projectId")?, "projectId")?;

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::files::{file_body, file_id, receive, store_received, FileBody, FilePart};
+use super::sized_json::JsonObject;
 use super::{exec, no_content, ok, query_pairs};
 use crate::auth::Principal;
 use crate::catalog::model::{now_timestamp, FileCategory, FileMeta, Grid};
@@ -108,7 +109,7 @@ async fn update_settings(
     state: web::Data<AppState>,
     p: Principal,
     grid_id: web::Path<String>,
-    body: web::Json<UpdateGridSettingRequest>,
+    body: JsonObject<UpdateGridSettingRequest>,
 ) -> ApiResult<HttpResponse> {
     let req = body.into_inner();
     let patch = SettingsPatch {
@@ -132,7 +133,7 @@ async fn create_category(
     state: web::Data<AppState>,
     p: Principal,
     grid_id: web::Path<String>,
-    body: web::Json<CategoryRequest>,
+    body: JsonObject<CategoryRequest>,
 ) -> ApiResult<HttpResponse> {
     let name = category_name(&body)?.to_owned();
     let category = exec(&state, move |s| s.create_category(&p, &grid_id, &name)).await??;
@@ -145,7 +146,7 @@ async fn update_category(
     state: web::Data<AppState>,
     p: Principal,
     path: web::Path<(String, String)>,
-    body: web::Json<CategoryRequest>,
+    body: JsonObject<CategoryRequest>,
 ) -> ApiResult<HttpResponse> {
     let (grid_id, category_id) = path.into_inner();
     let name = category_name(&body)?.to_owned();

@@ -9,6 +9,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::columns::{check_reference, reference_targets};
 use super::references::target_branch;
+use super::sized_json::JsonObject;
 use super::{created, exec, no_content, ok, required};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::grids::NewGrid;
@@ -202,7 +203,7 @@ async fn create_grid(
     state: web::Data<AppState>,
     p: Principal,
     query: web::Query<DbQuery>,
-    body: web::Json<CreateGridRequest>,
+    body: JsonObject<CreateGridRequest>,
 ) -> ApiResult<HttpResponse> {
     p.require_tier(Tier::Team)?;
     let db = required(&query.db_id, "dbId")?.to_owned();
@@ -238,7 +239,7 @@ async fn update_grid(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Json<UpdateGridRequest>,
+    body: JsonObject<UpdateGridRequest>,
 ) -> ApiResult<HttpResponse> {
     p.require_tier(Tier::Team)?;
     let id = id.into_inner();

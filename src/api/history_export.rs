@@ -12,6 +12,7 @@ use actix_web::{get, post, web, HttpResponse};
 use serde::Deserialize;
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::sized_json::JsonObject;
 use super::tasks::{require_successful, start_task, NewTask};
 use super::{exec, view_route};
 use crate::auth::{Principal, Privilege};
@@ -109,7 +110,7 @@ async fn start_export(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
-    body: web::Json<ExportRequest>,
+    body: JsonObject<ExportRequest>,
 ) -> ApiResult<HttpResponse> {
     let view_id = view_id.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Manage)?;

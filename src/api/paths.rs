@@ -20,6 +20,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::changes::current_view;
+use super::sized_json::JsonObject;
 use super::{no_content, ok, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult};
@@ -120,7 +121,7 @@ async fn create_paths(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
-    body: web::Json<CreatePath>,
+    body: JsonObject<CreatePath>,
 ) -> ApiResult<HttpResponse> {
     let CreatePath { parent_path, paths } = body.into_inner();
     let parent = parent_path.unwrap_or_default();
@@ -134,7 +135,7 @@ async fn delete_paths(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
-    body: web::Json<DeletePath>,
+    body: JsonObject<DeletePath>,
 ) -> ApiResult<HttpResponse> {
     let paths = body.into_inner().paths;
     change(&state, &p, &view_id, PathChange::Delete { paths }).await?;
@@ -147,7 +148,7 @@ async fn move_paths(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
-    body: web::Json<MovePath>,
+    body: JsonObject<MovePath>,
 ) -> ApiResult<HttpResponse> {
     let m = body.into_inner();
     let moved = PathChange::Move {
@@ -169,7 +170,7 @@ async fn rename_path(
     state: web::Data<AppState>,
     p: Principal,
     req: HttpRequest,
-    body: web::Json<UpdatePath>,
+    body: JsonObject<UpdatePath>,
 ) -> ApiResult<HttpResponse> {
     let view_id = req.match_info().get("viewId").unwrap_or_default().to_owned();
     let raw = req.match_info().get("path").unwrap_or_default();

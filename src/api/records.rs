@@ -14,6 +14,7 @@ use super::conditional::{record_tag, with_tag};
 use super::listing::{link_header, parse_list_params, set_page_headers, ListParams};
 use super::record::expected_versions;
 use super::references::{resolve_references, KeyLookup, ReferenceReader};
+use super::sized_json::JsonObject;
 use super::sized_json::SizedJson;
 use super::{exec, json_response, json_response_sized, no_content, query_pairs, view_route};
 use crate::auth::{Principal, Privilege};
@@ -533,7 +534,7 @@ async fn delete_records(
     p: Principal,
     view_id: web::Path<String>,
     req: HttpRequest,
-    body: web::Json<DeleteRecordsInput>,
+    body: JsonObject<DeleteRecordsInput>,
 ) -> ApiResult<HttpResponse> {
     let target = (view_id.into_inner(), &req);
     write(&state, &p, target, RecordsWrite::Delete(body.into_inner())).await?;

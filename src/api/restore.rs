@@ -15,6 +15,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::sized_json::JsonObject;
 use super::tasks::{start_task, NewTask};
 use super::{branch_route, exec};
 use crate::auth::{Principal, Privilege};
@@ -129,7 +130,7 @@ async fn restore_grid(
     state: web::Data<AppState>,
     p: Principal,
     grid_id: web::Path<String>,
-    body: web::Json<RestoreRequest>,
+    body: JsonObject<RestoreRequest>,
 ) -> ApiResult<HttpResponse> {
     let mut req = body.into_inner();
     let branch_id = req.branch_id.take();

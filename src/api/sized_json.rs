@@ -112,6 +112,54 @@ fn parse<T: JsonBody>(body: &[u8]) -> serde_json::Result<T> {
     }
 }
 
+/// A JSON body that must be an object, parsed into `T` (read as `SizedJson` reads). serde's
+/// derive also takes an array holding a struct's fields in order (`["name", "desc"]` for
+/// `{"name", "description"}`), which no client of the API means: such a body is refused (400)
+/// as any body of the wrong type is.
+#[derive(Debug)]
+pub struct JsonObject<T>(pub T);
+
+impl<T> JsonObject<T> {
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> std::ops::Deref for JsonObject<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// `T` read from a JSON object only (`JsonObject`).
+#[derive(Debug, serde::Deserialize)]
+#[serde(transparent)]
+struct Object<T>(T);
+
+impl<T: DeserializeOwned> JsonBody for Object<T> {
+    fn from_json(text: &str) -> serde_json::Result<Self> {
+        if text.trim_start().starts_with('[') {
+            return Err(serde::de::Error::invalid_type(
+                serde::de::Unexpected::Seq,
+                &"a JSON object",
+            ));
+        }
+        serde_json::from_str(text)
+    }
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for JsonObject<T> {
+    type Error = actix_web::Error;
+    type Future = LocalBoxFuture<'static, Result<Self, actix_web::Error>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let body = SizedJson::<Object<T>>::from_request(req, payload);
+        Box::pin(async move { Ok(JsonObject(body.await?.0 .0)) })
+    }
+}
+
 /// A JSON body taken as bytes, for the handlers that parse it themselves or take it optional:
 /// a body that is there must be labelled JSON (415 unsupportedMediaType otherwise, as
 /// `SizedJson` answers, decisions 3); an absent or blank one is the handler's to judge.
@@ -157,8 +205,25 @@ fn is_json(req: &HttpRequest) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse, JsonBody};
+    use super::{parse, JsonBody, Object};
     use serde_json::Value;
+
+    #[derive(Debug, serde::Deserialize, PartialEq)]
+    struct Named {
+        name: String,
+        description: Option<String>,
+    }
+
+    #[test]
+    fn an_object_body_is_read_from_an_object_only() {
+        let named = parse::<Object<Named>>(br#" {"name": "a"}"#).expect("an object").0;
+        assert_eq!(named, Named { name: "a".into(), description: None });
+        for body in [&br#"["a", "b"]"#[..], b" \n[\"a\"]", b"[]"] {
+            let err = parse::<Object<Named>>(body).expect_err("an array is refused");
+            assert!(err.to_string().contains("expected a JSON object"), "{err}");
+        }
+        assert!(serde_json::from_slice::<Named>(br#"["a", "b"]"#).is_ok(), "serde takes it");
+    }
 
     impl JsonBody for Value {}
 

@@ -101,6 +101,41 @@ fn json_of_the_wrong_shape_is_400_bad_request() {
     app.assert_unchanged("/v1/projects", &before);
 }
 
+/// An array holding an object body's fields in order (which serde's derive would read as the
+/// object) is refused like any body of the wrong shape, and changes nothing.
+#[test]
+fn an_array_where_an_object_is_expected_is_400_bad_request() {
+    let app = spawn_app();
+    let (grid, view) = app.create_grid("Strings");
+    app.create_column(&view, json!({"id": "title", "name": "Title", "type": "singleLine"}));
+    app.add_records(&view, json!([{"id": "r1"}]));
+    let grid_path = format!("/v1/grids/{grid}");
+    let before = (app.snapshot(&grid_path), app.snapshot(&format!("/v1/views/{view}")));
+    let db = app.default_db();
+    // Each array holds exactly its struct's fields, in order: serde's derive reads it.
+    let writes = [
+        (
+            Method::POST,
+            format!("/v1/grids?dbId={db}"),
+            json!([null, "Named by position", null, null, [], null]),
+        ),
+        (Method::PATCH, grid_path.clone(), json!(["Renamed", null])),
+        (Method::DELETE, format!("/v1/views/{view}/records"), json!([["r1"], null])),
+        (
+            Method::POST,
+            "/admin/v1/api-keys".to_string(),
+            json!(["k", null, null, ["read"], null, null]),
+        ),
+    ];
+    for (method, path, body) in writes {
+        let res = app.call(method.clone(), &path, Some(&app.key), Some(&body));
+        assert_eq!(res.status, 400, "{method} {path}: {}", res.text);
+        assert_eq!(res.body["code"], json!("badRequest"), "{method} {path}: {}", res.text);
+    }
+    let after = (app.snapshot(&grid_path), app.snapshot(&format!("/v1/views/{view}")));
+    assert_eq!(after, before);
+}
+
 #[test]
 fn a_wrong_content_type_is_415() {
     let app = spawn_app();
