@@ -128,7 +128,9 @@ pub fn parse_value_owned(column: &ColumnDef, value: ValueIn) -> Result<CellValue
         }
         // A list of strings moves its strings instead of copying them.
         (column_type, ValueIn::Array(items))
-            if column_type.storage() == StorageKind::List && items.iter().all(Value::is_string) =>
+            if column.is_writable()
+                && column_type.storage() == StorageKind::List
+                && items.iter().all(Value::is_string) =>
         {
             let items = items.into_iter().filter_map(|item| match item {
                 Value::String(s) => Some(s),
@@ -488,7 +490,7 @@ mod tests {
             (refused(ColumnType::Files, json!(3)), "value must be a list of file ids (strings)"),
             (
                 refused(ColumnType::Formula, json!("1")),
-                "formula values are computed and cannot be written",
+                "formula and lookup values are computed and cannot be written",
             ),
         ];
         for (rejected, message) in &cases {
