@@ -25,7 +25,7 @@ use super::references::{resolve_references, ReferenceReader};
 use super::{exec, json_response, no_content, ok, percent_encode, view_route};
 use crate::api::sized_json::JsonBytes;
 use crate::auth::{Principal, Privilege, Tier};
-use crate::catalog::model::{CompanyId, Share};
+use crate::catalog::model::Share;
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ReadHistory, ReadRecords};
@@ -36,11 +36,13 @@ use crate::state::AppState;
 /// Records per HTML page.
 const PAGE_ROWS: usize = 50;
 
-/// A share link as the API answers it.
+/// A share link as the API answers it. Its `companyId` is the company's integer id written as a
+/// string: gridly-api.md's "Shared link" and the OpenAPI's `ShareView` declare a string, and the
+/// service's generated SDKs refuse a number there (unlike `Project.companyId`, decisions 2).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ShareBody<'a> {
-    company_id: CompanyId,
+    company_id: String,
     link: String,
     active: bool,
     view_id: &'a str,
@@ -51,7 +53,7 @@ struct ShareBody<'a> {
 
 fn share_body<'a>(state: &AppState, share: &'a Share) -> ShareBody<'a> {
     ShareBody {
-        company_id: share.company_id,
+        company_id: share.company_id.to_string(),
         link: format!("{}/share/{}", state.public_url, share.token),
         active: share.active,
         view_id: &share.view_id,

@@ -158,6 +158,8 @@ pub struct TransMemBody {
     project_ids: Vec<ProjectId>,
     is_disabled: bool,
     is_paused_consuming: bool,
+    /// Left out when unset: the OpenAPI's enum is not nullable, and its SDKs refuse `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     populate_translation_status: Option<String>,
     context_lookup: bool,
     name: String,
