@@ -19,7 +19,7 @@ use actix::Addr;
 use actix_multipart::Multipart;
 use actix_web::body::SizedStream;
 use actix_web::http::header;
-use actix_web::{delete, get, post, web, HttpRequest, HttpResponse};
+use actix_web::{delete, get, mime, post, web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
@@ -403,6 +403,7 @@ async fn download_file(
     state: web::Data<AppState>,
     p: Principal,
     path: web::Path<(String, String)>,
+    req: HttpRequest,
 ) -> ApiResult<HttpResponse> {
     let (view_id, id) = path.into_inner();
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
@@ -417,10 +418,36 @@ async fn download_file(
     let file = open_file(&state, &meta.id).await.ok_or_else(not_found)?;
     let size = file.metadata().await.map_err(|_| not_found())?.len();
     Ok(HttpResponse::Ok()
-        .content_type(meta.content_type.as_str())
+        .content_type(served_type(&req, &meta.content_type))
         .insert_header((header::CONTENT_DISPOSITION, disposition(&meta.original_name)))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .body(SizedStream::new(size, chunks(file))))
+}
+
+/// The content type a download is labelled with: the file's own (decisions 3), unless the
+/// request's `Accept` does not take it but takes `application/octet-stream`, as the service's
+/// generated SDKs send (they refuse any other type for a download).
+fn served_type<'a>(req: &HttpRequest, own: &'a str) -> &'a str {
+    const OCTETS: &str = "application/octet-stream";
+    let Ok(accept) = <header::Accept as header::Header>::parse(req) else { return own };
+    let ranges: Vec<&mime::Mime> = accept
+        .iter()
+        .filter(|item| item.quality > header::Quality::ZERO)
+        .map(|item| &item.item)
+        .collect();
+    let takes = |wanted: &str| {
+        let Ok(wanted) = wanted.parse::<mime::Mime>() else { return false };
+        ranges.iter().any(|range| {
+            range.type_() == mime::STAR
+                || (range.type_() == wanted.type_()
+                    && (range.subtype() == mime::STAR || range.subtype() == wanted.subtype()))
+        })
+    };
+    if ranges.is_empty() || takes(own) || !takes(OCTETS) {
+        own
+    } else {
+        OCTETS
+    }
 }
 
 /// A file's bytes as a stream of chunks, read as the client takes them.

@@ -90,6 +90,23 @@ fn a_file_is_uploaded_into_its_cell_and_downloaded_with_its_name_and_type() {
     let disposition = res.header("content-disposition").expect("a disposition");
     assert!(disposition.contains("filename*=UTF-8''start%20screen%20%C3%A9.PNG"), "{disposition}");
     assert_eq!(res.bytes, png.to_vec());
+    // A client that takes only octet streams (the service's generated SDKs) gets the bytes
+    // labelled so; one that takes the file's type, or anything, gets that type.
+    let path = format!("/v1/views/{view}/files/{id}");
+    for (accept, served) in [
+        ("application/octet-stream", "application/octet-stream"),
+        ("application/json, application/octet-stream", "application/octet-stream"),
+        ("image/png, application/octet-stream", "image/png"),
+        ("image/*", "image/png"),
+        ("*/*", "image/png"),
+        ("text/html", "image/png"),
+        ("image/png;q=0, application/octet-stream", "application/octet-stream"),
+    ] {
+        let req = app.request(Method::GET, &path, Some(&app.key)).header("Accept", accept);
+        let res = app.send(req);
+        assert_eq!((res.status, res.header("content-type")), (200, Some(served)), "{accept}");
+        assert_eq!(res.bytes, png.to_vec(), "{accept}");
+    }
 
     // Query parameters work as well as form fields; a second file joins the list.
     let body = multipart(&[("file", Some(("notes.txt", "text/plain")), b"hello")]);
