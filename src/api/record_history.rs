@@ -113,6 +113,40 @@ fn history_params(pairs: Vec<(String, String)>) -> ApiResult<HistoryParams> {
     Ok(params)
 }
 
+/// The parameters with a `fetchRequest` unfolded: the OpenAPI names the history's parameters
+/// as members of one `fetchRequest` object, which some of the service's SDKs send whole as JSON
+/// (`?fetchRequest={"page":"{\"limit\":1}","columnIds":["a"]}`) and others spread out as
+/// parameters of their own. Each member becomes the parameter of its name (a string as it is,
+/// an array's items each, any other value as its JSON). One that is not a JSON object carries
+/// nothing this server can read (the Go SDK writes the struct in Go's own notation) and is
+/// left out, as an unknown parameter is.
+fn unfold_fetch_request(pairs: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut unfolded = Vec::with_capacity(pairs.len());
+    for (key, value) in pairs {
+        if key != "fetchRequest" {
+            unfolded.push((key, value));
+            continue;
+        }
+        let Ok(serde_json::Value::Object(members)) = serde_json::from_str(&value) else {
+            continue;
+        };
+        for (name, member) in members {
+            let items = match member {
+                serde_json::Value::Array(items) => items,
+                other => vec![other],
+            };
+            for item in items {
+                let text = match item {
+                    serde_json::Value::String(text) => text,
+                    other => other.to_string(),
+                };
+                unfolded.push((name.clone(), text));
+            }
+        }
+    }
+    unfolded
+}
+
 /// A history `sort`: blank, or `{"_lastModifiedTime": "asc" | "desc"}`; true for oldest first.
 fn history_sort(text: &str) -> ApiResult<bool> {
     let keys = parse_sort(text)?;
@@ -142,7 +176,7 @@ async fn record_history(
 ) -> ApiResult<HttpResponse> {
     p.require_tier(Tier::Enterprise)?;
     let (view_id, record_id) = path.into_inner();
-    let pairs = query_pairs(&req)?;
+    let pairs = unfold_fetch_request(query_pairs(&req)?);
     // The other parameters, kept in the `Link` URLs of the next and previous pages.
     let others: Vec<(String, String)> =
         pairs.iter().filter(|(k, _)| k != "page").cloned().collect();

@@ -127,6 +127,22 @@ fn history_has_one_entry_per_change_newest_first() {
     assert_eq!(link(&last, "next"), None);
     let other = entries(&histories(&app, &view, "other", ""));
     assert_eq!(titles(&other), ["o2", "o"]);
+    // The OpenAPI's fetchRequest sent whole, as JSON (the JS SDK): its page and columnIds read
+    // as the parameters of their names; one in another notation (the Go SDK's) is left out.
+    let fetch = json!({"page": "{\"offset\":1,\"limit\":2}", "columnIds": ["title"]});
+    let query =
+        serde_urlencoded::to_string([("fetchRequest", fetch.to_string())]).expect("encodes");
+    let res = histories(&app, &view, "r1", &query);
+    assert_eq!(titles(&entries(&res)), [json!("v2"), json!("v1")]);
+    assert_eq!(res.header("x-total-count"), Some("3"));
+    let fetch = json!({"page": {"limit": 1}});
+    let query =
+        serde_urlencoded::to_string([("fetchRequest", fetch.to_string())]).expect("encodes");
+    assert_eq!(entries(&histories(&app, &view, "r1", &query)), all[..1]);
+    let go =
+        serde_urlencoded::to_string([("fetchRequest", "{[] <nil> <nil> [] 0xc0 <nil> <nil>}")])
+            .expect("encodes");
+    assert_eq!(entries(&histories(&app, &view, "r1", &go)), all);
 }
 
 #[test]
