@@ -507,7 +507,12 @@ impl SnapshotStore for FileSnapshotStore {
         }
         let base = base.map(|b| b.0);
         if let Err(error) = Self::write_file(&dir, number, format_version, wal_lsn, base, write) {
-            tracing::error!(key, generation = number, %error, "writing a snapshot failed");
+            if error.kind() == io::ErrorKind::NotFound && !dir.exists() {
+                // The branch was deleted (`delete`) while its image was being written.
+                tracing::debug!(key, generation = number, "snapshots deleted during a write");
+            } else {
+                tracing::error!(key, generation = number, %error, "writing a snapshot failed");
+            }
             Self::remove_partials(&dir);
             return Err(io_error(error));
         }
@@ -621,6 +626,23 @@ mod tests {
 
     fn store(dir: &Path) -> FileSnapshotStore {
         FileSnapshotStore::open(&dir.join("snapshots"), None).expect("open")
+    }
+
+    /// A branch deleted while its image is written (the image's file already open): the write
+    /// fails, and neither its file nor its directory comes back.
+    #[test]
+    fn a_write_racing_its_keys_deletion_fails_and_leaves_nothing() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = store(dir.path());
+        store.put(KEY, &image(1, 64)).expect("a first image");
+        let key_dir = store.key_dir(KEY).expect("key");
+        let written = store.put_streamed(KEY, 3, 2, None, &mut |out| {
+            store.delete(KEY).map_err(|e| io::Error::other(e.to_string()))?;
+            out.write_all(&image(2, 64).bytes)
+        });
+        assert!(written.is_err());
+        assert!(!key_dir.exists(), "{}", key_dir.display());
+        assert!(store.load_latest(KEY).expect("read").is_none());
     }
 
     fn numbers(store: &FileSnapshotStore, key: &str) -> Vec<u64> {
