@@ -66,10 +66,10 @@ fn list_views_of_one_type() {
             .map(|v| v["id"].as_str().expect("id").to_owned())
             .collect()
     };
-    assert_eq!(ids(""), [default.clone(), made.clone()]);
-    assert_eq!(ids("&type="), [default.clone(), made.clone()]);
-    assert_eq!(ids("&type=defaultView"), [default.clone()]);
-    assert_eq!(ids("&type=accessView"), [made.clone()]);
+    assert_eq!(ids(""), [default.as_str(), made.as_str()]);
+    assert_eq!(ids("&type="), [default.as_str(), made.as_str()]);
+    assert_eq!(ids("&type=defaultView"), [default.as_str()]);
+    assert_eq!(ids("&type=accessView"), [made.as_str()]);
     for kind in ["userView", "workflowView", "widgetView"] {
         assert_eq!(ids(&format!("&type={kind}")), Vec::<String>::new(), "{kind}");
     }
