@@ -22,6 +22,7 @@ mod dependencies;
 mod diffcheck;
 mod durability;
 mod errors;
+mod export_formats;
 mod faults;
 mod files;
 mod formulas;
