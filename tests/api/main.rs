@@ -28,6 +28,7 @@ mod files;
 mod formulas;
 mod glossaries;
 mod grids;
+mod head;
 mod heavy_work;
 mod history_export;
 mod hostile_limits;
