@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::grids::{grid_body, status_str, GridBody};
-use super::listing::{offset_links, parse_page, set_page_headers, DEFAULT_LIMIT, MAX_SEARCH_CHARS};
+use super::listing::{offset_links, parse_page, set_page_headers, MAX_SEARCH_CHARS};
 use super::projects::integer_id;
 use super::references::target_branch;
 use super::views::branch_views;
@@ -147,8 +147,9 @@ struct DatabaseListing {
     project: Option<ProjectId>,
     /// Lowercased: the databases whose name contains it, in any case.
     search: Option<String>,
-    /// `(offset, limit)`.
-    page: (usize, usize),
+    /// `(offset, limit)`; none (no `page`, or an empty one): every matching database, as the
+    /// listing answered before it took `page` (what the web console and older clients read).
+    page: Option<(usize, usize)>,
     /// The fields to sort by, in order, each descending or not; ties keep creation order.
     sort: Vec<(DatabaseField, bool)>,
     expand: Expand,
@@ -158,14 +159,15 @@ struct DatabaseListing {
 
 impl DatabaseListing {
     /// Reads `projectId` (an integer: given empty it is none, 400, rather than absent),
-    /// `search` (at most `MAX_SEARCH_CHARS`), `page` (as the record listing's), `sort` (a JSON
+    /// `search` (at most `MAX_SEARCH_CHARS`), `page` (as the record listing's, its limit at
+    /// most 1000), `sort` (a JSON
     /// object of fields to `asc`/`desc`, as the record listing's) and `expand` (`grid`,
     /// `view`: repeated or comma-separated); other parameters are ignored.
     fn parse(req: &HttpRequest) -> ApiResult<DatabaseListing> {
         let mut listing = DatabaseListing {
             project: None,
             search: None,
-            page: (0, DEFAULT_LIMIT),
+            page: None,
             sort: Vec::new(),
             expand: Expand::default(),
             others: Vec::new(),
@@ -173,7 +175,8 @@ impl DatabaseListing {
         for (key, value) in query_pairs(req)? {
             match key.as_str() {
                 "page" => {
-                    listing.page = parse_page(&value)?;
+                    let blank = value.trim().is_empty();
+                    listing.page = if blank { None } else { Some(parse_page(&value)?) };
                     continue;
                 }
                 "projectId" => listing.project = Some(integer_id(&value, "projectId")?),
@@ -223,8 +226,10 @@ impl DatabaseListing {
                 .unwrap_or(Ordering::Equal)
         });
         let total = listed.len();
-        let (offset, limit) = self.page;
-        (listed.into_iter().skip(offset).take(limit).collect(), total)
+        if let Some((offset, limit)) = self.page {
+            listed = listed.into_iter().skip(offset).take(limit).collect();
+        }
+        (listed, total)
     }
 }
 
@@ -244,13 +249,14 @@ async fn grid_views(state: &AppState, p: &Principal, grids: &[Grid]) -> ApiResul
 }
 
 /// The databases the key sees, by project when `projectId` is given, with a name containing
-/// `search`; sorted by `sort`, a `page` of them (`X-Total-Count` the number matching, `Link`
-/// the next and previous pages), each with its grids and views as `expand` asks.
+/// `search`; sorted by `sort`, a `page` of them when one is asked (`X-Total-Count` the number
+/// matching, `Link` the next and previous pages), each with its grids and views as `expand`
+/// asks.
 #[utoipa::path(tag = "databases", params(
     ("projectId" = Option<i64>, Query, description = "only this project's databases"),
     ("search" = Option<String>, Query, description = "names containing it, any case (at most 200 characters)"),
     ("sort" = Option<String>, Query, description = "JSON {field: \"asc\"|\"desc\"}, fields id, name, description, projectId; default creation order"),
-    ("page" = Option<String>, Query, description = "JSON {offset, limit}: default 0 and 100, limit at most 1000"),
+    ("page" = Option<String>, Query, description = "JSON {offset, limit} (default 0 and 100, limit at most 1000); absent: every database"),
     ("expand" = Option<Vec<String>>, Query, description = "grid: add each database's grids; view: add its grids' views"),
 ), responses((status = 200, body = [DatabaseBody], description = "databases; X-Total-Count and Link headers")))]
 #[get("/v1/databases")]
@@ -285,7 +291,8 @@ async fn list_databases(
         bodies.push(body);
     }
     let mut response = ok(&bodies)?;
-    let link = offset_links(&state, req.path(), &listing.others, listing.page, total);
+    let link = (listing.page)
+        .and_then(|page| offset_links(&state, req.path(), &listing.others, page, total));
     set_page_headers(&mut response, total, link);
     Ok(response)
 }

@@ -278,6 +278,28 @@ fn databases_are_listed_with_their_grids_and_views() {
     assert_eq!(seen[0]["views"], json!(views));
 }
 
+/// Without `page` (or with an empty one) the listing holds every database, as it did before it
+/// took `page` (the web console reads it so); with one, a page of at most 1000.
+#[test]
+fn without_page_every_database_is_listed() {
+    let app = spawn_app();
+    let project = default_project(&app);
+    for n in 0..120 {
+        create_db(&app, &project, &format!("db {n:03}"));
+    }
+    for path in ["/v1/databases", "/v1/databases?page=", &listing(&[("search", "db ")])] {
+        let res = app.get(path);
+        let count = if path.contains("search") { 120 } else { 121 };
+        assert_eq!(names(&res).len(), count, "{path}");
+        assert_eq!(res.header("x-total-count"), Some(count.to_string().as_str()), "{path}");
+        assert_eq!(res.header("link"), None, "{path}");
+    }
+    let res = app.get(&listing(&[("page", r#"{"offset": 0}"#)]));
+    assert_eq!(names(&res).len(), 100, "a page's limit is 100 by default");
+    assert_eq!(res.header("x-total-count"), Some("121"));
+    assert!(crate::helpers::link(&res, "next").is_some());
+}
+
 #[test]
 fn bad_database_listing_parameters_are_refused() {
     let app = spawn_app();
