@@ -393,10 +393,15 @@ fn app_state(
                 ("DELETE", &item.delete),
                 ("PATCH", &item.patch),
             ];
-            state::ServedPath {
-                pattern: ResourceDef::new(path.as_str()),
-                methods: operations.iter().filter(|(_, o)| o.is_some()).map(|(m, _)| *m).collect(),
+            let mut methods = Vec::new();
+            for (method, _) in operations.iter().filter(|(_, o)| o.is_some()) {
+                methods.push(*method);
+                // Every GET route answers HEAD too (`api::head`).
+                if *method == "GET" {
+                    methods.push("HEAD");
+                }
             }
+            state::ServedPath { pattern: ResourceDef::new(path.as_str()), methods }
         })
         .collect();
     let openapi_json = api_doc.to_json().map_err(|e| StartupError::Bootstrap(e.to_string()))?;
@@ -498,6 +503,7 @@ impl Application {
                 ))
                 .wrap_fn(api::errors::render_errors)
                 .wrap_fn(api::compression::compress_large())
+                .wrap_fn(api::head::answer_head)
                 .wrap_fn(api::body_deadline::body_deadline(body_timeout))
                 .wrap_fn(api::request_timing::track)
                 .wrap(tracing_actix_web::TracingLogger::<api::request_span::RequestSpan>::new())

@@ -54,7 +54,8 @@ pub struct AppState {
     pub remote: Option<Arc<crate::api::remote::Remote>>,
 }
 
-/// A path the API serves, and the methods it answers there (the `Allow` header of a 405).
+/// A path the API serves, and the methods it answers there (the `Allow` header of a 405):
+/// its operations' methods, and HEAD wherever GET is (`api::head`).
 pub struct ServedPath {
     pub pattern: ResourceDef,
     pub methods: Vec<&'static str>,

@@ -10,9 +10,10 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::error::{JsonPayloadError, PathError as BadPath, PayloadError, QueryPayloadError};
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use futures_util::FutureExt;
 
+use super::head::AnsweringHead;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::state::AppState;
 
@@ -183,7 +184,7 @@ pub fn path_config() -> web::PathConfig {
 }
 
 /// The default service: 405 for a known path with another method, with the methods it takes
-/// there in `Allow` (RFC 9110); 404 otherwise.
+/// there in `Allow` (RFC 9110; HEAD wherever GET); 404 otherwise.
 pub async fn fallback(req: HttpRequest, state: web::Data<AppState>) -> ApiResult<HttpResponse> {
     let path = req.path();
     let mut allowed: Vec<&str> = Vec::new();
@@ -197,9 +198,14 @@ pub async fn fallback(req: HttpRequest, state: web::Data<AppState>) -> ApiResult
     if allowed.is_empty() {
         return Err(ApiError::new(ErrorCode::NotFound, format!("No route matches {path}.")));
     }
+    // A HEAD request is routed as GET (`head::answer_head`): name the method asked.
+    let method = match req.extensions().get::<AnsweringHead>() {
+        Some(_) => "HEAD",
+        None => req.method().as_str(),
+    };
     let refused = ApiError::new(
         ErrorCode::MethodNotAllowed,
-        format!("Method {} is not allowed on {path}.", req.method()),
+        format!("Method {method} is not allowed on {path}."),
     );
     let mut response = error_response(&refused, path);
     if let Ok(allow) = HeaderValue::from_str(&allowed.join(", ")) {

@@ -80,7 +80,7 @@ pub async fn default_view_columns(
     Ok(view_columns(schema, view, &targets))
 }
 
-fn grid_body(grid: &Grid, columns: Option<Vec<ColumnBody>>) -> GridBody {
+pub(super) fn grid_body(grid: &Grid, columns: Option<Vec<ColumnBody>>) -> GridBody {
     GridBody {
         id: grid.id.clone(),
         name: grid.name.clone(),

@@ -46,6 +46,7 @@ use crate::ids;
 use crate::io::csv_import::{clip, plan_layout, ImportRequest, Layout};
 use crate::io::error::FileError;
 use crate::io::import_format::{header_hint, read_head, read_rows, Format, Head};
+use crate::io::json_import::skip_computed_cells;
 use crate::state::AppState;
 
 /// The task kind of an import.
@@ -179,7 +180,10 @@ async fn plan_source(
     .await
     .map_err(|e| ApiError::internal(format!("the reader stopped: {e}")))??;
     match head {
-        Head::Records(rows) => Ok(Source::Records(rows)),
+        Head::Records(mut rows) => {
+            skip_computed_cells(&mut rows, columns);
+            Ok(Source::Records(rows))
+        }
         Head::Table(header) => {
             let layout = plan_layout(request, columns, header.as_deref()).map_err(|e| {
                 ApiError::bad_request(format!("{e}{}", header_hint(format, header.as_deref())))
@@ -193,7 +197,7 @@ async fn plan_source(
     tag = "records",
     params(
         ("viewId" = String, Path, description = "the view to import into"),
-        ("type" = Option<String>, Query, description = "the file's type: csv (the default), tsv, xlsx (the first sheet) or json (an array of records as the records API takes them); xls, po, html and others are refused"),
+        ("type" = Option<String>, Query, description = "the file's type: csv (the default), tsv, xlsx (the first sheet) or json (an array of records as the records API takes them, or as a JSON export gives them); xls, po, html and others are refused"),
         ("importRequest" = Option<String>, Query, description = "JSON: withHeader, backup, columnMappings, firstDataRow (or a multipart part of that name)"),
     ),
     responses((status = 202, description = "an import task"))

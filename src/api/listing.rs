@@ -14,6 +14,10 @@ use crate::state::AppState;
 pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 1000;
 
+/// The longest `search` of a listing that takes one (glossary entries, databases), in
+/// characters.
+pub const MAX_SEARCH_CHARS: usize = 200;
+
 /// The listing parameters of a request's query string.
 #[derive(Debug, Default)]
 pub struct ListParams {

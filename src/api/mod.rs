@@ -27,6 +27,7 @@ pub mod forward;
 pub mod glossaries;
 pub mod grid_settings;
 pub mod grids;
+pub mod head;
 pub mod health;
 pub mod history_export;
 pub mod import;

@@ -1,13 +1,16 @@
-//! `/v1/projects`: list and get (every key with read), create, rename and delete (owner keys).
+//! `/v1/projects`: list and get (every key with read; a get answers the OpenAPI's
+//! ProjectDetail, the project with its databases), create (with a type), rename and delete
+//! (owner keys).
 
 use actix_web::{delete, get, patch, post, put, web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::databases::DatabaseBody;
 use super::{exec, ok};
 use crate::auth::{Principal, Privilege};
-use crate::catalog::model::{CompanyId, Project, ProjectId};
+use crate::catalog::model::{CompanyId, Project, ProjectId, ProjectType};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -33,6 +36,8 @@ pub struct ProjectBody {
     pub company_id: CompanyId,
     pub name: String,
     pub description: Vec<String>,
+    #[serde(rename = "type")]
+    pub project_type: ProjectType,
 }
 
 impl From<&Project> for ProjectBody {
@@ -46,12 +51,49 @@ impl From<&Project> for ProjectBody {
             } else {
                 vec![p.description.clone()]
             },
+            project_type: p.project_type,
         }
     }
 }
 
+/// A project as `GET /v1/projects/<id>` answers it (the OpenAPI's ProjectDetail): its fields
+/// and its databases the key sees, as `GET /v1/databases?projectId=` lists them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProjectDetailBody {
+    #[serde(flatten)]
+    pub project: ProjectBody,
+    pub databases: Vec<DatabaseBody>,
+}
+
+/// `POST /v1/projects`'s body (the OpenAPI's CreateProject).
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct ProjectRequest {
+pub struct CreateProjectRequest {
+    pub name: String,
+    /// Text, or a list of lines as a project is read (`ProjectBody`), joined by line breaks.
+    #[serde(default, deserialize_with = "description_text")]
+    #[schema(value_type = Option<String>)]
+    pub description: Option<String>,
+    /// `DEFAULT` when absent or null.
+    #[serde(default, rename = "type", deserialize_with = "project_type")]
+    #[schema(value_type = Option<ProjectType>)]
+    pub project_type: Option<ProjectType>,
+}
+
+/// A project type written by its OpenAPI name; anything else is refused naming the three.
+fn project_type<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ProjectType>, D::Error> {
+    let written = Option::<serde_json::Value>::deserialize(d)?;
+    let Some(written) = written.filter(|v| !v.is_null()) else { return Ok(None) };
+    serde_json::from_value(written.clone()).map(Some).map_err(|_| {
+        serde::de::Error::custom(format!(
+            "type must be DEFAULT, INTERNAL or TMS; {written} is not one"
+        ))
+    })
+}
+
+/// `PUT`/`PATCH /v1/projects/<id>`'s body (the OpenAPI's UpdateProject, which has no `type`:
+/// a project keeps the type it was made with, whatever such a body holds).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct UpdateProjectRequest {
     pub name: String,
     /// Text, or a list of lines as a project is read (`ProjectBody`), joined by line breaks:
     /// what a client read it may write back.
@@ -81,7 +123,7 @@ async fn list_projects(state: web::Data<AppState>, p: Principal) -> ApiResult<Ht
     ok(&projects.iter().map(ProjectBody::from).collect::<Vec<_>>())
 }
 
-#[utoipa::path(tag = "projects", params(("id" = i64, Path, description = "the project's integer id")), responses((status = 200, body = ProjectBody)))]
+#[utoipa::path(tag = "projects", params(("id" = i64, Path, description = "the project's integer id")), responses((status = 200, body = ProjectDetailBody)))]
 #[get("/v1/projects/{id}")]
 async fn get_project(
     state: web::Data<AppState>,
@@ -89,20 +131,29 @@ async fn get_project(
     id: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let id = integer_id(&id, "projectId")?;
-    let project = exec(&state, move |s| s.project(&p, id, Privilege::Read).cloned()).await??;
-    ok(&ProjectBody::from(&project))
+    let (project, databases) = exec(&state, move |s| {
+        let project = s.project(&p, id, Privilege::Read)?.clone();
+        Ok::<_, ApiError>((project, s.list_databases(&p, Some(id))?))
+    })
+    .await??;
+    ok(&ProjectDetailBody {
+        project: ProjectBody::from(&project),
+        databases: databases.iter().map(DatabaseBody::from).collect(),
+    })
 }
 
-#[utoipa::path(tag = "projects", request_body = ProjectRequest, responses((status = 200, body = ProjectBody)))]
+#[utoipa::path(tag = "projects", request_body = CreateProjectRequest, responses((status = 200, body = ProjectBody)))]
 #[post("/v1/projects")]
 async fn create_project(
     state: web::Data<AppState>,
     p: Principal,
-    body: web::Json<ProjectRequest>,
+    body: web::Json<CreateProjectRequest>,
 ) -> ApiResult<HttpResponse> {
     let body = body.into_inner();
+    let project_type = body.project_type.unwrap_or_default();
     let project =
-        exec(&state, move |s| s.create_project(&p, &body.name, body.description)).await??;
+        exec(&state, move |s| s.create_project(&p, &body.name, body.description, project_type))
+            .await??;
     ok(&ProjectBody::from(&project))
 }
 
@@ -110,7 +161,7 @@ async fn rename(
     state: web::Data<AppState>,
     p: Principal,
     id: String,
-    body: ProjectRequest,
+    body: UpdateProjectRequest,
 ) -> ApiResult<HttpResponse> {
     let id = integer_id(&id, "projectId")?;
     let project =
@@ -118,24 +169,24 @@ async fn rename(
     ok(&ProjectBody::from(&project))
 }
 
-#[utoipa::path(tag = "projects", params(("id" = i64, Path, description = "the project's integer id")), request_body = ProjectRequest, responses((status = 200, body = ProjectBody)))]
+#[utoipa::path(tag = "projects", params(("id" = i64, Path, description = "the project's integer id")), request_body = UpdateProjectRequest, responses((status = 200, body = ProjectBody)))]
 #[put("/v1/projects/{id}")]
 async fn put_project(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Json<ProjectRequest>,
+    body: web::Json<UpdateProjectRequest>,
 ) -> ApiResult<HttpResponse> {
     rename(state, p, id.into_inner(), body.into_inner()).await
 }
 
-#[utoipa::path(tag = "projects", params(("id" = i64, Path, description = "the project's integer id")), request_body = ProjectRequest, responses((status = 200, body = ProjectBody)))]
+#[utoipa::path(tag = "projects", params(("id" = i64, Path, description = "the project's integer id")), request_body = UpdateProjectRequest, responses((status = 200, body = ProjectBody)))]
 #[patch("/v1/projects/{id}")]
 async fn patch_project(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Json<ProjectRequest>,
+    body: web::Json<UpdateProjectRequest>,
 ) -> ApiResult<HttpResponse> {
     rename(state, p, id.into_inner(), body.into_inner()).await
 }

@@ -1,5 +1,5 @@
-//! `/v1/views`: list by grid or branch, get with columns, create with columns and editable
-//! flags, delete.
+//! `/v1/views`: list by grid or branch (optionally by view type), get with columns, create with
+//! columns and editable flags, delete.
 
 use std::sync::Arc;
 
@@ -32,6 +32,55 @@ use crate::state::AppState;
 pub struct ViewListQuery {
     pub grid_id: Option<String>,
     pub branch_id: Option<String>,
+    /// Only the views of this type; absent or empty: every view.
+    // Read as text, so that an unknown value is refused naming the known ones (`ViewType::parse`).
+    #[param(value_type = Option<ViewType>, inline)]
+    pub r#type: Option<String>,
+}
+
+/// The OpenAPI's view types (`GET /v1/views?type=`). A branch's default view (every column,
+/// made with the branch) is a `defaultView`; a view made with `POST /v1/views` is an
+/// `accessView` (a subset of the columns to give access to). gridd makes no views of the
+/// other three types (personal, workflow and widget views of the hosted service's web app),
+/// so asking for them lists nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ToSchema)]
+#[schema(rename_all = "camelCase")]
+pub enum ViewType {
+    DefaultView,
+    AccessView,
+    UserView,
+    WorkflowView,
+    WidgetView,
+}
+
+impl ViewType {
+    const ALL: [(&'static str, ViewType); 5] = [
+        ("defaultView", ViewType::DefaultView),
+        ("accessView", ViewType::AccessView),
+        ("userView", ViewType::UserView),
+        ("workflowView", ViewType::WorkflowView),
+        ("widgetView", ViewType::WidgetView),
+    ];
+
+    /// The type named `text` (exactly, as the OpenAPI spells it); another name is 400
+    /// badRequest listing the known ones.
+    fn parse(text: &str) -> ApiResult<ViewType> {
+        Self::ALL.iter().find(|(name, _)| *name == text).map(|(_, t)| *t).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "type \"{text}\" is invalid; expected defaultView, accessView, userView, \
+                 workflowView or widgetView."
+            ))
+        })
+    }
+
+    /// The type of `view`.
+    fn of(view: &ViewDef) -> ViewType {
+        if view.is_default {
+            ViewType::DefaultView
+        } else {
+            ViewType::AccessView
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -60,16 +109,17 @@ pub async fn view_body(
     route: &BranchRoute,
 ) -> ApiResult<ViewBody> {
     let status = grid_status(state, route).await?;
-    view_body_with(state, p, schema, view, route, status).await
+    view_body_with(state, p, schema, view, &route.branch_id, status).await
 }
 
-/// `view_body` with the grid status already known (a listing asks for it once).
+/// `view_body` of a view of branch `branch_id` with the grid status already known (a listing
+/// asks for it once).
 async fn view_body_with(
     state: &AppState,
     p: &Principal,
     schema: &Schema,
     view: &ViewDef,
-    route: &BranchRoute,
+    branch_id: &str,
     grid_status: &'static str,
 ) -> ApiResult<ViewBody> {
     let shown = schema.view_columns(view).into_iter().map(|(c, _)| c);
@@ -77,17 +127,34 @@ async fn view_body_with(
     Ok(ViewBody {
         id: view.id.clone(),
         name: view.name.clone(),
-        grid_id: route.branch_id.clone(),
+        grid_id: branch_id.to_owned(),
         grid_status,
         columns: view_columns(schema, view, &targets),
     })
+}
+
+/// The views of branch `branch_id` (whose schema is `schema`), only those of type `wanted`
+/// when given, each as `GET /v1/views/<id>` shows it.
+pub(super) async fn branch_views(
+    state: &AppState,
+    p: &Principal,
+    (schema, branch_id): (&Schema, &str),
+    grid_status: &'static str,
+    wanted: Option<ViewType>,
+) -> ApiResult<Vec<ViewBody>> {
+    let mut views = Vec::with_capacity(schema.views.len());
+    for view in schema.views.iter().filter(|v| wanted.is_none_or(|t| t == ViewType::of(v))) {
+        views.push(view_body_with(state, p, schema, view, branch_id, grid_status).await?);
+    }
+    Ok(views)
 }
 
 fn grid_not_found(id: &str) -> impl Fn() -> ApiError + '_ {
     move || ApiError::not_found(ErrorCode::GridIsNotFound, "Grid", id)
 }
 
-/// The views of a grid or branch, each with its columns as `GET /v1/views/<id>` shows them.
+/// The views of a grid or branch (those of one `type` when it is given), each with its columns
+/// as `GET /v1/views/<id>` shows them.
 #[utoipa::path(tag = "views", params(ViewListQuery), responses((status = 200, body = [ViewBody])))]
 #[get("/v1/views")]
 async fn list_views(
@@ -96,6 +163,10 @@ async fn list_views(
     query: web::Query<ViewListQuery>,
 ) -> ApiResult<HttpResponse> {
     let query = query.into_inner();
+    let wanted = match query.r#type.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(ViewType::parse(text)?),
+    };
     let route = match (
         query.branch_id.filter(|s| !s.is_empty()),
         query.grid_id.filter(|s| !s.is_empty()),
@@ -110,11 +181,7 @@ async fn list_views(
     };
     let schema = route.schema().await?;
     let status = grid_status(&state, &route).await?;
-    let mut views = Vec::with_capacity(schema.views.len());
-    for view in &schema.views {
-        views.push(view_body_with(&state, &p, &schema, view, &route, status).await?);
-    }
-    ok(&views)
+    ok(&branch_views(&state, &p, (&schema, &route.branch_id), status, wanted).await?)
 }
 
 /// Whether `include` (repeated or comma-separated) asks for the records; any other value is

@@ -30,6 +30,21 @@ pub struct Project {
     pub name: String,
     pub description: String,
     pub created_time: String,
+    /// Chosen when the project is made; `DEFAULT` for a project stored before projects had
+    /// one.
+    #[serde(default, rename = "type")]
+    pub project_type: ProjectType,
+}
+
+/// A project's type (the OpenAPI's Project `type`): a label gridd keeps and shows, which
+/// changes nothing of what the project holds or may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ProjectType {
+    #[default]
+    Default,
+    Internal,
+    Tms,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

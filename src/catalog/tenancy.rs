@@ -3,7 +3,8 @@
 
 use super::error::{CatalogError, CatalogResult, Missing};
 use super::model::{
-    now_timestamp, Company, CompanyId, Database, Project, ProjectId, Task, TaskError, TaskStatus,
+    now_timestamp, Company, CompanyId, Database, Project, ProjectId, ProjectType, Task, TaskError,
+    TaskStatus,
 };
 use super::routes::BranchRoute;
 use super::store::{CatalogChange, EntityKind};
@@ -152,6 +153,7 @@ impl Supervisor {
             name: "Default project".to_owned(),
             description: String::new(),
             created_time: now.clone(),
+            project_type: ProjectType::Default,
         };
         let database = Database {
             id: ids::generate(),
@@ -284,6 +286,7 @@ impl Supervisor {
         p: &Principal,
         name: &str,
         description: Option<String>,
+        project_type: ProjectType,
     ) -> CatalogResult<Project> {
         p.require_company_privilege(Privilege::Owner)?;
         let name = check_name(name, "project")?;
@@ -294,6 +297,7 @@ impl Supervisor {
             name,
             description: description.unwrap_or_default(),
             created_time: now_timestamp(),
+            project_type,
         };
         self.commit(&[
             numbers.change(),

@@ -1,6 +1,7 @@
 //! Files written for clients, apart from HTTP so that tests can call them: a view's records
-//! (`write_view_csv` into any sink, `write_view_xlsx` through a temporary file) and a record
-//! history export (`write_history_csv`, `write_history_xlsx`, at a path). Values are written by
+//! (`write_view_csv` and `write_view_html` into any sink, `write_view_xlsx` through a temporary
+//! file; the gettext files of a view are `po`'s) and a record history export
+//! (`write_history_csv`, `write_history_xlsx`, at a path). Values are written by
 //! `codec::export_text` (lists as JSON arrays), times as `format_timestamp` gives them.
 
 use std::io::Write;
@@ -82,6 +83,68 @@ pub fn write_view_csv(
         out.write_record(&fields).map_err(failed)
     })?;
     out.flush().map_err(|e| FileError::Write(format!("CSV: {e}")))
+}
+
+/// A view's rows as an HTML document holding one `<table>`: the header row as `file_header`
+/// says (in `<thead>`, none for `FileHeader::None`), then a row per record with the CSV's
+/// fields, every text escaped (`escape_html`), so no value is ever read as markup. `title`
+/// names the document (the view's name). Written row by row into `sink` (which buffers).
+pub fn write_view_html(
+    source: &ExportSource,
+    file_header: FileHeader,
+    title: &str,
+    mut sink: impl Write,
+) -> FileResult<()> {
+    let failed = |e: std::io::Error| FileError::Write(format!("HTML: {e}"));
+    let mut out = String::with_capacity(1024);
+    out.push_str("<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n<title>");
+    escape_html(&mut out, title);
+    out.push_str("</title>\n</head>\n<body>\n<table>\n");
+    if let Some(names) = file_header.names(&source.columns) {
+        out.push_str("<thead>\n");
+        html_row(&mut out, "th", names.iter().map(String::as_str));
+        out.push_str("</thead>\n");
+    }
+    out.push_str("<tbody>\n");
+    sink.write_all(out.as_bytes()).map_err(failed)?;
+    for_each_row(source, |predefined, cells| {
+        out.clear();
+        let values: Vec<String> = cells.map(export_text).collect();
+        html_row(&mut out, "td", predefined.into_iter().chain(values.iter().map(String::as_str)));
+        sink.write_all(out.as_bytes()).map_err(failed)
+    })?;
+    sink.write_all(b"</tbody>\n</table>\n</body>\n</html>\n").map_err(failed)?;
+    sink.flush().map_err(failed)
+}
+
+/// `<tr>` with each text in a `tag` cell, escaped, then a line break.
+fn html_row<'a>(out: &mut String, tag: &str, texts: impl Iterator<Item = &'a str>) {
+    out.push_str("<tr>");
+    for text in texts {
+        out.push('<');
+        out.push_str(tag);
+        out.push('>');
+        escape_html(out, text);
+        out.push_str("</");
+        out.push_str(tag);
+        out.push('>');
+    }
+    out.push_str("</tr>\n");
+}
+
+/// `text` with the five characters HTML gives a meaning escaped (in text and in quoted
+/// attribute values alike).
+fn escape_html(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
 }
 
 /// A view's rows as an XLSX file, written in rust_xlsxwriter's constant-memory mode to a

@@ -1,7 +1,11 @@
 //! A JSON file as an import's record writes (`type=json`, decisions.md section 7), apart from
 //! HTTP: an array of records as the records API takes them,
 //! `[{"id": "k1", "path": "ui", "cells": [{"columnId": "en", "value": "Start"}]}]` (`id` and
-//! `path` optional; an existing id updates that record, a new or absent one adds one).
+//! `path` optional; an existing id updates that record, a new or absent one adds one), or as
+//! the record listing and a JSON export show them: the fields a write does not take
+//! (`lastModifiedBy`, `isMT`, ...) are not read, a reference cell's `referencedIds` are read
+//! as its value (`as_listed_reference_cells`), and the import leaves out the cells of formula
+//! columns (`skip_computed_cells`).
 //!
 //! The file is read as a stream, one record at a time, under the limits every import format
 //! has: at most `MAX_ROWS` records and `MAX_CELLS` cells, a record at most
@@ -20,6 +24,7 @@ use super::csv::Limits;
 use super::csv_import::{MAX_CELLS, MAX_ROWS};
 use super::error::{FileError, FileResult, Place};
 use crate::grid::records::{RecordInput, ValueIn};
+use crate::grid::schema::ColumnDef;
 
 /// Every record of a JSON file, labelled `record <n>` (1-based). Blocking. The error is the
 /// message of a 400.
@@ -103,10 +108,11 @@ impl<'de> Visitor<'de> for Records {
 }
 
 /// Record `n` of the file, checked against the limits.
-fn record(value: Value, n: usize, limits: Limits) -> FileResult<RecordInput> {
+fn record(mut value: Value, n: usize, limits: Limits) -> FileResult<RecordInput> {
     if !value.is_object() {
         return Err(FileError::Content(format!("record {n} is not an object")));
     }
+    as_listed_reference_cells(&mut value);
     let record: RecordInput = serde_json::from_value(value)
         .map_err(|e| FileError::at(Place::Record(n), e.to_string()))?;
     if record.cells.len() > limits.max_fields {
@@ -135,6 +141,35 @@ fn record(value: Value, n: usize, limits: Limits) -> FileResult<RecordInput> {
         return Err(FileError::TooLarge(format!("record {n} is longer than {max} bytes")));
     }
     Ok(record)
+}
+
+/// Leaves out of `records` the cells of `columns` that are computed (formula columns): a JSON
+/// export holds their values, which an import of it reads back as nothing, as it reads an
+/// exported CSV's formula column.
+pub fn skip_computed_cells(records: &mut [(String, RecordInput)], columns: &[&ColumnDef]) {
+    let computed: Vec<&str> =
+        columns.iter().filter(|c| !c.is_writable()).map(|c| c.id.as_str()).collect();
+    if computed.is_empty() {
+        return;
+    }
+    for (_, record) in records {
+        record
+            .cells
+            .retain(|cell| cell.column_id.as_deref().is_none_or(|id| !computed.contains(&id)));
+    }
+}
+
+/// A reference cell as the record listing (and so a JSON export) shows it has both
+/// `referencedIds` (the ids it points at) and `value` (the referenced column's values): its
+/// ids are what it holds, so its `value` is not read. (The records API refuses a cell giving
+/// both; a file is read as the listing wrote it.)
+fn as_listed_reference_cells(record: &mut Value) {
+    let Some(Value::Array(cells)) = record.get_mut("cells") else { return };
+    for cell in cells.iter_mut().filter_map(Value::as_object_mut) {
+        if cell.get("referencedIds").is_some_and(Value::is_array) {
+            cell.remove("value");
+        }
+    }
 }
 
 /// `value_bytes` of a cell's value.

@@ -1,5 +1,6 @@
 //! File formats read from and written for clients, apart from HTTP so that tests and fuzz
-//! targets can call them: `export` (a view's records and a history export, CSV and XLSX);
+//! targets can call them: `export` (a view's records as CSV, TSV, XLSX or HTML, and a history
+//! export, CSV and XLSX), `po` (a view's localization columns as gettext files in a zip);
 //! `csv` (records under size limits), `error` (`FileError`: what a refused file answers),
 //! `csv_import` (a CSV file as an import's record writes), `import_format` (an import's `type`: csv, tsv, xlsx or json, and its content
 //! checked against it), `xlsx_import` and `json_import` (the other types' readers) and `zip`
@@ -17,6 +18,7 @@ mod fuzz;
 pub mod glossary;
 pub mod import_format;
 pub mod json_import;
+pub mod po;
 pub mod xlsx_import;
 pub mod xml;
 pub mod zip;

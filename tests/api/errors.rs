@@ -66,14 +66,14 @@ fn a_wrong_method_is_405_method_not_allowed() {
         let res = app.call(method, path, None, None);
         assert_error_body(&res, 405, "methodNotAllowed", path);
     }
-    // `Allow` names the methods the path takes (RFC 9110).
+    // `Allow` names the methods the path takes (RFC 9110), HEAD wherever GET.
     let res = app.call(Method::PUT, "/v1/grids/abc", Some(&app.key), None);
     let mut allowed: Vec<&str> =
         res.header("allow").expect("an Allow header").split(", ").collect();
     allowed.sort_unstable();
-    assert_eq!(allowed, ["DELETE", "GET", "PATCH"]);
+    assert_eq!(allowed, ["DELETE", "GET", "HEAD", "PATCH"]);
     let res = app.call(Method::DELETE, "/v1/projects", Some(&app.key), None);
-    assert_eq!(res.header("allow"), Some("GET, POST"));
+    assert_eq!(res.header("allow"), Some("GET, HEAD, POST"));
 }
 
 #[test]

@@ -26,15 +26,81 @@ fn list_shows_the_bootstrap_project() {
     assert!(project["description"].is_array(), "description is a list: {project}");
 }
 
+/// A project as listed, with `databases` added: what `GET /v1/projects/<id>` answers.
+fn detail(project: &Value, databases: Value) -> Value {
+    let mut detail = project.clone();
+    detail["databases"] = databases;
+    detail
+}
+
 #[test]
 fn get_answers_the_project_and_404_for_unknown_ids() {
     let app = spawn_app();
     let listed = app.get("/v1/projects").body[0].clone();
+    assert_eq!(listed["type"], json!("DEFAULT"));
     let id = listed["id"].clone();
     let res = app.get(&format!("/v1/projects/{id}"));
-    assert_eq!(res.assert_status(200), &listed);
+    let databases = app.snapshot("/v1/databases");
+    assert_eq!(res.assert_status(200), &detail(&listed, databases));
     assert_eq!(res.header("content-type"), Some("application/json"));
     app.get("/v1/projects/999999").assert_error(404, "projectIsNotFound");
+}
+
+/// `GET /v1/projects/<id>` is the OpenAPI's ProjectDetail: the project with its databases as
+/// `GET /v1/databases?projectId=` lists them. A project has the OpenAPI's `type`, chosen when
+/// it is made (`DEFAULT` when not given) and kept through renames and restarts.
+#[test]
+fn a_project_is_read_with_its_databases_and_its_type() {
+    let app = spawn_app();
+    let res = app.post("/v1/projects", &json!({"name": "Localization", "type": "TMS"}));
+    let created = res.assert_status(200).clone();
+    assert_eq!(created["type"], json!("TMS"));
+    let id = created["id"].clone();
+    let path = format!("/v1/projects/{id}");
+    assert_eq!(app.snapshot(&path), detail(&created, json!([])));
+    for name in ["Strings", "Audio"] {
+        app.post(&format!("/v1/databases?projectId={id}"), &json!({"name": name}))
+            .assert_status(200);
+    }
+    let databases = app.snapshot(&format!("/v1/databases?projectId={id}"));
+    assert_eq!(databases.as_array().map(Vec::len), Some(2));
+    let read = app.snapshot(&path);
+    assert_eq!(read, detail(&created, databases.clone()));
+    assert_eq!(read["databases"][0]["name"], json!("Strings"));
+    assert_eq!(read["databases"][0]["projectId"], id);
+
+    // UpdateProject has no type: a project read and written back keeps its own.
+    let mut written = read.clone();
+    written["type"] = json!("INTERNAL");
+    written["name"] = json!("L10n");
+    let put = app.put(&path, &written);
+    assert_eq!(put.assert_status(200)["type"], json!("TMS"));
+    let internal = app.post("/v1/projects", &json!({"name": "Tools", "type": "INTERNAL"}));
+    assert_eq!(internal.assert_status(200)["type"], json!("INTERNAL"));
+    let null = app.post("/v1/projects", &json!({"name": "Other", "type": null}));
+    assert_eq!(null.assert_status(200)["type"], json!("DEFAULT"));
+    let listed = app.snapshot("/v1/projects");
+    let types: Vec<&Value> = listed.as_array().expect("list").iter().map(|p| &p["type"]).collect();
+    assert_eq!(types, [&json!("DEFAULT"), &json!("TMS"), &json!("INTERNAL"), &json!("DEFAULT")]);
+
+    let app = app.restart();
+    let after = app.snapshot(&path);
+    assert_eq!(after["type"], json!("TMS"));
+    assert_eq!(after["name"], json!("L10n"));
+    assert_eq!(after["databases"], databases);
+}
+
+#[test]
+fn a_project_type_not_in_the_openapi_is_refused_and_makes_nothing() {
+    let app = spawn_app();
+    let before = app.snapshot("/v1/projects");
+    for bad in [json!("tms"), json!("PERSONAL"), json!(""), json!(1), json!(["TMS"])] {
+        let res = app.post("/v1/projects", &json!({"name": "x", "type": bad}));
+        res.assert_error(400, "badRequest");
+        let message = res.body["message"].as_str().expect("message");
+        assert!(message.contains("DEFAULT, INTERNAL or TMS"), "{message}");
+    }
+    app.assert_unchanged("/v1/projects", &before);
 }
 
 #[test]
@@ -46,7 +112,7 @@ fn create_rename_and_delete_a_project() {
     assert_eq!(created["name"], json!("Games"));
     assert_eq!(created["description"], json!(["All games"]));
     let id = created["id"].clone();
-    assert_eq!(app.snapshot(&format!("/v1/projects/{id}")), created);
+    assert_eq!(app.snapshot(&format!("/v1/projects/{id}")), detail(&created, json!([])));
     assert_eq!(project_ids(&app, &app.key).len(), 2);
 
     let put = app.put(&format!("/v1/projects/{id}"), &json!({"name": "Apps"}));

@@ -50,6 +50,42 @@ fn list_views_by_grid_or_branch() {
     app.get("/v1/views?branchId=nosuchbranch01").assert_error(404, "branchIsNotFound");
 }
 
+/// `type` keeps the views of one OpenAPI view type: the default view is the `defaultView`, a
+/// view made with `POST /v1/views` an `accessView`; the types gridd never makes list nothing,
+/// and an unknown one is refused.
+#[test]
+fn list_views_of_one_type() {
+    let app = spawn_app();
+    let (grid, default) = grid_with_columns(&app);
+    let res =
+        app.post("/v1/views", &json!({"name": "QA", "gridId": grid, "columns": [{"id": "a"}]}));
+    let made = res.assert_status(200)["id"].as_str().expect("id").to_owned();
+    let ids = |query: &str| -> Vec<String> {
+        let list = app.get(&format!("/v1/views?gridId={grid}{query}"));
+        (list.assert_status(200).as_array().expect("a list").iter())
+            .map(|v| v["id"].as_str().expect("id").to_owned())
+            .collect()
+    };
+    assert_eq!(ids(""), [default.as_str(), made.as_str()]);
+    assert_eq!(ids("&type="), [default.as_str(), made.as_str()]);
+    assert_eq!(ids("&type=defaultView"), [default.as_str()]);
+    assert_eq!(ids("&type=accessView"), [made.as_str()]);
+    for kind in ["userView", "workflowView", "widgetView"] {
+        assert_eq!(ids(&format!("&type={kind}")), Vec::<String>::new(), "{kind}");
+    }
+    let by_branch = app.get(&format!("/v1/views?branchId={grid}&type=accessView"));
+    assert_eq!(by_branch.assert_status(200)[0]["id"], json!(made));
+    let full = app.snapshot(&format!("/v1/views?gridId={grid}&type=accessView"));
+    assert_eq!(full[0], app.snapshot(&format!("/v1/views/{made}")), "the same body as a get");
+
+    for bad in ["personalView", "DEFAULTVIEW", "default"] {
+        let res = app.get(&format!("/v1/views?gridId={grid}&type={bad}"));
+        res.assert_error(400, "badRequest");
+        let message = res.body["message"].as_str().expect("message");
+        assert!(message.contains(bad) && message.contains("accessView"), "{message}");
+    }
+}
+
 #[test]
 fn get_a_view_with_its_columns() {
     let app = spawn_app();

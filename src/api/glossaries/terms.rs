@@ -16,16 +16,13 @@ use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::{parse_id, published};
-use crate::api::listing::parse_page;
+use crate::api::listing::{parse_page, MAX_SEARCH_CHARS};
 use crate::api::sized_json::JsonBytes;
 use crate::api::{created, exec, json_response, no_content, ok, query_pairs};
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::io::glossary::{Category, Concept, LangCode};
 use crate::state::AppState;
-
-/// The longest `search`, in characters.
-const MAX_SEARCH_CHARS: usize = 200;
 
 /// An entry as the API shows it.
 #[derive(Debug, Serialize, ToSchema)]
