@@ -13,6 +13,7 @@ use super::grids::{grid_body, status_str, GridBody};
 use super::listing::{offset_links, parse_page, set_page_headers, MAX_SEARCH_CHARS};
 use super::projects::integer_id;
 use super::references::target_branch;
+use super::sized_json::JsonObject;
 use super::views::branch_views;
 use super::{exec, no_content, ok, query_pairs, required};
 use crate::auth::{Principal, Privilege};
@@ -314,7 +315,7 @@ async fn create_database(
     state: web::Data<AppState>,
     p: Principal,
     query: web::Query<ProjectQuery>,
-    body: web::Json<DatabaseRequest>,
+    body: JsonObject<DatabaseRequest>,
 ) -> ApiResult<HttpResponse> {
     let project = integer_id(required(&query.project_id, "projectId")?, "projectId")?;
     let spec = new_database(body.into_inner())?;
@@ -340,7 +341,7 @@ async fn put_database(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Json<UpdateDatabaseRequest>,
+    body: JsonObject<UpdateDatabaseRequest>,
 ) -> ApiResult<HttpResponse> {
     rename(state, p, id.into_inner(), body.into_inner()).await
 }
@@ -351,7 +352,7 @@ async fn patch_database(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Json<UpdateDatabaseRequest>,
+    body: JsonObject<UpdateDatabaseRequest>,
 ) -> ApiResult<HttpResponse> {
     rename(state, p, id.into_inner(), body.into_inner()).await
 }

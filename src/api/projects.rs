@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::databases::DatabaseBody;
+use super::sized_json::JsonObject;
 use super::{exec, ok};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{CompanyId, Project, ProjectId, ProjectType};
@@ -147,7 +148,7 @@ async fn get_project(
 async fn create_project(
     state: web::Data<AppState>,
     p: Principal,
-    body: web::Json<CreateProjectRequest>,
+    body: JsonObject<CreateProjectRequest>,
 ) -> ApiResult<HttpResponse> {
     let body = body.into_inner();
     let project_type = body.project_type.unwrap_or_default();
@@ -175,7 +176,7 @@ async fn put_project(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Json<UpdateProjectRequest>,
+    body: JsonObject<UpdateProjectRequest>,
 ) -> ApiResult<HttpResponse> {
     rename(state, p, id.into_inner(), body.into_inner()).await
 }
@@ -186,7 +187,7 @@ async fn patch_project(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Json<UpdateProjectRequest>,
+    body: JsonObject<UpdateProjectRequest>,
 ) -> ApiResult<HttpResponse> {
     rename(state, p, id.into_inner(), body.into_inner()).await
 }

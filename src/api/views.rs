@@ -13,6 +13,7 @@ use super::conditional::tagged_json;
 use super::grids::status_str;
 use super::listing::parse_list_params;
 use super::records::{read_view, records_value};
+use super::sized_json::JsonObject;
 use super::{branch_route, exec, no_content, ok, view_route};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::BranchRoute;
@@ -243,7 +244,7 @@ async fn get_view(
 async fn create_view(
     state: web::Data<AppState>,
     p: Principal,
-    body: web::Json<CreateViewRequest>,
+    body: JsonObject<CreateViewRequest>,
 ) -> ApiResult<HttpResponse> {
     p.require_tier(Tier::Team)?;
     let req = body.into_inner();
@@ -280,7 +281,7 @@ async fn update_view(
     state: web::Data<AppState>,
     p: Principal,
     id: web::Path<String>,
-    body: web::Json<UpdateViewRequest>,
+    body: JsonObject<UpdateViewRequest>,
 ) -> ApiResult<HttpResponse> {
     p.require_tier(Tier::Team)?;
     let name = body.into_inner().name.ok_or_else(|| ApiError::missing_parameter("name"))?;

@@ -126,6 +126,7 @@ fn an_array_where_an_object_is_expected_is_400_bad_request() {
             "/admin/v1/api-keys".to_string(),
             json!(["k", null, null, ["read"], null, null]),
         ),
+        (Method::POST, "/v1/projects".to_string(), json!(["By position", null, null])),
     ];
     for (method, path, body) in writes {
         let res = app.call(method.clone(), &path, Some(&app.key), Some(&body));
@@ -134,6 +135,8 @@ fn an_array_where_an_object_is_expected_is_400_bad_request() {
     }
     let after = (app.snapshot(&grid_path), app.snapshot(&format!("/v1/views/{view}")));
     assert_eq!(after, before);
+    let projects = app.snapshot("/v1/projects");
+    assert!(!projects.to_string().contains("By position"), "{projects}");
 }
 
 #[test]
