@@ -97,12 +97,15 @@ fn key_access_lists_take_integer_project_ids() {
     app.assert_unchanged("/admin/v1/api-keys", &before);
 }
 
+/// A share link's `companyId` is the integer id written as a string: the contract's "Shared
+/// link" and the OpenAPI's `ShareView` declare a string, and the generated SDKs refuse a
+/// number there.
 #[test]
-fn share_bodies_carry_the_integer_company_id() {
+fn share_bodies_carry_the_company_id_as_a_string() {
     let app = spawn_app();
     let (_, view) = app.create_grid("g");
     let share = app.put(&format!("/v1/views/{view}/shares"), &json!({}));
-    assert_eq!(share.assert_status(200)["companyId"], json!(1));
+    assert_eq!(share.assert_status(200)["companyId"], json!("1"));
 }
 
 #[test]
@@ -123,7 +126,7 @@ fn a_data_directory_with_string_ids_is_migrated_on_start() {
         records.iter().filter_map(|r| cell(r, "title")["value"].as_str()).collect();
     assert_eq!(titles, vec!["one", "two", "three"]);
     let share = app.get(&format!("/v1/views/{view}/shares"));
-    assert_eq!(share.assert_status(200)["companyId"], json!(1));
+    assert_eq!(share.assert_status(200)["companyId"], json!("1"));
     let keys = app.get("/admin/v1/api-keys");
     let limited = keys.body.as_array().expect("keys").iter().find(|k| k["name"] == "limited");
     assert_eq!(limited.expect("limited key")["access"]["projects"], json!([2]));
