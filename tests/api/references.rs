@@ -597,6 +597,8 @@ fn a_lookup_column_shows_a_column_of_the_referenced_records() {
         let cells = json!([{"columnId": "weight", "value": value}]);
         let res = app.post(&records_path(&view), &json!([{"id": "c", "cells": cells}]));
         assert_refused(&app, &view, &res, 400, "columnIsNotEditableInView", &before);
+        let message = res.body["message"].as_str().unwrap_or_default();
+        assert!(message.contains("lookup column \"weight\" is computed"), "{message}");
         let res = app.patch(&records_path(&view), &json!([{"id": "a", "cells": cells}]));
         assert_refused(&app, &view, &res, 400, "columnIsNotEditableInView", &before);
     }

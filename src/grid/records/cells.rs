@@ -9,7 +9,7 @@ use crate::error::ErrorCode;
 use crate::grid::cell_memo::CellMemo;
 use crate::grid::codec::parse_value_owned;
 use crate::grid::ops::{CellWrite, GridState};
-use crate::grid::schema::{ColumnDef, ColumnType, ViewDef};
+use crate::grid::schema::{ColumnDef, ViewDef};
 use crate::grid::store::RowId;
 use crate::grid::value::{CellValue, DependencyStatus, SourceStatus};
 use crate::grid::write_error::{At, Problem, Problems};
@@ -186,11 +186,14 @@ impl<'a> RecordCheck<'a, '_> {
         at: &CellAt,
     ) -> Result<CellValue, Problem> {
         let column_id = &column.id;
-        if column.column_type == ColumnType::Formula {
+        if !column.is_writable() {
             return Err(Problem::new(
                 ErrorCode::ColumnIsNotEditableInView,
                 at.at(),
-                format!("formula column \"{column_id}\" is computed, not written."),
+                format!(
+                    "{} column \"{column_id}\" is computed, not written.",
+                    column.column_type.as_str()
+                ),
             ));
         }
         if !editable {
