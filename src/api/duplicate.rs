@@ -29,7 +29,6 @@ use crate::grid::actor::{CopyBranch, ImportRecords, ImportedReferences};
 use crate::grid::codec::render_value;
 use crate::grid::ops::GridState;
 use crate::grid::records::{CellInput, RecordInput};
-use crate::grid::schema::ColumnType;
 use crate::state::AppState;
 
 /// Records per import message of a copied grid.
@@ -139,14 +138,14 @@ async fn source_copy(state: &AppState, p: &Principal, grid: &Grid) -> ApiResult<
         .map_err(|err| unavailable(err.to_string()))
 }
 
-/// The live records of `state` as record writes of their stored cells (formula cells are
-/// computed by the copy), in batches of `BATCH_RECORDS`, each labelled `record <n>`.
+/// The live records of `state` as record writes of their stored cells (formula and lookup
+/// cells are computed by the copy), in batches of `BATCH_RECORDS`, each labelled `record <n>`.
 fn record_writes(state: &GridState, by_path: bool) -> Vec<Vec<(String, RecordInput)>> {
     let columns: Vec<_> = state
         .schema
         .columns
         .iter()
-        .filter(|c| c.column_type != ColumnType::Formula)
+        .filter(|c| c.is_writable())
         .filter_map(|c| state.slots.get(&c.id).map(|slot| (c, *slot)))
         .collect();
     let store = &state.store;

@@ -27,7 +27,6 @@ use super::error::{GridError, GridResult};
 use super::merge_resolve::{CellChoice, Choice, Choices, SideQuery};
 use super::ops::{CellWrite, GridOp, GridState, MergeBase, RecordWrite};
 use super::query::RawFilter;
-use super::schema::ColumnType;
 use super::store::{ColumnSlot, ColumnStore, RecordIdentity, RowId};
 use super::value::{CellValue, DependencyStatus};
 
@@ -134,8 +133,8 @@ fn shared_columns<'a>(
         .columns
         .iter()
         .filter(|c| only.is_none_or(|ids| ids.contains(&c.id)))
-        // Formula cells are not merged or restored: the destination computes its own.
-        .filter(|c| c.column_type != ColumnType::Formula)
+        // Formula and lookup cells are not merged or restored: the destination computes its own.
+        .filter(|c| c.is_writable())
         .filter_map(|c| {
             let d = *destination.slots.get(&c.id)?;
             let s = *source.slots.get(&c.id)?;

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::csv::{Limits, Reader, Record};
 use super::error::{FileError, FileResult, Place};
 use crate::grid::records::{CellInput, RecordInput};
-use crate::grid::schema::{ColumnDef, ColumnType};
+use crate::grid::schema::ColumnDef;
 use crate::grid::value::StorageKind;
 
 /// The bytes of one field.
@@ -117,8 +117,8 @@ fn header_target(header: &str, columns: &[&ColumnDef]) -> Target {
         .find(|c| c.name == header)
         .or_else(|| columns.iter().find(|c| c.id == header));
     match (column, header) {
-        // Formula cells are computed: an exported formula column is read back as nothing.
-        (Some(c), _) if c.column_type == ColumnType::Formula => Target::Ignored,
+        // Formula and lookup cells are computed: an exported one is read back as nothing.
+        (Some(c), _) if !c.is_writable() => Target::Ignored,
         (Some(c), _) => column_target(c),
         (None, "_recordId" | "Record ID") => Target::RecordId,
         (None, "_path" | "Path") => Target::Path,
@@ -133,14 +133,15 @@ fn column_target(column: &ColumnDef) -> Target {
     }
 }
 
-/// A mapping's target: 400 message for a formula or unknown column.
+/// A mapping's target: 400 message for a computed (formula, lookup) or unknown column.
 fn mapping_target(mapping: &ColumnMapping, columns: &[&ColumnDef]) -> FileResult<Target> {
     match mapping.column_id.as_str() {
         "_recordId" => Ok(Target::RecordId),
         "_path" => Ok(Target::Path),
         id => match columns.iter().find(|c| c.id == id) {
-            Some(c) if c.column_type == ColumnType::Formula => Err(FileError::Request(format!(
-                "columnMappings: column \"{id}\" is a formula column; its values are computed."
+            Some(c) if !c.is_writable() => Err(FileError::Request(format!(
+                "columnMappings: column \"{id}\" is a {} column; its values are computed.",
+                c.column_type.as_str()
             ))),
             Some(c) => Ok(column_target(c)),
             None => Err(FileError::Request(format!(

@@ -32,7 +32,13 @@ fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> Vec<u8> {
 }
 
 /// Posts an import of `csv` with an optional `importRequest` part; `query` is appended.
-fn import(app: &TestApp, view: &str, csv: &[u8], request: Option<&Value>, query: &str) -> Resp {
+pub(crate) fn import(
+    app: &TestApp,
+    view: &str,
+    csv: &[u8],
+    request: Option<&Value>,
+    query: &str,
+) -> Resp {
     let text = request.map(Value::to_string);
     let mut parts: Vec<(&str, Option<&str>, &[u8])> = vec![("file", Some("strings.csv"), csv)];
     if let Some(text) = &text {
@@ -45,7 +51,7 @@ fn import(app: &TestApp, view: &str, csv: &[u8], request: Option<&Value>, query:
 
 /// Waits for the task of a 202 answer to end; returns its final body.
 #[track_caller]
-fn finish(app: &TestApp, res: &Resp) -> Value {
+pub(crate) fn finish(app: &TestApp, res: &Resp) -> Value {
     let task = res.assert_status(202);
     assert_eq!(res.header("content-type"), Some("application/json"));
     assert_eq!(task["type"], json!("import"));
@@ -61,7 +67,7 @@ fn finish(app: &TestApp, res: &Resp) -> Value {
 }
 
 #[track_caller]
-fn succeeds(app: &TestApp, res: &Resp) {
+pub(crate) fn succeeds(app: &TestApp, res: &Resp) {
     let task = finish(app, res);
     assert_eq!(task["status"], json!("successful"), "{task}");
 }
