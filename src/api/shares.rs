@@ -31,6 +31,7 @@ use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::{ReadHistory, ReadRecords};
 use crate::grid::read::RecordOut;
 use crate::grid::value::CellValue;
+use crate::io::export::escape_html;
 use crate::state::AppState;
 
 /// Records per HTML page.
@@ -138,16 +139,7 @@ async fn shared(
 /// HTML-escapes text for element content and quoted attribute values.
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
+    escape_html(&mut out, text);
     out
 }
 

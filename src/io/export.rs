@@ -133,8 +133,8 @@ fn html_row<'a>(out: &mut String, tag: &str, texts: impl Iterator<Item = &'a str
 }
 
 /// `text` with the five characters HTML gives a meaning escaped (in text and in quoted
-/// attribute values alike).
-fn escape_html(out: &mut String, text: &str) {
+/// attribute values alike), appended to `out`; share pages escape with it too.
+pub fn escape_html(out: &mut String, text: &str) {
     for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),
