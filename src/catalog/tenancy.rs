@@ -290,6 +290,7 @@ impl Supervisor {
     ) -> CatalogResult<Project> {
         p.require_company_privilege(Privilege::Owner)?;
         let name = check_name(name, "project")?;
+        let description = description.as_deref().map(check_description).transpose()?;
         let mut numbers = self.numbers;
         let project = Project {
             id: numbers.next_project(),
@@ -318,7 +319,7 @@ impl Supervisor {
         let mut project = self.project(p, id, Privilege::Owner)?.clone();
         project.name = check_name(name, "project")?;
         if let Some(description) = description {
-            project.description = description;
+            project.description = check_description(&description)?;
         }
         self.commit(&[CatalogChange::put(EntityKind::Project, &id.to_string(), &project)])?;
         self.projects.insert(id, project.clone());

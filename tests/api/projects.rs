@@ -125,6 +125,16 @@ fn create_rename_and_delete_a_project() {
     assert_eq!(put.assert_status(200)["description"], json!(["All games\nand apps"]));
     let put = app.put(&format!("/v1/projects/{id}"), &json!({"name": "Apps", "description": 5}));
     put.assert_error(400, "badRequest");
+    // A description is at most 10,000 characters, as a database's, in either form.
+    let before = app.snapshot("/v1/projects");
+    let long = "d".repeat(10_001);
+    let halves = json!([&long[..5_000], &long[5_000..]]);
+    for description in [json!(long), halves] {
+        let body = json!({"name": "Apps", "description": description});
+        app.put(&format!("/v1/projects/{id}"), &body).assert_error(400, "badRequest");
+        app.post("/v1/projects", &body).assert_error(400, "badRequest");
+    }
+    app.assert_unchanged("/v1/projects", &before);
     let patch = app.patch(&format!("/v1/projects/{id}"), &json!({"name": "Tools"}));
     assert_eq!(patch.assert_status(200)["name"], json!("Tools"));
     assert_eq!(app.snapshot(&format!("/v1/projects/{id}"))["name"], json!("Tools"));
