@@ -12,10 +12,16 @@
 //! `Limits::max_fields` cells and `Limits::max_record_bytes` bytes of text, a value, id or
 //! path at most `Limits::max_field_bytes` (the text of a value: its strings, list items and
 //! numbers). Anything else than such an array (other JSON, a record that is not an object, a
-//! cell of the wrong shape, trailing data) is refused whole, naming the record.
+//! cell of the wrong shape, trailing data) is refused whole, naming the record. A record is
+//! read whole before it is checked, so its JSON text is bounded while it is read
+//! (`RecordMeter`: `Limits::max_record_bytes` plus `JSON_SLACK`): an element of junk (a field
+//! no record has, holding millions of numbers) is refused at that length instead of growing
+//! into a tree many times the file's size.
 
+use std::cell::Cell;
 use std::fmt;
 use std::io::Read;
+use std::rc::Rc;
 
 use serde::de::{DeserializeSeed, Error as _, SeqAccess, Visitor};
 use serde_json::Value;
@@ -44,8 +50,15 @@ pub fn read_records(
     }
     let skip = if head[..read] == *b"\xEF\xBB\xBF" { 3 } else { 0 };
     let input = std::io::Cursor::new(head[skip..read].to_vec()).chain(input);
-    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(input));
-    let records = Records { limits }.deserialize(&mut de).and_then(|records| {
+    let meter = Rc::new(RecordMeter {
+        read: Cell::new(0),
+        started: Cell::new(0),
+        record: Cell::new(0),
+        cap: limits.max_record_bytes.saturating_add(JSON_SLACK),
+    });
+    let metered = Metered { inner: std::io::BufReader::new(input), meter: Rc::clone(&meter) };
+    let mut de = serde_json::Deserializer::from_reader(metered);
+    let records = Records { limits, meter }.deserialize(&mut de).and_then(|records| {
         de.end()?;
         Ok(records)
     });
@@ -58,14 +71,52 @@ pub fn read_records(
                 "The file is not a JSON array of records as the records API takes them \
                  (type=json): {e}."
             ),
-            serde_json::error::Category::Io => format!("The file cannot be read: {e}."),
+            serde_json::error::Category::Io => match e.io_error_kind() {
+                Some(std::io::ErrorKind::FileTooLarge) => format!("{e}."),
+                _ => format!("The file cannot be read: {e}."),
+            },
         })
     })
+}
+
+/// The JSON text a record may take beyond its `Limits::max_record_bytes` of values: its
+/// keys, statuses, quotes and escapes.
+const JSON_SLACK: usize = 1 << 20;
+
+/// How much of the file the reader has taken, and where the record being read began.
+struct RecordMeter {
+    read: Cell<usize>,
+    started: Cell<usize>,
+    /// The 1-based number of the record being read (0 before the first).
+    record: Cell<usize>,
+    cap: usize,
+}
+
+/// The file's reader, failing once the record being read is longer than its meter's cap.
+struct Metered<R> {
+    inner: R,
+    meter: Rc<RecordMeter>,
+}
+
+impl<R: Read> Read for Metered<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let meter = &self.meter;
+        meter.read.set(meter.read.get() + n);
+        if meter.record.get() > 0 && meter.read.get() - meter.started.get() > meter.cap {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                format!("record {} is longer than {} bytes of JSON", meter.record.get(), meter.cap),
+            ));
+        }
+        Ok(n)
+    }
 }
 
 /// The top-level array, read record by record under the limits.
 struct Records {
     limits: Limits,
+    meter: Rc<RecordMeter>,
 }
 
 impl<'de> DeserializeSeed<'de> for Records {
@@ -86,7 +137,10 @@ impl<'de> Visitor<'de> for Records {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut records = Vec::new();
         let mut cells = 0usize;
-        while let Some(value) = seq.next_element::<Value>()? {
+        loop {
+            self.meter.started.set(self.meter.read.get());
+            self.meter.record.set(records.len() + 1);
+            let Some(value) = seq.next_element::<Value>()? else { break };
             let n = records.len() + 1;
             if n > MAX_ROWS {
                 return Err(A::Error::custom(format!(
@@ -210,6 +264,20 @@ mod tests {
 
     fn read(text: &str) -> FileResult<Vec<(String, RecordInput)>> {
         read_records(text.as_bytes(), SMALL)
+    }
+
+    /// A record's JSON text is bounded while it is read: junk in a field no record has is
+    /// refused at `max_record_bytes + JSON_SLACK`, naming the record, not read into a tree.
+    #[test]
+    fn a_record_longer_than_its_cap_is_refused_while_it_is_read() {
+        let junk = "0,".repeat(JSON_SLACK / 2 + 64);
+        let text = format!("[{{\"id\": \"a\"}}, {{\"id\": \"b\", \"junk\": [{junk}0]}}]");
+        let Err(FileError::Content(message)) = read(&text) else { panic!("refused") };
+        assert!(message.contains("record 2 is longer than"), "{message}");
+        // Just under the cap, the same junk is read (and its field passed over).
+        let fits = "0,".repeat(JSON_SLACK / 2 - 64);
+        let text = format!("[{{\"id\": \"b\", \"junk\": [{fits}0]}}]");
+        assert_eq!(read(&text).expect("read").len(), 1);
     }
 
     #[test]
