@@ -257,7 +257,7 @@ struct Run {
 
 impl Run {
     /// Reads the rows, keeps the backup and imports (the grid checks the references); a failure names
-    /// the file's columns.
+    /// the file's columns and keeps no backup.
     async fn task(
         self,
         task_id: String,
@@ -268,10 +268,30 @@ impl Run {
         let user = self.p.user().to_owned();
         let read = source.rows().await.map_err(task_error)?;
         progress.set(40).await;
-        if self.backup {
-            keep_backup(&self.state, &self.route).await.map_err(task_error)?;
-        }
+        let backup = match self.backup {
+            true => Some(keep_backup(&self.state, &self.route).await.map_err(task_error)?),
+            false => None,
+        };
         progress.set(50).await;
+        let imported = self.import(&task_id, read, user, &columns).await;
+        // An import that failed changed nothing: the copy of the branch before it is not kept.
+        if let (Err(_), Some(id)) = (&imported, backup) {
+            let forgotten = exec(&self.state, move |s| s.forget_backup(&id)).await;
+            if let Err(err) = forgotten.and_then(|r| r.map_err(ApiError::from)) {
+                tracing::warn!(task = %task_id, error = %err.message, "a failed import's backup stays");
+            }
+        }
+        imported
+    }
+
+    /// Imports the rows read; a refusal names the file's columns.
+    async fn import(
+        &self,
+        task_id: &str,
+        read: Vec<(String, RecordInput)>,
+        user: String,
+        columns: &[String],
+    ) -> Result<(), TaskError> {
         let msg = ImportRecords {
             view_id: self.view_id.clone(),
             rows: read,
@@ -326,8 +346,8 @@ fn task_message(err: &WriteError, columns: &[&str]) -> String {
     message
 }
 
-/// Stores a copy of the branch as it is before the import, and records it as a backup.
-async fn keep_backup(state: &AppState, route: &BranchRoute) -> ApiResult<()> {
+/// Stores a copy of the branch as it is before the import, and records it as a backup; its id.
+async fn keep_backup(state: &AppState, route: &BranchRoute) -> ApiResult<String> {
     let copy = route.addr.send(CopyBranch { pin_for: None }).await?;
     let records = copy.state.store.len();
     let id = crate::catalog::Supervisor::new_backup_id();
@@ -341,8 +361,9 @@ async fn keep_backup(state: &AppState, route: &BranchRoute) -> ApiResult<()> {
         .map_err(|e| ApiError::internal(format!("the backup writer stopped: {e}")))?
         .map_err(|e| ApiError::new(e.code(), format!("The backup could not be stored: {e}")))?;
     let branch = route.branch_id.clone();
-    exec(state, move |s| s.record_backup(id, &branch, records)).await??;
-    Ok(())
+    let kept = id.clone();
+    exec(state, move |s| s.record_backup(kept, &branch, records)).await??;
+    Ok(id)
 }
 
 /// A backup as the API shows it.

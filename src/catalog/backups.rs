@@ -9,9 +9,14 @@ use super::supervisor::Supervisor;
 use crate::auth::{Principal, Privilege};
 use crate::ids;
 
+/// The backups one branch keeps: recording another retires the oldest past this many (each
+/// is a whole image of the branch, so imports must not pile them up without end).
+pub const MAX_BACKUPS_PER_BRANCH: usize = 20;
+
 impl Supervisor {
     /// Records a backup of `branch_id` (its image is already stored under the returned id's key
-    /// by the caller, who chose `id`).
+    /// by the caller, who chose `id`), retiring the branch's oldest past
+    /// `MAX_BACKUPS_PER_BRANCH`.
     pub fn record_backup(
         &mut self,
         id: String,
@@ -31,9 +36,36 @@ impl Supervisor {
             created_time: now_timestamp(),
             records,
         };
-        self.commit(&[CatalogChange::put(EntityKind::Backup, &backup.id, &backup)])?;
+        let kept: Vec<&str> = (self.backups.values())
+            .filter(|b| b.branch_id == branch_id)
+            .map(|b| b.id.as_str())
+            .collect();
+        let retired: Vec<String> = kept
+            [..(kept.len() + 1).saturating_sub(MAX_BACKUPS_PER_BRANCH).min(kept.len())]
+            .iter()
+            .map(|id| (*id).to_owned())
+            .collect();
+        let mut changes = vec![CatalogChange::put(EntityKind::Backup, &backup.id, &backup)];
+        changes.extend(retired.iter().map(|id| CatalogChange::delete(EntityKind::Backup, id)));
+        self.commit(&changes)?;
         self.backups.insert(backup.id.clone(), backup.clone());
+        for id in retired {
+            self.backups.shift_remove(&id);
+            self.durability.delete_backup(&id);
+        }
         Ok(backup)
+    }
+
+    /// Forgets backup `id` and removes its image (an import that failed keeps none: it changed
+    /// nothing). A backup already gone is no error.
+    pub fn forget_backup(&mut self, id: &str) -> CatalogResult<()> {
+        if !self.backups.contains_key(id) {
+            return Ok(());
+        }
+        self.commit(&[CatalogChange::delete(EntityKind::Backup, id)])?;
+        self.backups.shift_remove(id);
+        self.durability.delete_backup(id);
+        Ok(())
     }
 
     /// A new backup id.

@@ -420,6 +420,38 @@ fn an_import_keeps_a_backup_that_restores_the_records_from_before_it() {
     assert_eq!(strip(app.records(&view)), strip(before), "the restore is durable");
 }
 
+/// A failed import changed nothing, so it keeps no backup; a branch keeps its 20 newest
+/// backups, a new one retiring the oldest.
+#[test]
+fn a_failed_import_keeps_no_backup_and_a_branch_keeps_twenty() {
+    let app = spawn_app();
+    let (grid_id, view) = grid(&app);
+    let list = format!("/v1/grids/{grid_id}/backups");
+    let bad = b"Record ID,Count\na,not a number\n";
+    for _ in 0..3 {
+        let task = finish(&app, &import(&app, &view, bad, None, ""));
+        assert_eq!(task["status"], json!("failed"), "{task}");
+    }
+    assert_eq!(app.snapshot(&list), json!([]));
+    let mut ids = Vec::new();
+    for i in 0..21 {
+        let csv = format!("Record ID,English\na,A{i}\n");
+        succeeds(&app, &import(&app, &view, csv.as_bytes(), None, ""));
+        let listed = app.snapshot(&list);
+        let last = listed.as_array().and_then(|l| l.last()).expect("a backup");
+        ids.push(last["id"].clone());
+    }
+    let listed = app.snapshot(&list);
+    let kept: Vec<Value> =
+        listed.as_array().expect("a list").iter().map(|b| b["id"].clone()).collect();
+    assert_eq!(kept, ids[1..]);
+    let first = ids[0].as_str().expect("id");
+    let restore = format!("{list}/{first}/restore");
+    app.call(Method::POST, &restore, Some(&app.key), None).assert_error(404, "backupIsNotFound");
+    let app = app.restart();
+    assert_eq!(app.snapshot(&list), listed);
+}
+
 #[test]
 fn backups_are_optional_and_unknown_ones_are_404() {
     let app = spawn_app();
