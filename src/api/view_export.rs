@@ -33,7 +33,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::listing::parse_list_params;
 use super::records::{export_source, record_body, RecordBody};
-use super::references::{resolve_references, ReferenceReader};
+use super::references::{check_reference_access, resolve_references, ReferenceReader};
 use super::view_route;
 use crate::auth::{Principal, Privilege};
 use crate::catalog::BranchRoute;
@@ -41,6 +41,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::grid::actor::reads::{ExportQuery, ExportSource};
 use crate::grid::read::RecordOut;
 use crate::grid::read_json::renders_alone;
+use crate::grid::references::ReferenceColumns;
 use crate::grid::schema::ColumnDef;
 use crate::io::error::FileResult;
 use crate::io::export::{write_view_csv, write_view_html, write_view_xlsx, FileHeader};
@@ -220,6 +221,14 @@ async fn stream_json(
     route: Arc<BranchRoute>,
     source: ExportSource,
 ) -> ApiResult<mpsc::Receiver<Bytes>> {
+    // Every chunk resolves its reference cells as the key may: a key that may not read a grid
+    // an exported column points at is refused (403) here, before the answer starts, rather
+    // than at the first chunk holding such a cell, which would cut the file short.
+    let referenced: ReferenceColumns = (source.columns.iter())
+        .filter(|c| c.shows_referenced())
+        .filter_map(|c| Some((c.id.clone(), c.reference.clone()?)))
+        .collect();
+    check_reference_access(&state, &p, &referenced).await?;
     let source = Arc::new(source);
     let total = source.rows.len();
     let mut ranges = (0..total)

@@ -231,6 +231,19 @@ fn a_key_limited_to_one_grid_cannot_reference_another() {
     let res = app.get_as(&reader, &records);
     res.assert_error(403, "accessDenied");
     assert!(!res.text.contains("classified"));
+    // A JSON export is refused before it starts, whatever record first holds such a cell
+    // (here the 201st, past the export's first chunk), never cut short.
+    let filler: Vec<Value> = (0..200).map(|i| json!({"id": format!("f{i:03}")})).collect();
+    app.add_records(&view, Value::Array(filler));
+    app.add_records(&view, json!([{"id": "r9", "cells": [{"columnId": "peek", "value": "s1"}]}]));
+    app.delete_with(&records, &json!({"ids": ["r1"]}));
+    let res = app.get_as(&reader, &format!("/v1/views/{view}/export?type=json"));
+    res.assert_error(403, "accessDenied");
+    assert!(!res.text.contains("classified"));
+    app.add_records(&view, json!([{"id": "r1", "cells": [{"columnId": "peek", "value": "s1"}]}]));
+    app.delete_with(&records, &json!({"ids": ["r9"]}));
+    let filler: Vec<Value> = (0..200).map(|i| json!(format!("f{i:03}"))).collect();
+    app.delete_with(&records, &json!({"ids": filler}));
     let before = app.snapshot(&records);
     let res = app.post_as(
         &reader,
