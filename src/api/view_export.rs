@@ -27,10 +27,11 @@ use std::sync::Arc;
 
 use actix_web::http::header;
 use actix_web::web::Bytes;
-use actix_web::{get, web, HttpRequest, HttpResponse};
+use actix_web::{get, web, HttpMessage, HttpRequest, HttpResponse};
 use tokio::sync::mpsc;
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::head::AnsweringHead;
 use super::listing::parse_list_params;
 use super::records::{export_source, record_body, RecordBody};
 use super::references::{check_reference_access, resolve_references, ReferenceReader};
@@ -43,7 +44,7 @@ use crate::grid::read::RecordOut;
 use crate::grid::read_json::renders_alone;
 use crate::grid::references::ReferenceColumns;
 use crate::grid::schema::ColumnDef;
-use crate::io::error::FileResult;
+use crate::io::error::{FileError, FileResult};
 use crate::io::export::{write_view_csv, write_view_html, write_view_xlsx, FileHeader};
 use crate::io::po::{po_files, write_view_po};
 use crate::state::AppState;
@@ -156,15 +157,30 @@ async fn export_view(
         sort: params.sort,
     };
     let source = export_source(&state, &route, query).await?;
-    let mut chunks = match file_type {
-        FileType::Json => stream_json(state.into_inner(), p, route, source).await?,
+    let (mut chunks, mut first) = match file_type {
+        FileType::Json => (stream_json(state.into_inner(), p, route, source).await?, None),
         FileType::Written(format) => {
             let writer = file_writer(&state, format, file_header, &source, &view_id)?;
-            write_in_background(source, writer)
+            let (mut chunks, failed) = write_in_background(source, writer);
+            // The first chunk (or the writer's refusal) before the answer starts: a file that
+            // cannot be written (an XLSX cell over Excel's limit) is an error, not a 200 cut
+            // short. A HEAD answers at once: its body is dropped, which stops the writer.
+            if req.extensions().get::<AnsweringHead>().is_some() {
+                (chunks, None)
+            } else {
+                match chunks.recv().await {
+                    Some(chunk) => (chunks, Some(chunk)),
+                    None => match failed.await {
+                        Ok(err) => return Err(err.into()),
+                        Err(_) => (chunks, None),
+                    },
+                }
+            }
         }
     };
-    let body = futures_util::stream::poll_fn(move |cx| {
-        chunks.poll_recv(cx).map(|chunk| chunk.map(Ok::<Bytes, actix_web::Error>))
+    let body = futures_util::stream::poll_fn(move |cx| match first.take() {
+        Some(chunk) => std::task::Poll::Ready(Some(Ok(chunk))),
+        None => chunks.poll_recv(cx).map(|chunk| chunk.map(Ok::<Bytes, actix_web::Error>)),
     });
     Ok(file_type.response(&view_id).streaming(body))
 }
@@ -188,7 +204,10 @@ fn file_writer(
         Format::Tsv => Box::new(move |s, sink| write_view_csv(s, file_header, b'\t', sink)),
         Format::Xlsx => {
             let temp_dir = state.data_dir.join("exports");
-            Box::new(move |s, mut sink| write_view_xlsx(s, file_header, &temp_dir, &mut sink))
+            Box::new(move |s, mut sink| {
+                let gone = sink.watcher();
+                write_view_xlsx(s, file_header, &temp_dir, &gone, &mut sink)
+            })
         }
         Format::Html => {
             let title = view.map_or_else(|| view_id.to_owned(), |v| v.name.clone());
@@ -202,15 +221,21 @@ fn file_writer(
     })
 }
 
-/// Runs `writer` over `source` on a blocking thread; the chunks it writes, in order.
-fn write_in_background(source: ExportSource, writer: FileWriter) -> mpsc::Receiver<Bytes> {
+/// Runs `writer` over `source` on a blocking thread: the chunks it writes, in order, and why
+/// it stopped if it failed.
+fn write_in_background(
+    source: ExportSource,
+    writer: FileWriter,
+) -> (mpsc::Receiver<Bytes>, tokio::sync::oneshot::Receiver<FileError>) {
     let (tx, rx) = mpsc::channel::<Bytes>(4);
+    let (failed, failure) = tokio::sync::oneshot::channel();
     tokio::task::spawn_blocking(move || {
-        if let Err(message) = writer(&source, ChunkSender::new(&tx)) {
-            tracing::warn!(%message, "view export stopped");
+        if let Err(err) = writer(&source, ChunkSender::new(&tx)) {
+            tracing::warn!(message = %err, "view export stopped");
+            let _ = failed.send(err);
         }
     });
-    rx
+    (rx, failure)
 }
 
 /// A JSON export's chunks: `[`, the records rendered `JSON_RECORDS_PER_CHUNK` at a time
@@ -338,6 +363,13 @@ pub(crate) struct ChunkSender<'a> {
 impl<'a> ChunkSender<'a> {
     pub(crate) fn new(tx: &'a mpsc::Sender<Bytes>) -> ChunkSender<'a> {
         ChunkSender { buf: Vec::with_capacity(CHUNK_BYTES + 4096), tx }
+    }
+
+    /// Whether the client reading the chunks went away, as a function a writer can call while
+    /// it holds the sender.
+    pub(crate) fn watcher(&self) -> impl Fn() -> bool {
+        let tx = self.tx.clone();
+        move || tx.is_closed()
     }
 
     fn send(&mut self) -> std::io::Result<()> {

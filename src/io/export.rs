@@ -153,6 +153,7 @@ pub fn write_view_xlsx(
     source: &ExportSource,
     file_header: FileHeader,
     temp_dir: &Path,
+    gone: &dyn Fn() -> bool,
     sink: &mut dyn Write,
 ) -> FileResult<()> {
     use rust_xlsxwriter::{Format, Workbook};
@@ -176,8 +177,12 @@ pub fn write_view_xlsx(
         line = 1;
     }
     for_each_row(source, |predefined, cells| {
+        // The workbook is whole before its first byte is sent: a client that left stops it.
+        if line % XLSX_ROWS_BETWEEN_LOOKS == 0 && gone() {
+            return Err(FileError::Write("the client went away".into()));
+        }
         for (col, field) in predefined.iter().enumerate() {
-            sheet.write_string(line, col as u16, *field).map_err(failed)?;
+            sheet.write_string(line, col as u16, xlsx_text(field)?).map_err(failed)?;
         }
         for (at, value) in cells.enumerate() {
             let col = (at + PREDEFINED) as u16;
@@ -190,7 +195,8 @@ pub fn write_view_xlsx(
                     sheet.write_boolean(line, col, *b).map_err(failed)?;
                 }
                 other => {
-                    sheet.write_string(line, col, export_text(other)).map_err(failed)?;
+                    let text = export_text(other);
+                    sheet.write_string(line, col, xlsx_text(&text)?).map_err(failed)?;
                 }
             }
         }
@@ -205,6 +211,25 @@ pub fn write_view_xlsx(
     std::io::copy(&mut file, sink)
         .map_err(|e| FileError::Write(format!("{}: {e}", path.0.display())))?;
     sink.flush().map_err(|e| FileError::Write(format!("XLSX: {e}")))
+}
+
+/// Rows an XLSX export writes between two looks at whether its client is still there.
+const XLSX_ROWS_BETWEEN_LOOKS: u32 = 1024;
+
+/// The most characters an XLSX cell holds (Excel's limit, which rust_xlsxwriter enforces).
+const XLSX_MAX_CELL_CHARS: usize = 32_767;
+
+/// `text` if an XLSX cell holds it; a refusal (400) naming the limit otherwise.
+fn xlsx_text(text: &str) -> FileResult<&str> {
+    // Counting only texts that could be too long: a char is at most 4 bytes.
+    if text.len() > XLSX_MAX_CELL_CHARS && text.chars().count() > XLSX_MAX_CELL_CHARS {
+        return Err(FileError::Request(format!(
+            "a cell holds {} characters, more than an XLSX cell takes ({XLSX_MAX_CELL_CHARS}); \
+             export as csv, tsv or json",
+            text.chars().count()
+        )));
+    }
+    Ok(text)
 }
 
 /// A file removed when dropped.

@@ -205,6 +205,30 @@ fn an_xlsx_export_keeps_numbers_and_booleans_typed() {
     assert_eq!(rows[2][5], Data::Float(2.5));
 }
 
+/// A cell longer than an XLSX cell takes (32,767 characters) refuses the XLSX export with 400
+/// before it starts, instead of a 200 with no file; the same grid exports as CSV, and a HEAD
+/// of the XLSX export answers at once.
+#[test]
+fn a_cell_over_excels_limit_refuses_the_xlsx_export_before_it_starts() {
+    let app = spawn_app();
+    let view = typed_grid(&app);
+    let long = "é".repeat(32_768);
+    app.add_records(
+        &view,
+        json!([{"id": "long", "cells": [{"columnId": "title", "value": long}]}]),
+    );
+    let res = app.get(&format!("/v1/views/{view}/export?type=xlsx"));
+    res.assert_error(400, "badRequest");
+    let message = res.body["message"].as_str().unwrap_or_default();
+    assert!(message.contains("32768 characters") && message.contains("csv"), "{message}");
+    let csv = export(&app, &view, "?type=csv", "csv");
+    assert!(String::from_utf8_lossy(&csv).contains(&"é".repeat(100)));
+    let head =
+        app.call(Method::HEAD, &format!("/v1/views/{view}/export?type=xlsx"), Some(&app.key), None);
+    assert_eq!(head.status, 200);
+    assert!(head.bytes.is_empty());
+}
+
 #[test]
 fn a_large_export_streams_every_record_in_order() {
     let app = spawn_app();
