@@ -178,7 +178,7 @@ pub fn write_view_xlsx(
     }
     for_each_row(source, |predefined, cells| {
         // The workbook is whole before its first byte is sent: a client that left stops it.
-        if line % XLSX_ROWS_BETWEEN_LOOKS == 0 && gone() {
+        if line.is_multiple_of(XLSX_ROWS_BETWEEN_LOOKS) && gone() {
             return Err(FileError::Write("the client went away".into()));
         }
         for (col, field) in predefined.iter().enumerate() {
