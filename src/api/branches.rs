@@ -20,7 +20,7 @@ use super::merge_request::{
 use super::sized_json::JsonObject;
 use super::tasks::{start_task, NewTask};
 use super::{branch_route, created, exec, no_content, ok, query_pairs, view_route};
-use crate::api::sized_json::JsonBytes;
+use crate::api::sized_json::{object_from_slice, JsonBytes};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::branches::PreparedBranch;
 use crate::catalog::model::{Branch, Grid, GridStatus};
@@ -339,7 +339,7 @@ fn merge_params(req: &HttpRequest, body: &[u8], destination_key: &str) -> ApiRes
         }
     }
     if body.iter().any(|b| !b.is_ascii_whitespace()) {
-        let parsed: MergeBody = serde_json::from_slice(body)
+        let parsed: MergeBody = object_from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("The request body is invalid: {e}")))?;
         params.options.extend(parsed.merge_record_options.unwrap_or_default());
         params.use_last = parsed.use_last_merge_resolve == Some(true);

@@ -27,7 +27,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use super::cdn_access::{ordered, parse_time, AllowList};
 use super::records::read_view;
 use super::{created, exec, no_content, ok, query_pairs};
-use crate::api::sized_json::JsonBytes;
+use crate::api::sized_json::{object_from_slice, JsonBytes};
 use crate::auth::Principal;
 use crate::catalog::cdns::{cdn_dir, remove_files, Cdn, CdnPermission, NewCdn, PublishTicket};
 use crate::catalog::model::{now_timestamp, RecordIdentifierType};
@@ -105,7 +105,7 @@ impl CdnRequest {
         if body.iter().all(u8::is_ascii_whitespace) {
             return Err(CdnRefused::NoBody);
         }
-        serde_json::from_slice(body).map_err(|e| CdnRefused::Body(e.to_string()))
+        object_from_slice(body).map_err(|e| CdnRefused::Body(e.to_string()))
     }
 
     fn check(self) -> Result<NewCdn, CdnRefused> {

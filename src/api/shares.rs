@@ -23,7 +23,7 @@ use super::record_history::history_body;
 use super::records::{read_records, record_body, RecordBody};
 use super::references::{resolve_references, ReferenceReader};
 use super::{exec, json_response, no_content, ok, percent_encode, view_route};
-use crate::api::sized_json::JsonBytes;
+use crate::api::sized_json::{object_from_slice, JsonBytes};
 use crate::auth::{Principal, Privilege, Tier};
 use crate::catalog::model::Share;
 use crate::catalog::BranchRoute;
@@ -84,7 +84,7 @@ async fn enable_share(
     let request: ShareRequest = if body.iter().all(u8::is_ascii_whitespace) {
         ShareRequest::default()
     } else {
-        serde_json::from_slice(&body)
+        object_from_slice(&body)
             .map_err(|e| ApiError::bad_request(format!("The request body is invalid: {e}")))?
     };
     let share =

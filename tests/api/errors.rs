@@ -127,6 +127,13 @@ fn an_array_where_an_object_is_expected_is_400_bad_request() {
             json!(["k", null, null, ["read"], null, null]),
         ),
         (Method::POST, "/v1/projects".to_string(), json!(["By position", null, null])),
+        (
+            Method::PATCH,
+            format!("/v1/views/{view}/records/r1"),
+            json!([null, null, [{"columnId": "title", "value": "X"}], null, null]),
+        ),
+        (Method::PUT, format!("/v1/views/{view}/shares"), json!([true])),
+        (Method::POST, "/v1/glossaries".to_string(), json!(["g", null, null, null])),
     ];
     for (method, path, body) in writes {
         let res = app.call(method.clone(), &path, Some(&app.key), Some(&body));
@@ -137,6 +144,8 @@ fn an_array_where_an_object_is_expected_is_400_bad_request() {
     assert_eq!(after, before);
     let projects = app.snapshot("/v1/projects");
     assert!(!projects.to_string().contains("By position"), "{projects}");
+    app.get(&format!("/v1/views/{view}/shares")).assert_error(404, "shareIsNotFound");
+    assert_eq!(app.snapshot("/v1/glossaries"), json!([]));
 }
 
 #[test]

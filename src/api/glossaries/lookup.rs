@@ -21,7 +21,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::published;
 use crate::api::ok;
-use crate::api::sized_json::JsonBytes;
+use crate::api::sized_json::{object_from_slice, JsonBytes};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::glossaries::index::Published;
 use crate::catalog::glossaries::visible;
@@ -90,7 +90,7 @@ pub struct LookupBody {
 
 /// The request's language and texts, checked.
 fn parse(body: &[u8]) -> ApiResult<(LookupRequest, LangCode, Vec<String>)> {
-    let mut request: LookupRequest = serde_json::from_slice(body)
+    let mut request: LookupRequest = object_from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("The request body is invalid: {e}")))?;
     let lang = request.lang.as_deref().ok_or_else(|| ApiError::bad_request("lang is required."))?;
     let lang = LangCode::parse(lang).map_err(|e| ApiError::bad_request(format!("lang: {e}")))?;

@@ -23,7 +23,7 @@ use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::{created, exec, no_content, ok, query_pairs};
-use crate::api::sized_json::JsonBytes;
+use crate::api::sized_json::{object_from_slice, JsonBytes};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::glossaries::index::Published;
 use crate::catalog::glossaries::{visible, Glossary, GlossaryFields, GlossaryProject};
@@ -86,7 +86,7 @@ impl GlossaryRequest {
                 "A JSON body is required.",
             ));
         }
-        let request: GlossaryRequest = serde_json::from_slice(body)
+        let request: GlossaryRequest = object_from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("The request body is invalid: {e}")))?;
         let projects = match request.projects {
             None => None,

@@ -17,7 +17,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::{parse_id, published};
 use crate::api::listing::{parse_page, MAX_SEARCH_CHARS};
-use crate::api::sized_json::JsonBytes;
+use crate::api::sized_json::{object_from_slice, JsonBytes};
 use crate::api::{created, exec, json_response, no_content, ok, query_pairs};
 use crate::auth::{Principal, Privilege};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -73,7 +73,7 @@ fn parse_entry(body: &[u8]) -> ApiResult<Concept> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::new(ErrorCode::RequestBodyMissing, "A JSON body is required."));
     }
-    let request: TermRequest = serde_json::from_slice(body)
+    let request: TermRequest = object_from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("The request body is invalid: {e}")))?;
     let blank = |t: Option<String>| t.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
     let mut entry = Concept {

@@ -34,7 +34,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::{created, exec, no_content, ok};
-use crate::api::sized_json::JsonBytes;
+use crate::api::sized_json::{object_from_slice, JsonBytes};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::transmems::{TransMem, TransMemFields};
 use crate::error::{ApiError, ApiResult, Coded, ErrorCode};
@@ -134,7 +134,7 @@ impl TransMemRequest {
             return Err(TmRefused::NoBody);
         }
         let r: TransMemRequest =
-            serde_json::from_slice(body).map_err(|e| TmRefused::Body(e.to_string()))?;
+            object_from_slice(body).map_err(|e| TmRefused::Body(e.to_string()))?;
         Ok(TransMemFields {
             name: r.name,
             description: r.description,
@@ -315,7 +315,7 @@ pub(crate) fn language(value: Option<String>, name: &'static str) -> Result<Stri
 impl LookupRequest {
     fn check(body: &[u8]) -> Result<Lookup, TmRefused> {
         let r: LookupRequest =
-            serde_json::from_slice(body).map_err(|e| TmRefused::Body(e.to_string()))?;
+            object_from_slice(body).map_err(|e| TmRefused::Body(e.to_string()))?;
         let text = r.text.ok_or(TmRefused::Missing("text"))?;
         if text.len() > MAX_LOOKUP_TEXT {
             return Err(TmRefused::TextTooLong);

@@ -25,7 +25,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::changes::current_view;
 use super::{created, exec, no_content, ok, view_route};
-use crate::api::sized_json::JsonBytes;
+use crate::api::sized_json::{object_from_slice, JsonBytes};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{DeliveryAttempt, Webhook, WebhookState};
 use crate::error::{ApiResult, Coded, ErrorCode};
@@ -110,7 +110,7 @@ fn distinct(items: &[String]) -> bool {
 
 impl HookRequest {
     fn parse(body: &[u8]) -> Result<HookRequest, HookRefused> {
-        serde_json::from_slice(body).map_err(|e| HookRefused::Body(e.to_string()))
+        object_from_slice(body).map_err(|e| HookRefused::Body(e.to_string()))
     }
 
     fn check(self, allow_loopback: bool) -> Result<CheckedRequest, HookRefused> {
