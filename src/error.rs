@@ -186,17 +186,37 @@ impl ApiError {
         self.code.status()
     }
 
-    /// The JSON body for this error, answered at `path` now.
+    /// The JSON body for this error, answered at `path` now. A message that repeats a huge
+    /// value a request sent is cut to `MAX_MESSAGE_BYTES`, and at most `MAX_MESSAGES` are
+    /// listed: an error's answer stays small whatever the request held.
     pub fn body(&self, path: &str) -> ErrorBody<'_> {
         ErrorBody {
             status: self.code.status().as_u16(),
             code: self.code.as_str(),
-            message: &self.message,
-            messages: if self.messages.is_empty() { None } else { Some(&self.messages) },
+            message: clipped(&self.message),
+            messages: (!self.messages.is_empty())
+                .then(|| self.messages.iter().take(MAX_MESSAGES).map(|m| clipped(m)).collect()),
             path: path.to_owned(),
             timestamp: chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3f+00:00").to_string(),
         }
     }
+}
+
+/// The most bytes of one message an error's answer holds.
+pub const MAX_MESSAGE_BYTES: usize = 8 * 1024;
+/// The most messages an error's answer lists.
+pub const MAX_MESSAGES: usize = 1000;
+
+/// `text`, or its first `MAX_MESSAGE_BYTES` (at a character's boundary) and `...`.
+fn clipped(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_MESSAGE_BYTES {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = MAX_MESSAGE_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}...", &text[..end]))
 }
 
 /// The error body of decisions.md section 3.
@@ -204,9 +224,9 @@ impl ApiError {
 pub struct ErrorBody<'a> {
     pub status: u16,
     pub code: &'static str,
-    pub message: &'a str,
+    pub message: std::borrow::Cow<'a, str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub messages: Option<&'a Vec<String>>,
+    pub messages: Option<Vec<std::borrow::Cow<'a, str>>>,
     pub path: String,
     pub timestamp: String,
 }
@@ -259,6 +279,21 @@ pub type ApiResult<T> = Result<T, ApiError>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error's answer stays small whatever the message repeats of a request.
+    #[test]
+    fn a_huge_message_is_clipped_in_the_answer_at_a_character_boundary() {
+        let huge = format!("type \"{}\" is not supported", "é".repeat(5_000_000));
+        let err = ApiError::with_messages(ErrorCode::BadRequest, huge.clone(), vec![huge; 3]);
+        let body = serde_json::to_string(&err.body("/p")).expect("serializes");
+        assert!(body.len() < 5 * MAX_MESSAGE_BYTES, "{}", body.len());
+        let parsed: serde_json::Value = serde_json::from_str(&body).expect("valid JSON");
+        let message = parsed["message"].as_str().expect("a message");
+        assert!(message.starts_with("type \"éé") && message.ends_with("..."), "{message:.40}");
+        assert_eq!(parsed["messages"].as_array().map(Vec::len), Some(3));
+        let small = ApiError::bad_request("short");
+        assert_eq!(small.body("/p").message, "short");
+    }
 
     #[test]
     fn codes_are_unique_and_camel_case() {
