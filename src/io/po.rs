@@ -202,10 +202,12 @@ fn entry_line(out: &mut String, keyword: &str, text: &str) {
     }
 }
 
-/// `text` escaped for a PO string.
+/// `text` escaped for a PO string. A NUL is left out: gettext's strings end at one, so no
+/// escape keeps it.
 fn escape_po(out: &mut String, text: &str) {
     for c in text.chars() {
         match c {
+            '\0' => {}
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
@@ -231,5 +233,8 @@ mod tests {
         out.clear();
         entry_line(&mut out, "msgstr", "");
         assert_eq!(out, "msgstr \"\"\n");
+        out.clear();
+        entry_line(&mut out, "msgid", "nul\0here");
+        assert_eq!(out, "msgid \"nulhere\"\n", "a NUL, which gettext cannot hold, is left out");
     }
 }
