@@ -260,6 +260,7 @@ fn apply_settings(
                     "A reference column needs reference.gridId and reference.columnId.",
                 ));
             }
+            check_lookups_unambiguous(schema, column)?;
         }
         ColumnType::Formula => apply_formula(schema, column, req)?,
         ColumnType::Lookup => apply_lookup(schema, column, req)?,
@@ -431,6 +432,25 @@ fn parse_reference(r: &ReferenceRequest) -> SchemaResult<ReferenceSetting> {
         reference_type,
         multiple,
     })
+}
+
+/// Refuses reference column `column` when a lookup column points at its grid and branch and
+/// another reference column already does: the lookup follows exactly one.
+fn check_lookups_unambiguous(schema: &Schema, column: &ColumnDef) -> SchemaResult<()> {
+    let Some(target) = &column.reference else { return Ok(()) };
+    let points_there = |c: &&ColumnDef| c.reference.as_ref().is_some_and(|r| r.same_target(target));
+    let lookup =
+        schema.columns.iter().filter(points_there).find(|c| c.column_type == ColumnType::Lookup);
+    let other = (schema.columns.iter().filter(points_there))
+        .find(|c| c.column_type == ColumnType::Reference && c.id != column.id);
+    match (lookup, other) {
+        (Some(lookup), Some(other)) => Err(SchemaError::invalid(format!(
+            "Lookup column \"{}\" follows reference column \"{}\" to grid \"{}\"; a second \
+             reference column to that grid would make it ambiguous.",
+            lookup.id, other.id, target.grid_id
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// A lookup's `reference` names the referenced grid (and branch) and the column of it shown;

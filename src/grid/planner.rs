@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 use super::columns::{build_column, update_column, ColumnRequest};
 use super::ops::{apply_schema, GridOp};
-use super::schema::{ColumnDef, Dependency, Schema, ViewColumn, ViewDef};
+use super::schema::{ColumnDef, ColumnType, Dependency, Schema, ViewColumn, ViewDef};
 use super::schema_error::{SchemaError, SchemaResult};
 use crate::ids;
 
@@ -103,6 +103,7 @@ pub fn plan(schema: &Schema, view_id: &str, change: SchemaChange) -> SchemaResul
         }
         SchemaChange::DeleteColumn { column_id } => {
             column_in_view(schema, view, &column_id)?;
+            check_not_followed(schema, &column_id, "deleted")?;
             Ok(Planned {
                 ops: vec![GridOp::DeleteColumn { id: column_id.clone() }],
                 subject: column_id,
@@ -154,6 +155,15 @@ fn plan_update_column(
     let (current, _) = column_in_view(schema, view, &column_id)?;
     let column = update_column(schema, current, request)?;
     check_type_change(schema, current, &column)?;
+    let still_followed = column.column_type == ColumnType::Reference
+        && column
+            .reference
+            .as_ref()
+            .zip(current.reference.as_ref())
+            .is_some_and(|(a, b)| a.same_target(b));
+    if !still_followed {
+        check_not_followed(schema, &column_id, "changed to point elsewhere")?;
+    }
     let subject = column.id.clone();
     let mut ops = vec![GridOp::ReplaceColumn { old_id: column_id.clone(), column }];
     // In place: the column keeps its position in the view (logs of earlier versions removed
@@ -231,6 +241,18 @@ pub fn column_in_view<'a>(
             view.id
         ))
     })
+}
+
+/// Refuses a change that takes reference column `id` from a lookup column following it.
+fn check_not_followed(schema: &Schema, id: &str, how: &str) -> SchemaResult<()> {
+    match schema.lookup_following(id) {
+        Some(lookup) => Err(SchemaError::invalid(format!(
+            "Column \"{id}\" cannot be {how}: lookup column \"{}\" follows it; delete the \
+             lookup first.",
+            lookup.id
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn check_type_change(schema: &Schema, before: &ColumnDef, after: &ColumnDef) -> SchemaResult<()> {

@@ -418,6 +418,14 @@ impl Schema {
         })
     }
 
+    /// The first lookup column following reference column `id` (`lookup_followed`), if any.
+    pub fn lookup_following(&self, id: &str) -> Option<&ColumnDef> {
+        self.columns.iter().find(|c| {
+            c.column_type == ColumnType::Lookup
+                && self.lookup_followed(c).is_some_and(|followed| followed.id == id)
+        })
+    }
+
     /// The dependency whose target is this column.
     pub fn dependency_of_target(&self, target: &str) -> Option<&Dependency> {
         self.dependencies.iter().find(|d| d.target_column_id == target)

@@ -640,15 +640,28 @@ fn a_lookup_follows_exactly_one_reference_column() {
         .assert_error(400, "badRequest");
     app.patch(&format!("{columns}/title"), &json!({"type": "lookup"}))
         .assert_error(400, "badRequest");
+    // While the lookup follows `ref`, no second reference to the glossary is made, and `ref`
+    // is neither deleted nor turned away from the glossary; it may be renamed.
+    let before = app.snapshot(&format!("/v1/views/{view}"));
+    let res = app.post(&columns, &reference_column("ref2", &glossary_grid, "weight"));
+    res.assert_error(400, "badRequest");
+    assert!(res.text.contains("ambiguous"), "{}", res.text);
+    let res = app.delete(&format!("{columns}/ref"));
+    res.assert_error(400, "badRequest");
+    assert!(res.text.contains("follows it"), "{}", res.text);
+    app.patch(&format!("{columns}/ref"), &json!({"type": "singleLine"}))
+        .assert_error(400, "badRequest");
+    app.assert_unchanged(&format!("/v1/views/{view}"), &before);
+    app.patch(&format!("{columns}/ref"), &json!({"name": "Terms"})).assert_status(200);
+    // Without the lookup, a second reference is made; a lookup cannot choose between the two.
+    app.delete(&format!("{columns}/w")).assert_status(204);
     app.create_column(&view, reference_column("ref2", &glossary_grid, "weight"));
     let res = app.post(&columns, &lookup_column("w2", &glossary_grid, "term"));
     res.assert_error(400, "badRequest");
     assert!(res.text.contains("More than one"), "{}", res.text);
+    app.delete(&format!("{columns}/ref")).assert_status(204);
     let grid = app.snapshot(&format!("/v1/views/{view}"));
     let types: Vec<&Value> =
         grid["columns"].as_array().expect("columns").iter().map(|c| &c["type"]).collect();
-    assert_eq!(
-        types,
-        [&json!("singleLine"), &json!("reference"), &json!("lookup"), &json!("reference")]
-    );
+    assert_eq!(types, [&json!("singleLine"), &json!("reference")]);
 }
