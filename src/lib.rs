@@ -14,6 +14,7 @@ pub mod grid;
 pub mod histogram;
 pub mod ids;
 pub mod io;
+pub mod json_object;
 pub mod metrics;
 pub mod persist;
 pub mod state;

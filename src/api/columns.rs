@@ -15,6 +15,7 @@ use crate::grid::columns::{ColumnRequest, DateTimeFormatRequest, ReferenceReques
 use crate::grid::planner::{column_in_view, SchemaChange};
 use crate::grid::render::{column_body, ColumnBody, ReferenceTarget, ReferenceTargets};
 use crate::grid::schema::{ColumnDef, Schema};
+use crate::json_object::ObjectOnly;
 use crate::state::AppState;
 
 /// Looks up the branches the reference columns among `columns` point at, so their bodies can
@@ -163,9 +164,9 @@ async fn create_columns(
     state: web::Data<AppState>,
     p: Principal,
     view_id: web::Path<String>,
-    body: web::Json<Vec<ColumnRequest>>,
+    body: web::Json<Vec<ObjectOnly<ColumnRequest>>>,
 ) -> ApiResult<HttpResponse> {
-    let requests = body.into_inner();
+    let requests: Vec<ColumnRequest> = body.into_inner().into_iter().map(|c| c.0).collect();
     if requests.is_empty() || requests.len() > MAX_COLUMNS {
         return Err(ApiError::bad_request(format!(
             "A bulk create takes between 1 and {MAX_COLUMNS} columns."

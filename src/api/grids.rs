@@ -108,7 +108,7 @@ pub struct CreateGridRequest {
     pub name: Option<String>,
     pub template_grid_id: Option<String>,
     pub record_identifier_type: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json_object::objects_only")]
     pub columns: Vec<ColumnRequest>,
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<IndexMap<String, Option<String>>>,

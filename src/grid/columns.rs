@@ -3,6 +3,7 @@
 //!
 //! Pure functions over the schema; the grid actor applies what they return.
 
+use crate::json_object::optional_object;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -79,12 +80,19 @@ pub struct ColumnRequest {
     pub editable: Option<bool>,
     pub language_code: Option<String>,
     pub localization_type: Option<String>,
+    // The settings are objects only (`json_object`): serde's derive would read a list of
+    // their fields in order too.
+    #[serde(default, deserialize_with = "optional_object")]
     pub number_format: Option<NumberFormatRequest>,
+    #[serde(default, deserialize_with = "optional_object")]
     pub selection: Option<SelectionRequest>,
     /// Deprecated list form of the selection options.
     pub selection_options: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "optional_object")]
     pub reference: Option<ReferenceRequest>,
+    #[serde(default, deserialize_with = "optional_object")]
     pub formula: Option<FormulaRequest>,
+    #[serde(default, deserialize_with = "optional_object")]
     pub date_time_format: Option<DateTimeFormatRequest>,
 }
 

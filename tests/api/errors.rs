@@ -134,6 +134,33 @@ fn an_array_where_an_object_is_expected_is_400_bad_request() {
         ),
         (Method::PUT, format!("/v1/views/{view}/shares"), json!([true])),
         (Method::POST, "/v1/glossaries".to_string(), json!(["g", null, null, null])),
+        // Inside bodies too: a bulk write's records, a column's settings, a bulk create's
+        // columns, a new grid's columns.
+        (
+            Method::POST,
+            format!("/v1/views/{view}/records"),
+            json!([["t5", null, [{"columnId": "title", "value": "X"}], null, null]]),
+        ),
+        (
+            Method::PATCH,
+            format!("/v1/views/{view}/records"),
+            json!([["r1", null, [{"columnId": "title", "value": "X"}], null, null]]),
+        ),
+        (
+            Method::POST,
+            format!("/v1/views/{view}/columns"),
+            json!({"id": "c3", "name": "C3", "type": "number", "numberFormat": ["integer", 0]}),
+        ),
+        (
+            Method::POST,
+            format!("/v1/views/{view}/columns/bulk"),
+            json!([[null, null, "C4", null, "singleLine"]]),
+        ),
+        (
+            Method::POST,
+            format!("/v1/grids?dbId={db}"),
+            json!({"name": "Cols", "columns": [[null, null, "C5", null, "singleLine"]]}),
+        ),
     ];
     for (method, path, body) in writes {
         let res = app.call(method.clone(), &path, Some(&app.key), Some(&body));

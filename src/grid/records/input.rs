@@ -1,6 +1,7 @@
 //! The JSON of record writes: `RecordInput` and its cells (`CellInput`, deserialized field by
 //! field), and the records of a delete.
 
+use crate::json_object::ObjectOnly;
 use compact_str::CompactString;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -312,7 +313,8 @@ impl<'de> Deserialize<'de> for RecordsBody {
                 mut seq: A,
             ) -> Result<RecordsBody, A::Error> {
                 let mut body = RecordsBody::default();
-                while let Some(record) = seq.next_element()? {
+                // Each record an object (`json_object`), not a list of its fields.
+                while let Some(ObjectOnly(record)) = seq.next_element()? {
                     body.take(record);
                 }
                 Ok(body)
