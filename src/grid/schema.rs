@@ -408,8 +408,9 @@ impl Schema {
     }
 
     /// The reference column a lookup column follows: the branch's reference column pointing at
-    /// the lookup's grid and branch (`columns::apply_settings` lets a lookup be created only
-    /// when there is one; should a second appear later, the first in the schema is followed).
+    /// the lookup's grid and branch. The planner keeps there being one while a lookup follows
+    /// it (`columns::apply_lookup`, `columns::check_lookups_unambiguous`,
+    /// `planner::check_not_followed`); were there two, the first in the schema is followed.
     pub fn lookup_followed(&self, lookup: &ColumnDef) -> Option<&ColumnDef> {
         let wanted = lookup.reference.as_ref()?;
         self.columns.iter().find(|c| {
