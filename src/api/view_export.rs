@@ -16,11 +16,13 @@
 //! takes to send. A file format is written on a blocking thread into chunks of about 64 KiB
 //! sent through a small channel to the response stream: a large export holds a few chunks,
 //! never the file. An XLSX file is written by rust_xlsxwriter in its constant-memory mode to a
-//! temporary file, then streamed the same way and removed. A JSON export is read
-//! `JSON_RECORDS_PER_CHUNK` records at a time off the HTTP worker, each chunk rendered as a
-//! listing page is (reference cells resolved on the worker, as a listing's are); its first
-//! chunk is read before the answer starts, so that a refusal (a referenced grid the key may
-//! not read) is an error answer rather than a cut file.
+//! temporary file (stopped once the client is gone), then streamed the same way and removed.
+//! A JSON export is read `JSON_RECORDS_PER_CHUNK` records at a time off the HTTP worker, each
+//! chunk rendered as a listing page is (reference cells resolved on the worker, as a
+//! listing's are). Either way a refusal comes before the answer starts, never as a cut file:
+//! the key's access to every referenced grid of a JSON export is checked first, and a written
+//! file's first chunk (or its writer's error, such as an XLSX cell over Excel's limit) is
+//! awaited before the answer's head is sent.
 
 use std::ops::Range;
 use std::sync::Arc;

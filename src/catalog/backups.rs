@@ -36,15 +36,12 @@ impl Supervisor {
             created_time: now_timestamp(),
             records,
         };
-        let kept: Vec<&str> = (self.backups.values())
+        // Oldest first: the map keeps the order backups were recorded in.
+        let mut retired: Vec<String> = (self.backups.values())
             .filter(|b| b.branch_id == branch_id)
-            .map(|b| b.id.as_str())
+            .map(|b| b.id.clone())
             .collect();
-        let retired: Vec<String> = kept
-            [..(kept.len() + 1).saturating_sub(MAX_BACKUPS_PER_BRANCH).min(kept.len())]
-            .iter()
-            .map(|id| (*id).to_owned())
-            .collect();
+        retired.truncate((retired.len() + 1).saturating_sub(MAX_BACKUPS_PER_BRANCH));
         let mut changes = vec![CatalogChange::put(EntityKind::Backup, &backup.id, &backup)];
         changes.extend(retired.iter().map(|id| CatalogChange::delete(EntityKind::Backup, id)));
         self.commit(&changes)?;

@@ -446,11 +446,9 @@ fn parse_reference(r: &ReferenceRequest) -> SchemaResult<ReferenceSetting> {
 /// another reference column already does: the lookup follows exactly one.
 fn check_lookups_unambiguous(schema: &Schema, column: &ColumnDef) -> SchemaResult<()> {
     let Some(target) = &column.reference else { return Ok(()) };
-    let points_there = |c: &&ColumnDef| c.reference.as_ref().is_some_and(|r| r.same_target(target));
-    let lookup =
-        schema.columns.iter().filter(points_there).find(|c| c.column_type == ColumnType::Lookup);
-    let other = (schema.columns.iter().filter(points_there))
-        .find(|c| c.column_type == ColumnType::Reference && c.id != column.id);
+    let lookup = schema.columns_pointing_at(ColumnType::Lookup, target).next();
+    let other =
+        schema.columns_pointing_at(ColumnType::Reference, target).find(|c| c.id != column.id);
     match (lookup, other) {
         (Some(lookup), Some(other)) => Err(SchemaError::invalid(format!(
             "Lookup column \"{}\" follows reference column \"{}\" to grid \"{}\"; a second \
@@ -473,11 +471,8 @@ fn apply_lookup(schema: &Schema, column: &mut ColumnDef, req: &ColumnRequest) ->
              and the column of it to show.",
         ));
     };
-    let following = schema
-        .columns
-        .iter()
-        .filter(|c| c.column_type == ColumnType::Reference && c.id != column.id)
-        .filter(|c| c.reference.as_ref().is_some_and(|r| r.same_target(wanted)))
+    let following = (schema.columns_pointing_at(ColumnType::Reference, wanted))
+        .filter(|c| c.id != column.id)
         .count();
     match following {
         1 => Ok(()),

@@ -412,10 +412,20 @@ impl Schema {
     /// it (`columns::apply_lookup`, `columns::check_lookups_unambiguous`,
     /// `planner::check_not_followed`); were there two, the first in the schema is followed.
     pub fn lookup_followed(&self, lookup: &ColumnDef) -> Option<&ColumnDef> {
-        let wanted = lookup.reference.as_ref()?;
-        self.columns.iter().find(|c| {
-            c.column_type == ColumnType::Reference
-                && c.reference.as_ref().is_some_and(|r| r.same_target(wanted))
+        let target = lookup.reference.as_ref()?;
+        self.columns_pointing_at(ColumnType::Reference, target).next()
+    }
+
+    /// The columns of `column_type` (reference or lookup) pointing at `target`'s grid and
+    /// branch, in the schema's order.
+    pub fn columns_pointing_at<'a, 't>(
+        &'a self,
+        column_type: ColumnType,
+        target: &'t ReferenceSetting,
+    ) -> impl Iterator<Item = &'a ColumnDef> + use<'a, 't> {
+        self.columns.iter().filter(move |c| {
+            c.column_type == column_type
+                && c.reference.as_ref().is_some_and(|r| r.same_target(target))
         })
     }
 
