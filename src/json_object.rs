@@ -55,6 +55,15 @@ pub fn objects_only<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     Vec::<ObjectOnly<T>>::deserialize(d).map(|list| list.into_iter().map(|o| o.0).collect())
 }
 
+/// An optional list of structs: `null` or absent (with `#[serde(default)]`) is none, else each
+/// element is read from an object only.
+pub fn optional_objects<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Vec<T>>, D::Error> {
+    Option::<Vec<ObjectOnly<T>>>::deserialize(d)
+        .map(|list| list.map(|list| list.into_iter().map(|o| o.0).collect()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

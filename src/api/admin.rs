@@ -39,6 +39,7 @@ pub struct CreateKeyRequest {
     pub kind: Option<String>,
     #[serde(default)]
     pub privileges: Vec<String>,
+    #[serde(default, deserialize_with = "crate::json_object::optional_object")]
     pub access: Option<AccessRequest>,
     pub view_id: Option<String>,
 }

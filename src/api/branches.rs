@@ -314,11 +314,13 @@ struct MergeBody {
     merge_record_options: Option<Vec<String>>,
     destination_branch_id: Option<String>,
     destination_view_id: Option<String>,
+    #[serde(default, deserialize_with = "crate::json_object::optional_objects")]
     merge_record_conflicts: Option<Vec<MergeRecordConflict>>,
     use_last_merge_resolve: Option<bool>,
     /// Cells of columns whose types differ between the branches are never merged (skipped),
     /// so either value is honoured.
     check_mismatched_column_type: Option<bool>,
+    #[serde(default, deserialize_with = "crate::json_object::optional_objects")]
     query: Option<Vec<FilterField>>,
 }
 

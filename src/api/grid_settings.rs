@@ -75,6 +75,7 @@ pub struct UpdateGridSettingRequest {
     /// lockAllLanguages: the source status of source-language cells added afterwards without one.
     pub default_source_language_status: Option<String>,
     /// The `dateTimeFormat` of datetime columns created afterwards without one.
+    #[serde(default, deserialize_with = "crate::json_object::optional_object")]
     pub default_date_time_format: Option<DateTimeFormatRequest>,
     pub translator_can_view_automations: Option<bool>,
     /// A null value removes that key.

@@ -26,7 +26,7 @@ pub struct MergeRecordConflict {
     pub record_id: String,
     /// The record's path, for a grid whose records are identified by path and id.
     pub path_tag: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json_object::objects_only")]
     pub cells: Vec<MergeCellConflict>,
 }
 

@@ -89,7 +89,7 @@ impl ViewType {
 pub struct CreateViewRequest {
     pub name: Option<String>,
     pub grid_id: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json_object::objects_only")]
     pub columns: Vec<ViewColumnRequest>,
 }
 

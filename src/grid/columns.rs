@@ -34,7 +34,7 @@ pub struct SelectionOptionRequest {
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct SelectionRequest {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json_object::objects_only")]
     pub options: Vec<SelectionOptionRequest>,
 }
 

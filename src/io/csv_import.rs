@@ -49,6 +49,7 @@ pub fn limits(view_columns: usize) -> Limits {
 pub struct ImportRequest {
     pub with_header: Option<bool>,
     pub backup: Option<bool>,
+    #[serde(default, deserialize_with = "crate::json_object::optional_objects")]
     pub column_mappings: Option<Vec<ColumnMapping>>,
     pub first_data_row: Option<usize>,
 }

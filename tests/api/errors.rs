@@ -109,6 +109,8 @@ fn an_array_where_an_object_is_expected_is_400_bad_request() {
     let (grid, view) = app.create_grid("Strings");
     app.create_column(&view, json!({"id": "title", "name": "Title", "type": "singleLine"}));
     app.add_records(&view, json!([{"id": "r1"}]));
+    let branch = app.post(&format!("/v1/branches?branchId={grid}"), &json!({"name": "b"}));
+    let branch = branch.body["id"].as_str().expect("a branch id").to_string();
     let grid_path = format!("/v1/grids/{grid}");
     let before = (app.snapshot(&grid_path), app.snapshot(&format!("/v1/views/{view}")));
     let db = app.default_db();
@@ -161,6 +163,47 @@ fn an_array_where_an_object_is_expected_is_400_bad_request() {
             format!("/v1/grids?dbId={db}"),
             json!({"name": "Cols", "columns": [[null, null, "C5", null, "singleLine"]]}),
         ),
+        // And the structs nested deeper: a key's access, a glossary's projects, a delete's
+        // identifiers, a new view's columns, a selection's options, the grid settings' date
+        // format, a merge's conflicts and query.
+        (
+            Method::POST,
+            "/admin/v1/api-keys".to_string(),
+            json!({"name": "k2", "privileges": ["read"], "access": [false, [1], [], []]}),
+        ),
+        (Method::POST, "/v1/glossaries".to_string(), json!({"name": "g2", "projects": [[1, []]]})),
+        (Method::DELETE, format!("/v1/views/{view}/records"), json!({"identifiers": [["r1", ""]]})),
+        (
+            Method::POST,
+            "/v1/views".to_string(),
+            json!({"name": "Positional", "gridId": grid, "columns": [["title", true]]}),
+        ),
+        (
+            Method::POST,
+            format!("/v1/views/{view}/columns"),
+            json!({"id": "c6", "name": "C6", "type": "singleSelection",
+                   "selection": {"options": [["a", null]]}}),
+        ),
+        (
+            Method::PATCH,
+            format!("{grid_path}/settings"),
+            json!({"defaultDateTimeFormat": ["yyyy-MM-dd", null, null, null]}),
+        ),
+        (
+            Method::POST,
+            format!("/v1/branches/{branch}/merge?destinationBranchId={grid}"),
+            json!({"mergeRecordConflicts": [["r1", null, []]]}),
+        ),
+        (
+            Method::POST,
+            format!("/v1/branches/{branch}/merge?destinationBranchId={grid}"),
+            json!({"query": [["title", "=", ["X"], null, null, null, null]]}),
+        ),
+        (
+            Method::POST,
+            format!("/v1/branches/{branch}/merge?destinationBranchId={grid}"),
+            json!({"mergeRecordConflicts": [{"recordId": "r1", "cells": [["title", "child"]]}]}),
+        ),
     ];
     for (method, path, body) in writes {
         let res = app.call(method.clone(), &path, Some(&app.key), Some(&body));
@@ -169,6 +212,10 @@ fn an_array_where_an_object_is_expected_is_400_bad_request() {
     }
     let after = (app.snapshot(&grid_path), app.snapshot(&format!("/v1/views/{view}")));
     assert_eq!(after, before);
+    let keys = app.snapshot("/admin/v1/api-keys");
+    assert!(!keys.to_string().contains("k2"), "{keys}");
+    let views = app.snapshot(&format!("/v1/views?gridId={grid}"));
+    assert!(!views.to_string().contains("Positional"), "{views}");
     let projects = app.snapshot("/v1/projects");
     assert!(!projects.to_string().contains("By position"), "{projects}");
     app.get(&format!("/v1/views/{view}/shares")).assert_error(404, "shareIsNotFound");

@@ -75,6 +75,7 @@ pub struct GlossaryRequest {
     name: Option<String>,
     description: Option<String>,
     langs: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "crate::json_object::optional_objects")]
     projects: Option<Vec<ProjectLink>>,
 }
 

@@ -65,7 +65,7 @@ pub struct TermRequest {
     definition: Option<String>,
     note: Option<String>,
     /// Data categories; each with `lang` (and `term`) names one of the entry's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json_object::objects_only")]
     categories: Vec<Category>,
 }
 

@@ -361,6 +361,7 @@ impl RecordInput {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct DeleteRecordsInput {
     pub ids: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "crate::json_object::optional_objects")]
     pub identifiers: Option<Vec<RecordIdentifier>>,
 }
 
