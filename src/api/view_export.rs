@@ -47,7 +47,9 @@ use crate::grid::read_json::renders_alone;
 use crate::grid::references::ReferenceColumns;
 use crate::grid::schema::ColumnDef;
 use crate::io::error::{FileError, FileResult};
-use crate::io::export::{write_view_csv, write_view_html, write_view_xlsx, FileHeader};
+use crate::io::export::{
+    write_view_csv, write_view_html, write_view_xlsx, xlsx_rows_fit, FileHeader,
+};
 use crate::io::po::{po_files, write_view_po};
 use crate::state::AppState;
 
@@ -205,6 +207,8 @@ fn file_writer(
         Format::Csv => Box::new(move |s, sink| write_view_csv(s, file_header, b',', sink)),
         Format::Tsv => Box::new(move |s, sink| write_view_csv(s, file_header, b'\t', sink)),
         Format::Xlsx => {
+            let header_rows = usize::from(file_header.names(&source.columns).is_some());
+            xlsx_rows_fit(source.rows.len(), header_rows)?;
             let temp_dir = state.data_dir.join("exports");
             Box::new(move |s, mut sink| {
                 let gone = sink.watcher();

@@ -219,6 +219,24 @@ const XLSX_ROWS_BETWEEN_LOOKS: u32 = 1024;
 /// The most characters an XLSX cell holds (Excel's limit, which rust_xlsxwriter enforces).
 const XLSX_MAX_CELL_CHARS: usize = 32_767;
 
+/// The most rows an XLSX sheet holds, its header's included (Excel's limit, which
+/// rust_xlsxwriter enforces).
+const XLSX_MAX_ROWS: usize = 1_048_576;
+
+/// Refuses (400) an XLSX file of `rows` rows under `header_rows` rows of header that one sheet
+/// cannot hold: known before a workbook is built, where the writer would fail at the row past
+/// the limit (a 1M-record grid was a 500 after building its whole sheet).
+pub fn xlsx_rows_fit(rows: usize, header_rows: usize) -> FileResult<()> {
+    let held = XLSX_MAX_ROWS - header_rows;
+    if rows > held {
+        return Err(FileError::Request(format!(
+            "{rows} rows do not fit in an XLSX sheet, which holds {held} under its header; \
+             export as csv, tsv or json, or filter the export"
+        )));
+    }
+    Ok(())
+}
+
 /// `text` if an XLSX cell holds it; a refusal (400) naming the limit otherwise.
 fn xlsx_text(text: &str) -> FileResult<&str> {
     // Counting only texts that could be too long: a char is at most 4 bytes.
@@ -305,6 +323,7 @@ pub fn write_history_xlsx(path: &Path, enhanced: bool, rows: &[ExportRow]) -> Fi
     let failed = |e: rust_xlsxwriter::XlsxError| {
         FileError::Write(format!("writing {}: {e}", path.display()))
     };
+    xlsx_rows_fit(rows.len(), 1)?;
     let mut workbook = Workbook::new();
     let sheet = workbook.add_worksheet();
     sheet.set_name("Record histories").map_err(failed)?;
@@ -332,7 +351,7 @@ pub fn write_history_xlsx(path: &Path, enhanced: bool, rows: &[ExportRow]) -> Fi
                 let serial = row.time_ms as f64 / 86_400_000.0 + 25_569.0;
                 sheet.write_number_with_format(line, col, serial, &date).map_err(failed)?;
             } else {
-                sheet.write_string(line, col, text).map_err(failed)?;
+                sheet.write_string(line, col, xlsx_text(&text)?).map_err(failed)?;
             }
         }
     }
@@ -379,6 +398,21 @@ mod tests {
         assert!(line.contains(",alice,1970-01-01T00:00:00.000+00:00,"), "{line}");
         assert_eq!(lines.next(), None);
         write_history_xlsx(&dir.path().join("h.xlsx"), false, &rows).expect("xlsx written");
+    }
+
+    #[test]
+    fn an_xlsx_file_a_sheet_cannot_hold_is_refused_as_a_request_before_it_is_built() {
+        assert!(xlsx_rows_fit(1_048_575, 1).is_ok());
+        assert!(xlsx_rows_fit(1_048_576, 0).is_ok());
+        let refused = xlsx_rows_fit(1_048_576, 1).expect_err("one row too many");
+        assert!(matches!(&refused, FileError::Request(m) if m.contains("1048575")), "{refused}");
+        assert!(matches!(xlsx_rows_fit(usize::MAX, 1), Err(FileError::Request(_))));
+        // A history value over Excel's cell limit is the request's problem too, not a failed
+        // write (a 500).
+        let dir = tempfile::tempdir().expect("temp dir");
+        let long = CellValue::Text("é".repeat(XLSX_MAX_CELL_CHARS + 1));
+        let refused = write_history_xlsx(&dir.path().join("h.xlsx"), false, &[row(long, None)]);
+        assert!(matches!(refused, Err(FileError::Request(_))), "{refused:?}");
     }
 
     #[test]
