@@ -240,7 +240,7 @@ impl Node {
             .map_err(|e| StartupError::Bootstrap(e.to_string()))?;
         supervisor.sweep_stray_files(&config.data_dir);
         let seeds = supervisor.branch_seeds();
-        let states = recover(&seeds, &durability, &recovered.records)?;
+        let states = recover(&seeds, &durability, &recovered.records, &recovered.gaps)?;
         drop(recovered);
         if cluster.is_none() {
             supervisor.start_branches(states.states, &states.forked);

@@ -20,7 +20,7 @@ use crate::grid::ops::{GridOp, GridState};
 use crate::grid::schema::ViewDef;
 use crate::grid::store::RecordIdentity;
 use crate::persist::entry::{branch_id_of, WalEntry, WalRecord, CATALOG_MARKER};
-use crate::persist::wal::{WalError, WalRecords};
+use crate::persist::wal::{WalError, WalGap, WalRecords};
 
 /// The copy a branch started as: its source's state at a WAL position. Recovery rebuilds the
 /// branch from it until the branch has a snapshot of its own.
@@ -63,10 +63,14 @@ pub fn recover(
     seeds: &[BranchSeed],
     durability: &Durability,
     records: &WalRecords,
+    gaps: &[WalGap],
 ) -> Result<Recovered, WalError> {
     let started = std::time::Instant::now();
     let mut replay = Replay::from_snapshots(seeds, durability);
     let snapshots_done = started.elapsed();
+    for gap in gaps.iter().filter(|gap| !gap.lsns.is_empty()) {
+        replay.report_gap(gap);
+    }
     let (replayed, skipped) = replay.apply_records(records)?;
     let Replay { mut states, mut pending, mut forked } = replay;
     while let Some(fork) = pending.pop() {
@@ -117,6 +121,39 @@ impl<'a> Replay<'a> {
         // Latest first, so the next due is popped from the end.
         pending.sort_by_key(|p| std::cmp::Reverse(p.point.wal_lsn));
         Replay { states, pending, forked: HashSet::new() }
+    }
+
+    /// Says which branches may have lost changes to a gap of the log: those whose snapshot
+    /// does not cover it (a lost record names its branch only in its unreadable bytes).
+    fn report_gap(&self, gap: &WalGap) {
+        let mut exposed: Vec<&str> = self
+            .states
+            .iter()
+            .filter(|(_, (_, floor))| *floor < gap.lsns.end - 1)
+            .map(|(id, _)| id.as_str())
+            .chain(self.pending.iter().map(|p| p.branch_id))
+            .collect();
+        let (first_lsn, last_lsn) = (gap.lsns.start, gap.lsns.end - 1);
+        if exposed.is_empty() {
+            tracing::warn!(
+                first_lsn,
+                last_lsn,
+                "the WAL records that could not be read are all inside every branch's snapshot: \
+                 no branch lost a change to them"
+            );
+            return;
+        }
+        exposed.sort_unstable();
+        let count = exposed.len();
+        exposed.truncate(20);
+        tracing::error!(
+            first_lsn,
+            last_lsn,
+            branches = count,
+            named = ?exposed,
+            "the WAL records that could not be read are newer than these branches' snapshots: \
+             the changes they held are lost"
+        );
     }
 
     /// Applies every branch record after its branch's position, starting each copy when the
@@ -368,7 +405,7 @@ mod tests {
             },
         ];
         let records = WalRecords::from_vec(records);
-        let recovered = recover(&seeds, &durability, &records).expect("the records read");
+        let recovered = recover(&seeds, &durability, &records, &[]).expect("the records read");
         assert_eq!(recovered.forked, HashSet::from(["b".to_owned()]));
         let (m, b) = (&recovered.states["m"], &recovered.states["b"]);
         assert_eq!(value(m, "a"), CellValue::Text("a3".into()));

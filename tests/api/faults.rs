@@ -279,6 +279,38 @@ fn wal_damage_after_sigkill_keeps_every_write_before_it() {
     }
 }
 
+/// Damage in the middle of the log (a record with acknowledged records after it) is not a torn
+/// tail: the damaged record is lost, loudly, and every record after it is kept. The damaged
+/// record here is the third add: its branch's snapshot (none yet) does not cover it, so the log
+/// names the branch as having lost changes.
+#[test]
+fn wal_damage_in_the_middle_loses_only_the_damaged_record() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let acked = acknowledged_writes(dir.path());
+    let segment = newest_segment(dir.path());
+    let mut bytes = std::fs::read(&segment).expect("segment");
+    let starts = record_starts(&bytes);
+    // The 8 adds are the records before the key's (the last).
+    let third_add = starts[starts.len() - 9 + 2];
+    bytes[third_add + 20] ^= 0x10;
+    std::fs::write(&segment, &bytes).expect("damaged");
+    let server = restart_damaged(dir.path(), true);
+    let ids = listed(&server, &acked.view, KEY).expect("the owner key works");
+    let mut expected = acked.records.clone();
+    expected.remove(2);
+    assert_eq!(ids, expected);
+    // The key, created after the damaged record, is there.
+    assert!(listed(&server, &acked.view, &acked.key).is_some(), "the later key works");
+    let log = server.kill();
+    let named = |needle: &str| log.iter().any(|l| l.contains(" ERROR ") && l.contains(needle));
+    assert!(named("WAL damaged in the middle"), "the gap is reported:\n{}", log.join("\n"));
+    assert!(named("the changes they held are lost"), "the loss is named:\n{}", log.join("\n"));
+    // A second start finds the same and keeps the writes made since.
+    let server = restart_damaged(dir.path(), true);
+    assert_eq!(listed(&server, &acked.view, KEY).expect("listed"), expected);
+    server.kill();
+}
+
 #[test]
 fn sled_losing_catalogue_entries_after_sigkill_keeps_every_acknowledged_change() {
     let dir = tempfile::tempdir().expect("temp dir");

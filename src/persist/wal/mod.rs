@@ -34,7 +34,7 @@ use std::thread::JoinHandle;
 use tokio::sync::oneshot;
 
 pub use frame::DamageReason;
-pub use recovery::WalRecords;
+pub use recovery::{WalGap, WalRecords};
 pub use retained::{prune_archive, read_retained, RetainedError};
 pub use writer::{abort_on_io_failure, WritePayload};
 
@@ -135,6 +135,9 @@ pub struct Recovered {
     pub records: WalRecords,
     /// `Some` when a torn or corrupt record ended recovery early.
     pub dropped_tail: Option<TailDamage>,
+    /// Records that could not be read in the middle of the log, each with valid records after
+    /// it (kept and replayed).
+    pub gaps: Vec<WalGap>,
 }
 
 /// Counters for metrics export; read with [`WalHandle::stats`].
@@ -261,7 +264,11 @@ impl Wal {
                 stats,
             }),
         };
-        let recovered = Recovered { records: outcome.records, dropped_tail: outcome.damage };
+        let recovered = Recovered {
+            records: outcome.records,
+            dropped_tail: outcome.damage,
+            gaps: outcome.gaps,
+        };
         Ok((handle, recovered))
     }
 }

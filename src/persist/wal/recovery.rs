@@ -1,14 +1,20 @@
 //! Start-up scan of the write-ahead log: reads every segment (a segment at a time on each core),
-//! finds the valid records in LSN order, and repairs a damaged tail (truncate the damaged
-//! segment, delete every later segment). The records themselves are not kept: `WalRecords`
-//! reads them again, one segment at a time, when the catalogue and the branches are replayed,
-//! so a start never holds the whole log in memory.
+//! finds the valid records in LSN order, and repairs a damaged tail (truncates the last
+//! segment after its last valid record). Damage with valid records after it (in the same
+//! segment, or later segments) is not a tail: a crash tears only the last writes, so those
+//! records were acknowledged. The scan steps over such damage to the next valid record
+//! (`resync`) and reports the LSNs it could not read (`WalGap`); nothing after it is dropped.
+//! An intact record whose LSN field alone is damaged is read as the LSN between its
+//! neighbours. The records themselves are not kept: `WalRecords` reads them again, one
+//! segment at a time, when the catalogue and the branches are replayed, so a start never
+//! holds the whole log in memory.
 //!
 //! Owns the repair decision at open time only. It must not be called while a writer thread is
 //! running on the same directory (`Wal::open` holds the directory lock before calling it).
 
 use std::fs::{self, OpenOptions};
 use std::io;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::frame::{self, DamageReason, Decoded};
@@ -23,13 +29,35 @@ pub(super) struct RecoveryOutcome {
     /// `None` when the directory held no segment at all.
     pub(super) active: Option<PathBuf>,
     pub(super) next_lsn: u64,
+    /// Records that could not be read in the middle of the log (valid records follow them).
+    pub(super) gaps: Vec<WalGap>,
+}
+
+/// Records of the log that could not be read, with valid records after them: damaged bytes
+/// inside a segment, or a segment missing between two others. They had been acknowledged;
+/// the changes they held are lost unless a snapshot covers them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WalGap {
+    /// The segment holding the damage (for a missing segment, the one after the hole).
+    pub segment: PathBuf,
+    /// Byte offset of the damage in `segment`.
+    pub offset: u64,
+    /// The LSNs not read.
+    pub lsns: Range<u64>,
+    /// What was wrong at `offset`.
+    pub reason: String,
 }
 
 /// Result of scanning one segment's bytes.
 struct SegmentScan {
     valid_len: usize,
     next_lsn: u64,
+    /// Records read.
+    records: usize,
+    /// Damage that ends the segment's valid records (none may follow it in the segment).
     damage: Option<DamageReason>,
+    /// Damage stepped over: its offset, the LSNs it held and what was wrong.
+    gaps: Vec<(usize, Range<u64>, DamageReason)>,
 }
 
 /// Scans and repairs the log in `dir`.
@@ -44,10 +72,14 @@ pub(super) fn recover(
         damage: None,
         active: None,
         next_lsn: segments.first().map_or(1, |(first, _)| *first),
+        gaps: Vec::new(),
     };
     let mut scans = scan_all(&segments, max_record_len, marked).into_iter();
+    // The reason the segment before ended early, when it did: the LSNs up to this segment's
+    // first are a gap, not the start of a torn tail (this segment's records follow them).
+    let mut ended_early: Option<(PathBuf, u64, DamageReason)> = None;
     for (index, (first_lsn, path)) in segments.iter().enumerate() {
-        if *first_lsn != outcome.next_lsn {
+        if *first_lsn < outcome.next_lsn {
             let reason = DamageReason::SegmentOutOfSequence {
                 expected: outcome.next_lsn,
                 found: *first_lsn,
@@ -56,6 +88,16 @@ pub(super) fn recover(
             outcome.damage = Some(report(path, 0, reason, deleted));
             break;
         }
+        if *first_lsn > outcome.next_lsn {
+            // The segment before ended in damage, or a whole segment is missing.
+            let (segment, offset, reason) = match ended_early.take() {
+                Some((segment, offset, reason)) => (segment, offset, reason.to_string()),
+                None => (path.clone(), 0, "the segment before it is missing".to_string()),
+            };
+            outcome.gaps.push(gap(segment, offset, outcome.next_lsn..*first_lsn, reason));
+            outcome.next_lsn = *first_lsn;
+        }
+        ended_early = None;
         let (scan, holds_marked) = match scans.next() {
             Some(scanned) => scanned.map_err(|e| WalError::io(path, e))?,
             None => return Err(WalError::io(path, io::Error::other("a segment was not scanned"))),
@@ -63,7 +105,10 @@ pub(super) fn recover(
         let first = outcome.next_lsn;
         outcome.next_lsn = scan.next_lsn;
         let len = scan.valid_len as u64;
-        outcome.records.count += (scan.next_lsn - first) as usize;
+        outcome.records.count += scan.records;
+        for (offset, lsns, reason) in scan.gaps {
+            outcome.gaps.push(gap(path.clone(), offset as u64, lsns, reason.to_string()));
+        }
         if let Source::Segments(spans) = &mut outcome.records.source {
             spans.push(SegmentSpan {
                 path: path.clone(),
@@ -75,13 +120,42 @@ pub(super) fn recover(
         }
         outcome.active = Some(path.clone());
         if let Some(reason) = scan.damage {
+            if index + 1 < segments.len() {
+                // Later segments hold records written after this one was whole: not a tail.
+                ended_early = Some((path.clone(), len, reason));
+                continue;
+            }
             truncate(path, len)?;
-            let deleted = delete_segments(dir, &segments[index + 1..])?;
-            outcome.damage = Some(report(path, len, reason, deleted));
+            outcome.damage = Some(report(path, len, reason, Vec::new()));
             break;
         }
     }
     Ok(outcome)
+}
+
+/// A gap of the log, reported as an error when found (bytes holding no record, the next
+/// record right after them, as a warning).
+fn gap(segment: PathBuf, offset: u64, lsns: Range<u64>, reason: String) -> WalGap {
+    if lsns.is_empty() {
+        tracing::warn!(
+            segment = %segment.display(),
+            offset,
+            %reason,
+            "WAL damaged in the middle: bytes holding no record were stepped over; no record is \
+             missing"
+        );
+        return WalGap { segment, offset, lsns, reason };
+    }
+    tracing::error!(
+        segment = %segment.display(),
+        offset,
+        first_lsn = lsns.start,
+        last_lsn = lsns.end - 1,
+        %reason,
+        "WAL damaged in the middle: records written before the last ones could not be read \
+         and were skipped; the records after them are kept"
+    );
+    WalGap { segment, offset, lsns, reason }
 }
 
 /// Scans every segment from the first LSN its name gives, a segment at a time on each core
@@ -259,8 +333,11 @@ pub(super) fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
     Ok(())
 }
 
-/// Decodes records from the start of `bytes` until the end or the first damaged record,
-/// passing each to `each`.
+/// Decodes records from the start of `bytes`, passing each to `each`, until the end or damage
+/// no valid record follows. Damage that valid records follow is stepped over (`resync`) and
+/// listed in `gaps`; an intact record whose LSN field alone is wrong (the record after it
+/// carries the LSN after the expected one) is read as the expected record. Deterministic: the
+/// replay reads each segment again with it and must meet the records the open found.
 fn scan_segment(
     bytes: &[u8],
     first_lsn: u64,
@@ -269,21 +346,87 @@ fn scan_segment(
 ) -> SegmentScan {
     let mut offset = 0;
     let mut expected = first_lsn;
+    let mut records = 0;
+    let mut gaps = Vec::new();
     loop {
         match frame::decode_record(bytes, offset, expected, max_record_len) {
             Decoded::Record { lsn, payload, next } => {
                 each(lsn, payload);
+                records += 1;
                 expected += 1;
                 offset = next;
             }
             Decoded::End => {
-                return SegmentScan { valid_len: offset, next_lsn: expected, damage: None }
+                let next_lsn = expected;
+                return SegmentScan { valid_len: offset, next_lsn, records, damage: None, gaps };
             }
             Decoded::Damaged(reason) => {
-                return SegmentScan { valid_len: offset, next_lsn: expected, damage: Some(reason) }
+                if let DamageReason::UnexpectedLsn { found, .. } = reason {
+                    // The record is whole (its checksum matched); only its LSN is not the
+                    // expected one. When a record carrying the next LSN follows it, it is the
+                    // expected record with a damaged LSN field.
+                    if let Decoded::Record { payload, next, .. } =
+                        frame::decode_record(bytes, offset, found, max_record_len)
+                    {
+                        let after = frame::decode_record(bytes, next, expected + 1, max_record_len);
+                        if matches!(after, Decoded::Record { .. }) {
+                            each(expected, payload);
+                            records += 1;
+                            expected += 1;
+                            offset = next;
+                            continue;
+                        }
+                    }
+                }
+                match resync(bytes, offset + 1, expected, max_record_len) {
+                    Some((at, lsn)) => {
+                        gaps.push((offset, expected..lsn, reason));
+                        offset = at;
+                        expected = lsn;
+                    }
+                    None => {
+                        let (valid_len, next_lsn, damage) = (offset, expected, Some(reason));
+                        return SegmentScan { valid_len, next_lsn, records, damage, gaps };
+                    }
+                }
             }
         }
     }
+}
+
+/// Whether the bytes at `offset` are the end of the segment or a valid record carrying `lsn`.
+fn follows(bytes: &[u8], offset: usize, lsn: u64, max_record_len: u32) -> bool {
+    matches!(
+        frame::decode_record(bytes, offset, lsn, max_record_len),
+        Decoded::End | Decoded::Record { .. }
+    )
+}
+
+/// The first offset from `from` holding a valid record with an LSN of at least `expected`
+/// (and no more than the records the rest of the segment could hold), itself followed by the
+/// segment's end or the record with the next LSN; with that LSN. Two records in a row, each
+/// with a matching checksum and consecutive LSNs, do not occur in damaged bytes by chance.
+/// The header fields are checked before the checksum, so a scan over junk stays linear.
+fn resync(bytes: &[u8], from: usize, expected: u64, max_record_len: u32) -> Option<(usize, u64)> {
+    let last_start = bytes.len().checked_sub(frame::HEADER_LEN)?;
+    let most = expected.saturating_add((bytes.len() / frame::HEADER_LEN) as u64);
+    (from..=last_start).find_map(|at| {
+        let header = &bytes[at..at + frame::HEADER_LEN];
+        let len = u32::from_le_bytes(header[..4].try_into().ok()?);
+        if len > max_record_len || at + frame::HEADER_LEN + len as usize > bytes.len() {
+            return None;
+        }
+        let lsn = u64::from_le_bytes(header[8..].try_into().ok()?);
+        if lsn < expected || lsn > most {
+            return None;
+        }
+        match frame::decode_record(bytes, at, lsn, max_record_len) {
+            Decoded::Record { next, .. } if follows(bytes, next, lsn + 1, max_record_len) => {
+                Some((at, lsn))
+            }
+            _ => None,
+        }
+    })
 }
 
 /// Cuts `path` to `len` bytes and makes the new length durable.

@@ -239,8 +239,18 @@ fn flipping_any_bit_of_the_last_record() {
     }
 }
 
+/// The records a reopened log passes, as (LSN, payload).
+fn records_of(recovered: &Recovered) -> Vec<(u64, Vec<u8>)> {
+    recovered.records.to_vec()
+}
+
+/// Records `range` without those in `lost`.
+fn expected_without(range: std::ops::RangeInclusive<u64>, lost: &[u64]) -> Vec<(u64, Vec<u8>)> {
+    expected_records(range).into_iter().filter(|(lsn, _)| !lost.contains(lsn)).collect()
+}
+
 #[test]
-fn corrupt_record_in_an_older_segment_stops_recovery_there() {
+fn a_corrupt_record_in_an_older_segment_is_skipped_and_the_records_after_it_kept() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_log(dir.path(), 3, 12);
     let all = segments(dir.path());
@@ -248,35 +258,98 @@ fn corrupt_record_in_an_older_segment_stops_recovery_there() {
     // Record 5 sits in the middle of the second segment (records 4, 5, 6).
     xor_byte(&all[1], RECORD_LEN + HEADER_LEN as u64 + 3, 0x40);
     let (wal, recovered) = open(dir.path(), options(3));
-    assert_eq!(recovered.records.to_vec(), expected_records(1..=4));
-    let damage = recovered.dropped_tail.expect("damage reported");
-    assert_eq!(damage.segment, all[1]);
-    assert_eq!(damage.offset, RECORD_LEN);
-    assert!(matches!(damage.reason, DamageReason::CrcMismatch { .. }));
-    assert_eq!(damage.deleted_segments, all[2..].to_vec());
-    assert_eq!(segments(dir.path()), all[..2].to_vec());
-    assert_eq!(fs::metadata(&all[1]).expect("stat").len(), RECORD_LEN);
-    assert_eq!(append_durably(&wal, 5..=9), (5..=9).collect::<Vec<_>>());
+    assert_eq!(records_of(&recovered), expected_without(1..=12, &[5]));
+    assert_eq!(recovered.dropped_tail, None);
+    let [gap] = recovered.gaps.as_slice() else { panic!("one gap: {:?}", recovered.gaps) };
+    assert_eq!(
+        (gap.segment.as_path(), gap.offset, gap.lsns.clone()),
+        (all[1].as_path(), RECORD_LEN, 5..6)
+    );
+    assert!(gap.reason.contains("crc mismatch"), "{}", gap.reason);
+    assert_eq!(segments(dir.path()), all, "no segment deleted");
+    assert_eq!(wal.last_lsn(), 12);
+    assert_eq!(append_durably(&wal, 13..=14), vec![13, 14]);
     wal.shutdown().expect("shutdown");
     let (_wal, recovered) = open(dir.path(), options(3));
-    assert_eq!(recovered.records.to_vec(), expected_records(1..=9));
+    assert_eq!(records_of(&recovered), expected_without(1..=14, &[5]));
+    assert_eq!(recovered.gaps.len(), 1, "the same gap, found again");
 }
 
 #[test]
-fn missing_segment_is_reported_and_later_ones_dropped() {
+fn damage_running_to_the_end_of_an_older_segment_is_a_gap_up_to_the_next_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_log(dir.path(), 3, 9);
+    let all = segments(dir.path());
+    // Records 5 and 6 (the second segment's last two) zeroed.
+    let mut bytes = fs::read(&all[1]).expect("read");
+    bytes[RECORD_LEN as usize..].fill(0);
+    fs::write(&all[1], bytes).expect("write");
+    let (wal, recovered) = open(dir.path(), options(3));
+    assert_eq!(records_of(&recovered), expected_without(1..=9, &[5, 6]));
+    let [gap] = recovered.gaps.as_slice() else { panic!("one gap: {:?}", recovered.gaps) };
+    assert_eq!(
+        (gap.segment.as_path(), gap.offset, gap.lsns.clone()),
+        (all[1].as_path(), RECORD_LEN, 5..7)
+    );
+    assert_eq!(recovered.dropped_tail, None);
+    assert_eq!(append_durably(&wal, 10..=10), vec![10]);
+    wal.shutdown().expect("shutdown");
+}
+
+#[test]
+fn a_missing_segment_is_a_gap_and_the_later_ones_are_kept() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_log(dir.path(), 3, 12);
     let all = segments(dir.path());
     fs::remove_file(&all[1]).expect("remove");
     let (wal, recovered) = open(dir.path(), options(3));
-    assert_eq!(recovered.records.to_vec(), expected_records(1..=3));
-    let damage = recovered.dropped_tail.expect("damage reported");
-    assert_eq!(damage.reason, DamageReason::SegmentOutOfSequence { expected: 4, found: 7 });
-    assert_eq!(damage.deleted_segments, all[2..].to_vec());
-    assert_eq!(append_durably(&wal, 4..=4), vec![4]);
+    assert_eq!(records_of(&recovered), expected_without(1..=12, &[4, 5, 6]));
+    let [gap] = recovered.gaps.as_slice() else { panic!("one gap: {:?}", recovered.gaps) };
+    assert_eq!((gap.segment.as_path(), gap.lsns.clone()), (all[2].as_path(), 4..7));
+    assert_eq!(recovered.dropped_tail, None);
+    assert_eq!(append_durably(&wal, 13..=13), vec![13]);
     wal.shutdown().expect("shutdown");
     let (_wal, recovered) = open(dir.path(), options(3));
-    assert_eq!(recovered.records.to_vec(), expected_records(1..=4));
+    assert_eq!(records_of(&recovered), expected_without(1..=13, &[4, 5, 6]));
+}
+
+#[test]
+fn damage_in_the_middle_of_the_last_segment_skips_only_what_it_hit() {
+    let template = tempfile::tempdir().expect("tempdir");
+    write_log(template.path(), 10, 8);
+    let last = segments(template.path()).pop().expect("a segment");
+    // Every single bit of record 4: its length, checksum, LSN or payload.
+    for bit in 0..RECORD_LEN * 8 {
+        let dir = copy_log(template.path());
+        let segment = dir.path().join(last.file_name().expect("name"));
+        xor_byte(&segment, 3 * RECORD_LEN + bit / 8, 1 << (bit % 8));
+        let (wal, recovered) = open(dir.path(), options(10));
+        let in_lsn_field = (8 * 8..16 * 8).contains(&bit);
+        let lost: &[u64] = if in_lsn_field { &[] } else { &[4] };
+        assert_eq!(records_of(&recovered), expected_without(1..=8, lost), "bit {bit}");
+        assert_eq!(recovered.gaps.len(), lost.len(), "bit {bit}: {:?}", recovered.gaps);
+        assert_eq!(recovered.dropped_tail, None, "bit {bit}");
+        assert_eq!(append_durably(&wal, 9..=9), vec![9], "bit {bit}");
+        wal.shutdown().expect("shutdown");
+        let (_wal, recovered) = open(dir.path(), options(10));
+        assert_eq!(records_of(&recovered), expected_without(1..=9, lost), "bit {bit}");
+    }
+}
+
+#[test]
+fn junk_spliced_into_the_middle_of_a_segment_is_stepped_over() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_log(dir.path(), 10, 6);
+    let last = segments(dir.path()).pop().expect("a segment");
+    let mut bytes = fs::read(&last).expect("read");
+    let at = 2 * RECORD_LEN as usize;
+    bytes.splice(at..at, [0xa5u8; 37]);
+    fs::write(&last, bytes).expect("write");
+    let (_wal, recovered) = open(dir.path(), options(10));
+    // Nothing was lost: the junk held no record, and record 3 follows it.
+    assert_eq!(records_of(&recovered), expected_records(1..=6));
+    let [gap] = recovered.gaps.as_slice() else { panic!("one gap: {:?}", recovered.gaps) };
+    assert!(gap.lsns.is_empty(), "{gap:?}");
 }
 
 #[test]
