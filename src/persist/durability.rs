@@ -252,10 +252,14 @@ impl Durability {
         if highest <= last {
             return Ok(());
         }
-        tracing::warn!(
+        // Records up to `highest` were durable before that snapshot was written: the log was
+        // cut short after the crash, and the records after its new end may have held
+        // acknowledged changes that no snapshot covers.
+        tracing::error!(
             wal_last = last,
             snapshot_lsn = highest,
-            "the WAL ends before a snapshot's position; padding"
+            "the WAL ends before a snapshot's position: it lost durable records (changes after \
+             the newest snapshots may be lost); padding"
         );
         let filler = super::entry::WalEntry::now(String::new(), Vec::new()).encode();
         while self.wal.last_lsn() < highest {
