@@ -52,8 +52,18 @@ pub enum StartupError {
     Catalogue(#[from] StoreError),
     #[error("cannot recover the catalogue: {0}")]
     CatalogueRecovery(#[from] JournalError),
-    #[error("cannot open the embedded store (is another gridd using this data directory?): {0}")]
-    Sled(#[from] sled::Error),
+    #[error(
+        "cannot open the embedded store {path}: another gridd uses this data directory ({source})"
+    )]
+    SledLocked { path: String, source: sled::Error },
+    #[error(
+        "cannot open the catalogue's store {path}: {source}. It holds a copy of the catalogue, \
+         which a start rebuilds from snapshots/~catalog and the WAL when the store is moved \
+         aside (`mv {path} {path}.damaged`; snapshots an older gridd kept in it go with it)"
+    )]
+    CatalogueStoreDamaged { path: String, source: sled::Error },
+    #[error("cannot open the translation memories' store {path}: {source}")]
+    SegmentStore { path: String, source: sled::Error },
     #[error("cannot open the write-ahead log: {0}")]
     Wal(#[from] WalError),
     #[error("cannot open the snapshot store: {0}")]
@@ -194,7 +204,15 @@ impl Node {
         }
         // Packed history goes to anonymous files here (before the branches load and spill theirs).
         grid::history::spill_to(&config.data_dir);
-        let db = open_sled(&config.data_dir.join("db"))?;
+        let db_path = config.data_dir.join("db");
+        let db = open_sled(&db_path).map_err(|source| match source {
+            sled::Error::Io(ref e) if is_lock_conflict(e) => {
+                StartupError::SledLocked { path: db_path.display().to_string(), source }
+            }
+            source => {
+                StartupError::CatalogueStoreDamaged { path: db_path.display().to_string(), source }
+            }
+        })?;
         let store = SledCatalogStore::open(db.clone())?;
         let legacy = SledSnapshotStore::open(&db)?;
         let snapshots = FileSnapshotStore::open(&config.data_dir.join("snapshots"), Some(legacy))?;
@@ -256,8 +274,17 @@ impl Node {
             catalog::cluster_grids::start_owner_loop(addr.clone(), cluster);
         }
         let generated_key = generated.filter(|_| config.api_key.is_none());
-        let segments =
-            Arc::new(tm::store::SegmentStore::new(open_sled(&config.data_dir.join("transmems"))?));
+        let tm_path = config.data_dir.join("transmems");
+        let tm_db = open_sled(&tm_path).map_err(|source| {
+            let path = tm_path.display().to_string();
+            match source {
+                sled::Error::Io(ref e) if is_lock_conflict(e) => {
+                    StartupError::SledLocked { path, source }
+                }
+                source => StartupError::SegmentStore { path, source },
+            }
+        })?;
+        let segments = Arc::new(tm::store::SegmentStore::new(tm_db));
         Ok(Node {
             supervisor: addr,
             routes,

@@ -337,6 +337,31 @@ fn sled_losing_catalogue_entries_after_sigkill_keeps_every_acknowledged_change()
     server.kill();
 }
 
+/// sled's configuration file damaged: sled cannot open the store at all. The start refuses,
+/// naming the store and how to rebuild it; moved aside, the catalogue comes back from its
+/// image and the WAL and every acknowledged write is served.
+#[test]
+fn an_unopenable_catalogue_store_is_named_and_rebuilt_once_moved_aside() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let acked = acknowledged_writes(dir.path());
+    let conf = dir.path().join("db").join("conf");
+    let mut bytes = std::fs::read(&conf).expect("sled's conf");
+    bytes[0] ^= 0x20;
+    std::fs::write(&conf, &bytes).expect("damaged");
+    let Err((status, log)) = Server::try_start(dir.path()) else {
+        panic!("a store sled cannot open was opened")
+    };
+    assert!(!log.contains("panicked"), "a panic:\n{log}");
+    assert_ne!(status, Some(0), "{log}");
+    assert!(log.contains("cannot open the catalogue's store"), "{log}");
+    assert!(log.contains(".damaged"), "the way out is named: {log}");
+    std::fs::rename(dir.path().join("db"), dir.path().join("db.damaged")).expect("moved aside");
+    let server = restart_damaged(dir.path(), true);
+    assert_eq!(listed(&server, &acked.view, KEY).expect("listed"), acked.records);
+    assert!(listed(&server, &acked.view, &acked.key).is_some(), "the key came back");
+    server.kill();
+}
+
 /// Flipped bytes in sled's file (its checksums catch them): the start either serves every
 /// acknowledged write (the WAL holds them all) or refuses with an error; it never panics.
 #[test]
