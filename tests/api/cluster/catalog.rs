@@ -119,7 +119,7 @@ fn what_one_node_writes_every_node_serves() {
     let grid = made(&grid)["id"].as_str().expect("grid id").to_owned();
     let key = a.post(
         "/admin/v1/api-keys",
-        &json!({"name": "k", "kind": "company", "privileges": ["read"], "access": []}),
+        &json!({"name": "k", "kind": "company", "privileges": ["read"], "access": {}}),
     );
     let key_id = made(&key)["id"].as_str().expect("key id").to_owned();
     for node in [&b, &c] {
