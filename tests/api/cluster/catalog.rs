@@ -134,7 +134,7 @@ fn what_one_node_writes_every_node_serves() {
     }
 
     // A key made on B authenticates on A.
-    let secret = b.create_key(&["read"], json!([]));
+    let secret = b.create_key(&["read"], json!({}));
     eventually("B's key on A", || a.get_as(&secret, "/v1/projects").status == 200);
     // A rename on C shows on A; a delete on B disappears from A.
     c.patch(&format!("/v1/projects/{project}"), &json!({"name": "Renamed"})).assert_status(200);
