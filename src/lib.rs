@@ -226,7 +226,8 @@ impl Node {
         if let Some(damage) = &recovered.dropped_tail {
             tracing::warn!(
                 ?damage,
-                "the WAL had a torn or corrupt tail; it was dropped (never acknowledged)"
+                "the WAL's last records were torn or damaged and were dropped (a write torn by \
+                 the crash was never acknowledged; damage since may have taken acknowledged ones)"
             );
         }
         let policy = SnapshotPolicy {
