@@ -64,6 +64,8 @@ pub enum StartupError {
     CatalogueStoreDamaged { path: String, source: sled::Error },
     #[error("cannot open the translation memories' store {path}: {source}")]
     SegmentStore { path: String, source: sled::Error },
+    #[error("cannot open the embedded store {path}: {source}")]
+    SledIo { path: String, source: sled::Error },
     #[error("cannot open the write-ahead log: {0}")]
     Wal(#[from] WalError),
     #[error("cannot open the snapshot store: {0}")]
@@ -115,6 +117,31 @@ fn open_sled(path: &std::path::Path) -> Result<sled::Db, sled::Error> {
             other => return other,
         }
     }
+}
+
+/// The two sled stores of a data directory.
+#[derive(Clone, Copy)]
+enum SledStore {
+    /// `db/`: sled's copy of the catalogue (rebuilt from its image and the WAL when lost).
+    Catalogue,
+    /// `transmems/`: the translation memories' segments.
+    Segments,
+}
+
+/// `open_sled`, its failure told apart: another process holds the store, the file system
+/// refused, or its files are damaged (or of another sled version).
+fn open_store(path: &std::path::Path, store: SledStore) -> Result<sled::Db, StartupError> {
+    open_sled(path).map_err(|source| {
+        let path = path.display().to_string();
+        match (&source, store) {
+            (sled::Error::Io(e), _) if is_lock_conflict(e) => {
+                StartupError::SledLocked { path, source }
+            }
+            (sled::Error::Io(_), _) => StartupError::SledIo { path, source },
+            (_, SledStore::Catalogue) => StartupError::CatalogueStoreDamaged { path, source },
+            (_, SledStore::Segments) => StartupError::SegmentStore { path, source },
+        }
+    })
 }
 
 /// Whether sled could not open its file because another handle holds the lock. sled 0.34
@@ -204,15 +231,7 @@ impl Node {
         }
         // Packed history goes to anonymous files here (before the branches load and spill theirs).
         grid::history::spill_to(&config.data_dir);
-        let db_path = config.data_dir.join("db");
-        let db = open_sled(&db_path).map_err(|source| match source {
-            sled::Error::Io(ref e) if is_lock_conflict(e) => {
-                StartupError::SledLocked { path: db_path.display().to_string(), source }
-            }
-            source => {
-                StartupError::CatalogueStoreDamaged { path: db_path.display().to_string(), source }
-            }
-        })?;
+        let db = open_store(&config.data_dir.join("db"), SledStore::Catalogue)?;
         let store = SledCatalogStore::open(db.clone())?;
         let legacy = SledSnapshotStore::open(&db)?;
         let snapshots = FileSnapshotStore::open(&config.data_dir.join("snapshots"), Some(legacy))?;
@@ -275,16 +294,7 @@ impl Node {
             catalog::cluster_grids::start_owner_loop(addr.clone(), cluster);
         }
         let generated_key = generated.filter(|_| config.api_key.is_none());
-        let tm_path = config.data_dir.join("transmems");
-        let tm_db = open_sled(&tm_path).map_err(|source| {
-            let path = tm_path.display().to_string();
-            match source {
-                sled::Error::Io(ref e) if is_lock_conflict(e) => {
-                    StartupError::SledLocked { path, source }
-                }
-                source => StartupError::SegmentStore { path, source },
-            }
-        })?;
+        let tm_db = open_store(&config.data_dir.join("transmems"), SledStore::Segments)?;
         let segments = Arc::new(tm::store::SegmentStore::new(tm_db));
         Ok(Node {
             supervisor: addr,
