@@ -23,7 +23,7 @@
 //!
 //! Strings are escaped as gettext reads them (`\\`, `\"`, `\n`, `\r`, `\t`); a text holding
 //! line breaks is written as an empty string followed by one string per line. The archive is
-//! written as it goes (`ZipWriter::new_stream`, entries deflated), reading `ROWS_PER_READ` rows
+//! written as it goes (`ZipWriter::new_stream`, entries deflated at level 2), reading `ROWS_PER_READ` rows
 //! at a time once per file: memory stays bounded whatever the grid's size.
 //!
 //! Knows nothing of HTTP or the catalogue.
@@ -106,7 +106,11 @@ pub fn po_files(
 pub fn write_view_po(source: &ExportSource, files: &[PoFile], sink: impl Write) -> FileResult<()> {
     let failed = |e: zip::result::ZipError| FileError::Write(format!("PO archive: {e}"));
     let mut zip = ZipWriter::new_stream(sink);
-    let options = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
+    // Deflate at level 2: at the default (6) compressing was four fifths of the export's CPU.
+    // 300k records: 2.2 s and 62 MB, against 6.9 s and 46 MB (level 1: 1.6 s, 86 MB).
+    let options = SimpleFileOptions::default()
+        .compression_method(CompressionMethod::Deflated)
+        .compression_level(Some(2));
     let keyed_by_path = source.view.state.store.identity() == RecordIdentity::PathAndId;
     for file in files {
         zip.start_file(format!("{}.po", file.name), options).map_err(failed)?;
