@@ -34,7 +34,7 @@ use super::tasks::{start_task, NewTask, Progress};
 use super::{exec, query_pairs, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{Backup, GridStatus, TaskError};
-use crate::catalog::BranchRoute;
+use crate::catalog::{BranchRoute, CatalogError};
 use crate::error::{ApiError, ApiResult, Coded, ErrorCode};
 use crate::grid::actor::{CopyBranch, ImportRecords, ImportedReferences, RestoreRecords};
 use crate::grid::error::GridError;
@@ -51,6 +51,12 @@ use crate::state::AppState;
 
 /// The task kind of an import.
 const TASK_KIND: &str = "import";
+
+/// Imports a company may run at once. An import holds its whole file's writes in memory until
+/// the grid applies them (about six times the file's bytes: some 570 MiB at the mapped-cells
+/// limit), so a company starting imports on many grids at once would take the server's memory
+/// from every other: past this, 409 `taskIsRunning` until one ends.
+pub const MAX_RUNNING_IMPORTS: usize = 2;
 /// The largest file accepted, of any type.
 pub const MAX_IMPORT_BYTES: u64 = 100 * 1024 * 1024;
 /// The largest `importRequest` part.
@@ -240,7 +246,17 @@ async fn import(
         shows: Some((GridStatus::Importing, vec![route.branch_id.clone()])),
         creates_branch: None,
     };
-    let (task, ()) = start_task(&state, &p, new, |_| Ok(())).await?;
+    let pc = p.clone();
+    let (task, ()) = start_task(&state, &p, new, move |s| {
+        if s.running_tasks(&pc, TASK_KIND) >= MAX_RUNNING_IMPORTS {
+            return Err(CatalogError::TaskRunning(
+                "This company runs as many imports as it may at once (2); start the next one \
+                 when one ends.",
+            ));
+        }
+        Ok(())
+    })
+    .await?;
     let run = Run { state: state.clone(), p, route, view_id, backup };
     let task_id = task.id().to_owned();
     Ok(task.run(|progress| run.task(task_id, source, progress)))

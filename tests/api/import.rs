@@ -494,3 +494,38 @@ fn an_imported_reference_to_an_unknown_record_fails_the_task_and_imports_nothing
     assert_eq!(cell(&records[0], "ref")["referencedIds"], json!(["g1"]));
     assert_eq!(cell(&records[0], "ref")["value"], json!(["Sword"]));
 }
+
+/// A company runs at most two imports at once (each holds its file's writes in memory until
+/// the grid applies them): a third, on another grid, is 409 `taskIsRunning`, starts nothing
+/// and leaves its grid as it was; once one ends, the next import runs.
+#[test]
+fn a_company_runs_at_most_two_imports_at_once() {
+    let app = spawn_app();
+    let mut csv = String::from("_recordId,t\n");
+    for i in 0..60_000 {
+        csv.push_str(&format!("r{i},some text to import {i}\n"));
+    }
+    let views: Vec<String> = (0..3)
+        .map(|i| {
+            let (_, view) = app.create_grid(&format!("import {i}"));
+            app.create_column(&view, json!({"id": "t", "name": "T", "type": "singleLine"}));
+            view
+        })
+        .collect();
+    let request = json!({"backup": false});
+    let first = import(&app, &views[0], csv.as_bytes(), Some(&request), "");
+    let second = import(&app, &views[1], csv.as_bytes(), Some(&request), "");
+    first.assert_status(202);
+    second.assert_status(202);
+    // A small file, so that the refusal comes while the two large imports still run.
+    let third = import(&app, &views[2], b"_recordId,t\nx,y\n", Some(&request), "");
+    third.assert_error(409, "taskIsRunning");
+    succeeds(&app, &first);
+    succeeds(&app, &second);
+    let listed = app.get(&format!("/v1/views/{}/records", views[2]));
+    assert_eq!(listed.assert_status(200), &json!([]), "the refused import wrote nothing");
+    let again = import(&app, &views[2], csv.as_bytes(), Some(&request), "");
+    succeeds(&app, &again);
+    let page = app.get(&format!("/v1/views/{}/records?page={{\"limit\":1}}", views[2]));
+    assert_eq!(page.header("x-total-count"), Some("60000"));
+}
