@@ -17,6 +17,7 @@ use super::tasks::{require_successful, start_task, NewTask};
 use super::{exec, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::TaskError;
+use crate::catalog::CatalogError;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::ExportHistory;
 use crate::grid::codec::parse_datetime;
@@ -29,6 +30,12 @@ use crate::state::AppState;
 const TASK_KIND: &str = "recordHistoryExport";
 /// The longest span between `fromTime` and `toTime`.
 const MAX_SPAN_MS: i64 = 60 * 86_400_000;
+/// The most rows (changed cells) one export holds: its rows are gathered and sorted in memory
+/// (some 300 bytes each), so a span covering a large grid's whole history would take gigabytes.
+/// Past it the task fails, naming the ways to narrow the export.
+pub const MAX_EXPORT_ROWS: usize = 1_000_000;
+/// History exports a company may run at once (each holds up to `MAX_EXPORT_ROWS` rows).
+const MAX_RUNNING_EXPORTS: usize = 2;
 
 /// Body of a history export: a window of at most 60 days, optional filters, the file format.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -133,15 +140,34 @@ async fn start_export(
         shows: None,
         creates_branch: None,
     };
-    let (task, ()) = start_task(&state, &p, new, |_| Ok(())).await?;
+    let pc = p.clone();
+    let (task, ()) = start_task(&state, &p, new, move |s| {
+        if s.running_tasks(&pc, TASK_KIND) >= MAX_RUNNING_EXPORTS {
+            return Err(CatalogError::TaskRunning(
+                "This company runs as many history exports as it may at once (2); start the next \
+                 one when one ends.",
+            ));
+        }
+        Ok(())
+    })
+    .await?;
     let path = export_path(&state.data_dir, task.id(), plan.format);
     let (name, kept) = (cluster_name(task.id(), plan.format), path.clone());
     let failed = |message: String| TaskError { code: "exportFailed".to_owned(), message };
     Ok(task.run(|_| async move {
-        web::block(move || write_export(&path, &plan, &history.rows()))
-            .await
-            .unwrap_or_else(|e| Err(FileError::Write(format!("the writer stopped: {e}"))))
-            .map_err(|e| failed(e.to_string()))?;
+        web::block(move || {
+            let rows = history.rows(MAX_EXPORT_ROWS).map_err(|too_many| {
+                FileError::Request(format!(
+                    "the export holds more than {} changed cells; narrow it with fromTime and \
+                     toTime, columnIds or lastModifiedByUsers",
+                    too_many.max_rows
+                ))
+            })?;
+            write_export(&path, &plan, &rows)
+        })
+        .await
+        .unwrap_or_else(|e| Err(FileError::Write(format!("the writer stopped: {e}"))))
+        .map_err(|e| failed(e.to_string()))?;
         // In a cluster the file follows the grid to the node that serves it next.
         super::files::replicate_result(&state, &name, &kept).await.map_err(|e| failed(e.message))
     }))

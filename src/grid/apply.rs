@@ -798,14 +798,21 @@ mod tests {
             }
             let columns: Vec<String> =
                 deferred.schema.columns.iter().map(|c| c.id.clone()).collect();
-            let filter =
-                ExportFilter { from_ms: i64::MIN, to_ms: i64::MAX, columns: &columns, users: None };
+            let filter = ExportFilter {
+                from_ms: i64::MIN,
+                to_ms: i64::MAX,
+                columns: &columns,
+                users: None,
+                max_rows: usize::MAX,
+            };
             let heads = |s: &GridState| -> Vec<u64> {
                 s.store.live_rows().map(|r| s.store.history_head(r)).collect()
             };
             deferred.settle_creations();
-            let mut exported = deferred.history.export_rows(&heads(&deferred), &filter);
-            let mut expected = eager.history.export_rows(&heads(&eager), &filter);
+            let mut exported =
+                deferred.history.export_rows(&heads(&deferred), &filter).expect("unbounded");
+            let mut expected =
+                eager.history.export_rows(&heads(&eager), &filter).expect("unbounded");
             let key = |r: &crate::grid::history::ExportRow| {
                 (r.time_ms, r.record_id.clone(), r.column_id.clone(), format!("{:?}", r.value))
             };

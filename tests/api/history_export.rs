@@ -262,3 +262,37 @@ fn a_task_cut_off_by_a_restart_reads_failed() {
         .assert_error(404, "fileIsNotFound");
     drop(app);
 }
+
+/// A company runs at most two history exports at once (each gathers and sorts its rows in
+/// memory): a third is 409 `taskIsRunning`; once they end, the next one runs.
+#[test]
+fn a_company_runs_at_most_two_history_exports_at_once() {
+    let app = spawn_app();
+    let (_, view) = app.create_grid("many");
+    app.create_column(&view, json!({"id": "t", "name": "T", "type": "singleLine"}));
+    let mut csv = String::from("_recordId,t\n");
+    for i in 0..60_000 {
+        csv.push_str(&format!("r{i},text {i}\n"));
+    }
+    let imported = crate::import::import(&app, &view, csv.as_bytes(), None, "");
+    crate::import::succeeds(&app, &imported);
+    let (from, to) = span();
+    let body = json!({"fromTime": from, "toTime": to});
+    let path = format!("/v1/views/{view}/record-histories/export");
+    let first = app.post(&path, &body).assert_status(202)["id"].clone();
+    let second = app.post(&path, &body).assert_status(202)["id"].clone();
+    app.post(&path, &body).assert_error(409, "taskIsRunning");
+    for id in [first, second] {
+        let id = id.as_str().expect("task id");
+        let ended = (0..800).find_map(|_| {
+            let task = app.get(&format!("/v1/tasks/{id}")).assert_status(200).clone();
+            if task["status"] == json!("running") {
+                std::thread::sleep(Duration::from_millis(25));
+                return None;
+            }
+            Some(task)
+        });
+        assert_eq!(ended.expect("the export ends")["status"], json!("successful"));
+    }
+    export(&app, &view, json!({}));
+}

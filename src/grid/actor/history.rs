@@ -7,7 +7,7 @@ use actix::{Context, Handler, Message};
 use super::reads::picked_columns;
 use super::GridActor;
 use crate::grid::error::{GridError, GridResult};
-use crate::grid::history::{EntryRef, ExportFilter, ExportRow, History, HistoryEntry};
+use crate::grid::history::{EntryRef, ExportFilter, ExportRow, History, HistoryEntry, TooManyRows};
 use crate::grid::query::{bind_filters, Filter, RawFilter, Target, Val};
 use crate::grid::schema::distinct_column_ids;
 use crate::grid::store::ColumnSlot;
@@ -137,8 +137,9 @@ pub struct HistoryExport {
 }
 
 impl HistoryExport {
-    /// The rows to export (reads the whole history: call it on a blocking thread).
-    pub fn rows(&self) -> Vec<ExportRow> {
+    /// The rows to export, at most `max_rows` (reads the whole history: call it on a blocking
+    /// thread).
+    pub fn rows(&self, max_rows: usize) -> Result<Vec<ExportRow>, TooManyRows> {
         self.history.export_rows(
             &self.heads,
             &ExportFilter {
@@ -146,6 +147,7 @@ impl HistoryExport {
                 to_ms: self.to_ms,
                 columns: &self.columns,
                 users: self.users.as_deref(),
+                max_rows,
             },
         )
     }

@@ -595,6 +595,15 @@ pub struct ExportFilter<'a> {
     pub columns: &'a [String],
     /// Editors to export; all when `None`.
     pub users: Option<&'a [String]>,
+    /// The most rows the export may hold: the rows are sorted in memory, so past this the
+    /// export stops (`TooManyRows`).
+    pub max_rows: usize,
+}
+
+/// An export of the history with more rows than `ExportFilter::max_rows`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooManyRows {
+    pub max_rows: usize,
 }
 
 impl History {
@@ -602,8 +611,12 @@ impl History {
     /// row per cell, oldest first (then by record id), for the records whose chains end at
     /// `heads` (the live records' heads; the retired chains are added). Each row carries the
     /// value the record's previous entry gave the column, when it had one. A record's entries
-    /// carry its current id (the newest entry's).
-    pub fn export_rows(&self, heads: &[EntryRef], filter: &ExportFilter<'_>) -> Vec<ExportRow> {
+    /// carry its current id (the newest entry's). More rows than `filter.max_rows` stop it.
+    pub fn export_rows(
+        &self,
+        heads: &[EntryRef],
+        filter: &ExportFilter<'_>,
+    ) -> Result<Vec<ExportRow>, TooManyRows> {
         let mut rows = Vec::new();
         for head in heads.iter().copied().chain(self.retired()) {
             let mut chain: Vec<StoredEntry> = self.chain(head).collect();
@@ -617,6 +630,9 @@ impl History {
                 for cell in entry.cells {
                     let previous = last.insert(cell.column_id.clone(), cell.value.clone());
                     if chosen && filter.columns.contains(&cell.column_id) {
+                        if rows.len() == filter.max_rows {
+                            return Err(TooManyRows { max_rows: filter.max_rows });
+                        }
                         rows.push(ExportRow {
                             record_id: record_id.clone(),
                             path: entry.path.clone(),
@@ -632,7 +648,7 @@ impl History {
             }
         }
         rows.sort_by(|a, b| a.time_ms.cmp(&b.time_ms).then_with(|| a.record_id.cmp(&b.record_id)));
-        rows
+        Ok(rows)
     }
 }
 
@@ -668,10 +684,9 @@ mod tests {
         let r2 = push(&mut history, NO_ENTRY, "r2", 30, "ann", &[("a", "three")]);
         history.retire(r1);
         let columns = vec!["a".to_owned()];
-        let all = history.export_rows(
-            &[r2],
-            &ExportFilter { from_ms: 0, to_ms: 100, columns: &columns, users: None },
-        );
+        let filter =
+            ExportFilter { from_ms: 0, to_ms: 100, columns: &columns, users: None, max_rows: 3 };
+        let all = history.export_rows(&[r2], &filter).expect("within the limit");
         let summary: Vec<(&str, i64, Option<CellValue>)> =
             all.iter().map(|r| (r.record_id.as_str(), r.time_ms, r.previous.clone())).collect();
         assert_eq!(
@@ -683,12 +698,17 @@ mod tests {
             ]
         );
         let users = vec!["bob".to_owned()];
-        let bob = history.export_rows(
-            &[r2],
-            &ExportFilter { from_ms: 15, to_ms: 25, columns: &columns, users: Some(&users) },
-        );
+        let only_bob =
+            ExportFilter { from_ms: 15, to_ms: 25, users: Some(&users), ..filter.clone() };
+        let bob = history.export_rows(&[r2], &only_bob).expect("within the limit");
         assert_eq!(bob.len(), 1);
         assert_eq!(bob[0].value, CellValue::Text("two".into()));
+        // One row more than the limit stops the export.
+        let two = ExportFilter { max_rows: 2, ..filter };
+        assert_eq!(
+            history.export_rows(&[r2], &two).map(|r| r.len()),
+            Err(TooManyRows { max_rows: 2 })
+        );
     }
 
     #[test]
