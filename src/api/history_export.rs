@@ -13,11 +13,10 @@ use serde::Deserialize;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::sized_json::JsonObject;
-use super::tasks::{require_successful, start_task, NewTask};
+use super::tasks::{refuse_past, require_successful, start_task, NewTask};
 use super::{exec, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::TaskError;
-use crate::catalog::CatalogError;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::grid::actor::ExportHistory;
 use crate::grid::codec::parse_datetime;
@@ -141,14 +140,10 @@ async fn start_export(
         creates_branch: None,
     };
     let pc = p.clone();
+    let why = "This company runs as many history exports as it may at once (2); start the next \
+               one when one ends.";
     let (task, ()) = start_task(&state, &p, new, move |s| {
-        if s.running_tasks(&pc, TASK_KIND) >= MAX_RUNNING_EXPORTS {
-            return Err(CatalogError::TaskRunning(
-                "This company runs as many history exports as it may at once (2); start the next \
-                 one when one ends.",
-            ));
-        }
-        Ok(())
+        refuse_past(s, &pc, TASK_KIND, MAX_RUNNING_EXPORTS, why)
     })
     .await?;
     let path = export_path(&state.data_dir, task.id(), plan.format);

@@ -30,11 +30,11 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::multipart::{bad_multipart, part_to_file, skip_part, Budget};
 use super::references::{check_reference_access, KeyLookup};
-use super::tasks::{start_task, NewTask, Progress};
+use super::tasks::{refuse_past, start_task, NewTask, Progress};
 use super::{exec, query_pairs, view_route};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::model::{Backup, GridStatus, TaskError};
-use crate::catalog::{BranchRoute, CatalogError};
+use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, Coded, ErrorCode};
 use crate::grid::actor::{CopyBranch, ImportRecords, ImportedReferences, RestoreRecords};
 use crate::grid::error::GridError;
@@ -247,14 +247,10 @@ async fn import(
         creates_branch: None,
     };
     let pc = p.clone();
+    let why = "This company runs as many imports as it may at once (2); start the next one when \
+               one ends.";
     let (task, ()) = start_task(&state, &p, new, move |s| {
-        if s.running_tasks(&pc, TASK_KIND) >= MAX_RUNNING_IMPORTS {
-            return Err(CatalogError::TaskRunning(
-                "This company runs as many imports as it may at once (2); start the next one \
-                 when one ends.",
-            ));
-        }
-        Ok(())
+        refuse_past(s, &pc, TASK_KIND, MAX_RUNNING_IMPORTS, why)
     })
     .await?;
     let run = Run { state: state.clone(), p, route, view_id, backup };

@@ -16,11 +16,11 @@ use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::sized_json::JsonObject;
-use super::tasks::{start_task, NewTask};
+use super::tasks::{refuse_past, start_task, NewTask};
 use super::{branch_route, exec};
 use crate::auth::{Principal, Privilege};
 use crate::catalog::branches::new_view_ids;
-use crate::catalog::{BranchRoute, CatalogError};
+use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::ids;
 use crate::persist::durability::Durability;
@@ -150,11 +150,8 @@ async fn restore_grid(
     let (pc, source) = (p.clone(), route.branch_id.clone());
     let (task, source_name) = start_task(&state, &p, new, move |s| {
         // Each restore holds a whole branch in memory while it runs: one per company at a time.
-        if s.running_tasks(&pc, TASK_KIND) > 0 {
-            return Err(CatalogError::TaskRunning(
-                "A restore of this company is running; start the next one when it ends.",
-            ));
-        }
+        let why = "A restore of this company is running; start the next one when it ends.";
+        refuse_past(s, &pc, TASK_KIND, 1, why)?;
         Ok(s.branch(&pc, &source, Privilege::Manage)?.0.name.clone())
     })
     .await?;

@@ -100,6 +100,22 @@ pub struct StartedTask {
     showing: Vec<String>,
 }
 
+/// Refuses (409 `taskIsRunning`, saying `why`) a task of `kind` when the principal's company
+/// already runs `max` of them: for the tasks that hold a whole file or branch in memory, checked
+/// in `start_task`'s `also` step so that two requests cannot both pass it.
+pub fn refuse_past(
+    s: &Supervisor,
+    p: &Principal,
+    kind: &str,
+    max: usize,
+    why: &'static str,
+) -> CatalogResult<()> {
+    if s.running_tasks(p, kind) >= max {
+        return Err(CatalogError::TaskRunning(why));
+    }
+    Ok(())
+}
+
 /// Records a task (and shows its branches' status) in one step of the supervisor, together
 /// with `also`, which runs first in the same step: what the task must see no change come
 /// between (a merge's fork point). Nothing is recorded when `also` fails.

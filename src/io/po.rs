@@ -23,8 +23,8 @@
 //!
 //! Strings are escaped as gettext reads them (`\\`, `\"`, `\n`, `\r`, `\t`); a text holding
 //! line breaks is written as an empty string followed by one string per line. The archive is
-//! written as it goes (`ZipWriter::new_stream`, entries deflated at level 2), reading `ROWS_PER_READ` rows
-//! at a time once per file: memory stays bounded whatever the grid's size.
+//! written as it goes (`ZipWriter::new_stream`, entries deflated at level 2), reading
+//! `ROWS_PER_READ` rows at a time once per file: memory stays bounded whatever the grid's size.
 //!
 //! Knows nothing of HTTP or the catalogue.
 
