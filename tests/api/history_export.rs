@@ -65,7 +65,12 @@ fn export(app: &TestApp, view: &str, extra: Value) -> String {
     assert_eq!(res.header("content-type"), Some("application/json"));
     let id = task["id"].as_str().expect("task id").to_owned();
     assert!(matches!(task["status"].as_str(), Some("running" | "successful")), "{task}");
-    for _ in 0..200 {
+    succeeded(app, id)
+}
+
+/// Waits for export task `id` to succeed; returns the id.
+fn succeeded(app: &TestApp, id: String) -> String {
+    for _ in 0..800 {
         let task = app.get(&format!("/v1/tasks/{id}"));
         match task.assert_status(200)["status"].as_str() {
             Some("successful") => return id,
@@ -270,10 +275,7 @@ fn a_company_runs_at_most_two_history_exports_at_once() {
     let app = spawn_app();
     let (_, view) = app.create_grid("many");
     app.create_column(&view, json!({"id": "t", "name": "T", "type": "singleLine"}));
-    let mut csv = String::from("_recordId,t\n");
-    for i in 0..60_000 {
-        csv.push_str(&format!("r{i},text {i}\n"));
-    }
+    let csv = crate::import::rows_csv(60_000);
     let imported = crate::import::import(&app, &view, csv.as_bytes(), None, "");
     crate::import::succeeds(&app, &imported);
     let (from, to) = span();
@@ -283,16 +285,7 @@ fn a_company_runs_at_most_two_history_exports_at_once() {
     let second = app.post(&path, &body).assert_status(202)["id"].clone();
     app.post(&path, &body).assert_error(409, "taskIsRunning");
     for id in [first, second] {
-        let id = id.as_str().expect("task id");
-        let ended = (0..800).find_map(|_| {
-            let task = app.get(&format!("/v1/tasks/{id}")).assert_status(200).clone();
-            if task["status"] == json!("running") {
-                std::thread::sleep(Duration::from_millis(25));
-                return None;
-            }
-            Some(task)
-        });
-        assert_eq!(ended.expect("the export ends")["status"], json!("successful"));
+        succeeded(&app, id.as_str().expect("task id").to_owned());
     }
     export(&app, &view, json!({}));
 }

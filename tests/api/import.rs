@@ -49,6 +49,15 @@ pub(crate) fn import(
     app.raw(Method::POST, &path, &content_type, multipart(&parts))
 }
 
+/// A CSV of `n` records `r0`, `r1`, ... with a text in column `t`.
+pub(crate) fn rows_csv(n: usize) -> String {
+    let mut csv = String::from("_recordId,t\n");
+    for i in 0..n {
+        csv.push_str(&format!("r{i},some text to import {i}\n"));
+    }
+    csv
+}
+
 /// Waits for the task of a 202 answer to end; returns its final body.
 #[track_caller]
 pub(crate) fn finish(app: &TestApp, res: &Resp) -> Value {
@@ -501,10 +510,7 @@ fn an_imported_reference_to_an_unknown_record_fails_the_task_and_imports_nothing
 #[test]
 fn a_company_runs_at_most_two_imports_at_once() {
     let app = spawn_app();
-    let mut csv = String::from("_recordId,t\n");
-    for i in 0..60_000 {
-        csv.push_str(&format!("r{i},some text to import {i}\n"));
-    }
+    let csv = rows_csv(60_000);
     let views: Vec<String> = (0..3)
         .map(|i| {
             let (_, view) = app.create_grid(&format!("import {i}"));
