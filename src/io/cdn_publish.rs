@@ -7,7 +7,7 @@
 //! - `<version>/<lang>.json`: `{"<key>": "<text>", ...}`, one entry per record whose cell in
 //!   the language column is not empty, in the grid's record order. The key is the record id; in
 //!   a grid whose records are identified by (path, id) (`pathTagRecordId`), a record with a
-//!   path is keyed `<path>/<id>`;
+//!   path is keyed `<path>/<id>`, with `%` and `/` in the id escaped (`record_key`);
 //! - `<version>/<lang>.csv`: RFC 4180, UTF-8, header `recordId,path,text`, the same records.
 //!
 //! `<lang>` is the column's language code; a second column with the same code (or a code named
@@ -94,7 +94,7 @@ pub struct PublishSpec<'a> {
     pub grid_id: &'a str,
     pub version: u64,
     pub published_time: &'a str,
-    /// Records with a path are keyed `<path>/<id>` (`pathTagRecordId` grids).
+    /// Records with a path are keyed `<path>/<id>` (`pathTagRecordId` grids; see `record_key`).
     pub keyed_by_path: bool,
 }
 
@@ -180,13 +180,28 @@ pub fn language_files(schema: &Schema) -> Vec<(&ColumnDef, String)> {
     named
 }
 
-/// The key of a record in a language's JSON file.
+/// The key of a record in a language's JSON file (and a PO entry's `msgctxt`): its id, or in
+/// a grid whose records a path and an id name together, `<path>/<id>` (the id alone at the
+/// root). There the id is written with `%` as `%25` and `/` as `%2F`, so that a key names one
+/// record: the id is what follows the key's last `/` (path `a` with id `b` is `a/b`, the id
+/// `a/b` at the root is `a%2Fb`). Ids without either character read as they are.
 pub fn record_key(id: &str, path: &str, keyed_by_path: bool) -> String {
-    if keyed_by_path && !path.is_empty() {
-        format!("{path}/{id}")
-    } else {
-        id.to_owned()
+    if !keyed_by_path {
+        return id.to_owned();
     }
+    let mut key = String::with_capacity(path.len() + 1 + id.len());
+    if !path.is_empty() {
+        key.push_str(path);
+        key.push('/');
+    }
+    for c in id.chars() {
+        match c {
+            '%' => key.push_str("%25"),
+            '/' => key.push_str("%2F"),
+            c => key.push(c),
+        }
+    }
+    key
 }
 
 fn write_language(
@@ -373,6 +388,18 @@ mod tests {
         assert_eq!(record_key("r1", "ui/menu", false), "r1");
         assert_eq!(record_key("r1", "ui/menu", true), "ui/menu/r1");
         assert_eq!(record_key("r1", "", true), "r1");
+    }
+
+    #[test]
+    fn keys_in_path_tagged_grids_name_one_record() {
+        let named = [("a", "b"), ("", "a/b"), ("a/b", "c"), ("a", "b/c"), ("", "a%2Fb"), ("a", "")];
+        let keys: Vec<String> = named.iter().map(|(path, id)| record_key(id, path, true)).collect();
+        assert_eq!(keys, ["a/b", "a%2Fb", "a/b/c", "a/b%2Fc", "a%252Fb", "a/"]);
+        let mut distinct = keys.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), keys.len(), "{keys:?}");
+        assert_eq!(record_key("a/b", "", false), "a/b", "other grids' keys are the ids");
     }
 
     #[test]

@@ -15,8 +15,9 @@
 //!
 //! ```text
 //! #, fuzzy                  when the target cell is outOfDate and has text
-//! msgctxt "<key>"           the record id; a record with a path in a pathTagRecordId grid:
-//!                           `<path>/<id>` (`cdn_publish::record_key`), so entries are distinct
+//! msgctxt "<key>"           the record id; in a pathTagRecordId grid `<path>/<id>`, the id
+//!                           with `%` and `/` escaped (`cdn_publish::record_key`), so entries
+//!                           are distinct
 //! msgid "<source text>"
 //! msgstr "<target text>"    empty while untranslated
 //! ```

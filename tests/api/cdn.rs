@@ -411,19 +411,23 @@ fn a_path_tagged_grid_keys_its_strings_by_path_and_id() {
         &view,
         json!([{"id": "title", "path": "menu", "cells": [text("en", "Menu")]},
                {"id": "title", "path": "shop", "cells": [text("en", "Shop, \"now\"")]},
-               {"id": "quit", "cells": [text("en", "Quit")]}]),
+               {"id": "quit", "cells": [text("en", "Quit")]},
+               {"id": "menu/title", "cells": [text("en", "Not the menu's title")]}]),
     );
     let id = id_of(&create(&app, json!({"gridId": grid["id"], "name": "Paths"})));
     publish(&app, &id);
     let en = fetch(&app, &format!("/cdn/{id}/enUS.json"));
     assert_eq!(
         en.assert_status(200),
-        &json!({"menu/title": "Menu", "shop/title": "Shop, \"now\"", "quit": "Quit"})
+        &json!({"menu/title": "Menu", "shop/title": "Shop, \"now\"", "quit": "Quit",
+                "menu%2Ftitle": "Not the menu's title"}),
+        "an id holding `/` is escaped, so it keys its own record"
     );
     let csv = fetch(&app, &format!("/cdn/{id}/enUS.csv"));
     assert_eq!(
         csv.text,
-        "recordId,path,text\ntitle,menu,Menu\ntitle,shop,\"Shop, \"\"now\"\"\"\nquit,,Quit\n"
+        "recordId,path,text\ntitle,menu,Menu\ntitle,shop,\"Shop, \"\"now\"\"\"\nquit,,Quit\n\
+         menu/title,,Not the menu's title\n"
     );
 }
 

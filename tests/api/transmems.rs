@@ -192,6 +192,18 @@ fn listing_makes_a_default_memory_for_a_company_with_none_as_the_hosted_service(
 }
 
 #[test]
+fn head_of_the_listing_makes_no_default_memory() {
+    let app = spawn_app();
+    let head = app.send(app.request(Method::HEAD, "/v1/transmems", Some(&app.key)));
+    assert_eq!(head.status, 200);
+    assert!(head.bytes.is_empty(), "{}", head.text);
+    create(&app, json!({"name": "Mine"}));
+    let names = app.get("/v1/transmems").assert_status(200).clone();
+    assert_eq!(names.as_array().map(Vec::len), Some(1), "HEAD made no default: {names}");
+    assert_eq!(names[0]["name"], json!("Mine"));
+}
+
+#[test]
 fn segments_are_written_through_the_api_with_origin_api() {
     let app = spawn_app();
     let tm = create(&app, json!({"name": "Scripted"}));

@@ -28,11 +28,12 @@ pub mod matches;
 pub mod replica;
 pub mod segments;
 
-use actix_web::{delete, get, post, put, web, HttpResponse};
+use actix_web::{delete, get, post, put, web, HttpMessage, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_actix_web::service_config::ServiceConfig;
 
+use super::head::AnsweringHead;
 use super::{created, exec, no_content, ok};
 use crate::api::sized_json::{object_from_slice, JsonBytes};
 use crate::auth::{Principal, Privilege};
@@ -198,9 +199,15 @@ async fn list_transmems(
     state: web::Data<AppState>,
     p: Principal,
     query: web::Query<ListQuery>,
+    req: HttpRequest,
 ) -> ApiResult<HttpResponse> {
     let project = query.into_inner().project_id;
-    let (list, made) = exec(&state, move |s| s.list_transmems_or_default(&p, project)).await??;
+    // HEAD is safe (RFC 9110 section 9.2.1): it answers the memories there are and makes none.
+    let (list, made) = if req.extensions().contains::<AnsweringHead>() {
+        (exec(&state, move |s| s.list_transmems(&p, project)).await??, None)
+    } else {
+        exec(&state, move |s| s.list_transmems_or_default(&p, project)).await??
+    };
     if let Some(made) = made {
         feed::start(&state, &made.id);
     }
