@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 
-use super::history::History;
+use super::history::{History, Target};
 use super::image_formats::decode_any;
 use super::memory::available_memory;
 use super::snapshot::{
@@ -532,6 +532,61 @@ impl Durability {
                 None
             }
         }
+    }
+
+    /// A branch no snapshot of which loads (`load` answered `None`), from its history when the
+    /// live WAL alone cannot rebuild it: it had snapshots (all now damaged or gone with their
+    /// files still listed), or its oldest history base lies before the live WAL's first record
+    /// (older records were archived once snapshots covered them). Then its newest base that
+    /// loads, with the branch's archived records between that base and the live WAL applied
+    /// (`History::rebuild`), covering the WAL up to just before its first live record; the
+    /// replay goes on from there. `None` for a branch the live WAL holds whole (a new one that
+    /// has no snapshot yet), without a kept history, or when no base serves (logged: what
+    /// came before the live WAL is lost).
+    pub fn load_from_history(&self, branch_id: &str) -> Option<LoadedBranch> {
+        let history = self.history.as_ref()?;
+        let bases = history.bases(branch_id);
+        let oldest = bases.first()?.wal_lsn;
+        let first_live = match self.wal.oldest_segment() {
+            Ok(Some(first)) => first,
+            Ok(None) => self.wal.last_lsn().saturating_add(1),
+            Err(err) => {
+                tracing::error!(branch = branch_id, error = %err, "listing the WAL failed");
+                return None;
+            }
+        };
+        let had_snapshots = self.snapshots.generations(branch_id).is_ok_and(|g| !g.is_empty());
+        if !had_snapshots && oldest.saturating_add(1) >= first_live {
+            return None;
+        }
+        for base in bases.iter().rev() {
+            let up_to = first_live.saturating_sub(1).max(base.wal_lsn);
+            match history.rebuild(&self.wal, base, Target::At(i64::MAX), up_to) {
+                Ok(state) => {
+                    tracing::warn!(
+                        branch = branch_id,
+                        base_lsn = base.wal_lsn,
+                        up_to,
+                        "no snapshot of the branch loads: it was rebuilt from its newest history \
+                         base and the archived WAL, then the live WAL is replayed onto it"
+                    );
+                    return Some(LoadedBranch { state, wal_lsn: up_to });
+                }
+                Err(err) => tracing::error!(
+                    branch = branch_id,
+                    base_lsn = base.wal_lsn,
+                    error = %err,
+                    "a history base could not rebuild the branch"
+                ),
+            }
+        }
+        tracing::error!(
+            branch = branch_id,
+            first_live,
+            "no snapshot or history base rebuilds the branch: its changes before the live \
+             WAL's first record are lost"
+        );
+        None
     }
 }
 

@@ -1,6 +1,7 @@
 //! Recovery of grid branches at start: each branch known to the catalogue starts from its
-//! newest intact snapshot (or empty), and the WAL's records after the snapshot's position are
-//! replayed onto it in order.
+//! newest intact snapshot (or, when none loads and the live WAL no longer holds its older
+//! records, from its history: `Durability::load_from_history`; else empty), and the WAL's
+//! records after that position are replayed onto it in order.
 //!
 //! A branch copied from another that has no snapshot of its own yet starts as a copy of its
 //! source's state once the replay has passed the copy's WAL position (its source was pinned
@@ -106,7 +107,10 @@ impl<'a> Replay<'a> {
         let mut pending = Vec::new();
         for seed in seeds {
             durability.track(&seed.branch_id);
-            match (durability.load(&seed.branch_id), &seed.fork) {
+            let loaded = durability
+                .load(&seed.branch_id)
+                .or_else(|| durability.load_from_history(&seed.branch_id));
+            match (loaded, &seed.fork) {
                 (Some(loaded), _) => {
                     states.insert(seed.branch_id.clone(), (loaded.state, loaded.wal_lsn));
                 }

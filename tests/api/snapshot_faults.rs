@@ -627,3 +627,73 @@ fn incremental_snapshots_borrow_and_metrics_count_the_bytes() {
     assert!(on_base, "a stored generation borrows from a base");
     server.terminate();
 }
+
+/// A branch whose snapshots are all gone after SIGKILL, once the WAL was cut past its older
+/// records (each segment every snapshot covered moved to `wal-archive`): the start rebuilds it
+/// from its history base and the archived records, then the live WAL, and every acknowledged
+/// record is back. With the archive gone too, the start says the older changes are lost.
+#[test]
+fn a_branch_without_snapshots_is_rebuilt_from_its_history_once_the_wal_was_cut() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut server = Server::start_with(dir.path(), &["--snapshot-every-bytes", "4000000"]);
+    let (_, view) = grid_with_text_column(&server);
+    let archived = |dir: &Path| {
+        std::fs::read_dir(dir.join("wal-archive"))
+            .map(|entries| entries.flatten().any(|e| e.path().extension() == Some("log".as_ref())))
+            .unwrap_or(false)
+    };
+    // Records of 1 MB, ten to a request: a WAL segment (64 MiB) fills in seven requests.
+    let big: String = "x".repeat(1 << 20);
+    let mut added = 0usize;
+    for round in 0..40 {
+        let records: Vec<Value> = (0..10)
+            .map(|i| json!({"id": format!("b{round:02}-{i}"), "cells": [{"columnId": "t", "value": big}]}))
+            .collect();
+        server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(json!(records)), KEY);
+        added += 10;
+        if round >= 7 && archived(dir.path()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(archived(dir.path()), "a WAL segment was archived:\n{}", server.log().join("\n"));
+    server.call(
+        Method::POST,
+        &format!("/v1/views/{view}/records"),
+        Some(round_of_records(0, 'a')),
+        KEY,
+    );
+    added += 300;
+    server.kill();
+    let branch_snapshots: Vec<PathBuf> = layout(dir.path())
+        .into_iter()
+        .filter(|(key, _)| key != CATALOG)
+        .flat_map(|(_, generations)| generations.into_values())
+        .collect();
+    assert!(!branch_snapshots.is_empty(), "the branch had snapshots");
+
+    let copy = tempfile::tempdir().expect("temp dir");
+    copy_dir(dir.path(), copy.path());
+    for file in &branch_snapshots {
+        let relative = file.strip_prefix(dir.path()).expect("inside the data directory");
+        std::fs::remove_file(copy.path().join(relative)).expect("removed");
+    }
+    let mut server = restart_damaged(copy.path(), true);
+    let (count, last) = count_and_last(&server, &view);
+    assert_eq!(count, added, "every record is back:\n{}", server.log().join("\n"));
+    assert_eq!(last["id"], json!("r0-299"));
+    let log = server.log().join("\n");
+    assert!(log.contains("rebuilt from its newest history base"), "{log}");
+    server.kill();
+
+    std::fs::remove_dir_all(dir.path().join("wal-archive")).expect("archive removed");
+    for file in &branch_snapshots {
+        std::fs::remove_file(file).expect("removed");
+    }
+    let mut server = restart_damaged(dir.path(), true);
+    let log = server.log().join("\n");
+    assert!(log.contains("changes before the live WAL's first record are lost"), "{log}");
+    let (count, _) = count_and_last(&server, &view);
+    assert!(count < added, "{count} of {added}");
+    server.kill();
+}
