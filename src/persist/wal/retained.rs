@@ -1,9 +1,10 @@
 //! The retained log: with history retention on, segments every snapshot covers are moved to an
 //! archive directory instead of being deleted (`WalHandle::archive_segments_below`), and a
 //! point-in-time restore reads the records after its base from the archive and the live
-//! directory as one sequence (`read_retained`). A start never reads the archive, so what it
-//! keeps costs no restart time, and damage to it touches no branch but the restores that need
-//! it. `prune_archive` deletes what no base needs any more.
+//! directory as one sequence (`read_retained`). A start reads the archive only to rebuild a
+//! branch none of whose snapshots loads (`Durability::load_from_history`), so what it keeps
+//! costs no restart time otherwise, and damage to it touches no branch but those rebuilds and
+//! the restores that need it. `prune_archive` deletes what no base needs any more.
 
 use std::fs;
 use std::io;
