@@ -9,12 +9,16 @@
 //! At start [`recover`] brings the tree up to date: its base is sled's tree when it is at least
 //! as new as the newest intact image (sled dropping the tail of its log leaves an older but
 //! consistent tree), else the image; then the WAL's change sets after the base's LSN are
-//! applied. [`rebuild_from_image`] is the fallback when the tree holds an unreadable entry.
+//! applied. [`rebuild_from_image`] is the fallback when the tree holds an unreadable entry. With
+//! neither a tree nor an image, and the live WAL cut past the catalogue's start, the change sets
+//! before it come from the WAL archive; without them the start stops (`JournalError::Lost`).
+
+use std::ops::ControlFlow;
 
 use super::store::{CatalogChange, CatalogStore, RawEntry, SledCatalogStore, StoreError};
 use crate::persist::durability::{Durability, DurabilityError};
 use crate::persist::entry::{WalRecord, CATALOG_MARKER};
-use crate::persist::wal::WalRecords;
+use crate::persist::wal::{read_retained, WalRecords};
 
 /// A catalogue change set as a WAL payload: the WAL's catalogue marker, then the changes.
 pub fn encode_changes(changes: &[CatalogChange]) -> Vec<u8> {
@@ -45,6 +49,14 @@ pub enum JournalError {
     NoImage(String),
     #[error("reading the WAL again: {0}")]
     Wal(String),
+    /// Sled's tree and the images are gone, and the live WAL no longer starts at the
+    /// catalogue's first change set.
+    #[error(
+        "the catalogue is lost: sled's catalogue (<data-dir>/db) is empty, no catalogue image \
+         loads (<data-dir>/snapshots/~catalog), and the WAL starts at record {first_lsn}, after \
+         the catalogue's first changes ({why}); restore db/ or snapshots/~catalog from a backup"
+    )]
+    Lost { first_lsn: u64, why: String },
 }
 
 /// An image loaded from the snapshot store: its entries and the LSN it covers.
@@ -82,23 +94,63 @@ fn change_sets_after(
     let mut sets = Vec::new();
     records
         .for_each_marked_after(after, |lsn, bytes| {
-            if !bytes.starts_with(&CATALOG_MARKER) {
-                // Branch records are skipped undecoded; undecodable records are reported by
-                // the branch replay.
-                return;
-            }
-            match WalRecord::decode(bytes).map(|record| match record {
-                WalRecord::Catalog(body) => decode_changes(body),
-                WalRecord::Branch(_) => Ok(Vec::new()),
-            }) {
-                Ok(Ok(changes)) => sets.push((lsn, changes)),
-                Ok(Err(err)) | Err(err) => {
-                    tracing::error!(lsn, error = %err, "a catalogue change set in the WAL does not decode; skipped")
-                }
-            }
+            sets.extend(change_set(lsn, bytes).map(|changes| (lsn, changes)));
         })
         .map_err(|e| JournalError::Wal(e.to_string()))?;
     Ok(sets)
+}
+
+/// The changes of WAL record `lsn` when it is a catalogue change set that decodes (one that
+/// does not is reported and skipped). Branch records are skipped undecoded; undecodable ones
+/// are reported by the branch replay.
+fn change_set(lsn: u64, bytes: &[u8]) -> Option<Vec<CatalogChange>> {
+    if !bytes.starts_with(&CATALOG_MARKER) {
+        return None;
+    }
+    match WalRecord::decode(bytes).map(|record| match record {
+        WalRecord::Catalog(body) => decode_changes(body),
+        WalRecord::Branch(_) => Ok(Vec::new()),
+    }) {
+        Ok(Ok(changes)) => Some(changes),
+        Ok(Err(err)) | Err(err) => {
+            tracing::error!(lsn, error = %err, "a catalogue change set in the WAL does not decode; skipped");
+            None
+        }
+    }
+}
+
+/// Rebuilds an empty tree, with no image to start from, when the live WAL starts past the
+/// catalogue's first change set (segments were retired once images covered them): the change
+/// sets before `first_live` are read from the WAL archive, which keeps them while history is
+/// kept. Without them the catalogue cannot be rebuilt, and the start stops (`Lost`) rather
+/// than bootstrap an empty catalogue over the data directory's grids.
+fn replay_archived(
+    store: &SledCatalogStore,
+    durability: &Durability,
+    first_live: u64,
+) -> Result<usize, JournalError> {
+    let lost = |why: String| JournalError::Lost { first_lsn: first_live, why };
+    let history = durability
+        .history()
+        .ok_or_else(|| lost("no WAL archive is kept: --retain-history is 0".to_owned()))?;
+    let mut sets = Vec::new();
+    let dirs = (history.archive(), durability.wal.dir());
+    let span = (0, first_live - 1);
+    read_retained(dirs, span, durability.wal.max_record_len(), |lsn, bytes| {
+        sets.extend(change_set(lsn, bytes).map(|changes| (lsn, changes)));
+        ControlFlow::Continue(())
+    })
+    .map_err(|e| lost(format!("the WAL archive cannot give them: {e}")))?;
+    for (lsn, changes) in &sets {
+        store.apply_at(changes, *lsn)?;
+    }
+    tracing::error!(
+        change_sets = sets.len(),
+        first_live,
+        "sled's catalogue and its images are gone: the catalogue was rebuilt from the archived \
+         WAL and the live one"
+    );
+    Ok(sets.len())
 }
 
 /// Applies the WAL's change sets after `base` to the tree; returns how many.
@@ -164,6 +216,10 @@ pub fn recover(
     // A tree without a position predates the journal: it is the whole catalogue.
     if base > 0 {
         check_coverage(records, base);
+    } else if let Some(first_live) = records.first_lsn().filter(|&first| first > 1) {
+        if !store.holds_entries()? {
+            replay_archived(store, durability, first_live)?;
+        }
     }
     let replayed = replay(store, records, base)?;
     if replayed > 0 {

@@ -195,6 +195,16 @@ impl SledCatalogStore {
         Ok(self.tree.get(APPLIED_LSN_KEY)?.map_or(0, |v| decode_lsn(&v)))
     }
 
+    /// Whether the tree holds any entry (its position aside).
+    pub fn holds_entries(&self) -> Result<bool, StoreError> {
+        for key in self.tree.iter().keys() {
+            if key?.as_ref() != APPLIED_LSN_KEY {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Replaces every entry with `entries` (a catalogue image) at position `lsn`, atomically.
     pub fn replace_all(&self, entries: &[RawEntry], lsn: u64) -> Result<(), StoreError> {
         let mut batch = sled::Batch::default();

@@ -628,72 +628,110 @@ fn incremental_snapshots_borrow_and_metrics_count_the_bytes() {
     server.terminate();
 }
 
-/// A branch whose snapshots are all gone after SIGKILL, once the WAL was cut past its older
-/// records (each segment every snapshot covered moved to `wal-archive`): the start rebuilds it
-/// from its history base and the archived records, then the live WAL, and every acknowledged
-/// record is back. With the archive gone too, the start says the older changes are lost.
+/// A data directory whose WAL was cut past its older records (each segment every snapshot
+/// covered moved to `wal-archive`), killed, then robbed of what the live WAL cannot replace:
+/// - the branch's snapshots: the start rebuilds it from its history base and the archived
+///   records, then the live WAL;
+/// - sled's catalogue and the catalogue's images: the start rebuilds the catalogue from the
+///   archived change sets and the live ones;
+///
+/// and every acknowledged record is back. With the archive gone too, the start says the
+/// branch's older changes are lost, and refuses to start without a catalogue (rather than
+/// bootstrap an empty one over the grids).
 #[test]
-fn a_branch_without_snapshots_is_rebuilt_from_its_history_once_the_wal_was_cut() {
+fn what_the_live_wal_no_longer_holds_is_rebuilt_from_the_archive() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut server = Server::start_with(dir.path(), &["--snapshot-every-bytes", "4000000"]);
-    let (_, view) = grid_with_text_column(&server);
-    let archived = |dir: &Path| {
-        std::fs::read_dir(dir.join("wal-archive"))
-            .map(|entries| entries.flatten().any(|e| e.path().extension() == Some("log".as_ref())))
-            .unwrap_or(false)
-    };
-    // Records of 1 MB, ten to a request: a WAL segment (64 MiB) fills in seven requests.
-    let big: String = "x".repeat(1 << 20);
-    let mut added = 0usize;
-    for round in 0..40 {
-        let records: Vec<Value> = (0..10)
-            .map(|i| json!({"id": format!("b{round:02}-{i}"), "cells": [{"columnId": "t", "value": big}]}))
-            .collect();
-        server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(json!(records)), KEY);
-        added += 10;
-        if round >= 7 && archived(dir.path()) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert!(archived(dir.path()), "a WAL segment was archived:\n{}", server.log().join("\n"));
-    server.call(
-        Method::POST,
-        &format!("/v1/views/{view}/records"),
-        Some(round_of_records(0, 'a')),
-        KEY,
-    );
-    added += 300;
-    server.kill();
+    let (view, added) = cut_wal(dir.path());
     let branch_snapshots: Vec<PathBuf> = layout(dir.path())
         .into_iter()
         .filter(|(key, _)| key != CATALOG)
         .flat_map(|(_, generations)| generations.into_values())
         .collect();
     assert!(!branch_snapshots.is_empty(), "the branch had snapshots");
+    let count_and_last_id = |server: &Server| {
+        let (count, last) = count_and_last(server, &view);
+        (count, last["id"].clone())
+    };
+    let remove = |copy: &Path, file: &Path| {
+        let relative = file.strip_prefix(dir.path()).expect("inside the data directory");
+        std::fs::remove_file(copy.join(relative)).expect("removed");
+    };
 
     let copy = tempfile::tempdir().expect("temp dir");
     copy_dir(dir.path(), copy.path());
     for file in &branch_snapshots {
-        let relative = file.strip_prefix(dir.path()).expect("inside the data directory");
-        std::fs::remove_file(copy.path().join(relative)).expect("removed");
+        remove(copy.path(), file);
     }
     let mut server = restart_damaged(copy.path(), true);
-    let (count, last) = count_and_last(&server, &view);
-    assert_eq!(count, added, "every record is back:\n{}", server.log().join("\n"));
-    assert_eq!(last["id"], json!("r0-299"));
+    assert_eq!(count_and_last_id(&server), (added, json!("r0-299")), "branch rebuilt");
     let log = server.log().join("\n");
     assert!(log.contains("rebuilt from its newest history base"), "{log}");
     server.kill();
 
+    let copy = tempfile::tempdir().expect("temp dir");
+    copy_dir(dir.path(), copy.path());
+    std::fs::remove_dir_all(copy.path().join("db")).expect("db removed");
+    std::fs::remove_dir_all(copy.path().join("snapshots").join(CATALOG)).expect("images removed");
+    let mut server = restart_damaged(copy.path(), true);
+    assert_eq!(count_and_last_id(&server), (added, json!("r0-299")), "catalogue rebuilt");
+    let log = server.log().join("\n");
+    assert!(log.contains("rebuilt from the archived WAL"), "{log}");
+    assert!(!log.contains("bootstrapped"), "{log}");
+    server.kill();
+
     std::fs::remove_dir_all(dir.path().join("wal-archive")).expect("archive removed");
+    let copy = tempfile::tempdir().expect("temp dir");
+    copy_dir(dir.path(), copy.path());
     for file in &branch_snapshots {
-        std::fs::remove_file(file).expect("removed");
+        remove(copy.path(), file);
     }
-    let mut server = restart_damaged(dir.path(), true);
+    let mut server = restart_damaged(copy.path(), true);
     let log = server.log().join("\n");
     assert!(log.contains("changes before the live WAL's first record are lost"), "{log}");
     let (count, _) = count_and_last(&server, &view);
     assert!(count < added, "{count} of {added}");
     server.kill();
+
+    std::fs::remove_dir_all(dir.path().join("db")).expect("db removed");
+    std::fs::remove_dir_all(dir.path().join("snapshots").join(CATALOG)).expect("images removed");
+    match Server::try_start(dir.path()) {
+        Ok(server) => panic!("started without a catalogue:\n{}", server.kill().join("\n")),
+        Err((status, log)) => {
+            assert_ne!(status, Some(0), "{log}");
+            assert!(log.contains("the catalogue is lost"), "{log}");
+        }
+    }
+}
+
+/// A grid of 1 MB records with snapshots every 4 MB of WAL, written until a WAL segment was
+/// archived, then 300 small records; SIGKILL. Its view and how many records it holds.
+fn cut_wal(dir: &Path) -> (String, usize) {
+    let mut server = Server::start_with(dir, &["--snapshot-every-bytes", "4000000"]);
+    let (_, view) = grid_with_text_column(&server);
+    let archived = || {
+        std::fs::read_dir(dir.join("wal-archive"))
+            .map(|entries| entries.flatten().any(|e| e.path().extension() == Some("log".as_ref())))
+            .unwrap_or(false)
+    };
+    // Ten records to a request: a WAL segment (64 MiB) fills in seven requests.
+    let big: String = "x".repeat(1 << 20);
+    let mut added = 0usize;
+    for round in 0..40 {
+        let records: Vec<Value> = (0..10)
+            .map(|i| {
+                json!({"id": format!("b{round:02}-{i}"), "cells": [{"columnId": "t", "value": big}]})
+            })
+            .collect();
+        server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(json!(records)), KEY);
+        added += 10;
+        if round >= 7 && archived() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(archived(), "a WAL segment was archived:\n{}", server.log().join("\n"));
+    let small = round_of_records(0, 'a');
+    server.call(Method::POST, &format!("/v1/views/{view}/records"), Some(small), KEY);
+    server.kill();
+    (view, added + 300)
 }

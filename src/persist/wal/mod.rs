@@ -402,7 +402,8 @@ impl WalHandle {
 
     /// `remove_segments_below`, moving the segments into `archive` (created if needed, on the
     /// same file system) instead of deleting them: the log a point-in-time restore reads
-    /// (`retained::read_retained`). A start never reads the archive.
+    /// (`retained::read_retained`). A start reads the archive only to rebuild what its snapshots
+    /// and the live log no longer hold (`Durability::load_from_history`, `journal::recover`).
     pub fn archive_segments_below(&self, lsn: u64, archive: &Path) -> Result<usize, WalError> {
         fs::create_dir_all(archive).map_err(|e| WalError::io(archive, e))?;
         self.retire_segments_below(lsn, Some(archive))
