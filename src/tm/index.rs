@@ -1,20 +1,26 @@
-//! The in-memory lookup index of one translation memory: per language pair, every segment's
-//! source tokens, an inverted index over token bigrams, and the segments by source hash (exact
-//! matches). Rebuilt from the store at start; knows nothing of storage or HTTP.
+//! The in-memory lookup index of one translation memory: per source language, every distinct
+//! source's tokens, an inverted index over token bigrams and the sources by hash (exact
+//! matches); per language pair, the target of each source that has one there. A source
+//! translated into several languages (a grid's source column feeding one segment per target
+//! column) is indexed once: its text, tokens and postings are shared by the pairs, each of which
+//! holds only its targets (and its own spelling of the source, where it differs in whitespace).
+//! Rebuilt from the store at start; knows nothing of storage or HTTP.
 //!
-//! A lookup of text `q` (n tokens) with minimum score `s` (`text` has the score):
-//! 1. exact: the segment whose normalized source hashes as `q`'s, scored 100;
+//! A lookup of text `q` (n tokens) with minimum score `s` (`text` has the score) in a pair:
+//! 1. exact: the source whose normalized text hashes as `q`'s, when the pair has its target,
+//!    scored 100;
 //! 2. candidates: the bigrams of `q`'s tokens padded with a start and an end mark (n + 1
 //!    bigrams). A segment within token distance `k` of `q` shares at least `G − 2k` of `q`'s
 //!    `G` distinct bigrams (one token edit breaks at most two), where `k` is the largest
 //!    distance that still scores `s` against the longest segment that may (`n × 100 / s`
 //!    tokens). So it shares at least one of `q`'s `G − max(1, G − 2k) + 1` rarest bigrams
 //!    (prefix filtering): only their postings are read, at most `MAX_SCANNED` entries
-//!    (rarest first), and the `MAX_VERIFIED` segments with most hits among them are verified;
+//!    (rarest first), and of the sources the pair has a target for, the `MAX_VERIFIED` with
+//!    most hits among them are verified;
 //! 3. verification: a candidate of `m` tokens outside `[ceil(s n / 100), n × 100 / s]` cannot
 //!    score `s`; the others get their token edit distance (bounded, stopping early) and score.
 //!
-//! Results: the exact match first, then by score, then the oldest segment first; at most
+//! Results: the exact match first, then by score, then the source indexed first; at most
 //! `limit`. Past the bounds (a text whose rarest bigrams are in more than `MAX_SCANNED`
 //! segments) a lookup may miss matches: it is bounded rather than exhaustive.
 
@@ -41,27 +47,49 @@ pub struct Match {
     pub score: u8,
 }
 
-/// One indexed segment.
+/// One distinct source of a source language.
 #[derive(Debug)]
-struct Entry {
-    source: Box<str>,
-    target: Box<str>,
+struct Source {
+    /// The text as first indexed.
+    text: Box<str>,
     tokens: Box<[u32]>,
 }
 
-/// The segments of one (source language, target language) pair.
+/// The distinct sources of one source language.
 #[derive(Debug, Default)]
-struct PairIndex {
-    entries: Vec<Entry>,
+struct SourceIndex {
+    sources: Vec<Source>,
     by_hash: HashMap<[u8; HASH_LEN], u32, foldhash::fast::RandomState>,
     postings: HashMap<u64, Vec<u32>, foldhash::fast::RandomState>,
 }
 
-/// A memory's index: every language pair's segments, with one token vocabulary.
+/// A pair's translation of one source: the target, and the pair's own spelling of the source
+/// where it differs from the shared one (same normalized text, other whitespace).
+#[derive(Debug)]
+struct Translation {
+    target: Box<str>,
+    source: Option<Box<str>>,
+}
+
+/// The translations of one (source language, target language) pair, by source slot.
+#[derive(Debug, Default)]
+struct PairTargets {
+    by_source: Vec<Option<Translation>>,
+}
+
+impl PairTargets {
+    fn get(&self, slot: u32) -> Option<&Translation> {
+        self.by_source.get(slot as usize).and_then(Option::as_ref)
+    }
+}
+
+/// A memory's index: every source language's sources and every pair's targets, with one token
+/// vocabulary.
 #[derive(Debug, Default)]
 pub struct MemoryIndex {
     vocabulary: HashMap<Box<str>, u32, foldhash::fast::RandomState>,
-    pairs: HashMap<(String, String), PairIndex>,
+    sources: HashMap<String, SourceIndex>,
+    pairs: HashMap<(String, String), PairTargets>,
     len: usize,
 }
 
@@ -78,7 +106,7 @@ fn bigrams(tokens: &[u32]) -> Vec<u64> {
 }
 
 impl MemoryIndex {
-    /// Segments indexed.
+    /// Segments indexed (a source translated into two languages is two).
     pub fn len(&self) -> usize {
         self.len
     }
@@ -110,23 +138,36 @@ impl MemoryIndex {
         source: &str,
         target: &str,
     ) -> bool {
-        let found = self.pairs.get(&pair).and_then(|p| p.by_hash.get(&hash).copied());
-        if let Some(slot) = found {
-            let entry = &mut self.pairs.get_mut(&pair).expect("just found").entries[slot as usize];
-            entry.source = source.into();
-            entry.target = target.into();
-            return false;
+        let known = self.sources.get(&pair.0).and_then(|index| index.by_hash.get(&hash).copied());
+        let slot = match known {
+            Some(slot) => slot,
+            None => {
+                let tokens = self.token_ids(source);
+                let index = self.sources.entry(pair.0.clone()).or_default();
+                let slot =
+                    u32::try_from(index.sources.len()).expect("a memory holds under 4G sources");
+                for gram in bigrams(&tokens) {
+                    index.postings.entry(gram).or_default().push(slot);
+                }
+                index.by_hash.insert(hash, slot);
+                index.sources.push(Source { text: source.into(), tokens });
+                slot
+            }
+        };
+        let shared = &self.sources[&pair.0].sources[slot as usize].text;
+        let translation = Translation {
+            target: target.into(),
+            source: (**shared != *source).then(|| source.into()),
+        };
+        let targets = &mut self.pairs.entry(pair).or_default().by_source;
+        if targets.len() <= slot as usize {
+            targets.resize_with(slot as usize + 1, || None);
         }
-        let tokens = self.token_ids(source);
-        let index = self.pairs.entry(pair).or_default();
-        let slot = u32::try_from(index.entries.len()).expect("a memory holds under 4G segments");
-        for gram in bigrams(&tokens) {
-            index.postings.entry(gram).or_default().push(slot);
+        let new = targets[slot as usize].replace(translation).is_none();
+        if new {
+            self.len += 1;
         }
-        index.by_hash.insert(hash, slot);
-        index.entries.push(Entry { source: source.into(), target: target.into(), tokens });
-        self.len += 1;
-        true
+        new
     }
 
     /// The best matches of `text` in the pair (see the module doc), at most `limit`.
@@ -138,8 +179,10 @@ impl MemoryIndex {
         min_score: u8,
         limit: usize,
     ) -> Vec<Match> {
-        let Some(index) = self.pairs.get(pair) else { return Vec::new() };
-        let exact = index.by_hash.get(hash).copied();
+        let (Some(index), Some(targets)) = (self.sources.get(&pair.0), self.pairs.get(pair)) else {
+            return Vec::new();
+        };
+        let exact = index.by_hash.get(hash).copied().filter(|&slot| targets.get(slot).is_some());
         let mut found: Vec<(u8, u32)> = exact.map(|slot| (100, slot)).into_iter().collect();
         let mut unknown = UNKNOWN;
         let query: Vec<u32> = tokens(text)
@@ -152,27 +195,33 @@ impl MemoryIndex {
             })
             .collect();
         if min_score < 100 && !query.is_empty() {
-            let fuzzy =
-                index.fuzzy(&query, min_score).into_iter().filter(|(_, s)| Some(*s) != exact);
+            let fuzzy = index
+                .fuzzy(&query, min_score, targets)
+                .into_iter()
+                .filter(|(_, s)| Some(*s) != exact);
             found.extend(fuzzy);
         }
         found.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         found.truncate(limit);
-        let entry = |slot: u32| &index.entries[slot as usize];
         found
             .into_iter()
-            .map(|(score, slot)| Match {
-                source: entry(slot).source.to_string(),
-                target: entry(slot).target.to_string(),
-                score,
+            .filter_map(|(score, slot)| {
+                let translation = targets.get(slot)?;
+                let shared = &index.sources[slot as usize].text;
+                Some(Match {
+                    source: translation.source.as_deref().unwrap_or(shared).to_owned(),
+                    target: translation.target.to_string(),
+                    score,
+                })
             })
             .collect()
     }
 }
 
-impl PairIndex {
-    /// The segments scoring at least `min_score` against the query's tokens: (score, slot).
-    fn fuzzy(&self, query: &[u32], min_score: u8) -> Vec<(u8, u32)> {
+impl SourceIndex {
+    /// The sources `targets` translates that score at least `min_score` against the query's
+    /// tokens: (score, slot).
+    fn fuzzy(&self, query: &[u32], min_score: u8, targets: &PairTargets) -> Vec<(u8, u32)> {
         let n = query.len();
         let s = usize::from(min_score.max(1));
         let (shortest, longest) = ((s * n).div_ceil(100), n * 100 / s);
@@ -189,7 +238,9 @@ impl PairIndex {
         for (_, gram) in &grams[..prefix] {
             let Some(posting) = self.postings.get(gram) else { continue };
             for &slot in posting.iter().take(budget) {
-                *hits.entry(slot).or_insert(0) += 1;
+                if targets.get(slot).is_some() {
+                    *hits.entry(slot).or_insert(0) += 1;
+                }
             }
             budget = budget.saturating_sub(posting.len());
             if budget == 0 {
@@ -205,7 +256,7 @@ impl PairIndex {
         candidates
             .into_iter()
             .filter_map(|(_, slot)| {
-                let tokens = &self.entries[slot as usize].tokens;
+                let tokens = &self.sources[slot as usize].tokens;
                 let m = tokens.len();
                 if m < shortest || m > longest {
                     return None;
@@ -269,6 +320,27 @@ mod tests {
         assert_eq!(find(&index, "save!", 70), [("Save".into(), 99)]);
         assert_eq!(find(&index, "設定を保存しました。", 70)[0].1, 100 - 1);
         assert_eq!(find(&index, "設定を保存しまた", 70)[0].1, 88);
+    }
+
+    #[test]
+    fn pairs_share_a_source_and_keep_their_own_targets_and_spellings() {
+        let mut index = MemoryIndex::default();
+        let de = ("enus".to_owned(), "dede".to_owned());
+        let hash = source_hash(&normalize("Save the game"));
+        assert!(add(&mut index, "Save the game", "Sauvegarder la partie"));
+        assert!(index.upsert(de.clone(), hash, "Save  the game", "Spiel speichern"));
+        assert!(!index.upsert(de.clone(), hash, "Save  the game", "Spiel sichern"), "replaced");
+        add(&mut index, "Quit the game", "Quitter la partie");
+        assert_eq!(index.len(), 3, "a segment per pair");
+        assert_eq!(index.sources["enus"].sources.len(), 2, "one source indexed once");
+        let found = index.lookup(&de, &hash, "Save the game", 50, 5);
+        assert_eq!(
+            found,
+            [Match { source: "Save  the game".into(), target: "Spiel sichern".into(), score: 100 }],
+            "the pair's own spelling and target; the source without a German target is not found"
+        );
+        let fr = find(&index, "Save the game", 50);
+        assert_eq!(fr, [("Save the game".into(), 100), ("Quit the game".into(), 66)]);
     }
 
     #[test]
