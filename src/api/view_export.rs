@@ -29,11 +29,10 @@ use std::sync::Arc;
 
 use actix_web::http::header;
 use actix_web::web::Bytes;
-use actix_web::{get, web, HttpMessage, HttpRequest, HttpResponse};
+use actix_web::{get, web, HttpRequest, HttpResponse};
 use tokio::sync::mpsc;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::head::AnsweringHead;
 use super::listing::parse_list_params;
 use super::records::{export_source, record_body, RecordBody};
 use super::references::{check_reference_access, resolve_references, ReferenceReader};
@@ -168,17 +167,14 @@ async fn export_view(
             let (mut chunks, failed) = write_in_background(source, writer);
             // The first chunk (or the writer's refusal) before the answer starts: a file that
             // cannot be written (an XLSX cell over Excel's limit) is an error, not a 200 cut
-            // short. A HEAD answers at once: its body is dropped, which stops the writer.
-            if req.extensions().get::<AnsweringHead>().is_some() {
-                (chunks, None)
-            } else {
-                match chunks.recv().await {
-                    Some(chunk) => (chunks, Some(chunk)),
-                    None => match failed.await {
-                        Ok(err) => return Err(err.into()),
-                        Err(_) => (chunks, None),
-                    },
-                }
+            // short. A HEAD waits for it too, so that it answers the GET's status; then its body
+            // is dropped, which stops the writer.
+            match chunks.recv().await {
+                Some(chunk) => (chunks, Some(chunk)),
+                None => match failed.await {
+                    Ok(err) => return Err(err.into()),
+                    Err(_) => (chunks, None),
+                },
             }
         }
     };
