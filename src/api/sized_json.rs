@@ -248,7 +248,6 @@ impl FromRequest for JsonBytes {
         let body = Bytes::from_request(req, payload);
         Box::pin(async move {
             let body = body.await?;
-            check_values(&body)?;
             if !is_json && !body.iter().all(u8::is_ascii_whitespace) {
                 return Err(ApiError::new(
                     ErrorCode::UnsupportedMediaType,
@@ -256,6 +255,7 @@ impl FromRequest for JsonBytes {
                 )
                 .into());
             }
+            check_values(&body)?;
             Ok(JsonBytes(body))
         })
     }

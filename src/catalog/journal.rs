@@ -128,7 +128,7 @@ fn replay_archived(
     store: &SledCatalogStore,
     durability: &Durability,
     first_live: u64,
-) -> Result<usize, JournalError> {
+) -> Result<(), JournalError> {
     let lost = |why: String| JournalError::Lost { first_lsn: first_live, why };
     let history = durability
         .history()
@@ -150,7 +150,7 @@ fn replay_archived(
         "sled's catalogue and its images are gone: the catalogue was rebuilt from the archived \
          WAL and the live one"
     );
-    Ok(sets.len())
+    Ok(())
 }
 
 /// Applies the WAL's change sets after `base` to the tree; returns how many.

@@ -567,8 +567,8 @@ impl Durability {
                         branch = branch_id,
                         base_lsn = base.wal_lsn,
                         up_to,
-                        "no snapshot of the branch loads: it was rebuilt from its newest history \
-                         base and the archived WAL, then the live WAL is replayed onto it"
+                        "no snapshot of the branch loads: it was rebuilt from a history base and \
+                         the archived WAL, then the live WAL is replayed onto it"
                     );
                     return Some(LoadedBranch { state, wal_lsn: up_to });
                 }

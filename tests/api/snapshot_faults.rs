@@ -665,7 +665,7 @@ fn what_the_live_wal_no_longer_holds_is_rebuilt_from_the_archive() {
     let mut server = restart_damaged(copy.path(), true);
     assert_eq!(count_and_last_id(&server), (added, json!("r0-299")), "branch rebuilt");
     let log = server.log().join("\n");
-    assert!(log.contains("rebuilt from its newest history base"), "{log}");
+    assert!(log.contains("rebuilt from a history base"), "{log}");
     server.kill();
 
     let copy = tempfile::tempdir().expect("temp dir");
