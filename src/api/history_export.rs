@@ -140,8 +140,10 @@ async fn start_export(
         creates_branch: None,
     };
     let pc = p.clone();
-    let why = "This company runs as many history exports as it may at once (2); start the next \
-               one when one ends.";
+    let why = format!(
+        "This company runs as many history exports as it may at once ({MAX_RUNNING_EXPORTS}); \
+         start the next one when one ends."
+    );
     let (task, ()) = start_task(&state, &p, new, move |s| {
         refuse_past(s, &pc, TASK_KIND, MAX_RUNNING_EXPORTS, why)
     })

@@ -247,8 +247,10 @@ async fn import(
         creates_branch: None,
     };
     let pc = p.clone();
-    let why = "This company runs as many imports as it may at once (2); start the next one when \
-               one ends.";
+    let why = format!(
+        "This company runs as many imports as it may at once ({MAX_RUNNING_IMPORTS}); start the \
+         next one when one ends."
+    );
     let (task, ()) = start_task(&state, &p, new, move |s| {
         refuse_past(s, &pc, TASK_KIND, MAX_RUNNING_IMPORTS, why)
     })

@@ -108,10 +108,10 @@ pub fn refuse_past(
     p: &Principal,
     kind: &str,
     max: usize,
-    why: &'static str,
+    why: impl Into<std::borrow::Cow<'static, str>>,
 ) -> CatalogResult<()> {
     if s.running_tasks(p, kind) >= max {
-        return Err(CatalogError::TaskRunning(why));
+        return Err(CatalogError::TaskRunning(why.into()));
     }
     Ok(())
 }

@@ -234,7 +234,9 @@ impl Supervisor {
     pub fn begin_cdn_publish(&mut self, p: &Principal, id: &str) -> CatalogResult<PublishTicket> {
         let mut cdn = self.cdn(p, id)?;
         if cdn.processing {
-            return Err(CatalogError::TaskRunning("This CDN is being published; try again."));
+            return Err(CatalogError::TaskRunning(
+                "This CDN is being published; try again.".into(),
+            ));
         }
         let grid = self.grids.get(&cdn.grid_id).ok_or(CatalogError::Internal("CDN's grid"))?;
         let record_identifier_type = grid.record_identifier_type;

@@ -132,7 +132,7 @@ pub enum CatalogError {
     Internal(&'static str),
     /// A task that runs one at a time is running.
     #[error("{0}")]
-    TaskRunning(&'static str),
+    TaskRunning(std::borrow::Cow<'static, str>),
     /// A glossary request the catalogue refuses (its own code).
     #[error(transparent)]
     Glossary(#[from] super::glossaries::GlossaryRefused),

@@ -283,7 +283,9 @@ fn a_company_runs_at_most_two_history_exports_at_once() {
     let path = format!("/v1/views/{view}/record-histories/export");
     let first = app.post(&path, &body).assert_status(202)["id"].clone();
     let second = app.post(&path, &body).assert_status(202)["id"].clone();
-    app.post(&path, &body).assert_error(409, "taskIsRunning");
+    let third = app.post(&path, &body);
+    third.assert_error(409, "taskIsRunning");
+    assert!(third.text.contains("as many history exports as it may at once (2)"), "{}", third.text);
     for id in [first, second] {
         succeeded(&app, id.as_str().expect("task id").to_owned());
     }

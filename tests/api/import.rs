@@ -526,6 +526,7 @@ fn a_company_runs_at_most_two_imports_at_once() {
     // A small file, so that the refusal comes while the two large imports still run.
     let third = import(&app, &views[2], b"_recordId,t\nx,y\n", Some(&request), "");
     third.assert_error(409, "taskIsRunning");
+    assert!(third.text.contains("as many imports as it may at once (2)"), "{}", third.text);
     succeeds(&app, &first);
     succeeds(&app, &second);
     let listed = app.get(&format!("/v1/views/{}/records", views[2]));
