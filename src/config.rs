@@ -60,6 +60,11 @@ pub struct Config {
     #[arg(long, env = "GRIDD_GRID_THREADS")]
     pub grid_threads: Option<usize>,
 
+    /// Heavy writes (schema changes over every record, imports, merges, restores) one company
+    /// runs at once across all its branches; the others wait for a turn (at least 1).
+    #[arg(long, env = "GRIDD_HEAVY_WRITES_PER_COMPANY", default_value_t = 2)]
+    pub heavy_writes_per_company: usize,
+
     /// Requests per second each API key may make on average (0: no limit). Over it: 429 with
     /// Retry-After.
     #[arg(long, env = "GRIDD_RATE_LIMIT", default_value_t = 0.0)]
@@ -207,6 +212,7 @@ mod tests {
         assert_eq!(config.api_key.as_deref(), Some("key"));
         assert_eq!(config.bind.port(), 0);
         assert_eq!(config.snapshot_every_records, 250_000);
+        assert_eq!(config.heavy_writes_per_company, 2);
         assert_eq!(config.max_json_bytes, 32 * 1024 * 1024);
         assert_eq!(config.rate_burst, 50, "the environment is not read");
         assert_eq!(config.file_gc_grace_secs, 3600);

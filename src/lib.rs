@@ -236,7 +236,10 @@ impl Node {
         let legacy = SledSnapshotStore::open(&db)?;
         let snapshots = FileSnapshotStore::open(&config.data_dir.join("snapshots"), Some(legacy))?;
         let keys = Arc::new(KeyRing::default());
-        let routes = Arc::new(Routes::default());
+        let routes = Arc::new(Routes {
+            heavy_turns: grid::actor::HeavyTurns::new(config.heavy_writes_per_company),
+            ..Routes::default()
+        });
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
         let grid_threads = config.grid_threads.unwrap_or(cores).clamp(1, 1024);
         let arbiters: Vec<Arbiter> = (0..=grid_threads).map(|_| Arbiter::new()).collect();

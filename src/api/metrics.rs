@@ -10,6 +10,7 @@
 //! `gridd_branch_records`, `gridd_branch_store_bytes`, `gridd_branch_index_bytes` by grid and
 //! branch, `gridd_branch_heap_bytes` by grid, branch and part; `gridd_branch_cell_bytes` and
 //! `gridd_branch_cells` by grid, branch and column type; `gridd_history_disk_bytes`;
+//! `gridd_heavy_writes_running` and `gridd_heavy_writes_waiting` by company;
 //! `gridd_record_reads_total` by who answered (view, actor); `gridd_process_resident_bytes`,
 //! `gridd_process_cpu_seconds_total`.
 
@@ -51,6 +52,7 @@ async fn metrics(state: web::Data<AppState>, p: Principal) -> ApiResult<HttpResp
         .collect();
     render_branches(&mut out, &stats);
     render_branch_memory(&mut out, &stats);
+    render_heavy_writes(&mut out, &state);
     render_process(&mut out, &state);
     Ok(HttpResponse::Ok().content_type(CONTENT_TYPE).body(out))
 }
@@ -151,6 +153,32 @@ fn render_branch_memory(out: &mut String, stats: &[(&BranchRoute, &BranchStats)]
             let cells = columns * stats.records;
             let _ = writeln!(out, "gridd_branch_cells{{{labels},type=\"{column_type}\"}} {cells}");
         }
+    }
+}
+
+/// Each company's heavy writes running and waiting for a turn (`--heavy-writes-per-company`).
+fn render_heavy_writes(out: &mut String, state: &AppState) {
+    let counts = state.routes.heavy_turns.counts();
+    header(
+        out,
+        "gridd_heavy_writes_running",
+        "gauge",
+        "Heavy writes (schema changes over every record, imports, merges, restores) running, by \
+         company.",
+    );
+    for (company, turns) in &counts {
+        let _ =
+            writeln!(out, "gridd_heavy_writes_running{{company=\"{company}\"}} {}", turns.running);
+    }
+    header(
+        out,
+        "gridd_heavy_writes_waiting",
+        "gauge",
+        "Heavy writes waiting for one of their company's turns, by company.",
+    );
+    for (company, turns) in &counts {
+        let _ =
+            writeln!(out, "gridd_heavy_writes_waiting{{company=\"{company}\"}} {}", turns.waiting);
     }
 }
 

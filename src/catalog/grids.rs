@@ -295,9 +295,11 @@ impl Supervisor {
         let fork_source = fork_source.map(str::to_owned);
         let reads = Arc::new(ReadViews::default());
         let actor_reads = reads.clone();
+        let turns = self.routes.heavy_turns.company(grid.company_id);
         let addr = GridActor::start_in_arbiter(&arbiter, move |_| {
             let actor = GridActor::with_state(&grid_id, &branch_id, state, durability)
                 .with_reads(actor_reads)
+                .with_turns(turns)
                 .with_publisher(publisher);
             match fork_source {
                 Some(source) => actor.forked(&source),

@@ -70,6 +70,8 @@ pub struct Routes {
     pub glossaries: Arc<super::glossaries::index::GlossaryIndex>,
     /// Every CDN by id, for the file server (`cdns`; unpublished ones too).
     pub cdns: DashMap<String, Arc<super::cdns::Cdn>>,
+    /// Each company's turns for heavy writes, taken by its branches' actors.
+    pub heavy_turns: crate::grid::actor::HeavyTurns,
 }
 
 impl Routes {

@@ -141,3 +141,93 @@ fn an_import_of_every_record_does_not_hold_up_another_grid() {
     let record = app.record_by_id(&big, "r123");
     assert_eq!(cell(&record, "t")["value"], json!("réimporté 123"));
 }
+
+/// The value of `series` (its whole name with labels) in a `/metrics` text.
+fn metric(app: &TestApp, series: &str) -> Option<f64> {
+    let text = app.get("/metrics").text;
+    text.lines().find_map(|line| line.strip_prefix(series).and_then(|r| r.trim().parse().ok()))
+}
+
+/// Polls `/metrics` until `series` reads `want` while `running` holds; whether it did.
+fn seen_while(app: &TestApp, series: &str, want: f64, running: &AtomicBool) -> bool {
+    while running.load(Ordering::SeqCst) {
+        if metric(app, series) == Some(want) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    false
+}
+
+/// With `--heavy-writes-per-company 1`, a second heavy write of the same company, on another
+/// grid, waits for the first one's turn to end (seen in `/metrics` as waiting while the first
+/// runs) and is then applied; another company's heavy write meanwhile does not wait.
+#[test]
+fn one_company_s_heavy_writes_take_turns_and_another_company_s_do_not_wait() {
+    let app = spawn_app_with(|c| c.heavy_writes_per_company = 1);
+    let (_, big) = app.create_grid("big");
+    app.create_column(&big, json!({"id": "t", "name": "T", "type": "singleLine"}));
+    for batch in 0..RECORDS / 1000 {
+        let records: Vec<Value> = (0..1000)
+            .map(|i| {
+                json!({"id": format!("r{}", batch * 1000 + i),
+                            "cells": [{"columnId": "t", "value": format!("texte {i} — 文字列")}]})
+            })
+            .collect();
+        app.add_records(&big, Value::Array(records));
+    }
+    let (_, second) = app.create_grid("second");
+    app.create_column(&second, json!({"id": "t", "name": "T", "type": "singleLine"}));
+    app.add_records(&second, json!([{"id": "a", "cells": [{"columnId": "t", "value": "x"}]}]));
+    let (owner, _, db) = app.create_company("enterprise");
+    let other = app.post_as(&owner, &format!("/v1/grids?dbId={db}"), &json!({"name": "other"}));
+    let other = other.assert_status(201)["defaultAccessViewId"].as_str().expect("view").to_owned();
+    app.post_as(
+        &owner,
+        &format!("/v1/views/{other}/columns"),
+        &json!({"id": "t", "name": "T", "type": "singleLine"}),
+    )
+    .assert_status(201);
+
+    let formula = |text: &str| json!({"id": "f", "name": "F", "type": "formula", "formula": {"formulaText": text}});
+    let (running, second_done) = (AtomicBool::new(true), AtomicBool::new(false));
+    std::thread::scope(|scope| {
+        let first = scope.spawn(|| {
+            let body = formula(
+                "CONCAT(UPPER([t]), \" / \", LOWER([t]), \" / \", [t], \" / \", UPPER([t]), \" / \", \
+                 LOWER([t]), \" / \", [t])",
+            );
+            let started = std::time::Instant::now();
+            let answer = app.post(&format!("/v1/views/{big}/columns"), &body);
+            running.store(false, Ordering::SeqCst);
+            eprintln!("the first heavy write took {:?}", started.elapsed());
+            answer
+        });
+        assert!(
+            seen_while(&app, "gridd_heavy_writes_running{company=\"1\"}", 1.0, &running),
+            "the first heavy write was never seen running"
+        );
+        let waiting = scope.spawn(|| {
+            let answer = app.post(&format!("/v1/views/{second}/columns"), &formula("[t] & \"!\""));
+            second_done.store(true, Ordering::SeqCst);
+            answer
+        });
+        assert!(
+            seen_while(&app, "gridd_heavy_writes_waiting{company=\"1\"}", 1.0, &running),
+            "the second heavy write of the company did not wait for a turn"
+        );
+        // Another company's heavy write is answered while the first still runs.
+        let path = format!("/v1/views/{other}/columns");
+        app.post_as(&owner, &path, &formula("[t] & \"?\"")).assert_status(201);
+        eprintln!("the other company's heavy write was answered");
+        let answered_during = running.load(Ordering::SeqCst);
+        first.join().expect("the first heavy write").assert_status(201);
+        waiting.join().expect("the second heavy write").assert_status(201);
+        assert!(answered_during, "the other company's heavy write waited for this company's");
+    });
+    assert!(second_done.load(Ordering::SeqCst));
+    let record = app.record_by_id(&second, "a");
+    assert_eq!(cell(&record, "f")["value"], json!("x!"));
+    assert_eq!(metric(&app, "gridd_heavy_writes_running{company=\"1\"}"), Some(0.0));
+    assert_eq!(metric(&app, "gridd_heavy_writes_waiting{company=\"1\"}"), Some(0.0));
+}

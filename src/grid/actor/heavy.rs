@@ -9,21 +9,137 @@
 //! write is installed or refused, so a write is never planned against a state the heavy write
 //! is about to replace. Held writes are capped (`MAX_HELD`): past that a write is refused with
 //! 503 rather than queued without bound.
+//!
+//! A heavy write's job takes memory in proportion to its branch (a column type change over 1M
+//! records peaks about 260 MiB above the branch), so the branches of one company take turns:
+//! at most `--heavy-writes-per-company` jobs of a company run at once (`HeavyTurns`), the rest
+//! wait for a turn before their copy is worked on. One tenant's many large grids then cannot
+//! take the server's memory and cores from the others, and another company's heavy write never
+//! waits behind them.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use actix::{ActorFutureExt, AsyncContext, Context, ResponseFuture, WrapFuture};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
 use super::GridActor;
 use crate::grid::error::{GridError, GridResult};
 use crate::grid::ops::{GridOp, GridState};
+use crate::ids::CompanyId;
 use crate::persist::entry::WalEntry;
 use crate::persist::wal::Durable;
 
 /// Most writes one branch holds back while a heavy write runs.
 pub const MAX_HELD: usize = 4096;
+
+/// The heavy-write turns of every company (`--heavy-writes-per-company` each), handed to each
+/// branch's actor when it starts.
+#[derive(Debug)]
+pub struct HeavyTurns {
+    per_company: usize,
+    companies: Mutex<HashMap<CompanyId, Arc<CompanyTurns>>>,
+}
+
+/// One company's heavy-write turns, shared by the actors of all its branches.
+#[derive(Debug)]
+pub struct CompanyTurns {
+    permits: Arc<Semaphore>,
+    running: AtomicUsize,
+    waiting: AtomicUsize,
+}
+
+/// A company's heavy writes: how many run and how many wait for a turn (`GET /metrics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnCounts {
+    pub running: usize,
+    pub waiting: usize,
+}
+
+impl HeavyTurns {
+    /// Turns for `per_company` heavy writes at once in each company (at least one).
+    pub fn new(per_company: usize) -> HeavyTurns {
+        HeavyTurns { per_company: per_company.max(1), companies: Mutex::default() }
+    }
+
+    /// Company `id`'s turns, made on first use. Companies are few and made by admins, so the
+    /// map holds one small entry per company that ever had a branch.
+    pub fn company(&self, id: CompanyId) -> Arc<CompanyTurns> {
+        let mut companies = self.companies.lock().unwrap_or_else(|e| e.into_inner());
+        companies
+            .entry(id)
+            .or_insert_with(|| {
+                Arc::new(CompanyTurns {
+                    permits: Arc::new(Semaphore::new(self.per_company)),
+                    running: AtomicUsize::new(0),
+                    waiting: AtomicUsize::new(0),
+                })
+            })
+            .clone()
+    }
+
+    /// Each company's running and waiting heavy writes, for those that ever had one.
+    pub fn counts(&self) -> Vec<(CompanyId, TurnCounts)> {
+        let companies = self.companies.lock().unwrap_or_else(|e| e.into_inner());
+        let mut counts: Vec<(CompanyId, TurnCounts)> =
+            companies.iter().map(|(id, turns)| (*id, turns.counts())).collect();
+        counts.sort_unstable_by_key(|(id, _)| *id);
+        counts
+    }
+}
+
+impl Default for HeavyTurns {
+    /// Two heavy writes at once per company: the default of `--heavy-writes-per-company`.
+    fn default() -> HeavyTurns {
+        HeavyTurns::new(2)
+    }
+}
+
+impl CompanyTurns {
+    pub fn counts(&self) -> TurnCounts {
+        TurnCounts {
+            running: self.running.load(Ordering::Relaxed),
+            waiting: self.waiting.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Waits for one of the company's turns; the turn ends when the answer is dropped. Counted
+    /// as waiting meanwhile, also when the wait is given up (the branch's actor stopped).
+    async fn turn(self: Arc<Self>) -> GridResult<Turn> {
+        let waiting = Counted::new(&self, |t| &t.waiting);
+        let permit = self.permits.clone().acquire_owned().await.map_err(|_| GridError::Closed)?;
+        drop(waiting);
+        let running = Counted::new(&self, |t| &t.running);
+        Ok(Turn { _permit: permit, _running: running })
+    }
+}
+
+/// A heavy write's turn: its permit, and its place in the running count.
+struct Turn {
+    _permit: OwnedSemaphorePermit,
+    _running: Counted,
+}
+
+/// One in a company's count (`running` or `waiting`) while held.
+struct Counted {
+    turns: Arc<CompanyTurns>,
+    count: fn(&CompanyTurns) -> &AtomicUsize,
+}
+
+impl Counted {
+    fn new(turns: &Arc<CompanyTurns>, count: fn(&CompanyTurns) -> &AtomicUsize) -> Counted {
+        count(turns).fetch_add(1, Ordering::Relaxed);
+        Counted { turns: turns.clone(), count }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        (self.count)(&self.turns).fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 /// A write held back until the running heavy write is done.
 pub(super) type HeldWrite = Box<dyn FnOnce(&mut GridActor, &mut Context<GridActor>)>;
@@ -67,9 +183,9 @@ struct Finished<T> {
 }
 
 impl GridActor {
-    /// Runs `job` against a copy of the branch on a blocking thread, then logs its ops and
-    /// installs the copy; the returned future resolves once the write is durable. Writes that
-    /// arrive meanwhile wait (`hold`).
+    /// Runs `job` against a copy of the branch on a blocking thread, once the company has a
+    /// turn for it (`HeavyTurns`), then logs its ops and installs the copy; the returned future
+    /// resolves once the write is durable. Writes that arrive meanwhile wait (`hold`).
     pub(super) fn run_heavy<T, J>(
         &mut self,
         ctx: &mut Context<Self>,
@@ -85,7 +201,12 @@ impl GridActor {
         self.query.sync(&mut self.state.store);
         let staged = Staged { state: self.state.clone(), ops: Vec::new() };
         let branch_id = self.branch_id.clone();
+        let turns = self.turns.clone();
         let work = async move {
+            let _turn = match turns {
+                Some(turns) => Some(turns.turn().await?),
+                None => None,
+            };
             tokio::task::spawn_blocking(move || {
                 let mut staged = staged;
                 let reply = job(&mut staged)?;

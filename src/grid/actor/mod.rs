@@ -38,7 +38,7 @@ mod writes;
 
 pub use branches::{ApplyMerge, BranchCopy, CopyBranch, RestoreRecords};
 pub use files::{ChangeFiles, FilesChange, HeldFiles, HoldsFile};
-pub use heavy::{Staged, MAX_HELD};
+pub use heavy::{CompanyTurns, HeavyTurns, Staged, TurnCounts, MAX_HELD};
 pub use history::{ExportHistory, HistoryExport, ReadHistory};
 pub use paths::ChangePaths;
 pub use reads::{ReadRecord, ReadRecords};
@@ -69,6 +69,8 @@ pub struct GridActor {
     fork_source: Option<String>,
     /// The heavy write running, if any, and the writes waiting for it (`heavy`).
     gate: heavy::Gate,
+    /// The company's turns its heavy writes take (`heavy::HeavyTurns`); none: they run at once.
+    turns: Option<Arc<CompanyTurns>>,
     /// The view page reads use off this actor (`reads`), withdrawn before every change.
     reads: Arc<reads::ReadViews>,
     /// In a cluster: the branch's writer to the cluster's log; every WAL entry is published
@@ -142,6 +144,7 @@ impl GridActor {
             snapshot_retry: None,
             fork_source: None,
             gate: heavy::Gate::default(),
+            turns: None,
             reads: Arc::default(),
             publisher: None,
         }
@@ -150,6 +153,13 @@ impl GridActor {
     /// The actor of a branch in a cluster, publishing its entries through `publisher`.
     pub fn with_publisher(mut self, publisher: Option<BranchPublisher>) -> Self {
         self.publisher = publisher;
+        self
+    }
+
+    /// The actor taking its heavy writes' turns among its company's (`heavy::HeavyTurns`);
+    /// without, they run as they come.
+    pub fn with_turns(mut self, turns: Arc<CompanyTurns>) -> Self {
+        self.turns = Some(turns);
         self
     }
 
