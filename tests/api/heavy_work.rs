@@ -22,6 +22,15 @@ const RECORDS: usize = 40_000;
 /// text column `t`, and a small grid; returns the app and the two views.
 fn two_grids() -> (TestApp, String, String) {
     let app = spawn_app_with(|c| c.grid_threads = Some(1));
+    let big = big_grid(&app);
+    let (_, small) = app.create_grid("small");
+    app.create_column(&small, json!({"id": "s", "name": "S", "type": "singleLine"}));
+    app.add_records(&small, json!([{"id": "a", "cells": [{"columnId": "s", "value": "x"}]}]));
+    (app, big, small)
+}
+
+/// A grid `big` of `RECORDS` records with a text column `t`; its default view.
+fn big_grid(app: &TestApp) -> String {
     let (_, big) = app.create_grid("big");
     app.create_column(&big, json!({"id": "t", "name": "T", "type": "singleLine"}));
     for batch in 0..RECORDS / 1000 {
@@ -31,10 +40,7 @@ fn two_grids() -> (TestApp, String, String) {
             .collect();
         app.add_records(&big, Value::Array(records));
     }
-    let (_, small) = app.create_grid("small");
-    app.create_column(&small, json!({"id": "s", "name": "S", "type": "singleLine"}));
-    app.add_records(&small, json!([{"id": "a", "cells": [{"columnId": "s", "value": "x"}]}]));
-    (app, big, small)
+    big
 }
 
 /// Runs `heavy` on one thread and, until it answers, reads and writes the small grid on this
@@ -165,17 +171,7 @@ fn seen_while(app: &TestApp, series: &str, want: f64, running: &AtomicBool) -> b
 #[test]
 fn one_company_s_heavy_writes_take_turns_and_another_company_s_do_not_wait() {
     let app = spawn_app_with(|c| c.heavy_writes_per_company = 1);
-    let (_, big) = app.create_grid("big");
-    app.create_column(&big, json!({"id": "t", "name": "T", "type": "singleLine"}));
-    for batch in 0..RECORDS / 1000 {
-        let records: Vec<Value> = (0..1000)
-            .map(|i| {
-                json!({"id": format!("r{}", batch * 1000 + i),
-                            "cells": [{"columnId": "t", "value": format!("texte {i} — 文字列")}]})
-            })
-            .collect();
-        app.add_records(&big, Value::Array(records));
-    }
+    let big = big_grid(&app);
     let (_, second) = app.create_grid("second");
     app.create_column(&second, json!({"id": "t", "name": "T", "type": "singleLine"}));
     app.add_records(&second, json!([{"id": "a", "cells": [{"columnId": "t", "value": "x"}]}]));
