@@ -297,9 +297,8 @@ impl Supervisor {
         let actor_reads = reads.clone();
         let turns = self.routes.heavy_turns.company(grid.company_id);
         let addr = GridActor::start_in_arbiter(&arbiter, move |_| {
-            let actor = GridActor::with_state(&grid_id, &branch_id, state, durability)
+            let actor = GridActor::with_state(&grid_id, &branch_id, state, durability, turns)
                 .with_reads(actor_reads)
-                .with_turns(turns)
                 .with_publisher(publisher);
             match fork_source {
                 Some(source) => actor.forked(&source),

@@ -203,10 +203,7 @@ impl GridActor {
         let branch_id = self.branch_id.clone();
         let turns = self.turns.clone();
         let work = async move {
-            let _turn = match turns {
-                Some(turns) => Some(turns.turn().await?),
-                None => None,
-            };
+            let _turn = turns.turn().await?;
             tokio::task::spawn_blocking(move || {
                 let mut staged = staged;
                 let reply = job(&mut staged)?;

@@ -69,8 +69,8 @@ pub struct GridActor {
     fork_source: Option<String>,
     /// The heavy write running, if any, and the writes waiting for it (`heavy`).
     gate: heavy::Gate,
-    /// The company's turns its heavy writes take (`heavy::HeavyTurns`); none: they run at once.
-    turns: Option<Arc<CompanyTurns>>,
+    /// The company's turns its heavy writes take (`heavy::HeavyTurns`).
+    turns: Arc<CompanyTurns>,
     /// The view page reads use off this actor (`reads`), withdrawn before every change.
     reads: Arc<reads::ReadViews>,
     /// In a cluster: the branch's writer to the cluster's log; every WAL entry is published
@@ -125,12 +125,14 @@ impl Written {
 const BEHIND: u64 = 4;
 
 impl GridActor {
-    /// The actor of a branch whose state was created or recovered by the caller.
+    /// The actor of a branch whose state was created or recovered by the caller, its heavy
+    /// writes taking `turns` among its company's (`heavy::HeavyTurns`).
     pub fn with_state(
         grid_id: &str,
         branch_id: &str,
         state: GridState,
         durability: Arc<Durability>,
+        turns: Arc<CompanyTurns>,
     ) -> Self {
         GridActor {
             grid_id: grid_id.to_owned(),
@@ -144,7 +146,7 @@ impl GridActor {
             snapshot_retry: None,
             fork_source: None,
             gate: heavy::Gate::default(),
-            turns: None,
+            turns,
             reads: Arc::default(),
             publisher: None,
         }
@@ -153,13 +155,6 @@ impl GridActor {
     /// The actor of a branch in a cluster, publishing its entries through `publisher`.
     pub fn with_publisher(mut self, publisher: Option<BranchPublisher>) -> Self {
         self.publisher = publisher;
-        self
-    }
-
-    /// The actor taking its heavy writes' turns among its company's (`heavy::HeavyTurns`);
-    /// without, they run as they come.
-    pub fn with_turns(mut self, turns: Arc<CompanyTurns>) -> Self {
-        self.turns = Some(turns);
         self
     }
 
