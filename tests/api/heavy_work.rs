@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use super::files::{multipart, post_multipart};
 use super::helpers::{cell, page_query, spawn_app_with, TestApp};
+use super::metrics::value_of;
 
 /// Records in the heavy grid: enough that a change of all of them takes a while in a debug
 /// build, so the other grids get asked many times meanwhile.
@@ -150,8 +151,7 @@ fn an_import_of_every_record_does_not_hold_up_another_grid() {
 
 /// The value of `series` (its whole name with labels) in a `/metrics` text.
 fn metric(app: &TestApp, series: &str) -> Option<f64> {
-    let text = app.get("/metrics").text;
-    text.lines().find_map(|line| line.strip_prefix(series).and_then(|r| r.trim().parse().ok()))
+    value_of(&app.get("/metrics").text, series)
 }
 
 /// Polls `/metrics` until `series` reads `want` while `running` holds; whether it did.

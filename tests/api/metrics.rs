@@ -5,7 +5,7 @@ use serde_json::json;
 use crate::helpers::spawn_app;
 
 /// The value of the series line that starts with `series` (name and labels), if present.
-fn value_of(text: &str, series: &str) -> Option<f64> {
+pub(super) fn value_of(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .find_map(|line| line.strip_prefix(series).and_then(|rest| rest.trim().parse().ok()))
 }
