@@ -123,26 +123,49 @@ fn cursor_links(
     path: &str,
     params: &ListParams,
     page: &RecordPage,
-) -> Vec<String> {
-    let url = |name: &str, id: &str| {
-        let mut pairs = params.others.clone();
-        pairs.push(("page".to_owned(), format!("{{\"limit\":{}}}", params.limit)));
-        pairs.push((name.to_owned(), id.to_owned()));
-        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
-        format!("{}{path}?{query}", state.public_url)
-    };
-    let Some((first, last)) = &page.ends else {
-        return Vec::new();
-    };
-    let mut links = Vec::new();
+) -> Option<String> {
+    let (first, last) = page.ends.as_ref()?;
+    let mut header = String::new();
+    let page_json = format!("{{\"limit\":{}}}", params.limit);
     let after = matches!(params.cursor, Some((Direction::After, _)));
+    let mut link = |cursor: (&str, &str), rel: &str| {
+        let pairs = [("page", page_json.as_str()), cursor];
+        push_link(&mut header, (&state.public_url, path), &params.others, &pairs, rel);
+    };
     if !after || page.more {
-        links.push(format!("<{}>; rel=\"next\"", url("afterRecordId", last)));
+        link(("afterRecordId", last), "next");
     }
     if after || page.more {
-        links.push(format!("<{}>; rel=\"prev\"", url("beforeRecordId", first)));
+        link(("beforeRecordId", first), "prev");
     }
-    links
+    (!header.is_empty()).then_some(header)
+}
+
+/// Appends `<url>; rel="rel"` to a `Link` header: `public_url` + `path` with the query
+/// `others` then `extra`, form-encoded as `serde_urlencoded` encodes them.
+fn push_link(
+    header: &mut String,
+    (public_url, path): (&str, &str),
+    others: &[(String, String)],
+    extra: &[(&str, &str)],
+    rel: &str,
+) {
+    if !header.is_empty() {
+        header.push_str(", ");
+    }
+    // Room for a link with a page parameter and a few short others: no regrowth.
+    header.reserve(public_url.len() + path.len() + 96);
+    header.push('<');
+    header.push_str(public_url);
+    header.push_str(path);
+    header.push('?');
+    let start = header.len();
+    let mut query = url::form_urlencoded::Serializer::for_suffix(std::mem::take(header), start);
+    query.extend_pairs(others).extend_pairs(extra);
+    *header = query.finish();
+    header.push_str(">; rel=\"");
+    header.push_str(rel);
+    header.push('"');
 }
 
 /// `Link` header with absolute `next` / `prev` URLs where such pages exist.
@@ -153,8 +176,7 @@ pub(super) fn link_header(
     page: &RecordPage,
 ) -> Option<String> {
     if params.cursor.is_some() {
-        let links = cursor_links(state, path, params, page);
-        return (!links.is_empty()).then(|| links.join(", "));
+        return cursor_links(state, path, params, page);
     }
     offset_links(state, path, &params.others, (params.offset, params.limit), page.total)
 }
@@ -179,21 +201,48 @@ pub(super) fn offset_links(
     (offset, limit): (usize, usize),
     total: usize,
 ) -> Option<String> {
-    let page_url = |offset: usize| {
-        let mut pairs = others.to_vec();
-        pairs.push(("page".to_owned(), format!("{{\"offset\":{offset},\"limit\":{limit}}}")));
-        let query = serde_urlencoded::to_string(&pairs).unwrap_or_default();
-        format!("{}{path}?{query}", state.public_url)
+    let mut header = String::new();
+    let mut link = |offset: usize, rel: &str| {
+        let page = format!("{{\"offset\":{offset},\"limit\":{limit}}}");
+        push_link(&mut header, (&state.public_url, path), others, &[("page", &page)], rel);
     };
-    let mut links = Vec::new();
     // Saturating: an offset near the largest integer has no next page and never wraps to 0.
     let next = offset.saturating_add(limit);
     if next < total {
-        links.push(format!("<{}>; rel=\"next\"", page_url(next)));
+        link(next, "next");
     }
     if offset > 0 {
-        let prev = offset.saturating_sub(limit);
-        links.push(format!("<{}>; rel=\"prev\"", page_url(prev)));
+        link(offset.saturating_sub(limit), "prev");
     }
-    (!links.is_empty()).then(|| links.join(", "))
+    (!header.is_empty()).then_some(header)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A `Link` header as it was built before `push_link`: pairs cloned, serde_urlencoded.
+    fn link_by_serde(others: &[(String, String)], extra: &[(&str, &str)]) -> String {
+        let mut pairs = others.to_vec();
+        pairs.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        let query = serde_urlencoded::to_string(&pairs).unwrap();
+        format!("<http://127.0.0.1:8080/v1/views/v1/records?{query}>; rel=\"next\"")
+    }
+
+    proptest! {
+        #[test]
+        fn push_link_encodes_as_serde_urlencoded(
+            others in proptest::collection::vec(("\\PC{0,12}", "\\PC{0,24}"), 0..4),
+            value in "\\PC{0,24}",
+        ) {
+            let extra = [("page", "{\"offset\":100,\"limit\":100}"), ("afterRecordId", value.as_str())];
+            let mut header = String::new();
+            push_link(&mut header, ("http://127.0.0.1:8080", "/v1/views/v1/records"), &others, &extra, "next");
+            prop_assert_eq!(&header, &link_by_serde(&others, &extra));
+            push_link(&mut header, ("http://127.0.0.1:8080", "/v1/views/v1/records"), &others, &extra, "prev");
+            let again = link_by_serde(&others, &extra).replace("rel=\"next\"", "rel=\"prev\"");
+            prop_assert_eq!(header, format!("{}, {again}", link_by_serde(&others, &extra)));
+        }
+    }
 }

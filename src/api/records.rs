@@ -347,7 +347,7 @@ async fn list_records(
 ) -> ApiResult<HttpResponse> {
     let params = parse_list_params(req.query_string())?;
     let route = view_route(&state, &p, &view_id, Privilege::Read)?;
-    let tm_matches = super::transmems::matches::requested(&req)?;
+    let tm_matches = super::transmems::matches::requested(&params.others)?;
     let listed_view = view_id.clone();
     let msg = ReadRecords {
         view_id: view_id.into_inner(),

@@ -194,3 +194,33 @@ fn the_server_stops_on_sigterm_even_when_its_log_cannot_be_written() {
     }
     assert!(exited.is_some_and(|s| s.success()), "gridd did not stop: {exited:?}");
 }
+
+#[test]
+fn a_log_written_to_a_pipe_has_no_colour_codes() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gridd"))
+        .args(["--bind", "127.0.0.1:0", "--log-level", "info", "--api-key", OWNER_KEY])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env_remove("NO_COLOR")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gridd starts");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let mut log = Vec::new();
+    let mut byte = [0u8; 1];
+    while !String::from_utf8_lossy(&log).lines().any(|l| l.contains("gridd listening")) {
+        match stderr.read(&mut byte) {
+            Ok(1) => log.push(byte[0]),
+            _ => break,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let log = String::from_utf8_lossy(&log);
+    assert!(log.contains("gridd listening"), "gridd ended before listening: {log}");
+    assert!(!log.contains('\u{1b}'), "colour codes in a log written to a pipe: {log:?}");
+}

@@ -8,24 +8,22 @@
 //! dependency between language columns (400 badRequest). Lookups run on the blocking pool.
 
 use actix_web::body::MessageBody;
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
 use serde_json::{json, Value};
 
 use super::DEFAULT_MIN_SCORE;
-use crate::api::{exec, query_pairs};
+use crate::api::exec;
 use crate::catalog::BranchRoute;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::state::AppState;
 use crate::tm::index::Match;
 
-/// The `tmMatches` column a listing asks for, if any.
-pub fn requested(req: &HttpRequest) -> ApiResult<Option<String>> {
-    let pairs = query_pairs(req)?;
-    let asked: Vec<String> =
-        pairs.into_iter().filter(|(k, _)| k == "tmMatches").map(|(_, v)| v).collect();
-    match asked.as_slice() {
-        [] => Ok(None),
-        [one] if !one.is_empty() => Ok(Some(one.clone())),
+/// The `tmMatches` column of a listing's query pairs (`ListParams::others`), if any.
+pub fn requested(pairs: &[(String, String)]) -> ApiResult<Option<String>> {
+    let mut asked = pairs.iter().filter(|(k, _)| k == "tmMatches").map(|(_, v)| v);
+    match (asked.next(), asked.next()) {
+        (None, _) => Ok(None),
+        (Some(one), None) if !one.is_empty() => Ok(Some(one.clone())),
         _ => Err(ApiError::bad_request("Give tmMatches once, with one column id.")),
     }
 }
