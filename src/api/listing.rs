@@ -226,7 +226,7 @@ mod tests {
     fn link_by_serde(others: &[(String, String)], extra: &[(&str, &str)]) -> String {
         let mut pairs = others.to_vec();
         pairs.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
-        let query = serde_urlencoded::to_string(&pairs).unwrap();
+        let query = serde_urlencoded::to_string(&pairs).expect("pairs of strings encode");
         format!("<http://127.0.0.1:8080/v1/views/v1/records?{query}>; rel=\"next\"")
     }
 
