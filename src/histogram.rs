@@ -6,20 +6,36 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+/// A histogram's bucket bounds, and each as the exposition writes it (`le="..."`, as `f64`'s
+/// `Display` writes it): formatting the floats on every scrape was most of `/metrics`' work.
+#[derive(Debug)]
+pub struct Bounds {
+    values: &'static [f64],
+    texts: &'static [&'static str],
+}
+
 /// Latency bucket bounds, in seconds (100 µs to 10 s).
-pub const LATENCY_BOUNDS: &[f64] = &[
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-    5.0, 10.0,
-];
+pub const LATENCY_BOUNDS: &Bounds = &Bounds {
+    values: &[
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+        5.0, 10.0,
+    ],
+    texts: &[
+        "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
+        "0.25", "0.5", "1", "2.5", "5", "10",
+    ],
+};
 
 /// Count bucket bounds (batch sizes): powers of two up to 4096.
-pub const COUNT_BOUNDS: &[f64] =
-    &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0];
+pub const COUNT_BOUNDS: &Bounds = &Bounds {
+    values: &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0],
+    texts: &["1", "2", "4", "8", "16", "32", "64", "128", "256", "512", "1024", "2048", "4096"],
+};
 
 /// A cumulative histogram with fixed bounds; observing is a few relaxed atomic adds.
 #[derive(Debug)]
 pub struct Histogram {
-    bounds: &'static [f64],
+    bounds: &'static Bounds,
     /// One count per bound (observations <= bound, not cumulative) plus one for `+Inf`.
     buckets: Vec<AtomicU64>,
     count: AtomicU64,
@@ -29,10 +45,10 @@ pub struct Histogram {
 
 impl Histogram {
     /// An empty histogram over `bounds` (ascending).
-    pub fn new(bounds: &'static [f64]) -> Self {
+    pub fn new(bounds: &'static Bounds) -> Self {
         Histogram {
             bounds,
-            buckets: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            buckets: (0..=bounds.values.len()).map(|_| AtomicU64::new(0)).collect(),
             count: AtomicU64::new(0),
             sum_micros: AtomicU64::new(0),
         }
@@ -40,7 +56,7 @@ impl Histogram {
 
     /// Records one value.
     pub fn observe(&self, value: f64) {
-        let bucket = self.bounds.partition_point(|&bound| bound < value);
+        let bucket = self.bounds.values.partition_point(|&bound| bound < value);
         self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
         self.count.fetch_add(1, Ordering::Relaxed);
         self.sum_micros.fetch_add((value * 1e6).max(0.0) as u64, Ordering::Relaxed);
@@ -61,11 +77,11 @@ impl Histogram {
     pub fn render(&self, out: &mut String, name: &str, labels: &str) {
         let sep = if labels.is_empty() { "" } else { "," };
         let mut cumulative = 0;
-        for (bound, bucket) in self.bounds.iter().zip(&self.buckets) {
+        for (bound, bucket) in self.bounds.texts.iter().zip(&self.buckets) {
             cumulative += bucket.load(Ordering::Relaxed);
             let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {cumulative}");
         }
-        cumulative += self.buckets[self.bounds.len()].load(Ordering::Relaxed);
+        cumulative += self.buckets[self.bounds.values.len()].load(Ordering::Relaxed);
         let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {cumulative}");
         let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
         let braces = if labels.is_empty() { String::new() } else { format!("{{{labels}}}") };
@@ -91,7 +107,8 @@ mod tests {
 
     #[test]
     fn histogram_buckets_are_cumulative() {
-        let h = Histogram::new(&[1.0, 2.0]);
+        const BOUNDS: &Bounds = &Bounds { values: &[1.0, 2.0], texts: &["1", "2"] };
+        let h = Histogram::new(BOUNDS);
         for v in [0.5, 1.0, 1.5, 3.0] {
             h.observe(v);
         }
@@ -102,6 +119,15 @@ mod tests {
         assert!(out.contains("x_bucket{a=\"b\",le=\"+Inf\"} 4\n"), "{out}");
         assert!(out.contains("x_sum{a=\"b\"} 6\n"), "{out}");
         assert!(out.contains("x_count{a=\"b\"} 4\n"), "{out}");
+    }
+
+    #[test]
+    fn each_bound_is_written_as_its_value_displays() {
+        for bounds in [LATENCY_BOUNDS, COUNT_BOUNDS] {
+            let shown: Vec<String> = bounds.values.iter().map(f64::to_string).collect();
+            assert_eq!(shown, bounds.texts, "{bounds:?}");
+            assert!(bounds.values.is_sorted(), "{bounds:?}");
+        }
     }
 
     #[test]
