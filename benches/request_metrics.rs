@@ -47,7 +47,7 @@ fn requests() -> Vec<(String, &'static str, u16)> {
 
 fn recorder() -> PrometheusRecorder {
     PrometheusBuilder::new()
-        .set_buckets(LATENCY_BOUNDS)
+        .set_buckets(LATENCY_BOUNDS.values())
         .expect("the latency bounds are valid buckets")
         .build_recorder()
 }

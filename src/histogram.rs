@@ -14,6 +14,13 @@ pub struct Bounds {
     texts: &'static [&'static str],
 }
 
+impl Bounds {
+    /// The bounds, ascending.
+    pub fn values(&self) -> &'static [f64] {
+        self.values
+    }
+}
+
 /// Latency bucket bounds, in seconds (100 µs to 10 s).
 pub const LATENCY_BOUNDS: &Bounds = &Bounds {
     values: &[
