@@ -117,6 +117,44 @@ fn the_cli_works_on_a_directory_a_server_has_used() {
         .assert_status(200);
 }
 
+/// Starts `gridd` serving on `dir` at info level with stderr piped (`NO_COLOR` set as `no_color`
+/// says) and reads its log up to the "gridd listening" line, or all of it if the server ends
+/// before listening.
+fn serve_until_listening(
+    dir: &Path,
+    no_color: bool,
+) -> (std::process::Child, std::process::ChildStderr, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gridd"));
+    command
+        .args(["--bind", "127.0.0.1:0", "--log-level", "info", "--api-key", OWNER_KEY])
+        .arg("--data-dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if no_color {
+        command.env("NO_COLOR", "1");
+    } else {
+        command.env_remove("NO_COLOR");
+    }
+    let mut child = command.spawn().expect("gridd starts");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let mut log = Vec::new();
+    let mut byte = [0u8; 1];
+    let listening = |log: &[u8]| {
+        let text = String::from_utf8_lossy(log);
+        text.lines().any(|l| l.contains("gridd listening")) && text.ends_with('\n')
+    };
+    while !listening(&log) {
+        match stderr.read(&mut byte) {
+            Ok(1) => log.push(byte[0]),
+            _ => break,
+        }
+    }
+    (child, stderr, String::from_utf8_lossy(&log).into_owned())
+}
+
 #[test]
 fn bad_cli_input_fails_without_changing_the_directory() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -136,35 +174,12 @@ fn bad_cli_input_fails_without_changing_the_directory() {
 
 #[test]
 fn the_server_stops_on_sigterm_even_when_its_log_cannot_be_written() {
-    use std::io::Read;
-    use std::process::Stdio;
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gridd"))
-        .args(["--bind", "127.0.0.1:0", "--log-level", "info", "--api-key", OWNER_KEY])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("gridd starts");
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let mut log = Vec::new();
-    let mut byte = [0u8; 1];
-    let listening = |log: &[u8]| {
-        let text = String::from_utf8_lossy(log);
-        text.lines().any(|l| l.contains("gridd listening")) && text.ends_with('\n')
-    };
-    while !listening(&log) {
-        match stderr.read(&mut byte) {
-            Ok(1) => log.push(byte[0]),
-            _ => panic!("gridd ended before listening: {}", String::from_utf8_lossy(&log)),
-        }
-    }
+    let (mut child, stderr, log) = serve_until_listening(dir.path(), true);
+    assert!(log.contains("gridd listening"), "gridd ended before listening: {log}");
     drop(stderr);
     // SIGTERM once serving: the handler is installed when the server starts running.
-    let log = String::from_utf8_lossy(&log).into_owned();
     let addr = regex::Regex::new(r"addr\S*=\S*?(127\.0\.0\.1:\d+)").expect("regex");
     let addr = addr.captures(&log).map(|c| c[1].to_owned()).expect("the address is logged");
     let client = reqwest::blocking::Client::new();
@@ -197,30 +212,10 @@ fn the_server_stops_on_sigterm_even_when_its_log_cannot_be_written() {
 
 #[test]
 fn a_log_written_to_a_pipe_has_no_colour_codes() {
-    use std::io::Read;
-    use std::process::Stdio;
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gridd"))
-        .args(["--bind", "127.0.0.1:0", "--log-level", "info", "--api-key", OWNER_KEY])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .env_remove("NO_COLOR")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("gridd starts");
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let mut log = Vec::new();
-    let mut byte = [0u8; 1];
-    while !String::from_utf8_lossy(&log).lines().any(|l| l.contains("gridd listening")) {
-        match stderr.read(&mut byte) {
-            Ok(1) => log.push(byte[0]),
-            _ => break,
-        }
-    }
+    let (mut child, _stderr, log) = serve_until_listening(dir.path(), false);
     let _ = child.kill();
     let _ = child.wait();
-    let log = String::from_utf8_lossy(&log);
     assert!(log.contains("gridd listening"), "gridd ended before listening: {log}");
     assert!(!log.contains('\u{1b}'), "colour codes in a log written to a pipe: {log:?}");
 }
