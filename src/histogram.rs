@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// A histogram's bucket bounds, and each as the exposition writes it (`le="..."`, as `f64`'s
-/// `Display` writes it): formatting the floats on every scrape was most of `/metrics`' work.
+/// `Display` writes it): formatting the floats on every scrape was a seventh of `/metrics`' own
+/// work.
 #[derive(Debug)]
 pub struct Bounds {
     values: &'static [f64],
