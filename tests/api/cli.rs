@@ -117,13 +117,10 @@ fn the_cli_works_on_a_directory_a_server_has_used() {
         .assert_status(200);
 }
 
-/// Starts `gridd` serving on `dir` at info level with stderr piped (`NO_COLOR` set as `no_color`
-/// says) and reads its log up to the "gridd listening" line, or all of it if the server ends
-/// before listening.
-fn serve_until_listening(
-    dir: &Path,
-    no_color: bool,
-) -> (std::process::Child, std::process::ChildStderr, String) {
+/// Starts `gridd` serving on `dir` at info level with stderr piped (and no `NO_COLOR`: a log
+/// written to a pipe is plain whatever the environment says) and reads its log up to the "gridd
+/// listening" line, or all of it if the server ends before listening.
+fn serve_until_listening(dir: &Path) -> (std::process::Child, std::process::ChildStderr, String) {
     use std::io::Read;
     use std::process::Stdio;
     let mut command = Command::new(env!("CARGO_BIN_EXE_gridd"));
@@ -131,13 +128,9 @@ fn serve_until_listening(
         .args(["--bind", "127.0.0.1:0", "--log-level", "info", "--api-key", OWNER_KEY])
         .arg("--data-dir")
         .arg(dir)
+        .env_remove("NO_COLOR")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    if no_color {
-        command.env("NO_COLOR", "1");
-    } else {
-        command.env_remove("NO_COLOR");
-    }
     let mut child = command.spawn().expect("gridd starts");
     let mut stderr = child.stderr.take().expect("piped stderr");
     let mut log = Vec::new();
@@ -176,7 +169,7 @@ fn bad_cli_input_fails_without_changing_the_directory() {
 fn the_server_stops_on_sigterm_even_when_its_log_cannot_be_written() {
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().expect("temp dir");
-    let (mut child, stderr, log) = serve_until_listening(dir.path(), true);
+    let (mut child, stderr, log) = serve_until_listening(dir.path());
     assert!(log.contains("gridd listening"), "gridd ended before listening: {log}");
     drop(stderr);
     // SIGTERM once serving: the handler is installed when the server starts running.
@@ -213,7 +206,7 @@ fn the_server_stops_on_sigterm_even_when_its_log_cannot_be_written() {
 #[test]
 fn a_log_written_to_a_pipe_has_no_colour_codes() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (mut child, _stderr, log) = serve_until_listening(dir.path(), false);
+    let (mut child, _stderr, log) = serve_until_listening(dir.path());
     let _ = child.kill();
     let _ = child.wait();
     assert!(log.contains("gridd listening"), "gridd ended before listening: {log}");
