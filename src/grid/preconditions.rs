@@ -15,6 +15,12 @@ pub fn record_version(state: &GridState, row: RowId) -> u32 {
     version_over(&state.store, row, state.slots.values().copied())
 }
 
+/// `record_version` of each of `rows`, the branch's columns listed once for them all.
+pub fn record_versions(state: &GridState, rows: &[RowId]) -> Vec<u32> {
+    let slots: Vec<ColumnSlot> = state.slots.values().copied().collect();
+    rows.iter().map(|&row| version_over(&state.store, row, slots.iter().copied())).collect()
+}
+
 /// The version of `row` as the columns `slots` see it: its creation, its last move or rename,
 /// and its cells' versions in those columns (a view's change feed reads its columns only).
 pub fn version_over(

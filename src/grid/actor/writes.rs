@@ -8,7 +8,7 @@ use actix::{Context, Handler, Message, ResponseFuture};
 use super::GridActor;
 use crate::grid::error::{GridError, GridResult};
 use crate::grid::ops::{GridOp, GridState};
-use crate::grid::preconditions::{check as check_expected, record_version, Expected};
+use crate::grid::preconditions::{check as check_expected, record_versions, Expected};
 use crate::grid::read::RecordOut;
 use crate::grid::read_json::{renders_alone, RenderedRecords};
 use crate::grid::records::{
@@ -137,7 +137,7 @@ impl GridActor {
                 keys.iter().filter_map(|(path, id)| store.find(path, id)).collect()
             }
         };
-        let versions = rows.iter().map(|&row| record_version(&self.state, row)).collect();
+        let versions = record_versions(&self.state, &rows);
         let records = WrittenRecords::of(&self.state, &columns, rows);
         Ok((durable, WriteAnswer { records, versions, spent: entry }))
     }

@@ -11,7 +11,7 @@
 //! the row set handed to `retain_with`.
 
 use std::any::Any;
-use std::ops::Index;
+use std::ops::{Index, Range};
 use std::sync::{Arc, Weak};
 
 use roaring::RoaringBitmap;
@@ -180,6 +180,22 @@ impl<C: Chunk> Chunked<C> {
         new_chunk: impl Fn(Option<&C>) -> C,
         mut push: impl FnMut(&mut C, usize),
     ) {
+        self.push_ranges_with(count, new_chunk, |target, rows| {
+            for i in rows {
+                push(target, i);
+            }
+        });
+    }
+
+    /// `push_many_with` handing each chunk its whole share of the rows at once: `push(chunk,
+    /// range)` adds rows `range` of the `count` (so that a chunk can make what it holds
+    /// writable once for them too).
+    pub(super) fn push_ranges_with(
+        &mut self,
+        count: usize,
+        new_chunk: impl Fn(Option<&C>) -> C,
+        mut push: impl FnMut(&mut C, Range<usize>),
+    ) {
         let mut done = 0;
         while done < count {
             let (chunk, at) = split(self.len);
@@ -188,10 +204,7 @@ impl<C: Chunk> Chunked<C> {
                 self.chunks.push(Arc::new(made));
             }
             let take = (CHUNK_ROWS - at).min(count - done);
-            let target = Arc::make_mut(&mut self.chunks[chunk]);
-            for i in done..done + take {
-                push(target, i);
-            }
+            push(Arc::make_mut(&mut self.chunks[chunk]), done..done + take);
             self.len += take;
             done += take;
         }

@@ -164,10 +164,17 @@ impl ColumnChunk {
     }
 
     fn push(&mut self, value: Stored<'_>, version: u32, status: u8) {
-        Arc::make_mut(&mut self.cells).push(value);
-        self.versions.push(version);
-        if let Some(statuses) = &mut self.status {
-            push_row(statuses, status);
+        self.appender().push(value, version, status);
+    }
+
+    /// A writer that appends rows as `push` does, the cells made writable once for all of
+    /// them rather than once a row (an atomic operation that waits for every store before it:
+    /// a bulk add's cells paid a twentieth of its time for it).
+    fn appender(&mut self) -> ChunkAppender<'_> {
+        ChunkAppender {
+            cells: Arc::make_mut(&mut self.cells),
+            versions: &mut self.versions,
+            status: self.status.as_mut(),
         }
     }
 
@@ -184,6 +191,23 @@ impl ColumnChunk {
 
     fn stamp(&mut self, at: usize, clock: u32) {
         self.versions.set(at, clock);
+    }
+}
+
+/// Appends rows to one `ColumnChunk` (`ColumnChunk::appender`).
+struct ChunkAppender<'c> {
+    cells: &'c mut Cells,
+    versions: &'c mut Versions,
+    status: Option<&'c mut Vec<u8>>,
+}
+
+impl ChunkAppender<'_> {
+    fn push(&mut self, value: Stored<'_>, version: u32, status: u8) {
+        self.cells.push(value);
+        self.versions.push(version);
+        if let Some(statuses) = &mut self.status {
+            push_row(statuses, status);
+        }
     }
 }
 
@@ -306,14 +330,17 @@ impl Column {
     ) {
         let (kind, localized) = (self.kind, self.localized);
         let new_chunk = |full: Option<&_>| ColumnChunk::following(kind, localized, full);
-        self.chunks.push_many_with(values.len(), new_chunk, |chunk, i| {
-            let value = values[i].and_then(|value| stored(kind, value, scratch).ok());
-            let value = value.unwrap_or(empty_of(kind));
-            let is_written = value != empty_of(kind);
-            if is_written {
-                written(i);
+        self.chunks.push_ranges_with(values.len(), new_chunk, |chunk, rows| {
+            let mut appender = chunk.appender();
+            for i in rows {
+                let value = values[i].and_then(|value| stored(kind, value, scratch).ok());
+                let value = value.unwrap_or(empty_of(kind));
+                let is_written = value != empty_of(kind);
+                if is_written {
+                    written(i);
+                }
+                appender.push(value, if is_written { clock } else { 0 }, 0);
             }
-            chunk.push(value, if is_written { clock } else { 0 }, 0);
         });
     }
 

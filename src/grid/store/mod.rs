@@ -346,8 +346,9 @@ impl ColumnStore {
         let hashes: Vec<u64> = records.iter().map(|r| self.hash_of(r.path, r.id)).collect();
         let rehash = stored_key_hash(self.identity, &self.ids, &self.paths, &self.path_names);
         self.by_key.make_room(&hashes, rehash);
-        for (record, hash) in records.iter().zip(hashes) {
-            let row = self.append_row(&self.record_now(record.id, record.path, time_ms, user));
+        self.append_new_rows(records, time_ms, user);
+        for (i, hash) in hashes.into_iter().enumerate() {
+            let row = RowId(u32::try_from(first + i).expect("rows are numbered below 2^32"));
             self.index_row(hash, row);
         }
         let count = records.len();
@@ -460,6 +461,31 @@ impl ColumnStore {
         self.live.insert(row);
         self.note_row(row);
         RowId(row)
+    }
+
+    /// `append_row` of each of `records` as written now (`record_now`), column by column:
+    /// each chunk is made writable once for them all rather than once a record.
+    fn append_new_rows(&mut self, records: &[NewRecord<'_>], time_ms: i64, user: &str) {
+        let (first, count) = (self.ids.len(), records.len());
+        u32::try_from(first + count)
+            .ok()
+            .filter(|&end| end < u32::MAX)
+            .expect("a grid branch holds fewer than 2^32 - 1 rows");
+        self.ids.push_many(count, |i| Some(records[i].id));
+        let paths: Vec<u32> = records.iter().map(|r| self.path_names.intern(r.path)).collect();
+        self.paths.push_many(count, |i| paths[i]);
+        self.times.push_many(count, |_| time_ms);
+        let user = self.user_names.intern(user);
+        self.editors.push_many(count, |_| user);
+        let clock = self.clock;
+        self.created.push_many(count, |_| clock);
+        self.moved.push_many(count, |_| clock);
+        self.history.push_many(count, |_| u64::MAX);
+        let rows = first as u32..(first + count) as u32;
+        self.live.insert_range(rows.clone());
+        for row in rows {
+            self.note_row(row);
+        }
     }
 
     /// Renames a record and/or moves it to another path. The caller guarantees the new key is

@@ -223,6 +223,11 @@ impl<T: Copy + PartialEq> Chunked<Runs<T>> {
         self.push_with(|_| Runs::default(), |chunk| chunk.push(value));
     }
 
+    /// Appends `count` values, the `i`th `value_of(i)`, each chunk made writable once.
+    pub(super) fn push_many(&mut self, count: usize, mut value_of: impl FnMut(usize) -> T) {
+        self.push_many_with(count, |_| Runs::default(), |chunk, i| chunk.push(value_of(i)));
+    }
+
     /// The value at `row`. Panics when `row >= len` (a stale `RowId`).
     #[inline]
     pub(super) fn get(&self, row: usize) -> T {

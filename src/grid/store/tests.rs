@@ -547,7 +547,19 @@ fn a_column_built_from_parts_matches_one_built_from_whole_chunks() {
 
 #[test]
 fn records_added_together_match_records_added_one_by_one() {
-    let (mut original, slots) = full_store(13);
+    adds_together_and_one_by_one_match(13);
+}
+
+#[test]
+fn records_added_together_across_a_chunk_boundary_match_records_added_one_by_one() {
+    // The 20 records start 7 rows before the end of the first chunk.
+    adds_together_and_one_by_one_match(chunked::CHUNK_ROWS - 7);
+}
+
+/// Adds 20 records to a store of `existing` records with `insert_many_with` and one by one,
+/// and compares the two stores.
+fn adds_together_and_one_by_one_match(existing: usize) {
+    let (mut original, slots) = full_store(existing);
     let dropped = original.add_column(StorageKind::Text, false);
     original.drop_column(dropped);
     let before = dump(&original, &slots);
@@ -580,7 +592,8 @@ fn records_added_together_match_records_added_one_by_one() {
         .map(|(id, cells)| NewRecord { id, path: "added", values: cells })
         .collect();
     let first = together.insert_many_with(&records, 5, "bulk");
-    assert_eq!(first, RowId(13));
+    let row = |i: usize| RowId((existing + i) as u32);
+    assert_eq!(first, row(0));
     for (id, cells) in ids.iter().zip(&values) {
         let row = one_by_one.insert(id, "added", 5, "bulk");
         for (slot, value) in cells.iter().filter(|(slot, _)| *slot != dropped) {
@@ -588,9 +601,16 @@ fn records_added_together_match_records_added_one_by_one() {
         }
     }
     assert_eq!(dump(&together, &slots), dump(&one_by_one, &slots));
-    assert_eq!(together.find("added", "new.19"), Some(RowId(32)));
-    assert_eq!(together.value(RowId(14), slots[0]), CellValue::Text("added 1 ✓".into()));
-    assert_eq!(together.version(RowId(13), slots[0]), 0, "a cell not given stays unwritten");
+    let stamps = |store: &ColumnStore| -> Vec<(u32, u32, u64)> {
+        let rows = store.live_rows();
+        rows.map(|r| (store.created_at(r), store.moved_at(r), store.history_head(r))).collect()
+    };
+    assert_eq!(stamps(&together), stamps(&one_by_one));
+    for i in 0..20 {
+        assert_eq!(together.find("added", &ids[i]), Some(row(i)), "{}", ids[i]);
+    }
+    assert_eq!(together.value(row(1), slots[0]), CellValue::Text("added 1 ✓".into()));
+    assert_eq!(together.version(row(0), slots[0]), 0, "a cell not given stays unwritten");
     assert_eq!(dump(&original, &slots), before, "the shared chunks were copied, not written");
 }
 

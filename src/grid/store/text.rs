@@ -580,6 +580,15 @@ impl TextColumn {
         self.chunks.push_with(TextChunk::following, |chunk| chunk.push(value));
     }
 
+    /// Appends `count` rows, the `i`th holding `value_of(i)`, each chunk made writable once.
+    pub(super) fn push_many<'v>(
+        &mut self,
+        count: usize,
+        mut value_of: impl FnMut(usize) -> Option<&'v str>,
+    ) {
+        self.chunks.push_many_with(count, TextChunk::following, |chunk, i| chunk.push(value_of(i)));
+    }
+
     /// The value of `row`; `None` when absent. Panics when `row >= len`.
     #[inline]
     pub(super) fn get(&self, row: usize) -> Option<&str> {
