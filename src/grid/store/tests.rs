@@ -606,8 +606,8 @@ fn adds_together_and_one_by_one_match(existing: usize) {
         rows.map(|r| (store.created_at(r), store.moved_at(r), store.history_head(r))).collect()
     };
     assert_eq!(stamps(&together), stamps(&one_by_one));
-    for i in 0..20 {
-        assert_eq!(together.find("added", &ids[i]), Some(row(i)), "{}", ids[i]);
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(together.find("added", id), Some(row(i)), "{id}");
     }
     assert_eq!(together.value(row(1), slots[0]), CellValue::Text("added 1 ✓".into()));
     assert_eq!(together.version(row(0), slots[0]), 0, "a cell not given stays unwritten");
