@@ -346,7 +346,9 @@ impl ColumnStore {
         let hashes: Vec<u64> = records.iter().map(|r| self.hash_of(r.path, r.id)).collect();
         let rehash = stored_key_hash(self.identity, &self.ids, &self.paths, &self.path_names);
         self.by_key.make_room(&hashes, rehash);
-        self.append_new_rows(records, time_ms, user);
+        let now: Vec<LoadedRecord<'_>> =
+            records.iter().map(|r| self.record_now(r.id, r.path, time_ms, user)).collect();
+        self.append_rows(&now);
         for (i, hash) in hashes.into_iter().enumerate() {
             let row = RowId(u32::try_from(first + i).expect("rows are numbered below 2^32"));
             self.index_row(hash, row);
@@ -443,49 +445,33 @@ impl ColumnStore {
     /// Appends a row with empty cells everywhere but the columns, its key not yet in the id
     /// index; returns it.
     fn append_row(&mut self, record: &LoadedRecord<'_>) -> RowId {
-        let row = u32::try_from(self.ids.len())
-            .ok()
-            .filter(|&row| row < u32::MAX)
-            .expect("a grid branch holds fewer than 2^32 - 1 rows");
-        self.ids.push(Some(record.id));
-        let path = self.path_names.intern(record.path);
-        self.paths.push(path);
-        self.times.push(record.time_ms);
-        let user = self.user_names.intern(record.user);
-        self.editors.push(user);
-        self.created.push(record.created);
-        self.moved.push(record.moved);
-        self.history.push(record.history_head);
-        // `insert`, not `push`: roaring's `push` finds a dense container's maximum by scanning
-        // its 1,024 words from the top each time (most of a 1M-record start's record stage).
-        self.live.insert(row);
-        self.note_row(row);
-        RowId(row)
+        self.append_rows(std::slice::from_ref(record))
     }
 
-    /// `append_row` of each of `records` as written now (`record_now`), column by column:
-    /// each chunk is made writable once for them all rather than once a record.
-    fn append_new_rows(&mut self, records: &[NewRecord<'_>], time_ms: i64, user: &str) {
+    /// `append_row` of each of `records`, column by column: each chunk is made writable once
+    /// for them all rather than once a record (a bulk add's thousand). Returns the first row.
+    fn append_rows(&mut self, records: &[LoadedRecord<'_>]) -> RowId {
         let (first, count) = (self.ids.len(), records.len());
-        u32::try_from(first + count)
+        let end = u32::try_from(first + count)
             .ok()
             .filter(|&end| end < u32::MAX)
             .expect("a grid branch holds fewer than 2^32 - 1 rows");
         self.ids.push_many(count, |i| Some(records[i].id));
-        let paths: Vec<u32> = records.iter().map(|r| self.path_names.intern(r.path)).collect();
-        self.paths.push_many(count, |i| paths[i]);
-        self.times.push_many(count, |_| time_ms);
-        let user = self.user_names.intern(user);
-        self.editors.push_many(count, |_| user);
-        let clock = self.clock;
-        self.created.push_many(count, |_| clock);
-        self.moved.push_many(count, |_| clock);
-        self.history.push_many(count, |_| u64::MAX);
-        let rows = first as u32..(first + count) as u32;
+        self.paths.push_many(count, |i| self.path_names.intern(records[i].path));
+        self.times.push_many(count, |i| records[i].time_ms);
+        self.editors.push_many(count, |i| self.user_names.intern(records[i].user));
+        self.created.push_many(count, |i| records[i].created);
+        self.moved.push_many(count, |i| records[i].moved);
+        self.history.push_many(count, |i| records[i].history_head);
+        let rows = end - count as u32..end;
+        // `insert_range`, not `push`: roaring's `push` finds a dense container's maximum by
+        // scanning its 1,024 words from the top each time (most of a 1M-record start's record
+        // stage).
         self.live.insert_range(rows.clone());
         for row in rows {
             self.note_row(row);
         }
+        RowId(end - count as u32)
     }
 
     /// Renames a record and/or moves it to another path. The caller guarantees the new key is

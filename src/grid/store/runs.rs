@@ -217,12 +217,6 @@ impl<T: Copy + PartialEq> Chunk for Runs<T> {
 pub(super) type ChunkedRuns<T> = Chunked<Runs<T>>;
 
 impl<T: Copy + PartialEq> Chunked<Runs<T>> {
-    /// Appends a value.
-    #[inline]
-    pub(super) fn push(&mut self, value: T) {
-        self.push_with(|_| Runs::default(), |chunk| chunk.push(value));
-    }
-
     /// Appends `count` values, the `i`th `value_of(i)`, each chunk made writable once.
     pub(super) fn push_many(&mut self, count: usize, mut value_of: impl FnMut(usize) -> T) {
         self.push_many_with(count, |_| Runs::default(), |chunk, i| chunk.push(value_of(i)));
@@ -362,9 +356,10 @@ mod tests {
     #[test]
     fn chunked_runs_cross_chunks_update_and_retain() {
         let mut column = ChunkedRuns::new();
-        for row in 0..(3 * CHUNK_ROWS + 2) {
-            column.push((row / 5) as u32);
-        }
+        // In two appends, the second starting inside the second chunk.
+        let split = CHUNK_ROWS + 3;
+        column.push_many(split, |row| (row / 5) as u32);
+        column.push_many(2 * CHUNK_ROWS - 1, |i| ((split + i) / 5) as u32);
         assert_eq!(column.get(CHUNK_ROWS + 1), ((CHUNK_ROWS + 1) / 5) as u32);
         column.set(CHUNK_ROWS, 99);
         assert_eq!(column.get(CHUNK_ROWS), 99);
