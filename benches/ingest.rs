@@ -17,7 +17,7 @@ mod common;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use gridd::grid::ops::GridState;
 use gridd::grid::read_json::RenderedRecords;
-use gridd::grid::records::{plan_add, RecordInput, RecordsBody};
+use gridd::grid::records::{plan_add, PlanLeftovers, RecordInput, RecordsBody};
 use gridd::grid::schema::{ColumnDef, ViewDef};
 use gridd::grid::store::RowId;
 use gridd::grid::value::{CellValue, SourceStatus};
@@ -138,15 +138,16 @@ fn bench_plan_and_apply(c: &mut Criterion) {
 
 /// What the branch's actor does for an add: plan it, size its WAL entry (the WAL's writer
 /// thread writes its bytes), apply it and render the records it added for the answer; the
-/// entry goes back to be freed elsewhere, as the server frees it on the HTTP worker. A function of its own, so that `valgrind
-/// --tool=callgrind --toggle-collect=*add_as_the_actor_does*` counts it alone (the warming
-/// add of the setup calls `add` instead).
+/// entry and what planning left go back to be freed elsewhere, as the server frees them on
+/// the HTTP worker. A function of its own, so that `valgrind --tool=callgrind
+/// --toggle-collect=*add_as_the_actor_does*` counts it alone (the warming add of the setup
+/// calls `add` instead).
 #[inline(never)]
 fn add_as_the_actor_does(
     state: &mut GridState,
     view: &ViewDef,
     inputs: Vec<RecordInput>,
-) -> (WalEntry, usize, RenderedRecords) {
+) -> (WalEntry, usize, RenderedRecords, PlanLeftovers) {
     add(state, view, inputs)
 }
 
@@ -154,8 +155,9 @@ fn add(
     state: &mut GridState,
     view: &ViewDef,
     inputs: Vec<RecordInput>,
-) -> (WalEntry, usize, RenderedRecords) {
-    let op = plan_add(state, view, inputs, "bench", 0, SourceStatus::Unset).expect("valid records");
+) -> (WalEntry, usize, RenderedRecords, PlanLeftovers) {
+    let (op, leftovers) =
+        plan_add(state, view, inputs, "bench", 0, SourceStatus::Unset).expect("valid records");
     let entry = WalEntry { branch_id: "b".into(), ops: vec![op], time_ms: 0 };
     let logged = entry.encoded_len();
     let first = state.store.rows();
@@ -166,7 +168,7 @@ fn add(
         state.schema.view_columns(view).into_iter().map(|(c, _)| c).collect();
     let rows = (first..state.store.rows()).map(|row| RowId::from_raw(row as u32));
     let answer = state.render_rows(&columns, rows);
-    (entry, logged, answer)
+    (entry, logged, answer, leftovers)
 }
 
 /// A 1000-record add's WAL entry: encoded as the actor does, and decoded as a replay does,
@@ -175,7 +177,7 @@ fn bench_wal_entry(c: &mut Criterion) {
     let (state, ids) = common::build_state(1000);
     let inputs: Vec<RecordInput> = serde_json::from_str(&body(&ids, 1000)).expect("parses");
     let view = state.schema.views.first().cloned().expect("the default view");
-    let op = plan_add(&state, &view, inputs, "bench", 0, SourceStatus::Unset).expect("valid");
+    let (op, _) = plan_add(&state, &view, inputs, "bench", 0, SourceStatus::Unset).expect("valid");
     let entry = WalEntry { branch_id: "b".into(), ops: vec![op], time_ms: 0 };
     let compact = entry.encode();
     let original = bincode::serialize(&entry).expect("serializes");

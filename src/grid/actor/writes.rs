@@ -13,7 +13,7 @@ use crate::grid::read::RecordOut;
 use crate::grid::read_json::{renders_alone, RenderedRecords};
 use crate::grid::records::{
     locate_by_path, plan_add, plan_delete, plan_import, plan_update, plan_update_one,
-    DeleteRecordsInput, RecordInput,
+    DeleteRecordsInput, PlanLeftovers, RecordInput,
 };
 use crate::grid::references::{
     check_written, reference_columns, writes_references, ReferenceLookup,
@@ -68,6 +68,8 @@ pub struct WriteAnswer {
     /// actor's (a bulk add's twelve thousand cells took 6% of the actor's time to free), or
     /// the WAL's writer thread if it writes them last.
     pub spent: Arc<WalEntry>,
+    /// What planning an add left (its emptied inputs), freed by the caller as `spent` is.
+    pub leftovers: PlanLeftovers,
 }
 
 /// The records a write leaves, as the view shows them.
@@ -98,10 +100,14 @@ impl GridActor {
         let now = chrono::Utc::now().timestamp_millis();
         let state = &self.state;
         let (first_row, epoch) = (state.store.rows(), state.store.epoch());
+        let mut leftovers = PlanLeftovers::default();
         let (op, keys_before): (GridOp, Vec<(String, String)>) = match msg.write {
             // An add's records are the rows it appends (found by key only after a compaction).
             RecordsWrite::Add(inputs) => {
-                (plan_add(state, &view, inputs, &msg.user, now, msg.source_default)?, Vec::new())
+                let (op, left) =
+                    plan_add(state, &view, inputs, &msg.user, now, msg.source_default)?;
+                leftovers = left;
+                (op, Vec::new())
             }
             RecordsWrite::Update(inputs) => {
                 let op = plan_update(state, &view, inputs, &msg.user, now)?;
@@ -139,7 +145,7 @@ impl GridActor {
         };
         let versions = record_versions(&self.state, &rows);
         let records = WrittenRecords::of(&self.state, &columns, rows);
-        Ok((durable, WriteAnswer { records, versions, spent: entry }))
+        Ok((durable, WriteAnswer { records, versions, spent: entry, leftovers }))
     }
 }
 
