@@ -68,7 +68,8 @@ pub struct WriteAnswer {
     /// actor's (a bulk add's twelve thousand cells took 6% of the actor's time to free), or
     /// the WAL's writer thread if it writes them last.
     pub spent: Arc<WalEntry>,
-    /// What planning an add left (its emptied inputs), freed by the caller as `spent` is.
+    /// What planning an add left (its emptied inputs and the keys it named), freed by the
+    /// caller as `spent` is.
     pub leftovers: PlanLeftovers,
 }
 
