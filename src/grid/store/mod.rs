@@ -342,16 +342,16 @@ impl ColumnStore {
         time_ms: i64,
         user: &str,
     ) -> RowId {
-        let first = self.ids.len();
         let hashes: Vec<u64> = records.iter().map(|r| self.hash_of(r.path, r.id)).collect();
         let rehash = stored_key_hash(self.identity, &self.ids, &self.paths, &self.path_names);
         self.by_key.make_room(&hashes, rehash);
         let now: Vec<LoadedRecord<'_>> =
             records.iter().map(|r| self.record_now(r.id, r.path, time_ms, user)).collect();
-        self.append_rows(&now);
+        // `append_rows` checked that every row of them is numbered below 2^32.
+        let first = self.append_rows(&now);
+        let row = |i: usize| RowId(first.0 + i as u32);
         for (i, hash) in hashes.into_iter().enumerate() {
-            let row = RowId(u32::try_from(first + i).expect("rows are numbered below 2^32"));
-            self.index_row(hash, row);
+            self.index_row(hash, row(i));
         }
         let count = records.len();
         let slots = self.columns.len();
@@ -371,10 +371,9 @@ impl ColumnStore {
             column.push_values(values, &mut self.scratch, self.clock, |i| written.push((i, at)));
         }
         for (i, at) in written {
-            let row = RowId(u32::try_from(first + i).expect("rows are numbered below 2^32"));
-            self.note_written(true, row, ColumnSlot(at as u32));
+            self.note_written(true, row(i), ColumnSlot(at as u32));
         }
-        RowId(u32::try_from(first).expect("rows are numbered below 2^32"))
+        first
     }
 
     /// Room in the id index for `more` records (a load inserting that many).
